@@ -1,0 +1,84 @@
+"""Graph extraction speed: C++ ``extract_graph`` vs the pure-Python reference.
+
+    python benchmarks/bench_extract.py [--runs 7] [--model bert_base] [--blocks 2500]
+
+Prints, for one zoo model (BERT-base by default, needs the ``zoo`` extras), the
+median/min/max wall time of ``ov_autoplace.graph.extract_graph`` and of
+``tests.reference_graph.reference_extract`` and their ratio (target: native at
+least 10x faster), then the native time on a synthetic ~20,000-node graph (a
+chain of residual MLP blocks). Times include everything a caller pays
+(``get_ordered_ops`` and wrapping into ``GraphArrays``), not model loading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import sys
+import time
+from typing import Callable
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from ov_autoplace.graph import extract_graph  # noqa: E402
+from tests import synthetic_graphs  # noqa: E402
+from tests.reference_graph import reference_extract  # noqa: E402
+
+
+def time_runs(fn: Callable[[], object], runs: int) -> list[float]:
+    fn()  # warm-up (first call pays imports and lazy initialisation)
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def fmt(samples: list[float]) -> str:
+    ms = [s * 1e3 for s in samples]
+    return f"median {statistics.median(ms):9.3f} ms  (min {min(ms):9.3f}, max {max(ms):9.3f}, n={len(ms)})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="timed runs per measurement (>= 5)")
+    ap.add_argument("--model", default="bert_base", help="zoo model to compare on")
+    ap.add_argument("--blocks", type=int, default=2500, help="residual blocks of the synthetic graph (8 nodes each)")
+    args = ap.parse_args(argv)
+    runs = max(5, args.runs)
+
+    try:
+        import models.zoo as zoo
+
+        model = zoo.load(args.model)
+    except Exception as exc:  # torch/transformers missing or broken
+        print(f"[skip] cannot load zoo model {args.model!r} ({type(exc).__name__}: {exc}); "
+              "install the zoo extras: pip install 'ov_autoplace[zoo]'")
+        model = None
+
+    if model is not None:
+        g = extract_graph(model)
+        print(f"{args.model}: {g.num_nodes} nodes, {g.num_edges} edges")
+        native = time_runs(lambda: extract_graph(model), runs)
+        ref = time_runs(lambda: reference_extract(model), runs)
+        print(f"  native    {fmt(native)}")
+        print(f"  reference {fmt(ref)}")
+        ratio = statistics.median(ref) / statistics.median(native)
+        verdict = "ok" if ratio >= 10 else "MISSED"
+        print(f"  ratio (median reference / median native): {ratio:.1f}x  (target >= 10x: {verdict})")
+
+    t0 = time.perf_counter()
+    big = synthetic_graphs.long_chain(args.blocks)
+    build = time.perf_counter() - t0
+    g = extract_graph(big)
+    print(f"long_chain({args.blocks}): {g.num_nodes} nodes, {g.num_edges} edges (built in {build:.2f} s)")
+    print(f"  native    {fmt(time_runs(lambda: extract_graph(big), runs))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Import the C++ extension only after checking it matches the OpenVINO runtime.
+
+The extension links ``libopenvino.so.<release>`` of the OpenVINO it was built
+against; with another release installed the raw import fails with an obscure
+loader message (or worse, loads against a different ABI). The build writes the
+release into ``_build_info.py`` so we can compare first and say how to fix it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from types import ModuleType
+
+import openvino as ov
+
+from .errors import NativeExtensionError
+
+_REBUILD_HINT = (
+    "rebuild ov_autoplace against the installed OpenVINO: "
+    "`pip install --force-reinstall --no-deps --no-binary ov_autoplace ov_autoplace` "
+    "(or `pip install --force-reinstall --no-deps .` in a source checkout)"
+)
+
+
+def runtime_openvino_version() -> str:
+    """The installed OpenVINO release, e.g. ``2026.4.1``."""
+    return ov.get_version().split("-")[0]
+
+
+@functools.lru_cache(maxsize=None)
+def load_native() -> ModuleType:
+    """Return ``ov_autoplace._native``, or raise NativeExtensionError saying why not."""
+    try:
+        build_info = importlib.import_module("ov_autoplace._build_info")
+    except ImportError as exc:
+        raise NativeExtensionError(
+            "ov_autoplace's C++ extension is not built (no ov_autoplace/_build_info.py); "
+            f"install the package with pip so CMake builds it: {_REBUILD_HINT}"
+        ) from exc
+    built = build_info.BUILT_OPENVINO_VERSION
+    running = runtime_openvino_version()
+    if built != running:
+        raise NativeExtensionError(
+            f"ov_autoplace._native was built against OpenVINO {built} but OpenVINO {running} is installed; "
+            f"the extension links that exact release. Expected {built}, got {running}: {_REBUILD_HINT}"
+        )
+    try:
+        return importlib.import_module("ov_autoplace._native")
+    except ImportError as exc:
+        raise NativeExtensionError(f"cannot load ov_autoplace._native ({exc}); {_REBUILD_HINT}") from exc

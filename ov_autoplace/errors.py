@@ -1,0 +1,53 @@
+"""The exceptions ov_autoplace raises, re-exported at the top level.
+
+Every message names what was wrong (the node, device or property), what was
+expected, what was got, and how to fix it. Each class also derives from the
+built-in exception a caller would naturally catch (ValueError, ImportError,
+FileNotFoundError) so existing ``except`` clauses keep working.
+"""
+
+from __future__ import annotations
+
+
+class OVAutoplaceError(Exception):
+    """Base class of every error ov_autoplace raises on purpose."""
+
+
+class DeviceError(OVAutoplaceError, ValueError):
+    """A device string is malformed, or names a device that is not present."""
+
+
+class PropertyError(OVAutoplaceError, ValueError):
+    """A property (config) dict is malformed or holds a value OpenVINO rejects."""
+
+
+class ModelLoadError(OVAutoplaceError, ValueError):
+    """A model argument is of the wrong type, or its file cannot be parsed."""
+
+
+class ModelNotFoundError(OVAutoplaceError, FileNotFoundError):
+    """A model path does not exist."""
+
+
+class PlacementError(OVAutoplaceError):
+    """A placement cannot be made legal (e.g. a pin contradicts device support)."""
+
+
+class UnsupportedOpError(PlacementError):
+    """Some operations are supported by none of the listed devices."""
+
+
+class NativeExtensionError(OVAutoplaceError, ImportError):
+    """The C++ extension is missing or was built against another OpenVINO."""
+
+
+__all__ = [
+    "DeviceError",
+    "ModelLoadError",
+    "ModelNotFoundError",
+    "NativeExtensionError",
+    "OVAutoplaceError",
+    "PlacementError",
+    "PropertyError",
+    "UnsupportedOpError",
+]

@@ -1,0 +1,301 @@
+"""Turn any node -> device assignment into one HETERO compiles and runs.
+
+A strategy (heuristic, learned policy, random) proposes a device for every
+compute node; it need not know HETERO's rules. The legalizer then, in order:
+
+1. applies user pins (exact name, ``fnmatch`` name pattern, or op type);
+2. moves nodes a device cannot run (per ``core.query_model``) to the first
+   device, in priority order, that can - or raises UnsupportedOpError;
+3. optionally merges the smallest same-device islands into a neighbour until
+   at most ``max_submodels`` remain (each island becomes a HETERO submodel,
+   and each costs a submodel switch and two tensor copies at run time);
+4. puts Constants (and pure-constant subgraphs, e.g. weight decompression) and
+   Parameters on the device of their consumers - a Constant on another device
+   than its consumer made HETERO fail with "Can't set the input tensor";
+5. puts Results on their producer's device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import heapq
+from typing import Mapping, Sequence
+
+import numpy as np
+import openvino as ov
+
+from .errors import PlacementError, UnsupportedOpError
+from .graph import GraphArrays, NodeRole
+from .placement import Placement
+
+
+@dataclasses.dataclass(frozen=True)
+class Pin:
+    """Pin nodes to a device: by exact friendly name, name pattern, or op type."""
+
+    device: str
+    name: str | None = None
+    pattern: str | None = None
+    op_type: str | None = None
+
+    def __post_init__(self) -> None:
+        given = [x for x in (self.name, self.pattern, self.op_type) if x is not None]
+        if len(given) != 1:
+            raise PlacementError(
+                f"a Pin needs exactly one of name=, pattern= or op_type= (got {len(given)}) for device {self.device!r}"
+            )
+
+    def matches(self, name: str, op_type: str) -> bool:
+        if self.name is not None:
+            return name == self.name
+        if self.pattern is not None:
+            return fnmatch.fnmatchcase(name, self.pattern)
+        return op_type == self.op_type
+
+
+def parse_pins(pins: Mapping[str, str] | Sequence[Pin] | None) -> list[Pin]:
+    """Accept ``[Pin(...)]`` or a mapping ``{"name or pattern or type:OpType": device}``."""
+    if pins is None:
+        return []
+    if isinstance(pins, Mapping):
+        parsed = []
+        for key, device in pins.items():
+            if not isinstance(key, str) or not isinstance(device, str):
+                raise PlacementError(f"pins must map str to a device name, got {key!r}: {device!r}")
+            if key.startswith("type:"):
+                parsed.append(Pin(device, op_type=key[len("type:"):]))
+            elif any(ch in key for ch in "*?["):
+                parsed.append(Pin(device, pattern=key))
+            else:
+                parsed.append(Pin(device, name=key))
+        return parsed
+    out = list(pins)
+    for pin in out:
+        if not isinstance(pin, Pin):
+            raise PlacementError(f"pins must be Pin objects or a dict, got {type(pin).__name__}")
+    return out
+
+
+def query_support(core: ov.Core, model: ov.Model, graph: GraphArrays, devices: Sequence[str]) -> np.ndarray:
+    """Boolean (nodes x devices): can device d run node i? From ``core.query_model``.
+
+    Parameters, Constants and Results are placeable anywhere.
+    """
+    support = np.zeros((graph.num_nodes, len(devices)), dtype=bool)
+    index = {name: i for i, name in enumerate(graph.names)}
+    for d, device in enumerate(devices):
+        for name in core.query_model(model, device):
+            i = index.get(name)
+            if i is not None:
+                support[i, d] = True
+    support[graph.role != NodeRole.COMPUTE] = True
+    return support
+
+
+def constant_subgraph_mask(graph: GraphArrays) -> np.ndarray:
+    """Nodes whose value depends on Constants only (they follow their consumers)."""
+    const = graph.role == NodeRole.CONSTANT
+    is_compute = graph.role == NodeRole.COMPUTE
+    num_inputs = np.bincount(graph.edge_dst, minlength=graph.num_nodes)
+    const_inputs = np.zeros(graph.num_nodes, dtype=np.int64)
+    # Edges are listed by destination in topological order, so every input of a
+    # node is decided before the node's own out-edges are reached.
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        if const[s]:
+            const_inputs[t] += 1
+            if is_compute[t] and const_inputs[t] == num_inputs[t]:
+                const[t] = True
+    return const
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> int:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+        return ra
+
+
+def _islands(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> _UnionFind:
+    """Connected components of active nodes joined by same-device edges."""
+    uf = _UnionFind(graph.num_nodes)
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        if active[s] and active[t] and device[s] == device[t]:
+            uf.union(s, t)
+    return uf
+
+
+def count_submodels(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
+    """Estimated HETERO submodels: islands of same-device compute nodes."""
+    uf = _islands(graph, device, active)
+    return len({uf.find(i) for i in np.flatnonzero(active).tolist()})
+
+
+def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
+    """Greedily move the lightest unlocked island to its best-connected neighbour device."""
+    uf = _islands(graph, device, active)
+    members: dict[int, list[int]] = {}
+    for i in np.flatnonzero(active).tolist():
+        members.setdefault(uf.find(i), []).append(i)
+    weight = np.maximum(graph.flops, 0.0) + 1.0
+    heap = [(float(weight[m].sum()), root) for root, m in members.items()]
+    heapq.heapify(heap)
+    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    edge_bytes = np.maximum(graph.edge_bytes, 1).tolist()
+    adjacency: list[list[int]] = [[] for _ in range(graph.num_nodes)]
+    for e, (s, t) in enumerate(zip(src, dst)):
+        adjacency[s].append(e)
+        adjacency[t].append(e)
+    count = len(members)
+    while count > max_submodels and heap:
+        w, root = heapq.heappop(heap)
+        if uf.find(root) != root or root not in members or float(weight[members[root]].sum()) != w:
+            continue  # stale heap entry
+        nodes = members[root]
+        if locked[nodes].any():
+            continue
+        traffic: dict[int, float] = {}
+        for i in nodes:
+            for e in adjacency[i]:
+                j = dst[e] if src[e] == i else src[e]
+                if active[j] and uf.find(j) != root:
+                    traffic[device[j]] = traffic.get(device[j], 0.0) + edge_bytes[e]
+        for target in sorted(traffic, key=lambda d: -traffic[d]):
+            if support[nodes, target].all():
+                break
+        else:
+            continue  # no neighbour device can take the whole island; leave it
+        device[nodes] = target
+        merged = {root}
+        for i in nodes:
+            for e in adjacency[i]:
+                j = dst[e] if src[e] == i else src[e]
+                if active[j] and device[j] == target:
+                    rj = uf.find(j)
+                    if rj not in merged:
+                        merged.add(rj)
+        new_root = root
+        for r in merged - {root}:
+            new_root = uf.union(new_root, r)
+            new_root = uf.find(new_root)
+        combined = [n for r in merged for n in members.pop(r)]
+        members[new_root] = combined
+        count -= len(merged) - 1
+        heapq.heappush(heap, (float(weight[combined].sum()), new_root))
+    return count
+
+
+def legalize(
+    graph: GraphArrays,
+    proposal: np.ndarray,
+    devices: Sequence[str],
+    support: np.ndarray,
+    *,
+    pins: Sequence[Pin] = (),
+    max_submodels: int | None = None,
+    strategy: str = "unknown",
+) -> Placement:
+    """Make ``proposal`` (device index per node; ignored for non-compute nodes) legal for HETERO."""
+    n, num_devices = graph.num_nodes, len(devices)
+    proposal = np.asarray(proposal)
+    if proposal.shape != (n,):
+        raise PlacementError(f"proposal must have one device index per node: expected shape ({n},), got {proposal.shape}")
+    if num_devices == 0:
+        raise PlacementError("no devices to place on")
+    if support.shape != (n, num_devices):
+        raise PlacementError(f"support must be ({n}, {num_devices}), got {support.shape}")
+    compute = graph.role == NodeRole.COMPUTE
+    follower = constant_subgraph_mask(graph) & compute
+    active = compute & ~follower
+    device = np.where(active, proposal, -1).astype(np.int64)
+    bad = active & ((device < 0) | (device >= num_devices))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise PlacementError(
+            f"proposal gives node {graph.names[i]!r} device index {int(proposal[i])}; expected 0..{num_devices - 1}"
+        )
+    notes: list[str] = []
+
+    # 1. pins
+    locked = np.zeros(n, dtype=bool)
+    for pin in pins:
+        if pin.device not in devices:
+            raise PlacementError(f"pin {pin} names device {pin.device!r}, which is not in {list(devices)}")
+        d = devices.index(pin.device)
+        hits = [i for i in range(n) if pin.matches(graph.names[i], graph.op_types[i])]
+        if not hits:
+            notes.append(f"pin {pin} matched no node")
+        for i in hits:
+            if not support[i, d]:
+                raise UnsupportedOpError(
+                    f"node {graph.names[i]!r} ({graph.op_types[i]}) is pinned to {pin.device}, which cannot run it; "
+                    f"devices that can: {[devices[k] for k in np.flatnonzero(support[i])] or 'none'}"
+                )
+            device[i] = d
+            locked[i] = True
+    pinned_anchor = locked & ~active
+
+    # 2. device support
+    unsupported = active & (device >= 0)
+    unsupported[unsupported] = ~support[np.flatnonzero(unsupported), device[unsupported]]
+    if unsupported.any():
+        nowhere = [i for i in np.flatnonzero(unsupported) if not support[i].any()]
+        if nowhere:
+            listed = ", ".join(f"{graph.names[i]!r} ({graph.op_types[i]})" for i in nowhere[:10])
+            raise UnsupportedOpError(
+                f"{len(nowhere)} node(s) are supported by none of {list(devices)}: {listed}"
+                f"{' ...' if len(nowhere) > 10 else ''}. Add a device that supports them (CPU runs every opset op)"
+            )
+        moved = np.flatnonzero(unsupported)
+        device[moved] = np.argmax(support[moved], axis=1)  # first supporting device in priority order
+        notes.append(f"{len(moved)} node(s) moved to a device that supports them")
+
+    # 3. island merging
+    num_submodels = count_submodels(graph, device, active)
+    if max_submodels is not None and num_submodels > max_submodels:
+        if max_submodels < 1:
+            raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
+        before = num_submodels
+        num_submodels = _merge_islands(graph, device, active, support, locked, max_submodels)
+        notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {max_submodels})")
+
+    # 4. Constants, constant subgraphs and Parameters follow their consumers (reverse topological order).
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        consumers[s].append(t)
+    role = graph.role
+    for i in range(n - 1, -1, -1):
+        if active[i] or role[i] == NodeRole.RESULT or pinned_anchor[i]:
+            continue
+        votes = [device[j] for j in consumers[i] if device[j] >= 0 and role[j] != NodeRole.RESULT]
+        device[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
+    # 5. Results follow their producer.
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        if role[t] == NodeRole.RESULT and not pinned_anchor[t]:
+            device[t] = device[s]
+
+    assignment = {graph.names[i]: devices[int(device[i])] for i in range(n)}
+    if len(assignment) != n:
+        raise PlacementError("node friendly names are not unique; HETERO affinities need unique names")
+    return Placement(
+        assignment=assignment,
+        devices=tuple(devices),
+        strategy=strategy,
+        compute_nodes=frozenset(graph.names[i] for i in np.flatnonzero(compute)),
+        num_submodels=num_submodels,
+        notes=notes,
+    )
+
+
+__all__ = ["Pin", "constant_subgraph_mask", "count_submodels", "legalize", "parse_pins", "query_support"]

@@ -1,0 +1,115 @@
+"""The result of placing a model: which device runs each node, and a summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Mapping
+
+import openvino as ov
+
+AFFINITY_KEY = "affinity"
+
+
+@dataclasses.dataclass
+class Placement:
+    """A legal node -> device assignment for one model and one device list.
+
+    ``assignment`` covers every node (Parameters, Constants and Results too),
+    keyed by friendly name, as HETERO requires. ``compute_nodes`` counts the
+    nodes that do work (everything but Parameter/Constant/Result), which is
+    what the per-device counts report.
+    """
+
+    assignment: dict[str, str]
+    devices: tuple[str, ...]
+    strategy: str
+    compute_nodes: frozenset[str]
+    num_submodels: int
+    notes: list[str] = dataclasses.field(default_factory=list)
+    measured_latency_ms: float | None = None
+    reference_latency_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def device_string(self) -> str:
+        return "HETERO:" + ",".join(self.devices)
+
+    def counts_per_device(self, *, compute_only: bool = True) -> dict[str, int]:
+        """Number of nodes on each device (every listed device appears, possibly with 0)."""
+        names = self.compute_nodes if compute_only else self.assignment.keys()
+        counts = Counter(self.assignment[n] for n in names)
+        return {d: counts.get(d, 0) for d in self.devices}
+
+    def device_of(self, name: str) -> str:
+        try:
+            return self.assignment[name]
+        except KeyError:
+            raise KeyError(f"node {name!r} is not in this placement ({len(self.assignment)} nodes)") from None
+
+    def apply(self, model: ov.Model) -> None:
+        """Write ``rt_info['affinity']`` on every node of ``model`` (which must match)."""
+        missing = [op.get_friendly_name() for op in model.get_ops() if op.get_friendly_name() not in self.assignment]
+        if missing:
+            raise ValueError(
+                f"placement does not cover {len(missing)} node(s) of the model, e.g. {missing[:3]}; "
+                "place this exact model again"
+            )
+        for op in model.get_ops():
+            op.get_rt_info()[AFFINITY_KEY] = self.assignment[op.get_friendly_name()]
+
+    def summary(self) -> str:
+        counts = self.counts_per_device()
+        total = max(1, sum(counts.values()))
+        lines = [
+            f"Placement on {self.device_string} (strategy: {self.strategy})",
+            f"  compute nodes: {sum(counts.values())}, all nodes: {len(self.assignment)}, "
+            f"submodels: {self.num_submodels}",
+        ]
+        for device, n in counts.items():
+            lines.append(f"  {device:<8} {n:>6} nodes  {100.0 * n / total:5.1f} %")
+        if self.measured_latency_ms is not None:
+            lines.append(f"  measured latency: {self.measured_latency_ms:.2f} ms (median)")
+        for device, ms in self.reference_latency_ms.items():
+            lines.append(f"  {device}-only latency: {ms:.2f} ms (median)")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "devices": list(self.devices),
+            "strategy": self.strategy,
+            "num_submodels": self.num_submodels,
+            "assignment": self.assignment,
+            "compute_nodes": sorted(self.compute_nodes),
+            "notes": self.notes,
+            "measured_latency_ms": self.measured_latency_ms,
+            "reference_latency_ms": self.reference_latency_ms,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Placement":
+        return cls(
+            assignment=dict(data["assignment"]),
+            devices=tuple(data["devices"]),
+            strategy=str(data["strategy"]),
+            compute_nodes=frozenset(data["compute_nodes"]),
+            num_submodels=int(data["num_submodels"]),
+            notes=list(data.get("notes", [])),
+            measured_latency_ms=data.get("measured_latency_ms"),
+            reference_latency_ms=dict(data.get("reference_latency_ms", {})),
+        )
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Placement":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+__all__ = ["AFFINITY_KEY", "Placement"]

@@ -1,0 +1,44 @@
+"""The interface every placement method implements.
+
+A strategy sees the graph arrays, the target devices and what each device
+supports, and proposes a device index for every node. It does not need to know
+HETERO's rules: the legalizer makes any proposal compile. Heuristics, the
+learned HSDAG policy and the baselines all plug in here.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+import openvino as ov
+
+from ..graph import GraphArrays
+
+
+@dataclasses.dataclass
+class PlacementContext:
+    """What a strategy may look at besides the graph."""
+
+    graph: GraphArrays
+    devices: tuple[str, ...]
+    support: np.ndarray  # bool (nodes x devices), from core.query_model
+    core: ov.Core | None = None
+    model: ov.Model | None = None
+    seed: int = 0
+
+
+class PlacementStrategy(abc.ABC):
+    """Proposes a device index (into ``context.devices``) for every node."""
+
+    #: Short name used in summaries, logs and the cache.
+    name: str = "strategy"
+
+    @abc.abstractmethod
+    def propose(self, context: PlacementContext) -> np.ndarray:
+        """Return an int array of shape ``(num_nodes,)`` with values in ``[0, len(devices))``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

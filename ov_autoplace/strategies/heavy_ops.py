@@ -1,0 +1,34 @@
+"""A documented heuristic used until the learned policy is the default.
+
+Matrix-heavy operations (convolutions, matrix products, attention) go to the
+first listed device - by HETERO convention the accelerator the user prefers -
+and everything else to the next device. The legalizer then merges the small
+islands this creates, so the result is a few large submodels rather than one
+switch per op.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import NodeRole
+from .base import PlacementContext, PlacementStrategy
+
+HEAVY_OP_TYPES = frozenset({
+    "Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData",
+    "MatMul", "ScaledDotProductAttention", "Einsum", "FullyConnected",
+})
+
+
+class HeavyOpsStrategy(PlacementStrategy):
+    """Heavy op types on ``devices[0]``, the rest on ``devices[1]`` (one device: all there)."""
+
+    name = "heavy_ops"
+
+    def propose(self, context: PlacementContext) -> np.ndarray:
+        graph = context.graph
+        light_device = 1 if len(context.devices) > 1 else 0
+        heavy = np.fromiter((t in HEAVY_OP_TYPES for t in graph.op_types), dtype=bool, count=graph.num_nodes)
+        proposal = np.where(heavy, 0, light_device).astype(np.int64)
+        proposal[graph.role != NodeRole.COMPUTE] = 0
+        return proposal

@@ -1,0 +1,38 @@
+"""Shared fixtures: one testbed per session (registering plugins and setting
+properties costs time), and the zoo models when their extras are installed."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from ov_autoplace.testbed import Testbed, shared_testbed
+
+ZOO_MODELS = ("inception_v3", "resnet50", "bert_base")
+
+
+@pytest.fixture(scope="session")
+def testbed() -> Testbed:
+    """The standard testbed: CPU bf16 x1 thread + CPUF f32 x2 threads (f32 both without bf16)."""
+    return shared_testbed(False)
+
+
+@pytest.fixture(scope="session")
+def f32_testbed() -> Testbed:
+    """Both testbed devices in f32, so any placement's outputs match an f32 reference."""
+    return shared_testbed(True)
+
+
+def zoo_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision", "transformers"))
+
+
+@pytest.fixture(scope="session", params=ZOO_MODELS)
+def zoo_model(request):
+    """Each zoo model as an ov.Model (built once, then read from the IR cache)."""
+    if not zoo_available():
+        pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
+    from models import zoo
+
+    return request.param, zoo.load(request.param)

@@ -1,0 +1,213 @@
+"""Small synthetic OpenVINO graphs built directly from opsets.
+
+They are fast to build and compile, and cover the shapes of graph that matter
+for placement: branches that rejoin, residual skips, attention-like blocks, and
+the awkward cases (control flow, boolean/string tensors, dynamic shapes, a model
+with no compute at all). Weights come from a seeded generator so every run
+builds the same model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import openvino as ov
+from openvino import opset13 as ops
+from openvino import opset15
+
+_RNG_SEED = 1234
+
+
+def _rng() -> np.random.Generator:
+    return np.random.default_rng(_RNG_SEED)
+
+
+def _const(rng: np.random.Generator, shape, scale: float = 0.1):
+    return ops.constant((rng.standard_normal(shape) * scale).astype(np.float32))
+
+
+def _conv(rng, x, cin: int, cout: int, k: int = 3, name: str | None = None):
+    w = _const(rng, (cout, cin, k, k), scale=1.0 / np.sqrt(cin * k * k))
+    pad = k // 2
+    y = ops.convolution(x, w, [1, 1], [pad, pad], [pad, pad], [1, 1])
+    b = _const(rng, (1, cout, 1, 1))
+    y = ops.add(y, b)
+    if name:
+        y.set_friendly_name(name)
+    return y
+
+
+def branching(channels: int = 8, size: int = 16) -> ov.Model:
+    """Inception-like: one input fans out to three conv branches that concat."""
+    rng = _rng()
+    x = ops.parameter([1, 3, size, size], np.float32, name="input")
+    stem = ops.relu(_conv(rng, x, 3, channels, name="stem"))
+    b1 = ops.relu(_conv(rng, stem, channels, channels, k=1))
+    b2 = ops.relu(_conv(rng, ops.relu(_conv(rng, stem, channels, channels, k=1)), channels, channels, k=3))
+    b3 = ops.max_pool(stem, [1, 1], [1, 1], [1, 1], [1, 1], [3, 3])
+    b3 = ops.relu(_conv(rng, b3.output(0), channels, channels, k=1))
+    cat = ops.concat([b1, b2, b3], axis=1)
+    head = ops.relu(_conv(rng, cat, 3 * channels, channels, k=1))
+    pooled = ops.reduce_mean(head, ops.constant(np.array([2, 3], dtype=np.int64)), keep_dims=False)
+    logits = ops.matmul(pooled, _const(rng, (channels, 10)), False, False)
+    out = ops.softmax(logits, 1)
+    out.set_friendly_name("probs")
+    return ov.Model([out], [x], "branching")
+
+
+def residual(blocks: int = 3, channels: int = 8, size: int = 16) -> ov.Model:
+    """ResNet-like: a stack of conv-relu-conv blocks with identity skips."""
+    rng = _rng()
+    x = ops.parameter([1, 3, size, size], np.float32, name="input")
+    h = ops.relu(_conv(rng, x, 3, channels, name="stem"))
+    for i in range(blocks):
+        y = ops.relu(_conv(rng, h, channels, channels, name=f"block{i}_conv1"))
+        y = _conv(rng, y, channels, channels, name=f"block{i}_conv2")
+        h = ops.relu(ops.add(h, y))
+    pooled = ops.reduce_mean(h, ops.constant(np.array([2, 3], dtype=np.int64)), keep_dims=False)
+    out = ops.matmul(pooled, _const(rng, (channels, 10)), False, False)
+    out.set_friendly_name("logits")
+    return ov.Model([out], [x], "residual")
+
+
+def attention_like(seq: int = 16, hidden: int = 32, heads: int = 4, layers: int = 2) -> ov.Model:
+    """BERT-like encoder layers: QKV projections, softmax attention, MLP, LayerNorm-ish."""
+    rng = _rng()
+    head_dim = hidden // heads
+    x = ops.parameter([1, seq, hidden], np.float32, name="hidden_states")
+    h = x
+    for layer in range(layers):
+        def proj(inp, name):
+            y = ops.matmul(inp, _const(rng, (hidden, hidden), 1 / np.sqrt(hidden)), False, False)
+            y = ops.add(y, _const(rng, (hidden,)))
+            y.set_friendly_name(f"layer{layer}_{name}")
+            return y
+
+        def split_heads(t):
+            t = ops.reshape(t, ops.constant(np.array([1, seq, heads, head_dim], dtype=np.int64)), False)
+            return ops.transpose(t, ops.constant(np.array([0, 2, 1, 3], dtype=np.int64)))
+
+        q, k, v = (split_heads(proj(h, n)) for n in ("q", "k", "v"))
+        scores = ops.matmul(q, k, False, True)
+        scores = ops.multiply(scores, ops.constant(np.float32(1 / np.sqrt(head_dim))))
+        probs = ops.softmax(scores, -1)
+        ctx = ops.matmul(probs, v, False, False)
+        ctx = ops.transpose(ctx, ops.constant(np.array([0, 2, 1, 3], dtype=np.int64)))
+        ctx = ops.reshape(ctx, ops.constant(np.array([1, seq, hidden], dtype=np.int64)), False)
+        attn = ops.add(h, proj(ctx, "out"))
+        attn = ops.mvn(attn, ops.constant(np.array([-1], dtype=np.int64)), True, 1e-5, "inside_sqrt")
+        mlp = ops.matmul(attn, _const(rng, (hidden, 4 * hidden), 1 / np.sqrt(hidden)), False, False)
+        mlp = ops.gelu(mlp, "erf")
+        mlp = ops.matmul(mlp, _const(rng, (4 * hidden, hidden), 1 / np.sqrt(4 * hidden)), False, False)
+        h = ops.mvn(ops.add(attn, mlp), ops.constant(np.array([-1], dtype=np.int64)), True, 1e-5, "inside_sqrt")
+    h.set_friendly_name("encoder_out")
+    return ov.Model([h], [x], "attention_like")
+
+
+def long_chain(num_blocks: int, width: int = 16) -> ov.Model:
+    """A deep chain of small residual MLP blocks (5 compute ops and 3 constants per block).
+
+    Used for scale tests: ``long_chain(2500)`` has just over 20,000 nodes.
+    """
+    rng = _rng()
+    x = ops.parameter([1, width], np.float32, name="input")
+    w = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)
+    h = x
+    for _ in range(num_blocks):
+        y = ops.matmul(h, ops.constant(w), False, False)
+        y = ops.add(y, ops.constant(np.zeros(width, np.float32)))
+        y = ops.relu(y)
+        h = ops.add(h, ops.multiply(y, ops.constant(np.float32(0.5))))
+    return ov.Model([h], [x], "long_chain")
+
+
+def with_if() -> ov.Model:
+    """A model whose middle is an If with two small bodies."""
+    x = ops.parameter([2, 4], np.float32, name="x")
+    cond = ops.parameter([], np.bool_, name="cond")
+    then_p = ops.parameter([2, 4], np.float32)
+    then_body = ov.Model([ops.relu(then_p)], [then_p], "then")
+    else_p = ops.parameter([2, 4], np.float32)
+    else_body = ov.Model([ops.negative(else_p)], [else_p], "else")
+    pre = ops.multiply(x, ops.constant(np.float32(2.0)))
+    if_op = ops.if_op(cond)
+    if_op.set_then_body(then_body)
+    if_op.set_else_body(else_body)
+    if_op.set_input(pre.output(0), then_p, else_p)
+    res = if_op.set_output(then_body.get_results()[0], else_body.get_results()[0])
+    out = ops.add(res, ops.constant(np.float32(1.0)))
+    return ov.Model([out], [x, cond], "with_if")
+
+
+def with_loop(trips: int = 3) -> ov.Model:
+    """A Loop that adds 1 to a tensor `trips` times."""
+    x = ops.parameter([2, 2], np.float32, name="x")
+    trip = ops.constant(np.int64(trips))
+    exec_cond = ops.constant(np.bool_(True))
+    body_in = ops.parameter([2, 2], np.float32)
+    body_out = ops.add(body_in, ops.constant(np.float32(1.0)))
+    body_cond = ops.constant(np.bool_(True))
+    body = ov.Model([body_cond, body_out], [body_in], "body")
+    loop = ops.loop(trip, exec_cond)
+    loop.set_function(body)
+    loop.set_special_body_ports([-1, 0])
+    loop.set_merged_input(body_in, x.output(0), body_out.output(0))
+    out = loop.get_iter_value(body_out.output(0), -1)
+    res = ops.relu(out)
+    return ov.Model([res], [x], "with_loop")
+
+
+def bool_and_string() -> ov.Model:
+    """Boolean tensors through compute; a string Parameter passed straight to a Result."""
+    x = ops.parameter([4], np.float32, name="x")
+    mask = ops.greater(x, ops.constant(np.float32(0.0)))
+    picked = ops.select(mask, x, ops.constant(np.float32(0.0)))
+    inv = ops.logical_not(mask)
+    s = ops.parameter([2], ov.Type.string, name="text")
+    return ov.Model([picked, inv, s], [x, s], "bool_and_string")
+
+
+def dynamic_shapes() -> ov.Model:
+    """A batch- and length-dynamic MatMul model."""
+    x = ops.parameter(ov.PartialShape([-1, -1, 8]), np.float32, name="x")
+    rng = _rng()
+    y = ops.matmul(x, _const(rng, (8, 4)), False, False)
+    y = ops.relu(y)
+    return ov.Model([y], [x], "dynamic_shapes")
+
+
+def param_to_result() -> ov.Model:
+    """No compute at all: one Parameter wired straight to one Result."""
+    x = ops.parameter([3], np.float32, name="x")
+    return ov.Model([x], [x], "param_to_result")
+
+
+def sdpa_block(seq: int = 8, heads: int = 2, head_dim: int = 8) -> ov.Model:
+    """One ScaledDotProductAttention op, for FLOP counting."""
+    q = ops.parameter([1, heads, seq, head_dim], np.float32, name="q")
+    k = ops.parameter([1, heads, seq, head_dim], np.float32, name="k")
+    v = ops.parameter([1, heads, seq, head_dim], np.float32, name="v")
+    out = ops.scaled_dot_product_attention(q, k, v, causal=False)
+    return ov.Model([out], [q, k, v], "sdpa_block")
+
+
+# The graphs every property test iterates over (name -> builder), kept small.
+PLACEMENT_GRAPHS = {
+    "branching": branching,
+    "residual": residual,
+    "attention_like": attention_like,
+}
+
+__all__ = [
+    "PLACEMENT_GRAPHS",
+    "attention_like",
+    "bool_and_string",
+    "branching",
+    "dynamic_shapes",
+    "long_chain",
+    "opset15",
+    "param_to_result",
+    "residual",
+    "sdpa_block",
+    "with_if",
+    "with_loop",
+]
