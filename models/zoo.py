@@ -140,9 +140,12 @@ def _convert(name: str) -> tuple[ov.Model, dict]:
     inputs = [(ov.PartialShape(list(shape)), etype) for shape, etype in shapes.values()]
     with torch.no_grad(), warnings.catch_warnings():
         # Tracing warns that torch.jit is deprecated and that some Python
-        # conditions were frozen; both are expected for a static-shape trace.
+        # conditions were frozen (expected for a static-shape trace), and
+        # transformers warns about its own deprecated internals: none of it
+        # is actionable for a zoo user.
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
         warnings.filterwarnings("ignore", message=r".*torch\.jit\.trace", category=FutureWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.")
         model = ov.convert_model(net, example_input=example, input=inputs)
     model.set_friendly_name(name)  # else "Model<N>", a process-wide counter
     if name == "bert_base":
@@ -167,9 +170,9 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
     """Build model ``name`` as IR in :func:`cache_dir` and return the .xml path.
 
     An existing IR is reused unless ``force``.  The IR is written into a
-    temporary directory next to the target and moved in with ``os.replace``
-    (.bin first, then .xml, then the JSON sidecar), so an interrupted build
-    never leaves an .xml without its weights.
+    temporary directory next to the target and moved in with ``os.replace``;
+    the JSON sidecar goes last and is what marks the build complete, so an
+    interrupted build is redone rather than leaving a half IR in use.
     """
     if name not in _BUILDERS:
         raise ValueError(f"unknown zoo model {name!r}; choose from {ZOO}")
@@ -187,13 +190,15 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out_dir))
     try:
         ov.save_model(model, tmp / f"{name}.xml", compress_to_fp16=False)
-        info = {
+        sidecar = {
             "name": name, "nodes": nodes, "edges": edges, "inputs": shapes,
             "versions": _versions(), "build_seconds": round(time.perf_counter() - start, 2),
         }
-        (tmp / f"{name}.json").write_text(json.dumps(info, indent=2) + "\n")
-        # The .xml is what callers test for, so it lands after its .bin; the
-        # sidecar last marks the build as complete (see the reuse test above).
+        (tmp / f"{name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+        # The sidecar marks a complete build (see the reuse test above): drop
+        # the old one first and move the new one in last, so a crash between
+        # the renames means "rebuild", never an old .xml with a new .bin.
+        meta.unlink(missing_ok=True)
         for suffix in (".bin", ".xml", ".json"):
             os.replace(tmp / f"{name}{suffix}", out_dir / f"{name}{suffix}")
     finally:

@@ -8,7 +8,11 @@ Data flow: model -> graph arrays (``extract_graph``, C++) -> strategy proposal
 -> ``legalize`` -> affinities -> HETERO compile.
 """
 
-from .api import (
+from ._native_loader import check_openvino_version as _check_openvino_version
+
+_check_openvino_version()  # a mismatched build fails here, with the command that fixes it
+
+from .api import (  # noqa: E402
     DEFAULT_MAX_SUBMODELS,
     DEFAULT_STRATEGY,
     StrategyName,
@@ -18,8 +22,8 @@ from .api import (
     load_model,
     place,
 )
-from .devices import available_devices, parse_device_string, register_virtual_device
-from .errors import (
+from .devices import available_devices, parse_device_string, register_virtual_device  # noqa: E402
+from .errors import (  # noqa: E402
     DeviceError,
     ModelLoadError,
     ModelNotFoundError,
@@ -29,12 +33,12 @@ from .errors import (
     PropertyError,
     UnsupportedOpError,
 )
-from .graph import GraphArrays, NodeRole, extract_graph
-from .legalize import Pin, legalize
-from .placement import Placement
-from .strategies import PlacementContext, PlacementStrategy
-from .testbed import Testbed, make_testbed
-from .timing import LatencyStats, measure_latency, random_inputs
+from .graph import GraphArrays, NodeRole, extract_graph  # noqa: E402
+from .legalize import Pin, legalize  # noqa: E402
+from .placement import Placement  # noqa: E402
+from .strategies import PlacementContext, PlacementStrategy  # noqa: E402
+from .testbed import Testbed, make_testbed  # noqa: E402
+from .timing import LatencyStats, measure_latency, random_inputs  # noqa: E402
 
 __version__ = "0.1.0"
 

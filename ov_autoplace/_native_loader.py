@@ -28,23 +28,38 @@ def runtime_openvino_version() -> str:
     return ov.get_version().split("-")[0]
 
 
-@functools.lru_cache(maxsize=None)
-def load_native() -> ModuleType:
-    """Return ``ov_autoplace._native``, or raise NativeExtensionError saying why not."""
+def built_openvino_version() -> str | None:
+    """The OpenVINO release the extension was built against (None if it was never built)."""
     try:
-        build_info = importlib.import_module("ov_autoplace._build_info")
-    except ImportError as exc:
-        raise NativeExtensionError(
-            "ov_autoplace's C++ extension is not built (no ov_autoplace/_build_info.py); "
-            f"install the package with pip so CMake builds it: {_REBUILD_HINT}"
-        ) from exc
-    built = build_info.BUILT_OPENVINO_VERSION
-    running = runtime_openvino_version()
-    if built != running:
+        return importlib.import_module("ov_autoplace._build_info").BUILT_OPENVINO_VERSION
+    except ImportError:
+        return None
+
+
+def check_openvino_version(built: str | None = None, running: str | None = None) -> None:
+    """Raise NativeExtensionError if the extension was built for another OpenVINO release.
+
+    Runs at ``import ov_autoplace`` (it reads a generated .py, it does not load
+    the extension), so a mismatch is reported with the fix before anything else.
+    """
+    built = built if built is not None else built_openvino_version()
+    running = running if running is not None else runtime_openvino_version()
+    if built is not None and built != running:
         raise NativeExtensionError(
             f"ov_autoplace._native was built against OpenVINO {built} but OpenVINO {running} is installed; "
             f"the extension links that exact release. Expected {built}, got {running}: {_REBUILD_HINT}"
         )
+
+
+@functools.lru_cache(maxsize=None)
+def load_native() -> ModuleType:
+    """Return ``ov_autoplace._native``, or raise NativeExtensionError saying why not."""
+    if built_openvino_version() is None:
+        raise NativeExtensionError(
+            "ov_autoplace's C++ extension is not built (no ov_autoplace/_build_info.py); "
+            f"install the package with pip so CMake builds it: {_REBUILD_HINT}"
+        )
+    check_openvino_version()
     try:
         return importlib.import_module("ov_autoplace._native")
     except ImportError as exc:

@@ -24,6 +24,7 @@ from .errors import DeviceError, ModelLoadError, ModelNotFoundError, PlacementEr
 from .graph import extract_graph
 from .legalize import Pin, legalize, parse_pins, query_support
 from .placement import Placement
+from .prepare import prepare_model
 from .strategies.base import PlacementContext, PlacementStrategy
 from .strategies.heavy_ops import HeavyOpsStrategy
 from .strategies.priority import DevicePriorityStrategy
@@ -151,7 +152,7 @@ def place(
     core, spec, _, ov_model = _validated(model, device_name, config, core)
     if spec.meta is not None and spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {spec.meta} in {spec.text!r}")
-    return _place(core, ov_model, spec, strategy=strategy, pins=pins, exclude_devices=exclude_devices,
+    return _place(core, prepare_model(ov_model), spec, strategy=strategy, pins=pins, exclude_devices=exclude_devices,
                   max_submodels=max_submodels, seed=seed)
 
 
@@ -164,9 +165,9 @@ def compile_placement(
 ) -> ov.CompiledModel:
     """Compile ``model`` with an explicit placement (affinities are set on a clone, never on ``model``)."""
     core, spec, props, ov_model = _validated(model, placement.device_string, config, core)
-    clone = ov_model.clone()
-    placement.apply(clone)
-    return core.compile_model(clone, spec.hetero_string, props)
+    prepared = prepare_model(ov_model)
+    placement.apply(prepared)
+    return core.compile_model(prepared, spec.hetero_string, props)
 
 
 def compile_model(
@@ -196,11 +197,11 @@ def compile_model(
     # Argument errors surface now, before any work; what fails after this is ours to absorb.
     chosen, pin_list = _resolve_strategy(strategy), parse_pins(pins)
     try:
-        placement = _place(core, ov_model, spec, strategy=chosen, pins=pin_list, exclude_devices=exclude_devices,
+        prepared = prepare_model(ov_model)
+        placement = _place(core, prepared, spec, strategy=chosen, pins=pin_list, exclude_devices=exclude_devices,
                            max_submodels=max_submodels, seed=seed)
-        clone = ov_model.clone()
-        placement.apply(clone)
-        compiled = core.compile_model(clone, spec.hetero_string, props)
+        placement.apply(prepared)
+        compiled = core.compile_model(prepared, spec.hetero_string, props)
     except (UnsupportedOpError, DeviceError):
         raise  # plain OpenVINO cannot compile this either, or the caller excluded every device
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model

@@ -49,15 +49,37 @@ class Placement:
             raise KeyError(f"node {name!r} is not in this placement ({len(self.assignment)} nodes)") from None
 
     def apply(self, model: ov.Model) -> None:
-        """Write ``rt_info['affinity']`` on every node of ``model`` (which must match)."""
+        """Write ``rt_info['affinity']`` on every node of ``model`` (the prepared model placed).
+
+        A Constant whose consumers sit on several devices is duplicated, one
+        copy per device, so no constant value crosses a device boundary.
+        """
         missing = [op.get_friendly_name() for op in model.get_ops() if op.get_friendly_name() not in self.assignment]
         if missing:
             raise ValueError(
                 f"placement does not cover {len(missing)} node(s) of the model, e.g. {missing[:3]}; "
-                "place this exact model again"
+                "place this exact (prepared) model again"
             )
-        for op in model.get_ops():
+        for op in model.get_ordered_ops():
             op.get_rt_info()[AFFINITY_KEY] = self.assignment[op.get_friendly_name()]
+            if op.get_type_name() == "Constant":
+                self._split_constant(op)
+
+    def _split_constant(self, const: ov.Node) -> None:
+        own = self.assignment[const.get_friendly_name()]
+        by_device: dict[str, list] = {}
+        for target in const.output(0).get_target_inputs():
+            consumer = target.get_node()
+            device = self.assignment.get(consumer.get_friendly_name(), own)
+            by_device.setdefault(device, []).append(target)
+        for device, targets in by_device.items():
+            if device == own:
+                continue
+            copy = ov.op.Constant(const.get_tensor_view(), shared_memory=True)
+            copy.set_friendly_name(f"{const.get_friendly_name()}/on_{device}")
+            copy.get_rt_info()[AFFINITY_KEY] = device
+            for target in targets:
+                target.replace_source_output(copy.output(0))
 
     def summary(self) -> str:
         counts = self.counts_per_device()

@@ -1,0 +1,84 @@
+"""The main job: place BERT-base on the testbed and measure it against each single device.
+
+    python benchmarks/main_job.py [--model bert_base] [--strategy heavy_ops] [--rounds 6]
+
+Builds the zoo model if its IR is not cached, places it with ov_autoplace on
+the standard testbed (real execution on two configurations of the CPU plugin),
+prints the placement summary, then times the placed model and every single
+device interleaved in rounds (so machine noise hits all alike) with the native
+timer, and prints median and IQR of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import ov_autoplace as oa  # noqa: E402
+from models import zoo  # noqa: E402
+from ov_autoplace.testbed import make_testbed  # noqa: E402
+
+
+def interleaved_latency(compiled: dict[str, ov.CompiledModel], inputs, rounds: int, per_round: int):
+    """Median/IQR per candidate, timed round-robin so drifts in machine load are shared."""
+    samples: dict[str, list[np.ndarray]] = {name: [] for name in compiled}
+    for name, model in compiled.items():  # warm every candidate once before the rounds
+        oa.measure_latency(model, inputs, warmup=3, iterations=1)
+    for _ in range(rounds):
+        for name, model in compiled.items():
+            samples[name].append(oa.measure_latency(model, inputs, warmup=1, iterations=per_round).samples_ms)
+    return {name: oa.LatencyStats(np.concatenate(s)) for name, s in samples.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="bert_base", choices=zoo.ZOO)
+    parser.add_argument("--strategy", default=oa.DEFAULT_STRATEGY.value, choices=[s.value for s in oa.StrategyName])
+    parser.add_argument("--rounds", type=int, default=6, help="interleaved timing rounds")
+    parser.add_argument("--per-round", type=int, default=6, help="timed inferences per candidate per round")
+    parser.add_argument("--save", type=Path, help="write the placement JSON here")
+    args = parser.parse_args(argv)
+
+    testbed = make_testbed()
+    print(f"OpenVINO {ov.get_version()}  |  {testbed.describe()}")
+    t0 = time.perf_counter()
+    model = zoo.load(args.model)
+    print(f"{args.model}: {len(model.get_ordered_ops())} nodes (IR ready in {time.perf_counter() - t0:.1f} s)")
+
+    t0 = time.perf_counter()
+    placement = oa.place(model, testbed.hetero, core=testbed.core, strategy=args.strategy)
+    place_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    candidates = {"placed": oa.compile_placement(model, placement, core=testbed.core)}
+    compile_s = time.perf_counter() - t0
+    for device in testbed.devices:
+        candidates[device] = testbed.core.compile_model(model, device)
+    inputs = oa.random_inputs(candidates["placed"])
+    stats = interleaved_latency(candidates, inputs, args.rounds, args.per_round)
+
+    placement.measured_latency_ms = stats["placed"].median_ms
+    placement.reference_latency_ms = {d: stats[d].median_ms for d in testbed.devices}
+    print(placement.summary())
+    print(f"  place: {place_s:.2f} s, HETERO compile: {compile_s:.2f} s")
+    print("\nlatency (native timer, interleaved rounds, real testbed):")
+    best_single = min(testbed.devices, key=lambda d: stats[d].median_ms)
+    for name, st in stats.items():
+        label = f"placed ({placement.strategy})" if name == "placed" else f"{name}-only"
+        print(f"  {label:<22} {st}")
+    ratio = stats[best_single].median_ms / stats["placed"].median_ms
+    print(f"  speed-up of the placement over the best single device ({best_single}): {ratio:.3f}x")
+    if args.save:
+        placement.save(args.save)
+        print(f"placement written to {args.save}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""compile_model / place: drop-in behaviour, validation before compile, and fallback."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import openvino as ov
+import pytest
+
+import ov_autoplace as oa
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.strategies import PlacementStrategy
+from tests import synthetic_graphs as sg
+
+
+def test_single_device_is_plain_compile(testbed):
+    model = sg.residual()
+    compiled = oa.compile_model(model, "CPU", core=testbed.core)
+    assert isinstance(compiled, ov.CompiledModel)
+    plain = testbed.core.compile_model(model, "CPU")
+    inputs = oa.random_inputs(plain)
+    np.testing.assert_array_equal(compiled(inputs)[0], plain(inputs)[0])
+
+
+def test_hetero_returns_compiled_model_and_leaves_model_untouched(testbed):
+    model = sg.branching()
+    compiled = oa.compile_model(model, testbed.hetero, core=testbed.core)
+    assert isinstance(compiled, ov.CompiledModel)
+    assert all("affinity" not in op.get_rt_info() for op in model.get_ops())
+    assert compiled(oa.random_inputs(compiled))[0].shape == (1, 10)
+
+
+def test_place_returns_summary(testbed):
+    placement = oa.place(sg.attention_like(), testbed.hetero, core=testbed.core, strategy="heavy_ops")
+    counts = placement.counts_per_device()
+    assert set(counts) == set(testbed.devices) and sum(counts.values()) == len(placement.compute_nodes)
+    assert placement.num_submodels <= oa.DEFAULT_MAX_SUBMODELS
+    text = str(placement)
+    assert "CPUF" in text and "submodels" in text
+
+
+def test_place_from_ir_path(testbed, tmp_path):
+    path = tmp_path / "m.xml"
+    ov.save_model(sg.residual(), path)
+    placement = oa.place(str(path), testbed.hetero, core=testbed.core)
+    assert set(placement.assignment) == {op.get_friendly_name() for op in prepare_model(ov.Core().read_model(path)).get_ops()}
+
+
+def test_missing_device_raises_before_compile(testbed, monkeypatch):
+    calls = []
+    monkeypatch.setattr(ov.Core, "compile_model", lambda *a, **k: calls.append(a))
+    with pytest.raises(oa.DeviceError, match="this machine has"):
+        oa.compile_model(sg.residual(), "HETERO:GPU,CPU")
+    with pytest.raises(oa.DeviceError, match="GPU"):
+        oa.compile_model(sg.residual(), "GPU")
+    assert calls == []
+
+
+@pytest.mark.parametrize("device", ["HETERO:", "hetero:CPU,CPUF", "HETERO:CPU,,CPUF", 5])
+def test_malformed_device_string(testbed, device):
+    with pytest.raises(oa.DeviceError):
+        oa.compile_model(sg.residual(), device, core=testbed.core)
+
+
+def test_bad_properties(testbed):
+    with pytest.raises(oa.PropertyError):
+        oa.compile_model(sg.residual(), testbed.hetero, ["PERF_COUNT"], core=testbed.core)
+    with pytest.raises(Exception, match="NOT_A_PROPERTY"):
+        oa.compile_model(sg.residual(), "CPU", {"NOT_A_PROPERTY": 1}, core=testbed.core)
+
+
+def test_missing_and_corrupt_model_files(tmp_path, testbed):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        oa.compile_model(tmp_path / "nope.xml", "CPU", core=testbed.core)
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<net><layers>not an IR")
+    with pytest.raises(oa.ModelLoadError, match="cannot read"):
+        oa.compile_model(bad, testbed.hetero, core=testbed.core)
+    with pytest.raises(oa.ModelLoadError, match="openvino.Model"):
+        oa.compile_model(12, "CPU", core=testbed.core)
+
+
+def test_unknown_strategy(testbed):
+    with pytest.raises(oa.PlacementError, match="unknown strategy"):
+        oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, strategy="magic")
+
+
+class _Broken(PlacementStrategy):
+    name = "broken"
+
+    def propose(self, context):
+        raise RuntimeError("policy exploded")
+
+
+def test_failure_in_placement_path_falls_back(testbed, caplog):
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        compiled = oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, strategy=_Broken())
+    assert isinstance(compiled, ov.CompiledModel)
+    assert "falling back" in caplog.text and "policy exploded" in caplog.text
+
+
+def test_exclude_all_devices(testbed):
+    with pytest.raises(oa.DeviceError, match="excluded"):
+        oa.place(sg.residual(), testbed.hetero, core=testbed.core, exclude_devices=list(testbed.devices))
+
+
+def test_exclude_one_device(testbed):
+    placement = oa.place(sg.residual(), testbed.hetero, core=testbed.core, exclude_devices=["CPU"])
+    assert set(placement.assignment.values()) == {"CPUF"}
+
+
+@pytest.mark.parametrize(
+    "builder", [sg.with_if, sg.with_loop, sg.bool_and_string, sg.dynamic_shapes, sg.param_to_result]
+)
+def test_awkward_models_compile_or_fail_clearly(testbed, builder):
+    """Control flow, bool/string tensors, dynamic shapes, no compute: always a compiled model."""
+    compiled = oa.compile_model(builder(), testbed.hetero, core=testbed.core)
+    assert isinstance(compiled, ov.CompiledModel)
+
+
+def test_place_with_pass_through_meta_device_is_an_error(testbed):
+    with pytest.raises(oa.DeviceError, match="HETERO"):
+        oa.place(sg.residual(), "AUTO:CPU", core=testbed.core)
