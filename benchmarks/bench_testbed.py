@@ -22,6 +22,7 @@ import argparse
 import collections
 import datetime
 import json
+import os
 import pathlib
 import sys
 import time
@@ -158,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"OpenVINO: {ov.get_version()}")
     print(f"CPU: {tb.core.get_property('CPU', 'FULL_DEVICE_NAME')}")
     print(tb.describe())
+    # Other processes on the 2 cores hurt the 2-thread CPUF far more than 1-thread CPU: show the load.
+    print(f"load average (1 min) at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"mode: {'quick' if args.quick else 'full'}; models: {', '.join(models)}\n")
     report: dict = {"date": now.isoformat(), "openvino": ov.get_version(), "testbed": tb.describe(),
                     "bf16": tb.bf16, "quick": args.quick, "latency": {}, "op_types": {}}
@@ -186,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         print_op_table(tb, rows)
 
     report["elapsed_s"] = time.perf_counter() - start
-    print(f"\nelapsed: {report['elapsed_s']:.0f} s")
+    report["loadavg_end"] = os.getloadavg()[0]
+    print(f"\nelapsed: {report['elapsed_s']:.0f} s; load average (1 min) at end: {report['loadavg_end']:.2f}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
         print(f"wrote {args.json}")
