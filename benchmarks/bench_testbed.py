@@ -59,6 +59,8 @@ def bench_latency(tb, model: ov.Model, rounds: int, iterations: int) -> dict:
             stats = oa.measure_latency(compiled[d], inputs, warmup=3 if r == 0 else 1, iterations=iterations)
             samples[d].append(stats.samples_ms)
     result = {d: _stats(np.concatenate(s)) for d, s in samples.items()}
+    for d, s in samples.items():  # per-round medians expose load from other processes (bimodal rounds)
+        result[d]["round_medians_ms"] = [float(np.median(x)) for x in s]
     a, b = tb.devices
     result["ratio"] = result[b]["median_ms"] / result[a]["median_ms"]
     return result
@@ -173,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         res = report["latency"][name] = bench_latency(tb, model, rounds, iterations)
         cells = "".join(f"{res[d]['median_ms']:10.2f} [{res[d]['p25_ms']:7.2f}-{res[d]['p75_ms']:7.2f}]"
                         for d in tb.devices)
-        print(f"  {name:<14}{cells}{res['ratio']:10.3f}", flush=True)
+        print(f"  {name:<14}{cells}{res['ratio']:10.3f}")
+        print("      round medians: " + "; ".join(
+            f"{d} " + " ".join(f"{m:.1f}" for m in res[d]["round_medians_ms"]) for d in tb.devices), flush=True)
 
     if "bert_base" in loaded:
         print(f"\n(b) compile time of random per-node placements, bert_base on {tb.hetero} (max_submodels=None)")
