@@ -10,6 +10,7 @@ plain ``core.compile_model`` on the requested device string.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import logging
@@ -21,7 +22,8 @@ import openvino as ov
 
 from .devices import DeviceSpec, check_devices_present, check_properties, parse_device_string
 from .errors import DeviceError, ModelLoadError, ModelNotFoundError, PlacementError, UnsupportedOpError
-from .graph import extract_graph
+from .cache import PlacementCache
+from .graph import GraphArrays, extract_graph
 from .legalize import Pin, legalize, parse_pins, query_support
 from .placement import Placement
 from .prepare import prepare_model
@@ -103,29 +105,45 @@ def _validated(model: ModelLike, device_name: str, config: Any, core: ov.Core | 
     return core, spec, props, load_model(model, core)
 
 
-def _place(
-    core: ov.Core,
-    ov_model: ov.Model,
-    spec: DeviceSpec,
-    *,
-    strategy: StrategyName | str | PlacementStrategy | None,
-    pins: Mapping[str, str] | Sequence[Pin] | None,
-    exclude_devices: Sequence[str] | None,
-    max_submodels: int | None,
-    seed: int,
-) -> Placement:
-    devices = tuple(d for d in spec.devices if d not in set(exclude_devices or ()))
+@dataclasses.dataclass
+class _Request:
+    """Everything a placement depends on, validated."""
+
+    core: ov.Core
+    spec: DeviceSpec
+    props: dict[str, Any]
+    model: ov.Model
+    devices: tuple[str, ...]
+    strategy: PlacementStrategy
+    pins: list[Pin]
+    exclude_devices: tuple[str, ...]
+    max_submodels: int | None
+    seed: int
+
+
+def _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed) -> _Request:
+    core, spec, props, ov_model = _validated(model, device_name, config, core)
+    excluded = tuple(exclude_devices or ())
+    unknown = [d for d in excluded if d not in spec.devices]
+    if unknown:
+        raise DeviceError(f"exclude_devices names {unknown}, which are not in {spec.text!r}")
+    devices = tuple(d for d in spec.devices if d not in excluded)
     if not devices:
-        raise DeviceError(f"every device of {spec.text!r} is excluded by exclude_devices={list(exclude_devices or ())}")
-    chosen = _resolve_strategy(strategy)
-    graph = extract_graph(ov_model)
-    support = query_support(core, ov_model, graph, devices)
-    context = PlacementContext(graph=graph, devices=devices, support=support, core=core, model=ov_model, seed=seed)
-    proposal = chosen.propose(context)
-    placement = legalize(
-        graph, proposal, devices, support, pins=parse_pins(pins), max_submodels=max_submodels, strategy=chosen.name
-    )
-    logger.info("placed %d nodes with %s: %s, %d submodel(s)", graph.num_nodes, chosen.name,
+        raise DeviceError(f"every device of {spec.text!r} is excluded by exclude_devices={list(excluded)}")
+    if max_submodels is not None and (not isinstance(max_submodels, int) or max_submodels < 1):
+        raise PlacementError(f"max_submodels must be a positive int or None, got {max_submodels!r}")
+    return _Request(core, spec, props, ov_model, devices, _resolve_strategy(strategy), parse_pins(pins), excluded,
+                    max_submodels, seed)
+
+
+def _place(req: _Request, prepared: ov.Model, graph: GraphArrays) -> Placement:
+    support = query_support(req.core, prepared, graph, req.devices)
+    context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
+                               seed=req.seed)
+    proposal = req.strategy.propose(context)
+    placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
+                         strategy=req.strategy.name)
+    logger.info("placed %d nodes with %s: %s, %d submodel(s)", graph.num_nodes, req.strategy.name,
                 placement.counts_per_device(), placement.num_submodels)
     return placement
 
@@ -146,14 +164,16 @@ def place(
 
     ``device_name`` is a HETERO string (``"HETERO:GPU,CPU"``) or a single device
     (everything goes there). ``pins`` maps a node name, a name pattern
-    (``"*attention*"``) or ``"type:MatMul"`` to a device. Raises DeviceError,
-    PropertyError, ModelLoadError/ModelNotFoundError or PlacementError.
+    (``"*attention*"``) or ``"type:MatMul"`` to a device. The placement names
+    the nodes of the *prepared* model (``prepare_model``: constant subgraphs
+    folded); ``compile_placement`` prepares the model the same way. Raises
+    DeviceError, PropertyError, ModelLoadError/ModelNotFoundError or PlacementError.
     """
-    core, spec, _, ov_model = _validated(model, device_name, config, core)
-    if spec.meta is not None and spec.meta != "HETERO":
-        raise DeviceError(f"place() needs a HETERO device string or one device, got {spec.meta} in {spec.text!r}")
-    return _place(core, prepare_model(ov_model), spec, strategy=strategy, pins=pins, exclude_devices=exclude_devices,
-                  max_submodels=max_submodels, seed=seed)
+    req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed)
+    if req.spec.meta is not None and req.spec.meta != "HETERO":
+        raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
+    prepared = prepare_model(req.model)
+    return _place(req, prepared, extract_graph(prepared))
 
 
 def compile_placement(
@@ -163,11 +183,26 @@ def compile_placement(
     *,
     core: ov.Core | None = None,
 ) -> ov.CompiledModel:
-    """Compile ``model`` with an explicit placement (affinities are set on a clone, never on ``model``)."""
+    """Compile ``model`` with an explicit placement (affinities are set on a prepared clone, never on ``model``)."""
     core, spec, props, ov_model = _validated(model, placement.device_string, config, core)
     prepared = prepare_model(ov_model)
     placement.apply(prepared)
     return core.compile_model(prepared, spec.hetero_string, props)
+
+
+def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: PlacementCache | None) -> Placement:
+    graph = extract_graph(prepared)
+    if cache is None:
+        return _place(req, prepared, graph)
+    key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
+                    exclude_devices=req.exclude_devices, max_submodels=req.max_submodels)
+    placement = cache.get(key, graph)
+    if placement is not None:
+        logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
+        return placement
+    placement = _place(req, prepared, graph)
+    cache.put(key, placement, graph)
+    return placement
 
 
 def compile_model(
@@ -181,34 +216,40 @@ def compile_model(
     exclude_devices: Sequence[str] | None = None,
     max_submodels: int | None = DEFAULT_MAX_SUBMODELS,
     seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    use_cache: bool = True,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
     With one device, or an AUTO/MULTI/BATCH string, it is exactly
     ``core.compile_model``. With ``HETERO:<devices>`` the chosen strategy
-    assigns every node a device (see :func:`place`), and the model is compiled
-    with those affinities. Errors in the arguments raise before any compile;
-    a failure while placing falls back to plain ``core.compile_model`` with a
+    assigns every node a device (see :func:`place`) and the model is compiled
+    with those affinities. The placement is cached (``cache_dir``, default
+    ``$OV_AUTOPLACE_CACHE_DIR`` or ``~/.cache/ov_autoplace``) and OpenVINO's own
+    ``CACHE_DIR`` is pointed beside it unless ``config`` sets one, so a second
+    start reuses both. Errors in the arguments raise before any compile; a
+    failure while placing falls back to plain ``core.compile_model`` with a
     warning, so a model OpenVINO can compile is always returned compiled.
     """
-    core, spec, props, ov_model = _validated(model, device_name, config, core)
-    if not spec.is_placement:
-        return core.compile_model(ov_model, device_name, props)
-    # Argument errors surface now, before any work; what fails after this is ours to absorb.
-    chosen, pin_list = _resolve_strategy(strategy), parse_pins(pins)
+    req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed)
+    if not req.spec.is_placement:
+        return req.core.compile_model(req.model, device_name, req.props)
     try:
-        prepared = prepare_model(ov_model)
-        placement = _place(core, prepared, spec, strategy=chosen, pins=pin_list, exclude_devices=exclude_devices,
-                           max_submodels=max_submodels, seed=seed)
+        cache = PlacementCache(cache_dir) if use_cache else None
+        prepared = prepare_model(req.model)
+        placement = _cached_or_new_placement(req, prepared, cache)
         placement.apply(prepared)
-        compiled = core.compile_model(prepared, spec.hetero_string, props)
-    except (UnsupportedOpError, DeviceError):
-        raise  # plain OpenVINO cannot compile this either, or the caller excluded every device
+        props = dict(req.props)
+        if cache is not None and "CACHE_DIR" not in props and cache.writable():
+            props["CACHE_DIR"] = str(cache.openvino_cache_dir)
+        compiled = req.core.compile_model(prepared, req.spec.hetero_string, props)
+    except UnsupportedOpError:
+        raise  # plain OpenVINO cannot compile this either
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
         logger.warning("placement path failed (%s: %s); falling back to plain compile_model on %s",
                        type(exc).__name__, exc, device_name)
-        return core.compile_model(ov_model, device_name, props)
-    logger.info("compiled with placement %s", placement.counts_per_device())
+        return req.core.compile_model(req.model, device_name, req.props)
+    logger.info("compiled %s with placement %s", req.spec.hetero_string, placement.counts_per_device())
     return compiled
 
 

@@ -12,6 +12,16 @@ from ov_autoplace.testbed import Testbed, shared_testbed
 ZOO_MODELS = ("inception_v3", "resnet50", "bert_base")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_caches(tmp_path_factory):
+    """Keep the tests' placement cache and profiles out of the user's ~/.cache."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path_factory.mktemp("placement_cache")))
+    patch.setenv("OV_AUTOPLACE_PROFILE_DIR", str(tmp_path_factory.mktemp("profiles")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def testbed() -> Testbed:
     """The standard testbed: CPU bf16 x1 thread + CPUF f32 x2 threads (f32 both without bf16)."""

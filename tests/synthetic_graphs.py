@@ -54,9 +54,9 @@ def branching(channels: int = 8, size: int = 16) -> ov.Model:
     return ov.Model([out], [x], "branching")
 
 
-def residual(blocks: int = 3, channels: int = 8, size: int = 16) -> ov.Model:
-    """ResNet-like: a stack of conv-relu-conv blocks with identity skips."""
-    rng = _rng()
+def residual(blocks: int = 3, channels: int = 8, size: int = 16, seed: int = _RNG_SEED) -> ov.Model:
+    """ResNet-like: a stack of conv-relu-conv blocks with identity skips (``seed`` picks the weights)."""
+    rng = np.random.default_rng(seed)
     x = ops.parameter([1, 3, size, size], np.float32, name="input")
     h = ops.relu(_conv(rng, x, 3, channels, name="stem"))
     for i in range(blocks):

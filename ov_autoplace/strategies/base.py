@@ -40,5 +40,13 @@ class PlacementStrategy(abc.ABC):
     def propose(self, context: PlacementContext) -> np.ndarray:
         """Return an int array of shape ``(num_nodes,)`` with values in ``[0, len(devices))``."""
 
+    def cache_token(self) -> str:
+        """What a cached placement of this strategy depends on (its name and parameters).
+
+        Strategies with state that changes their output (a policy's weights
+        version, a seed) must include it; the default is ``repr(self)``.
+        """
+        return repr(self)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

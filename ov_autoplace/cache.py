@@ -1,0 +1,142 @@
+"""The placement cache: the second start of an application pays nothing for placement.
+
+An entry is keyed by what the placement depends on, never by weights:
+
+* the structural hash of the prepared graph (op types, shapes, element types,
+  edges - the same architecture with new weights reuses its placement);
+* the device list and each device's properties, and the OpenVINO version;
+* the strategy (and its version), pins, excluded devices and the submodel bound.
+
+Entries are JSON files written atomically (temp file + ``os.replace``), so
+processes compiling the same model at once leave one valid entry. A corrupt,
+partial or other-version entry is ignored with a warning and rewritten; a
+directory that cannot be written means no caching and a warning, never a
+failure. The compiled HETERO blob is cached by OpenVINO itself: ``compile_model``
+points ``CACHE_DIR`` at ``<cache dir>/openvino`` unless the caller set one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import openvino as ov
+
+from .costmodel.profile_store import ProfileStore, profile_key
+from .graph import GraphArrays
+from .placement import Placement
+
+logger = logging.getLogger(__name__)
+
+CACHE_DIR_ENV = "OV_AUTOPLACE_CACHE_DIR"
+#: Bumped when the entry layout or the meaning of a placement changes.
+CACHE_FORMAT = 1
+
+
+def default_cache_dir() -> Path:
+    """``$OV_AUTOPLACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ov_autoplace``, else ``~/.cache/ov_autoplace``."""
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "ov_autoplace"
+
+
+class PlacementCache:
+    """Placements on disk under ``directory/placements``; OpenVINO blobs under ``directory/openvino``."""
+
+    def __init__(self, directory: str | os.PathLike | None = None) -> None:
+        self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        self._store = ProfileStore(self.directory / "placements")
+
+    @property
+    def openvino_cache_dir(self) -> Path:
+        return self.directory / "openvino"
+
+    def writable(self) -> bool:
+        """Whether entries can be written (creating the directory if needed)."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return False
+        return os.access(self.directory, os.W_OK | os.X_OK)
+
+    def key(
+        self,
+        core: ov.Core,
+        graph: GraphArrays,
+        devices: Sequence[str],
+        *,
+        strategy: str,
+        pins: Sequence[Any] = (),
+        exclude_devices: Sequence[str] = (),
+        max_submodels: int | None = None,
+    ) -> dict[str, Any]:
+        """The key components of a placement (JSON-able; compared field by field on load)."""
+        return profile_key(core, devices, kind="placement", graph=graph, extra={
+            "format": CACHE_FORMAT,
+            "strategy": strategy,
+            "pins": sorted(repr(p) for p in pins),
+            "exclude_devices": sorted(exclude_devices),
+            "max_submodels": max_submodels,
+        })
+
+    def get(self, key: Mapping[str, Any], graph: GraphArrays) -> Placement | None:
+        """The cached placement for ``key`` renamed onto ``graph``'s nodes, or None.
+
+        Entries store the device of each node by topological index: an equal
+        structural hash means an equal ordered graph, while friendly names
+        are often auto-generated ("Add_125") and differ between two exports
+        of the same architecture. Misses, stale and corrupt entries return None
+        (the latter two with a warning).
+        """
+        try:
+            placement = self._store.load(key, lambda payload: _renamed(payload, graph))
+        except OSError as exc:  # unreadable directory or file: behave as a miss
+            logger.warning("placement cache %s cannot be read (%s); placing again", self.directory, exc)
+            return None
+        return placement
+
+    def put(self, key: Mapping[str, Any], placement: Placement, graph: GraphArrays) -> Path | None:
+        """Store ``placement``; on any OS error warn and return None (caching is best effort)."""
+        payload = placement.to_dict()
+        payload["device_by_index"] = [placement.assignment[name] for name in graph.names]
+        payload["compute_by_index"] = [i for i, name in enumerate(graph.names) if name in placement.compute_nodes]
+        try:
+            return self._store.save(key, payload)
+        except OSError as exc:
+            logger.warning("placement cache %s is not writable (%s); continuing without caching", self.directory, exc)
+            return None
+
+    def entries(self) -> list[Path]:
+        folder = self._store.directory
+        return sorted(folder.glob("placement-*.json")) if folder.is_dir() else []
+
+    def clear(self) -> int:
+        """Delete every placement entry (not OpenVINO's blobs); returns how many were removed."""
+        removed = 0
+        for path in self.entries():
+            try:
+                path.unlink()
+                removed += 1
+            except OSError as exc:
+                logger.warning("cannot remove %s: %s", path, exc)
+        return removed
+
+
+def _renamed(payload: dict[str, Any], graph: GraphArrays) -> Placement:
+    """Parse an entry and put the current graph's node names on it (ValueError if it does not fit)."""
+    devices_by_index = payload["device_by_index"]
+    if len(devices_by_index) != graph.num_nodes:
+        raise ValueError(f"entry has {len(devices_by_index)} nodes, the model {graph.num_nodes}")
+    placement = Placement.from_dict(payload)
+    if not set(devices_by_index) <= set(placement.devices):
+        raise ValueError("entry assigns a device outside its device list")
+    placement.assignment = dict(zip(graph.names, devices_by_index))
+    placement.compute_nodes = frozenset(graph.names[int(i)] for i in payload["compute_by_index"])
+    return placement
+
+
+__all__ = ["CACHE_DIR_ENV", "CACHE_FORMAT", "PlacementCache", "default_cache_dir"]
