@@ -10,7 +10,6 @@ compiled and executed for real.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -120,8 +119,9 @@ def check_devices_present(core: ov.Core, devices: Sequence[str]) -> None:
     present = available_devices(core)
     missing = [d for d in devices if not _is_present(d, present)]
     if missing:
-        close = {m: difflib.get_close_matches(m, present, n=1) for m in missing}
-        hints = "".join(f" (did you mean {c[0]!r} for {m!r}?)" for m, c in close.items() if c)
+        # Only a spelling slip is worth suggesting ("cpuf" for "CPUF"), not another device.
+        by_upper = {p.upper(): p for p in present}
+        hints = "".join(f" (did you mean {by_upper[m.upper()]!r} for {m!r}?)" for m in missing if m.upper() in by_upper)
         raise DeviceError(
             f"device(s) {', '.join(missing)} not available; this machine has {', '.join(present) or 'none'}"
             f"{hints}. Use only available devices, or register a virtual one with "

@@ -1,0 +1,141 @@
+"""``ov-autoplace``: the command line, in benchmark_app's conventions.
+
+    ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json]
+    ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
+    ov-autoplace cache list | clear
+
+Every subcommand has its own ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import openvino as ov
+
+from . import api
+from .cache import PlacementCache
+from .errors import OVAutoplaceError
+from .testbed import make_testbed
+from .timing import measure_latency, random_inputs
+
+
+def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--model", required=True, help="model file OpenVINO can read (IR .xml, .onnx, ...)")
+    parser.add_argument("-d", "--device", default=None,
+                        help="device string, e.g. HETERO:GPU,CPU (default: the testbed's HETERO:CPU,CPUF)")
+    parser.add_argument("--testbed", action="store_true",
+                        help="register the standard testbed (CPU bf16 x1 thread + virtual CPUF f32 x2 threads)")
+    parser.add_argument("-hint", "--hint", choices=["latency", "throughput", "none"], default="latency",
+                        help="PERFORMANCE_HINT passed to the compile (default: latency)")
+    parser.add_argument("--strategy", default=api.DEFAULT_STRATEGY.value,
+                        choices=[s.value for s in api.StrategyName], help="placement strategy")
+    parser.add_argument("--pin", action="append", default=[], metavar="NODE=DEVICE",
+                        help="pin a node name, a pattern ('*attn*') or 'type:MatMul' to a device; repeatable")
+    parser.add_argument("--exclude", action="append", default=[], metavar="DEVICE", help="do not use this device")
+    parser.add_argument("--max-submodels", type=int, default=api.DEFAULT_MAX_SUBMODELS,
+                        help=f"bound on HETERO submodels (default {api.DEFAULT_MAX_SUBMODELS})")
+
+
+def _core_and_device(args) -> tuple[ov.Core, str]:
+    if args.testbed or args.device is None:
+        testbed = make_testbed()
+        return testbed.core, args.device or testbed.hetero
+    return ov.Core(), args.device
+
+
+def _pins(values: Sequence[str]) -> dict[str, str]:
+    pins = {}
+    for item in values:
+        name, sep, device = item.rpartition("=")
+        if not sep or not name or not device:
+            raise SystemExit(f"--pin expects NODE=DEVICE (e.g. 'type:MatMul=GPU'), got {item!r}")
+        pins[name] = device
+    return pins
+
+
+def _config(args) -> dict[str, object]:
+    return {} if args.hint == "none" else {"PERFORMANCE_HINT": args.hint.upper()}
+
+
+def cmd_place(args) -> int:
+    core, device = _core_and_device(args)
+    t0 = time.perf_counter()
+    placement = api.place(args.model, device, core=core, strategy=args.strategy, pins=_pins(args.pin),
+                          exclude_devices=args.exclude, max_submodels=args.max_submodels)
+    place_s = time.perf_counter() - t0
+    if not args.no_measure:
+        model = api.load_model(args.model, core)
+        config = _config(args)
+        placed = api.compile_placement(model, placement, config, core=core)
+        inputs = random_inputs(placed)
+        placement.measured_latency_ms = measure_latency(placed, inputs, iterations=args.niter).median_ms
+        for dev in placement.devices:
+            single = core.compile_model(model, dev, config)
+            placement.reference_latency_ms[dev] = measure_latency(single, inputs, iterations=args.niter).median_ms
+    print(placement.summary())
+    print(f"  placing took {place_s:.2f} s")
+    if args.output:
+        placement.save(args.output)
+        print(f"placement written to {args.output}")
+    return 0
+
+
+def cmd_cache(args) -> int:
+    cache = PlacementCache(args.cache_dir)
+    if args.action == "list":
+        entries = cache.entries()
+        print(f"{len(entries)} placement(s) in {cache.directory}")
+        for path in entries:
+            try:
+                data = json.loads(path.read_text())
+                key, payload = data["key"], data["payload"]
+                print(f"  {path.name}  devices={','.join(key['devices'])}  strategy={key.get('strategy')}  "
+                      f"nodes={len(payload['device_by_index'])}  submodels={payload.get('num_submodels')}")
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                print(f"  {path.name}  (unreadable: {exc})")
+    else:
+        print(f"removed {cache.clear()} placement(s) from {cache.directory}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ov-autoplace", description="Learned device placement for OpenVINO HETERO.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the library decides")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    place = sub.add_parser("place", help="place a model and print the summary",
+                           description="Place every node of a model on a device, print nodes per device, "
+                                       "submodels and measured latency against every single device.")
+    _add_model_device_args(place)
+    place.add_argument("-o", "--output", type=Path, help="write the placement as JSON")
+    place.add_argument("-niter", "--niter", type=int, default=20, help="timed inferences per measurement")
+    place.add_argument("--no-measure", action="store_true", help="only place; do not compile and time")
+    place.set_defaults(func=cmd_place)
+
+    cache = sub.add_parser("cache", help="list or clear cached placements",
+                           description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")
+    cache.add_argument("action", choices=["list", "clear"])
+    cache.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default: the user cache)")
+    cache.set_defaults(func=cmd_cache)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        return args.func(args)
+    except (OVAutoplaceError, FileNotFoundError) as exc:
+        print(f"ov-autoplace: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,51 @@
+import json
+
+import openvino as ov
+import pytest
+
+from ov_autoplace.cli import build_parser, main
+from tests import synthetic_graphs as sg
+
+
+@pytest.fixture()
+def ir_path(tmp_path):
+    path = tmp_path / "residual.xml"
+    ov.save_model(sg.residual(), path)
+    return path
+
+
+def test_place_prints_summary_and_writes_json(ir_path, tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["place", "-m", str(ir_path), "--testbed", "-niter", "3", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Placement on HETERO:CPU,CPUF" in text and "CPU-only latency" in text and "measured latency" in text
+    data = json.loads(out.read_text())
+    assert set(data["devices"]) == {"CPU", "CPUF"} and data["assignment"]
+
+
+def test_place_with_pins_no_measure(ir_path, capsys):
+    assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "--pin", "type:Convolution=CPUF"]) == 0
+    assert "measured latency" not in capsys.readouterr().out
+
+
+def test_errors_are_reported_not_raised(ir_path, capsys):
+    assert main(["place", "-m", str(ir_path), "-d", "HETERO:GPU,CPU", "--no-measure"]) == 2
+    assert "not available" in capsys.readouterr().err
+    assert main(["place", "-m", "/does/not/exist.xml", "--testbed", "--no-measure"]) == 2
+    with pytest.raises(SystemExit):
+        main(["place", "-m", str(ir_path), "--testbed", "--pin", "nodevice"])
+
+
+def test_cache_list_and_clear(tmp_path, capsys):
+    assert main(["cache", "list", "--cache-dir", str(tmp_path)]) == 0
+    assert "0 placement(s)" in capsys.readouterr().out
+    assert main(["cache", "clear", "--cache-dir", str(tmp_path)]) == 0
+    assert "removed 0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["place", "cache"])
+def test_every_subcommand_has_help(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args([command, "--help"])
+    assert info.value.code == 0
+    assert "usage: ov-autoplace " + command in capsys.readouterr().out
