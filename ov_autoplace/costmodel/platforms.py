@@ -1,0 +1,614 @@
+"""Simulated devices and platforms built from public spec sheets, and the CostModel they imply.
+
+Nothing here is measured: every number a simulated platform produces is
+labelled "simulated" (``CostModel.label``, ``describe()``). Spec-sheet numbers
+cite their source; derived numbers say how they were derived; guesses are
+marked ``estimate``.
+
+Per-op cost of a compute node on a device (a roofline)::
+
+    cost_ms = launch_overhead_ms
+              + 1e3 * max(flops / (peak * compute_efficiency[category]),
+                          bytes_moved / (memory_bandwidth * memory_efficiency[category]))
+
+* ``flops`` is ``GraphArrays.flops`` (multiply-add = 2; a dynamic shape counts 0).
+* ``peak`` is the device's FLOP/s at the precision it runs: the matrix units
+  (XMX, VNNI, the NPU MAC array) for conv / matmul / attention when it has
+  them at that precision, its vector units otherwise.
+* ``bytes_moved`` = bytes of all inputs (activations and weights) + bytes of the
+  node's outputs, from ``GraphArrays``, with floating-point tensors re-sized to
+  the precision the device runs (f16: half of f32). Metadata-only ops
+  (Reshape, Squeeze, Unsqueeze: in place in OpenVINO's plugins) move nothing.
+* ``category`` groups op types (:func:`op_category`); the efficiency factors are
+  the fraction of peak a category reaches on that device (estimates, or fitted
+  by :func:`calibrate`).
+* A device that does not support an op type costs ``inf`` (the NPU runs a subset).
+* Parameters, Constants, Results and pure-constant compute nodes cost 0 (the
+  latter are folded or precomputed at compile time).
+
+Fusion: OpenVINO's CPU and GPU plugins fuse a simple element-wise op
+(activation, bias add, scale) into the Convolution / MatMul that produces its
+input. :func:`post_op_fusion` applies that rule: such an op is ``fused_into``
+its producer's kernel and costs 0 there (``unfused_ms`` keeps its roofline cost
+for when a placement cuts it away). Pass ``fusion=False`` to model no fusion.
+
+Links: ``SimPlatform.from_host_links`` connects each device to the host CPU by
+its own host link (PCIe for a dGPU; a memory copy plus a sync for devices that
+share the CPU's memory) and two accelerators through host memory.
+
+Calibration: :func:`calibrate` fits the CPU's efficiency factors to a measured
+CPU CostModel (the profiler's) and carries them over to the simulated CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..graph import GraphArrays, NodeRole
+from ..legalize import constant_subgraph_mask
+from .cost_model import CostModel
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("f32", "f16", "bf16", "int8")
+_ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "int8": 1, "f64": 8}
+_FLOAT_TYPES = ("f64", "f32", "f16", "bf16")
+
+CATEGORIES = ("conv", "matmul", "attention", "elementwise", "normalization", "pooling", "reduction",
+              "data_movement", "view", "other")
+MATRIX_CATEGORIES = frozenset({"conv", "matmul", "attention"})
+_OP_CATEGORY = {
+    **dict.fromkeys(("Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData",
+                     "DeformableConvolution", "BinaryConvolution"), "conv"),
+    **dict.fromkeys(("MatMul", "Einsum", "FullyConnected"), "matmul"),
+    "ScaledDotProductAttention": "attention",
+    **dict.fromkeys(("MVN", "Softmax", "LogSoftmax", "NormalizeL2", "BatchNormInference", "LRN", "GroupNormalization",
+                     "RMS"), "normalization"),
+    **dict.fromkeys(("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool"), "pooling"),
+    **dict.fromkeys(("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                     "TopK", "ArgMax"), "reduction"),
+    **dict.fromkeys(("Transpose", "Concat", "Gather", "GatherElements", "GatherND", "Split", "VariadicSplit",
+                     "StridedSlice", "Slice", "Broadcast", "Tile", "Pad", "ScatterUpdate", "ScatterNDUpdate",
+                     "ScatterElementsUpdate", "Interpolate", "DepthToSpace", "SpaceToDepth", "ShuffleChannels",
+                     "Convert", "ShapeOf", "Range"), "data_movement"),
+    **dict.fromkeys(("Reshape", "Squeeze", "Unsqueeze"), "view"),
+    **dict.fromkeys(("If", "Loop", "TensorIterator", "NonMaxSuppression", "NonZero", "ROIAlign"), "other"),
+}
+
+
+def op_category(op_type: str) -> str:
+    """Cost category of an op type; unlisted op types are element-wise (they touch each element once)."""
+    return _OP_CATEGORY.get(op_type, "elementwise")
+
+
+def _factors(**values: float) -> dict[str, float]:
+    missing = set(CATEGORIES) - set(values)
+    if missing:
+        raise ValueError(f"efficiency factors missing for categories {sorted(missing)}")
+    return dict(values)
+
+
+@dataclasses.dataclass(frozen=True)
+class SimDevice:
+    """A device model from public specs. Rates in FLOP/s and bytes/s, times in ms, sizes in bytes."""
+
+    name: str  # HETERO device name: "CPU", "GPU", "NPU"
+    product: str
+    kind: str  # "cpu" | "gpu" | "npu"
+    peak_flops: Mapping[str, float]  # vector units, per precision
+    matrix_peak_flops: Mapping[str, float]  # matrix units used by conv/matmul/attention, per precision
+    fallback_precision: str  # what it runs when the requested precision is not native
+    memory_bandwidth: float
+    memory_bytes: float
+    shares_host_memory: bool
+    launch_overhead_ms: float
+    submodel_overhead_ms: float
+    host_link_bandwidth: float  # to the host CPU's memory; inf for the host CPU itself
+    host_link_latency_ms: float
+    compute_efficiency: Mapping[str, float]
+    memory_efficiency: Mapping[str, float]
+    supported_op_types: frozenset[str] | None = None  # None: every op type
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("cpu", "gpu", "npu"):
+            raise ValueError(f"SimDevice.kind must be cpu, gpu or npu, got {self.kind!r}")
+        if self.fallback_precision not in self.peak_flops:
+            raise ValueError(f"{self.name}: fallback precision {self.fallback_precision!r} needs a vector peak")
+        for field in ("compute_efficiency", "memory_efficiency"):
+            factors = getattr(self, field)
+            bad = {c: v for c, v in factors.items() if not 0.0 < v <= 1.0}
+            if set(factors) != set(CATEGORIES) or bad:
+                raise ValueError(
+                    f"{self.name}.{field} needs a factor in (0, 1] for each of {CATEGORIES}, got {factors}")
+
+    def precision_for(self, requested: str) -> str:
+        """The precision the device runs when ``requested`` is asked for (its fallback if not native)."""
+        if requested in self.peak_flops or requested in self.matrix_peak_flops:
+            return requested
+        return self.fallback_precision
+
+    def peak_for(self, category: str, precision: str) -> float:
+        """FLOP/s an op of ``category`` can reach at ``precision`` (already resolved by precision_for)."""
+        vector = self.peak_flops.get(precision, self.peak_flops[self.fallback_precision])
+        if category in MATRIX_CATEGORIES:
+            return self.matrix_peak_flops.get(precision, vector)
+        return vector
+
+    def supports(self, op_type: str) -> bool:
+        return self.supported_op_types is None or op_type in self.supported_op_types
+
+    def op_cost_ms(self, op_type: str, flops: float, bytes_moved: float, precision: str = "f32") -> float:
+        """The roofline cost of one op (see the module docstring); ``bytes_moved`` at the run precision."""
+        if not self.supports(op_type):
+            return math.inf
+        category, prec = op_category(op_type), self.precision_for(precision)
+        if category == "view":
+            return self.launch_overhead_ms
+        compute_s = max(flops, 0.0) / (self.peak_for(category, prec) * self.compute_efficiency[category])
+        memory_s = max(bytes_moved, 0.0) / (self.memory_bandwidth * self.memory_efficiency[category])
+        return self.launch_overhead_ms + 1e3 * max(compute_s, memory_s)
+
+    def describe(self) -> str:
+        peaks = ", ".join(f"{p} {v / 1e12:.2f}" for p, v in self.peak_flops.items())
+        matrix = ", ".join(f"{p} {v / 1e12:.1f}" for p, v in self.matrix_peak_flops.items()) or "none"
+        link = "host" if math.isinf(self.host_link_bandwidth) else (
+            f"{self.host_link_bandwidth / 1e9:.0f} GB/s + {self.host_link_latency_ms * 1e3:.0f} us to host")
+        unsupported = "" if self.supported_op_types is None else f", runs {len(self.supported_op_types)} op types"
+        return (f"{self.name:<4} {self.product} (simulated {self.kind}): vector TFLOP/s {peaks}; matrix {matrix}; "
+                f"{self.memory_bandwidth / 1e9:.1f} GB/s memory, {self.memory_bytes / 1e9:.0f} GB; link {link}; "
+                f"launch {self.launch_overhead_ms * 1e3:.1f} us, submodel {self.submodel_overhead_ms * 1e3:.0f} us"
+                f"{unsupported}")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SimPlatform:
+    """Simulated devices plus the links between them (ms latency, bytes/s) and a provenance note."""
+
+    name: str
+    devices: tuple[SimDevice, ...]
+    link_latency_ms: np.ndarray  # [D, D], 0 on the diagonal
+    link_bandwidth: np.ndarray  # [D, D] bytes/s, inf on the diagonal
+    notes: str = ""
+
+    @classmethod
+    def from_host_links(cls, name: str, devices: Sequence[SimDevice], notes: str = "") -> "SimPlatform":
+        """Links from each device's host link: to the CPU directly, between two accelerators via host memory
+        (latencies add, the slower bandwidth wins)."""
+        n = len(devices)
+        lat, bw = np.zeros((n, n)), np.full((n, n), np.inf)
+        for a, da in enumerate(devices):
+            for b, db in enumerate(devices):
+                if a == b:
+                    continue
+                lat[a, b] = da.host_link_latency_ms + db.host_link_latency_ms
+                bw[a, b] = min(da.host_link_bandwidth, db.host_link_bandwidth)
+        return cls(name, tuple(devices), lat, bw, notes)
+
+    @property
+    def device_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.devices)
+
+    def device(self, name: str) -> SimDevice:
+        for d in self.devices:
+            if d.name == name:
+                return d
+        raise KeyError(f"platform {self.name!r} has no device {name!r}; it has {list(self.device_names)}")
+
+    def describe(self) -> str:
+        lines = [f"Simulated platform '{self.name}' (all numbers simulated from public specs, not measured)"]
+        lines += [f"  {d.describe()}" for d in self.devices]
+        if self.notes:
+            lines.append(f"  note: {self.notes}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+# ---- the platforms ---------------------------------------------------------------------------------------
+_CPU_COMPUTE = _factors(conv=0.55, matmul=0.6, attention=0.35, elementwise=0.25, normalization=0.15, pooling=0.2,
+                        reduction=0.2, data_movement=0.2, view=1.0, other=0.15)  # estimate
+_CPU_MEMORY = _factors(conv=0.6, matmul=0.6, attention=0.5, elementwise=0.7, normalization=0.5, pooling=0.6,
+                       reduction=0.6, data_movement=0.4, view=1.0, other=0.4)  # estimate
+_GPU_COMPUTE = _factors(conv=0.45, matmul=0.55, attention=0.35, elementwise=0.2, normalization=0.1, pooling=0.2,
+                        reduction=0.15, data_movement=0.15, view=1.0, other=0.1)  # estimate
+_GPU_MEMORY = _factors(conv=0.6, matmul=0.6, attention=0.5, elementwise=0.75, normalization=0.5, pooling=0.6,
+                       reduction=0.5, data_movement=0.5, view=1.0, other=0.4)  # estimate
+_NPU_COMPUTE = _factors(conv=0.6, matmul=0.5, attention=0.3, elementwise=0.3, normalization=0.2, pooling=0.3,
+                        reduction=0.2, data_movement=0.2, view=1.0, other=0.2)  # estimate
+_NPU_MEMORY = _factors(conv=0.5, matmul=0.5, attention=0.4, elementwise=0.5, normalization=0.4, pooling=0.5,
+                       reduction=0.4, data_movement=0.4, view=1.0, other=0.3)  # estimate
+
+GiB = 2**30
+
+I9_12900K = SimDevice(
+    name="CPU", product="Intel Core i9-12900K", kind="cpu",
+    # ark.intel.com: 8 P-cores (Golden Cove) + 8 E-cores, no AVX-512; P all-core turbo ~4.9 GHz (reviews).
+    # OpenVINO's latency hint on hybrid CPUs uses the P-cores: 8 cores x 32 f32 FLOP/cycle (2 x 256-bit FMA)
+    # x 4.9 GHz = 1.25 TFLOP/s (derived). No native f16/bf16 compute: f16 requests run f32.
+    peak_flops={"f32": 8 * 32 * 4.9e9},
+    # AVX-VNNI int8: 2 ports x 32 int8 MACs x 2 ops per cycle = 128 ops/cycle/core x 8 x 4.9 GHz (derived).
+    matrix_peak_flops={"int8": 8 * 128 * 4.9e9},
+    fallback_precision="f32",
+    memory_bandwidth=76.8e9,  # ark: DDR5-4800 dual channel, max memory bandwidth 76.8 GB/s
+    memory_bytes=64 * GiB,  # estimate: the paper does not state the host RAM
+    shares_host_memory=True,
+    launch_overhead_ms=0.002,  # estimate: CPU plugin per-node dispatch, ~2 us
+    submodel_overhead_ms=0.02,  # estimate: one HETERO submodel infer request on the CPU
+    host_link_bandwidth=math.inf, host_link_latency_ms=0.0,  # it is the host
+    compute_efficiency=_CPU_COMPUTE, memory_efficiency=_CPU_MEMORY,
+)
+
+FLEX_170 = SimDevice(
+    name="GPU", product="Intel Data Center GPU Flex 170", kind="gpu",
+    # Intel spec: 32 Xe cores (512 vector engines x 8 f32 lanes = 4096 lanes), 2.05 GHz max,
+    # 16 GB GDDR6 at 576 GB/s, 150 W, PCIe 4.0 x16. f32 = 4096 x 2 x 2.05 GHz = 16.8 TFLOP/s (derived;
+    # Intel quotes ~16); vector f16 at twice the f32 rate (derived).
+    peak_flops={"f32": 4096 * 2 * 2.05e9, "f16": 2 * 4096 * 2 * 2.05e9},
+    # XMX: 512 engines x 128 f16 FLOP/cycle x 2.05 GHz = 134 TFLOP/s f16/bf16, int8 twice that (derived
+    # from unit counts and clock, same per-engine rate as the Arc A770's published 137.6 TFLOP/s at 2.1 GHz).
+    matrix_peak_flops={"f16": 512 * 128 * 2.05e9, "bf16": 512 * 128 * 2.05e9, "int8": 2 * 512 * 128 * 2.05e9},
+    fallback_precision="f32",
+    memory_bandwidth=576e9,  # Intel spec sheet
+    memory_bytes=16e9,  # Intel spec sheet: 16 GB GDDR6
+    shares_host_memory=False,
+    launch_overhead_ms=0.004,  # estimate: per-kernel gap in the GPU plugin's in-order queue
+    submodel_overhead_ms=0.05,  # estimate: enqueue + host sync per HETERO submodel
+    # PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (spec); ~25 GB/s effective and
+    # ~10 us per transfer (estimate).
+    host_link_bandwidth=25e9, host_link_latency_ms=0.010,
+    compute_efficiency=_GPU_COMPUTE, memory_efficiency=_GPU_MEMORY,
+)
+
+PAPER_PLATFORM = SimPlatform.from_host_links(
+    "paper: i9-12900K + Flex 170", (I9_12900K, FLEX_170),
+    notes="the HSDAG paper's testbed (Duan et al. 2024), modelled from spec sheets",
+)
+
+CORE_ULTRA_7_155H = SimDevice(
+    name="CPU", product="Intel Core Ultra 7 155H", kind="cpu",
+    # ark.intel.com: 6 P-cores (Redwood Cove, up to 4.8 GHz) + 8 E-cores + 2 LP E-cores, no AVX-512.
+    # P-cores only (latency hint) at ~4.0 GHz sustained in a laptop (estimate): 6 x 32 x 4.0 GHz (derived).
+    peak_flops={"f32": 6 * 32 * 4.0e9},
+    matrix_peak_flops={"int8": 6 * 128 * 4.0e9},  # AVX-VNNI, as for the i9 (derived; Intel quotes ~5 TOPS CPU)
+    fallback_precision="f32",
+    memory_bandwidth=120e9,  # ark: LPDDR5x-7467, max memory bandwidth 120 GB/s
+    memory_bytes=32 * GiB,  # estimate: a typical laptop
+    shares_host_memory=True,
+    launch_overhead_ms=0.002, submodel_overhead_ms=0.02,  # estimates, as for the i9
+    host_link_bandwidth=math.inf, host_link_latency_ms=0.0,
+    compute_efficiency=_CPU_COMPUTE, memory_efficiency=_CPU_MEMORY,
+)
+
+ARC_IGPU_155H = SimDevice(
+    name="GPU", product="Intel Arc Graphics (Core Ultra 7 155H, Xe-LPG)", kind="gpu",
+    # ark: 8 Xe cores (128 vector engines x 8 f32 lanes), 2.25 GHz max; no XMX on Xe-LPG.
+    # f32 = 1024 x 2 x 2.25 GHz = 4.6 TFLOP/s, f16 twice (derived); int8 via DP4a 4x f32 = 18.4 TOPS
+    # (derived; Intel quotes 18 TOPS for the GPU).
+    peak_flops={"f32": 1024 * 2 * 2.25e9, "f16": 2 * 1024 * 2 * 2.25e9},
+    matrix_peak_flops={"int8": 4 * 1024 * 2 * 2.25e9},
+    fallback_precision="f32",
+    memory_bandwidth=120e9,  # shares the CPU's LPDDR5x (ark: 120 GB/s)
+    memory_bytes=16 * GiB,  # estimate: about half of the shared system memory
+    shares_host_memory=True,
+    launch_overhead_ms=0.005, submodel_overhead_ms=0.05,  # estimates
+    # Shared memory: no PCIe copy; a tensor handed over is a memory copy (~half the DRAM peak, estimate)
+    # after a small sync (estimate).
+    host_link_bandwidth=60e9, host_link_latency_ms=0.005,
+    compute_efficiency=_GPU_COMPUTE, memory_efficiency=_GPU_MEMORY,
+)
+
+# Op types the simulated NPU runs: an estimate loosely following the NPU plugin's static-shape CNN and
+# transformer support. Everything else (Gather, ShapeOf, control flow, bitwise ops, NMS, ...) is inf.
+NPU_SUPPORTED_OP_TYPES = frozenset({
+    "Convolution", "GroupConvolution", "ConvolutionBackpropData", "MatMul", "ScaledDotProductAttention",
+    "Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum", "Power", "SquaredDifference", "Sqrt", "Exp",
+    "Relu", "PRelu", "Clamp", "Sigmoid", "Tanh", "Gelu", "Swish", "HSwish", "HSigmoid", "Mish", "Elu", "Erf",
+    "MVN", "Softmax", "NormalizeL2", "MaxPool", "AvgPool", "ReduceMean", "ReduceSum", "ReduceMax",
+    "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "VariadicSplit", "StridedSlice", "Slice",
+    "Interpolate", "Pad", "Convert", "FakeQuantize", "Tile", "Broadcast",
+})
+
+NPU_155H = SimDevice(
+    name="NPU", product="Intel AI Boost NPU (Core Ultra 7 155H)", kind="npu",
+    # Intel: 11 TOPS int8. Chips and Cheese ("Intel Meteor Lake's NPU", 2024): 2 compute tiles, 4096 int8
+    # MACs/cycle. f16 at half the int8 rate: 5.7 TFLOP/s (estimate). No f32: f32 requests run f16.
+    matrix_peak_flops={"int8": 11e12, "f16": 5.7e12},
+    # Element-wise work runs on the SHAVE DSPs, far below the MAC array (estimate).
+    peak_flops={"f16": 0.25e12},
+    fallback_precision="f16",
+    memory_bandwidth=60e9,  # estimate: its share of the 120 GB/s LPDDR5x
+    memory_bytes=16 * GiB,  # estimate: shared system memory
+    shares_host_memory=True,
+    launch_overhead_ms=0.001,  # estimate: ops of one compiled blob are scheduled on the device
+    submodel_overhead_ms=0.3,  # estimate: one NPU inference dispatch costs a few hundred us
+    host_link_bandwidth=60e9, host_link_latency_ms=0.02,  # shared memory; estimate
+    compute_efficiency=_NPU_COMPUTE, memory_efficiency=_NPU_MEMORY,
+    supported_op_types=NPU_SUPPORTED_OP_TYPES,
+    notes="unsupported op types and dynamic shapes cost inf",
+)
+
+LAPTOP_PLATFORM = SimPlatform.from_host_links(
+    "laptop: Core Ultra 7 155H CPU + Arc iGPU + NPU", (CORE_ULTRA_7_155H, ARC_IGPU_155H, NPU_155H),
+    notes="a Meteor Lake laptop; iGPU and NPU share the CPU's LPDDR5x memory",
+)
+
+PLATFORMS = {"paper": PAPER_PLATFORM, "laptop": LAPTOP_PLATFORM}
+
+
+# ---- from a graph to per-node costs ---------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _GraphLoad:
+    """Device-independent work of every node: FLOPs, bytes touched, category."""
+
+    flops: np.ndarray  # [N] >= 0
+    float_elements: np.ndarray  # [N] elements of floating-point tensors read + written (re-sized per precision)
+    other_bytes: np.ndarray  # [N] bytes of the other (integer, boolean) tensors read + written
+    category: np.ndarray  # [N] index into CATEGORIES
+    costed: np.ndarray  # [N] bool: compute nodes that run each inference (not pure-constant)
+    dynamic: np.ndarray  # [N] bool: FLOPs or bytes unknown (dynamic shapes)
+
+    def bytes_at(self, precision: str) -> np.ndarray:
+        return self.float_elements * _ELEMENT_BYTES[precision] + self.other_bytes
+
+
+def _graph_load(graph: GraphArrays) -> _GraphLoad:
+    n = graph.num_nodes
+    # bytes per element of each node's output 0 (0: not floating point, kept at its own size)
+    elem = np.array([_ELEMENT_BYTES.get(t, 0) if t in _FLOAT_TYPES else 0 for t in graph.out_element_type], float)
+    is_float = elem > 0
+    safe_elem = np.where(is_float, elem, 1.0)
+    out_bytes = np.maximum(np.asarray(graph.out_bytes, np.float64), 0.0)
+    edge_bytes = np.maximum(np.asarray(graph.edge_bytes, np.float64), 0.0)
+    src, dst = np.asarray(graph.edge_src), np.asarray(graph.edge_dst)
+    # a node touches its outputs and every input it reads (one edge per input port)
+    in_float = np.bincount(dst, weights=np.where(is_float[src], edge_bytes / safe_elem[src], 0.0), minlength=n)
+    in_other = np.bincount(dst, weights=np.where(is_float[src], 0.0, edge_bytes), minlength=n)
+    float_elements = np.where(is_float, out_bytes / safe_elem, 0.0) + in_float
+    other_bytes = np.where(is_float, 0.0, out_bytes) + in_other
+    category = np.array([CATEGORIES.index(op_category(t)) for t in graph.op_types], np.int64)
+    view = category == CATEGORIES.index("view")
+    float_elements[view] = 0.0
+    other_bytes[view] = 0.0
+    role = np.asarray(graph.role)
+    costed = (role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
+    dynamic = costed & ((np.asarray(graph.flops) < 0) | (np.asarray(graph.out_bytes) < 0)
+                        | (np.bincount(dst, weights=(np.asarray(graph.edge_bytes) < 0), minlength=n) > 0))
+    if dynamic.any():
+        log.warning("%d node(s) have dynamic shapes: their simulated cost is the launch overhead only "
+                    "(inf on devices that need static shapes)", int(dynamic.sum()))
+    return _GraphLoad(np.maximum(np.asarray(graph.flops, np.float64), 0.0), float_elements, other_bytes,
+                      category, costed, dynamic)
+
+
+def _roofline_ms(device: SimDevice, load: _GraphLoad, precision: str) -> np.ndarray:
+    """The max(compute, memory) term of every node in ms, without the launch overhead."""
+    prec = device.precision_for(precision)
+    peak = np.array([device.peak_for(c, prec) for c in CATEGORIES])[load.category]
+    ceff = np.array([device.compute_efficiency[c] for c in CATEGORIES])[load.category]
+    meff = np.array([device.memory_efficiency[c] for c in CATEGORIES])[load.category]
+    return 1e3 * np.maximum(load.flops / (peak * ceff), load.bytes_at(prec) / (device.memory_bandwidth * meff))
+
+
+def _device_costs(device: SimDevice, graph: GraphArrays, load: _GraphLoad, precision: str) -> np.ndarray:
+    """Cost in ms of every node on ``device`` (0 for nodes that do not run, inf for unsupported ones)."""
+    cost = np.where(load.costed, device.launch_overhead_ms + _roofline_ms(device, load, precision), 0.0)
+    unsupported = np.array([not device.supports(t) for t in graph.op_types]) & load.costed
+    if device.kind == "npu":
+        unsupported |= load.dynamic  # the NPU compiles static shapes only
+    cost[unsupported] = np.inf
+    return cost
+
+
+FUSION_ABSORBERS = frozenset({"Convolution", "GroupConvolution", "ConvolutionBackpropData",
+                              "GroupConvolutionBackpropData", "MatMul"})
+FUSABLE_POST_OPS = frozenset({"Relu", "Clamp", "Sigmoid", "Tanh", "Gelu", "Swish", "HSwish", "HSigmoid", "Mish",
+                              "Elu", "PRelu", "Add", "Subtract", "Multiply", "Divide", "FakeQuantize"})
+
+
+def post_op_fusion(graph: GraphArrays) -> np.ndarray:
+    """``fused_into`` for the plugins' post-op fusion: an element-wise op whose only non-constant input
+    is the sole output use of a Convolution / MatMul (or of an op already fused into one) joins that kernel."""
+    const = constant_subgraph_mask(graph)
+    role = np.asarray(graph.role)
+    out_degree = np.asarray(graph.out_degree)
+    fused = np.full(graph.num_nodes, -1, np.int64)
+    for i in np.flatnonzero((role == NodeRole.COMPUTE) & ~const).tolist():
+        if graph.op_types[i] not in FUSABLE_POST_OPS:
+            continue
+        data_inputs = [int(p) for p in graph.predecessors(i) if not const[p]]
+        if len(data_inputs) != 1:
+            continue
+        p = data_inputs[0]
+        root = p if graph.op_types[p] in FUSION_ABSORBERS else int(fused[p])
+        if root >= 0 and out_degree[p] == 1:
+            fused[i] = root
+    return fused
+
+
+def cost_model_for(
+    graph: GraphArrays,
+    platform: SimPlatform,
+    *,
+    precision: str = "f16",
+    calibration: CostModel | None = None,
+    fusion: bool = True,
+) -> CostModel:
+    """The simulated CostModel of ``graph`` (the prepared model's) on ``platform``.
+
+    ``precision`` is the inference precision asked of every device; a device
+    without it runs its fallback (the i9 runs f16 requests in f32, the NPU runs
+    f32 requests in f16). ``calibration``: a measured CPU CostModel of the same
+    graph; the platform's CPU is first calibrated on it with :func:`calibrate`'s
+    defaults (device "CPU", this machine's CPU at one thread in f32 as the
+    reference); to choose those, call ``calibrate`` and pass the platform it returns.
+    Transfers use the graph's tensor sizes (the element types at submodel borders).
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if calibration is not None:
+        platform = calibrate(platform, calibration, graph)
+    load = _graph_load(graph)
+    unfused = np.stack([_device_costs(d, graph, load, precision) for d in platform.devices], axis=1)
+    compute = unfused.copy()
+    fused_into = post_op_fusion(graph) if fusion else np.full(graph.num_nodes, -1, np.int64)
+    members = fused_into >= 0
+    compute[members] = np.where(np.isfinite(unfused[members]), 0.0, np.inf)  # free inside its absorber's kernel
+    with np.errstate(divide="ignore"):
+        ms_per_byte = np.where(np.isinf(platform.link_bandwidth), 0.0, 1e3 / platform.link_bandwidth)
+    # Weights sit on the compute nodes that read them (the profiler's convention): bytes of Constant inputs.
+    role, src, dst = np.asarray(graph.role), np.asarray(graph.edge_src), np.asarray(graph.edge_dst)
+    from_const = (role[src] == NodeRole.CONSTANT) & (role[dst] == NodeRole.COMPUTE)
+    weights = np.bincount(dst[from_const], weights=np.maximum(np.asarray(graph.out_bytes)[src[from_const]], 0),
+                          minlength=graph.num_nodes)
+    return CostModel(
+        devices=platform.device_names,
+        node_names=tuple(graph.names),
+        compute_ms=compute,
+        unfused_ms=unfused,
+        fused_into=fused_into,
+        link_latency_ms=np.array(platform.link_latency_ms, np.float64),
+        link_ms_per_byte=ms_per_byte,
+        submodel_overhead_ms=np.array([d.submodel_overhead_ms for d in platform.devices], np.float64),
+        node_memory_bytes=weights.astype(np.int64),
+        device_memory_bytes=np.array([d.memory_bytes for d in platform.devices], np.float64),
+        simulated=True,
+        source=f"{platform.name}, {precision}",
+    )
+
+
+# ---- calibration against a measured CPU -----------------------------------------------------------------
+#: calibrate() fits a category only if more than this share of its measured time is beyond launch overhead.
+LAUNCH_BOUND_SHARE = 0.25
+
+
+def host_cpu_device(num_threads: int = 1, name: str = "CPU") -> SimDevice:
+    """A best-effort model of this machine's CPU (from /proc/cpuinfo; every number an estimate).
+
+    Used as the reference of :func:`calibrate`: the measured costs are divided
+    by what this device's roofline predicts to get efficiency factors.
+    """
+    info: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # first processor only
+                key, _, value = line.partition(":")
+                info[key.strip()] = value.strip()
+    except OSError:
+        pass
+    flags = set(info.get("flags", "").split())
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            hz = float(f.read()) * 1e3
+    except (OSError, ValueError):
+        hz = float(info.get("cpu MHz", 3000.0)) * 1e6
+    # f32 lanes per FMA: 512-bit on Intel AVX-512 cores, 256-bit datapaths otherwise (AMD Zen 4
+    # double-pumps AVX-512); two FMA ports; 2 FLOPs per FMA.
+    lanes = 16 if ("avx512f" in flags and info.get("vendor_id") == "GenuineIntel") else 8 if "avx2" in flags else 4
+    f32 = num_threads * lanes * 2 * 2 * hz
+    peaks = {"f32": f32}
+    matrix: dict[str, float] = {}
+    if "avx512_bf16" in flags:
+        peaks["bf16"] = 2 * f32
+    if "amx_bf16" in flags:
+        matrix["bf16"] = num_threads * 2048 * hz  # AMX: 1024 bf16 MACs per cycle per core
+        matrix["int8"] = 2 * matrix["bf16"]
+    elif "avx512_vnni" in flags or "avx_vnni" in flags:
+        matrix["int8"] = 4 * f32
+    try:
+        with open("/proc/meminfo") as f:
+            mem = float(f.readline().split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        mem = 16 * GiB
+    return SimDevice(
+        name=name, product=f"{info.get('model name', 'host CPU')} x{num_threads} thread(s)", kind="cpu",
+        peak_flops=peaks, matrix_peak_flops=matrix, fallback_precision="f32",
+        memory_bandwidth=min(num_threads * 12e9, 60e9),  # estimate: ~12 GB/s per busy core
+        memory_bytes=mem, shares_host_memory=True, launch_overhead_ms=0.002, submodel_overhead_ms=0.02,
+        host_link_bandwidth=math.inf, host_link_latency_ms=0.0,
+        compute_efficiency=_CPU_COMPUTE, memory_efficiency=_CPU_MEMORY,
+        notes="estimated from /proc/cpuinfo",
+    )
+
+
+def calibrate(
+    platform: SimPlatform,
+    measured: CostModel,
+    graph: GraphArrays,
+    *,
+    measured_device: str = "CPU",
+    reference: SimDevice | None = None,
+    reference_precision: str = "f32",
+) -> SimPlatform:
+    """Fit the platform CPU's per-category efficiency factors to a measured CPU cost model.
+
+    ``reference`` describes the machine the measurement ran on (default:
+    :func:`host_cpu_device` with one thread), ``reference_precision`` the
+    precision it ran. For each category with measured nodes (compute nodes not
+    fused into another, with a finite positive measured cost), the factor is
+    scaled by the ratio of sums ``sum(roofline) / sum(measured - launch)`` - big
+    ops weigh most, as they do in a latency - with compute and memory factors
+    scaled together and capped at 1. A category whose measured time is mostly
+    launch overhead (roofline share below ``LAUNCH_BOUND_SHARE``) keeps its factor:
+    there the factor cannot be told apart from timing noise. The fitted fractions of peak then apply to
+    the platform CPU's own peak and bandwidth: that is the scaling from the
+    measured host to the simulated CPU. An absorber's measured time includes
+    the ops fused into it, a small bias toward slower fused kernels.
+    Returns a new platform; ``platform`` is not modified.
+    """
+    if tuple(measured.node_names) != tuple(graph.names):
+        raise ValueError(f"the measured cost model ({measured.num_nodes} nodes) is not for this graph "
+                         f"({graph.num_nodes} nodes); profile the same prepared model")
+    if measured_device not in measured.devices:
+        raise ValueError(f"measured cost model has no device {measured_device!r}; it has {list(measured.devices)}; "
+                         "pass measured_device=")
+    cpus = [d for d in platform.devices if d.kind == "cpu"]
+    if not cpus:
+        raise ValueError(f"platform {platform.name!r} has no CPU to calibrate")
+    target = cpus[0]
+    reference = reference or host_cpu_device(1)
+    ref = dataclasses.replace(reference, compute_efficiency=target.compute_efficiency,
+                              memory_efficiency=target.memory_efficiency)
+    load = _graph_load(graph)
+    measured_ms = np.asarray(measured.compute_ms)[:, measured.devices.index(measured_device)]
+    roofline = _roofline_ms(ref, load, reference_precision)
+    usable = (load.costed & ~load.dynamic & (np.asarray(measured.fused_into) < 0) & np.isfinite(measured_ms)
+              & (measured_ms > 0) & (roofline > 0))
+    compute_eff, memory_eff = dict(target.compute_efficiency), dict(target.memory_efficiency)
+    fitted, skipped = [], []
+    for c, category in enumerate(CATEGORIES):
+        nodes = usable & (load.category == c)
+        if not nodes.any():
+            continue
+        total = float(measured_ms[nodes].sum())
+        excess = total - int(nodes.sum()) * ref.launch_overhead_ms
+        if excess < LAUNCH_BOUND_SHARE * total:  # tiny ops: the factor is not identifiable from launch noise
+            skipped.append(category)
+            continue
+        scale = float(roofline[nodes].sum()) / excess
+        compute_eff[category] = float(np.clip(compute_eff[category] * scale, 1e-6, 1.0))
+        memory_eff[category] = float(np.clip(memory_eff[category] * scale, 1e-6, 1.0))
+        fitted.append(f"{category} x{scale:.2f} ({int(nodes.sum())} nodes)")
+    log.info("calibrated %s on %s: %s; launch-bound, kept: %s", target.product, measured.label,
+             ", ".join(fitted) or "no usable nodes", ", ".join(skipped) or "none")
+    calibrated = dataclasses.replace(
+        target, compute_efficiency=compute_eff, memory_efficiency=memory_eff,
+        notes=f"efficiency factors calibrated on {measured.label}",
+    )
+    devices = tuple(calibrated if d is target else d for d in platform.devices)
+    return SimPlatform(f"{platform.name}, CPU calibrated on {measured.source}", devices,
+                       platform.link_latency_ms, platform.link_bandwidth, platform.notes)
+
+
+__all__ = [
+    "CATEGORIES", "LAPTOP_PLATFORM", "LAUNCH_BOUND_SHARE", "PAPER_PLATFORM", "PLATFORMS", "PRECISIONS", "SimDevice",
+    "SimPlatform", "calibrate", "cost_model_for", "host_cpu_device", "op_category", "post_op_fusion",
+]

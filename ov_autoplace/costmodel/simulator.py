@@ -1,0 +1,492 @@
+"""Predict placement latencies from a :class:`CostModel`, thousands of placements at a time.
+
+``Simulator(cost, graph)`` precomputes, once per graph, the index arrays the
+execution model needs; calling it on an int array of placements ``[P, N]``
+(device index per node of the prepared model, already legal) returns the
+predicted latency in ms of each, fully vectorised over ``P``. The model is
+exactly the one in ``CostModel``'s docstring:
+
+* **compute**: every compute node (role COMPUTE) costs ``compute_ms[i, d]`` on
+  its device ``d``; a node fused into ``j = fused_into[i]`` that sits on another
+  device than ``j`` costs ``unfused_ms[i, d]``, and so does ``j`` itself (it loses
+  the fusion discount when any of its fused members is cut away).
+* **transfers**: once per (producer node output port, consumer device other
+  than the producer's), ``link_latency_ms[a, b] + bytes * link_ms_per_byte[a, b]``,
+  for edges whose source is not a Constant or pure-constant-subgraph node
+  (``legalize.constant_subgraph_mask``: the legalizer keeps those beside their
+  consumers and ``Placement.apply`` duplicates them) and whose destination is not a
+  Result. Parameters do count: a model input consumed on two devices is copied.
+* **submodels**: ``submodel_overhead_ms[d]`` per connected component of
+  same-device *active* nodes (compute nodes that are not constant-subgraph),
+  the definition of ``legalize.count_submodels``. Components are found with
+  ``scipy.sparse.csgraph.connected_components`` on one block-diagonal graph
+  holding all P placements, where an edge cut by a placement becomes a self-loop
+  (so the sparse structure is fixed and only the column indices change).
+
+``memory_ok`` checks that each device's resident bytes (``node_memory_bytes``
+of the nodes on it plus its largest activation, ``GraphArrays.out_bytes``) fit
+``device_memory_bytes``; ``breakdown`` splits one placement's latency for
+summaries, labelled with ``CostModel.label``.
+
+The simulator does not check legality (that anchors follow their consumers);
+:class:`AnchorFixer` / :func:`fix_anchors` is the batched twin of ``legalize()``
+that makes random proposals legal cheaply. Speed: ``benchmarks/bench_simulator.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+
+from ..errors import PlacementError, UnsupportedOpError
+from ..graph import GraphArrays, NodeRole
+from ..legalize import constant_subgraph_mask
+from .cost_model import CostModel
+
+log = logging.getLogger(__name__)
+
+#: Transfers are tabulated over (producer device, set of consumer devices): 2**D codes per device.
+MAX_DEVICES = 8
+
+
+def _connected_components():
+    try:
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
+    except ImportError as exc:  # scipy is in the train/dev extras, not a base dependency
+        raise ImportError(
+            "the placement simulator needs scipy to count submodels; install it with "
+            "pip install 'ov_autoplace[train]' (or pip install scipy)"
+        ) from exc
+    return csr_matrix, connected_components
+
+
+def _segment_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Start offsets of the runs of equal values in a sorted key array."""
+    if sorted_keys.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+
+
+@dataclasses.dataclass(frozen=True)
+class SimulationBreakdown:
+    """Where one placement's predicted latency goes. ``label`` says simulated or measured."""
+
+    label: str
+    devices: tuple[str, ...]
+    total_ms: float
+    compute_ms: float
+    transfer_ms: float
+    overhead_ms: float
+    compute_ms_per_device: dict[str, float]
+    compute_nodes_per_device: dict[str, int]
+    submodels_per_device: dict[str, int]
+    num_submodels: int
+    cut_edges: int  # counted transfers: (producer output, consumer device) pairs
+    transfer_bytes: int
+    resident_bytes_per_device: dict[str, int]
+    memory_ok: bool
+
+    def summary(self) -> str:
+        lines = [
+            f"Predicted latency {self.total_ms:.3f} ms [{self.label}]",
+            f"  compute {self.compute_ms:.3f} ms, transfers {self.transfer_ms:.3f} ms "
+            f"({self.cut_edges} cut, {self.transfer_bytes / 1e6:.2f} MB), "
+            f"submodel overhead {self.overhead_ms:.3f} ms ({self.num_submodels} submodels)",
+        ]
+        for d in self.devices:
+            lines.append(
+                f"  {d:<8} {self.compute_nodes_per_device[d]:>5} nodes  {self.compute_ms_per_device[d]:9.3f} ms  "
+                f"{self.submodels_per_device[d]:>3} submodels  "
+                f"{self.resident_bytes_per_device[d] / 1e6:9.1f} MB resident"
+            )
+        if not self.memory_ok:
+            lines.append("  WARNING: some device exceeds its memory capacity")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+class Simulator:
+    """Vectorised latency prediction for placements of one graph under one cost model."""
+
+    def __init__(self, cost: CostModel, graph: GraphArrays) -> None:
+        if tuple(cost.node_names) != tuple(graph.names):
+            raise ValueError(
+                f"cost model nodes do not match the graph: cost model has {cost.num_nodes} nodes, graph "
+                f"{graph.num_nodes}; build the cost model for this exact prepared model (prepare_model(model))"
+            )
+        self.cost, self.graph = cost, graph
+        n, num_devices = graph.num_nodes, len(cost.devices)
+        self.num_nodes, self.num_devices = n, num_devices
+        role = np.asarray(graph.role)
+        compute = role == NodeRole.COMPUTE
+        follower = constant_subgraph_mask(graph)  # Constants and pure-constant compute nodes
+        self.active = compute & ~follower
+        src, dst = np.asarray(graph.edge_src, np.int64), np.asarray(graph.edge_dst, np.int64)
+        self._init_compute(cost, compute)
+        self._init_transfers(cost, graph, follower, role, src, dst)
+        self._init_components(src, dst)
+        self._init_memory(cost, graph, follower, role, src, dst)
+        log.debug("simulator for %d nodes (%d active, %d output groups) on %s [%s]", n, self._active_idx.size,
+                  self._group_src.size, list(cost.devices), cost.label)
+
+    # ---- precomputation -------------------------------------------------------------------------
+    def _init_compute(self, cost: CostModel, compute: np.ndarray) -> None:
+        fused_into = np.asarray(cost.fused_into, np.int64)
+        members = np.flatnonzero(compute & (fused_into >= 0))
+        targets = fused_into[members]
+        if members.size and (targets.max() >= self.num_nodes or (targets == members).any()):
+            raise ValueError("CostModel.fused_into must hold node indices other than the node itself, or -1")
+        involved = np.union1d(members, targets)
+        plain = np.setdiff1d(np.flatnonzero(compute), involved)
+        d_count = self.num_devices
+        # row-major [nodes, D] tables read with a flat index node_position * D + device
+        self._plain = plain
+        self._plain_ms_flat = np.ascontiguousarray(cost.compute_ms[plain], np.float64).reshape(-1)
+        self._plain_base = (np.arange(plain.size) * d_count).astype(np.int32)
+        self._involved = involved
+        self._involved_fused_flat = np.ascontiguousarray(cost.compute_ms[involved], np.float64).reshape(-1)
+        self._involved_unfused_flat = np.ascontiguousarray(cost.unfused_ms[involved], np.float64).reshape(-1)
+        self._involved_base = (np.arange(involved.size) * d_count).astype(np.int32)
+        pos = np.full(self.num_nodes, -1, np.int64)
+        pos[involved] = np.arange(involved.size)
+        self._members, self._member_targets = members, targets
+        self._member_pos = pos[members]
+        order = np.argsort(pos[targets], kind="stable")
+        self._target_order = order
+        sorted_pos = pos[targets][order]
+        starts = _segment_starts(sorted_pos)
+        self._target_starts = starts
+        self._target_pos = sorted_pos[starts] if starts.size else np.zeros(0, np.int64)
+
+    def _init_transfers(self, cost, graph, follower, role, src, dst) -> None:
+        keep = ~follower[src] & (role[dst] != NodeRole.RESULT)
+        src_port = np.asarray(graph.edge_src_port, np.int64)[keep]
+        e_src, e_dst = src[keep], dst[keep]
+        nbytes = np.maximum(np.asarray(graph.edge_bytes, np.int64)[keep], 0)
+        key = e_src * (int(src_port.max(initial=0)) + 1) + src_port
+        order = np.argsort(key, kind="stable")
+        starts = _segment_starts(key[order])
+        self._edge_dst = e_dst[order]
+        self._group_starts = starts
+        self._groups_are_single = starts.size == order.size
+        self._group_src = e_src[order][starts]
+        self._group_bytes = nbytes[order][starts].astype(np.float64)
+        # A group's cost depends only on (producer device s, set m of consumer devices), so it is
+        # tabulated per group over the code s * 2**D + m (bit d of m: some consumer on device d).
+        d_count = self.num_devices
+        if d_count > MAX_DEVICES:
+            raise ValueError(f"the simulator handles at most {MAX_DEVICES} devices, the cost model has {d_count}")
+        lat, per_byte = np.asarray(cost.link_latency_ms), np.asarray(cost.link_ms_per_byte)
+        width = 1 << d_count
+        table = np.zeros((self._group_src.size, d_count, width))
+        for s_dev in range(d_count):
+            for d in range(d_count):
+                if d == s_dev:
+                    continue
+                link = lat[s_dev, d] + self._group_bytes * per_byte[s_dev, d]  # [G]
+                has_d = (np.arange(width) >> d) & 1  # [width]
+                table[:, s_dev, :] += link[:, None] * has_d[None, :]
+        self._code_width = width
+        self._group_table = table.reshape(-1)
+        self._group_base = (np.arange(self._group_src.size) * d_count * width).astype(np.int32)
+
+    def _init_components(self, src, dst) -> None:
+        active_idx = np.flatnonzero(self.active)
+        local = np.full(self.num_nodes, -1, np.int64)
+        local[active_idx] = np.arange(active_idx.size)
+        both = self.active[src] & self.active[dst]
+        pairs = np.unique(np.stack([local[src[both]], local[dst[both]]], axis=1), axis=0)  # drop multi-edges
+        pairs = pairs.reshape(-1, 2)
+        self._active_idx = active_idx
+        self._comp_src_node, self._comp_dst_node = active_idx[pairs[:, 0]], active_idx[pairs[:, 1]]
+        # Symmetric adjacency (each edge in both directions), rows sorted: the CSR structure of one
+        # placement's block. Entry k is edge _adj_edge[k] seen from row _adj_row[k] towards _adj_col[k].
+        rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        edge = np.concatenate([np.arange(len(pairs)), np.arange(len(pairs))])
+        order = np.lexsort((cols, rows))
+        self._adj_row, self._adj_col, self._adj_edge = rows[order], cols[order], edge[order]
+        self._adj_indptr = np.searchsorted(self._adj_row, np.arange(active_idx.size + 1)).astype(np.int32)
+        self._csr_cache: dict[int, tuple] = {}
+
+    def _init_memory(self, cost, graph, follower, role, src, dst) -> None:
+        # Weights: node_memory_bytes of the nodes on a device. The profiler and the simulated platforms
+        # put a Constant's bytes on each compute node that reads it (a shared Constant is duplicated per
+        # device by Placement.apply, so per-consumer accounting is the conservative reading).
+        self._mem_bytes = np.asarray(cost.node_memory_bytes, np.float64)
+        # Activations: the largest output of a node that runs each inference (not weights).
+        holders = (role != NodeRole.CONSTANT) & (role != NodeRole.RESULT) & ~follower
+        self._act_nodes = np.flatnonzero(holders)
+        self._act_bytes = np.maximum(np.asarray(graph.out_bytes, np.float64)[self._act_nodes], 0.0)
+
+    # ---- evaluation -----------------------------------------------------------------------------
+    def _as_batch(self, placements: np.ndarray) -> tuple[np.ndarray, bool]:
+        arr = np.asarray(placements)
+        single = arr.ndim == 1
+        if single:
+            arr = arr[None, :]
+        if arr.ndim != 2 or arr.shape[1] != self.num_nodes:
+            raise PlacementError(
+                f"placements must have shape [P, {self.num_nodes}] or [{self.num_nodes}], got {np.shape(placements)}"
+            )
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise PlacementError(f"placements must be integer device indices, got dtype {arr.dtype}")
+        if arr.size and (arr.min() < 0 or arr.max() >= self.num_devices):
+            raise PlacementError(
+                f"placements hold device indices {int(arr.min())}..{int(arr.max())}; "
+                f"expected 0..{self.num_devices - 1} for devices {list(self.cost.devices)}"
+            )
+        return arr.astype(np.int8, copy=False), single  # small ints: fewer bytes per gather
+
+    def _node_compute(self, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-node compute cost: ([P, plain nodes], [P, fusion-involved nodes])."""
+        plain = np.take(self._plain_ms_flat, dev[:, self._plain] + self._plain_base)
+        if not self._involved.size:
+            return plain, np.zeros((dev.shape[0], 0))
+        dev_inv = dev[:, self._involved]
+        cut = dev[:, self._members] != dev[:, self._member_targets]  # [P, F]
+        unfused = np.zeros(dev_inv.shape, bool)
+        unfused[:, self._member_pos] = cut  # a member away from its absorber runs on its own...
+        # ...and the absorber loses the discount when any of its members is away
+        unfused[:, self._target_pos] |= np.logical_or.reduceat(cut[:, self._target_order], self._target_starts,
+                                                               axis=1)
+        idx = dev_inv + self._involved_base
+        fused_ms, unfused_ms = np.take(self._involved_fused_flat, idx), np.take(self._involved_unfused_flat, idx)
+        return plain, np.where(unfused, unfused_ms, fused_ms)
+
+    def compute_ms(self, dev: np.ndarray) -> np.ndarray:
+        """Compute time [P] of validated placements ``dev`` [P, N]."""
+        plain, involved = self._node_compute(dev)
+        return plain.sum(axis=1) + involved.sum(axis=1)
+
+    def _transfer_codes(self, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(producer device [P, G], consumer-device bit set [P, G]) of every output group."""
+        consumers = np.left_shift(np.uint8(1), dev[:, self._edge_dst].astype(np.uint8))
+        if not self._groups_are_single and consumers.shape[1]:
+            consumers = np.bitwise_or.reduceat(consumers, self._group_starts, axis=1)
+        return dev[:, self._group_src], consumers
+
+    def transfer_ms(self, dev: np.ndarray) -> np.ndarray:
+        """Transfer time [P] of validated placements."""
+        src_dev, consumers = self._transfer_codes(dev)
+        idx = src_dev.astype(np.int32) * self._code_width + consumers + self._group_base
+        return np.take(self._group_table, idx).sum(axis=1)
+
+    def _csr_skeleton(self, p: int):
+        """indptr, data and per-block column offsets of the block-diagonal graph for p placements."""
+        cached = self._csr_cache.get(p)
+        if cached is None:
+            a, k = self._active_idx.size, self._adj_row.size
+            indptr = np.empty(p * a + 1, np.int32)
+            indptr[:-1] = (self._adj_indptr[:-1][None, :] + (np.arange(p, dtype=np.int32) * k)[:, None]).ravel()
+            indptr[-1] = p * k
+            block_of_node = np.repeat(np.arange(p, dtype=np.int32), a)
+            cached = (indptr, np.ones(p * k), (np.arange(p, dtype=np.int32) * a)[:, None], block_of_node)
+            if len(self._csr_cache) >= 2:  # ~70 MB per 10,000 BERT placements: keep two batch sizes
+                self._csr_cache.clear()
+            self._csr_cache[p] = cached
+        return cached
+
+    def _components(self, dev: np.ndarray):
+        """Label the same-device islands of active nodes of every placement.
+
+        Returns (component -> placement index, component -> device), components numbered 0..C-1.
+        """
+        csr_matrix, connected_components = _connected_components()
+        p, a = dev.shape[0], self._active_idx.size
+        if a == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        same = dev[:, self._comp_src_node] == dev[:, self._comp_dst_node]  # [P, E]
+        indptr, data, offset, block_of_node = self._csr_skeleton(p)
+        # an edge a placement cuts becomes a self-loop, so the sparse structure never changes
+        cols = np.where(same[:, self._adj_edge], self._adj_col.astype(np.int32), self._adj_row.astype(np.int32))
+        cols += offset
+        graph = csr_matrix((data, cols.ravel(), indptr), shape=(p * a, p * a))
+        # The graph is symmetric, so its strong components are its connected components, and the
+        # strong algorithm needs no transposed copy (the undirected one builds one).
+        num, labels = connected_components(graph, directed=True, connection="strong")
+        comp_block = np.empty(num, np.int32)
+        comp_block[labels] = block_of_node  # blocks are disconnected: one placement per component
+        comp_device = np.empty(num, np.int8)
+        comp_device[labels] = dev[:, self._active_idx].ravel()
+        return comp_block, comp_device
+
+    def num_submodels(self, placements: np.ndarray) -> np.ndarray | int:
+        """Submodel count per placement (same definition as ``legalize.count_submodels``)."""
+        dev, single = self._as_batch(placements)
+        comp_block, _ = self._components(dev)
+        counts = np.bincount(comp_block, minlength=dev.shape[0])
+        return int(counts[0]) if single else counts
+
+    def overhead_ms(self, dev: np.ndarray) -> np.ndarray:
+        """Submodel overhead [P] of validated placements: one ``submodel_overhead_ms[d]`` per island on d."""
+        comp_block, comp_device = self._components(dev)
+        overhead = np.asarray(self.cost.submodel_overhead_ms, np.float64)[comp_device]
+        return np.bincount(comp_block, weights=overhead, minlength=dev.shape[0])
+
+    def resident_bytes(self, dev: np.ndarray) -> np.ndarray:
+        """Resident bytes [P, D]: weights of the nodes on each device plus its largest activation."""
+        out = np.zeros((dev.shape[0], self.num_devices))
+        for d in range(self.num_devices):
+            here = dev == d
+            out[:, d] = here @ self._mem_bytes
+            if self._act_nodes.size:
+                out[:, d] += np.where(here[:, self._act_nodes], self._act_bytes, 0.0).max(axis=1)
+        return out
+
+    def memory_ok(self, placements: np.ndarray) -> np.ndarray | bool:
+        """True where every device's resident bytes fit in ``device_memory_bytes``."""
+        dev, single = self._as_batch(placements)
+        ok = (self.resident_bytes(dev) <= np.asarray(self.cost.device_memory_bytes)[None, :]).all(axis=1)
+        return bool(ok[0]) if single else ok
+
+    def __call__(self, placements: np.ndarray) -> np.ndarray | float:
+        """Predicted latency in ms: [P] for [P, N] placements, a float for one [N] placement."""
+        dev, single = self._as_batch(placements)
+        total = self.compute_ms(dev) + self.transfer_ms(dev) + self.overhead_ms(dev)
+        return float(total[0]) if single else total
+
+    def breakdown(self, placement: np.ndarray) -> SimulationBreakdown:
+        """Compute / transfer / overhead split of one placement, per device, for summaries."""
+        dev, _ = self._as_batch(placement)
+        if dev.shape[0] != 1:
+            raise PlacementError(f"breakdown takes one placement of shape [{self.num_nodes}], "
+                                 f"got {np.shape(placement)}")
+        names, d_count = self.cost.devices, self.num_devices
+        per_node = np.zeros(self.num_nodes)
+        plain, involved = self._node_compute(dev)
+        per_node[self._plain], per_node[self._involved] = plain[0], involved[0]
+        compute_nodes = np.flatnonzero(np.asarray(self.graph.role) == NodeRole.COMPUTE)
+        on = [dev[0, compute_nodes] == d for d in range(d_count)]
+        src_dev, consumers = self._transfer_codes(dev)
+        away = consumers[0] & ~np.left_shift(np.uint8(1), src_dev[0].astype(np.uint8))  # consumer devices != producer's
+        sends = sum(((away >> d) & 1).astype(np.int64) for d in range(d_count))  # [G]
+        comp_block, comp_device = self._components(dev)
+        sub_dev = np.bincount(comp_device, minlength=d_count)
+        resident = self.resident_bytes(dev)[0]
+        compute, transfer = float(per_node.sum()), float(self.transfer_ms(dev)[0])
+        overhead = float(np.asarray(self.cost.submodel_overhead_ms, np.float64)[comp_device].sum())
+        return SimulationBreakdown(
+            label=self.cost.label,
+            devices=tuple(names),
+            total_ms=compute + transfer + overhead,
+            compute_ms=compute,
+            transfer_ms=transfer,
+            overhead_ms=overhead,
+            compute_ms_per_device={names[d]: float(per_node[compute_nodes][on[d]].sum()) for d in range(d_count)},
+            compute_nodes_per_device={names[d]: int(on[d].sum()) for d in range(d_count)},
+            submodels_per_device={names[d]: int(sub_dev[d]) for d in range(d_count)},
+            num_submodels=int(comp_block.size),
+            cut_edges=int(sends.sum()),
+            transfer_bytes=int((sends * self._group_bytes).sum()),
+            resident_bytes_per_device={names[d]: int(resident[d]) for d in range(d_count)},
+            memory_ok=bool((resident <= np.asarray(self.cost.device_memory_bytes)).all()),
+        )
+
+
+class AnchorFixer:
+    """The batched twin of ``legalize()`` for proposals without pins or ``max_submodels``.
+
+    Applies legalize's rules to many proposals at once: active nodes (compute
+    nodes that are not pure-constant) a device cannot run move to the first
+    device that can (only when ``support`` is given); Parameters, Constants and
+    pure-constant compute nodes take the majority device of their non-Result
+    consumers (ties to the lower device index, no consumer -> device 0), in
+    reverse topological order; Results take their producer's device. The result
+    equals ``legalize(graph, p, devices, support).assignment`` for every row.
+    Anchors are processed in dependency levels, each level vectorised over
+    placements and nodes.
+    """
+
+    def __init__(self, graph: GraphArrays, num_devices: int, support: np.ndarray | None = None) -> None:
+        n = graph.num_nodes
+        role = np.asarray(graph.role)
+        compute = role == NodeRole.COMPUTE
+        self.active = compute & ~(constant_subgraph_mask(graph) & compute)
+        self.num_nodes, self.num_devices = n, num_devices
+        self._active_idx = np.flatnonzero(self.active)
+        self._support = None
+        if support is not None:
+            support = np.asarray(support, bool)
+            if support.shape != (n, num_devices):
+                raise PlacementError(f"support must be ({n}, {num_devices}), got {support.shape}")
+            nowhere = [i for i in self._active_idx if not support[i].any()]
+            if nowhere:
+                listed = ", ".join(f"{graph.names[i]!r} ({graph.op_types[i]})" for i in nowhere[:10])
+                raise UnsupportedOpError(
+                    f"{len(nowhere)} node(s) are supported by none of the {num_devices} devices: {listed}. "
+                    "Add a device that supports them (CPU runs every opset op)"
+                )
+            self._support = support[self._active_idx]
+            self._first_supported = np.argmax(self._support, axis=1)
+        src, dst = np.asarray(graph.edge_src, np.int64), np.asarray(graph.edge_dst, np.int64)
+        anchor = ~self.active & (role != NodeRole.RESULT)
+        voters: list[list[int]] = [[] for _ in range(n)]
+        for s, t in zip(src.tolist(), dst.tolist()):
+            if anchor[s] and role[t] != NodeRole.RESULT:
+                voters[s].append(t)
+        level = np.zeros(n, np.int64)
+        for i in range(n - 1, -1, -1):  # consumers come later in topological order
+            if anchor[i]:
+                level[i] = max((level[j] + 1 for j in voters[i] if anchor[j]), default=0)
+        self._unvoted = np.flatnonzero(anchor & (np.array([len(v) for v in voters]) == 0))
+        self._levels = []
+        for lv in range(int(level.max(initial=0)) + 1):
+            nodes = [i for i in np.flatnonzero(anchor & (level == lv)).tolist() if voters[i]]
+            if nodes:
+                flat = np.array([j for i in nodes for j in voters[i]], np.int64)
+                starts = np.cumsum([0] + [len(voters[i]) for i in nodes[:-1]])
+                self._levels.append((np.array(nodes, np.int64), flat, starts))
+        results = np.flatnonzero((role == NodeRole.RESULT)[dst])
+        self._result_nodes, self._result_producers = dst[results], src[results]
+
+    def __call__(self, proposals: np.ndarray) -> np.ndarray:
+        arr = np.asarray(proposals)
+        single = arr.ndim == 1
+        dev = np.array(arr[None, :] if single else arr, dtype=np.intp)
+        if dev.ndim != 2 or dev.shape[1] != self.num_nodes:
+            raise PlacementError(f"proposals must have shape [P, {self.num_nodes}], got {arr.shape}")
+        act = dev[:, self._active_idx]
+        if act.size and (act.min() < 0 or act.max() >= self.num_devices):
+            raise PlacementError(
+                f"proposals give active nodes device indices {int(act.min())}..{int(act.max())}; "
+                f"expected 0..{self.num_devices - 1}"
+            )
+        if self._support is not None:
+            ok = self._support[np.arange(self._active_idx.size), act]
+            dev[:, self._active_idx] = np.where(ok, act, self._first_supported)
+        dev[:, self._unvoted] = 0
+        for nodes, flat, starts in self._levels:
+            votes = dev[:, flat]
+            counts = np.stack([np.add.reduceat((votes == d).astype(np.int32), starts, axis=1)
+                               for d in range(self.num_devices)])
+            dev[:, nodes] = np.argmax(counts, axis=0)  # first maximum: ties go to the lower index
+        dev[:, self._result_nodes] = dev[:, self._result_producers]
+        return dev[0] if single else dev
+
+
+def fix_anchors(graph: GraphArrays, proposals: np.ndarray, num_devices: int,
+                support: np.ndarray | None = None) -> np.ndarray:
+    """Make proposals [P, N] (or [N]) legal like ``legalize()`` does without pins; see :class:`AnchorFixer`."""
+    return AnchorFixer(graph, num_devices, support)(proposals)
+
+
+def simulate(cost: CostModel, graph: GraphArrays, placements: np.ndarray) -> np.ndarray | float:
+    """Predicted latency in ms of legal placements [P, N] (-> [P]) or [N] (-> float).
+
+    Builds a :class:`Simulator` each call; keep one when evaluating many batches.
+    """
+    return Simulator(cost, graph)(placements)
+
+
+def memory_ok(cost: CostModel, graph: GraphArrays, placements: np.ndarray) -> np.ndarray | bool:
+    """True where every device's resident bytes (weights + largest activation) fit its capacity."""
+    return Simulator(cost, graph).memory_ok(placements)
+
+
+__all__ = ["AnchorFixer", "SimulationBreakdown", "Simulator", "fix_anchors", "memory_ok", "simulate"]

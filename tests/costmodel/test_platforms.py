@@ -1,0 +1,172 @@
+"""Simulated platforms: the roofline of known ops, NPU support, precision fallback,
+post-op fusion, calibration against a synthetic measured model, and labels."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import openvino as ov
+import pytest
+from openvino import opset13 as ops
+
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.platforms import (
+    CATEGORIES, LAPTOP_PLATFORM, LAUNCH_BOUND_SHARE, PAPER_PLATFORM, SimPlatform, calibrate, cost_model_for,
+    op_category, post_op_fusion,
+)
+from ov_autoplace.costmodel.simulator import Simulator, fix_anchors
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.prepare import prepare_model
+from tests import synthetic_graphs as sg
+
+SEQ, HIDDEN = 128, 768
+
+
+def _matmul_graph():
+    x = ops.parameter([1, SEQ, HIDDEN], np.float32, name="x")
+    y = ops.matmul(x, ops.constant(np.ones((HIDDEN, HIDDEN), np.float32)), False, False)
+    y.set_friendly_name("mm")
+    return extract_graph(prepare_model(ov.Model([y], [x], "matmul")))
+
+
+def test_roofline_of_a_matmul():
+    graph = _matmul_graph()
+    i = graph.index_of("mm")
+    flops = 2 * SEQ * HIDDEN * HIDDEN
+    f32_bytes = 4 * (SEQ * HIDDEN + HIDDEN * HIDDEN + SEQ * HIDDEN)  # activation in, weight in, activation out
+    cost = cost_model_for(graph, PAPER_PLATFORM, precision="f16", fusion=False)
+    cpu, gpu = PAPER_PLATFORM.devices
+    # i9 runs f16 requests in f32 on its AVX2 units: 1.254 TFLOP/s at 60 % -> compute-bound
+    cpu_ms = cpu.launch_overhead_ms + 1e3 * max(flops / (8 * 32 * 4.9e9 * 0.6), f32_bytes / (76.8e9 * 0.6))
+    # Flex 170 runs f16 on XMX (134 TFLOP/s at 55 %), half the bytes (576 GB/s at 60 %) -> memory-bound
+    gpu_ms = gpu.launch_overhead_ms + 1e3 * max(flops / (512 * 128 * 2.05e9 * 0.55), f32_bytes / 2 / (576e9 * 0.6))
+    assert cost.compute_ms[i].tolist() == pytest.approx([cpu_ms, gpu_ms])
+    assert gpu_ms - gpu.launch_overhead_ms == pytest.approx(1e3 * f32_bytes / 2 / (576e9 * 0.6))
+    assert cost.node_memory_bytes[i] == 4 * HIDDEN * HIDDEN  # the weight sits on its MatMul
+    assert cost.compute_ms[graph.index_of("x")].tolist() == [0.0, 0.0]  # Parameters cost nothing
+    assert cost.link_ms_per_byte[0, 1] == pytest.approx(1e3 / 25e9)  # PCIe 4.0 x16, ~25 GB/s effective
+
+
+def test_precision_fallback():
+    graph = _matmul_graph()
+    i = graph.index_of("mm")
+    f16 = cost_model_for(graph, LAPTOP_PLATFORM, precision="f16")
+    f32 = cost_model_for(graph, LAPTOP_PLATFORM, precision="f32")
+    cpu, gpu, npu = (f16.devices.index(name) for name in ("CPU", "GPU", "NPU"))
+    assert f16.compute_ms[i, cpu] == f32.compute_ms[i, cpu]  # no native f16 on the CPU: it runs f32
+    assert f16.compute_ms[i, npu] == f32.compute_ms[i, npu]  # no f32 on the NPU: it runs f16
+    assert f16.compute_ms[i, gpu] < f32.compute_ms[i, gpu]
+    with pytest.raises(ValueError, match="precision"):
+        cost_model_for(graph, LAPTOP_PLATFORM, precision="fp8")
+
+
+def test_npu_does_not_run_unsupported_ops():
+    ids = ops.parameter([1, 16], np.int64, name="ids")
+    table = ops.constant(np.ones((100, 32), np.float32))
+    emb = ops.gather(table, ids, ops.constant(np.int64(0)))
+    emb.set_friendly_name("embedding")
+    out = ops.matmul(emb, ops.constant(np.ones((32, 32), np.float32)), False, False)
+    out.set_friendly_name("proj")
+    graph = extract_graph(prepare_model(ov.Model([out], [ids], "embed")))
+    cost = cost_model_for(graph, LAPTOP_PLATFORM)
+    npu = cost.devices.index("NPU")
+    assert cost.compute_ms[graph.index_of("embedding"), npu] == np.inf
+    assert np.isfinite(cost.compute_ms[graph.index_of("proj"), npu])
+    assert np.isfinite(cost.compute_ms[graph.index_of("embedding"), :npu]).all()
+    sim = Simulator(cost, graph)
+    all_npu = np.full(graph.num_nodes, npu)
+    assert sim(fix_anchors(graph, all_npu, 3)) == np.inf
+    moved = fix_anchors(graph, all_npu, 3, support=np.isfinite(cost.compute_ms))
+    assert moved[graph.index_of("embedding")] == 0 and moved[graph.index_of("proj")] == npu
+    assert np.isfinite(sim(moved))
+
+
+def test_post_op_fusion_rule():
+    graph = extract_graph(prepare_model(sg.residual(blocks=1)))
+    fused = post_op_fusion(graph)
+    for i in np.flatnonzero(fused >= 0):
+        assert graph.op_types[fused[i]] == "Convolution"
+        assert graph.op_types[i] in ("Add", "Relu")
+    residual_adds = [i for i in range(graph.num_nodes) if graph.op_types[i] == "Add"
+                     and all(graph.op_types[p] != "Constant" for p in graph.predecessors(i))]
+    assert residual_adds and all(fused[i] < 0 for i in residual_adds)  # two activations in: not a post-op
+    relus = [i for i in range(graph.num_nodes) if graph.op_types[i] == "Relu"]
+    assert any(fused[i] >= 0 for i in relus)
+    cost = cost_model_for(graph, PAPER_PLATFORM)
+    members = fused >= 0
+    assert (cost.compute_ms[members] == 0).all() and (cost.unfused_ms[members] > 0).all()
+    assert (cost_model_for(graph, PAPER_PLATFORM, fusion=False).fused_into == -1).all()
+
+
+def _as_measured(cost: CostModel, rng: np.random.Generator, noise: float) -> CostModel:
+    """A 'measured' single-CPU model: the simulated costs with multiplicative log-normal noise."""
+    cpu = cost.devices.index("CPU")
+    noisy = cost.compute_ms[:, [cpu]] * rng.lognormal(0.0, noise, (cost.num_nodes, 1))
+    return dataclasses.replace(
+        cost, devices=("CPU",), compute_ms=noisy, unfused_ms=noisy, fused_into=np.full(cost.num_nodes, -1),
+        link_latency_ms=np.zeros((1, 1)), link_ms_per_byte=np.zeros((1, 1)),
+        submodel_overhead_ms=cost.submodel_overhead_ms[[cpu]], device_memory_bytes=cost.device_memory_bytes[[cpu]],
+        simulated=False, source="synthetic host")
+
+
+@pytest.mark.parametrize("builder", [lambda: sg.attention_like(seq=128, hidden=256), lambda: sg.residual(size=64)],
+                         ids=["attention_like", "residual"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_calibration_recovers_known_factors(builder, seed):
+    graph = extract_graph(prepare_model(builder()))
+    host = PAPER_PLATFORM.device("CPU")  # pretend the measurement ran on an i9 with unknown efficiencies
+    truth = {c: 0.4 + 0.1 * (k % 5) for k, c in enumerate(CATEGORIES)}  # multipliers of the default factors
+    true_host = dataclasses.replace(
+        host, compute_efficiency={c: host.compute_efficiency[c] * truth[c] for c in CATEGORIES},
+        memory_efficiency={c: host.memory_efficiency[c] * truth[c] for c in CATEGORIES})
+    exact = cost_model_for(graph, SimPlatform.from_host_links("truth", (true_host,)), precision="f32", fusion=False)
+    measured = _as_measured(exact, np.random.default_rng(seed), noise=0.1)
+    calibrated = calibrate(PAPER_PLATFORM, measured, graph, reference=host, reference_precision="f32")
+    cpu = calibrated.device("CPU")
+    category = np.array([op_category(t) for t in graph.op_types])
+    ran = np.isfinite(exact.compute_ms[:, 0]) & (exact.compute_ms[:, 0] > 0)
+    identifiable = set()
+    for c in set(category[ran]) - {"view"}:
+        nodes = ran & (category == c)
+        launch_share = nodes.sum() * host.launch_overhead_ms / exact.compute_ms[nodes, 0].sum()
+        if launch_share < 0.5 and nodes.sum() >= 5:  # enough signal to average the noise out
+            identifiable.add(c)
+            assert cpu.compute_efficiency[c] == pytest.approx(true_host.compute_efficiency[c], rel=0.10), c
+            assert cpu.memory_efficiency[c] == pytest.approx(true_host.memory_efficiency[c], rel=0.10), c
+        elif launch_share > 1 - LAUNCH_BOUND_SHARE:  # launch-bound: kept
+            assert cpu.compute_efficiency[c] == host.compute_efficiency[c], c
+    assert len(identifiable) >= 2
+    for c in set(CATEGORIES) - set(category[ran]):  # nothing measured: unchanged
+        assert cpu.compute_efficiency[c] == host.compute_efficiency[c]
+    assert calibrated.device("GPU") is PAPER_PLATFORM.device("GPU")
+    assert "calibrated" in calibrated.name and "calibrated" not in PAPER_PLATFORM.name
+    # the calibrated platform predicts the measured CPU costs better than the uncalibrated one
+    before = cost_model_for(graph, PAPER_PLATFORM, precision="f32", fusion=False).compute_ms[:, 0].sum()
+    after = cost_model_for(graph, calibrated, precision="f32", fusion=False).compute_ms[:, 0].sum()
+    target = measured.compute_ms[:, 0].sum()
+    assert abs(after - target) < 0.5 * abs(before - target)
+    # cost_model_for(calibration=) calibrates against this host's CPU model and says so
+    assert "calibrated" in cost_model_for(graph, PAPER_PLATFORM, calibration=measured).source
+
+
+def test_calibration_rejects_a_foreign_model():
+    graph = extract_graph(prepare_model(sg.residual()))
+    other = extract_graph(prepare_model(sg.branching()))
+    measured = _as_measured(cost_model_for(other, PAPER_PLATFORM), np.random.default_rng(0), 0.0)
+    with pytest.raises(ValueError, match="not for this graph"):
+        calibrate(PAPER_PLATFORM, measured, graph)
+    with pytest.raises(ValueError, match="no device 'GPU'"):
+        calibrate(PAPER_PLATFORM, measured, other, measured_device="GPU")
+
+
+@pytest.mark.parametrize("platform", [PAPER_PLATFORM, LAPTOP_PLATFORM], ids=["paper", "laptop"])
+def test_everything_printed_says_simulated(platform):
+    graph = extract_graph(prepare_model(sg.attention_like()))
+    cost = cost_model_for(graph, platform)
+    assert cost.simulated and cost.label.startswith("simulated (") and platform.name in cost.label
+    lines = platform.describe().splitlines()
+    assert "simulated" in lines[0] and all("simulated" in line for line in lines[1:1 + len(platform.devices)])
+    sim = Simulator(cost, graph)
+    placement = fix_anchors(graph, np.zeros(graph.num_nodes, np.int64), len(cost.devices))
+    assert "simulated" in sim.breakdown(placement).summary()
