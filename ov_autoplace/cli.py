@@ -2,6 +2,7 @@
 
     ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json]
     ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
+    ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png
     ov-autoplace cache list | clear
 
 Every subcommand has its own ``--help``.
@@ -19,9 +20,12 @@ from typing import Sequence
 
 import openvino as ov
 
-from . import api
+from . import api, viz
 from .cache import PlacementCache
 from .errors import OVAutoplaceError
+from .graph import extract_graph
+from .placement import Placement
+from .prepare import prepare_model
 from .testbed import make_testbed
 from .timing import measure_latency, random_inputs
 
@@ -64,14 +68,18 @@ def _config(args) -> dict[str, object]:
     return {} if args.hint == "none" else {"PERFORMANCE_HINT": args.hint.upper()}
 
 
-def cmd_place(args) -> int:
+def _placed_and_measured(args):
+    """Place (or load ``--placement``), then time it and every single device unless ``--no-measure``."""
     core, device = _core_and_device(args)
+    model = api.load_model(args.model, core)
     t0 = time.perf_counter()
-    placement = api.place(args.model, device, core=core, strategy=args.strategy, pins=_pins(args.pin),
-                          exclude_devices=args.exclude, max_submodels=args.max_submodels)
+    if getattr(args, "placement", None):
+        placement = Placement.load(args.placement)
+    else:
+        placement = api.place(model, device, core=core, strategy=args.strategy, pins=_pins(args.pin),
+                              exclude_devices=args.exclude, max_submodels=args.max_submodels)
     place_s = time.perf_counter() - t0
     if not args.no_measure:
-        model = api.load_model(args.model, core)
         config = _config(args)
         placed = api.compile_placement(model, placement, config, core=core)
         inputs = random_inputs(placed)
@@ -79,11 +87,43 @@ def cmd_place(args) -> int:
         for dev in placement.devices:
             single = core.compile_model(model, dev, config)
             placement.reference_latency_ms[dev] = measure_latency(single, inputs, iterations=args.niter).median_ms
+    return model, placement, place_s
+
+
+def cmd_place(args) -> int:
+    _, placement, place_s = _placed_and_measured(args)
     print(placement.summary())
     print(f"  placing took {place_s:.2f} s")
     if args.output:
         placement.save(args.output)
         print(f"placement written to {args.output}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from .policy.coarsen import chain_coarsen  # numpy only
+
+    model, placement, _ = _placed_and_measured(args)
+    graph = extract_graph(prepare_model(model))
+    drawing = viz.layout(graph, placement, chain_coarsen(graph).group_of_node)
+    title = f"{Path(args.model).stem} on {placement.device_string} ({placement.strategy})"
+    lines = [f"{drawing.num_groups} groups (chain-coarsened) of {len(placement.compute_nodes)} compute nodes; "
+             f"{placement.num_submodels} submodels"]
+    if placement.measured_latency_ms is not None:
+        lines.append(f"measured latency {placement.measured_latency_ms:.2f} ms; " + ", ".join(
+            f"{d}-only {ms:.2f} ms" for d, ms in placement.reference_latency_ms.items()))
+        title += f": {placement.measured_latency_ms:.1f} ms"
+    svg = viz.placement_svg(drawing, title=title)
+    prefix = args.output
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    written = [prefix.with_suffix(".svg"), prefix.with_suffix(".html")]
+    written[0].write_text(svg)
+    written[1].write_text(viz.placement_html(svg, placement, title=title, extra_lines=lines))
+    if not args.no_png:
+        viz.write_png(drawing, prefix.with_suffix(".png"), title=title)
+        written.append(prefix.with_suffix(".png"))
+    print(placement.summary())
+    print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 
@@ -118,6 +158,18 @@ def build_parser() -> argparse.ArgumentParser:
     place.add_argument("-niter", "--niter", type=int, default=20, help="timed inferences per measurement")
     place.add_argument("--no-measure", action="store_true", help="only place; do not compile and time")
     place.set_defaults(func=cmd_place)
+
+    show = sub.add_parser("show", help="draw the placed graph (SVG, PNG and a self-contained HTML page)",
+                          description="Render the placed graph: chain-coarsened groups coloured by device, cut "
+                                      "edges in red, with a legend and the measured latencies.")
+    _add_model_device_args(show)
+    show.add_argument("-o", "--output", type=Path, default=Path("placement"),
+                      help="output path prefix; writes PREFIX.svg, PREFIX.html and PREFIX.png (default: ./placement)")
+    show.add_argument("--placement", type=Path, help="draw this placement JSON (from `place -o`) instead of placing")
+    show.add_argument("-niter", "--niter", type=int, default=20, help="timed inferences per measurement")
+    show.add_argument("--no-measure", action="store_true", help="do not compile and time")
+    show.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib)")
+    show.set_defaults(func=cmd_show)
 
     cache = sub.add_parser("cache", help="list or clear cached placements",
                            description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")

@@ -43,9 +43,28 @@ def test_cache_list_and_clear(tmp_path, capsys):
     assert "removed 0" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", ["place", "cache"])
+@pytest.mark.parametrize("command", ["place", "show", "cache"])
 def test_every_subcommand_has_help(command, capsys):
     with pytest.raises(SystemExit) as info:
         build_parser().parse_args([command, "--help"])
     assert info.value.code == 0
     assert "usage: ov-autoplace " + command in capsys.readouterr().out
+
+
+def test_show_writes_svg_html_png(ir_path, tmp_path, capsys):
+    prefix = tmp_path / "out" / "residual"
+    assert main(["show", "-m", str(ir_path), "--testbed", "-niter", "3", "-o", str(prefix)]) == 0
+    svg = prefix.with_suffix(".svg").read_text()
+    assert svg.startswith("<svg") and "CPUF" in svg and "<rect" in svg
+    page = prefix.with_suffix(".html").read_text()
+    assert "<svg" in page and "measured latency" in page and "groups (chain-coarsened)" in page
+    assert prefix.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_show_a_saved_placement(ir_path, tmp_path):
+    saved = tmp_path / "p.json"
+    assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "-o", str(saved)]) == 0
+    prefix = tmp_path / "again"
+    assert main(["show", "-m", str(ir_path), "--testbed", "--placement", str(saved), "--no-measure",
+                 "--no-png", "-o", str(prefix)]) == 0
+    assert prefix.with_suffix(".svg").exists() and not prefix.with_suffix(".png").exists()
