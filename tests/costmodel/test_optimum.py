@@ -1,0 +1,346 @@
+"""Exact optima (min cut, MILP) against brute-force enumeration on small random graphs.
+
+The brute force here is an independent, loop-by-loop reading of the
+CostModel docstring (anchors placed by the real ``legalize()``); it is also
+checked against the batched simulator and against ``CostTerms``, so the three
+implementations of the execution model agree before the optima are judged.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+
+import numpy as np
+import openvino as ov
+import pytest
+from openvino import opset13 as ops
+
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.optimum import CostTerms, OptimumStrategy, milp_placement, min_cut_placement
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.legalize import constant_subgraph_mask, legalize
+from ov_autoplace.strategies.base import PlacementContext
+
+REL = 1e-6
+SHAPE = [2, 4]
+
+
+# ----------------------------------------------------------------- graphs and costs
+def random_dag(seed: int, num_ops: int) -> ov.Model:
+    """A random DAG of elementwise ops over [2, 4] tensors, with a Split (two outputs, one of them read
+    twice by one consumer), Constants with weights, and a Convert of an f16 Constant (a constant-subgraph
+    compute node, kept because the model is not prepared)."""
+    rng = np.random.default_rng(seed)
+    params = [ops.parameter(SHAPE, np.float32, name=f"in{k}") for k in range(2)]
+    outs = [p.output(0) for p in params]
+    follower = ops.convert(ops.constant(rng.standard_normal(SHAPE).astype(np.float16)), np.float32)
+    outs.append(ops.multiply(outs[0], follower).output(0))
+
+    def pick():
+        return outs[int(rng.integers(max(0, len(outs) - 4), len(outs)))]
+
+    made = 0
+    while made < num_ops:
+        kind = rng.choice(["relu", "add", "mul", "split"], p=[0.3, 0.35, 0.2, 0.15])
+        if kind == "relu":
+            outs.append(ops.relu(pick()).output(0))
+        elif kind == "add":
+            outs.append(ops.add(pick(), pick()).output(0))
+        elif kind == "mul":
+            weight = follower if rng.random() < 0.4 else ops.constant(rng.standard_normal(SHAPE).astype(np.float32))
+            outs.append(ops.multiply(pick(), weight).output(0))
+        else:
+            halves = ops.split(pick(), ops.constant(np.int64(0)), 2)
+            outs.append(ops.concat([halves.output(1), halves.output(0)], 0).output(0))
+            doubled = ops.add(halves.output(0), halves.output(0))  # [1, 4]: two ports read one output
+            outs.append(ops.add(doubled, pick()).output(0))  # broadcast back to [2, 4]
+            made += 3
+        made += 1
+    results = [ops.result(o) for o in outs if not o.get_target_inputs()]
+    return ov.Model(results, params, f"random_dag_{seed}")
+
+
+def random_cost(graph: GraphArrays, num_devices: int, seed: int, *, fused: bool = True, overhead: bool = True,
+                memory: bool = False, unsupported: float = 0.1) -> CostModel:
+    rng = np.random.default_rng(seed)
+    n = graph.num_nodes
+    compute = graph.role == NodeRole.COMPUTE
+    ms = np.where(compute[:, None], rng.uniform(0.1, 2.0, (n, num_devices)), 0.0)
+    for i in np.flatnonzero(compute):
+        if rng.random() < unsupported:
+            ms[i, rng.integers(num_devices)] = np.inf  # one device cannot run it
+    unfused = ms.copy()
+    fused_into = np.full(n, -1, dtype=np.int64)
+    if fused:
+        for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+            if compute[s] and compute[t] and fused_into[t] < 0 and fused_into[s] != t and rng.random() < 0.4:
+                fused_into[t] = s
+                unfused[t] = ms[t] * rng.uniform(1.0, 2.0)
+                ms[t] *= 0.3
+                unfused[s] = np.maximum(unfused[s], ms[s] * rng.uniform(1.0, 1.3))
+    lat = rng.uniform(0.05, 0.5, (num_devices, num_devices))
+    per_byte = rng.uniform(0.0, 0.01, (num_devices, num_devices))
+    np.fill_diagonal(lat, 0.0), np.fill_diagonal(per_byte, 0.0)
+    weights = np.where(graph.role == NodeRole.CONSTANT, np.maximum(graph.out_bytes, 0), 0)
+    weights = weights + np.where(compute, rng.integers(0, 64, n), 0)
+    caps = np.full(num_devices, np.inf)
+    if memory:  # every device but the last holds only part of the weights; the last holds everything
+        caps[:-1] = rng.uniform(0.3, 0.7, num_devices - 1) * weights.sum() + 32
+    return CostModel(
+        devices=tuple(f"D{d}" for d in range(num_devices)), node_names=tuple(graph.names), compute_ms=ms,
+        unfused_ms=unfused, fused_into=fused_into, link_latency_ms=lat, link_ms_per_byte=per_byte,
+        submodel_overhead_ms=rng.uniform(0.05, 0.5, num_devices) if overhead else np.zeros(num_devices),
+        node_memory_bytes=weights.astype(np.int64), device_memory_bytes=caps, simulated=True, source="test")
+
+
+def small_graph(seed: int, max_active: int) -> GraphArrays:
+    """A random DAG (not prepared: its f16 Convert stays) with at most ``max_active`` active nodes."""
+    for num_ops in range(max_active, 2, -1):
+        graph = extract_graph(random_dag(seed, num_ops))
+        if active_mask(graph).sum() <= max_active:
+            return graph
+    raise AssertionError("could not build a small enough graph")
+
+
+def active_mask(graph: GraphArrays) -> np.ndarray:
+    compute = graph.role == NodeRole.COMPUTE
+    return compute & ~constant_subgraph_mask(graph)
+
+
+# ----------------------------------------------------------------- brute force
+def brute_latency(cost: CostModel, graph: GraphArrays, device: np.ndarray, *, overhead: bool = True,
+                  memory: bool = True, clip_fusion: bool = False) -> float:
+    """The CostModel docstring, one loop per term, for one full placement."""
+    role = graph.role
+    compute = role == NodeRole.COMPUTE
+    constant_like = constant_subgraph_mask(graph)
+    active = compute & ~constant_like
+    for i in np.flatnonzero(compute):
+        if not np.isfinite(cost.compute_ms[i, device[i]]):
+            return np.inf
+    split = set()
+    for i in np.flatnonzero(compute):
+        j = cost.fused_into[i]
+        if j >= 0 and compute[j] and device[i] != device[j]:
+            split.update((int(i), int(j)))
+    total = 0.0
+    for i in np.flatnonzero(compute):
+        extra = cost.unfused_ms[i, device[i]] - cost.compute_ms[i, device[i]] if i in split else 0.0
+        total += cost.compute_ms[i, device[i]] + (max(extra, 0.0) if clip_fusion else extra)
+    paid = set()
+    for s, t, port, nbytes in zip(graph.edge_src, graph.edge_dst, graph.edge_src_port, graph.edge_bytes):
+        if constant_like[s] or role[t] == NodeRole.RESULT or device[s] == device[t]:
+            continue
+        if (s, port, device[t]) not in paid:
+            paid.add((s, port, device[t]))
+            total += cost.transfer_ms(max(int(nbytes), 0), int(device[s]), int(device[t]))
+    if overhead:
+        adjacent = {int(i): set() for i in np.flatnonzero(active)}
+        for s, t in zip(graph.edge_src, graph.edge_dst):
+            if active[s] and active[t] and device[s] == device[t]:
+                adjacent[int(s)].add(int(t)), adjacent[int(t)].add(int(s))
+        seen = set()
+        for i in adjacent:
+            if i in seen:
+                continue
+            total += cost.submodel_overhead_ms[device[i]]
+            queue = deque([i])
+            seen.add(i)
+            while queue:
+                for j in adjacent[queue.popleft()] - seen:
+                    seen.add(j), queue.append(j)
+    if memory and not brute_memory_ok(cost, graph, device):
+        return np.inf
+    return total
+
+
+def brute_memory_ok(cost: CostModel, graph: GraphArrays, device: np.ndarray) -> bool:
+    role = graph.role
+    active = active_mask(graph)
+    used = np.zeros(len(cost.devices))
+    largest = np.zeros(len(cost.devices))
+    for i in range(graph.num_nodes):
+        if role[i] == NodeRole.RESULT:
+            continue
+        if role[i] == NodeRole.CONSTANT:  # duplicated onto every consumer's device
+            holders = {int(device[t]) for s, t in zip(graph.edge_src, graph.edge_dst)
+                       if s == i and role[t] != NodeRole.RESULT} or {int(device[i])}
+            for d in holders:
+                used[d] += cost.node_memory_bytes[i]
+        else:
+            used[device[i]] += cost.node_memory_bytes[i]
+        if active[i] or role[i] == NodeRole.PARAMETER:
+            largest[device[i]] = max(largest[device[i]], max(int(graph.out_bytes[i]), 0))
+    return bool((used + largest <= cost.device_memory_bytes).all())
+
+
+def legal(graph: GraphArrays, proposal: np.ndarray, devices, max_submodels=None) -> tuple[np.ndarray, int]:
+    support = np.ones((graph.num_nodes, len(devices)), dtype=bool)
+    placement = legalize(graph, proposal, devices, support, max_submodels=max_submodels)
+    return np.array([devices.index(placement.assignment[n]) for n in graph.names]), placement.num_submodels
+
+
+def brute_force_optimum(cost: CostModel, graph: GraphArrays, max_submodels: int | None = None) -> float:
+    """Min over every device choice of the active nodes, anchors placed by legalize()."""
+    act = np.flatnonzero(active_mask(graph))
+    best = np.inf
+    for choice in itertools.product(range(len(cost.devices)), repeat=act.size):
+        proposal = np.zeros(graph.num_nodes, dtype=np.int64)
+        proposal[act] = choice
+        device, submodels = legal(graph, proposal, cost.devices)
+        if max_submodels is not None and submodels > max_submodels:
+            continue
+        best = min(best, brute_latency(cost, graph, device))
+    return best
+
+
+def brute_force_min_cut_objective(cost: CostModel, graph: GraphArrays) -> float:
+    """Min of compute + transfers (+ clipped lost fusion) with active nodes, Parameters and followers all free."""
+    compute = graph.role == NodeRole.COMPUTE
+    free = np.flatnonzero(compute | (graph.role == NodeRole.PARAMETER))
+    best = np.inf
+    for choice in itertools.product(range(2), repeat=free.size):
+        device = np.zeros(graph.num_nodes, dtype=np.int64)
+        device[free] = choice
+        best = min(best, brute_latency(cost, graph, device, overhead=False, memory=False, clip_fusion=True))
+    return best
+
+
+def assert_close(a: float, b: float) -> None:
+    assert abs(a - b) <= REL * max(1.0, abs(b)), (a, b)
+
+
+# ----------------------------------------------------------------- the three models agree
+@pytest.mark.parametrize("seed", range(4))
+def test_cost_terms_and_simulator_agree_with_brute_force(seed):
+    graph = small_graph(seed, 12)
+    cost = random_cost(graph, 3, seed, memory=True, unsupported=0.0)
+    terms = CostTerms(cost, graph)
+    rng = np.random.default_rng(seed)
+    try:
+        from ov_autoplace.costmodel.simulator import Simulator, fix_anchors
+    except ImportError:
+        Simulator = fix_anchors = None
+    feasible = 0
+    proposals = [np.full(graph.num_nodes, 2)] + [rng.integers(0, 3, graph.num_nodes) for _ in range(39)]
+    for proposal in proposals:  # all on the unbounded device first: that one fits
+        device, _ = legal(graph, proposal, cost.devices)
+        expected = brute_latency(cost, graph, device, memory=False)
+        assert_close(terms.latency_ms(device) if terms.memory_ok(device) else expected, expected)
+        assert terms.memory_ok(device) == brute_memory_ok(cost, graph, device)
+        feasible += terms.memory_ok(device)
+        if Simulator is not None:
+            assert_close(Simulator(cost, graph)(device), expected)
+            assert Simulator(cost, graph).memory_ok(device) == brute_memory_ok(cost, graph, device)
+            assert (fix_anchors(graph, device, 3) == device).all()
+    assert 0 < feasible < 40  # the capacities bind on some placements and not on others
+
+
+# ----------------------------------------------------------------- min cut
+@pytest.mark.parametrize("seed", range(6))
+def test_min_cut_matches_brute_force(seed):
+    graph = small_graph(seed, 11)
+    cost = random_cost(graph, 2, seed, overhead=False)
+    result = min_cut_placement(cost, graph)
+    assert_close(result.objective_ms, brute_force_min_cut_objective(cost, graph))
+    assert result.optimal and result.method == "min_cut"
+    assert_close(result.predicted_ms, brute_latency(cost, graph, result.placement))
+    assert (legal(graph, result.placement, cost.devices)[0] == result.placement).all()
+
+
+def test_min_cut_needs_two_devices():
+    graph = small_graph(0, 8)
+    with pytest.raises(PlacementError, match="exactly 2 devices"):
+        min_cut_placement(random_cost(graph, 3, 0), graph)
+
+
+# ----------------------------------------------------------------- MILP
+@pytest.mark.parametrize("num_devices,seed,memory", [
+    (2, 0, False), (2, 1, True), (2, 2, True), (2, 3, False), (3, 4, False), (3, 5, True), (3, 6, True),
+])
+def test_milp_matches_brute_force_on_the_full_model(num_devices, seed, memory):
+    graph = small_graph(seed, 11 if num_devices == 2 else 7)
+    cost = random_cost(graph, num_devices, seed, memory=memory)
+    result = milp_placement(cost, graph, time_limit=60)
+    assert result.optimal
+    expected = brute_force_optimum(cost, graph)
+    assert_close(result.objective_ms, expected)
+    assert_close(brute_latency(cost, graph, result.placement), expected)  # what it returns costs what it says
+    assert (legal(graph, result.placement, cost.devices)[0] == result.placement).all()
+    if result.simulated_ms is not None:
+        assert_close(result.simulated_ms, expected)
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_milp_respects_max_submodels(seed):
+    graph = small_graph(seed, 10)
+    cost = random_cost(graph, 2, seed, unsupported=0.0, overhead=False)
+    cheap_links = {k: (np.asarray(v) * 0.01).tolist() for k, v in cost.to_dict().items() if k.startswith("link_")}
+    cost = CostModel.from_dict({**cost.to_dict(), **cheap_links})  # the free optimum fragments
+    free = milp_placement(cost, graph, time_limit=60)
+    fewest = legal(graph, np.zeros(graph.num_nodes, dtype=np.int64), cost.devices)[1]  # islands on one device
+    bound = max(fewest, free.num_submodels - 2)
+    assert bound < free.num_submodels  # the bound binds
+    result = milp_placement(cost, graph, time_limit=60, max_submodels=bound)
+    assert result.num_submodels <= bound
+    assert_close(result.objective_ms, brute_force_optimum(cost, graph, max_submodels=bound))
+
+
+def test_milp_equals_min_cut_when_the_models_coincide():
+    """Two devices, no overhead, no memory limit, no constant-subgraph nodes: both solve the same problem."""
+    from tests import synthetic_graphs as sg
+    from ov_autoplace.prepare import prepare_model
+
+    graph = extract_graph(prepare_model(sg.attention_like()))
+    cost = random_cost(graph, 2, 11, overhead=False)
+    cost = CostModel.from_dict({**cost.to_dict(), "link_latency_ms": [[0, 0.2], [0.2, 0]],
+                                "link_ms_per_byte": [[0, 1e-4], [1e-4, 0]]})  # symmetric: anchors cost the same
+    cut, milp = min_cut_placement(cost, graph), milp_placement(cost, graph, time_limit=60)
+    assert milp.optimal
+    assert_close(milp.objective_ms, cut.objective_ms)
+    assert_close(cut.predicted_ms, cut.objective_ms)
+
+
+def test_infeasible_memory_is_reported():
+    graph = small_graph(3, 8)
+    cost = random_cost(graph, 2, 3)
+    cost = CostModel.from_dict({**cost.to_dict(), "device_memory_bytes": [1.0, 1.0]})
+    with pytest.raises(PlacementError, match="no solution"):
+        milp_placement(cost, graph)
+
+
+def test_optimum_strategy_proposes_the_milp_optimum():
+    graph = small_graph(9, 9)
+    cost = random_cost(graph, 2, 9, memory=True)
+    context = PlacementContext(graph=graph, devices=cost.devices, support=np.ones((graph.num_nodes, 2), bool))
+    strategy = OptimumStrategy(lambda ctx: cost, max_submodels=None)
+    proposal = strategy.propose(context)
+    device, _ = legal(graph, proposal, cost.devices)
+    assert strategy.last_result.method == "milp"
+    assert_close(brute_latency(cost, graph, device), brute_force_optimum(cost, graph))
+
+
+def test_cost_model_for_another_graph_is_rejected():
+    graph, other = small_graph(1, 8), small_graph(2, 9)
+    with pytest.raises(PlacementError, match="prepared model"):
+        milp_placement(random_cost(other, 2, 0), graph)
+
+
+def test_no_solution_in_time_falls_back_to_the_best_heuristic():
+    from tests import synthetic_graphs as sg
+    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
+    from ov_autoplace.strategies.heft import HeftStrategy
+
+    graph = extract_graph(prepare_model(sg.attention_like()))
+    cost = random_cost(graph, 3, 0, memory=True)
+    result = milp_placement(cost, graph, time_limit=0.0)
+    assert not result.optimal and result.status == "time limit, no solution"
+    assert (legal(graph, result.placement, cost.devices)[0] == result.placement).all()
+    context = PlacementContext(graph=graph, devices=cost.devices, support=np.ones((graph.num_nodes, 3), bool))
+    heuristics = [brute_latency(cost, graph, legal(graph, s(cost).propose(context), cost.devices)[0])
+                  for s in (HeftStrategy, CriticalPathGreedyStrategy)]
+    assert np.isfinite(result.predicted_ms)
+    assert_close(result.predicted_ms, min(heuristics))
