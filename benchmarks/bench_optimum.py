@@ -28,7 +28,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from ov_autoplace.costmodel.cost_model import CostModel  # noqa: E402
-from ov_autoplace.costmodel.optimum import CostTerms, milp_placement, min_cut_placement  # noqa: E402
+from ov_autoplace.costmodel.cost_terms import CostTerms  # noqa: E402
+from ov_autoplace.costmodel.milp import milp_placement  # noqa: E402
+from ov_autoplace.costmodel.optimum import min_cut_placement  # noqa: E402
 from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph  # noqa: E402
 from ov_autoplace.prepare import prepare_model  # noqa: E402
 from ov_autoplace.strategies.base import PlacementContext  # noqa: E402

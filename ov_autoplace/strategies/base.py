@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Sequence
-
 import numpy as np
 import openvino as ov
 

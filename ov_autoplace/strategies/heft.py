@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..costmodel.optimum import CostModelStrategy, CostTerms
+from ..costmodel.cost_terms import CostModelStrategy, CostTerms
 from .base import PlacementContext
 
 

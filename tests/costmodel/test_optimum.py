@@ -17,7 +17,10 @@ import pytest
 from openvino import opset13 as ops
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.optimum import CostTerms, OptimumStrategy, milp_placement, min_cut_placement
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.milp import milp_placement
+from ov_autoplace.costmodel.optimum import min_cut_placement
+from ov_autoplace.strategies.optimum_strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph
 from ov_autoplace.legalize import constant_subgraph_mask, legalize

@@ -7,7 +7,9 @@ import pytest
 
 import ov_autoplace as oa
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.optimum import CostTerms, OptimumStrategy, milp_placement
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.milp import milp_placement
+from ov_autoplace.strategies.optimum_strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy

@@ -1,0 +1,222 @@
+"""The CostModel's execution model made precise for exact solvers and heuristics.
+
+``CostTerms`` evaluates one placement (``latency_ms``, ``breakdown``); the
+simulator is the batched, independent implementation the tests compare
+against. ``CostModelStrategy`` is the base of every strategy that reads a
+CostModel. The execution model, as the solvers see it
+(``CostTerms.latency_ms`` evaluates it for one placement; the simulator is the
+batched, independent implementation the tests compare against):
+
+* Decision variables are the *active* nodes: compute nodes outside constant
+  subgraphs (``legalize.constant_subgraph_mask``). Everything else is placed
+  by the legalizer's rules: Parameters and constant-subgraph compute nodes
+  ("followers") go to the majority device of their non-Result consumers
+  (one vote per edge, ties to the earlier device, device 0 without votes);
+  Constants too, and they are duplicated per consumer device, so they never
+  cross; Results take their producer's device and cost nothing.
+* Compute: ``compute_ms[i, d]`` for every compute node (followers included).
+  A node of a fused pair (``fused_into[i] = j``) whose pair is split across
+  devices costs ``unfused_ms`` instead; a node belonging to several pairs does
+  as soon as any of them is split. Pairs involving a Parameter, Constant or
+  Result are ignored (a Constant always sits with its consumer).
+* Transfers: once per (producer output, consumer device other than the
+  producer's), for producers that are active nodes or Parameters (a constant
+  or constant-subgraph value stays beside its consumers), with the producing
+  output's bytes (``max(edge_bytes, 0)``; unknown sizes pay the link latency
+  only). Result consumers never count.
+* Submodels: connected components of active nodes joined by same-device edges
+  (``legalize.count_submodels``); each costs ``submodel_overhead_ms`` of its device.
+* Memory (a constraint): on device d, ``node_memory_bytes`` of every node on d
+  (a Constant counts on each device that holds a copy of it) plus the largest
+  ``out_bytes`` of an active node or Parameter on d must fit ``device_memory_bytes[d]``.
+* Unsupported: ``compute_ms = inf`` (or a ``support`` matrix entry False)
+  forbids the device; an ``unfused_ms = inf`` forbids splitting that pair there.
+"""
+
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Union
+
+import numpy as np
+
+from ..errors import PlacementError
+from ..graph import GraphArrays, NodeRole
+from ..legalize import _islands, constant_subgraph_mask, legalize
+from ..placement import Placement
+from ..strategies.base import PlacementContext, PlacementStrategy
+from .cost_model import CostModel
+
+
+class CostTerms:
+    """The CostModel's terms indexed for solvers and heuristics (one model, one graph).
+
+    ``placed`` nodes (active, followers, Parameters) have a device; ``outputs``
+    lists every producer output that can cross (source node, bytes, consumer
+    nodes); ``votes[i]`` the consumers (one per edge) that decide an anchor's
+    device; ``fusion_pairs`` the (i, j) pairs the model fuses.
+    """
+
+    def __init__(self, cost: CostModel, graph: GraphArrays, support: np.ndarray | None = None) -> None:
+        if tuple(cost.node_names) != tuple(graph.names):
+            raise PlacementError(
+                f"the CostModel describes {cost.num_nodes} nodes that do not match the graph's {graph.num_nodes} "
+                "(names differ); build the CostModel for the prepared model (ov_autoplace.prepare.prepare_model)"
+            )
+        self.cost, self.graph = cost, graph
+        self.num_nodes, self.num_devices = graph.num_nodes, len(cost.devices)
+        role = np.asarray(graph.role)
+        self.compute = role == NodeRole.COMPUTE
+        self.follower = constant_subgraph_mask(graph) & self.compute
+        self.active = self.compute & ~self.follower
+        self.parameter = role == NodeRole.PARAMETER
+        self.constant = role == NodeRole.CONSTANT
+        self.result = role == NodeRole.RESULT
+        self.placed = self.active | self.follower | self.parameter
+        allowed = np.ones((self.num_nodes, self.num_devices), dtype=bool)
+        allowed[self.compute] = np.isfinite(cost.compute_ms[self.compute])
+        if support is not None:
+            allowed &= np.asarray(support, dtype=bool) | ~self.compute[:, None]
+        self.allowed = allowed
+        nowhere = np.flatnonzero(self.compute & ~allowed.any(axis=1))
+        if nowhere.size:
+            raise PlacementError(
+                f"{nowhere.size} compute node(s), e.g. {graph.names[nowhere[0]]!r}, have no device with a finite cost "
+                f"among {list(cost.devices)}; give them a finite compute_ms on some device"
+            )
+        self.compute_cost = np.where(self.compute[:, None] & allowed, cost.compute_ms, 0.0)
+        with np.errstate(invalid="ignore"):  # inf - inf where a device cannot run the node; masked out
+            self.unfused_delta = np.where(self.compute[:, None] & allowed, cost.unfused_ms - cost.compute_ms, 0.0)
+        src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
+        port, nbytes = graph.edge_src_port.astype(np.int64), np.maximum(graph.edge_bytes, 0)
+        self.edges = list(zip(src.tolist(), dst.tolist()))
+        self.votes: list[list[int]] = [[] for _ in range(self.num_nodes)]
+        outputs: dict[tuple[int, int], tuple[int, set[int]]] = {}
+        for s, t, p, b in zip(src.tolist(), dst.tolist(), port.tolist(), nbytes.tolist()):
+            if self.result[t]:
+                continue
+            self.votes[s].append(t)
+            if self.active[s] or self.parameter[s]:  # constant-derived values stay beside their consumers
+                outputs.setdefault((s, p), (b, set()))[1].add(t)
+        #: (source node, bytes, sorted consumer nodes) per producer output with consumers
+        self.outputs = [(s, float(b), sorted(c)) for (s, _), (b, c) in sorted(outputs.items())]
+        fused = np.asarray(cost.fused_into)
+        self.fusion_pairs = [(int(i), int(fused[i])) for i in np.flatnonzero(fused >= 0)
+                             if self.compute[i] and self.compute[fused[i]] and fused[i] != i]
+        pairs_of: dict[int, list[tuple[int, int]]] = {}
+        for pair in self.fusion_pairs:
+            for k in pair:
+                pairs_of.setdefault(k, []).append(pair)
+        self.pairs_of = pairs_of
+        self.active_edges = sorted({(min(s, t), max(s, t)) for s, t in self.edges
+                                    if self.active[s] and self.active[t] and s != t})
+        self.memory = np.asarray(cost.node_memory_bytes, dtype=np.float64)
+        self.activation = np.where(self.active | self.parameter, np.maximum(graph.out_bytes, 0), 0).astype(np.float64)
+
+    # ----------------------------------------------------------------- evaluation
+    def link_ms(self, nbytes: float) -> np.ndarray:
+        """[D, D] cost of moving ``nbytes`` from device a to device b (0 on the diagonal)."""
+        out = self.cost.link_latency_ms + nbytes * self.cost.link_ms_per_byte
+        np.fill_diagonal(out, 0.0)
+        return out
+
+    def legal_devices(self, proposal: np.ndarray, *, max_submodels: int | None = None) -> tuple[np.ndarray, Placement]:
+        """Device index per node after the legalizer (anchors follow their consumers)."""
+        support = self.allowed | ~self.compute[:, None]
+        placement = legalize(self.graph, np.asarray(proposal, dtype=np.int64), self.cost.devices, support,
+                             max_submodels=max_submodels)
+        index = {d: k for k, d in enumerate(self.cost.devices)}
+        return np.array([index[placement.assignment[n]] for n in self.graph.names], dtype=np.int64), placement
+
+    def submodels_per_device(self, device: np.ndarray) -> np.ndarray:
+        uf = _islands(self.graph, device, self.active)
+        roots = {uf.find(i) for i in np.flatnonzero(self.active).tolist()}
+        return np.bincount([int(device[r]) for r in roots], minlength=self.num_devices)
+
+    def breakdown(self, device: np.ndarray) -> dict[str, float]:
+        """Each term of the latency of a full placement (device per node), and memory feasibility."""
+        device = np.asarray(device, dtype=np.int64)
+        nodes = np.flatnonzero(self.compute)
+        compute = float(self.cost.compute_ms[nodes, device[nodes]].sum())
+        split = {k for i, j in self.fusion_pairs if device[i] != device[j] for k in (i, j)}
+        fusion = float(sum(self.cost.unfused_ms[k, device[k]] - self.cost.compute_ms[k, device[k]] for k in split))
+        transfer = 0.0
+        for s, nbytes, consumers in self.outputs:
+            link = self.link_ms(nbytes)
+            for b in {int(device[c]) for c in consumers} - {int(device[s])}:
+                transfer += link[device[s], b]
+        counts = self.submodels_per_device(device)
+        overhead = float(counts @ self.cost.submodel_overhead_ms)
+        return {"compute": compute, "fusion": fusion, "transfer": transfer, "overhead": overhead,
+                "submodels": float(counts.sum()), "memory_ok": float(self.memory_ok(device))}
+
+    def memory_ok(self, device: np.ndarray) -> bool:
+        caps = np.asarray(self.cost.device_memory_bytes, dtype=np.float64)
+        if np.isinf(caps).all():
+            return True
+        used = np.zeros(self.num_devices)
+        for i in np.flatnonzero(~self.constant & ~self.result):
+            used[device[i]] += self.memory[i]
+        for c in np.flatnonzero(self.constant & (self.memory > 0)):
+            for d in ({int(device[t]) for t in self.votes[c]} or {int(device[c])}):
+                used[d] += self.memory[c]
+        for d in range(self.num_devices):
+            on_d = device == d
+            used[d] += self.activation[on_d].max(initial=0.0)
+        return bool((used <= caps).all())
+
+    def latency_ms(self, device: np.ndarray) -> float:
+        """Model latency of a full placement; ``inf`` if a node sits where it cannot run or memory overflows."""
+        device = np.asarray(device, dtype=np.int64)
+        if not self.allowed[np.arange(self.num_nodes), device][self.compute].all():
+            return float("inf")
+        terms = self.breakdown(device)
+        if not terms["memory_ok"]:
+            return float("inf")
+        return terms["compute"] + terms["fusion"] + terms["transfer"] + terms["overhead"]
+
+
+#: A CostModel, or a function building one for the context being placed.
+CostProvider = Union[CostModel, Callable[[PlacementContext], CostModel]]
+
+
+def resolve_cost(provider: CostProvider, context: PlacementContext) -> CostModel:
+    """The provider's CostModel, with its device columns in the context's device order.
+
+    Raises PlacementError when the model describes other nodes (it must be
+    built for the prepared model being placed) or lacks one of the devices.
+    """
+    cost = provider if isinstance(provider, CostModel) else provider(context)
+    if not isinstance(cost, CostModel):
+        raise PlacementError(f"the cost provider returned {type(cost).__name__}, expected a CostModel")
+    if tuple(cost.node_names) != tuple(context.graph.names):
+        raise PlacementError(
+            f"the CostModel describes {cost.num_nodes} nodes, not the {context.graph.num_nodes} of the model being "
+            "placed; build it for the prepared model (ov_autoplace.prepare.prepare_model)")
+    if tuple(cost.devices) == tuple(context.devices):
+        return cost
+    missing = [d for d in context.devices if d not in cost.devices]
+    if missing:
+        raise PlacementError(f"the CostModel has no costs for device(s) {missing}; it covers {list(cost.devices)}")
+    cols = np.array([cost.devices.index(d) for d in context.devices])
+    grid = np.ix_(cols, cols)
+    return dataclasses.replace(
+        cost, devices=tuple(context.devices), compute_ms=cost.compute_ms[:, cols], unfused_ms=cost.unfused_ms[:, cols],
+        link_latency_ms=cost.link_latency_ms[grid], link_ms_per_byte=cost.link_ms_per_byte[grid],
+        submodel_overhead_ms=cost.submodel_overhead_ms[cols], device_memory_bytes=cost.device_memory_bytes[cols])
+
+
+class CostModelStrategy(PlacementStrategy):
+    """Base of the strategies that read a CostModel (given, or built per context by a callable)."""
+
+    def __init__(self, cost: CostProvider) -> None:
+        if not isinstance(cost, CostModel) and not callable(cost):
+            raise TypeError(f"cost must be a CostModel or a callable(PlacementContext) -> CostModel, got {type(cost)}")
+        self.cost = cost
+
+    def terms(self, context: PlacementContext) -> CostTerms:
+        return CostTerms(resolve_cost(self.cost, context), context.graph, context.support)
+
+
+__all__ = ["CostModelStrategy", "CostProvider", "CostTerms", "resolve_cost"]

@@ -1,0 +1,55 @@
+"""The exact optimum under a CostModel as a placement strategy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..costmodel.cost_terms import CostModelStrategy, CostProvider, resolve_cost
+from ..costmodel.milp import milp_placement
+from ..costmodel.optimum import OptimumResult, min_cut_placement
+from .base import PlacementContext
+
+
+class OptimumStrategy(CostModelStrategy):
+    """Proposes the exact optimum under a CostModel.
+
+    ``method="auto"`` uses the min cut when it is exact for the model (2
+    devices, no submodel overhead, no memory limit, no submodel bound) and the
+    MILP otherwise. ``max_submodels`` defaults to place()'s default bound, so
+    the legalizer never has to merge islands of the optimum. The last
+    OptimumResult is kept in ``last_result``.
+    """
+
+    name = "optimum"
+
+    def __init__(self, cost: CostProvider, *, method: str = "auto", time_limit: float = 10.0,
+                 max_submodels: int | None = 8) -> None:
+        super().__init__(cost)
+        if method not in ("auto", "min_cut", "milp"):
+            raise ValueError(f"method must be 'auto', 'min_cut' or 'milp', got {method!r}")
+        self.method, self.time_limit, self.max_submodels = method, time_limit, max_submodels
+        self.last_result: OptimumResult | None = None
+
+    def propose(self, context: PlacementContext) -> np.ndarray:
+        cost = resolve_cost(self.cost, context)
+        min_cut_exact = (len(cost.devices) == 2 and not (cost.submodel_overhead_ms > 0).any()
+                         and np.isinf(cost.device_memory_bytes).all() and self.max_submodels is None)
+        if self.method == "min_cut" or (self.method == "auto" and min_cut_exact):
+            result = min_cut_placement(cost, context.graph, support=context.support)
+        else:
+            result = milp_placement(cost, context.graph, time_limit=self.time_limit, max_submodels=self.max_submodels,
+                                    support=context.support)
+        self.last_result = result
+        return result.placement
+
+    def __repr__(self) -> str:
+        return (f"OptimumStrategy(method={self.method!r}, time_limit={self.time_limit}, "
+                f"max_submodels={self.max_submodels})")
+
+
+def optimum_strategy(cost: CostProvider, **options) -> OptimumStrategy:
+    """``OptimumStrategy(cost, **options)``: plug the exact optimum into ``ov_autoplace.place``."""
+    return OptimumStrategy(cost, **options)
+
+
+__all__ = ["OptimumStrategy", "optimum_strategy"]
