@@ -26,7 +26,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from models import zoo  # noqa: E402
-from ov_autoplace.costmodel.platforms import PLATFORMS, cost_model_for  # noqa: E402
+from ov_autoplace.costmodel.platforms import PLATFORMS  # noqa: E402
+from ov_autoplace.costmodel.sim_costs import cost_model_for  # noqa: E402
 from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator  # noqa: E402
 from ov_autoplace.graph import extract_graph  # noqa: E402
 from ov_autoplace.prepare import prepare_model  # noqa: E402

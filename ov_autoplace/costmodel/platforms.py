@@ -1,43 +1,15 @@
-"""Simulated devices and platforms built from public spec sheets, and the CostModel they imply.
+"""Simulated devices and platforms built from public spec sheets.
 
 Nothing here is measured: every number a simulated platform produces is
 labelled "simulated" (``CostModel.label``, ``describe()``). Spec-sheet numbers
 cite their source; derived numbers say how they were derived; guesses are
-marked ``estimate``.
-
-Per-op cost of a compute node on a device (a roofline)::
-
-    cost_ms = launch_overhead_ms
-              + 1e3 * max(flops / (peak * compute_efficiency[category]),
-                          bytes_moved / (memory_bandwidth * memory_efficiency[category]))
-
-* ``flops`` is ``GraphArrays.flops`` (multiply-add = 2; a dynamic shape counts 0).
-* ``peak`` is the device's FLOP/s at the precision it runs: the matrix units
-  (XMX, VNNI, the NPU MAC array) for conv / matmul / attention when it has
-  them at that precision, its vector units otherwise.
-* ``bytes_moved`` = bytes of all inputs (activations and weights) + bytes of the
-  node's outputs, from ``GraphArrays``, with floating-point tensors re-sized to
-  the precision the device runs (f16: half of f32). Metadata-only ops
-  (Reshape, Squeeze, Unsqueeze: in place in OpenVINO's plugins) move nothing.
-* ``category`` groups op types (:func:`op_category`); the efficiency factors are
-  the fraction of peak a category reaches on that device (estimates, or fitted
-  by :func:`calibrate`).
-* A device that does not support an op type costs ``inf`` (the NPU runs a subset).
-* Parameters, Constants, Results and pure-constant compute nodes cost 0 (the
-  latter are folded or precomputed at compile time).
-
-Fusion: OpenVINO's CPU and GPU plugins fuse a simple element-wise op
-(activation, bias add, scale) into the Convolution / MatMul that produces its
-input. :func:`post_op_fusion` applies that rule: such an op is ``fused_into``
-its producer's kernel and costs 0 there (``unfused_ms`` keeps its roofline cost
-for when a placement cuts it away). Pass ``fusion=False`` to model no fusion.
+marked ``estimate``. ``sim_costs.py`` turns a platform and a graph into a
+CostModel (roofline per op, post-op fusion) and calibrates the CPU against a
+measured profile.
 
 Links: ``SimPlatform.from_host_links`` connects each device to the host CPU by
 its own host link (PCIe for a dGPU; a memory copy plus a sync for devices that
 share the CPU's memory) and two accelerators through host memory.
-
-Calibration: :func:`calibrate` fits the CPU's efficiency factors to a measured
-CPU CostModel (the profiler's) and carries them over to the simulated CPU.
 """
 
 from __future__ import annotations
@@ -49,15 +21,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..graph import GraphArrays, NodeRole
-from ..legalize import constant_subgraph_mask
-from .cost_model import CostModel
 
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("f32", "f16", "bf16", "int8")
-_ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "int8": 1, "f64": 8}
-_FLOAT_TYPES = ("f64", "f32", "f16", "bf16")
+ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "int8": 1, "f64": 8}
+FLOAT_TYPES = ("f64", "f32", "f16", "bf16")
 
 CATEGORIES = ("conv", "matmul", "attention", "elementwise", "normalization", "pooling", "reduction",
               "data_movement", "view", "other")
@@ -212,9 +181,9 @@ class SimPlatform:
 
 
 # ---- the platforms ---------------------------------------------------------------------------------------
-_CPU_COMPUTE = _factors(conv=0.55, matmul=0.6, attention=0.35, elementwise=0.25, normalization=0.15, pooling=0.2,
+CPU_COMPUTE_EFFICIENCY = _factors(conv=0.55, matmul=0.6, attention=0.35, elementwise=0.25, normalization=0.15, pooling=0.2,
                         reduction=0.2, data_movement=0.2, view=1.0, other=0.15)  # estimate
-_CPU_MEMORY = _factors(conv=0.6, matmul=0.6, attention=0.5, elementwise=0.7, normalization=0.5, pooling=0.6,
+CPU_MEMORY_EFFICIENCY = _factors(conv=0.6, matmul=0.6, attention=0.5, elementwise=0.7, normalization=0.5, pooling=0.6,
                        reduction=0.6, data_movement=0.4, view=1.0, other=0.4)  # estimate
 _GPU_COMPUTE = _factors(conv=0.45, matmul=0.55, attention=0.35, elementwise=0.2, normalization=0.1, pooling=0.2,
                         reduction=0.15, data_movement=0.15, view=1.0, other=0.1)  # estimate
@@ -242,7 +211,7 @@ I9_12900K = SimDevice(
     launch_overhead_ms=0.002,  # estimate: CPU plugin per-node dispatch, ~2 us
     submodel_overhead_ms=0.02,  # estimate: one HETERO submodel infer request on the CPU
     host_link_bandwidth=math.inf, host_link_latency_ms=0.0,  # it is the host
-    compute_efficiency=_CPU_COMPUTE, memory_efficiency=_CPU_MEMORY,
+    compute_efficiency=CPU_COMPUTE_EFFICIENCY, memory_efficiency=CPU_MEMORY_EFFICIENCY,
 )
 
 FLEX_170 = SimDevice(
@@ -283,7 +252,7 @@ CORE_ULTRA_7_155H = SimDevice(
     shares_host_memory=True,
     launch_overhead_ms=0.002, submodel_overhead_ms=0.02,  # estimates, as for the i9
     host_link_bandwidth=math.inf, host_link_latency_ms=0.0,
-    compute_efficiency=_CPU_COMPUTE, memory_efficiency=_CPU_MEMORY,
+    compute_efficiency=CPU_COMPUTE_EFFICIENCY, memory_efficiency=CPU_MEMORY_EFFICIENCY,
 )
 
 ARC_IGPU_155H = SimDevice(
@@ -342,273 +311,5 @@ LAPTOP_PLATFORM = SimPlatform.from_host_links(
 PLATFORMS = {"paper": PAPER_PLATFORM, "laptop": LAPTOP_PLATFORM}
 
 
-# ---- from a graph to per-node costs ---------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class _GraphLoad:
-    """Device-independent work of every node: FLOPs, bytes touched, category."""
-
-    flops: np.ndarray  # [N] >= 0
-    float_elements: np.ndarray  # [N] elements of floating-point tensors read + written (re-sized per precision)
-    other_bytes: np.ndarray  # [N] bytes of the other (integer, boolean) tensors read + written
-    category: np.ndarray  # [N] index into CATEGORIES
-    costed: np.ndarray  # [N] bool: compute nodes that run each inference (not pure-constant)
-    dynamic: np.ndarray  # [N] bool: FLOPs or bytes unknown (dynamic shapes)
-
-    def bytes_at(self, precision: str) -> np.ndarray:
-        return self.float_elements * _ELEMENT_BYTES[precision] + self.other_bytes
-
-
-def _graph_load(graph: GraphArrays) -> _GraphLoad:
-    n = graph.num_nodes
-    # bytes per element of each node's output 0 (0: not floating point, kept at its own size)
-    elem = np.array([_ELEMENT_BYTES.get(t, 0) if t in _FLOAT_TYPES else 0 for t in graph.out_element_type], float)
-    is_float = elem > 0
-    safe_elem = np.where(is_float, elem, 1.0)
-    out_bytes = np.maximum(np.asarray(graph.out_bytes, np.float64), 0.0)
-    edge_bytes = np.maximum(np.asarray(graph.edge_bytes, np.float64), 0.0)
-    src, dst = np.asarray(graph.edge_src), np.asarray(graph.edge_dst)
-    # a node touches its outputs and every input it reads (one edge per input port)
-    in_float = np.bincount(dst, weights=np.where(is_float[src], edge_bytes / safe_elem[src], 0.0), minlength=n)
-    in_other = np.bincount(dst, weights=np.where(is_float[src], 0.0, edge_bytes), minlength=n)
-    float_elements = np.where(is_float, out_bytes / safe_elem, 0.0) + in_float
-    other_bytes = np.where(is_float, 0.0, out_bytes) + in_other
-    category = np.array([CATEGORIES.index(op_category(t)) for t in graph.op_types], np.int64)
-    view = category == CATEGORIES.index("view")
-    float_elements[view] = 0.0
-    other_bytes[view] = 0.0
-    role = np.asarray(graph.role)
-    costed = (role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
-    dynamic = costed & ((np.asarray(graph.flops) < 0) | (np.asarray(graph.out_bytes) < 0)
-                        | (np.bincount(dst, weights=(np.asarray(graph.edge_bytes) < 0), minlength=n) > 0))
-    if dynamic.any():
-        log.warning("%d node(s) have dynamic shapes: their simulated cost is the launch overhead only "
-                    "(inf on devices that need static shapes)", int(dynamic.sum()))
-    return _GraphLoad(np.maximum(np.asarray(graph.flops, np.float64), 0.0), float_elements, other_bytes,
-                      category, costed, dynamic)
-
-
-def _roofline_ms(device: SimDevice, load: _GraphLoad, precision: str) -> np.ndarray:
-    """The max(compute, memory) term of every node in ms, without the launch overhead."""
-    prec = device.precision_for(precision)
-    peak = np.array([device.peak_for(c, prec) for c in CATEGORIES])[load.category]
-    ceff = np.array([device.compute_efficiency[c] for c in CATEGORIES])[load.category]
-    meff = np.array([device.memory_efficiency[c] for c in CATEGORIES])[load.category]
-    return 1e3 * np.maximum(load.flops / (peak * ceff), load.bytes_at(prec) / (device.memory_bandwidth * meff))
-
-
-def _device_costs(device: SimDevice, graph: GraphArrays, load: _GraphLoad, precision: str) -> np.ndarray:
-    """Cost in ms of every node on ``device`` (0 for nodes that do not run, inf for unsupported ones)."""
-    cost = np.where(load.costed, device.launch_overhead_ms + _roofline_ms(device, load, precision), 0.0)
-    unsupported = np.array([not device.supports(t) for t in graph.op_types]) & load.costed
-    if device.kind == "npu":
-        unsupported |= load.dynamic  # the NPU compiles static shapes only
-    cost[unsupported] = np.inf
-    return cost
-
-
-FUSION_ABSORBERS = frozenset({"Convolution", "GroupConvolution", "ConvolutionBackpropData",
-                              "GroupConvolutionBackpropData", "MatMul"})
-FUSABLE_POST_OPS = frozenset({"Relu", "Clamp", "Sigmoid", "Tanh", "Gelu", "Swish", "HSwish", "HSigmoid", "Mish",
-                              "Elu", "PRelu", "Add", "Subtract", "Multiply", "Divide", "FakeQuantize"})
-
-
-def post_op_fusion(graph: GraphArrays) -> np.ndarray:
-    """``fused_into`` for the plugins' post-op fusion: an element-wise op whose only non-constant input
-    is the sole output use of a Convolution / MatMul (or of an op already fused into one) joins that kernel."""
-    const = constant_subgraph_mask(graph)
-    role = np.asarray(graph.role)
-    out_degree = np.asarray(graph.out_degree)
-    fused = np.full(graph.num_nodes, -1, np.int64)
-    for i in np.flatnonzero((role == NodeRole.COMPUTE) & ~const).tolist():
-        if graph.op_types[i] not in FUSABLE_POST_OPS:
-            continue
-        data_inputs = [int(p) for p in graph.predecessors(i) if not const[p]]
-        if len(data_inputs) != 1:
-            continue
-        p = data_inputs[0]
-        root = p if graph.op_types[p] in FUSION_ABSORBERS else int(fused[p])
-        if root >= 0 and out_degree[p] == 1:
-            fused[i] = root
-    return fused
-
-
-def cost_model_for(
-    graph: GraphArrays,
-    platform: SimPlatform,
-    *,
-    precision: str = "f16",
-    calibration: CostModel | None = None,
-    fusion: bool = True,
-) -> CostModel:
-    """The simulated CostModel of ``graph`` (the prepared model's) on ``platform``.
-
-    ``precision`` is the inference precision asked of every device; a device
-    without it runs its fallback (the i9 runs f16 requests in f32, the NPU runs
-    f32 requests in f16). ``calibration``: a measured CPU CostModel of the same
-    graph; the platform's CPU is first calibrated on it with :func:`calibrate`'s
-    defaults (device "CPU", this machine's CPU at one thread in f32 as the
-    reference); to choose those, call ``calibrate`` and pass the platform it returns.
-    Transfers use the graph's tensor sizes (the element types at submodel borders).
-    """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if calibration is not None:
-        platform = calibrate(platform, calibration, graph)
-    load = _graph_load(graph)
-    unfused = np.stack([_device_costs(d, graph, load, precision) for d in platform.devices], axis=1)
-    compute = unfused.copy()
-    fused_into = post_op_fusion(graph) if fusion else np.full(graph.num_nodes, -1, np.int64)
-    members = fused_into >= 0
-    compute[members] = np.where(np.isfinite(unfused[members]), 0.0, np.inf)  # free inside its absorber's kernel
-    with np.errstate(divide="ignore"):
-        ms_per_byte = np.where(np.isinf(platform.link_bandwidth), 0.0, 1e3 / platform.link_bandwidth)
-    # Weights sit on the compute nodes that read them (the profiler's convention): bytes of Constant inputs.
-    role, src, dst = np.asarray(graph.role), np.asarray(graph.edge_src), np.asarray(graph.edge_dst)
-    from_const = (role[src] == NodeRole.CONSTANT) & (role[dst] == NodeRole.COMPUTE)
-    weights = np.bincount(dst[from_const], weights=np.maximum(np.asarray(graph.out_bytes)[src[from_const]], 0),
-                          minlength=graph.num_nodes)
-    return CostModel(
-        devices=platform.device_names,
-        node_names=tuple(graph.names),
-        compute_ms=compute,
-        unfused_ms=unfused,
-        fused_into=fused_into,
-        link_latency_ms=np.array(platform.link_latency_ms, np.float64),
-        link_ms_per_byte=ms_per_byte,
-        submodel_overhead_ms=np.array([d.submodel_overhead_ms for d in platform.devices], np.float64),
-        node_memory_bytes=weights.astype(np.int64),
-        device_memory_bytes=np.array([d.memory_bytes for d in platform.devices], np.float64),
-        simulated=True,
-        source=f"{platform.name}, {precision}",
-    )
-
-
-# ---- calibration against a measured CPU -----------------------------------------------------------------
-#: calibrate() fits a category only if more than this share of its measured time is beyond launch overhead.
-LAUNCH_BOUND_SHARE = 0.25
-
-
-def host_cpu_device(num_threads: int = 1, name: str = "CPU") -> SimDevice:
-    """A best-effort model of this machine's CPU (from /proc/cpuinfo; every number an estimate).
-
-    Used as the reference of :func:`calibrate`: the measured costs are divided
-    by what this device's roofline predicts to get efficiency factors.
-    """
-    info: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if not line.strip():
-                    break  # first processor only
-                key, _, value = line.partition(":")
-                info[key.strip()] = value.strip()
-    except OSError:
-        pass
-    flags = set(info.get("flags", "").split())
-    try:
-        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
-            hz = float(f.read()) * 1e3
-    except (OSError, ValueError):
-        hz = float(info.get("cpu MHz", 3000.0)) * 1e6
-    # f32 lanes per FMA: 512-bit on Intel AVX-512 cores, 256-bit datapaths otherwise (AMD Zen 4
-    # double-pumps AVX-512); two FMA ports; 2 FLOPs per FMA.
-    lanes = 16 if ("avx512f" in flags and info.get("vendor_id") == "GenuineIntel") else 8 if "avx2" in flags else 4
-    f32 = num_threads * lanes * 2 * 2 * hz
-    peaks = {"f32": f32}
-    matrix: dict[str, float] = {}
-    if "avx512_bf16" in flags:
-        peaks["bf16"] = 2 * f32
-    if "amx_bf16" in flags:
-        matrix["bf16"] = num_threads * 2048 * hz  # AMX: 1024 bf16 MACs per cycle per core
-        matrix["int8"] = 2 * matrix["bf16"]
-    elif "avx512_vnni" in flags or "avx_vnni" in flags:
-        matrix["int8"] = 4 * f32
-    try:
-        with open("/proc/meminfo") as f:
-            mem = float(f.readline().split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        mem = 16 * GiB
-    return SimDevice(
-        name=name, product=f"{info.get('model name', 'host CPU')} x{num_threads} thread(s)", kind="cpu",
-        peak_flops=peaks, matrix_peak_flops=matrix, fallback_precision="f32",
-        memory_bandwidth=min(num_threads * 12e9, 60e9),  # estimate: ~12 GB/s per busy core
-        memory_bytes=mem, shares_host_memory=True, launch_overhead_ms=0.002, submodel_overhead_ms=0.02,
-        host_link_bandwidth=math.inf, host_link_latency_ms=0.0,
-        compute_efficiency=_CPU_COMPUTE, memory_efficiency=_CPU_MEMORY,
-        notes="estimated from /proc/cpuinfo",
-    )
-
-
-def calibrate(
-    platform: SimPlatform,
-    measured: CostModel,
-    graph: GraphArrays,
-    *,
-    measured_device: str = "CPU",
-    reference: SimDevice | None = None,
-    reference_precision: str = "f32",
-) -> SimPlatform:
-    """Fit the platform CPU's per-category efficiency factors to a measured CPU cost model.
-
-    ``reference`` describes the machine the measurement ran on (default:
-    :func:`host_cpu_device` with one thread), ``reference_precision`` the
-    precision it ran. For each category with measured nodes (compute nodes not
-    fused into another, with a finite positive measured cost), the factor is
-    scaled by the ratio of sums ``sum(roofline) / sum(measured - launch)`` - big
-    ops weigh most, as they do in a latency - with compute and memory factors
-    scaled together and capped at 1. A category whose measured time is mostly
-    launch overhead (roofline share below ``LAUNCH_BOUND_SHARE``) keeps its factor:
-    there the factor cannot be told apart from timing noise. The fitted fractions of peak then apply to
-    the platform CPU's own peak and bandwidth: that is the scaling from the
-    measured host to the simulated CPU. An absorber's measured time includes
-    the ops fused into it, a small bias toward slower fused kernels.
-    Returns a new platform; ``platform`` is not modified.
-    """
-    if tuple(measured.node_names) != tuple(graph.names):
-        raise ValueError(f"the measured cost model ({measured.num_nodes} nodes) is not for this graph "
-                         f"({graph.num_nodes} nodes); profile the same prepared model")
-    if measured_device not in measured.devices:
-        raise ValueError(f"measured cost model has no device {measured_device!r}; it has {list(measured.devices)}; "
-                         "pass measured_device=")
-    cpus = [d for d in platform.devices if d.kind == "cpu"]
-    if not cpus:
-        raise ValueError(f"platform {platform.name!r} has no CPU to calibrate")
-    target = cpus[0]
-    reference = reference or host_cpu_device(1)
-    ref = dataclasses.replace(reference, compute_efficiency=target.compute_efficiency,
-                              memory_efficiency=target.memory_efficiency)
-    load = _graph_load(graph)
-    measured_ms = np.asarray(measured.compute_ms)[:, measured.devices.index(measured_device)]
-    roofline = _roofline_ms(ref, load, reference_precision)
-    usable = (load.costed & ~load.dynamic & (np.asarray(measured.fused_into) < 0) & np.isfinite(measured_ms)
-              & (measured_ms > 0) & (roofline > 0))
-    compute_eff, memory_eff = dict(target.compute_efficiency), dict(target.memory_efficiency)
-    fitted, skipped = [], []
-    for c, category in enumerate(CATEGORIES):
-        nodes = usable & (load.category == c)
-        if not nodes.any():
-            continue
-        total = float(measured_ms[nodes].sum())
-        excess = total - int(nodes.sum()) * ref.launch_overhead_ms
-        if excess < LAUNCH_BOUND_SHARE * total:  # tiny ops: the factor is not identifiable from launch noise
-            skipped.append(category)
-            continue
-        scale = float(roofline[nodes].sum()) / excess
-        compute_eff[category] = float(np.clip(compute_eff[category] * scale, 1e-6, 1.0))
-        memory_eff[category] = float(np.clip(memory_eff[category] * scale, 1e-6, 1.0))
-        fitted.append(f"{category} x{scale:.2f} ({int(nodes.sum())} nodes)")
-    log.info("calibrated %s on %s: %s; launch-bound, kept: %s", target.product, measured.label,
-             ", ".join(fitted) or "no usable nodes", ", ".join(skipped) or "none")
-    calibrated = dataclasses.replace(
-        target, compute_efficiency=compute_eff, memory_efficiency=memory_eff,
-        notes=f"efficiency factors calibrated on {measured.label}",
-    )
-    devices = tuple(calibrated if d is target else d for d in platform.devices)
-    return SimPlatform(f"{platform.name}, CPU calibrated on {measured.source}", devices,
-                       platform.link_latency_ms, platform.link_bandwidth, platform.notes)
-
-
-__all__ = [
-    "CATEGORIES", "LAPTOP_PLATFORM", "LAUNCH_BOUND_SHARE", "PAPER_PLATFORM", "PLATFORMS", "PRECISIONS", "SimDevice",
-    "SimPlatform", "calibrate", "cost_model_for", "host_cpu_device", "op_category", "post_op_fusion",
-]
+__all__ = ["CATEGORIES", "CPU_COMPUTE_EFFICIENCY", "CPU_MEMORY_EFFICIENCY", "ELEMENT_BYTES", "FLOAT_TYPES", "GiB",
+           "LAPTOP_PLATFORM", "PAPER_PLATFORM", "PLATFORMS", "PRECISIONS", "SimDevice", "SimPlatform", "op_category"]

@@ -9,7 +9,7 @@ import pytest
 from openvino import opset13 as ops
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.platforms import post_op_fusion
+from ov_autoplace.costmodel.sim_costs import post_op_fusion
 from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator, fix_anchors, memory_ok, simulate
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph import NodeRole, extract_graph
