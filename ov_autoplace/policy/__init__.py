@@ -1,0 +1,46 @@
+"""The learned HSDAG placement policy.
+
+Inference side (numpy only; importing this package never imports torch):
+features (:mod:`.features`), chain coarsening (:mod:`.coarsen`), the policy
+inputs (:mod:`.inputs`), the exported-weights file (:mod:`.export`), the numpy
+forward pass (:mod:`.numpy_policy`) and the :class:`HSDAGStrategy`.
+
+Training side (needs torch, import explicitly): :mod:`.hsdag` (``HSDAGPolicy``)
+and :mod:`.layers` (``GCNConv``, ``GraphParsingPool``, ``DevicePlacer``).
+"""
+
+from .coarsen import Coarsening, chain_coarsen
+from .config import HSDAGConfig
+from .export import ExportedPolicy, PolicyFormatError, export_policy, load_policy_file
+from .features import (
+    OP_VOCAB,
+    NodeFeatureConfig,
+    device_features,
+    node_device_features,
+    node_feature_names,
+    node_features,
+)
+from .inputs import PolicyArrays, build_policy_arrays
+from .numpy_policy import NumpyHSDAGPolicy, NumpyPolicyOutput
+from .strategy import HSDAGStrategy
+
+__all__ = [
+    "OP_VOCAB",
+    "Coarsening",
+    "ExportedPolicy",
+    "HSDAGConfig",
+    "HSDAGStrategy",
+    "NodeFeatureConfig",
+    "NumpyHSDAGPolicy",
+    "NumpyPolicyOutput",
+    "PolicyArrays",
+    "PolicyFormatError",
+    "build_policy_arrays",
+    "chain_coarsen",
+    "device_features",
+    "export_policy",
+    "load_policy_file",
+    "node_device_features",
+    "node_feature_names",
+    "node_features",
+]

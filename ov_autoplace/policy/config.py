@@ -1,0 +1,78 @@
+"""Hyper-parameters of the HSDAG policy, shared by the torch model, the export and the numpy twin."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from .features import (
+    DEVICE_FEATURE_NAMES,
+    NODE_DEVICE_FEATURE_NAMES,
+    OP_VOCAB,
+    POS_DIM,
+    NodeFeatureConfig,
+    node_feature_names,
+)
+from .inputs import COARSE_EXTRA_NAMES
+
+#: Per-(group, device) placer inputs besides the mean node-device features:
+#: ``log1p(sum of members' compute_us on d) / 10`` and that minus its minimum over devices.
+GROUP_COST_FEATURE_NAMES = ("log_group_compute_us", "log_group_vs_best_device")
+
+
+@dataclasses.dataclass(frozen=True)
+class HSDAGConfig:
+    """Sizes and rules of :class:`~ov_autoplace.policy.hsdag.HSDAGPolicy`.
+
+    ``score_threshold``: an edge can be kept by graph parsing only if its score
+    ``sigmoid(MLP(z_u * z_v))`` is at least this (0.5 = non-negative logit);
+    parsing stops when no edge qualifies or after ``max_pool_iterations``.
+    """
+
+    hidden: int = 128  # the paper's size
+    num_gcn_layers: int = 2
+    max_pool_iterations: int = 4
+    score_threshold: float = 0.5
+    pos_dim: int = POS_DIM
+    vocab: tuple[str, ...] = OP_VOCAB
+    feature_config: NodeFeatureConfig = NodeFeatureConfig()
+
+    def __post_init__(self) -> None:
+        if self.hidden < 1 or self.num_gcn_layers < 1 or self.max_pool_iterations < 0:
+            raise ValueError(f"need hidden >= 1, num_gcn_layers >= 1, max_pool_iterations >= 0; got {self}")
+        if not 0.0 < self.score_threshold < 1.0:
+            raise ValueError(f"score_threshold must be in (0, 1), got {self.score_threshold}")
+        object.__setattr__(self, "vocab", tuple(self.vocab))
+
+    @property
+    def in_features(self) -> int:
+        return len(node_feature_names(self.vocab, self.pos_dim)) + len(COARSE_EXTRA_NAMES)
+
+    @property
+    def device_features(self) -> int:
+        return len(DEVICE_FEATURE_NAMES)
+
+    @property
+    def pair_features(self) -> int:
+        return len(NODE_DEVICE_FEATURE_NAMES) + len(GROUP_COST_FEATURE_NAMES)
+
+    @property
+    def threshold_logit(self) -> float:
+        return math.log(self.score_threshold / (1.0 - self.score_threshold))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["vocab"] = list(self.vocab)
+        out["feature_config"] = self.feature_config.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HSDAGConfig":
+        data = dict(data)
+        data["vocab"] = tuple(data.get("vocab", OP_VOCAB))
+        data["feature_config"] = NodeFeatureConfig.from_dict(data.get("feature_config", {}))
+        return cls(**data)
+
+
+__all__ = ["GROUP_COST_FEATURE_NAMES", "HSDAGConfig"]

@@ -1,0 +1,116 @@
+"""Everything the policy's forward pass reads, as numpy arrays (no torch).
+
+:func:`build_policy_arrays` runs steps 2 and 3a of HSDAG once per (graph,
+cost model): node features, chain coarsening, and per-device features. The
+GCN then runs on the *coarsened* graph. A coarse node's features are
+
+* the **mean** of its members' node features (so op-type columns become the
+  op mix of the chain and every column keeps its scale whatever the chain
+  length), followed by
+* three **extensive** columns the mean loses (:data:`COARSE_EXTRA_NAMES`):
+  ``log1p(member count)``, ``log1p(sum of FLOPs) / 10`` and
+  ``log1p(sum of output bytes) / 10`` (the latter two zeroed when
+  ``use_op_cost`` is off).
+
+Per-device inputs are kept as per-coarse-node *sums* (node-device features,
+compute microseconds) plus member counts, so any later grouping of coarse
+nodes (the learned pooling) can form exact means and totals over original nodes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..costmodel.cost_model import CostModel
+from ..graph import GraphArrays
+from .coarsen import Coarsening, chain_coarsen
+from .features import (
+    OP_VOCAB,
+    POS_DIM,
+    NodeFeatureConfig,
+    device_features,
+    group_compute_us,
+    node_device_features,
+    node_features,
+)
+from .graph_ops import segment_sum
+
+COARSE_EXTRA_NAMES = ("log_member_count", "log_group_flops", "log_group_bytes")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PolicyArrays:
+    """Policy inputs for one graph and one device list. C coarse nodes, N nodes, D devices.
+
+    ``x`` float32 [C, F + 3]; ``edge_src``/``edge_dst`` int64 [Ec] (coarse DAG
+    edges); ``coarse_size`` float32 [C] (original nodes per coarse node);
+    ``node_coarse`` int64 [N]; ``device_x`` float32 [D, Fd];
+    ``node_device_sum`` float32 [C, D, Fnd] (sum over members);
+    ``compute_us`` float32 [C, D] (sum over members, unsupported counted as
+    ``features.UNSUPPORTED_US``).
+    """
+
+    x: np.ndarray
+    edge_src: np.ndarray
+    edge_dst: np.ndarray
+    coarse_size: np.ndarray
+    node_coarse: np.ndarray
+    device_x: np.ndarray
+    node_device_sum: np.ndarray
+    compute_us: np.ndarray
+    devices: tuple[str, ...]
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_coarse.shape[0])
+
+    @property
+    def num_coarse(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def num_devices(self) -> int:
+        return int(self.device_x.shape[0])
+
+    def __repr__(self) -> str:
+        return (f"PolicyArrays(num_nodes={self.num_nodes}, num_coarse={self.num_coarse}, "
+                f"coarse_edges={self.edge_src.shape[0]}, features={self.x.shape[1]}, devices={list(self.devices)})")
+
+
+def build_policy_arrays(graph: GraphArrays, cost: CostModel, config: NodeFeatureConfig = NodeFeatureConfig(), *,
+                        vocab: tuple[str, ...] = OP_VOCAB, pos_dim: int = POS_DIM,
+                        coarsening: Coarsening | None = None) -> PolicyArrays:
+    """Features, chain coarsening and device inputs of ``graph`` under ``cost`` (both of the prepared model)."""
+    if tuple(cost.node_names) != tuple(graph.names):
+        raise ValueError(
+            f"the CostModel describes {cost.num_nodes} nodes that are not the {graph.num_nodes} nodes of this graph; "
+            "build it for the same prepared model (ov_autoplace.prepare.prepare_model)")
+    coarse = coarsening if coarsening is not None else chain_coarsen(graph)
+    group, num = coarse.group_of_node, coarse.num_groups
+    count = coarse.member_count.astype(np.float64)
+
+    feats = node_features(graph, config, vocab=vocab, pos_dim=pos_dim).astype(np.float64)
+    mean = segment_sum(feats, group, num) / count[:, None]
+    extra = np.zeros((num, len(COARSE_EXTRA_NAMES)))
+    extra[:, 0] = np.log1p(count)
+    if config.use_op_cost:
+        extra[:, 1] = np.log1p(segment_sum(np.maximum(graph.flops, 0.0), group, num)) / 10.0
+        extra[:, 2] = np.log1p(segment_sum(np.maximum(graph.out_bytes, 0).astype(np.float64), group, num)) / 10.0
+
+    nd = node_device_features(cost, graph).astype(np.float64)
+    return PolicyArrays(
+        x=np.concatenate([mean, extra], axis=1).astype(np.float32),
+        edge_src=coarse.edge_src.astype(np.int64),
+        edge_dst=coarse.edge_dst.astype(np.int64),
+        coarse_size=count.astype(np.float32),
+        node_coarse=group.astype(np.int64),
+        device_x=device_features(cost, graph),
+        node_device_sum=segment_sum(nd, group, num).astype(np.float32),
+        compute_us=segment_sum(group_compute_us(cost, graph), group, num).astype(np.float32),
+        devices=tuple(cost.devices),
+    )
+
+
+__all__ = ["COARSE_EXTRA_NAMES", "PolicyArrays", "build_policy_arrays"]

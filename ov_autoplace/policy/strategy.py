@@ -1,0 +1,58 @@
+"""The learned HSDAG policy as a :class:`PlacementStrategy` (numpy inference, no torch)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ..costmodel.cost_terms import CostProvider, resolve_cost
+from ..strategies.base import PlacementContext, PlacementStrategy
+from .features import NodeFeatureConfig
+from .numpy_policy import NumpyHSDAGPolicy, NumpyPolicyOutput
+
+log = logging.getLogger(__name__)
+
+
+class HSDAGStrategy(PlacementStrategy):
+    """Proposes the greedy placement of an exported HSDAG policy.
+
+    ``policy``: path of a ``.npz`` written by ``export_policy`` (or a loaded
+    :class:`NumpyHSDAGPolicy`). ``cost``: a CostModel of the prepared model, or
+    a callable ``PlacementContext -> CostModel``; the policy reads device and
+    node-device features from it, so it must cover the context's devices (its
+    columns are reordered to the context's order). ``feature_config``
+    overrides the policy's feature switches (ablations).
+    The last output is kept in ``last_output`` (groups, logits).
+    """
+
+    name = "hsdag"
+
+    def __init__(self, policy: str | Path | NumpyHSDAGPolicy, cost: CostProvider, *,
+                 feature_config: NodeFeatureConfig | None = None) -> None:
+        if not callable(cost) and not hasattr(cost, "compute_ms"):
+            raise TypeError(f"cost must be a CostModel or a callable(PlacementContext) -> CostModel, got {type(cost)}")
+        self.policy = policy if isinstance(policy, NumpyHSDAGPolicy) else NumpyHSDAGPolicy.load(policy)
+        self.source = None if isinstance(policy, NumpyHSDAGPolicy) else str(policy)
+        self.cost, self.feature_config = cost, feature_config
+        self.last_output: NumpyPolicyOutput | None = None
+
+    def propose(self, context: PlacementContext) -> np.ndarray:
+        cost = resolve_cost(self.cost, context)
+        arrays = self.policy.inputs(context.graph, cost, self.feature_config)
+        output = self.policy.forward(arrays)
+        self.last_output = output
+        log.debug("hsdag: %d nodes -> %d coarse nodes -> %d groups (%d pooling iterations) on %s",
+                  arrays.num_nodes, arrays.num_coarse, output.num_groups, output.pool_iterations, cost.devices)
+        return output.node_placement()
+
+    def cache_token(self) -> str:
+        """The policy's weights digest and the feature switches (the cost provider is the caller's to key)."""
+        return f"hsdag(weights={self.policy.digest[:16]}, features={self.feature_config})"
+
+    def __repr__(self) -> str:
+        return f"HSDAGStrategy(policy={self.source or self.policy!r}, feature_config={self.feature_config})"
+
+
+__all__ = ["HSDAGStrategy"]

@@ -1,0 +1,74 @@
+"""The policy file: round trip, header, and clear errors for files it cannot read."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ov_autoplace.errors import OVAutoplaceError
+from ov_autoplace.policy.export import FORMAT, FORMAT_VERSION, PolicyFormatError, load_policy_file
+
+torch = pytest.importorskip("torch")
+
+from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
+from ov_autoplace.policy.export import export_policy  # noqa: E402
+from ov_autoplace.policy.features import NodeFeatureConfig  # noqa: E402
+from ov_autoplace.policy.hsdag import HSDAGPolicy  # noqa: E402
+
+
+@pytest.fixture()
+def exported(tmp_path):
+    torch.manual_seed(0)
+    config = HSDAGConfig(hidden=16, num_gcn_layers=3, max_pool_iterations=2, score_threshold=0.6,
+                         feature_config=NodeFeatureConfig(use_structural=False))
+    policy = HSDAGPolicy(config)
+    return policy, export_policy(policy, tmp_path / "sub" / "p.npz", metadata={"episodes": 3})
+
+
+def test_round_trip(exported):
+    policy, path = exported
+    loaded = load_policy_file(path)
+    assert loaded.config == policy.config
+    assert loaded.header["format"] == FORMAT and loaded.header["format_version"] == FORMAT_VERSION
+    assert loaded.header["metadata"] == {"episodes": 3}
+    assert loaded.header["config"]["vocab"][:3] == ["Parameter", "Constant", "Result"]
+    assert len(loaded.header["feature_names"]["node"]) == policy.config.in_features
+    state = policy.state_dict()
+    assert set(loaded.weights) == set(state)
+    for name, value in state.items():
+        assert loaded.weights[name].dtype == np.float32
+        assert np.array_equal(loaded.weights[name], value.numpy())
+
+
+def _rewrite(path, tmp_path, **changes):
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    header = json.loads(str(arrays.pop("__header__")))
+    drop = changes.pop("drop", None)
+    header.update(changes)
+    if drop:
+        arrays.pop(drop)
+    out = tmp_path / "changed.npz"
+    np.savez(out, __header__=np.array(json.dumps(header)), **arrays)
+    return out
+
+
+def test_unreadable_files_name_the_problem(exported, tmp_path):
+    _, path = exported
+    with pytest.raises(FileNotFoundError, match="no policy file"):
+        load_policy_file(tmp_path / "missing.npz")
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(PolicyFormatError, match="not a readable"):
+        load_policy_file(junk)
+    with pytest.raises(PolicyFormatError, match="format version 99"):
+        load_policy_file(_rewrite(path, tmp_path, format_version=99))
+    with pytest.raises(PolicyFormatError, match="expected 'ov_autoplace.hsdag_policy'"):
+        load_policy_file(_rewrite(path, tmp_path, format="something"))
+    with pytest.raises(PolicyFormatError, match="other input features"):
+        load_policy_file(_rewrite(path, tmp_path, feature_names={"node": ["x"], "device": [], "pair": []}))
+    with pytest.raises(PolicyFormatError, match="shapes"):
+        load_policy_file(_rewrite(path, tmp_path, drop="input_proj.bias"))
+    assert issubclass(PolicyFormatError, OVAutoplaceError) and issubclass(PolicyFormatError, ValueError)

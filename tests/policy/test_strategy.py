@@ -1,0 +1,57 @@
+"""HSDAGStrategy: the exported policy behind ov_autoplace.place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ov_autoplace
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.policy import HSDAGStrategy, NumpyHSDAGPolicy
+from ov_autoplace.strategies.base import PlacementContext
+from tests import synthetic_graphs
+from tests.policy.conftest import stand_in_cost_model
+
+torch = pytest.importorskip("torch")
+
+from ov_autoplace.policy.export import export_policy  # noqa: E402
+from ov_autoplace.policy.hsdag import HSDAGPolicy  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def policy_path(tmp_path_factory):
+    torch.manual_seed(0)
+    return export_policy(HSDAGPolicy(), tmp_path_factory.mktemp("policy") / "hsdag.npz")
+
+
+def _provider(context: PlacementContext):
+    return stand_in_cost_model(context.graph, ("CPUF", "NPU", "CPU"))  # other order, one extra device
+
+
+def test_place_with_the_learned_policy(testbed, policy_path):
+    strategy = HSDAGStrategy(policy_path, _provider)
+    placement = ov_autoplace.place(synthetic_graphs.residual(), "HETERO:CPU,CPUF", core=testbed.core,
+                                   strategy=strategy)
+    assert placement.strategy == "hsdag"
+    assert set(placement.assignment.values()) <= {"CPU", "CPUF"}
+    assert strategy.last_output is not None and strategy.last_output.logits.shape[1] == 2
+
+
+def test_proposal_is_the_numpy_policy_greedy_placement(synthetic_prepared, policy_path):
+    prepared, graph = synthetic_prepared["branching"]
+    context = PlacementContext(graph=graph, devices=("CPU", "CPUF"), support=np.ones((graph.num_nodes, 2), bool),
+                               model=prepared)
+    proposal = HSDAGStrategy(policy_path, _provider).propose(context)
+    direct = NumpyHSDAGPolicy.load(policy_path).place(graph, stand_in_cost_model(graph, ("CPU", "CPUF")))
+    assert np.array_equal(proposal, direct)
+
+
+def test_cost_model_errors_and_cache_token(synthetic_prepared, policy_path):
+    prepared, graph = synthetic_prepared["branching"]
+    context = PlacementContext(graph=graph, devices=("CPU", "GPU"), support=np.ones((graph.num_nodes, 2), bool))
+    with pytest.raises(PlacementError, match="GPU"):
+        HSDAGStrategy(policy_path, _provider).propose(context)
+    with pytest.raises(TypeError, match="CostModel"):
+        HSDAGStrategy(policy_path, "not a cost model")
+    a, b = HSDAGStrategy(policy_path, _provider), HSDAGStrategy(NumpyHSDAGPolicy.load(policy_path), _provider)
+    assert a.cache_token() == b.cache_token() and "hsdag(weights=" in a.cache_token()
