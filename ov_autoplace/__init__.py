@@ -30,6 +30,7 @@ from .errors import (  # noqa: E402
     NativeExtensionError,
     OVAutoplaceError,
     PlacementError,
+    PolicyFormatError,
     PropertyError,
     UnsupportedOpError,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "PlacementContext",
     "PlacementError",
     "PlacementStrategy",
+    "PolicyFormatError",
     "PropertyError",
     "StrategyName",
     "Testbed",

@@ -37,6 +37,10 @@ class UnsupportedOpError(PlacementError):
     """Some operations are supported by none of the listed devices."""
 
 
+class PolicyFormatError(OVAutoplaceError, ValueError):
+    """A policy file is not an exported HSDAG policy, or not one this version can read."""
+
+
 class NativeExtensionError(OVAutoplaceError, ImportError):
     """The C++ extension is missing or was built against another OpenVINO."""
 
@@ -48,6 +52,7 @@ __all__ = [
     "NativeExtensionError",
     "OVAutoplaceError",
     "PlacementError",
+    "PolicyFormatError",
     "PropertyError",
     "UnsupportedOpError",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OVAutoplaceError
+from ..errors import PolicyFormatError
 from .config import GROUP_COST_FEATURE_NAMES, HSDAGConfig
 from .features import DEVICE_FEATURE_NAMES, NODE_DEVICE_FEATURE_NAMES, node_feature_names
 from .inputs import COARSE_EXTRA_NAMES
@@ -34,10 +34,6 @@ from .inputs import COARSE_EXTRA_NAMES
 FORMAT = "ov_autoplace.hsdag_policy"
 FORMAT_VERSION = 1
 HEADER_KEY = "__header__"
-
-
-class PolicyFormatError(OVAutoplaceError, ValueError):
-    """A policy file is not an exported HSDAG policy, or not one this version can read."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
