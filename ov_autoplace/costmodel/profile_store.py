@@ -1,0 +1,206 @@
+"""On-disk cache of measured profiles, keyed by what the numbers depend on.
+
+A profile is only valid for the devices, device properties, OpenVINO release
+and model structure it was measured with. Each file stores those *key
+components* in clear next to the payload; the file name is the sha256 of the
+components, so a change in any of them looks up another file. On load:
+
+* a file whose stored components differ from the requested ones (hash
+  collision, hand edit, or a copied file) is ignored with a warning naming the
+  differing components, and the caller re-measures;
+* on a plain miss, a same-kind file for the same devices/model measured under
+  other conditions (e.g. another OpenVINO release) is reported in a warning
+  naming what differs, then the caller re-measures;
+* a corrupt file (bad JSON, missing fields, arrays of the wrong shape - the
+  caller's ``parse`` raises) gives a warning and the caller re-measures. A
+  load never raises.
+
+Writes are atomic (temp file in the same directory, fsync, ``os.replace``) so
+a crash or a concurrent writer never leaves a half-written profile behind.
+
+The default directory is ``~/.cache/ov_autoplace/profiles``; the environment
+variable ``OV_AUTOPLACE_PROFILE_DIR`` overrides it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence, TypeVar
+
+import numpy as np
+import openvino as ov
+
+from ..graph import GraphArrays
+
+logger = logging.getLogger(__name__)
+
+PROFILE_DIR_ENV = "OV_AUTOPLACE_PROFILE_DIR"
+DEFAULT_PROFILE_DIR = Path("~/.cache/ov_autoplace/profiles")
+
+#: Device properties a measured profile depends on (read from the core, as set).
+KEY_PROPERTIES = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS",
+                  "FULL_DEVICE_NAME")
+
+T = TypeVar("T")
+
+
+def structural_hash(graph: GraphArrays) -> str:
+    """sha256 of a graph's structure: op types/versions, roles, output shapes and element types, flops, edges.
+
+    Friendly names and Constant *values* (weights) are left out, so the same
+    architecture built twice (auto-generated names differ) or with other
+    weights hashes equal, while a changed shape, type or connection does not.
+    Deterministic across processes and platforms (fixed little-endian dtypes).
+    """
+    h = hashlib.sha256()
+
+    def strings(values: Sequence[str]) -> None:
+        h.update(b"\x1e".join(v.encode("utf-8", "surrogatepass") for v in values) + b"\x1d")
+
+    def array(values: np.ndarray, dtype: str) -> None:
+        arr = np.ascontiguousarray(values, dtype=dtype)
+        h.update(str(arr.shape).encode() + arr.tobytes() + b"\x1d")
+
+    h.update(f"nodes={graph.num_nodes};edges={graph.num_edges};".encode())
+    strings(graph.op_types)
+    strings(graph.op_versions)
+    strings(graph.out_element_type)
+    array(graph.role, "<i1")
+    array(graph.num_outputs, "<i4")
+    array(graph.out_rank, "<i4")
+    array(graph.out_shape, "<i8")
+    array(graph.out_bytes, "<i8")
+    array(graph.flops, "<f8")
+    for edge in (graph.edge_src, graph.edge_dst, graph.edge_src_port, graph.edge_dst_port):
+        array(edge, "<i4")
+    return h.hexdigest()
+
+
+def device_properties(core: ov.Core, device: str) -> dict[str, str]:
+    """The :data:`KEY_PROPERTIES` of ``device`` as strings (``"<unsupported>"`` where the device has none)."""
+    out = {}
+    for prop in KEY_PROPERTIES:
+        try:
+            out[prop] = str(core.get_property(device, prop))
+        except Exception:  # noqa: BLE001 - a plugin without the property simply does not depend on it
+            out[prop] = "<unsupported>"
+    return out
+
+
+def profile_key(core: ov.Core, devices: Sequence[str], *, kind: str, graph: GraphArrays | None = None,
+                extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Key components of a profile of ``kind`` (JSON-able, compared field by field on load)."""
+    key: dict[str, Any] = {
+        "kind": kind,
+        "devices": list(devices),
+        "device_properties": {d: device_properties(core, d) for d in devices},
+        "openvino_version": ov.get_version(),
+    }
+    if graph is not None:
+        key["model_structure"] = structural_hash(graph)
+    if extra:
+        key.update(extra)
+    return key
+
+
+def key_digest(key: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def _differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """Human-readable list of the key components that differ."""
+    out = []
+    for name in sorted(set(stored) | set(wanted)):
+        a, b = stored.get(name, "<missing>"), wanted.get(name, "<missing>")
+        if a == b:
+            continue
+        if name == "device_properties" and isinstance(a, dict) and isinstance(b, dict):
+            for dev in sorted(set(a) | set(b)):
+                pa, pb = a.get(dev, {}), b.get(dev, {})
+                for prop in sorted(set(pa) | set(pb)) if isinstance(pa, dict) and isinstance(pb, dict) else ["*"]:
+                    va = pa.get(prop) if isinstance(pa, dict) else pa
+                    vb = pb.get(prop) if isinstance(pb, dict) else pb
+                    if va != vb:
+                        out.append(f"{dev}.{prop}: stored {va!r}, now {vb!r}")
+        else:
+            out.append(f"{name}: stored {str(a)[:80]!r}, now {str(b)[:80]!r}")
+    return out
+
+
+class ProfileStore:
+    """JSON profiles in one directory, one file per key."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        if directory is None:
+            directory = os.environ.get(PROFILE_DIR_ENV) or DEFAULT_PROFILE_DIR
+        self.directory = Path(directory).expanduser()
+
+    def path_for(self, key: Mapping[str, Any]) -> Path:
+        return self.directory / f"{key.get('kind', 'profile')}-{key_digest(key)[:40]}.json"
+
+    def load(self, key: Mapping[str, Any], parse: Callable[[dict[str, Any]], T]) -> T | None:
+        """The parsed payload stored under ``key``, or None (miss, mismatch or corrupt: re-measure)."""
+        path = self.path_for(key)
+        if not path.exists():
+            self._explain_miss(key)
+            return None
+        try:
+            data = json.loads(path.read_text())
+            stored_key, payload = data["key"], data["payload"]
+            if not isinstance(stored_key, dict) or not isinstance(payload, dict):
+                raise ValueError("'key' and 'payload' must be JSON objects")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            logger.warning("profile %s is corrupt (%s: %s); re-measuring", path, type(exc).__name__, exc)
+            return None
+        diffs = _differences(stored_key, key)
+        if diffs:
+            logger.warning("profile %s was measured under other conditions (%s); re-measuring", path,
+                           "; ".join(diffs))
+            return None
+        try:
+            return parse(payload)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            logger.warning("profile %s is corrupt (%s: %s); re-measuring", path, type(exc).__name__, exc)
+            return None
+
+    def save(self, key: Mapping[str, Any], payload: Mapping[str, Any]) -> Path:
+        """Write atomically: a failure part-way (e.g. an unserialisable value) leaves any old file untouched."""
+        path = self.path_for(key)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"key": dict(key), "payload": dict(payload)}, f)  # streams: may fail half-written
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        logger.info("saved %s profile to %s", key.get("kind"), path)
+        return path
+
+    def _explain_miss(self, key: Mapping[str, Any]) -> None:
+        """On a miss, say why an older profile of the same thing no longer applies (if there is one)."""
+        same = ("kind", "devices", "model_structure")
+        if not self.directory.is_dir():
+            return
+        for other in sorted(self.directory.glob(f"{key.get('kind', 'profile')}-*.json")):
+            try:
+                stored = json.loads(other.read_text())["key"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if isinstance(stored, dict) and all(stored.get(k) == key.get(k) for k in same):
+                logger.warning("profile %s is for this %s but was measured under other conditions (%s); "
+                               "re-measuring", other, "model" if "model_structure" in key else "device set",
+                               "; ".join(_differences(stored, key)))
+                return
+
+
+__all__ = ["DEFAULT_PROFILE_DIR", "KEY_PROPERTIES", "PROFILE_DIR_ENV", "ProfileStore", "device_properties",
+           "key_digest", "profile_key", "structural_hash"]

@@ -1,0 +1,496 @@
+"""Measure a :class:`CostModel` on real devices.
+
+``profile_model(model, core, devices)`` fills a CostModel for the prepared
+model from measurements on each device; ``profile_links(core, devices)``
+measures what crossing devices costs (it does not depend on the model and is
+cached on its own). Both cache in a :class:`ProfileStore` when given one.
+
+Per-op compute (``compute_ms``)
+    The prepared model is compiled on each device with ``PERF_COUNT`` (the
+    device's other properties stay as set on the core) and run ``warmup`` +
+    ``iterations`` times on random inputs. The CPU plugin reports each runtime
+    node's *running average since compile* (whole microseconds), not the last
+    run's time, so a node's time is its mean over the ``iterations`` window,
+    recovered from the averages at the window's start and end (one-off
+    first-run costs fall out); for a plugin that reports per-run times it is
+    the median over the runs. Runtime nodes map to prepared-model ops through
+    ``rt_info["originalLayersNames"]`` of ``get_runtime_model()``:
+
+    * a runtime node naming several ops gives all its time to one *primary*
+      op: the first listed heavy op (:data:`HEAVY_OP_TYPES`), else the first
+      listed compute op; the others are ``fused_into`` the primary on that
+      device and cost 0 there;
+    * a compute op no runtime node names (the plugin dropped the name while
+      fusing, e.g. ResNet's last MatMul inside a FullyConnected named after
+      the bias Add) joins the runtime node of a named consumer, else of a named
+      producer (``DeviceReport.attached_nodes``); an op with no named
+      neighbour costs 0 (the plugin optimised it out);
+    * a runtime node naming no compute op (Reorders, inserted Converts) is
+      *unmapped*: its time goes to the nearest mapped consumer in the runtime
+      graph (these nodes are inserted for the consumer's layout/precision),
+      else the nearest mapped producer, else it is spread over all ops in
+      proportion to their time. ``DeviceReport.unmapped_fraction`` reports it.
+
+    The per-op clock misses inter-op work (scheduling, memory management), so
+    the per-op times are scaled to sum to the measured end-to-end median
+    (``measure_latency`` on the model compiled through HETERO on that one
+    device, i.e. one submodel, timed in chunks interleaved with the profiled
+    runs so both see the same machine load) minus that device's submodel
+    overhead (never below half the end-to-end median); the
+    CostModel then predicts a single-device placement's latency exactly.
+    ``DeviceReport.ratio`` is the unscaled sum over the end-to-end median.
+
+Unfused cost (``unfused_ms``)
+    Measured, not modelled: every op fused on a device is compiled *alone* on
+    that device - a copy of the op whose non-Constant inputs become Parameters
+    and whose outputs become Results, which is what HETERO hands a device when
+    a cut separates the op from its fusion partner - all such ops in one model,
+    profiled as above and scaled by the same factor. The primary keeps
+    ``unfused_ms == compute_ms`` (an upper bound: its kernel loses the cheap
+    epilogue). Where an op is not fused on a device, ``unfused_ms ==
+    compute_ms``. ``fused_into`` is one index per node: the first device (in
+    order) on which the op is fused decides it; a later device's different
+    fusion is kept only if it creates no chain (i -> j -> k).
+
+Links and submodels: see :mod:`ov_autoplace.costmodel.link_calibration`.
+
+Memory: ``node_memory_bytes[i]`` is the bytes of the Constants feeding node
+``i`` (a Constant shared by several consumers counts for each - the legalizer
+duplicates it per device). ``device_memory_bytes`` is ``inf`` for devices that
+report no ``GPU_DEVICE_TOTAL_MEM_SIZE`` (CPU plugins: host RAM, shared by both
+testbed devices, is not a per-device cap).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections import Counter
+from typing import Any, Sequence
+
+import numpy as np
+import openvino as ov
+from openvino import opset13 as ops
+
+from ..errors import DeviceError
+from ..graph import GraphArrays, NodeRole, extract_graph
+from ..prepare import prepare_model
+from ..timing import measure_latency, random_inputs
+from .cost_model import CostModel
+from .link_calibration import LinkProfile, profile_links
+from .profile_store import ProfileStore, profile_key
+
+logger = logging.getLogger(__name__)
+
+#: Bump when the meaning or layout of a stored model profile changes.
+MODEL_PROFILE_FORMAT = 1
+#: Op types whose kernel absorbs fused neighbours (their runtime node's primary op).
+HEAVY_OP_TYPES = frozenset({
+    "Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData", "MatMul",
+    "ScaledDotProductAttention", "Einsum", "MVN", "Softmax", "AvgPool", "MaxPool", "Interpolate", "ReduceMean",
+})
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceReport:
+    """How one device's per-op profile was obtained (times in ms, per inference)."""
+
+    device: str
+    e2e_ms: float  # measure_latency median, one submodel on this device
+    profiled_sum_ms: float  # sum of the per-runtime-node times (PERF_COUNT clock)
+    unmapped_ms: float  # runtime nodes naming no compute op
+    spread_ms: float  # part of unmapped_ms no neighbour could take (spread proportionally)
+    scale: float  # factor applied to per-op times
+    runtime_nodes: int
+    executed_nodes: int
+    compute_nodes: int
+    named_nodes: int  # compute nodes named by some runtime node's originalLayersNames
+    attached_nodes: int  # unnamed compute nodes given to a named neighbour's runtime node
+    fused_nodes: int
+    isolated_nodes: int  # fused nodes whose unfused cost was measured alone
+
+    @property
+    def ratio(self) -> float:
+        """Profiled per-op sum over end-to-end latency (before scaling)."""
+        return self.profiled_sum_ms / self.e2e_ms if self.e2e_ms > 0 else float("nan")
+
+    @property
+    def unmapped_fraction(self) -> float:
+        return self.unmapped_ms / self.profiled_sum_ms if self.profiled_sum_ms > 0 else 0.0
+
+    @property
+    def coverage(self) -> float:
+        """Fraction of compute ops that originalLayersNames names."""
+        return self.named_nodes / self.compute_nodes if self.compute_nodes else 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelProfile:
+    """A measured CostModel with the per-device reports and the profiler's own run time."""
+
+    cost_model: CostModel
+    reports: tuple[DeviceReport, ...]
+    links: LinkProfile
+    profiler_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cost_model": self.cost_model.to_dict(), "reports": [dataclasses.asdict(r) for r in self.reports],
+                "links": self.links.to_dict(), "profiler_seconds": self.profiler_seconds}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], graph: GraphArrays | None = None) -> "ModelProfile":
+        """Rebuild; with ``graph``, check the node count and take the node names from it."""
+        cost = CostModel.from_dict(data["cost_model"])
+        if graph is not None:
+            if cost.num_nodes != graph.num_nodes:
+                raise ValueError(f"stored profile has {cost.num_nodes} nodes, the model has {graph.num_nodes}")
+            # Same structure, node for node; auto-generated friendly names may differ between builds.
+            cost = dataclasses.replace(cost, node_names=tuple(graph.names))
+        reports = tuple(DeviceReport(**r) for r in data["reports"])
+        if [r.device for r in reports] != list(cost.devices):
+            raise ValueError(f"reports are for {[r.device for r in reports]}, cost model for {list(cost.devices)}")
+        return cls(cost, reports, LinkProfile.from_dict(data["links"]), float(data["profiler_seconds"]))
+
+
+def check_devices(core: ov.Core, devices: Sequence[str]) -> None:
+    """DeviceError unless every device can be measured on ``core``."""
+    if not devices:
+        raise DeviceError("no devices to profile; pass e.g. ['CPU', 'CPUF']")
+    available = list(core.available_devices)
+    missing = [d for d in devices if d not in available]
+    if missing:
+        raise DeviceError(
+            f"cannot profile {missing}: not present on this machine (available: {available}). Profile only "
+            "available devices, or use a simulated platform for the missing ones "
+            "(ov_autoplace.costmodel.platforms.PLATFORMS, e.g. 'paper' or 'laptop')")
+
+
+# --- runtime graph -> prepared ops ---------------------------------------------------------------
+
+@dataclasses.dataclass
+class _RuntimeNode:
+    name: str
+    originals: list[int]  # compute nodes of the graph it names, in listed order
+    producers: list[str]
+    consumers: list[str] = dataclasses.field(default_factory=list)
+
+
+def _runtime_graph(compiled: ov.CompiledModel, index: dict[str, int]) -> dict[str, _RuntimeNode]:
+    nodes: dict[str, _RuntimeNode] = {}
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        listed = info["originalLayersNames"].astype(str) if "originalLayersNames" in info else ""
+        originals = [index[n] for n in (s.strip() for s in listed.split(",")) if n in index]
+        producers = [op.input_value(k).get_node().get_friendly_name() for k in range(op.get_input_size())]
+        nodes[op.get_friendly_name()] = _RuntimeNode(op.get_friendly_name(), originals, producers)
+    for node in nodes.values():
+        for p in node.producers:
+            if p in nodes:
+                nodes[p].consumers.append(node.name)
+    return nodes
+
+
+def _primary(originals: list[int], graph: GraphArrays) -> int:
+    heavy = [i for i in originals if graph.op_types[i] in HEAVY_OP_TYPES]
+    return heavy[0] if heavy else originals[0]
+
+
+def _nearest_mapped(start: _RuntimeNode, nodes: dict[str, _RuntimeNode], direction: str) -> _RuntimeNode | None:
+    """Breadth-first along consumers or producers through unmapped nodes to the first mapped one."""
+    seen, frontier = {start.name}, list(getattr(start, direction))
+    while frontier:
+        nxt = []
+        for name in frontier:
+            node = nodes.get(name)
+            if node is None or name in seen:
+                continue
+            seen.add(name)
+            if node.originals:
+                return node
+            nxt.extend(getattr(node, direction))
+        frontier = nxt
+    return None
+
+
+def _attach_unnamed(graph: GraphArrays, owner: dict[int, _RuntimeNode], present: np.ndarray) -> int:
+    """Give compute ops no runtime node names to the runtime node of a named neighbour.
+
+    The CPU plugin drops some names when it fuses (ResNet's final MatMul: the
+    FullyConnected node lists only the bias Add; BERT's attention Reshapes and
+    Transposes). Such an op joins a named consumer's runtime node, else a named
+    producer's (in front if it is heavy, so it becomes the primary). Repeats
+    so chains of unnamed ops attach too. Returns how many were attached.
+    """
+    pending = [i for i in np.flatnonzero(present & (graph.role == NodeRole.COMPUTE)) if i not in owner]
+    attached = 0
+    while pending:
+        left = []
+        for i in pending:
+            near = [j for j in (*graph.successors(i).tolist(), *graph.predecessors(i).tolist()) if j in owner]
+            if not near:
+                left.append(i)
+                continue
+            node = owner[near[0]]
+            node.originals.insert(0, i) if graph.op_types[i] in HEAVY_OP_TYPES else node.originals.append(i)
+            owner[i] = node
+            attached += 1
+        if len(left) == len(pending):
+            break
+        pending = left
+    return attached
+
+
+def reports_running_average(core: ov.Core, device: str) -> bool:
+    """Whether ``device``'s plugin reports each node's running average since compile (the CPU plugin does).
+
+    Checked on OpenVINO 2026.4: a fresh ResNet-50 on CPU reports per-node
+    times whose sum falls run after run towards the steady state while
+    ``n * avg_n - (n-1) * avg_(n-1)`` matches each run's wall time.
+    """
+    try:
+        return "intel_cpu" in core.get_versions(device)[device].description
+    except Exception:  # noqa: BLE001 - unknown plugin: assume per-run values
+        return False
+
+
+def _profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
+                  companion: ov.CompiledModel | None = None, chunks: int = 4):
+    """Per-runtime-node time (ms per inference) over ``iterations`` profiled runs after ``warmup``.
+
+    With a running-average plugin the value is the mean over the profiled
+    window, from the averages at its start and end (``n * avg`` is the
+    node's total; the averages are whole microseconds, so the error is below
+    ``(warmup + 2 * iterations) / iterations`` us per node); otherwise it is
+    the median over runs (0 in runs where the node did not execute).
+    With ``companion`` (the same model compiled without PERF_COUNT), its
+    end-to-end latency is measured in ``chunks`` interleaved with the profiled
+    runs, so both see the same machine load; its samples are returned too.
+    """
+    request = compiled.create_infer_request()
+    inputs = random_inputs(compiled)
+
+    def snapshot() -> dict[str, float]:
+        return {p.node_name: p.real_time.total_seconds() * 1e3 for p in request.profiling_info
+                if p.status == ov.ProfilingInfo.Status.EXECUTED}
+
+    for _ in range(warmup):
+        request.infer(inputs)
+    start = snapshot() if warmup else {}
+    runs: list[dict[str, float]] = []
+    e2e: list[float] = []
+    chunks = max(1, min(chunks, iterations))
+    for chunk in range(chunks):
+        for _ in range(iterations // chunks + (chunk < iterations % chunks)):
+            request.infer(inputs)
+            if not running_average:
+                runs.append(snapshot())
+        if companion is not None:
+            e2e += measure_latency(companion, inputs, warmup=warmup if chunk == 0 else 0,
+                                   iterations=max(iterations, 12) // chunks).samples_ms.tolist()
+    if running_average:
+        end, total = snapshot(), warmup + iterations
+        return {k: max(0.0, (total * v - warmup * start.get(k, 0.0)) / iterations) for k, v in end.items()}, e2e
+    names = sorted({n for run in runs for n in run})
+    return {n: float(np.median([run.get(n, 0.0) for run in runs])) for n in names}, e2e
+
+
+def _map_times(compiled: ov.CompiledModel, graph: GraphArrays, node_ms: dict[str, float],
+               present: np.ndarray | None = None):
+    """Per-op times (ms, unscaled), per-device fusion map {i: primary} and stats, from runtime node times.
+
+    ``present``: the graph nodes the compiled model holds (default: all, the whole model). With a
+    subset (ops compiled alone, not connected to each other) no unnamed op is attached to a neighbour.
+    """
+    whole_model = present is None
+    present = np.ones(graph.num_nodes, dtype=bool) if present is None else present
+    counts = Counter(graph.names)  # a duplicated friendly name cannot be mapped back
+    index = {name: i for i, name in enumerate(graph.names)
+             if present[i] and graph.role[i] == NodeRole.COMPUTE and counts[name] == 1}
+    nodes = _runtime_graph(compiled, index)
+    owner: dict[int, _RuntimeNode] = {}
+    for node in nodes.values():
+        for i in node.originals:
+            owner.setdefault(i, node)
+    named = np.zeros(graph.num_nodes, dtype=bool)
+    named[list(owner)] = True
+    attached = _attach_unnamed(graph, owner, present) if whole_model else 0
+    primary_somewhere = np.zeros(graph.num_nodes, dtype=bool)
+    fused: dict[int, int] = {}
+    for node in nodes.values():
+        if node.originals:
+            p = _primary(node.originals, graph)
+            primary_somewhere[p] = True
+            for i in node.originals:
+                if i != p:
+                    fused.setdefault(i, p)
+    fused = {i: p for i, p in fused.items() if not primary_somewhere[i]}
+    times = np.zeros(graph.num_nodes)
+    unmapped = spread = 0.0
+    for name, ms in node_ms.items():
+        node = nodes.get(name)
+        target = node if node is not None and node.originals else None
+        if target is None:
+            unmapped += ms
+            if node is not None:
+                target = _nearest_mapped(node, nodes, "consumers") or _nearest_mapped(node, nodes, "producers")
+        if target is None:
+            spread += ms
+        else:
+            times[_primary(target.originals, graph)] += ms
+    total = float(sum(node_ms.values()))
+    if spread > 0:
+        mapped = times.sum()
+        times += spread * times / mapped if mapped > 0 else 0.0
+    stats = dict(profiled_sum_ms=total, unmapped_ms=unmapped, spread_ms=spread, runtime_nodes=len(nodes),
+                 executed_nodes=len(node_ms), named_nodes=int(named.sum()), attached_nodes=attached)
+    return times, fused, stats
+
+
+# --- unfused cost: fused ops compiled alone --------------------------------------------------------
+
+def _isolation_model(prepared: ov.Model, graph: GraphArrays, node_ids: Sequence[int]) -> ov.Model:
+    """A model holding a copy of each listed op alone: non-Constant inputs become Parameters."""
+    clone = prepared.clone()
+    by_name = {op.get_friendly_name(): op for op in clone.get_ordered_ops()}
+    params, results = [], []
+    for i in node_ids:
+        op = by_name[graph.names[i]]
+        for port in op.inputs():
+            source = port.get_source_output()
+            if source.get_node().get_type_name() == "Constant":
+                continue
+            param = ops.parameter(source.get_partial_shape(), source.get_element_type())
+            param.set_friendly_name(f"{graph.names[i]}/isolated_input_{port.get_index()}")
+            port.replace_source_output(param.output(0))
+            params.append(param)
+        results.extend(ops.result(out) for out in op.outputs())
+    return ov.Model(results, params, "fused_ops_isolated")
+
+
+def _unfused_times(core, prepared, graph, device, node_ids, warmup, iterations) -> np.ndarray | None:
+    """Unscaled times of ``node_ids`` compiled alone on ``device`` (None if that model cannot run)."""
+    try:
+        compiled = core.compile_model(_isolation_model(prepared, graph, node_ids), device, {"PERF_COUNT": True})
+        present = np.zeros(graph.num_nodes, dtype=bool)
+        present[list(node_ids)] = True
+        node_ms, _ = _profile_runs(compiled, warmup, iterations, reports_running_average(core, device))
+        times, _, _ = _map_times(compiled, graph, node_ms, present)
+    except Exception as exc:  # noqa: BLE001 - a best-effort estimate must not cost the whole profile
+        logger.warning("could not run the %d fused ops alone on %s (%s: %s); their unfused cost falls back to "
+                       "the device's measured ms per output byte", len(node_ids), device, type(exc).__name__, exc)
+        return None
+    return times[np.asarray(node_ids, dtype=np.int64)]
+
+
+def _ms_per_byte_fallback(times: np.ndarray, graph: GraphArrays) -> float:
+    """Median ms per output byte of the light (non-heavy) ops that ran on their own."""
+    light = [i for i in np.flatnonzero(times > 0) if graph.op_types[i] not in HEAVY_OP_TYPES
+             and graph.out_bytes[i] > 0]
+    return float(np.median(times[light] / graph.out_bytes[light])) if light else 0.0
+
+
+# --- assembly -------------------------------------------------------------------------------------
+
+def _node_memory_bytes(graph: GraphArrays) -> np.ndarray:
+    memory = np.zeros(graph.num_nodes, dtype=np.int64)
+    src, dst = graph.edge_src, graph.edge_dst
+    from_const = (graph.role[src] == NodeRole.CONSTANT) & (graph.role[dst] == NodeRole.COMPUTE)
+    np.add.at(memory, dst[from_const], np.maximum(graph.out_bytes[src[from_const]], 0))
+    return memory
+
+
+def _device_memory_bytes(core: ov.Core, device: str) -> float:
+    try:
+        if "GPU_DEVICE_TOTAL_MEM_SIZE" in core.get_property(device, "SUPPORTED_PROPERTIES"):
+            return float(core.get_property(device, "GPU_DEVICE_TOTAL_MEM_SIZE"))
+    except Exception:  # noqa: BLE001 - no capacity reported: treat as host memory
+        pass
+    return float("inf")
+
+
+def _single_device_compile(core: ov.Core, prepared: ov.Model, device: str) -> ov.CompiledModel:
+    """``prepared`` all on ``device``, compiled through HETERO (one submodel) like every placement."""
+    for op in prepared.get_ordered_ops():
+        op.get_rt_info()["affinity"] = device
+    return core.compile_model(prepared, f"HETERO:{device}", {"PERF_COUNT": False})
+
+
+def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 3,
+                          iterations: int = 20, store: ProfileStore | None = None,
+                          links: LinkProfile | None = None) -> ModelProfile:
+    """Profile ``model`` (original or prepared; it is prepared here) on ``devices``; see the module doc."""
+    devices = tuple(devices)
+    check_devices(core, devices)
+    if warmup < 0 or iterations < 1:
+        raise ValueError(f"need warmup >= 0 and iterations >= 1, got warmup={warmup}, iterations={iterations}")
+    started = time.perf_counter()
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    key = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    if store is not None:
+        cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
+        if cached is not None:
+            logger.info("model profile for %s loaded from %s", devices, store.path_for(key))
+            return cached
+    links = links if links is not None else profile_links(core, devices, store=store)
+    if links.devices != devices:
+        raise ValueError(f"link profile is for {links.devices}, profiling {devices}")
+
+    n, num_devices = graph.num_nodes, len(devices)
+    compute = np.zeros((n, num_devices))
+    unfused = np.zeros((n, num_devices))
+    fused_into = np.full(n, -1, dtype=np.int64)
+    reports = []
+    compute_mask = graph.role == NodeRole.COMPUTE
+    for d, device in enumerate(devices):
+        compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
+        node_ms, e2e_samples = _profile_runs(compiled, warmup, iterations, reports_running_average(core, device),
+                                             companion=_single_device_compile(core, prepared, device))
+        times, fused, stats = _map_times(compiled, graph, node_ms)
+        e2e = float(np.median(e2e_samples))
+        del compiled
+        # Scale to the end-to-end median minus this device's submodel overhead (never below half of it).
+        target = max(e2e - float(links.submodel_overhead_ms[d]), 0.5 * e2e)
+        scale = target / stats["profiled_sum_ms"] if stats["profiled_sum_ms"] > 0 else 1.0
+        compute[:, d] = times * scale
+        unfused[:, d] = compute[:, d]
+        isolated = sorted(fused)
+        if isolated:
+            alone = _unfused_times(core, prepared, graph, device, isolated, warmup, iterations)
+            if alone is None:
+                alone = _ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0)
+            unfused[isolated, d] = alone * scale
+        for i, p in fused.items():
+            if fused_into[i] < 0 and fused_into[p] < 0 and not (fused_into == i).any():
+                fused_into[i] = p
+        report = DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
+                              fused_nodes=len(fused), isolated_nodes=len(isolated), **stats)
+        logger.info("profiled %s: per-op sum %.3f ms vs end-to-end %.3f ms (ratio %.2f), unmapped %.1f %%, "
+                    "%d/%d compute ops named by the runtime, %d fused", device, report.profiled_sum_ms, e2e,
+                    report.ratio, 100 * report.unmapped_fraction, report.named_nodes, report.compute_nodes,
+                    report.fused_nodes)
+        reports.append(report)
+
+    cost = CostModel(
+        devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,
+        fused_into=fused_into, link_latency_ms=links.link_latency_ms, link_ms_per_byte=links.link_ms_per_byte,
+        submodel_overhead_ms=links.submodel_overhead_ms, node_memory_bytes=_node_memory_bytes(graph),
+        device_memory_bytes=np.array([_device_memory_bytes(core, d) for d in devices]), simulated=False,
+        source=f"profiled on {','.join(devices)}, OpenVINO {ov.get_version().split('-')[0]}")
+    profile = ModelProfile(cost, tuple(reports), links, time.perf_counter() - started)
+    if store is not None:
+        store.save(key, profile.to_dict())
+    return profile
+
+
+def profile_model(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 3,
+                  iterations: int = 20, store: ProfileStore | None = None,
+                  links: LinkProfile | None = None) -> CostModel:
+    """A measured CostModel of ``model`` on ``devices`` (cached in ``store`` if given)."""
+    return measure_model_profile(model, core, devices, warmup=warmup, iterations=iterations, store=store,
+                                 links=links).cost_model
+
+
+__all__ = ["HEAVY_OP_TYPES", "DeviceReport", "ModelProfile", "check_devices", "measure_model_profile",
+           "profile_links", "profile_model"]
