@@ -24,6 +24,7 @@ from .devices import DeviceSpec, check_devices_present, check_properties, parse_
 from .errors import DeviceError, ModelLoadError, ModelNotFoundError, PlacementError, UnsupportedOpError
 from .cache import PlacementCache
 from .graph import GraphArrays, extract_graph
+from .guard import guard_placement
 from .legalize import Pin, legalize, parse_pins, query_support
 from .placement import Placement
 from .prepare import prepare_model
@@ -40,6 +41,8 @@ ModelLike = Union[ov.Model, str, os.PathLike]
 class StrategyName(str, enum.Enum):
     """Built-in placement strategies selectable by name."""
 
+    #: The shipped pretrained HSDAG policy (numpy inference), fed by a measured profile of the model.
+    HSDAG = "hsdag"
     #: FLOP-heavy ops on the first (accelerator) device, the rest on the next; islands merged.
     HEAVY_OPS = "heavy_ops"
     #: OpenVINO HETERO's rule: everything on the first device that supports it.
@@ -49,6 +52,7 @@ class StrategyName(str, enum.Enum):
 
 
 DEFAULT_STRATEGY = StrategyName.HEAVY_OPS
+PRETRAINED_POLICY_FILE = "hsdag_v1.npz"
 #: Default bound on HETERO submodels: each costs a switch and two tensor copies.
 DEFAULT_MAX_SUBMODELS = 8
 
@@ -75,7 +79,20 @@ def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None) -
         return DevicePriorityStrategy()
     if name is StrategyName.RANDOM:
         return RandomStrategy()
+    if name is StrategyName.HSDAG:
+        from .costmodel.providers import MeasuredCostProvider
+        from .policy.strategy import HSDAGStrategy
+
+        return HSDAGStrategy(pretrained_policy_path(), MeasuredCostProvider())
     return HeavyOpsStrategy()
+
+
+def pretrained_policy_path() -> Path:
+    """The HSDAG policy shipped inside the package."""
+    path = Path(__file__).parent / "policy" / "pretrained" / PRETRAINED_POLICY_FILE
+    if not path.is_file():
+        raise PlacementError(f"the pretrained policy {path} is missing from this installation; reinstall ov_autoplace")
+    return path
 
 
 def load_model(model: ModelLike, core: ov.Core) -> ov.Model:
@@ -143,6 +160,9 @@ def _place(req: _Request, prepared: ov.Model, graph: GraphArrays) -> Placement:
     proposal = req.strategy.propose(context)
     placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
                          strategy=req.strategy.name)
+    cost = getattr(req.strategy, "last_cost", None)
+    if cost is not None and not req.pins:  # pinned placements are the user's call, not the guard's
+        placement = guard_placement(placement, graph, cost, support)
     logger.info("placed %d nodes with %s: %s, %d submodel(s)", graph.num_nodes, req.strategy.name,
                 placement.counts_per_device(), placement.num_submodels)
     return placement

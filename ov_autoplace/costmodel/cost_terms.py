@@ -2,8 +2,7 @@
 
 ``CostTerms`` evaluates one placement (``latency_ms``, ``breakdown``); the
 simulator is the batched, independent implementation the tests compare
-against. ``CostModelStrategy`` is the base of every strategy that reads a
-CostModel. The execution model, as the solvers see it
+against. The execution model, as the solvers see it
 (``CostTerms.latency_ms`` evaluates it for one placement; the simulator is the
 batched, independent implementation the tests compare against):
 
@@ -36,16 +35,12 @@ batched, independent implementation the tests compare against):
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable, Union
-
 import numpy as np
 
 from ..errors import PlacementError
 from ..graph import GraphArrays, NodeRole
 from ..legalize import _islands, constant_subgraph_mask, legalize
 from ..placement import Placement
-from ..strategies.base import PlacementContext, PlacementStrategy
 from .cost_model import CostModel
 
 
@@ -177,46 +172,4 @@ class CostTerms:
         return terms["compute"] + terms["fusion"] + terms["transfer"] + terms["overhead"]
 
 
-#: A CostModel, or a function building one for the context being placed.
-CostProvider = Union[CostModel, Callable[[PlacementContext], CostModel]]
-
-
-def resolve_cost(provider: CostProvider, context: PlacementContext) -> CostModel:
-    """The provider's CostModel, with its device columns in the context's device order.
-
-    Raises PlacementError when the model describes other nodes (it must be
-    built for the prepared model being placed) or lacks one of the devices.
-    """
-    cost = provider if isinstance(provider, CostModel) else provider(context)
-    if not isinstance(cost, CostModel):
-        raise PlacementError(f"the cost provider returned {type(cost).__name__}, expected a CostModel")
-    if tuple(cost.node_names) != tuple(context.graph.names):
-        raise PlacementError(
-            f"the CostModel describes {cost.num_nodes} nodes, not the {context.graph.num_nodes} of the model being "
-            "placed; build it for the prepared model (ov_autoplace.prepare.prepare_model)")
-    if tuple(cost.devices) == tuple(context.devices):
-        return cost
-    missing = [d for d in context.devices if d not in cost.devices]
-    if missing:
-        raise PlacementError(f"the CostModel has no costs for device(s) {missing}; it covers {list(cost.devices)}")
-    cols = np.array([cost.devices.index(d) for d in context.devices])
-    grid = np.ix_(cols, cols)
-    return dataclasses.replace(
-        cost, devices=tuple(context.devices), compute_ms=cost.compute_ms[:, cols], unfused_ms=cost.unfused_ms[:, cols],
-        link_latency_ms=cost.link_latency_ms[grid], link_ms_per_byte=cost.link_ms_per_byte[grid],
-        submodel_overhead_ms=cost.submodel_overhead_ms[cols], device_memory_bytes=cost.device_memory_bytes[cols])
-
-
-class CostModelStrategy(PlacementStrategy):
-    """Base of the strategies that read a CostModel (given, or built per context by a callable)."""
-
-    def __init__(self, cost: CostProvider) -> None:
-        if not isinstance(cost, CostModel) and not callable(cost):
-            raise TypeError(f"cost must be a CostModel or a callable(PlacementContext) -> CostModel, got {type(cost)}")
-        self.cost = cost
-
-    def terms(self, context: PlacementContext) -> CostTerms:
-        return CostTerms(resolve_cost(self.cost, context), context.graph, context.support)
-
-
-__all__ = ["CostModelStrategy", "CostProvider", "CostTerms", "resolve_cost"]
+__all__ = ["CostTerms"]

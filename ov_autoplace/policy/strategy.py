@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..costmodel.cost_terms import CostProvider, resolve_cost
+from ..strategies.cost_based import CostProvider, resolve_cost
 from ..strategies.base import PlacementContext, PlacementStrategy
 from .features import NodeFeatureConfig
 from .numpy_policy import NumpyHSDAGPolicy, NumpyPolicyOutput
@@ -40,6 +40,7 @@ class HSDAGStrategy(PlacementStrategy):
 
     def propose(self, context: PlacementContext) -> np.ndarray:
         cost = resolve_cost(self.cost, context)
+        self.last_cost = cost
         arrays = self.policy.inputs(context.graph, cost, self.feature_config)
         output = self.policy.forward(arrays)
         self.last_output = output
@@ -48,8 +49,9 @@ class HSDAGStrategy(PlacementStrategy):
         return output.node_placement()
 
     def cache_token(self) -> str:
-        """The policy's weights digest and the feature switches (the cost provider is the caller's to key)."""
-        return f"hsdag(weights={self.policy.digest[:16]}, features={self.feature_config})"
+        """The policy's weights digest, the feature switches and where the costs come from."""
+        costs = f"costmodel:{self.cost.source}" if hasattr(self.cost, "compute_ms") else repr(self.cost)
+        return f"hsdag(weights={self.policy.digest[:16]}, features={self.feature_config}, costs={costs})"
 
     def __repr__(self) -> str:
         return f"HSDAGStrategy(policy={self.source or self.policy!r}, feature_config={self.feature_config})"

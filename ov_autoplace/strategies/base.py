@@ -33,6 +33,9 @@ class PlacementStrategy(abc.ABC):
 
     #: Short name used in summaries, logs and the cache.
     name: str = "strategy"
+    #: Strategies that price placements with a CostModel set this in propose();
+    #: compile_model's guard then checks the result against every single device.
+    last_cost = None
 
     @abc.abstractmethod
     def propose(self, context: PlacementContext) -> np.ndarray:

@@ -13,7 +13,7 @@ import logging
 
 import numpy as np
 
-from ..costmodel.cost_terms import CostModelStrategy
+from .cost_based import CostModelStrategy
 from .base import PlacementContext
 
 logger = logging.getLogger("ov_autoplace.strategies")

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..costmodel.cost_terms import CostModelStrategy, CostTerms
+from ..costmodel.cost_terms import CostTerms
+from .cost_based import CostModelStrategy
 from .base import PlacementContext
 from .heft import IncrementalPlacer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..costmodel.cost_terms import CostModelStrategy, CostProvider, resolve_cost
+from .cost_based import CostModelStrategy, CostProvider
 from ..costmodel.milp import milp_placement
 from ..costmodel.optimum import OptimumResult, min_cut_placement
 from .base import PlacementContext
@@ -31,7 +31,7 @@ class OptimumStrategy(CostModelStrategy):
         self.last_result: OptimumResult | None = None
 
     def propose(self, context: PlacementContext) -> np.ndarray:
-        cost = resolve_cost(self.cost, context)
+        cost = self.resolved_cost(context)
         min_cut_exact = (len(cost.devices) == 2 and not (cost.submodel_overhead_ms > 0).any()
                          and np.isinf(cost.device_memory_bytes).all() and self.max_submodels is None)
         if self.method == "min_cut" or (self.method == "auto" and min_cut_exact):

@@ -32,7 +32,9 @@ def test_place_with_the_learned_policy(testbed, policy_path):
     strategy = HSDAGStrategy(policy_path, _provider)
     placement = ov_autoplace.place(synthetic_graphs.residual(), "HETERO:CPU,CPUF", core=testbed.core,
                                    strategy=strategy)
-    assert placement.strategy == "hsdag"
+    # an untrained policy may lose to a single device under the stand-in costs; then the guard steps in
+    assert placement.strategy in ("hsdag", "hsdag+guard")
+    assert any("predicted" in note for note in placement.notes)
     assert set(placement.assignment.values()) <= {"CPU", "CPUF"}
     assert strategy.last_output is not None and strategy.last_output.logits.shape[1] == 2
 

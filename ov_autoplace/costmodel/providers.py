@@ -1,0 +1,67 @@
+"""Where a strategy's CostModel comes from: measured on the devices, or simulated from specs.
+
+A provider is a callable ``PlacementContext -> CostModel`` for the prepared
+model being placed. Both providers here are deterministic given the model's
+structure, the devices and their properties (the measured one is cached in
+the profile store under exactly that key), so a placement cache keyed on those
+plus the provider's ``repr`` stays valid.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import DeviceError
+from .cost_model import CostModel
+from .link_calibration import profile_links
+from .platforms import PLATFORMS, SimPlatform
+from .profile_store import ProfileStore
+from .profiler import profile_model
+from .sim_costs import cost_model_for
+
+if TYPE_CHECKING:  # the strategies package imports the cost model; avoid the cycle at run time
+    from ..strategies.base import PlacementContext
+
+#: A short link calibration: links are cheap on host-memory devices and the
+#: result is cached per device set, but the first compile on a machine pays it.
+QUICK_LINK_SIZES = (16 << 10, 1 << 20, 4 << 20)
+QUICK_LINK_CUTS = (1, 4)
+
+
+class MeasuredCostProvider:
+    """Profile the model on the context's devices (PERF_COUNT per op + a quick link calibration), cached."""
+
+    def __init__(self, *, store: ProfileStore | None = None, iterations: int = 10, warmup: int = 2) -> None:
+        self.store, self.iterations, self.warmup = store, iterations, warmup
+
+    def __call__(self, context: PlacementContext) -> CostModel:
+        if context.core is None or context.model is None:
+            raise ValueError("a measured cost model needs the context's core and model")
+        store = self.store if self.store is not None else ProfileStore()
+        links = profile_links(context.core, context.devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
+                              seconds_per_variant=0.3, store=store)
+        return profile_model(context.model, context.core, context.devices, warmup=self.warmup,
+                             iterations=self.iterations, store=store, links=links)
+
+    def __repr__(self) -> str:
+        return f"MeasuredCostProvider(iterations={self.iterations}, links=quick)"
+
+
+class SimulatedCostProvider:
+    """Costs from a simulated platform (``"paper"``, ``"laptop"`` or a SimPlatform); numbers are simulated."""
+
+    def __init__(self, platform: str | SimPlatform, *, precision: str = "f16") -> None:
+        if isinstance(platform, str):
+            if platform not in PLATFORMS:
+                raise DeviceError(f"unknown simulated platform {platform!r}; expected one of {sorted(PLATFORMS)}")
+            platform = PLATFORMS[platform]
+        self.platform, self.precision = platform, precision
+
+    def __call__(self, context: PlacementContext) -> CostModel:
+        return cost_model_for(context.graph, self.platform, precision=self.precision)
+
+    def __repr__(self) -> str:
+        return f"SimulatedCostProvider({self.platform.name!r}, precision={self.precision!r})"
+
+
+__all__ = ["MeasuredCostProvider", "QUICK_LINK_CUTS", "QUICK_LINK_SIZES", "SimulatedCostProvider"]

@@ -1,0 +1,195 @@
+"""A seeded family of realistic random DAGs built from OpenVINO opsets, for (pre)training and zero-shot tests.
+
+Three kinds, each with its size and shape drawn from one ``numpy`` generator
+(so a seed always builds the same model):
+
+* ``conv``: a CNN - a stem, stages of plain, residual, inception-like
+  (2-4 parallel branches concatenated) or depthwise-separable blocks with
+  stride-2 downsampling between stages, a global-pool + MatMul + Softmax head;
+* ``transformer``: BERT-like encoder layers (Q/K/V MatMuls, softmax attention,
+  output projection, residual + MVN LayerNorm, Gelu MLP), optionally fed by a
+  Gather embedding of integer token ids;
+* ``mlp``: MLPs of varied width and depth with Relu/Gelu/Sigmoid/Tanh, optional
+  residual skips and optional split-and-concat branches.
+
+:func:`family` lists ``(name, builder)`` pairs; :data:`HELD_OUT_SEEDS` are never
+used for training (``split="held_out"``), so zero-shot tests place graphs the
+policy has never seen. Weights are small random constants: only the topology,
+shapes and FLOPs matter to placement.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import openvino as ov
+from openvino import opset13 as ops
+
+KINDS = ("conv", "transformer", "mlp")
+#: Seeds of the training split and of the held-out split (disjoint).
+TRAIN_SEEDS = tuple(range(0, 48))
+HELD_OUT_SEEDS = tuple(range(1000, 1012))
+
+
+def _const(rng: np.random.Generator, shape, scale: float | None = None):
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else int(shape[0])
+    s = scale if scale is not None else 1.0 / np.sqrt(max(fan_in, 1))
+    return ops.constant((rng.standard_normal(shape) * s).astype(np.float32))
+
+
+def _i64(values) -> ov.Node:
+    return ops.constant(np.array(values, dtype=np.int64))
+
+
+def _conv(rng, x, cin: int, cout: int, k: int = 3, stride: int = 1, groups: int = 1, act: str | None = "relu"):
+    pad = k // 2
+    if groups == 1:
+        y = ops.convolution(x, _const(rng, (cout, cin, k, k)), [stride, stride], [pad, pad], [pad, pad], [1, 1])
+    else:
+        w = _const(rng, (groups, cout // groups, cin // groups, k, k))
+        y = ops.group_convolution(x, w, [stride, stride], [pad, pad], [pad, pad], [1, 1])
+    y = ops.add(y, _const(rng, (1, cout, 1, 1), 0.1))
+    return _act(y, act)
+
+
+def _act(y, act: str | None):
+    if act is None:
+        return y
+    return {"relu": ops.relu, "sigmoid": ops.sigmoid, "tanh": ops.tanh,
+            "gelu": lambda t: ops.gelu(t, "erf"), "swish": ops.swish}[act](y)
+
+
+# ---- CNNs ---------------------------------------------------------------------------------------------
+def _conv_block(rng, x, c: int, kind: str):
+    """One block at ``c`` channels; returns (output, channels)."""
+    if kind == "plain":
+        return _conv(rng, x, c, c, int(rng.choice([1, 3, 5]))), c
+    if kind == "residual":
+        y = _conv(rng, x, c, c, 3)
+        y = _conv(rng, y, c, c, 3, act=None)
+        return ops.relu(ops.add(x, y)), c
+    if kind == "inception":
+        branches, out_c = [], 0
+        for _ in range(int(rng.integers(2, 5))):
+            bc = int(rng.choice([c // 4, c // 2, c])) or 1
+            style = rng.integers(0, 3)
+            if style == 0:
+                b = _conv(rng, x, c, bc, 1)
+            elif style == 1:
+                b = _conv(rng, _conv(rng, x, c, bc, 1), bc, bc, int(rng.choice([3, 5])))
+            else:
+                b = ops.max_pool(x, [1, 1], [1, 1], [1, 1], [1, 1], [3, 3]).output(0)
+                b = _conv(rng, b, c, bc, 1)
+            branches.append(b)
+            out_c += bc
+        return ops.concat(branches, axis=1), out_c
+    # depthwise separable (MobileNet-like)
+    y = _conv(rng, x, c, c, 3, groups=c, act=str(rng.choice(["relu", "swish"])))
+    return _conv(rng, y, c, c, 1, act=None), c
+
+
+def conv_net(rng: np.random.Generator, name: str = "conv") -> ov.Model:
+    size = int(rng.choice([32, 56, 64, 112, 224]))
+    c = int(rng.choice([16, 24, 32, 48, 64]))
+    x = ops.parameter([1, 3, size, size], np.float32, name="image")
+    h = _conv(rng, x, 3, c, 3, stride=2 if size >= 112 else 1)
+    kinds = rng.choice(["plain", "residual", "inception", "depthwise"], size=int(rng.integers(1, 4)), replace=False)
+    for stage in range(int(rng.integers(2, 5))):
+        for _ in range(int(rng.integers(1, 4))):
+            h, c = _conv_block(rng, h, c, str(rng.choice(kinds)))
+        if stage < 3 and size > 8:
+            nc = min(int(c * rng.choice([1.5, 2.0])), 512)
+            h, c, size = _conv(rng, h, c, nc, 3, stride=2), nc, size // 2
+    pooled = ops.reduce_mean(h, _i64([2, 3]), keep_dims=False)
+    logits = ops.matmul(pooled, _const(rng, (c, int(rng.choice([10, 100, 1000])))), False, False)
+    return ov.Model([ops.softmax(logits, 1)], [x], name)
+
+
+# ---- transformers --------------------------------------------------------------------------------------
+def transformer(rng: np.random.Generator, name: str = "transformer") -> ov.Model:
+    seq = int(rng.choice([16, 32, 64, 128]))
+    heads = int(rng.choice([2, 4, 8]))
+    hidden = heads * int(rng.choice([16, 32, 48, 64]))
+    head_dim = hidden // heads
+    params = []
+    if rng.random() < 0.5:
+        ids = ops.parameter([1, seq], np.int64, name="input_ids")
+        table = _const(rng, (int(rng.choice([1000, 8000])), hidden), 0.02)
+        h = ops.gather(table, ids, _i64(0))
+        h = ops.add(h, _const(rng, (1, seq, hidden), 0.02))
+        params.append(ids)
+    else:
+        h = ops.parameter([1, seq, hidden], np.float32, name="hidden_states")
+        params.append(h)
+
+    def norm(t):
+        t = ops.mvn(t, _i64([-1]), True, 1e-5, "inside_sqrt")
+        return ops.add(ops.multiply(t, _const(rng, (hidden,), 0.1)), _const(rng, (hidden,), 0.1))
+
+    def proj(t, cin, cout):
+        return ops.add(ops.matmul(t, _const(rng, (cin, cout)), False, False), _const(rng, (cout,), 0.02))
+
+    def heads_view(t):
+        t = ops.reshape(t, _i64([1, seq, heads, head_dim]), False)
+        return ops.transpose(t, _i64([0, 2, 1, 3]))
+
+    ffn = int(rng.choice([2, 4]))
+    for _ in range(int(rng.integers(1, 5))):
+        q, k, v = (heads_view(proj(h, hidden, hidden)) for _ in range(3))
+        scores = ops.multiply(ops.matmul(q, k, False, True), ops.constant(np.float32(1 / np.sqrt(head_dim))))
+        ctx = ops.matmul(ops.softmax(scores, -1), v, False, False)
+        ctx = ops.reshape(ops.transpose(ctx, _i64([0, 2, 1, 3])), _i64([1, seq, hidden]), False)
+        h = norm(ops.add(h, proj(ctx, hidden, hidden)))
+        mlp = _act(proj(h, hidden, ffn * hidden), str(rng.choice(["gelu", "relu", "swish"])))
+        h = norm(ops.add(h, proj(mlp, ffn * hidden, hidden)))
+    if rng.random() < 0.5:  # a pooled classification head, as BERT's
+        first = ops.gather(h, _i64([0]), _i64(1))
+        h = ops.softmax(proj(ops.tanh(proj(first, hidden, hidden)), hidden, int(rng.choice([2, 10]))), -1)
+    return ov.Model([h], params, name)
+
+
+# ---- MLPs ------------------------------------------------------------------------------------------------
+def mlp(rng: np.random.Generator, name: str = "mlp") -> ov.Model:
+    batch = int(rng.choice([1, 8, 32, 128]))
+    width = int(rng.choice([64, 128, 256, 512, 1024]))
+    x = ops.parameter([batch, width], np.float32, name="features")
+    h, c = x, width
+    act = str(rng.choice(["relu", "gelu", "sigmoid", "tanh"]))
+    residual, branchy = rng.random() < 0.5, rng.random() < 0.3
+    for _ in range(int(rng.integers(2, 11))):
+        nc = int(rng.choice([64, 128, 256, 512, 1024, 2048]))
+        if branchy and rng.random() < 0.5:
+            parts = [_act(ops.add(ops.matmul(h, _const(rng, (c, nc // 2)), False, False),
+                                  _const(rng, (nc // 2,), 0.02)), act) for _ in range(2)]
+            y = ops.concat(parts, axis=1)
+        else:
+            y = _act(ops.add(ops.matmul(h, _const(rng, (c, nc)), False, False), _const(rng, (nc,), 0.02)), act)
+        h = ops.add(h, y) if residual and nc == c else y
+        c = nc
+    out = ops.matmul(h, _const(rng, (c, int(rng.choice([1, 10, 100])))), False, False)
+    return ov.Model([out], [x], name)
+
+
+BUILDERS: dict[str, Callable[[np.random.Generator, str], ov.Model]] = {
+    "conv": conv_net, "transformer": transformer, "mlp": mlp}
+
+
+def build(seed: int, kind: str | None = None) -> ov.Model:
+    """The family member of ``seed`` (its kind cycles through :data:`KINDS` unless given)."""
+    kind = kind or KINDS[seed % len(KINDS)]
+    if kind not in BUILDERS:
+        raise ValueError(f"unknown graph kind {kind!r}; expected one of {KINDS}")
+    return BUILDERS[kind](np.random.default_rng([seed, KINDS.index(kind)]), f"{kind}_{seed}")
+
+
+def family(split: str = "train", count: int | None = None) -> list[tuple[str, Callable[[], ov.Model]]]:
+    """``(name, builder)`` of the ``split`` ("train" or "held_out") members, the first ``count`` of them."""
+    seeds = {"train": TRAIN_SEEDS, "held_out": HELD_OUT_SEEDS}.get(split)
+    if seeds is None:
+        raise ValueError(f"split must be 'train' or 'held_out', got {split!r}")
+    seeds = seeds[:count] if count is not None else seeds
+    return [(f"{KINDS[s % len(KINDS)]}_{s}", (lambda s=s: build(s))) for s in seeds]
+
+
+__all__ = ["BUILDERS", "HELD_OUT_SEEDS", "KINDS", "TRAIN_SEEDS", "build", "conv_net", "family", "mlp", "transformer"]

@@ -1,0 +1,65 @@
+"""The guard keeps a placement only if the cost model predicts it no slower than every single device."""
+
+import dataclasses
+
+import numpy as np
+
+import ov_autoplace as oa
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.graph import NodeRole, extract_graph
+from ov_autoplace.guard import guard_placement
+from ov_autoplace.legalize import legalize, query_support
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.strategies import HeftStrategy, RandomStrategy
+from tests import synthetic_graphs as sg
+
+
+def _cost(graph, devices, per_node_ms, link_ms=0.01):
+    n, d = graph.num_nodes, len(devices)
+    compute = np.where((graph.role == NodeRole.COMPUTE)[:, None], np.asarray(per_node_ms, float)[None, :], 0.0)
+    return CostModel(devices=devices, node_names=graph.names, compute_ms=compute, unfused_ms=compute.copy(),
+                     fused_into=np.full(n, -1), link_latency_ms=np.full((d, d), link_ms) * (1 - np.eye(d)),
+                     link_ms_per_byte=np.zeros((d, d)), submodel_overhead_ms=np.full(d, 0.05),
+                     node_memory_bytes=np.zeros(n, dtype=np.int64), device_memory_bytes=np.full(d, np.inf),
+                     simulated=True, source="test fixture")
+
+
+def test_slow_split_is_replaced_by_the_fastest_single_device(testbed):
+    model = prepare_model(sg.residual())
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, testbed.devices)
+    cost = _cost(graph, testbed.devices, [1.0, 2.0])  # CPU twice as fast on every node
+    proposal = np.random.default_rng(0).integers(0, 2, graph.num_nodes)
+    placement = legalize(graph, proposal, testbed.devices, support, strategy="random")
+    guarded = guard_placement(placement, graph, cost, support)
+    assert set(guarded.assignment.values()) == {"CPU"}
+    assert guarded.strategy == "random+guard" and any("guard" in n for n in guarded.notes)
+
+
+def test_good_split_is_kept(testbed):
+    model = prepare_model(sg.residual())
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, testbed.devices)
+    cost = _cost(graph, testbed.devices, [1.0, 1.0], link_ms=0.0)
+    cost = dataclasses.replace(cost, submodel_overhead_ms=np.zeros(2))
+    # Convolutions are 10x faster on CPU, everything else 10x faster on CPUF: splitting wins.
+    conv = np.array([t == "Convolution" for t in graph.op_types])
+    compute = cost.compute_ms.copy()
+    compute[conv] = [0.1, 1.0]
+    compute[~conv & (graph.role == NodeRole.COMPUTE)] = [1.0, 0.1]
+    cost = dataclasses.replace(cost, compute_ms=compute, unfused_ms=compute.copy())
+    proposal = np.where(conv, 0, 1)
+    placement = legalize(graph, proposal, testbed.devices, support, strategy="split")
+    kept = guard_placement(placement, graph, cost, support)
+    assert kept is placement and len(set(kept.assignment.values())) == 2
+
+
+def test_place_applies_the_guard_for_cost_model_strategies(testbed):
+    model = prepare_model(sg.attention_like())
+    graph = extract_graph(model)
+    cost = _cost(graph, testbed.devices, [1.0, 3.0], link_ms=5.0)
+    placement = oa.place(model, testbed.hetero, core=testbed.core, strategy=HeftStrategy(cost))
+    assert set(placement.assignment.values()) == {"CPU"}
+    # a strategy without a cost model is left alone (the heuristic's split survives)
+    free = oa.place(model, testbed.hetero, core=testbed.core, strategy=RandomStrategy(seed=1), max_submodels=None)
+    assert len(set(free.assignment.values())) == 2
