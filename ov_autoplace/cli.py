@@ -3,6 +3,7 @@
     ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json]
     ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
     ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png
+    ov-autoplace profile -m model.xml --testbed
     ov-autoplace cache list | clear
 
 Every subcommand has its own ``--help``.
@@ -22,6 +23,7 @@ import openvino as ov
 
 from . import api, viz
 from .cache import PlacementCache
+from .devices import parse_device_string
 from .errors import OVAutoplaceError
 from .graph import extract_graph
 from .placement import Placement
@@ -127,6 +129,45 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_profile(args) -> int:
+    from collections import defaultdict
+
+    from .costmodel.link_calibration import profile_links
+    from .costmodel.profile_store import ProfileStore
+    from .costmodel.profiler import measure_model_profile
+    from .costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
+
+    core, device = _core_and_device(args)
+    devices = parse_device_string(device).devices
+    store = ProfileStore(args.profile_dir) if not args.no_store else None
+    model = api.load_model(args.model, core)
+    links = profile_links(core, devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
+                          seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
+    profile = measure_model_profile(model, core, devices, iterations=args.niter, store=store, links=links)
+    cost = profile.cost_model
+    print(f"{Path(args.model).name} on {', '.join(devices)}: {cost.label}")
+    for report in profile.reports:
+        print(f"  {report.device}: end-to-end {report.e2e_ms:.2f} ms, per-op sum {report.profiled_sum_ms:.2f} ms "
+              f"(ratio {report.ratio:.2f}), unmapped {100 * report.unmapped_fraction:.1f} %, "
+              f"ops named {report.named_nodes}/{report.compute_nodes}, fused {report.fused_nodes}")
+    graph = extract_graph(prepare_model(model))
+    per_type: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(devices))
+    for i, op_type in enumerate(graph.op_types):
+        for d in range(len(devices)):
+            per_type[op_type][d] += float(cost.compute_ms[i, d])
+    total = [sum(v[d] for v in per_type.values()) for d in range(len(devices))]
+    print("  op type".ljust(30) + "".join(f"{d:>12}" for d in devices) + "   (ms per inference)")
+    for op_type, values in sorted(per_type.items(), key=lambda kv: -max(kv[1])):
+        if max(values) >= 0.01 * max(total):
+            print(f"  {op_type:<28}" + "".join(f"{v:12.3f}" for v in values))
+    print(f"  {'total':<28}" + "".join(f"{v:12.3f}" for v in total))
+    print(f"  profiler time {profile.profiler_seconds:.1f} s")
+    if args.output:
+        args.output.write_text(json.dumps(profile.to_dict()))
+        print(f"profile written to {args.output}")
+    return 0
+
+
 def cmd_cache(args) -> int:
     cache = PlacementCache(args.cache_dir)
     if args.action == "list":
@@ -170,6 +211,20 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--no-measure", action="store_true", help="do not compile and time")
     show.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib)")
     show.set_defaults(func=cmd_show)
+
+    profile = sub.add_parser("profile", help="measure per-op latency on each device (a measured cost model)",
+                             description="Profile a model on every listed device (PERF_COUNT per op, mapped back to "
+                                         "the model's ops; link and submodel costs from real splits), print per-op-type "
+                                         "times per device; reused from the profile store when nothing changed.")
+    profile.add_argument("-m", "--model", required=True, help="model file OpenVINO can read")
+    profile.add_argument("-d", "--device", default=None, help="devices, e.g. HETERO:GPU,CPU or CPU (default: testbed)")
+    profile.add_argument("--testbed", action="store_true", help="register the standard testbed devices")
+    profile.add_argument("-niter", "--niter", type=int, default=20, help="profiled inferences per device")
+    profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
+    profile.add_argument("--profile-dir", type=Path, default=None,
+                         help="profile store (default $OV_AUTOPLACE_PROFILE_DIR or ~/.cache/ov_autoplace/profiles)")
+    profile.add_argument("--no-store", action="store_true", help="always measure; do not read or write the store")
+    profile.set_defaults(func=cmd_profile)
 
     cache = sub.add_parser("cache", help="list or clear cached placements",
                            description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")

@@ -43,7 +43,7 @@ def test_cache_list_and_clear(tmp_path, capsys):
     assert "removed 0" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", ["place", "show", "cache"])
+@pytest.mark.parametrize("command", ["place", "show", "profile", "cache"])
 def test_every_subcommand_has_help(command, capsys):
     with pytest.raises(SystemExit) as info:
         build_parser().parse_args([command, "--help"])
@@ -68,3 +68,13 @@ def test_show_a_saved_placement(ir_path, tmp_path):
     assert main(["show", "-m", str(ir_path), "--testbed", "--placement", str(saved), "--no-measure",
                  "--no-png", "-o", str(prefix)]) == 0
     assert prefix.with_suffix(".svg").exists() and not prefix.with_suffix(".png").exists()
+
+
+def test_profile_prints_per_op_types_and_writes_json(ir_path, tmp_path, capsys):
+    out = tmp_path / "profile.json"
+    assert main(["profile", "-m", str(ir_path), "--testbed", "-niter", "2", "--profile-dir", str(tmp_path / "store"),
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "measured (profiled on CPU,CPUF" in text and "Convolution" in text and "total" in text
+    data = json.loads(out.read_text())
+    assert data["cost_model"]["devices"] == ["CPU", "CPUF"]
