@@ -32,7 +32,7 @@ property_values = st.one_of(st.none(), st.integers(-3, 1 << 40), st.text(max_siz
                             st.booleans(), st.lists(st.integers(), max_size=2))
 property_dicts = st.one_of(
     st.dictionaries(st.one_of(st.sampled_from(["PERFORMANCE_HINT", "NUM_STREAMS", "INFERENCE_PRECISION_HINT",
-                                               "CACHE_DIR", "NOT_A_PROPERTY", ""]), st.integers(), st.text(max_size=8)),
+                                               "NOT_A_PROPERTY", ""]), st.integers(), st.text(max_size=8)),
                     property_values, max_size=3),
     st.lists(st.text(max_size=5), max_size=2), st.text(max_size=10), st.integers(),
 )
