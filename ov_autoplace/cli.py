@@ -226,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--no-store", action="store_true", help="always measure; do not read or write the store")
     profile.set_defaults(func=cmd_profile)
 
+    # Listed for `ov-autoplace --help`; main() hands `train ...` to the trainer before parsing.
+    sub.add_parser("train", help="train the HSDAG policy (needs the [train] extra: torch)",
+                           description="Train or fine-tune the HSDAG placement policy; every argument after "
+                                       "`train` goes to `python -m ov_autoplace.train` (see `ov-autoplace train --help`).",
+                           add_help=False)
+
     cache = sub.add_parser("cache", help="list or clear cached placements",
                            description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")
     cache.add_argument("action", choices=["list", "clear"])
@@ -235,6 +241,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:  # everything after `train` belongs to the trainer's own parser
+        from .train import main as train_main  # torch is imported only on this path
+
+        return train_main(argv[1:])
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:

@@ -78,3 +78,10 @@ def test_profile_prints_per_op_types_and_writes_json(ir_path, tmp_path, capsys):
     assert "measured (profiled on CPU,CPUF" in text and "Convolution" in text and "total" in text
     data = json.loads(out.read_text())
     assert data["cost_model"]["devices"] == ["CPU", "CPUF"]
+
+
+def test_train_subcommand_hands_over_to_the_trainer(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["train", "--help"])
+    assert info.value.code == 0
+    assert "ov_autoplace.train" in capsys.readouterr().out

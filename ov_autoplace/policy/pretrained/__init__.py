@@ -1,0 +1,12 @@
+"""The pretrained HSDAG policy shipped with ov_autoplace (``hsdag_v1.npz``; how it was made: ``TRAINING.md``).
+
+Data only: load it with ``NumpyHSDAGPolicy.load(PRETRAINED_POLICY)`` (numpy, no torch) or use
+``HSDAGStrategy(PRETRAINED_POLICY, cost)``.
+"""
+
+from pathlib import Path
+
+#: Path of the shipped pretrained policy file.
+PRETRAINED_POLICY = Path(__file__).with_name("hsdag_v1.npz")
+
+__all__ = ["PRETRAINED_POLICY"]

@@ -1,0 +1,54 @@
+"""The shipped pretrained policy: loads without torch, places unseen graphs in one forward pass."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ov_autoplace.policy import NumpyHSDAGPolicy
+from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+from tests.policy.conftest import stand_in_cost_model
+
+NO_TORCH = """
+import sys
+sys.modules["torch"] = None  # any import of torch now fails
+import numpy as np
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.policy import NumpyHSDAGPolicy
+from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+from ov_autoplace.policy.train.graph_family import build
+from tests.policy.conftest import stand_in_cost_model
+graph = extract_graph(prepare_model(build(1003)))  # a held-out graph
+placement = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).place(graph, stand_in_cost_model(graph, ("CPU", "CPUF", "NPU")))
+assert placement.shape == (graph.num_nodes,) and placement.min() >= 0 and placement.max() <= 2
+print("placed", graph.num_nodes)
+"""
+
+
+def test_shipped_policy_is_small_and_documented():
+    assert PRETRAINED_POLICY.is_file() and PRETRAINED_POLICY.stat().st_size < 1_000_000
+    assert (PRETRAINED_POLICY.parent / "TRAINING.md").is_file()
+    header = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).header
+    assert header["metadata"]["recipe"] == "ov_autoplace.policy.train.pretrain"
+
+
+def test_places_a_held_out_graph_without_torch():
+    result = subprocess.run([sys.executable, "-c", NO_TORCH], capture_output=True, text=True, timeout=300,
+                            cwd=str(__import__("pathlib").Path(__file__).resolve().parents[3]))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "placed" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.zoo
+def test_places_bert_base(bert_prepared):
+    _, graph = bert_prepared
+    policy = NumpyHSDAGPolicy.load(PRETRAINED_POLICY)
+    out = policy.forward(policy.inputs(graph, stand_in_cost_model(graph)))
+    assert out.node_placement().shape == (graph.num_nodes,)
+    assert 1 <= out.num_groups < graph.num_nodes
+    assert np.isfinite(out.logits).all()
