@@ -78,6 +78,24 @@ def profile_store(directory: str | None) -> ProfileStore:
     return ProfileStore(directory) if directory else ProfileStore()
 
 
+def time_runs(fn, runs: int) -> list[float]:
+    """Wall-clock seconds of ``runs`` calls of ``fn`` after one warm-up call (imports, lazy initialisation)."""
+    fn()
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def fmt_samples(samples: Sequence[float], digits: int = 2) -> str:
+    """``median X ms (min, max, n)`` of samples in seconds."""
+    ms = [s * 1e3 for s in samples]
+    return (f"median {float(np.median(ms)):9.{digits}f} ms  (min {min(ms):9.{digits}f}, "
+            f"max {max(ms):9.{digits}f}, n={len(ms)})")
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub markdown table; floats are printed with 2 decimals, None as an empty cell."""
 

@@ -17,30 +17,18 @@ import pathlib
 import statistics
 import sys
 import time
-from typing import Callable
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from _common import fmt_samples, time_runs  # noqa: E402
 
 from ov_autoplace.graph import extract_graph  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 from tests.reference_graph import reference_extract  # noqa: E402
 
 
-def time_runs(fn: Callable[[], object], runs: int) -> list[float]:
-    fn()  # warm-up (first call pays imports and lazy initialisation)
-    samples = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return samples
-
-
-def fmt(samples: list[float]) -> str:
-    ms = [s * 1e3 for s in samples]
-    return f"median {statistics.median(ms):9.3f} ms  (min {min(ms):9.3f}, max {max(ms):9.3f}, n={len(ms)})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.model}: {g.num_nodes} nodes, {g.num_edges} edges")
         native = time_runs(lambda: extract_graph(model), runs)
         ref = time_runs(lambda: reference_extract(model), runs)
-        print(f"  native    {fmt(native)}")
-        print(f"  reference {fmt(ref)}")
+        print(f"  native    {fmt_samples(native, 3)}")
+        print(f"  reference {fmt_samples(ref, 3)}")
         ratio = statistics.median(ref) / statistics.median(native)
         verdict = "ok" if ratio >= 10 else "MISSED"
         print(f"  ratio (median reference / median native): {ratio:.1f}x  (target >= 10x: {verdict})")
@@ -76,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     build = time.perf_counter() - t0
     g = extract_graph(big)
     print(f"long_chain({args.blocks}): {g.num_nodes} nodes, {g.num_edges} edges (built in {build:.2f} s)")
-    print(f"  native    {fmt(time_runs(lambda: extract_graph(big), runs))}")
+    print(f"  native    {fmt_samples(time_runs(lambda: extract_graph(big), runs), 3)}")
     return 0
 
 

@@ -28,12 +28,12 @@ import pathlib
 import statistics
 import sys
 import tempfile
-import time
-from typing import Callable
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from _common import fmt_samples, time_runs  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -45,19 +45,6 @@ from tests.policy.conftest import prepared_graph, stand_in_cost_model  # noqa: E
 TARGETS_MS = {"bert_base": 100.0, "long_chain": 5000.0}
 
 
-def time_runs(fn: Callable[[], object], runs: int) -> list[float]:
-    fn()  # warm-up
-    samples = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return samples
-
-
-def fmt(samples: list[float]) -> str:
-    ms = [s * 1e3 for s in samples]
-    return f"median {statistics.median(ms):9.2f} ms  (min {min(ms):9.2f}, max {max(ms):9.2f}, n={len(ms)})"
 
 
 def random_policy(graph, path: pathlib.Path) -> NumpyHSDAGPolicy:
@@ -96,7 +83,7 @@ def bench(name: str, graph, policy_path: str | None, runs: int, workdir: pathlib
         "total": time_runs(total, runs),
     }
     for label, samples in timings.items():
-        print(f"  {label:9s}{fmt(samples)}")
+        print(f"  {label:9s}{fmt_samples(samples)}")
     target = TARGETS_MS[name]
     median_ms = statistics.median(timings["total"]) * 1e3
     ok = median_ms <= target

@@ -19,13 +19,18 @@ def test_json_round_trip(testbed, tmp_path):
     assert again.counts_per_device() == placement.counts_per_device()
 
 
-def test_apply_sets_every_affinity_and_splits_shared_constants(testbed):
+def _shared_constant_model() -> ov.Model:
+    """x*scale + (x+scale): one Constant read by nodes "a" and "b"."""
     x = ops.parameter([2, 4], np.float32, name="x")
     scale = ops.constant(np.full([2, 4], 3.0, np.float32), name="scale")
     a, b = ops.multiply(x, scale), ops.add(x, scale)
     a.set_friendly_name("a")
     b.set_friendly_name("b")
-    model = prepare_model(ov.Model([ops.add(a, b)], [x]))
+    return prepare_model(ov.Model([ops.add(a, b)], [x]))
+
+
+def test_apply_sets_every_affinity_and_splits_shared_constants(testbed):
+    model = _shared_constant_model()
     shared = [op for op in model.get_ops() if op.get_type_name() == "Constant"
               and len(op.output(0).get_target_inputs()) > 1]
     assert shared
@@ -62,12 +67,7 @@ def test_summary_and_lookup():
 
 
 def test_split_constant_compiles_and_computes(testbed):
-    x = ops.parameter([2, 4], np.float32, name="x")
-    scale = ops.constant(np.full([2, 4], 3.0, np.float32), name="scale")
-    a, b = ops.multiply(x, scale), ops.add(x, scale)
-    a.set_friendly_name("a")
-    b.set_friendly_name("b")
-    model = prepare_model(ov.Model([ops.add(a, b)], [x]))
+    model = _shared_constant_model()
     assignment = {op.get_friendly_name(): "CPU" for op in model.get_ops()}
     assignment["b"] = "CPUF"
     placement = Placement(assignment, ("CPU", "CPUF"), "manual", frozenset({"a", "b"}), 2)
