@@ -27,7 +27,8 @@ log = logging.getLogger("ov_autoplace.train")
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ov_autoplace.train", description=__doc__.split("\n\n")[0],
-                                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+                                epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     what = p.add_argument_group("what to train on")
     what.add_argument("--model", action="append", default=[], metavar="PATH|zoo:NAME|family:SEED",
                       help="a model file (IR, ONNX, ...), a zoo model (zoo:bert_base) or a random DAG of the "
@@ -109,7 +110,7 @@ def _load_models(specs: Sequence[str]):
 
 def _envs(args: argparse.Namespace):
     from .policy.train.env import MeasuredEnv
-    from .policy.train.tasks import base_platforms, prepared_graph, sim_envs, PlatformDraw
+    from .policy.train.tasks import PlatformDraw, base_platforms, prepared_graph, sim_envs
 
     models = _load_models(args.model)
     if args.measured:
@@ -134,7 +135,8 @@ def _envs(args: argparse.Namespace):
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m ov_autoplace.train`` and ``ov-autoplace train``; returns the exit code."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         import torch  # noqa: F401
     except ImportError:

@@ -28,4 +28,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = sorted(_LAZY)
+__all__ = ["FINE_TUNE_CONFIG", "MODES", "MeasuredEnv", "PlacementEnv", "SimEnv", "TrainConfig", "Trainer",
+           "fine_tune", "make_policy", "torch_policy"]

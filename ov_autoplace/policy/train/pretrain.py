@@ -32,9 +32,9 @@ log = logging.getLogger(__name__)
 
 #: The policy architecture shipped (the paper's hidden size 128; two parsing iterations keep ~5-20 groups).
 PRETRAIN_POLICY = HSDAGConfig(hidden=128, num_gcn_layers=2, max_pool_iterations=2)
-PRETRAIN_CONFIG = TrainConfig(mode="reinforce", steps=6000, samples=16, lr=1e-3, entropy_weight=0.01,
-                              tasks_per_step=4, grad_clip=1.0, calibrate_fraction=0.1, cosine_lr=True, seed=0,
-                              threads=1)
+PRETRAIN_CONFIG = TrainConfig(mode="reinforce", steps=16000, samples=16, lr=1e-3, entropy_weight=0.02,
+                              logit_penalty=0.001, single_device_samples=True, tasks_per_step=4, grad_clip=1.0,
+                              calibrate_fraction=0.1, cosine_lr=True, seed=0, threads=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +51,7 @@ class PretrainTasks:
 
 
 def task_weights(envs: list[SimEnv], tasks: PretrainTasks) -> list[float]:
-    """Draw weights: measured ``measured_weight``, unperturbed platforms (no ``~`` in the tag) ``base_weight``, else 1."""
+    """Draw weights: measured ``measured_weight``, unperturbed platforms (no ``~``) ``base_weight``, else 1."""
     return [tasks.measured_weight if not e.cost.simulated else 1.0 if "~" in e.name else tasks.base_weight
             for e in envs]
 

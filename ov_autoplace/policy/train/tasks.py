@@ -36,7 +36,7 @@ PRECISION_CHOICES = ("f16", "f32", "int8")
 
 
 def simulated_testbed_platform() -> SimPlatform:
-    """A *simulated* twin of ``testbed.make_testbed()``: this CPU as bf16 x 1 thread ("CPU") and f32 x 2 threads ("CPUF").
+    """A *simulated* twin of ``testbed.make_testbed()``: this CPU as bf16 x1 thread ("CPU") and f32 x2 ("CPUF").
 
     Estimated from /proc/cpuinfo (``sim_costs.host_cpu_device``); CPUF is
     restricted to f32 (no bf16/AMX peaks) the way the testbed configures it.
