@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import importlib.util
 import logging
 import os
 from pathlib import Path
@@ -41,7 +42,8 @@ ModelLike = Union[ov.Model, str, os.PathLike]
 class StrategyName(str, enum.Enum):
     """Built-in placement strategies selectable by name."""
 
-    #: The shipped pretrained HSDAG policy (numpy inference), fed by a measured profile of the model.
+    #: The shipped pretrained HSDAG policy (numpy inference, no torch), fed by a measured profile of the
+    #: model on the requested devices (profiled on the first compile, then cached). The default.
     HSDAG = "hsdag"
     #: FLOP-heavy ops on the first (accelerator) device, the rest on the next; islands merged.
     HEAVY_OPS = "heavy_ops"
@@ -51,7 +53,7 @@ class StrategyName(str, enum.Enum):
     RANDOM = "random"
 
 
-DEFAULT_STRATEGY = StrategyName.HEAVY_OPS
+DEFAULT_STRATEGY = StrategyName.HSDAG
 PRETRAINED_POLICY_FILE = "hsdag_v1.npz"
 #: Default bound on HETERO submodels: each costs a switch and two tensor copies.
 DEFAULT_MAX_SUBMODELS = 8
@@ -63,7 +65,10 @@ def default_core() -> ov.Core:
     return ov.Core()
 
 
-def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None) -> PlacementStrategy:
+def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None, search_budget: int | float | None,
+                      max_submodels: int | None) -> PlacementStrategy:
+    if search_budget is not None:
+        return _search_strategy(strategy, search_budget, max_submodels)
     if isinstance(strategy, PlacementStrategy):
         return strategy
     if strategy is None:
@@ -85,6 +90,26 @@ def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None) -
 
         return HSDAGStrategy(pretrained_policy_path(), MeasuredCostProvider())
     return HeavyOpsStrategy()
+
+
+def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrategy:
+    """The budgeted, measured fine-tuning of the pretrained policy (needs torch, the ``train`` extra)."""
+    from .policy.search_strategy import HSDAGSearchStrategy, check_search_budget
+
+    try:
+        check_search_budget(search_budget)
+    except ValueError as exc:
+        raise PlacementError(str(exc)) from None
+    if strategy is not None and strategy != StrategyName.HSDAG and strategy != StrategyName.HSDAG.value:
+        raise PlacementError(f"search_budget fine-tunes the HSDAG policy; it cannot be combined with strategy="
+                             f"{strategy!r} (leave strategy unset or use {StrategyName.HSDAG.value!r})")
+    if importlib.util.find_spec("torch") is None:
+        raise PlacementError("search_budget fine-tunes the policy with torch, which is not installed; install it "
+                             "with pip install 'ov_autoplace[train]' or leave search_budget unset")
+    from .costmodel.providers import MeasuredCostProvider
+
+    return HSDAGSearchStrategy(pretrained_policy_path(), MeasuredCostProvider(), search_budget,
+                               max_submodels=max_submodels)
 
 
 def pretrained_policy_path() -> Path:
@@ -138,7 +163,8 @@ class _Request:
     seed: int
 
 
-def _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed) -> _Request:
+def _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
+             search_budget=None) -> _Request:
     core, spec, props, ov_model = _validated(model, device_name, config, core)
     excluded = tuple(exclude_devices or ())
     unknown = [d for d in excluded if d not in spec.devices]
@@ -149,8 +175,8 @@ def _request(model, device_name, config, core, strategy, pins, exclude_devices, 
         raise DeviceError(f"every device of {spec.text!r} is excluded by exclude_devices={list(excluded)}")
     if max_submodels is not None and (not isinstance(max_submodels, int) or max_submodels < 1):
         raise PlacementError(f"max_submodels must be a positive int or None, got {max_submodels!r}")
-    return _Request(core, spec, props, ov_model, devices, _resolve_strategy(strategy), parse_pins(pins), excluded,
-                    max_submodels, seed)
+    resolved = _resolve_strategy(strategy, search_budget, max_submodels)
+    return _Request(core, spec, props, ov_model, devices, resolved, parse_pins(pins), excluded, max_submodels, seed)
 
 
 def _place(req: _Request, prepared: ov.Model, graph: GraphArrays) -> Placement:
@@ -160,6 +186,9 @@ def _place(req: _Request, prepared: ov.Model, graph: GraphArrays) -> Placement:
     proposal = req.strategy.propose(context)
     placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
                          strategy=req.strategy.name)
+    annotate = getattr(req.strategy, "annotate", None)
+    if annotate is not None:  # e.g. the measured latencies of a budgeted search
+        annotate(placement)
     cost = getattr(req.strategy, "last_cost", None)
     if cost is not None and not req.pins:  # pinned placements are the user's call, not the guard's
         placement = guard_placement(placement, graph, cost, support)
@@ -179,6 +208,7 @@ def place(
     exclude_devices: Sequence[str] | None = None,
     max_submodels: int | None = DEFAULT_MAX_SUBMODELS,
     seed: int = 0,
+    search_budget: int | float | None = None,
 ) -> Placement:
     """Choose a device for every node of ``model`` over ``device_name``'s devices, without compiling.
 
@@ -188,8 +218,10 @@ def place(
     the nodes of the *prepared* model (``prepare_model``: constant subgraphs
     folded); ``compile_placement`` prepares the model the same way. Raises
     DeviceError, PropertyError, ModelLoadError/ModelNotFoundError or PlacementError.
+    ``search_budget``: fine-tune on the real devices first, see :func:`compile_model`.
     """
-    req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed)
+    req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
+                   search_budget)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     prepared = prepare_model(req.model)
@@ -238,20 +270,29 @@ def compile_model(
     seed: int = 0,
     cache_dir: str | os.PathLike | None = None,
     use_cache: bool = True,
+    search_budget: int | float | None = None,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
     With one device, or an AUTO/MULTI/BATCH string, it is exactly
     ``core.compile_model``. With ``HETERO:<devices>`` the chosen strategy
     assigns every node a device (see :func:`place`) and the model is compiled
-    with those affinities. The placement is cached (``cache_dir``, default
+    with those affinities. The default strategy is the shipped HSDAG policy:
+    the first compile of a model profiles it on the devices (seconds; cached),
+    then one forward pass places it, and a cost-model guard keeps it from
+    being predicted slower than the best single device.
+    ``search_budget`` (needs the ``train`` extra): fine-tune the policy on the
+    real devices for this model, within ``int`` measured placements or
+    ``float`` seconds; the result is never slower than the best single device
+    measured in the same run, and is cached like any placement. The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``~/.cache/ov_autoplace``) and OpenVINO's own
     ``CACHE_DIR`` is pointed beside it unless ``config`` sets one, so a second
     start reuses both. Errors in the arguments raise before any compile; a
     failure while placing falls back to plain ``core.compile_model`` with a
     warning, so a model OpenVINO can compile is always returned compiled.
     """
-    req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed)
+    req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
+                   search_budget)
     if not req.spec.is_placement:
         return req.core.compile_model(req.model, device_name, req.props)
     try:

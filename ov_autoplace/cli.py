@@ -4,6 +4,7 @@
     ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
     ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png
     ov-autoplace profile -m model.xml --testbed
+    ov-autoplace bench [--quick]                        # the paper's Table 2, every method
     ov-autoplace cache list | clear
 
 Every subcommand has its own ``--help``.
@@ -22,6 +23,7 @@ from typing import Sequence
 import openvino as ov
 
 from . import api, viz
+from .bench.command import add_bench_parser
 from .cache import PlacementCache
 from .devices import parse_device_string
 from .errors import OVAutoplaceError
@@ -47,6 +49,16 @@ def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", action="append", default=[], metavar="DEVICE", help="do not use this device")
     parser.add_argument("--max-submodels", type=int, default=api.DEFAULT_MAX_SUBMODELS,
                         help=f"bound on HETERO submodels (default {api.DEFAULT_MAX_SUBMODELS})")
+    parser.add_argument("--search-budget", type=_budget, default=None, metavar="N|SECONDS",
+                        help="fine-tune the HSDAG policy on the devices: N measured placements (e.g. 30) or "
+                             "seconds (e.g. 60.0); needs the train extra")
+
+
+def _budget(text: str) -> int | float:
+    try:
+        return float(text) if "." in text else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of placements (30) or seconds (60.0), got {text!r}")
 
 
 def _core_and_device(args) -> tuple[ov.Core, str]:
@@ -79,7 +91,8 @@ def _placed_and_measured(args):
         placement = Placement.load(args.placement)
     else:
         placement = api.place(model, device, core=core, strategy=args.strategy, pins=_pins(args.pin),
-                              exclude_devices=args.exclude, max_submodels=args.max_submodels)
+                              exclude_devices=args.exclude, max_submodels=args.max_submodels,
+                              search_budget=args.search_budget)
     place_s = time.perf_counter() - t0
     if not args.no_measure:
         config = _config(args)
@@ -231,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Train or fine-tune the HSDAG placement policy; every argument after "
                                        "`train` goes to `python -m ov_autoplace.train` (see `ov-autoplace train --help`).",
                            add_help=False)
+
+    add_bench_parser(sub)
 
     cache = sub.add_parser("cache", help="list or clear cached placements",
                            description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")

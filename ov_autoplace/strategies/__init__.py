@@ -10,6 +10,7 @@ from .best_single import BestSingleDeviceStrategy
 from .critical_path import CriticalPathGreedyStrategy
 from .heavy_ops import HEAVY_OP_TYPES, HeavyOpsStrategy
 from .heft import HeftStrategy
+from .openvino_modes import OpenVINOAutoStrategy, OpenVINOHeteroAutoStrategy, OpenVINOPipelineParallelStrategy
 from .optimum_strategy import OptimumStrategy
 from .priority import DevicePriorityStrategy, SingleDeviceStrategy
 from .random_strategy import RandomStrategy
@@ -21,6 +22,9 @@ __all__ = [
     "DevicePriorityStrategy",
     "HeavyOpsStrategy",
     "HeftStrategy",
+    "OpenVINOAutoStrategy",
+    "OpenVINOHeteroAutoStrategy",
+    "OpenVINOPipelineParallelStrategy",
     "OptimumStrategy",
     "PlacementContext",
     "PlacementStrategy",
