@@ -1,0 +1,400 @@
+"""The benchmark's report: check a results dict, render it as Markdown, plot it.
+
+``ov-autoplace bench`` produces one JSON-serialisable results dict (schema in
+:func:`validate_results`); this module turns it into ``results.json``,
+``results.md`` (Table-2-style latency tables, search cost, placements, a
+Table-4-style correctness table for measured settings, per-model winners) and
+PNG figures (speed-up bars, learning curves). Simulated settings are labelled
+"simulated" everywhere a number from them appears. matplotlib is optional: it
+is imported lazily and, without it, only the JSON and Markdown are written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+log = logging.getLogger(__name__)
+
+KINDS = ("single", "openvino", "heuristic", "optimum", "learned")
+_META = {"date": "str", "openvino": "str", "command": "str", "quick": "bool", "budget": "int", "runs": "int",
+         "machine": "str", "seconds": "num"}
+_SETTING = {"name": "str", "title": "str", "simulated": "bool", "models": "list", "reference": "str",
+            "rows": "list", "curves": "dict"}
+_CELL = {"median_ms": "num?", "q1_ms": "num?", "q3_ms": "num?", "runs": "int", "speedup": "signed?",
+         "vs_optimum": "signed?", "evaluated": "int", "compiles": "int", "search_s": "num", "budget": "int?",
+         "submodels": "int", "counts": "dict", "max_abs_diff": "num?", "cosine": "signed?", "error": "str?",
+         "notes": "list"}
+_EXPECTED = {"str": "a string", "bool": "a boolean", "int": "a non-negative integer", "num": "a non-negative number",
+             "signed": "a number", "list": "a list", "dict": "an object"}
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+# --- validation ---------------------------------------------------------------------------------------
+
+def _fail(path: str, expected: str, value: Any) -> None:
+    raise ValueError(f"{path}: expected {expected}, got {value!r}")
+
+
+def _check(path: str, value: Any, kind: str) -> None:
+    base, nullable = kind.rstrip("?"), kind.endswith("?")
+    if value is None and nullable:
+        return
+    expected = _EXPECTED[base] + (" or null" if nullable else "")
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = {"str": isinstance(value, str), "bool": isinstance(value, bool), "list": isinstance(value, list),
+          "dict": isinstance(value, dict),
+          "int": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+          "num": number and math.isfinite(value) and value >= 0,
+          "signed": number and math.isfinite(value)}[base]
+    if not ok:
+        _fail(path, expected, value)
+
+
+def _fields(path: str, obj: Any, spec: Mapping[str, str], required: bool = True) -> None:
+    if not isinstance(obj, dict):
+        _fail(path or "results", "an object", obj)
+    for key, kind in spec.items():
+        where = f"{path}.{key}" if path else key
+        if key not in obj:
+            if required:
+                raise ValueError(f"{where}: missing (required)")
+            continue
+        _check(where, obj[key], kind)
+
+
+def _validate_cell(path: str, cell: Any, reference: Mapping[str, Any] | None, simulated: bool) -> None:
+    _fields(path, cell, _CELL, required=not (isinstance(cell, dict) and cell.get("error") is not None))
+    for key, value in cell.get("counts", {}).items():
+        _check(f"{path}.counts[{key!r}]", value, "int")
+    for k, note in enumerate(cell.get("notes", [])):
+        _check(f"{path}.notes[{k}]", note, "str")
+    q1, med, q3 = cell.get("q1_ms"), cell.get("median_ms"), cell.get("q3_ms")
+    if None not in (q1, med, q3) and not q1 <= med <= q3:
+        _fail(f"{path}.median_ms", f"q1_ms <= median_ms <= q3_ms ({q1} .. {q3})", med)
+    if simulated:
+        for key in ("max_abs_diff", "cosine"):
+            if cell.get(key) is not None:
+                _fail(f"{path}.{key}", "null in a simulated setting (nothing was executed)", cell[key])
+    ref = reference.get("median_ms") if reference else None
+    if cell.get("speedup") is not None and ref is not None and med:
+        if abs(cell["speedup"] - (ref / med - 1.0)) > 1e-3:
+            _fail(f"{path}.speedup", f"reference median / median - 1 = {ref / med - 1.0:.6f}", cell["speedup"])
+
+
+def _validate_curves(path: str, curves: Mapping[str, Any], methods: set[str], models: list[str]) -> None:
+    for method, per_model in curves.items():
+        mpath = f"{path}[{method!r}]"
+        if method not in methods:
+            _fail(mpath, f"a method among the rows {sorted(methods)}", method)
+        _check(mpath, per_model, "dict")
+        for model, points in per_model.items():
+            ppath = f"{mpath}[{model!r}]"
+            if model not in models:
+                _fail(ppath, f"a model among {models}", model)
+            _check(ppath, points, "list")
+            for k, point in enumerate(points):
+                if not (isinstance(point, list) and len(point) == 2):
+                    _fail(f"{ppath}[{k}]", "[evaluated, best_ms]", point)
+                _check(f"{ppath}[{k}][0]", point[0], "int")
+                _check(f"{ppath}[{k}][1]", point[1], "num")
+                if k and (point[0] < points[k - 1][0] or point[1] > points[k - 1][1]):
+                    _fail(f"{ppath}[{k}]", "evaluated not decreasing and best_ms not increasing", point)
+
+
+def validate_results(results: Any) -> None:
+    """Raise ValueError naming the path of the first problem in ``results`` (see the module schema).
+
+    Beyond types it checks: setting names usable in file names, unique models and
+    methods, the reference is a row, cells only for listed models, q1 <= median <= q3,
+    no correctness numbers in simulated settings, speed-ups consistent with the
+    medians (within 0.001), and learning curves that never get worse.
+    """
+    _fields("", results, {"meta": "dict", "settings": "list"})
+    _fields("meta", results["meta"], _META)
+    names: set[str] = set()
+    for s, setting in enumerate(results["settings"]):
+        spath = f"settings[{s}]"
+        _fields(spath, setting, _SETTING)
+        if not _NAME.match(setting["name"]) or setting["name"] in names:
+            _fail(f"{spath}.name", "a unique name of letters, digits, '_', '.', '-'", setting["name"])
+        names.add(setting["name"])
+        models = setting["models"]
+        for m, model in enumerate(models):
+            _check(f"{spath}.models[{m}]", model, "str")
+        if len(set(models)) != len(models):
+            _fail(f"{spath}.models", "unique model names", models)
+        methods: dict[str, dict] = {}
+        for r, row in enumerate(setting["rows"]):
+            rpath = f"{spath}.rows[{r}]"
+            _fields(rpath, row, {"method": "str", "kind": "str", "cells": "dict"})
+            if row["kind"] not in KINDS:
+                _fail(f"{rpath}.kind", f"one of {list(KINDS)}", row["kind"])
+            if row["method"] in methods:
+                _fail(f"{rpath}.method", "a method name not used by an earlier row", row["method"])
+            methods[row["method"]] = row
+        if setting["reference"] not in methods:
+            _fail(f"{spath}.reference", f"the method of a row {sorted(methods)}", setting["reference"])
+        reference = methods[setting["reference"]]["cells"]
+        for r, row in enumerate(setting["rows"]):
+            for model, cell in row["cells"].items():
+                cpath = f"{spath}.rows[{r}].cells[{model!r}]"
+                if model not in models:
+                    _fail(cpath, f"a model among {models}", model)
+                _validate_cell(cpath, cell, reference.get(model), setting["simulated"])
+        _validate_curves(f"{spath}.curves", setting["curves"], set(methods), models)
+
+
+# --- markdown -----------------------------------------------------------------------------------------
+
+def _ms(x: float) -> str:
+    return f"{x:.1f}" if x >= 10 else f"{x:.2f}" if x >= 1 else f"{x:.3g}"
+
+
+def _pct(x: float) -> str:
+    return f"{100.0 * x:+.1f} %"
+
+
+def _esc(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _ok(cell: Mapping[str, Any] | None) -> bool:
+    return bool(cell) and cell.get("error") is None and cell.get("median_ms") is not None
+
+
+def _best(setting: Mapping[str, Any], model: str) -> list[str]:
+    """Methods with the lowest median on ``model`` (ties all win)."""
+    medians = {row["method"]: row["cells"][model]["median_ms"] for row in setting["rows"]
+               if _ok(row["cells"].get(model))}
+    if not medians:
+        return []
+    low = min(medians.values())
+    return [m for m, v in medians.items() if v <= low * (1 + 1e-9)]
+
+
+def _latency_cell(cell: Mapping[str, Any] | None, simulated: bool) -> str:
+    if not cell:
+        return "—"
+    if cell.get("error") is not None:
+        return "error†"
+    if cell.get("median_ms") is None:
+        return "—"
+    text = f"{_ms(cell['median_ms'])} ms"
+    if not simulated and cell.get("q1_ms") is not None and cell.get("q3_ms") is not None:
+        text += f" [{_ms(cell['q1_ms'])}–{_ms(cell['q3_ms'])}]"
+    if cell.get("speedup") is not None:
+        text += f" ({_pct(cell['speedup'])})"
+    return text
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _per_cell_table(setting: Mapping[str, Any], render) -> list[str]:
+    rows = [[_esc(row["method"])] + [render(row["cells"].get(m)) for m in setting["models"]] for row in setting["rows"]]
+    return _table(["Method"] + [_esc(m) for m in setting["models"]], rows)
+
+
+def _search_cell(cell: Mapping[str, Any] | None) -> str:
+    if not cell or "evaluated" not in cell:
+        return "—"
+    budget = "–" if cell.get("budget") is None else str(cell["budget"])
+    return f"{cell['evaluated']} / {cell['compiles']} / {cell['search_s']:.1f} s / {budget}"
+
+
+def _placement_cell(cell: Mapping[str, Any] | None) -> str:
+    if not _ok(cell) or "counts" not in cell:
+        return "—"
+    counts = ", ".join(f"{_esc(d)} {n}" for d, n in cell["counts"].items())
+    return f"{cell['submodels']} sub; {counts}"
+
+
+def _correctness_cell(cell: Mapping[str, Any] | None) -> str:
+    if not _ok(cell) or cell.get("max_abs_diff") is None:
+        return "—"
+    cosine = "–" if cell.get("cosine") is None else f"{cell['cosine']:.6f}"
+    return f"{cell['max_abs_diff']:.2e} / {cosine}"
+
+
+def _winner_line(setting: Mapping[str, Any], model: str) -> str:
+    best = _best(setting, model)
+    if not best:
+        return f"- **{_esc(model)}**: no method produced a latency."
+    rows = {row["method"]: row for row in setting["rows"]}
+    cell = rows[best[0]]["cells"][model]
+    line = f"- **{_esc(model)}**: {', '.join(_esc(b) for b in best)} at {_ms(cell['median_ms'])} ms"
+    if cell.get("speedup") is not None:
+        line += f", {_pct(cell['speedup'])} vs {_esc(setting['reference'])}"
+    gaps = [f"{_esc(m)} {_pct(r['cells'][model]['vs_optimum'])}" for m, r in rows.items()
+            if r["kind"] != "optimum" and _ok(r["cells"].get(model)) and r["cells"][model].get("vs_optimum") is not None]
+    if gaps:
+        line += "; from the optimum: " + ", ".join(gaps)
+    return line + "."
+
+
+def _setting_section(setting: Mapping[str, Any], meta: Mapping[str, Any], figures: list[str]) -> list[str]:
+    simulated = setting["simulated"]
+    title = setting["title"] + ("" if not simulated or "simulat" in setting["title"].lower() else " (simulated)")
+    best = {m: set(_best(setting, m)) for m in setting["models"]}
+    spread = "" if simulated else f" [Q1–Q3] over {meta['runs']} timed runs"
+    lines = [f"## {_esc(title)}", "",
+             f"Latency: median{spread}, speed-up over {_esc(setting['reference'])} in parentheses; "
+             f"best per model in bold.{' All numbers are simulated (cost model), not measured.' if simulated else ''}",
+             ""]
+    rows = []
+    for row in setting["rows"]:
+        cells = []
+        for m in setting["models"]:
+            text = _latency_cell(row["cells"].get(m), simulated)
+            cells.append(f"**{text}**" if row["method"] in best[m] else text)
+        rows.append([_esc(row["method"]), row["kind"]] + cells)
+    lines += _table(["Method", "Kind"] + [_esc(m) for m in setting["models"]], rows)
+    errors = [f"- {_esc(row['method'])} / {_esc(m)}: {_esc(c['error'])}" for row in setting["rows"]
+              for m, c in row["cells"].items() if c.get("error") is not None]
+    if errors:
+        lines += ["", "† Errors:"] + errors
+    lines += ["", "**Winners.**", ""] + [_winner_line(setting, m) for m in setting["models"]]
+    lines += ["", "### Search cost", "", "Evaluated placements / compiles / search time / sample budget.", ""]
+    lines += _per_cell_table(setting, _search_cell)
+    lines += ["", "### Placements", "", "HETERO submodels; compute nodes per device.", ""]
+    lines += _per_cell_table(setting, _placement_cell)
+    if not simulated:
+        lines += ["", "### Correctness", "", "Max absolute difference / cosine similarity of the outputs against "
+                  "the single-device reference.", ""]
+        lines += _per_cell_table(setting, _correctness_cell)
+    notes = [f"- {_esc(row['method'])} / {_esc(m)}: {_esc(n)}" for row in setting["rows"]
+             for m, c in row["cells"].items() for n in c.get("notes", [])]
+    if notes:
+        lines += ["", "### Notes", ""] + notes
+    if figures:
+        lines += [""] + [f"![{name}]({name})" for name in figures]
+    return lines + [""]
+
+
+def markdown_report(results: Mapping[str, Any], *, figures: Mapping[str, list[str]] | None = None) -> str:
+    """The Markdown report of ``results`` (validated first); ``figures``: setting name -> image file names."""
+    validate_results(results)
+    meta = results["meta"]
+    lines = ["# ov-autoplace benchmark", "",
+             f"- Date: {meta['date']}", f"- OpenVINO: {meta['openvino']}", f"- Command: `{meta['command']}`",
+             f"- Machine: {_esc(meta['machine'])}",
+             f"- Mode: {'quick' if meta['quick'] else 'full'}; sample budget {meta['budget']} placements per learned "
+             f"method; {meta['runs']} timed runs per measurement; {meta['seconds']:.0f} s in total", ""]
+    for setting in results["settings"]:
+        lines += _setting_section(setting, meta, list((figures or {}).get(setting["name"], [])))
+    return "\n".join(lines)
+
+
+# --- figures ------------------------------------------------------------------------------------------
+
+def _figure_api():
+    """(Figure, FigureCanvasAgg), or None without matplotlib. Agg, with no global pyplot state."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return Figure, FigureCanvasAgg
+
+
+def _plot_title(setting: Mapping[str, Any]) -> str:
+    simulated = setting["simulated"] and "simulat" not in setting["title"].lower()
+    return setting["title"] + (" (simulated)" if simulated else "")
+
+
+def _speedup_png(api, setting: Mapping[str, Any], path: Path) -> None:
+    Figure, Canvas = api
+    models = setting["models"]
+    rows = [r for r in setting["rows"] if r["method"] != setting["reference"]]
+    fig = Figure(figsize=(max(6.0, 1.2 + 0.35 * len(rows) * len(models)), 4.2))
+    Canvas(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    width = 0.8 / max(len(rows), 1)
+    for k, row in enumerate(rows):
+        values = [100.0 * c["speedup"] if _ok(c := row["cells"].get(m)) and c.get("speedup") is not None
+                  else math.nan for m in models]
+        ax.bar([i - 0.4 + width * (k + 0.5) for i in range(len(models))], values, width, label=row["method"])
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(models)), models)
+    ax.set_ylabel(f"speed-up over {setting['reference']} (%)")
+    ax.set_title(_plot_title(setting), fontsize=9)
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _curves_png(api, setting: Mapping[str, Any], path: Path) -> None:
+    Figure, Canvas = api
+    models = setting["models"]
+    kinds = {r["method"]: r["kind"] for r in setting["rows"]}
+    learned = [m for m in setting["curves"] if kinds.get(m) == "learned"]
+    fig = Figure(figsize=(4.0 * len(models), 3.4))
+    Canvas(fig)
+    for i, model in enumerate(models):
+        ax = fig.add_subplot(1, len(models), i + 1)
+        for method in learned:
+            points = setting["curves"][method].get(model, [])
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], drawstyle="steps-post", label=method)
+        for row in setting["rows"]:  # reference lines: the baseline and the optimum
+            cell = row["cells"].get(model)
+            if (row["method"] == setting["reference"] or row["kind"] == "optimum") and _ok(cell):
+                ax.axhline(cell["median_ms"], linestyle="--", linewidth=0.8, color="grey")
+                ax.annotate(row["method"], (0, cell["median_ms"]), fontsize=6, color="grey",
+                            xycoords=("axes fraction", "data"))
+        ax.set_title(model, fontsize=9)
+        ax.set_xlabel("evaluated placements")
+        if i == 0:
+            ax.set_ylabel("best latency so far (ms)")
+        if learned:
+            ax.legend(fontsize=6)
+    fig.suptitle(_plot_title(setting), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def write_report(results: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    """Write results.json, results.md and per-setting PNGs into ``out_dir``; returns key -> path.
+
+    Keys: ``json``, ``markdown``, ``speedup_<setting>``, ``curves_<setting>`` (the
+    latter only for settings with learning curves). Without matplotlib the PNGs
+    are skipped with a warning.
+    """
+    validate_results(results)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    api = _figure_api()
+    if api is None:
+        log.warning("matplotlib is not installed: writing results.json and results.md without figures "
+                    "(pip install -e '.[dev]' for the PNGs)")
+    figures: dict[str, list[str]] = {}
+    for setting in results["settings"] if api is not None else []:
+        name = setting["name"]
+        path = out / f"speedup_{name}.png"
+        _speedup_png(api, setting, path)
+        written[f"speedup_{name}"] = path
+        figures[name] = [path.name]
+        kinds = {row["method"]: row["kind"] for row in setting["rows"]}
+        if any(points for method, per_model in setting["curves"].items() if kinds[method] == "learned"
+               for points in per_model.values()):
+            path = out / f"curves_{name}.png"
+            _curves_png(api, setting, path)
+            written[f"curves_{name}"] = path
+            figures[name].append(path.name)
+    written["json"] = out / "results.json"
+    written["json"].write_text(json.dumps(results, indent=2, allow_nan=False) + "\n")
+    written["markdown"] = out / "results.md"
+    written["markdown"].write_text(markdown_report(results, figures=figures) + "\n")
+    log.info("benchmark report written to %s", out)
+    return written
+
+
+__all__ = ["KINDS", "markdown_report", "validate_results", "write_report"]
