@@ -1,6 +1,6 @@
 """The main job: place BERT-base on the testbed and measure it against each single device.
 
-    python benchmarks/main_job.py [--model bert_base] [--strategy heavy_ops] [--rounds 6]
+    python benchmarks/main_job.py [--model bert_base] [--strategy hsdag] [--search-budget 20] [--rounds 6]
 
 Builds the zoo model if its IR is not cached, places it with ov_autoplace on
 the standard testbed (real execution on two configurations of the CPU plugin),
@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="bert_base", choices=zoo.ZOO)
     parser.add_argument("--strategy", default=oa.DEFAULT_STRATEGY.value, choices=[s.value for s in oa.StrategyName])
+    parser.add_argument("--search-budget", type=int, default=None,
+                        help="fine-tune the policy on the testbed with this many measured placements")
     parser.add_argument("--rounds", type=int, default=6, help="interleaved timing rounds")
     parser.add_argument("--per-round", type=int, default=6, help="timed inferences per candidate per round")
     parser.add_argument("--save", type=Path, help="write the placement JSON here")
@@ -53,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.model}: {len(model.get_ordered_ops())} nodes (IR ready in {time.perf_counter() - t0:.1f} s)")
 
     t0 = time.perf_counter()
-    placement = oa.place(model, testbed.hetero, core=testbed.core, strategy=args.strategy)
+    placement = oa.place(model, testbed.hetero, core=testbed.core, strategy=args.strategy,
+                         search_budget=args.search_budget)
     place_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     candidates = {"placed": oa.compile_placement(model, placement, core=testbed.core)}

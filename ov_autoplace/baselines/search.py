@@ -79,18 +79,27 @@ class _CurveRecorder:
         self.env, self.curve = env, []
 
     def __enter__(self) -> list[tuple[int, float]]:
-        inner = self.env.evaluate
+        inner, inner_uncounted = self.env.evaluate, self.env.evaluate_uncounted
+        quiet = []
 
         def evaluate(proposals):
             out = inner(proposals)
-            self.curve.append((self.env.num_evaluated, self.env.best_ms))
+            if not quiet:
+                self.curve.append((self.env.num_evaluated, self.env.best_ms))
             return out
 
-        self.env.evaluate = evaluate
+        def evaluate_uncounted(proposals):  # reference runs (single devices) are not part of the curve
+            quiet.append(True)
+            try:
+                return inner_uncounted(proposals)
+            finally:
+                quiet.pop()
+
+        self.env.evaluate, self.env.evaluate_uncounted = evaluate, evaluate_uncounted
         return self.curve
 
     def __exit__(self, *exc) -> None:
-        del self.env.evaluate  # back to the class method
+        del self.env.evaluate, self.env.evaluate_uncounted  # back to the class methods
 
 
 def run_search(search: LearnedSearch, env, *, budget_samples: int, seed: int = 0,

@@ -45,6 +45,7 @@ class Case:
     core: ov.Core | None = None
     prepared: ov.Model | None = None
     env_options: dict = dataclasses.field(default_factory=dict)  # MeasuredEnv timing settings
+    milp_seconds: float = 10.0  # the exact optimum's solver time limit
 
     def context(self, seed: int = 0) -> PlacementContext:
         return PlacementContext(graph=self.graph, devices=self.devices, support=self.support, core=self.core,
@@ -156,7 +157,8 @@ def default_methods(devices: tuple[str, ...]) -> list[Method]:
         _strategy_method("HEFT", "heuristic", lambda c: HeftStrategy(c.cost)),
         _strategy_method("Critical path", "heuristic", lambda c: CriticalPathGreedyStrategy(c.cost)),
         _strategy_method("Optimum (MILP)", "optimum",
-                         lambda c: OptimumStrategy(c.cost, method="milp", max_submodels=MAX_SUBMODELS)),
+                         lambda c: OptimumStrategy(c.cost, method="milp", max_submodels=MAX_SUBMODELS,
+                                                   time_limit=c.milp_seconds)),
         _learned("Placeto", lambda: PlacetoSearch()),
         _learned("RNN placer", lambda: RNNPlacerSearch()),
         _learned("HSDAG (paper mode)", lambda: HSDAGPaperSearch()),

@@ -76,6 +76,7 @@ from openvino import opset13 as ops
 from ..errors import DeviceError
 from ..graph import GraphArrays, NodeRole, extract_graph
 from ..prepare import prepare_model
+from ..progress import progress_bar
 from ..timing import measure_latency, random_inputs
 from .cost_model import CostModel
 from .link_calibration import LinkProfile, profile_links
@@ -416,34 +417,12 @@ def _single_device_compile(core: ov.Core, prepared: ov.Model, device: str) -> ov
     return core.compile_model(prepared, f"HETERO:{device}", {"PERF_COUNT": False})
 
 
-def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 3,
-                          iterations: int = 20, store: ProfileStore | None = None,
-                          links: LinkProfile | None = None) -> ModelProfile:
-    """Profile ``model`` (original or prepared; it is prepared here) on ``devices``; see the module doc."""
-    devices = tuple(devices)
-    check_devices(core, devices)
-    if warmup < 0 or iterations < 1:
-        raise ValueError(f"need warmup >= 0 and iterations >= 1, got warmup={warmup}, iterations={iterations}")
-    started = time.perf_counter()
-    prepared = prepare_model(model)
-    graph = extract_graph(prepared)
-    key = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
-    if store is not None:
-        cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
-        if cached is not None:
-            logger.info("model profile for %s loaded from %s", devices, store.path_for(key))
-            return cached
-    links = links if links is not None else profile_links(core, devices, store=store)
-    if links.devices != devices:
-        raise ValueError(f"link profile is for {links.devices}, profiling {devices}")
-
-    n, num_devices = graph.num_nodes, len(devices)
-    compute = np.zeros((n, num_devices))
-    unfused = np.zeros((n, num_devices))
-    fused_into = np.full(n, -1, dtype=np.int64)
+def _profile_devices(core, prepared, graph, devices, links, warmup, iterations, compute, unfused, fused_into,
+                     compute_mask, bar) -> list[DeviceReport]:
+    """Per-op times on each device (fills ``compute``/``unfused``/``fused_into`` in place); one report each."""
     reports = []
-    compute_mask = graph.role == NodeRole.COMPUTE
     for d, device in enumerate(devices):
+        bar.set_postfix_str(device)
         compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
         node_ms, e2e_samples = _profile_runs(compiled, warmup, iterations, reports_running_average(core, device),
                                              companion=_single_device_compile(core, prepared, device))
@@ -471,6 +450,39 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
                     report.ratio, 100 * report.unmapped_fraction, report.named_nodes, report.compute_nodes,
                     report.fused_nodes)
         reports.append(report)
+        bar.update(1)
+    return reports
+
+
+def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 3,
+                          iterations: int = 20, store: ProfileStore | None = None,
+                          links: LinkProfile | None = None) -> ModelProfile:
+    """Profile ``model`` (original or prepared; it is prepared here) on ``devices``; see the module doc."""
+    devices = tuple(devices)
+    check_devices(core, devices)
+    if warmup < 0 or iterations < 1:
+        raise ValueError(f"need warmup >= 0 and iterations >= 1, got warmup={warmup}, iterations={iterations}")
+    started = time.perf_counter()
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    key = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    if store is not None:
+        cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
+        if cached is not None:
+            logger.info("model profile for %s loaded from %s", devices, store.path_for(key))
+            return cached
+    links = links if links is not None else profile_links(core, devices, store=store)
+    if links.devices != devices:
+        raise ValueError(f"link profile is for {links.devices}, profiling {devices}")
+
+    n, num_devices = graph.num_nodes, len(devices)
+    compute = np.zeros((n, num_devices))
+    unfused = np.zeros((n, num_devices))
+    fused_into = np.full(n, -1, dtype=np.int64)
+    compute_mask = graph.role == NodeRole.COMPUTE
+    with progress_bar(num_devices, f"profiling {graph.num_nodes} nodes", unit="device") as bar:
+        reports = _profile_devices(core, prepared, graph, devices, links, warmup, iterations, compute, unfused,
+                                   fused_into, compute_mask, bar)
 
     cost = CostModel(
         devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..placement import Placement
+from ..progress import progress_bar
 from ..strategies.base import PlacementContext, PlacementStrategy
 from ..strategies.cost_based import CostProvider, resolve_cost
 
@@ -66,8 +67,19 @@ class HSDAGSearchStrategy(PlacementStrategy):
         cost = resolve_cost(self.cost, context)
         env = MeasuredEnv(context.model, context.core, context.devices, cost=cost, max_submodels=self.max_submodels)
         samples, seconds = (self.budget, None) if isinstance(self.budget, int) else (1_000_000, float(self.budget))
-        searched, _ = fine_tune(self.policy_path, env, budget_samples=samples, budget_seconds=seconds,
-                                seed=context.seed)
+        with progress_bar(samples if seconds is None else None, "measured search", unit="placement") as bar:
+            evaluate = env.evaluate
+
+            def counted(proposals):  # the bar follows distinct placements measured
+                before = env.num_evaluated
+                out = evaluate(proposals)
+                bar.update(env.num_evaluated - before)
+                bar.set_postfix_str(f"best {env.best_ms:.2f} ms")
+                return out
+
+            env.evaluate = counted
+            fine_tune(self.policy_path, env, budget_samples=samples, budget_seconds=seconds, seed=context.seed)
+            del env.evaluate
         singles = dict(zip(env.devices, env.single_device_ms().tolist()))  # same env, same timer settings
         best_device = min(singles, key=singles.get)
         guarded = singles[best_device] < env.best_ms
