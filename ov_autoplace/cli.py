@@ -39,7 +39,7 @@ def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-d", "--device", default=None,
                         help="device string, e.g. HETERO:GPU,CPU (default: the testbed's HETERO:CPU,CPUF)")
     parser.add_argument("--testbed", action="store_true",
-                        help="register the standard testbed (CPU bf16 x1 thread + virtual CPUF f32 x2 threads)")
+                        help="register the standard testbed (CPU bf16 + virtual CPUF f32, all cores each)")
     parser.add_argument("-hint", "--hint", choices=["latency", "throughput", "none"], default="latency",
                         help="PERFORMANCE_HINT passed to the compile (default: latency)")
     parser.add_argument("--strategy", default=api.DEFAULT_STRATEGY.value,

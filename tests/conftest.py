@@ -24,7 +24,7 @@ def _isolated_caches(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def testbed() -> Testbed:
-    """The standard testbed: CPU bf16 x1 thread + CPUF f32 x2 threads (f32 both without bf16)."""
+    """The standard testbed: CPU bf16 + CPUF f32, all cores each (f32 both without bf16)."""
     return shared_testbed(False)
 
 

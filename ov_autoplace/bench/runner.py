@@ -1,6 +1,6 @@
 """Runs the benchmark: every method on every zoo model, measured on the testbed and simulated on two platforms.
 
-Measured setting (the testbed: CPU bf16 x1 thread + CPUF f32 x2 threads,
+Measured setting (the testbed: CPU bf16 + CPUF f32, all cores each,
 real HETERO compiles): each model is profiled once (cached), every method
 places it, every *distinct* result is compiled once, and all of them are
 timed in ``rounds`` interleaved rounds (a fresh shuffled order per round)
