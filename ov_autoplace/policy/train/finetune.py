@@ -7,7 +7,8 @@ after each, the new greedy placement, until ``budget_samples`` *distinct*
 legal placements have been evaluated or ``budget_seconds`` have passed. The
 last step's sample count is cut so the budget is never exceeded. A converged
 policy keeps drawing placements it has already seen (free: memoised), so the
-loop also stops after ``max_steps``. Returns the fastest legal
+loop raises the sampling temperature after every step that found nothing
+new (see ``MAX_TEMPERATURE``) and stops after ``max_steps``. Returns the fastest legal
 :class:`~ov_autoplace.placement.Placement` seen and the log records.
 """
 
@@ -28,6 +29,8 @@ from .trainer import TrainConfig, Trainer, torch_policy
 
 log = logging.getLogger(__name__)
 
+#: Upper bound of the exploration temperature (logits / T) when a step samples nothing new.
+MAX_TEMPERATURE = 16.0
 #: Fine-tuning defaults (found on the simulated zoo tasks; see benchmarks/bench_hsdag.py).
 FINE_TUNE_CONFIG = TrainConfig(mode="reinforce", samples=8, lr=3e-3, entropy_weight=0.005, evaluate_greedy=True,
                                single_device_samples=True)
@@ -65,8 +68,12 @@ def fine_tune(policy, env: PlacementEnv, *, budget_samples: int = 50, budget_sec
         room = budget_samples - env.num_evaluated - extra
         if room < 1:
             break
+        before = env.num_evaluated
         trainer.step(samples=min(config.samples, room))
         steps += 1
+        # A saturated policy redraws placements already measured (free, but nothing learnt): flatten the
+        # sampling distribution until it finds new ones; its samples then only pull the policy (guided).
+        trainer.temperature = 1.0 if env.num_evaluated > before else min(2.0 * trainer.temperature, MAX_TEMPERATURE)
         if progress:
             r = trainer.records[-1]
             log.info("fine-tune step %d: %d evaluated, best %.4f ms", steps, r["evaluated"], r["best_ms"])

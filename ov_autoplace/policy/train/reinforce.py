@@ -80,14 +80,18 @@ def to_nodes(coarse_devices: Tensor, inputs: PolicyInputs) -> np.ndarray:
 
 
 def sample_rollout(output: PolicyOutput, inputs: PolicyInputs, k: int,
-                   generator: torch.Generator | None = None) -> Rollout:
-    """Draw ``k`` placements (one device per group each) from ``output``."""
-    probs = torch.softmax(output.logits.detach(), dim=-1)
+                   generator: torch.Generator | None = None, temperature: float = 1.0) -> Rollout:
+    """Draw ``k`` placements (one device per group each) from ``output``.
+
+    ``temperature`` > 1 samples from the flattened ``softmax(logits / T)`` to explore around a saturated
+    policy; those samples are not the policy's own, so they are marked guided (they can only pull it)."""
+    probs = torch.softmax(output.logits.detach() / temperature, dim=-1)
     group_devices = torch.multinomial(probs, k, replacement=True, generator=generator).T  # [K, G]
     coarse = group_devices[:, coarse_groups(output, inputs)]
+    guided = None if temperature == 1.0 else torch.ones(k, dtype=torch.bool)
     return Rollout(coarse_devices=coarse, node_placements=to_nodes(coarse, inputs),
                    log_prob=log_likelihood(output, inputs, coarse), entropy=mean_entropy(output),
-                   num_groups=output.num_groups, logits=output.logits)
+                   num_groups=output.num_groups, logits=output.logits, guided=guided)
 
 
 def with_single_device_placements(rollout: Rollout, output: PolicyOutput, inputs: PolicyInputs) -> Rollout:
@@ -99,8 +103,9 @@ def with_single_device_placements(rollout: Rollout, output: PolicyOutput, inputs
     num_coarse, num_devices = int(inputs.x.shape[0]), int(output.logits.shape[1])
     single = torch.arange(num_devices, device=rollout.coarse_devices.device)[:, None].expand(num_devices, num_coarse)
     coarse = torch.cat([rollout.coarse_devices, single])
-    guided = torch.cat([torch.zeros(rollout.coarse_devices.shape[0], dtype=torch.bool),
-                        torch.ones(num_devices, dtype=torch.bool)])
+    sampled = (rollout.guided if rollout.guided is not None
+               else torch.zeros(rollout.coarse_devices.shape[0], dtype=torch.bool))
+    guided = torch.cat([sampled, torch.ones(num_devices, dtype=torch.bool)])
     return dataclasses.replace(rollout, coarse_devices=coarse, node_placements=to_nodes(coarse, inputs),
                                log_prob=torch.cat([rollout.log_prob, log_likelihood(output, inputs, single)]),
                                guided=guided)

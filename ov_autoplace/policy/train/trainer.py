@@ -162,6 +162,7 @@ class Trainer:
         self.rng = np.random.default_rng(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.step_count = 0
+        self.temperature = 1.0  # sampling temperature; fine_tune raises it when nothing new is sampled
         self.best_coarse: list[torch.Tensor | None] = [None] * len(self.envs)  # fastest sample per task (for CE)
         self.best_coarse_ms = [float("inf")] * len(self.envs)
         self.reference_ms = [float(np.min(e.single_device_ms())) if isinstance(e, SimEnv) else float("nan")
@@ -188,7 +189,7 @@ class Trainer:
                 greedy_ms: float | None) -> dict[str, Any]:
         env = self.envs[task]
         lat = rl.finite_latencies(latency)
-        if rollout.guided is not None:  # the statistics describe the policy's own samples
+        if rollout.guided is not None and not rollout.guided.all():  # statistics of the policy's own samples
             lat = lat[~rollout.guided.numpy()]
         record = {"event": "step", "step": self.step_count, "task": env.name, "samples": int(len(latency)),
                   "evaluated": env.num_evaluated, "best_ms": env.best_ms, "mean_ms": float(lat.mean()),
@@ -204,7 +205,7 @@ class Trainer:
     def _rollout(self, task: int, samples: int) -> tuple[rl.Rollout, np.ndarray, float | None]:
         env, inputs = self.envs[task], self.inputs[task]
         output = self.policy(inputs)
-        rollout = rl.sample_rollout(output, inputs, samples, self.generator)
+        rollout = rl.sample_rollout(output, inputs, samples, self.generator, temperature=self.temperature)
         if self.config.single_device_samples:
             rollout = rl.with_single_device_placements(rollout, output, inputs)
         latency = env.evaluate(rollout.node_placements)

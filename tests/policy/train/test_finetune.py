@@ -77,3 +77,14 @@ def test_fine_tune_on_real_devices_returns_a_measured_placement(testbed):
     assert env.num_compiles == env.num_evaluated <= 6
     assert placement.measured_latency_ms == pytest.approx(env.best_ms) and placement.measured_latency_ms > 0
     assert records[-1]["evaluated"] == env.num_evaluated
+
+
+def test_a_saturated_policy_still_explores(start):
+    """Logits scaled 10,000x: sampling at temperature 1 only redraws the greedy placement; the rising
+    temperature must still find new placements within the budget."""
+    policy, env = start
+    with torch.no_grad():
+        for p in policy.placer.out.parameters():
+            p.mul_(1e4)
+    _, records = fine_tune(policy, env, budget_samples=12, seed=0, max_steps=40)
+    assert env.num_evaluated >= 8, records[-3:]  # 6 without the temperature (greedy + singles + 3)
