@@ -232,6 +232,9 @@ def _winner_line(setting: Mapping[str, Any], model: str) -> str:
     line = f"- **{_esc(model)}**: {', '.join(_esc(b) for b in best)} at {_ms(cell['median_ms'])} ms"
     if cell.get("speedup") is not None:
         line += f", {_pct(cell['speedup'])} vs {_esc(setting['reference'])}"
+    ref = rows.get(setting["reference"], {}).get("cells", {}).get(model)
+    if not setting["simulated"] and _ok(ref) and ref.get("q1_ms") is not None and cell["median_ms"] >= ref["q1_ms"]:
+        line += f" (inside {_esc(setting['reference'])}'s inter-quartile range: not distinguishable from it)"
     gaps = [f"{_esc(m)} {_pct(r['cells'][model]['vs_optimum'])}" for m, r in rows.items()
             if r["kind"] != "optimum" and _ok(r["cells"].get(model)) and r["cells"][model].get("vs_optimum") is not None]
     if gaps:

@@ -236,7 +236,7 @@ def simulated_setting(platform_name: str, config: BenchConfig, load_model: Calla
                 curves.setdefault(name, {})[model_name] = [[int(e), float(b)] for e, b in outcome.curve]
         _finish_row_cells(rows, model_name)
     return {"name": platform_name, "simulated": True, "models": list(config.models), "reference": REFERENCE,
-            "title": f"Simulated {platform.name}: {platform.describe().splitlines()[0]}",
+            "title": platform.describe().splitlines()[0],
             "rows": [{"method": m.name, "kind": m.kind, "cells": rows[m.name]} for m in methods],
             "curves": curves, "notes": ["latencies are SIMULATED from the platform's spec-sheet cost model"]}
 
