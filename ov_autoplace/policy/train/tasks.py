@@ -36,7 +36,10 @@ PRECISION_CHOICES = ("f16", "f32", "int8")
 
 
 def simulated_testbed_platform() -> SimPlatform:
-    """A *simulated* twin of ``testbed.make_testbed()``: this CPU as bf16 x1 thread ("CPU") and f32 x2 ("CPUF").
+    """A *simulated* twin of the earlier testbed: this CPU as bf16 x1 thread ("CPU") and f32 x2 ("CPUF").
+
+    (``testbed.make_testbed()`` now gives both devices every core; this platform stays in the pretraining
+    task set that produced the shipped policy.)
 
     Estimated from /proc/cpuinfo (``sim_costs.host_cpu_device``); CPUF is
     restricted to f32 (no bf16/AMX peaks) the way the testbed configures it.
