@@ -42,9 +42,9 @@ from ov_autoplace.costmodel import CostModel
 from ov_autoplace.costmodel.milp import milp_placement
 from ov_autoplace.costmodel.optimum import min_cut_placement
 from ov_autoplace.costmodel.platforms import PLATFORMS
-from ov_autoplace.costmodel.sim_costs import cost_model_for
+from ov_autoplace.costmodel.sim_costs import cost_model_for, simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.graph import GraphArrays, extract_graph
 from ov_autoplace.legalize import legalize
 from ov_autoplace.placement import Placement
 from ov_autoplace.prepare import prepare_model
@@ -73,12 +73,6 @@ class MethodResult:
         out["placement_counts"] = self.placement.counts_per_device() if self.placement else None
         out.pop("placement")
         return out
-
-
-def default_support(cost: CostModel, graph: GraphArrays) -> np.ndarray:
-    """Where no device query exists (simulated platforms): a compute node runs where its cost is finite."""
-    compute = (graph.role == NodeRole.COMPUTE)[:, None]
-    return np.where(compute, np.isfinite(cost.compute_ms), True)
 
 
 def evaluate_methods(cost: CostModel, graph: GraphArrays, support: np.ndarray, time_limit: float) -> list[MethodResult]:
@@ -193,7 +187,7 @@ def main() -> None:
 
             graph = extract_graph(prepare_model(zoo.load(name)))
             cost = cost_model_for(graph, platform)
-            by_model[name] = evaluate_methods(cost, graph, default_support(cost, graph), args.time_limit)
+            by_model[name] = evaluate_methods(cost, graph, simulated_support(cost, graph), args.time_limit)
         print_table(f"{cost.label}: predicted latency per method (SIMULATED, not measured)", by_model, False)
         out["simulated"][pname] = {m: [r.to_dict() for r in rs] for m, rs in by_model.items()}
     if not args.no_testbed:

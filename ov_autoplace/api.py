@@ -54,7 +54,6 @@ class StrategyName(str, enum.Enum):
 
 
 DEFAULT_STRATEGY = StrategyName.HSDAG
-PRETRAINED_POLICY_FILE = "hsdag_v1.npz"
 #: Default bound on HETERO submodels: each costs a switch and two tensor copies.
 DEFAULT_MAX_SUBMODELS = 8
 
@@ -114,7 +113,8 @@ def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrateg
 
 def pretrained_policy_path() -> Path:
     """The HSDAG policy shipped inside the package."""
-    path = Path(__file__).parent / "policy" / "pretrained" / PRETRAINED_POLICY_FILE
+    from .policy.pretrained import PRETRAINED_POLICY as path  # data only: no torch
+
     if not path.is_file():
         raise PlacementError(f"the pretrained policy {path} is missing from this installation; reinstall ov_autoplace")
     return path
@@ -284,7 +284,9 @@ def compile_model(
     ``search_budget`` (needs the ``train`` extra): fine-tune the policy on the
     real devices for this model, within ``int`` measured placements or
     ``float`` seconds; the result is never slower than the best single device
-    measured in the same run, and is cached like any placement. The placement is cached (``cache_dir``, default
+    measured in the same run, and is cached like any placement.
+
+    The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``~/.cache/ov_autoplace``) and OpenVINO's own
     ``CACHE_DIR`` is pointed beside it unless ``config`` sets one, so a second
     start reuses both. Errors in the arguments raise before any compile; a

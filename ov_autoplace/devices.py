@@ -110,6 +110,14 @@ def _is_present(name: str, present: Sequence[str]) -> bool:
     return name in present or any(p.split(".")[0] == base and (p == base or "." in p) for p in present)
 
 
+def devices_present(core: ov.Core | None, devices: Sequence[str]) -> bool:
+    """Whether every device of ``devices`` is available on ``core`` (False without a core)."""
+    if core is None:
+        return False
+    present = available_devices(core)
+    return all(_is_present(d, present) for d in devices)
+
+
 def check_devices_present(core: ov.Core, devices: Sequence[str]) -> None:
     """Raise DeviceError naming the available devices if any listed one is missing.
 
@@ -195,6 +203,7 @@ def register_virtual_device(
 __all__ = [
     "DeviceSpec",
     "available_devices",
+    "devices_present",
     "check_devices_present",
     "check_properties",
     "parse_device_string",

@@ -5,6 +5,7 @@ from ov_autoplace import DeviceError, PropertyError
 from ov_autoplace.devices import (
     check_devices_present,
     check_properties,
+    devices_present,
     parse_device_string,
     plugin_library,
     register_virtual_device,
@@ -94,3 +95,9 @@ def test_plugin_library():
     assert plugin_library("CPU").is_file()
     with pytest.raises(DeviceError):
         plugin_library("TPU")
+
+
+def test_devices_present(testbed):
+    assert devices_present(testbed.core, testbed.devices)
+    assert not devices_present(testbed.core, ("CPU", "GPU"))
+    assert not devices_present(None, ("CPU",))

@@ -72,36 +72,6 @@ class LearnedSearch(abc.ABC):
         return f"{type(self).__name__}()"
 
 
-class _CurveRecorder:
-    """Wraps ``env.evaluate`` (on the instance) to append ``(evaluated, best_ms)`` after every call."""
-
-    def __init__(self, env) -> None:
-        self.env, self.curve = env, []
-
-    def __enter__(self) -> list[tuple[int, float]]:
-        inner, inner_uncounted = self.env.evaluate, self.env.evaluate_uncounted
-        quiet = []
-
-        def evaluate(proposals):
-            out = inner(proposals)
-            if not quiet:
-                self.curve.append((self.env.num_evaluated, self.env.best_ms))
-            return out
-
-        def evaluate_uncounted(proposals):  # reference runs (single devices) are not part of the curve
-            quiet.append(True)
-            try:
-                return inner_uncounted(proposals)
-            finally:
-                quiet.pop()
-
-        self.env.evaluate, self.env.evaluate_uncounted = evaluate, evaluate_uncounted
-        return self.curve
-
-    def __exit__(self, *exc) -> None:
-        del self.env.evaluate, self.env.evaluate_uncounted  # back to the class methods
-
-
 def run_search(search: LearnedSearch, env, *, budget_samples: int, seed: int = 0,
                budget_seconds: float | None = None) -> SearchResult:
     """Run ``search`` on a fresh ``env`` (nothing evaluated yet) within the budget and return its result."""
@@ -115,7 +85,8 @@ def run_search(search: LearnedSearch, env, *, budget_samples: int, seed: int = 0
     def out_of_time() -> bool:
         return budget_seconds is not None and time.perf_counter() - start >= budget_seconds
 
-    with _CurveRecorder(env) as curve:
+    curve: list[tuple[int, float]] = []
+    with env.listening(lambda e: curve.append((e.num_evaluated, e.best_ms))):
         notes = search.explore(env, budget_samples=budget_samples, seed=seed, out_of_time=out_of_time)
     seconds = time.perf_counter() - start
     if env.num_evaluated > budget_samples:
@@ -125,7 +96,7 @@ def run_search(search: LearnedSearch, env, *, budget_samples: int, seed: int = 0
     log.info("%s on %s: best %.4f ms after %d placements in %.1f s", search.name, env.name, env.best_ms,
              env.num_evaluated, seconds)
     return SearchResult(search.name, best, float(env.best_ms), env.num_evaluated, budget_samples, seconds,
-                        list(curve), env.label, list(notes or []))
+                        curve, env.label, list(notes or []))
 
 
 class LearnedSearchStrategy(PlacementStrategy):

@@ -132,10 +132,10 @@ def _learned(name: str, make_search: Callable[[], object]) -> Method:
 
 
 def _hsdag_one_pass(case: Case) -> PlacementStrategy:
-    from ..policy.pretrained import PRETRAINED_POLICY
+    from ..api import pretrained_policy_path
     from ..policy.strategy import HSDAGStrategy
 
-    return HSDAGStrategy(PRETRAINED_POLICY, case.cost)
+    return HSDAGStrategy(pretrained_policy_path(), case.cost)
 
 
 def default_methods(devices: tuple[str, ...]) -> list[Method]:

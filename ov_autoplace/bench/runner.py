@@ -28,13 +28,13 @@ import numpy as np
 import openvino as ov
 
 from ..costmodel.platforms import PLATFORMS
-from ..costmodel.sim_costs import cost_model_for
+from ..costmodel.sim_costs import cost_model_for, simulated_support
 from ..costmodel.simulator import Simulator
-from ..graph import NodeRole, extract_graph
+from ..graph import extract_graph
 from ..legalize import query_support
 from ..prepare import prepare_model
 from ..strategies.base import PlacementContext
-from ..testbed import make_testbed
+from ..testbed import ACCEL_DEVICE, HOST_DEVICE, make_testbed, usable_cores
 from ..timing import measure_latency, random_inputs
 from .methods import Case, Method, Outcome, default_methods
 
@@ -136,6 +136,7 @@ def _time_interleaved(compiled: list[ov.CompiledModel], inputs: list, runs: int,
 
 def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model], tick: Callable[[str], None]
                      ) -> dict:
+    from ..api import compile_placement
     from ..costmodel.providers import MeasuredCostProvider
 
     tb = make_testbed()
@@ -143,9 +144,8 @@ def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model],
     methods = default_methods(tb.devices)
     rows: dict[str, dict] = {m.name: {} for m in methods}
     curves: dict[str, dict] = {}
-    notes = ["Optimum (MILP) is exact under the measured cost model, which sums submodels sequentially as HETERO "
-             "does; on this testbed the two CPU-plugin devices share 2 cores and overlap, so a measured split can "
-             "beat it (see the cost-model fidelity notes in the README)"]
+    notes = ["Optimum (MILP) is exact under the measured cost model (per-op profiles, submodels summed in sequence "
+             "as HETERO runs them), not under the measurement: a placement the model prices higher can time faster"]
     notes += [f"reference for correctness: {f32_device} only (f32); CPU runs bf16 where the CPU has it"
              if tb.bf16 else f"reference for correctness: {f32_device} only (f32)"]
     for model_name in config.models:
@@ -172,8 +172,6 @@ def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model],
             key = (outcome.openvino_compile[0], tuple(sorted(outcome.openvino_compile[1].items()))) \
                 if outcome.openvino_compile else tuple(outcome.placement.assignment[n] for n in graph.names)
             distinct.setdefault(key, []).append(name)
-        from ..api import compile_placement
-
         keys, compiled = list(distinct), []
         for key in keys:
             outcome = outcomes[distinct[key][0]]
@@ -221,8 +219,7 @@ def simulated_setting(platform_name: str, config: BenchConfig, load_model: Calla
     for model_name in config.models:
         graph = extract_graph(prepare_model(load_model(model_name)))
         cost = cost_model_for(graph, platform)
-        compute = (graph.role == NodeRole.COMPUTE)[:, None]
-        support = np.where(compute, np.isfinite(cost.compute_ms), True)
+        support = simulated_support(cost, graph)
         case = Case(model_name, graph, platform.device_names, support, cost, True, milp_seconds=config.milp_seconds)
         simulator = Simulator(cost, graph)
         for name, outcome in _run_methods(case, methods, config.sim_budget, config.seed, tick).items():
@@ -251,8 +248,7 @@ def run_bench(config: BenchConfig, *, command: str = "", load_model: Callable[[s
 
         load_model = zoo.load
     start = time.perf_counter()
-    per_model = 14 + 1 + (1 if "measured" in config.settings else 0)
-    bar = tqdm(total=len(config.settings) * len(config.models) * per_model, disable=not progress, unit="step",
+    bar = tqdm(total=sum(_steps(s, config) for s in config.settings), disable=not progress, unit="step",
                desc="bench")
 
     def tick(what: str) -> None:
@@ -268,16 +264,16 @@ def run_bench(config: BenchConfig, *, command: str = "", load_model: Callable[[s
     bar.close()
     meta = {"date": datetime.date.today().isoformat(), "openvino": ov.get_version(), "command": command,
             "quick": config.quick, "budget": config.budget, "sim_budget": config.sim_budget, "runs": config.runs,
-            "machine": f"{pyplatform.processor() or pyplatform.machine()}, {_cpu_count()} cores, "
+            "machine": f"{pyplatform.processor() or pyplatform.machine()}, {usable_cores()} cores, "
                        f"{pyplatform.system()} {pyplatform.release()}",
             "seconds": round(time.perf_counter() - start, 1), "config": dataclasses.asdict(config)}
     return {"meta": meta, "settings": settings}
 
 
-def _cpu_count() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def _steps(setting: str, config: BenchConfig) -> int:
+    """Progress ticks of a setting: one per method and model, plus profiling and timing when measured."""
+    devices = (ACCEL_DEVICE, HOST_DEVICE) if setting == "measured" else PLATFORMS[setting].device_names
+    return len(config.models) * (len(default_methods(devices)) + (2 if setting == "measured" else 0))
 
 
 __all__ = ["BenchConfig", "REFERENCE", "ZOO_MODELS", "measured_setting", "run_bench", "simulated_setting"]

@@ -417,43 +417,6 @@ def _single_device_compile(core: ov.Core, prepared: ov.Model, device: str) -> ov
     return core.compile_model(prepared, f"HETERO:{device}", {"PERF_COUNT": False})
 
 
-def _profile_devices(core, prepared, graph, devices, links, warmup, iterations, compute, unfused, fused_into,
-                     compute_mask, bar) -> list[DeviceReport]:
-    """Per-op times on each device (fills ``compute``/``unfused``/``fused_into`` in place); one report each."""
-    reports = []
-    for d, device in enumerate(devices):
-        bar.set_postfix_str(device)
-        compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
-        node_ms, e2e_samples = _profile_runs(compiled, warmup, iterations, reports_running_average(core, device),
-                                             companion=_single_device_compile(core, prepared, device))
-        times, fused, stats = _map_times(compiled, graph, node_ms)
-        e2e = float(np.median(e2e_samples))
-        del compiled
-        # Scale to the end-to-end median minus this device's submodel overhead (never below half of it).
-        target = max(e2e - float(links.submodel_overhead_ms[d]), 0.5 * e2e)
-        scale = target / stats["profiled_sum_ms"] if stats["profiled_sum_ms"] > 0 else 1.0
-        compute[:, d] = times * scale
-        unfused[:, d] = compute[:, d]
-        isolated = sorted(fused)
-        if isolated:
-            alone = _unfused_times(core, prepared, graph, device, isolated, warmup, iterations)
-            if alone is None:
-                alone = _ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0)
-            unfused[isolated, d] = alone * scale
-        for i, p in fused.items():
-            if fused_into[i] < 0 and fused_into[p] < 0 and not (fused_into == i).any():
-                fused_into[i] = p
-        report = DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
-                              fused_nodes=len(fused), isolated_nodes=len(isolated), **stats)
-        logger.info("profiled %s: per-op sum %.3f ms vs end-to-end %.3f ms (ratio %.2f), unmapped %.1f %%, "
-                    "%d/%d compute ops named by the runtime, %d fused", device, report.profiled_sum_ms, e2e,
-                    report.ratio, 100 * report.unmapped_fraction, report.named_nodes, report.compute_nodes,
-                    report.fused_nodes)
-        reports.append(report)
-        bar.update(1)
-    return reports
-
-
 def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 3,
                           iterations: int = 20, store: ProfileStore | None = None,
                           links: LinkProfile | None = None) -> ModelProfile:
@@ -479,10 +442,40 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
     compute = np.zeros((n, num_devices))
     unfused = np.zeros((n, num_devices))
     fused_into = np.full(n, -1, dtype=np.int64)
+    reports = []
     compute_mask = graph.role == NodeRole.COMPUTE
     with progress_bar(num_devices, f"profiling {graph.num_nodes} nodes", unit="device") as bar:
-        reports = _profile_devices(core, prepared, graph, devices, links, warmup, iterations, compute, unfused,
-                                   fused_into, compute_mask, bar)
+        for d, device in enumerate(devices):
+            bar.set_postfix_str(device)
+            compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
+            node_ms, e2e_samples = _profile_runs(compiled, warmup, iterations,
+                                                 reports_running_average(core, device),
+                                                 companion=_single_device_compile(core, prepared, device))
+            times, fused, stats = _map_times(compiled, graph, node_ms)
+            e2e = float(np.median(e2e_samples))
+            del compiled
+            # Scale to the end-to-end median minus this device's submodel overhead (never below half of it).
+            target = max(e2e - float(links.submodel_overhead_ms[d]), 0.5 * e2e)
+            scale = target / stats["profiled_sum_ms"] if stats["profiled_sum_ms"] > 0 else 1.0
+            compute[:, d] = times * scale
+            unfused[:, d] = compute[:, d]
+            isolated = sorted(fused)
+            if isolated:
+                alone = _unfused_times(core, prepared, graph, device, isolated, warmup, iterations)
+                if alone is None:
+                    alone = _ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0)
+                unfused[isolated, d] = alone * scale
+            for i, p in fused.items():
+                if fused_into[i] < 0 and fused_into[p] < 0 and not (fused_into == i).any():
+                    fused_into[i] = p
+            report = DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
+                                  fused_nodes=len(fused), isolated_nodes=len(isolated), **stats)
+            logger.info("profiled %s: per-op sum %.3f ms vs end-to-end %.3f ms (ratio %.2f), unmapped %.1f %%, "
+                        "%d/%d compute ops named by the runtime, %d fused", device, report.profiled_sum_ms, e2e,
+                        report.ratio, 100 * report.unmapped_fraction, report.named_nodes, report.compute_nodes,
+                        report.fused_nodes)
+            reports.append(report)
+            bar.update(1)
 
     cost = CostModel(
         devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,

@@ -202,6 +202,13 @@ def cost_model_for(
     )
 
 
+def simulated_support(cost: CostModel, graph: GraphArrays) -> np.ndarray:
+    """Where there is no device to ask (simulated platforms): bool [N, D], a compute node runs on a device
+    whose cost for it is finite; Parameters, Constants and Results go anywhere."""
+    compute = (np.asarray(graph.role) == NodeRole.COMPUTE)[:, None]
+    return np.where(compute, np.isfinite(cost.compute_ms), True)
+
+
 # ---- calibration against a measured CPU -----------------------------------------------------------------
 #: calibrate() fits a category only if more than this share of its measured time is beyond launch overhead.
 LAUNCH_BOUND_SHARE = 0.25
@@ -327,4 +334,5 @@ def calibrate(
                        platform.link_latency_ms, platform.link_bandwidth, platform.notes)
 
 
-__all__ = ["LAUNCH_BOUND_SHARE", "calibrate", "cost_model_for", "host_cpu_device", "post_op_fusion"]
+__all__ = ["LAUNCH_BOUND_SHARE", "calibrate", "cost_model_for", "host_cpu_device", "post_op_fusion",
+           "simulated_support"]

@@ -68,18 +68,16 @@ class HSDAGSearchStrategy(PlacementStrategy):
         env = MeasuredEnv(context.model, context.core, context.devices, cost=cost, max_submodels=self.max_submodels)
         samples, seconds = (self.budget, None) if isinstance(self.budget, int) else (1_000_000, float(self.budget))
         with progress_bar(samples if seconds is None else None, "measured search", unit="placement") as bar:
-            evaluate = env.evaluate
+            shown = 0
 
-            def counted(proposals):  # the bar follows distinct placements measured
-                before = env.num_evaluated
-                out = evaluate(proposals)
-                bar.update(env.num_evaluated - before)
-                bar.set_postfix_str(f"best {env.best_ms:.2f} ms")
-                return out
+            def show(e) -> None:  # the bar follows the distinct placements measured
+                nonlocal shown
+                bar.update(e.num_evaluated - shown)
+                shown = e.num_evaluated
+                bar.set_postfix_str(f"best {e.best_ms:.2f} ms")
 
-            env.evaluate = counted
-            fine_tune(self.policy_path, env, budget_samples=samples, budget_seconds=seconds, seed=context.seed)
-            del env.evaluate
+            with env.listening(show):
+                fine_tune(self.policy_path, env, budget_samples=samples, budget_seconds=seconds, seed=context.seed)
         singles = dict(zip(env.devices, env.single_device_ms().tolist()))  # same env, same timer settings
         best_device = min(singles, key=singles.get)
         guarded = singles[best_device] < env.best_ms

@@ -26,6 +26,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from ..devices import devices_present
 from ..graph import NodeRole
 from .base import PlacementContext, PlacementStrategy
 from .cost_based import CostProvider, resolve_cost
@@ -36,15 +37,6 @@ PIPELINE_PARALLEL = {"MODEL_DISTRIBUTION_POLICY": "PIPELINE_PARALLEL"}
 AUTO_LATENCY = {"PERFORMANCE_HINT": "LATENCY"}
 #: HETERO's estimate of the memory a stage needs: 1.2 x its weights (hetero plugin, query_model_update).
 PIPELINE_HEADROOM = 1.2
-
-
-def devices_present(core, devices: Sequence[str]) -> bool:
-    """Whether every device (``GPU`` also matching ``GPU.0``) is available on ``core``."""
-    if core is None:
-        return False
-    available = set(core.available_devices)
-    bases = {a.split(".")[0] for a in available}
-    return all(d in available or d in bases for d in devices)
 
 
 def _anchor_fill(context: PlacementContext, device: np.ndarray) -> np.ndarray:
@@ -299,5 +291,4 @@ __all__ = [
     "OpenVINOAutoStrategy",
     "OpenVINOHeteroAutoStrategy",
     "OpenVINOPipelineParallelStrategy",
-    "devices_present",
 ]

@@ -17,7 +17,6 @@ from ov_autoplace.strategies.openvino_modes import (
     OpenVINOAutoStrategy,
     OpenVINOHeteroAutoStrategy,
     OpenVINOPipelineParallelStrategy,
-    devices_present,
 )
 from tests import synthetic_graphs as sg
 
@@ -103,12 +102,6 @@ def test_pipeline_parallel_real_is_a_valid_placement(testbed, residual):
     mapping = testbed.core.query_model(context.model, "HETERO:CPU,CPUF", {"MODEL_DISTRIBUTION_POLICY": "PIPELINE_PARALLEL"})
     assert proposal.tolist() == [context.devices.index(mapping[n]) for n in context.graph.names]
     assert strategy.openvino_compile(("CPU", "CPUF")) == ("HETERO:CPU,CPUF", {"MODEL_DISTRIBUTION_POLICY": "PIPELINE_PARALLEL"})
-
-
-def test_devices_present(testbed):
-    assert devices_present(testbed.core, testbed.devices)
-    assert not devices_present(testbed.core, ("CPU", "GPU"))
-    assert not devices_present(None, ("CPU",))
 
 
 # --- emulated: simulated platforms ------------------------------------------------------------------

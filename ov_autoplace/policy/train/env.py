@@ -19,18 +19,20 @@ sample cost that matters on real devices.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import openvino as ov
 
 from ...costmodel.cost_model import CostModel
+from ...costmodel.sim_costs import simulated_support
 from ...costmodel.simulator import AnchorFixer, Simulator
 from ...errors import PlacementError
-from ...graph import GraphArrays, NodeRole, extract_graph
+from ...graph import GraphArrays, extract_graph
 from ...legalize import legalize, query_support
 from ...placement import Placement
 from ...prepare import prepare_model
@@ -63,6 +65,17 @@ class PlacementEnv:
         self._seen: dict[int, float] = {}
         self.best_ms = float("inf")
         self.best_placement: np.ndarray | None = None  # legal device index per node
+        self._listeners: list[Callable[[PlacementEnv], None]] = []
+
+    @contextlib.contextmanager
+    def listening(self, listener: Callable[[PlacementEnv], None]) -> Iterator[None]:
+        """Call ``listener(env)`` after every counted :meth:`evaluate` inside the block (learning curves,
+        progress bars); :meth:`evaluate_uncounted` reference runs are not reported."""
+        self._listeners.append(listener)
+        try:
+            yield
+        finally:
+            self._listeners.remove(listener)
 
     @property
     def num_evaluated(self) -> int:
@@ -82,6 +95,12 @@ class PlacementEnv:
 
     def evaluate(self, proposals: np.ndarray) -> np.ndarray:
         """Latency in ms [P] of proposals [P, N] (or a float for one [N] proposal), legalised first."""
+        out = self._evaluate(proposals)
+        for listener in self._listeners:
+            listener(self)
+        return out
+
+    def _evaluate(self, proposals: np.ndarray) -> np.ndarray:
         arr = np.asarray(proposals)
         single = arr.ndim == 1
         legal = self.legal_rows(arr[None, :] if single else arr)
@@ -108,7 +127,7 @@ class PlacementEnv:
         """:meth:`evaluate` without counting the placements as samples (reference baselines)."""
         seen, best = dict(self._seen), (self.best_ms, self.best_placement)
         try:
-            return self.evaluate(proposals)
+            return self._evaluate(proposals)
         finally:
             self._seen = seen  # a MeasuredEnv still keeps the timings in its own cache
             self.best_ms, self.best_placement = best
@@ -139,10 +158,9 @@ class SimEnv(PlacementEnv):
         super().__init__()
         self.graph, self.cost, self.devices = graph, cost, tuple(cost.devices)
         self.name = name or f"graph[{graph.num_nodes}]"
-        self.support = (np.ones((graph.num_nodes, len(self.devices)), dtype=bool) if support is None
-                        else np.asarray(support, dtype=bool))
-        compute = graph.role == NodeRole.COMPUTE
-        self.support &= np.isfinite(cost.compute_ms) | ~compute[:, None]  # inf = the device cannot run it
+        self.support = simulated_support(cost, graph)  # inf cost = the device cannot run it
+        if support is not None:
+            self.support &= np.asarray(support, dtype=bool)
         self.max_submodels = max_submodels
         self.label = cost.label
         self.simulator = Simulator(cost, graph)
