@@ -26,7 +26,7 @@ cmd="${1:-main}"
 case "$cmd" in
   main)
     setup
-    python -m models build
+    python -m ov_autoplace.zoo build
     python benchmarks/main_job.py
     ;;
   test)

@@ -60,7 +60,7 @@ class ZooCase:
 
 def load_case(name: str, tb: oa.Testbed, store: ProfileStore, *, iterations: int = 20) -> ZooCase:
     """Load zoo model ``name`` and its measured testbed CostModel (from ``store`` when already profiled)."""
-    from models import zoo
+    from ov_autoplace import zoo
 
     model = zoo.load(name)
     prepared = prepare_model(model)

@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = args.platforms.split(",")
     envs = sim_envs(zoo, [d for d in platform_draws(np.random.default_rng(0), 0) if d.tag in wanted])
     if "testbed" in wanted:
-        envs += measured_testbed_envs({n: (lambda n=n: __import__("models.zoo").zoo.load(n)) for n in zoo})
+        envs += measured_testbed_envs({n: (lambda n=n: __import__("ov_autoplace.zoo", fromlist=["load"]).load(n)) for n in zoo})
     print(f"HSDAG ablation: {args.steps} steps x {args.samples} samples per run, {args.seeds} seed(s), "
           "latencies relative to the exact optimum (MILP, max_submodels=8); SIMULATED from each task's CostModel")
     names = list(VARIANTS)

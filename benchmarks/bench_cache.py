@@ -21,7 +21,7 @@ import openvino as ov
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace as oa  # noqa: E402
-from models import zoo  # noqa: E402
+from ov_autoplace import zoo  # noqa: E402
 from ov_autoplace.testbed import make_testbed  # noqa: E402
 
 

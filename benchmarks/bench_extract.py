@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = max(5, args.runs)
 
     try:
-        import models.zoo as zoo
+        import ov_autoplace.zoo as zoo
 
         model = zoo.load(args.model)
     except Exception as exc:  # torch/transformers missing or broken

@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     table("(a) zoo models, simulated paper platform (target: <= 2% above optimum(8))",
           sim_envs(zoo, paper), policy, refs, 0.02)
     table("(a') zoo models, simulated laptop platform", sim_envs(zoo, laptop), policy, refs, 0.02)
-    measured = measured_testbed_envs({n: (lambda n=n: __import__("models.zoo").zoo.load(n)) for n in zoo})
+    measured = measured_testbed_envs({n: (lambda n=n: __import__("ov_autoplace.zoo", fromlist=["load"]).load(n)) for n in zoo})
     if measured:
         table("(a'') zoo models, measured testbed profile (CostModel from measured per-op times)", measured,
               policy, refs, 0.02)

@@ -183,7 +183,7 @@ def main() -> None:
         print(f"\n{platform.describe()}")
         by_model = {}
         for name in models:
-            from models import zoo
+            from ov_autoplace import zoo
 
             graph = extract_graph(prepare_model(zoo.load(name)))
             cost = cost_model_for(graph, platform)

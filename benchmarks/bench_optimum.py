@@ -87,7 +87,7 @@ def row(label: str, seconds: float, objective: float | None, predicted: float, s
 
 
 def bench(model_name: str, time_limit: float) -> None:
-    from models import zoo
+    from ov_autoplace import zoo
 
     graph = extract_graph(prepare_model(zoo.load(model_name)))
     active = int((CostTerms(synthetic_cost_model(graph), graph).active).sum())

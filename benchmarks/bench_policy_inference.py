@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
         try:
-            import models.zoo as zoo
+            import ov_autoplace.zoo as zoo
 
             bert = zoo.load("bert_base")
         except Exception as exc:  # torch/transformers missing or broken

@@ -36,7 +36,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import ov_autoplace as oa  # noqa: E402
-from models import zoo  # noqa: E402
+from ov_autoplace import zoo  # noqa: E402
 from ov_autoplace.costmodel import ProfileStore, measure_model_profile, profile_links  # noqa: E402
 from ov_autoplace.costmodel.link_calibration import DEFAULT_SIZES  # noqa: E402
 from ov_autoplace.prepare import prepare_model  # noqa: E402

@@ -25,7 +25,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from models import zoo  # noqa: E402
+from ov_autoplace import zoo  # noqa: E402
 from ov_autoplace.costmodel.platforms import PLATFORMS  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import cost_model_for  # noqa: E402
 from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator  # noqa: E402

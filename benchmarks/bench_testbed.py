@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import ov_autoplace as oa  # noqa: E402
-from models import zoo  # noqa: E402
+from ov_autoplace import zoo  # noqa: E402
 from ov_autoplace.strategies import RandomStrategy  # noqa: E402
 from ov_autoplace.testbed import make_testbed  # noqa: E402
 

@@ -26,7 +26,7 @@ import openvino as ov
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace as oa  # noqa: E402
-from models import zoo  # noqa: E402
+from ov_autoplace import zoo  # noqa: E402
 from ov_autoplace.devices import register_virtual_device  # noqa: E402
 from ov_autoplace.graph import extract_graph  # noqa: E402
 from ov_autoplace.legalize import legalize, query_support  # noqa: E402

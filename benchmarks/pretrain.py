@@ -11,7 +11,7 @@ equivalent to
 The recipe (tasks, weights, hyper-parameters) is ``ov_autoplace/policy/train/pretrain.py``
 (``PRETRAIN_CONFIG``, ``PRETRAIN_POLICY``, ``PretrainTasks``); how it was run, on what and how
 long it took is in ``ov_autoplace/policy/pretrained/TRAINING.md``. Needs the zoo IRs
-(``python -m models``) and, for the measured-testbed tasks, the testbed profiles
+(``python -m ov_autoplace.zoo``) and, for the measured-testbed tasks, the testbed profiles
 (``costmodel.profiler``; profiled on first use, cached). Interrupted runs continue with
 ``--resume``.
 """

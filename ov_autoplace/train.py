@@ -93,7 +93,7 @@ def _load_models(specs: Sequence[str]):
     out = {}
     for spec in specs:
         if spec.startswith("zoo:"):
-            from models import zoo  # the repository's zoo (run from the repository root)
+            from . import zoo  # needs the zoo extra to build a missing IR
 
             out[spec[4:]] = zoo.load(spec[4:])
         elif spec.startswith("family:"):

@@ -43,6 +43,6 @@ def zoo_model(request):
     """Each zoo model as an ov.Model (built once, then read from the IR cache)."""
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
-    from models import zoo
+    from ov_autoplace import zoo
 
     return request.param, zoo.load(request.param)

@@ -161,7 +161,7 @@ def zoo():
         import torch  # noqa: F401
     except Exception as exc:  # a broken torch install raises OSError, not ImportError
         pytest.skip(f"zoo models need torch (pip install ov_autoplace[zoo]); `import torch` failed: {exc}")
-    import models.zoo as zoo
+    import ov_autoplace.zoo as zoo
 
     return zoo
 

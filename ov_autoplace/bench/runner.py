@@ -244,7 +244,7 @@ def run_bench(config: BenchConfig, *, command: str = "", load_model: Callable[[s
     from tqdm.auto import tqdm
 
     if load_model is None:
-        from models import zoo
+        from ov_autoplace import zoo
 
         load_model = zoo.load
     start = time.perf_counter()

@@ -214,7 +214,7 @@ def test_calibration_chain_maps_one_to_one_on_every_device(testbed):
 def test_zoo_profile(name, testbed, links):
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
-    from models import zoo
+    from ov_autoplace import zoo
 
     profile = measure_model_profile(zoo.load(name), testbed.core, testbed.devices, links=links, iterations=10)
     graph = extract_graph(prepare_model(zoo.load(name)))

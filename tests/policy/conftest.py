@@ -70,6 +70,6 @@ def bert_prepared():
 
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
-    from models import zoo
+    from ov_autoplace import zoo
 
     return prepared_graph(zoo.load("bert_base"))

@@ -63,7 +63,7 @@ def build_pretrain_envs(tasks: PretrainTasks = PretrainTasks()) -> list[SimEnv]:
     draws = platform_draws(np.random.default_rng(tasks.platform_seed), tasks.perturbed_platforms)
     envs = sim_envs(graphs, draws)
     if tasks.use_zoo and tasks.use_measured:
-        from models import zoo
+        from ov_autoplace import zoo
 
         envs += measured_testbed_envs({name: (lambda n=name: zoo.load(n)) for name in
                                        ("inception_v3", "resnet50", "bert_base")})

@@ -126,7 +126,7 @@ def prepared_graph(model: ov.Model) -> GraphArrays:
 
 def zoo_graphs(names: Sequence[str] = ("inception_v3", "resnet50", "bert_base")) -> dict[str, GraphArrays]:
     """Prepared graphs of the zoo models (needs the repository's ``models`` package and the zoo IR cache)."""
-    from models import zoo  # the repository root must be importable
+    from ov_autoplace import zoo
 
     return {name: prepared_graph(zoo.load(name)) for name in names}
 

@@ -1,4 +1,4 @@
-"""CLI: ``python -m models [build] [--force] [NAMES...]``.
+"""CLI: ``python -m ov_autoplace.zoo [build] [--force] [NAMES...]``.
 
 Builds the zoo (or the named models) into the cache and prints one row per
 model: name, nodes, edges, IR path and build seconds (near 0 when reused).
@@ -11,11 +11,11 @@ import logging
 import sys
 import time
 
-from .zoo import ZOO, build, cache_dir, info
+from . import ZOO, build, cache_dir, info
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m models", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ov_autoplace.zoo", description=__doc__.splitlines()[0])
     # "build" is the only command; it is optional so the bare call builds.
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"models to build (default: all of {', '.join(ZOO)})")
     parser.add_argument("--force", action="store_true", help="rebuild even if a cached IR exists")

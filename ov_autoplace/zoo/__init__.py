@@ -1,4 +1,4 @@
-"""Model zoo: the three benchmark graphs, built locally as OpenVINO IR.
+"""Model zoo: the benchmark graphs, built locally as OpenVINO IR (``ov-autoplace`` needs the ``zoo`` extra to build).
 
 The placement tool is evaluated on Inception-V3, ResNet-50 and BERT-base.
 Their *topology* is what matters to placement, not trained weights, so each
@@ -35,7 +35,10 @@ ZOO = ("inception_v3", "resnet50", "bert_base")
 ENV_VAR = "OV_AUTOPLACE_ZOO_DIR"
 
 _INSTALL_HINT = "pip install 'ov_autoplace[zoo]'"
-_REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+# In a source checkout the package sits at <repo>/ov_autoplace/zoo; an installed
+# wheel has no repository around it (then nothing is refused).
+_PKG_PARENT = pathlib.Path(__file__).resolve().parents[2]
+_REPO_ROOT = _PKG_PARENT if (_PKG_PARENT / "pyproject.toml").is_file() else None
 
 
 def cache_dir() -> pathlib.Path:
@@ -48,7 +51,7 @@ def cache_dir() -> pathlib.Path:
     env = os.environ.get(ENV_VAR)
     path = pathlib.Path(env) if env else pathlib.Path.home() / ".cache" / "ov_autoplace" / "zoo"
     path = path.expanduser().resolve()
-    if path == _REPO_ROOT or _REPO_ROOT in path.parents:
+    if _REPO_ROOT is not None and (path == _REPO_ROOT or _REPO_ROOT in path.parents):
         raise ValueError(f"zoo cache dir {path} is inside the repository {_REPO_ROOT}; "
                          f"point ${ENV_VAR} somewhere else")
     return path
