@@ -25,6 +25,7 @@ from .api import (  # noqa: E402
 from .devices import available_devices, parse_device_string, register_virtual_device  # noqa: E402
 from .errors import (  # noqa: E402
     DeviceError,
+    FileFormatError,
     ModelLoadError,
     ModelNotFoundError,
     NativeExtensionError,
@@ -47,6 +48,7 @@ __all__ = [
     "DEFAULT_MAX_SUBMODELS",
     "DEFAULT_STRATEGY",
     "DeviceError",
+    "FileFormatError",
     "GraphArrays",
     "LatencyStats",
     "ModelLoadError",

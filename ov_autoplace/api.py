@@ -22,10 +22,13 @@ from typing import Any, Mapping, Sequence, Union
 import openvino as ov
 
 from .devices import DeviceSpec, check_devices_present, check_properties, parse_device_string
-from .errors import DeviceError, ModelLoadError, ModelNotFoundError, PlacementError, UnsupportedOpError
+from .errors import (DeviceError, ModelLoadError, ModelNotFoundError, PlacementError, PolicyFormatError,
+                     UnsupportedOpError)
 from .cache import PlacementCache
 from .graph import GraphArrays, extract_graph
 from .guard import guard_placement
+from .legality import ensure_legal
+from .measured_guard import measured_guard, measurement_is_cheap
 from .legalize import Pin, legalize, parse_pins, query_support
 from .placement import Placement
 from .prepare import prepare_model
@@ -192,6 +195,8 @@ def _place(req: _Request, prepared: ov.Model, graph: GraphArrays) -> Placement:
     cost = getattr(req.strategy, "last_cost", None)
     if cost is not None and not req.pins:  # pinned placements are the user's call, not the guard's
         placement = guard_placement(placement, graph, cost, support)
+    placement = ensure_legal(placement, graph, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
+                             source="new")
     logger.info("placed %d nodes with %s: %s, %d submodel(s)", graph.num_nodes, req.strategy.name,
                 placement.counts_per_device(), placement.num_submodels)
     return placement
@@ -238,6 +243,9 @@ def compile_placement(
     """Compile ``model`` with an explicit placement (affinities are set on a prepared clone, never on ``model``)."""
     core, spec, props, ov_model = _validated(model, placement.device_string, config, core)
     prepared = prepare_model(ov_model)
+    graph = extract_graph(prepared)
+    support = query_support(core, prepared, graph, placement.devices)
+    placement = ensure_legal(placement, graph, placement.devices, support, source="given")
     placement.apply(prepared)
     return core.compile_model(prepared, spec.hetero_string, props)
 
@@ -245,16 +253,41 @@ def compile_placement(
 def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: PlacementCache | None) -> Placement:
     graph = extract_graph(prepared)
     if cache is None:
-        return _place(req, prepared, graph)
+        return _guarded(req, prepared, graph, _place(req, prepared, graph))
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
                     exclude_devices=req.exclude_devices, max_submodels=req.max_submodels)
     placement = cache.get(key, graph)
     if placement is not None:
         logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
-        return placement
-    placement = _place(req, prepared, graph)
+        legal = _legal_cached(req, prepared, graph, placement)
+        if legal is not None:
+            if (legal.assignment, legal.devices) != (placement.assignment, placement.devices):
+                cache.put(key, legal, graph)  # rewrite the entry with its legal form
+            return legal
+    placement = _guarded(req, prepared, graph, _place(req, prepared, graph))
     cache.put(key, placement, graph)
     return placement
+
+
+def _guarded(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement) -> Placement:
+    """The measured guard, where the strategy measured anyway (a profile, a search) and nothing is pinned."""
+    if req.pins or placement.num_submodels < 2 or not measurement_is_cheap(req.strategy):
+        return placement
+    support = query_support(req.core, prepared, graph, req.devices)
+    return measured_guard(req.core, prepared, graph, placement, support, req.props)
+
+
+def _legal_cached(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement) -> Placement | None:
+    """A cached placement through the same legality check as a new one; None (WARNING) if it does not fit."""
+    support = query_support(req.core, prepared, graph, req.devices)
+    try:
+        return ensure_legal(placement, graph, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
+                            source="cached")
+    except UnsupportedOpError:
+        raise
+    except PlacementError as exc:
+        logger.warning("%s; ignoring the cache entry and placing again", exc)
+        return None
 
 
 def compile_model(
@@ -293,8 +326,14 @@ def compile_model(
     failure while placing falls back to plain ``core.compile_model`` with a
     warning, so a model OpenVINO can compile is always returned compiled.
     """
-    req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
-                   search_budget)
+    try:
+        req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
+                       search_budget)
+    except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
+        core, _, props, ov_model = _validated(model, device_name, config, core)
+        logger.warning("the placement policy cannot be loaded (%s); falling back to plain compile_model on %s "
+                       "(reinstall ov_autoplace to restore placement)", exc, device_name)
+        return core.compile_model(ov_model, device_name, props)
     if not req.spec.is_placement:
         return req.core.compile_model(req.model, device_name, req.props)
     try:

@@ -26,6 +26,7 @@ import openvino as ov
 
 from .costmodel.profile_store import ProfileStore, profile_key
 from .graph import GraphArrays
+from .legality import LEGALIZER_VERSION
 from .placement import Placement
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class PlacementCache:
         """The key components of a placement (JSON-able; compared field by field on load)."""
         return profile_key(core, devices, kind="placement", graph=graph, extra={
             "format": CACHE_FORMAT,
+            "legalizer": LEGALIZER_VERSION,
             "strategy": strategy,
             "pins": sorted(repr(p) for p in pins),
             "exclude_devices": sorted(exclude_devices),

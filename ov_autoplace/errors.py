@@ -41,12 +41,17 @@ class PolicyFormatError(OVAutoplaceError, ValueError):
     """A policy file is not an exported HSDAG policy, or not one this version can read."""
 
 
+class FileFormatError(OVAutoplaceError, ValueError):
+    """A file ov_autoplace reads (placement JSON, cost model, cache entry) is damaged or of another format."""
+
+
 class NativeExtensionError(OVAutoplaceError, ImportError):
     """The C++ extension is missing or was built against another OpenVINO."""
 
 
 __all__ = [
     "DeviceError",
+    "FileFormatError",
     "ModelLoadError",
     "ModelNotFoundError",
     "NativeExtensionError",

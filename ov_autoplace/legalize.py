@@ -6,6 +6,8 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
 1. applies user pins (exact name, ``fnmatch`` name pattern, or op type);
 2. moves nodes a device cannot run (per ``core.query_model``) to the first
    device, in priority order, that can - or raises UnsupportedOpError;
+2b. keeps quantization patterns (FakeQuantize and the op it feeds, int8
+   dequantization chains) on one device (``quant_patterns``), so int8 ops stay int8;
 3. optionally merges the smallest same-device islands into a neighbour until
    at most ``max_submodels`` remain (each island becomes a HETERO submodel,
    and each costs a submodel switch and two tensor copies at run time);
@@ -28,6 +30,7 @@ import openvino as ov
 from .errors import PlacementError, UnsupportedOpError
 from .graph import GraphArrays, NodeRole
 from .placement import Placement
+from .quant_patterns import keep_groups_together
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,6 +289,11 @@ def legalize(
         moved = np.flatnonzero(unsupported)
         device[moved] = np.argmax(support[moved], axis=1)  # first supporting device in priority order
         notes.append(f"{len(moved)} node(s) moved to a device that supports them")
+
+    # 2b. quantization patterns on one device (a split FakeQuantize -> Convolution runs in f32)
+    regrouped = keep_groups_together(graph, device, active, support, locked)
+    if regrouped:
+        notes.append(f"{regrouped} node(s) moved to keep quantization patterns on one device")
 
     # 3. island merging
     num_submodels = count_submodels(graph, device, active)

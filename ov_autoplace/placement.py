@@ -53,6 +53,8 @@ class Placement:
 
         A Constant whose consumers sit on several devices is duplicated, one
         copy per device, so no constant value crosses a device boundary.
+        Works for any assignment, legal or not (a Constant on a device none of
+        its consumers use is moved, not copied).
         """
         missing = [op.get_friendly_name() for op in model.get_ops() if op.get_friendly_name() not in self.assignment]
         if missing:
@@ -72,10 +74,17 @@ class Placement:
             consumer = target.get_node()
             device = self.assignment.get(consumer.get_friendly_name(), own)
             by_device.setdefault(device, []).append(target)
+        if by_device and own not in by_device:
+            # No consumer on the Constant's own device: move it to one of theirs. Copying every consumer
+            # away would leave the original with no consumers, dropped from the graph while copies still
+            # pointed into its buffer (that dangling read made alternating placements return garbage).
+            own = max(by_device, key=lambda d: len(by_device[d]))
+            const.get_rt_info()[AFFINITY_KEY] = own
         for device, targets in by_device.items():
             if device == own:
                 continue
-            copy = ov.op.Constant(const.get_tensor_view(), shared_memory=True)
+            # A deep copy: a shared-memory copy does not keep the original's buffer alive.
+            copy = ov.op.Constant(const.get_tensor_view(), shared_memory=False)
             copy.set_friendly_name(f"{const.get_friendly_name()}/on_{device}")
             copy.get_rt_info()[AFFINITY_KEY] = device
             for target in targets:
@@ -131,7 +140,10 @@ class Placement:
 
     @classmethod
     def load(cls, path: str | Path) -> "Placement":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read a file written by :meth:`save`; a damaged file raises FileFormatError saying what is wrong."""
+        from .file_loading import read_json_file
+
+        return read_json_file(path, "placement", cls.from_dict)
 
 
 __all__ = ["AFFINITY_KEY", "Placement"]

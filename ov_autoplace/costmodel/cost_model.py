@@ -99,7 +99,10 @@ class CostModel:
 
     @classmethod
     def load(cls, path: str | Path) -> "CostModel":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read a file written by :meth:`save`; a damaged file raises FileFormatError saying what is wrong."""
+        from ..file_loading import read_json_file
+
+        return read_json_file(path, "cost model", cls.from_dict)
 
 
 __all__ = ["CostModel"]

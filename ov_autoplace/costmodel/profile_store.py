@@ -12,8 +12,14 @@ components, so a change in any of them looks up another file. On load:
   other conditions (e.g. another OpenVINO release) is reported in a warning
   naming what differs, then the caller re-measures;
 * a corrupt file (bad JSON, missing fields, arrays of the wrong shape - the
-  caller's ``parse`` raises) gives a warning and the caller re-measures. A
-  load never raises.
+  caller's ``parse`` raises -, truncated, empty, not UTF-8, nested too deep
+  for the JSON parser, a directory where the file should be) gives a warning
+  and is removed, and the caller re-measures and rewrites it. A load never
+  raises, and a bad file never disables caching for good.
+
+A directory that cannot be written (read-only, or a plain file where the
+directory should be) makes ``save`` warn and return None: the caller keeps
+its freshly measured numbers, they are just not cached.
 
 Writes are atomic (temp file in the same directory, fsync, ``os.replace``) so
 a crash or a concurrent writer never leaves a half-written profile behind.
@@ -35,6 +41,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 import numpy as np
 import openvino as ov
 
+from ..file_loading import DAMAGED_FILE_ERRORS
 from ..graph import GraphArrays
 
 logger = logging.getLogger(__name__)
@@ -47,6 +54,9 @@ KEY_PROPERTIES = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMA
                   "FULL_DEVICE_NAME")
 
 T = TypeVar("T")
+
+#: Everything reading or parsing a damaged file raises (RecursionError: deeply nested JSON).
+_CORRUPT = DAMAGED_FILE_ERRORS
 
 
 def structural_hash(graph: GraphArrays) -> str:
@@ -154,8 +164,8 @@ class ProfileStore:
             stored_key, payload = data["key"], data["payload"]
             if not isinstance(stored_key, dict) or not isinstance(payload, dict):
                 raise ValueError("'key' and 'payload' must be JSON objects")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            logger.warning("profile %s is corrupt (%s: %s); re-measuring", path, type(exc).__name__, exc)
+        except _CORRUPT as exc:
+            self._discard_corrupt(path, exc)
             return None
         diffs = _differences(stored_key, key)
         if diffs:
@@ -164,12 +174,34 @@ class ProfileStore:
             return None
         try:
             return parse(payload)
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
-            logger.warning("profile %s is corrupt (%s: %s); re-measuring", path, type(exc).__name__, exc)
+        except _CORRUPT as exc:
+            self._discard_corrupt(path, exc)
             return None
 
-    def save(self, key: Mapping[str, Any], payload: Mapping[str, Any]) -> Path:
-        """Write atomically: a failure part-way (e.g. an unserialisable value) leaves any old file untouched."""
+    def _discard_corrupt(self, path: Path, exc: BaseException) -> None:
+        """Warn and remove a corrupt file, so the caller's next save rewrites it (best effort)."""
+        try:
+            path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
+            what = "removed it"
+        except OSError as err:
+            what = f"cannot remove it ({err})"
+        logger.warning("profile %s is corrupt (%s: %s); %s and re-measuring", path, type(exc).__name__,
+                       str(exc)[:200], what)
+
+    def save(self, key: Mapping[str, Any], payload: Mapping[str, Any]) -> Path | None:
+        """Write atomically: a failure part-way (e.g. an unserialisable value) leaves any old file untouched.
+
+        An OS error (directory not writable, or a file where it should be) is
+        a WARNING and returns None: caching is best effort.
+        """
+        try:
+            return self._save(key, payload)
+        except OSError as exc:
+            logger.warning("cannot write the %s profile: %s is not writable (%s: %s); continuing without caching it",
+                           key.get("kind"), self.directory, type(exc).__name__, exc)
+            return None
+
+    def _save(self, key: Mapping[str, Any], payload: Mapping[str, Any]) -> Path:
         path = self.path_for(key)
         self.directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
@@ -193,7 +225,7 @@ class ProfileStore:
         for other in sorted(self.directory.glob(f"{key.get('kind', 'profile')}-*.json")):
             try:
                 stored = json.loads(other.read_text())["key"]
-            except (OSError, ValueError, KeyError, TypeError):
+            except _CORRUPT:
                 continue
             if isinstance(stored, dict) and all(stored.get(k) == key.get(k) for k in same):
                 logger.warning("profile %s is for this %s but was measured under other conditions (%s); "

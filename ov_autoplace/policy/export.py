@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -82,25 +83,47 @@ def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None =
 
 
 def load_policy_file(path: str | Path) -> ExportedPolicy:
-    """Read and check a file written by :func:`export_policy`."""
+    """Read and check a file written by :func:`export_policy`.
+
+    Every way the file can be damaged (missing, a directory, empty, truncated,
+    not a zip, a header that is not JSON or not an object, a config of the
+    wrong form) raises PolicyFormatError naming the file and what was wrong.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise PolicyFormatError(f"policy file {path} is a directory; expected a .npz written by export_policy")
     if not path.is_file():
         raise FileNotFoundError(f"no policy file at {path}; export one with ov_autoplace.policy.export.export_policy")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
-    except (ValueError, OSError) as exc:
-        raise PolicyFormatError(f"{path} is not a readable .npz policy file ({exc})") from exc
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:  # empty/truncated: EOF/BadZip
+        raise PolicyFormatError(f"{path} is not a readable .npz policy file ({type(exc).__name__}: {exc}); "
+                                "expected a file written by export_policy (reinstall or re-export it)") from exc
     if HEADER_KEY not in arrays:
         raise PolicyFormatError(f"{path} has no {HEADER_KEY!r} entry; expected a file written by export_policy")
-    header = json.loads(str(arrays.pop(HEADER_KEY)))
+    try:
+        header = json.loads(str(arrays.pop(HEADER_KEY)))
+    except (ValueError, RecursionError) as exc:
+        raise PolicyFormatError(f"{path}: the {HEADER_KEY!r} entry is not valid JSON ({exc})") from exc
+    if not isinstance(header, dict):
+        raise PolicyFormatError(f"{path}: the {HEADER_KEY!r} entry must be a JSON object, got "
+                                f"{type(header).__name__}")
+    return _checked(path, header, arrays)
+
+
+def _checked(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> ExportedPolicy:
     if header.get("format") != FORMAT:
         raise PolicyFormatError(f"{path} has format {header.get('format')!r}, expected {FORMAT!r}")
     if header.get("format_version") != FORMAT_VERSION:
         raise PolicyFormatError(
             f"{path} is policy format version {header.get('format_version')}, this ov_autoplace reads version "
             f"{FORMAT_VERSION}; re-export the policy with this version")
-    config = HSDAGConfig.from_dict(header["config"])
+    try:
+        config = HSDAGConfig.from_dict(header["config"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PolicyFormatError(f"{path}: the header's 'config' is missing or malformed "
+                                f"({type(exc).__name__}: {exc})") from exc
     wanted = expected_feature_names(config)
     if header.get("feature_names") != wanted:
         raise PolicyFormatError(
