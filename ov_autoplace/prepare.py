@@ -16,13 +16,16 @@ from __future__ import annotations
 import openvino as ov
 from openvino.passes import ConstantFolding, Manager
 
+from .quant_patterns import quantized_weights_hidden
+
 
 def prepare_model(model: ov.Model) -> ov.Model:
     """Return a folded clone of ``model``; ``model`` itself is never modified."""
     prepared = model.clone()
     manager = Manager()
     manager.register_pass(ConstantFolding())
-    manager.run_passes(prepared)
+    with quantized_weights_hidden(prepared):  # int8 weights stay int8 (folding them made every conv f32)
+        manager.run_passes(prepared)
     return prepared
 
 

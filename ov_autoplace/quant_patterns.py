@@ -21,7 +21,11 @@ together.
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import numpy as np
+import openvino as ov
 
 from .graph import GraphArrays, NodeRole
 
@@ -100,4 +104,45 @@ def keep_groups_together(graph: GraphArrays, device: np.ndarray, active: np.ndar
     return moved
 
 
-__all__ = ["LOW_PRECISION_TYPES", "keep_groups_together", "quantization_groups"]
+def _quantized_weights(model: ov.Model) -> list[ov.Node]:
+    """Constants that hold quantized weights: low-precision ones feeding a Convert, and FakeQuantize data inputs."""
+    found = {}
+    for op in model.get_ops():
+        if op.get_type_name() != "Constant":
+            continue
+        consumers = [t.get_node() for t in op.output(0).get_target_inputs()]
+        low = op.get_output_element_type(0).get_type_name() in LOW_PRECISION_TYPES
+        if any((low and c.get_type_name() == "Convert") for c in consumers) or any(
+                t.get_node().get_type_name() == "FakeQuantize" and t.get_index() == 0
+                for t in op.output(0).get_target_inputs()):
+            found[op.get_friendly_name()] = op
+    return list(found.values())
+
+
+@contextlib.contextmanager
+def quantized_weights_hidden(model: ov.Model) -> Iterator[int]:
+    """Within the block, quantized weight Constants are replaced by placeholder Parameters; yields their count.
+
+    Constant folding would otherwise turn ``i8 -> Convert -> Subtract ->
+    Multiply`` (and a FakeQuantize on weights) into plain f32 weights, and the
+    plugin then runs the convolution in f32 even on one device (measured: all
+    four convolutions of ``tests/quantized_graphs.int8_convnet`` went u8 ->
+    f32). OpenVINO marks such subgraphs so its own folding skips them, but the
+    mark cannot be set from Python, so they are hidden from the pass instead.
+    """
+    hidden = []
+    for const in _quantized_weights(model):
+        placeholder = ov.op.Parameter(const.get_output_element_type(0), const.get_output_partial_shape(0))
+        const.output(0).replace(placeholder.output(0))
+        hidden.append((const, placeholder))
+    if hidden:
+        model.add_parameters([p for _, p in hidden])
+    try:
+        yield len(hidden)
+    finally:
+        for const, placeholder in hidden:
+            placeholder.output(0).replace(const.output(0))
+            model.remove_parameter(placeholder)
+
+
+__all__ = ["LOW_PRECISION_TYPES", "keep_groups_together", "quantization_groups", "quantized_weights_hidden"]
