@@ -122,3 +122,20 @@ def test_awkward_models_compile_or_fail_clearly(testbed, builder):
 def test_place_with_pass_through_meta_device_is_an_error(testbed):
     with pytest.raises(oa.DeviceError, match="HETERO"):
         oa.place(sg.residual(), "AUTO:CPU", core=testbed.core)
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "header_not_json", "header_nested"])
+def test_damaged_shipped_policy_falls_back_with_a_warning(f32_testbed, tmp_path, monkeypatch, caplog, kind):
+    """A damaged policy file is our machinery failing: compile_model still compiles (WARNING); place() raises."""
+    from ov_autoplace.errors import PolicyFormatError
+    from tests.damaged_files import damaged_policy
+
+    monkeypatch.setattr("ov_autoplace.policy.pretrained.PRETRAINED_POLICY", damaged_policy(tmp_path, kind))
+    model = sg.residual()
+    with caplog.at_level(logging.WARNING):
+        compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path)
+    assert isinstance(compiled, ov.CompiledModel) and "policy cannot be loaded" in caplog.text
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.testing.assert_allclose(compiled(x)[0], f32_testbed.core.compile_model(model, "CPU")(x)[0], atol=1e-5)
+    with pytest.raises(PolicyFormatError):
+        oa.place(model, f32_testbed.hetero, core=f32_testbed.core)

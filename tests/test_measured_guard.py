@@ -108,23 +108,28 @@ def test_single_device_placement_is_not_measured(f32_testbed):
 
 
 class _ProfiledForcedSplit(PlacementStrategy):
-    """A forced 16-node split whose strategy measured the model (a real profile), as the HSDAG path does."""
+    """A forced split whose strategy measured the model (the HSDAG path's real measured cost provider)."""
 
     name = "forced-split"
 
-    def propose(self, context):
-        from ov_autoplace.costmodel.profiler import profile_model
+    def __init__(self, num_on_second: int) -> None:
+        self.num_on_second = num_on_second
 
-        self.last_cost = profile_model(context.model, context.core, context.devices, warmup=1, iterations=3)
-        return _forced_split(context.graph)
+    def propose(self, context):
+        from ov_autoplace.costmodel.providers import MeasuredCostProvider
+
+        self.last_cost = MeasuredCostProvider(iterations=3, warmup=1)(context)
+        return _forced_split(context.graph, self.num_on_second)
 
 
 @pytest.mark.slow
 def test_compile_model_never_keeps_a_split_slower_than_one_device(f32_testbed, tmp_path, caplog):
-    strategy = _ProfiledForcedSplit()
+    """Wired into compile_model: a measured strategy's split on identical devices ends on one device, cached."""
+    strategy = _ProfiledForcedSplit(num_on_second=4)
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
-        oa.compile_model(regnet_y_like(), f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path,
-                         strategy=strategy)
+        compiled = oa.compile_model(sg.residual(blocks=4), f32_testbed.hetero, core=f32_testbed.core,
+                                    cache_dir=tmp_path, strategy=strategy)
+    assert isinstance(compiled, ov.CompiledModel) and "falling back" not in caplog.text
     assert measurement_is_cheap(strategy)
     (entry,) = PlacementCache(tmp_path).entries()
     stored = json.loads(entry.read_text())["payload"]

@@ -8,6 +8,7 @@ import ov_autoplace as oa
 from ov_autoplace.placement import AFFINITY_KEY, Placement
 from ov_autoplace.prepare import prepare_model
 from tests import synthetic_graphs as sg
+from tests.damaged_files import JSON_DAMAGES, damage_json
 
 
 def test_json_round_trip(testbed, tmp_path):
@@ -74,3 +75,34 @@ def test_split_constant_compiles_and_computes(testbed):
     compiled = oa.compile_placement(model, placement, core=testbed.core)
     value = np.arange(8, dtype=np.float32).reshape(2, 4)
     np.testing.assert_allclose(compiled([value])[0], value * 3 + value + 3, rtol=1e-2)
+
+
+def test_any_assignment_applies_without_dangling_constants(f32_testbed):
+    """Alternating devices node by node (Constants included, so no Constant shares its consumers' device).
+
+    Placement.apply used to copy such a Constant for every consumer with shared
+    memory; the original, left with no consumers, was dropped and the copies
+    read freed memory (compile errors, or outputs off by up to 0.92).
+    """
+    model = sg.residual()
+    prepared = prepare_model(model)
+    names = [op.get_friendly_name() for op in prepared.get_ordered_ops()]
+    assignment = {n: ("CPU", "CPUF")[i % 2] for i, n in enumerate(names)}
+    Placement(assignment, ("CPU", "CPUF"), "alternating", frozenset(), 0).apply(prepared)
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    expected = f32_testbed.core.compile_model(model, "CPU")(x)[0]
+    for _ in range(2):  # the second compile allocates over whatever the first freed
+        np.testing.assert_allclose(f32_testbed.core.compile_model(prepared, f32_testbed.hetero)(x)[0], expected,
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", sorted(JSON_DAMAGES) + ["directory"])
+def test_damaged_placement_file_is_a_file_format_error(testbed, tmp_path, kind):
+    path = tmp_path / "placement.json"
+    oa.place(sg.branching(), testbed.hetero, core=testbed.core, strategy="heavy_ops").save(path)
+    damage_json(path, kind)
+    with pytest.raises(oa.FileFormatError) as info:
+        Placement.load(path)
+    assert str(path) in str(info.value)
+    with pytest.raises(FileNotFoundError):
+        Placement.load(tmp_path / "missing.json")

@@ -22,6 +22,7 @@ from ov_autoplace.costmodel.profile_store import (
 )
 from ov_autoplace.graph import extract_graph
 from ov_autoplace.prepare import prepare_model
+from tests.damaged_files import JSON_DAMAGES, damage_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -161,3 +162,59 @@ def test_failed_write_leaves_old_file_and_no_temp_files(tmp_path, key):
     store.save(key, {"values": [4.0, 5.0, 6.0]})  # a later good write replaces it whole
     np.testing.assert_array_equal(store.load(key, parse_payload), [4.0, 5.0, 6.0])
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+# --- every damage: warning, removal, rewrite ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(JSON_DAMAGES) + ["directory"])
+def test_every_damaged_file_is_a_warning_then_rewritten(tmp_path, key, caplog, kind):
+    store = ProfileStore(tmp_path)
+    path = store.save(key, {"values": [1.0, 2.0, 3.0]})
+    damage_json(path, kind)
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace.costmodel.profile_store"):
+        assert store.load(key, parse_payload) is None  # never raises, whatever the damage
+    assert "corrupt" in caplog.text and "removed it" in caplog.text
+    assert store.save(key, {"values": [4.0, 5.0, 6.0]}) == path  # the next measurement rewrites it
+    np.testing.assert_array_equal(store.load(key, parse_payload), [4.0, 5.0, 6.0])
+
+
+def test_link_profile_of_the_wrong_shape_is_remeasured_not_raised(tmp_path, testbed, caplog):
+    from ov_autoplace.costmodel.link_calibration import LinkProfile
+
+    store = ProfileStore(tmp_path)
+    key = profile_key(testbed.core, testbed.devices, kind="links", extra={"format": 1})
+    store.save(key, {"devices": ["CPU"], "link_latency_ms": [[0.0]], "link_ms_per_byte": "x",
+                     "submodel_overhead_ms": [0.0], "pairs": [], "seconds": 1.0})
+    with caplog.at_level(logging.WARNING):
+        assert store.load(key, LinkProfile.from_dict) is None
+    assert "corrupt" in caplog.text
+
+
+def test_directory_that_is_a_file_means_no_caching_not_an_error(tmp_path, key, caplog):
+    blocker = tmp_path / "profiles"
+    blocker.write_text("I am a file")
+    store = ProfileStore(blocker)
+    with caplog.at_level(logging.WARNING):
+        assert store.save(key, {"values": [1.0, 2.0, 3.0]}) is None
+    assert "not writable" in caplog.text
+    assert store.load(key, parse_payload) is None
+
+
+@pytest.mark.slow
+def test_compile_model_places_when_the_profile_dir_is_a_file(f32_testbed, tmp_path, caplog):
+    """The measured HSDAG path with an unusable profile directory still places (profiles just are not cached)."""
+    import ov_autoplace as oa
+    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+    from ov_autoplace.policy.strategy import HSDAGStrategy
+
+    blocker = tmp_path / "profiles"
+    blocker.write_text("I am a file")
+    strategy = HSDAGStrategy(PRETRAINED_POLICY, MeasuredCostProvider(store=ProfileStore(blocker), iterations=3))
+    with caplog.at_level(logging.WARNING):
+        compiled = oa.compile_model(conv_net(0), f32_testbed.hetero, core=f32_testbed.core,
+                                    cache_dir=tmp_path / "cache", strategy=strategy)
+    assert isinstance(compiled, ov.CompiledModel)
+    assert "falling back" not in caplog.text and "not writable" in caplog.text
+    assert strategy.last_cost is not None and not strategy.last_cost.simulated

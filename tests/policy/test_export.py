@@ -9,6 +9,7 @@ import pytest
 
 from ov_autoplace.errors import OVAutoplaceError
 from ov_autoplace.policy.export import FORMAT, FORMAT_VERSION, PolicyFormatError, load_policy_file
+from tests.damaged_files import POLICY_DAMAGES, damaged_policy
 
 torch = pytest.importorskip("torch")
 
@@ -72,3 +73,11 @@ def test_unreadable_files_name_the_problem(exported, tmp_path):
     with pytest.raises(PolicyFormatError, match="shapes"):
         load_policy_file(_rewrite(path, tmp_path, drop="input_proj.bias"))
     assert issubclass(PolicyFormatError, OVAutoplaceError) and issubclass(PolicyFormatError, ValueError)
+
+
+@pytest.mark.parametrize("kind", POLICY_DAMAGES)
+def test_every_damaged_policy_file_is_a_policy_format_error(tmp_path, kind):
+    path = damaged_policy(tmp_path, kind)
+    with pytest.raises(PolicyFormatError) as info:
+        load_policy_file(path)
+    assert str(path) in str(info.value)

@@ -1,0 +1,74 @@
+"""Ways a file on disk can be damaged, shared by the tests of every loader.
+
+Each JSON damage is a function ``text -> text`` (or bytes) applied to a good
+file; :func:`damaged_policy` writes a damaged copy of the shipped policy.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+JSON_DAMAGES = {
+    "truncated": lambda text: text[: len(text) // 2],
+    "empty": lambda text: "",
+    "not_json": lambda text: "{not json",
+    "a_list": lambda text: "[1, 2, 3]",
+    "null": lambda text: "null",
+    "nested_deeply": lambda text: "[" * 200_000 + "]" * 200_000,
+    "nested_object": lambda text: '{"a": ' * 100_000 + "1" + "}" * 100_000,
+    "not_utf8": lambda text: b"\xff\xfe\x00garbage\x80",
+    "wrong_field_types": lambda text: json.dumps({k: 5 for k in json.loads(text)}),
+    "missing_fields": lambda text: "{}",
+}
+
+
+def damage_json(path: Path, kind: str) -> None:
+    """Apply one of :data:`JSON_DAMAGES` (or ``"directory"``: replace the file by a directory) to ``path``."""
+    if kind == "directory":
+        path.unlink()
+        path.mkdir()
+        return
+    damaged = JSON_DAMAGES[kind](path.read_text())
+    if isinstance(damaged, bytes):
+        path.write_bytes(damaged)
+    else:
+        path.write_text(damaged)
+
+
+POLICY_DAMAGES = ("truncated", "empty", "not_zip", "header_not_json", "header_a_list", "header_nested",
+                  "config_missing", "config_wrong_type", "directory")
+
+
+def damaged_policy(tmp_path: Path, kind: str) -> Path:
+    """A copy of the shipped policy damaged in one of :data:`POLICY_DAMAGES` ways."""
+    from ov_autoplace.policy.export import HEADER_KEY
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+
+    path = tmp_path / f"policy_{kind}.npz"
+    data = PRETRAINED_POLICY.read_bytes()
+    if kind == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "not_zip":
+        path.write_bytes(b"this is not a zip file at all")
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        with np.load(PRETRAINED_POLICY, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        header = json.loads(str(arrays[HEADER_KEY]))
+        text = {
+            "header_not_json": "{not json",
+            "header_a_list": "[1, 2]",
+            "header_nested": "[" * 100_000 + "]" * 100_000,
+            "config_missing": json.dumps({k: v for k, v in header.items() if k != "config"}),
+            "config_wrong_type": json.dumps({**header, "config": 5}),
+        }[kind]
+        arrays[HEADER_KEY] = np.array(text)
+        with open(path, "wb") as f:
+            np.savez(f, **arrays)
+    return path
