@@ -46,4 +46,38 @@ def int8_convnet(blocks: int = 4, channels: int = 16, size: int = 16, seed: int 
     return ov.Model([out], [x], "int8_convnet")
 
 
-__all__ = ["int8_convnet"]
+def quantize_convolutions(model: ov.Model, inputs: list[np.ndarray]) -> ov.Model:
+    """An int8 copy of ``model``: min/max-calibrated FakeQuantize on every Convolution input, i8 weights.
+
+    Calibration runs the f32 model once on ``inputs`` (like NNCF's min-max
+    preset on one sample); weights are quantized symmetrically per output
+    channel and dequantized by Convert -> Subtract -> Multiply.
+    """
+    from ov_autoplace.prepare import prepare_model  # folds f16 weight decompression into f32 Constants
+
+    quantized = prepare_model(model)
+    convs = [op for op in quantized.get_ordered_ops() if op.get_type_name() == "Convolution"
+             and op.input_value(1).get_node().get_type_name() == "Constant"]
+    probe = quantized.clone()
+    probe_convs = {op.get_friendly_name(): op for op in probe.get_ordered_ops()}
+    probe.add_outputs([probe_convs[c.get_friendly_name()].input_value(0) for c in convs])
+    results = ov.Core().compile_model(probe, "CPU")(inputs)
+    ranges = [np.asarray(results[i]) for i in range(len(model.outputs), len(model.outputs) + len(convs))]
+    for conv, seen in zip(convs, ranges):
+        low, high = float(seen.min()), float(seen.max())
+        if high - low < 1e-6:
+            high = low + 1e-3
+        lo, hi = ops.constant(np.array(low, np.float32)), ops.constant(np.array(high, np.float32))
+        conv.input(0).replace_source_output(ops.fake_quantize(conv.input_value(0), lo, hi, lo, hi, 256).output(0))
+        w = conv.input_value(1).get_node().get_data().astype(np.float32)
+        scale = np.maximum(np.abs(w).reshape(w.shape[0], -1).max(axis=1), 1e-8).reshape((-1,) + (1,) * (w.ndim - 1)) / 127
+        q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+        deq = ops.multiply(ops.subtract(ops.convert(ops.constant(q), np.float32),
+                                        ops.constant(np.zeros_like(scale, dtype=np.float32))),
+                           ops.constant(scale.astype(np.float32)))
+        conv.input(1).replace_source_output(deq.output(0))
+    quantized.validate_nodes_and_infer_types()
+    return quantized
+
+
+__all__ = ["int8_convnet", "quantize_convolutions"]

@@ -207,3 +207,87 @@ def test_compile_placement_rejects_a_placement_of_another_model(f32_testbed):
     placement = oa.place(sg.branching(), f32_testbed.hetero, core=f32_testbed.core, strategy="heavy_ops")
     with pytest.raises(PlacementError, match="does not fit this model"):
         oa.compile_placement(sg.residual(), placement, core=f32_testbed.core)
+
+
+# --- the zoo: >= 25 random raw placements per model (and an int8 variant), 0 wrong outputs ------------------
+
+RANDOM_PLACEMENTS = 25
+
+
+def _raw_assignments(graph, devices, rng, count):
+    """Random assignments of *every* node (Constants, Parameters, Results too): none is legal as drawn.
+
+    Thirds of them are per-node uniform, contiguous segments of the topological order, and per-node with
+    a bias to one device (few, scattered nodes elsewhere: the cheap-looking splits).
+    """
+    n = graph.num_nodes
+    for k in range(count):
+        if k % 3 == 0:
+            choice = rng.integers(0, len(devices), n)
+        elif k % 3 == 1:
+            cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, 6), replace=False))
+            choice = np.zeros(n, dtype=np.int64)
+            for j, c in enumerate(cuts):
+                choice[c:] = (j + 1) % len(devices)
+        else:
+            choice = (rng.random(n) < 0.05).astype(np.int64)
+        yield {name: devices[int(d)] for name, d in zip(graph.names, choice)}
+
+
+def _check_random_placements(testbed, model, *, seed, tolerance, check=None):
+    core, devices = testbed.core, testbed.devices
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    support = query_support(core, prepared, graph, devices)
+    plain = core.compile_model(model, "CPU")
+    inputs = oa.random_inputs(plain, seed=seed)
+    expected = _outputs(plain, inputs)
+    worst, splits = 0.0, 0
+    for assignment in _raw_assignments(graph, devices, np.random.default_rng(seed), RANDOM_PLACEMENTS):
+        drawn = Placement(assignment, tuple(devices), "random-raw", frozenset(), 0)
+        legal = ensure_legal(drawn, graph, devices, support, max_submodels=8, source="random")
+        splits += legal.num_submodels > 1
+        placed = prepare_model(model)
+        legal.apply(placed)
+        compiled = core.compile_model(placed, testbed.hetero)
+        for got, want in zip(_outputs(compiled, inputs), expected):
+            scale = max(1.0, float(np.abs(want).max()))
+            worst = max(worst, float(np.abs(got - want).max()) / scale)
+            np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * scale)
+        if check is not None:
+            check(compiled)
+    return worst, splits
+
+
+@pytest.mark.slow
+def test_random_raw_placements_of_zoo_models_give_exact_outputs(f32_testbed, zoo_model):
+    name, model = zoo_model
+    worst, splits = _check_random_placements(f32_testbed, model, seed=11, tolerance=1e-3)
+    assert splits >= RANDOM_PLACEMENTS // 2, f"{name}: only {splits} placements were splits"
+    print(f"{name}: {RANDOM_PLACEMENTS} random raw placements, {splits} splits, worst rel. error {worst:.2e}")
+
+
+@pytest.mark.slow
+def test_random_raw_placements_of_an_int8_zoo_model_stay_int8(f32_testbed):
+    from tests.conftest import zoo_available
+    from tests.quantized_graphs import quantize_convolutions
+    from tests.test_quant_patterns import conv_precisions
+
+    if not zoo_available():
+        pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
+    from ov_autoplace import zoo
+
+    f32 = zoo.load("resnet50")
+    model = quantize_convolutions(f32, oa.random_inputs(f32_testbed.core.compile_model(f32, "CPU"), seed=5))
+    plain = conv_precisions(f32_testbed.core.compile_model(model, "CPU"))
+    int8 = sum(p in {"u8", "i8"} for p in plain.values())
+    assert int8 >= len(plain) // 2, plain  # the variant really runs int8
+
+    def stays_int8(compiled):
+        placed = conv_precisions(compiled)
+        assert sum(p in {"u8", "i8"} for p in placed.values()) >= int8, placed
+
+    # int8 rounding may flip one quantization step where the summation order changed: 2 % of the output range
+    worst, splits = _check_random_placements(f32_testbed, model, seed=12, tolerance=2e-2, check=stays_int8)
+    assert splits >= RANDOM_PLACEMENTS // 2
+    print(f"resnet50 int8: {RANDOM_PLACEMENTS} random raw placements, {splits} splits, worst rel. error {worst:.2e}")
