@@ -28,6 +28,7 @@ from .cache import PlacementCache
 from .graph import GraphArrays, extract_graph
 from .guard import guard_placement
 from .legality import ensure_legal
+from .support_store import device_support
 from .measured_guard import measured_guard, measurement_is_cheap
 from .legalize import Pin, legalize, parse_pins, query_support
 from .placement import Placement
@@ -182,8 +183,8 @@ def _request(model, device_name, config, core, strategy, pins, exclude_devices, 
     return _Request(core, spec, props, ov_model, devices, resolved, parse_pins(pins), excluded, max_submodels, seed)
 
 
-def _place(req: _Request, prepared: ov.Model, graph: GraphArrays) -> Placement:
-    support = query_support(req.core, prepared, graph, req.devices)
+def _place(req: _Request, prepared: ov.Model, graph: GraphArrays, support_dir: Path | None = None) -> Placement:
+    support = device_support(req.core, prepared, graph, req.devices, support_dir)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
                                seed=req.seed)
     proposal = req.strategy.propose(context)
@@ -259,12 +260,12 @@ def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: Placement
     placement = cache.get(key, graph)
     if placement is not None:
         logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
-        legal = _legal_cached(req, prepared, graph, placement)
+        legal = _legal_cached(req, prepared, graph, placement, cache.directory / "support")
         if legal is not None:
             if (legal.assignment, legal.devices) != (placement.assignment, placement.devices):
                 cache.put(key, legal, graph)  # rewrite the entry with its legal form
             return legal
-    placement = _guarded(req, prepared, graph, _place(req, prepared, graph))
+    placement = _guarded(req, prepared, graph, _place(req, prepared, graph, cache.directory / "support"))
     cache.put(key, placement, graph)
     return placement
 
@@ -277,9 +278,10 @@ def _guarded(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: P
     return measured_guard(req.core, prepared, graph, placement, support, req.props)
 
 
-def _legal_cached(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement) -> Placement | None:
+def _legal_cached(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement,
+                  support_dir: Path) -> Placement | None:
     """A cached placement through the same legality check as a new one; None (WARNING) if it does not fit."""
-    support = query_support(req.core, prepared, graph, req.devices)
+    support = device_support(req.core, prepared, graph, req.devices, support_dir)
     try:
         return ensure_legal(placement, graph, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
                             source="cached")
