@@ -308,16 +308,22 @@ def legalize(
     consumers: list[list[int]] = [[] for _ in range(n)]
     for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
         consumers[s].append(t)
-    role = graph.role
+    # Plain lists in these loops: numpy scalars and enum lookups per element made them 2x slower, and a cached
+    # placement is re-legalized on every warm start.
+    is_result = (graph.role == NodeRole.RESULT).tolist()
+    skip = (active | (graph.role == NodeRole.RESULT) | pinned_anchor).tolist()
+    pinned = pinned_anchor.tolist()
+    dev = device.tolist()
     for i in range(n - 1, -1, -1):
-        if active[i] or role[i] == NodeRole.RESULT or pinned_anchor[i]:
+        if skip[i]:
             continue
-        votes = [device[j] for j in consumers[i] if device[j] >= 0 and role[j] != NodeRole.RESULT]
-        device[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
+        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]
+        dev[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
     # 5. Results follow their producer.
     for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        if role[t] == NodeRole.RESULT and not pinned_anchor[t]:
-            device[t] = device[s]
+        if is_result[t] and not pinned[t]:
+            dev[t] = dev[s]
+    device = np.asarray(dev, dtype=np.int64)
 
     assignment = {graph.names[i]: devices[int(device[i])] for i in range(n)}
     if len(assignment) != n:

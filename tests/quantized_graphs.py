@@ -60,9 +60,17 @@ def quantize_convolutions(model: ov.Model, inputs: list[np.ndarray]) -> ov.Model
              and op.input_value(1).get_node().get_type_name() == "Constant"]
     probe = quantized.clone()
     probe_convs = {op.get_friendly_name(): op for op in probe.get_ordered_ops()}
-    probe.add_outputs([probe_convs[c.get_friendly_name()].input_value(0) for c in convs])
+    sources: dict[tuple[str, int], int] = {}  # one probe per tensor (a tensor may feed several convolutions)
+    for c in convs:
+        src = probe_convs[c.get_friendly_name()].input_value(0)
+        sources.setdefault((src.get_node().get_friendly_name(), src.get_index()), len(sources))
+    probe.add_outputs([probe_convs[name].output(i) for name, i in sources])
     results = ov.Core().compile_model(probe, "CPU")(inputs)
-    ranges = [np.asarray(results[i]) for i in range(len(model.outputs), len(model.outputs) + len(convs))]
+    first = len(probe.outputs) - len(sources)
+    ranges = []
+    for c in convs:
+        src = c.input_value(0)
+        ranges.append(np.asarray(results[first + sources[(src.get_node().get_friendly_name(), src.get_index())]]))
     for conv, seen in zip(convs, ranges):
         low, high = float(seen.min()), float(seen.max())
         if high - low < 1e-6:
