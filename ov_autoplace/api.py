@@ -257,14 +257,11 @@ def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: Placement
         return _guarded(req, prepared, graph, _place(req, prepared, graph))
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
                     exclude_devices=req.exclude_devices, max_submodels=req.max_submodels)
-    placement = cache.get(key, graph)
+    support = device_support(req.core, prepared, graph, req.devices, cache.directory / "support")
+    placement = cache.get(key, graph, support=support, pins=req.pins)  # legality-checked
     if placement is not None:
         logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
-        legal = _legal_cached(req, prepared, graph, placement, cache.directory / "support")
-        if legal is not None:
-            if (legal.assignment, legal.devices) != (placement.assignment, placement.devices):
-                cache.put(key, legal, graph)  # rewrite the entry with its legal form
-            return legal
+        return placement
     placement = _guarded(req, prepared, graph, _place(req, prepared, graph, cache.directory / "support"))
     cache.put(key, placement, graph)
     return placement
@@ -276,20 +273,6 @@ def _guarded(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: P
         return placement
     support = query_support(req.core, prepared, graph, req.devices)
     return measured_guard(req.core, prepared, graph, placement, support, req.props)
-
-
-def _legal_cached(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement,
-                  support_dir: Path) -> Placement | None:
-    """A cached placement through the same legality check as a new one; None (WARNING) if it does not fit."""
-    support = device_support(req.core, prepared, graph, req.devices, support_dir)
-    try:
-        return ensure_legal(placement, graph, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
-                            source="cached")
-    except UnsupportedOpError:
-        raise
-    except PlacementError as exc:
-        logger.warning("%s; ignoring the cache entry and placing again", exc)
-        return None
 
 
 def compile_model(

@@ -22,11 +22,13 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import openvino as ov
 
 from .costmodel.profile_store import ProfileStore, profile_key
 from .graph import GraphArrays
-from .legality import LEGALIZER_VERSION
+from .errors import PlacementError, UnsupportedOpError
+from .legality import LEGALIZER_VERSION, ensure_legal
 from .placement import Placement
 
 logger = logging.getLogger(__name__)
@@ -85,21 +87,41 @@ class PlacementCache:
             "max_submodels": max_submodels,
         })
 
-    def get(self, key: Mapping[str, Any], graph: GraphArrays) -> Placement | None:
-        """The cached placement for ``key`` renamed onto ``graph``'s nodes, or None.
+    def get(self, key: Mapping[str, Any], graph: GraphArrays, *, support: np.ndarray | None = None,
+            pins: Sequence[Any] = ()) -> Placement | None:
+        """The cached placement for ``key`` renamed onto ``graph``'s nodes and checked legal, or None.
 
         Entries store the device of each node by topological index: an equal
         structural hash means an equal ordered graph, while friendly names
         are often auto-generated ("Add_125") and differ between two exports
         of the same architecture. Misses, stale and corrupt entries return None
-        (the latter two with a warning).
+        (the latter two with a warning). A hit passes the same legality check
+        as a new placement (``legality.ensure_legal``; ``support``: the device
+        support matrix, all-supported if not given): an entry that is not
+        legal is re-legalized with a WARNING and rewritten, one that does not
+        fit the model is a miss with a WARNING.
         """
         try:
             placement = self._store.load(key, lambda payload: _renamed(payload, graph))
         except OSError as exc:  # unreadable directory or file: behave as a miss
             logger.warning("placement cache %s cannot be read (%s); placing again", self.directory, exc)
             return None
-        return placement
+        if placement is None:
+            return None
+        devices = tuple(key.get("devices", placement.devices))
+        if support is None:  # unknown here; what keeps outputs exact (anchors, quantization groups) does not need it
+            support = np.ones((graph.num_nodes, len(devices)), dtype=bool)
+        try:
+            legal = ensure_legal(placement, graph, devices, support, pins=pins,
+                                 max_submodels=key.get("max_submodels"), source="cached")
+        except UnsupportedOpError:
+            raise
+        except PlacementError as exc:
+            logger.warning("%s; ignoring the cache entry and placing again", exc)
+            return None
+        if (legal.assignment, legal.devices) != (placement.assignment, placement.devices):
+            self.put(key, legal, graph)  # rewrite the entry in its legal form
+        return legal
 
     def put(self, key: Mapping[str, Any], placement: Placement, graph: GraphArrays) -> Path | None:
         """Store ``placement``; on any OS error warn and return None (caching is best effort)."""
