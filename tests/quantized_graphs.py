@@ -78,7 +78,8 @@ def quantize_convolutions(model: ov.Model, inputs: list[np.ndarray]) -> ov.Model
         lo, hi = ops.constant(np.array(low, np.float32)), ops.constant(np.array(high, np.float32))
         conv.input(0).replace_source_output(ops.fake_quantize(conv.input_value(0), lo, hi, lo, hi, 256).output(0))
         w = conv.input_value(1).get_node().get_data().astype(np.float32)
-        scale = np.maximum(np.abs(w).reshape(w.shape[0], -1).max(axis=1), 1e-8).reshape((-1,) + (1,) * (w.ndim - 1)) / 127
+        per_channel = np.maximum(np.abs(w).reshape(w.shape[0], -1).max(axis=1), 1e-8)
+        scale = per_channel.reshape((-1,) + (1,) * (w.ndim - 1)) / 127
         q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
         deq = ops.multiply(ops.subtract(ops.convert(ops.constant(q), np.float32),
                                         ops.constant(np.zeros_like(scale, dtype=np.float32))),
