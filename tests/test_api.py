@@ -133,9 +133,10 @@ def test_damaged_shipped_policy_falls_back_with_a_warning(f32_testbed, tmp_path,
     monkeypatch.setattr("ov_autoplace.policy.pretrained.PRETRAINED_POLICY", damaged_policy(tmp_path, kind))
     model = sg.residual()
     with caplog.at_level(logging.WARNING):
-        compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path)
+        compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path,
+                                    strategy="hsdag")
     assert isinstance(compiled, ov.CompiledModel) and "policy cannot be loaded" in caplog.text
     x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
     np.testing.assert_allclose(compiled(x)[0], f32_testbed.core.compile_model(model, "CPU")(x)[0], atol=1e-5)
     with pytest.raises(PolicyFormatError):
-        oa.place(model, f32_testbed.hetero, core=f32_testbed.core)
+        oa.place(model, f32_testbed.hetero, core=f32_testbed.core, strategy="hsdag")
