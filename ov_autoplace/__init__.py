@@ -15,6 +15,7 @@ _check_openvino_version()  # a mismatched build fails here, with the command tha
 from .api import (  # noqa: E402
     DEFAULT_MAX_SUBMODELS,
     DEFAULT_STRATEGY,
+    Profiling,
     StrategyName,
     compile_model,
     compile_placement,
@@ -62,6 +63,7 @@ __all__ = [
     "PlacementError",
     "PlacementStrategy",
     "PolicyFormatError",
+    "Profiling",
     "PropertyError",
     "StrategyName",
     "Testbed",

@@ -30,6 +30,8 @@ from .guard import guard_placement
 from .legality import ensure_legal
 from .support_store import device_support
 from .measured_guard import measured_guard, measurement_is_cheap
+from .cache_root import blob_cache_props, cache_root
+from .first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
 from .legalize import Pin, legalize, parse_pins, query_support
 from .placement import Placement
 from .prepare import prepare_model
@@ -289,31 +291,45 @@ def compile_model(
     cache_dir: str | os.PathLike | None = None,
     use_cache: bool = True,
     search_budget: int | float | None = None,
+    profile: Profiling | str = Profiling.STORED,
+    cache_blobs: bool = False,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
     With one device, or an AUTO/MULTI/BATCH string, it is exactly
     ``core.compile_model``. With ``HETERO:<devices>`` the chosen strategy
     assigns every node a device (see :func:`place`) and the model is compiled
-    with those affinities. The default strategy is the shipped HSDAG policy:
-    the first compile of a model profiles it on the devices (seconds; cached),
-    then one forward pass places it, and a cost-model guard keeps it from
-    being predicted slower than the best single device.
+    with those affinities. By default (``strategy`` unset) nothing is measured
+    during the call (``first_start.py``, ``placement_sources.py``): the
+    placement comes from the cache, a stored profile, or a prior built from
+    the graph and the devices' own properties; a split is kept only when the
+    prior predicts it faster than one device beyond its error, and a
+    placement on one device is compiled exactly as ``core.compile_model``
+    would (same model object, device and config). ``profile``: ``"stored"``
+    (default), ``"background"`` (a detached worker measures the model and
+    stores a better placement for the next start) or ``"now"`` (measure
+    before placing: seconds). ``strategy="hsdag"`` profiles on first use, as
+    it always did. The INFO log names the source: prior, profile, cache, search.
     ``search_budget`` (needs the ``train`` extra): fine-tune the policy on the
     real devices for this model, within ``int`` measured placements or
     ``float`` seconds; the result is never slower than the best single device
     measured in the same run, and is cached like any placement.
 
     The placement is cached (``cache_dir``, default
-    ``$OV_AUTOPLACE_CACHE_DIR`` or ``~/.cache/ov_autoplace``) and OpenVINO's own
-    ``CACHE_DIR`` is pointed beside it unless ``config`` sets one, so a second
-    start reuses both. Errors in the arguments raise before any compile; a
+    ``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
+    ``~/.cache/ov_autoplace``; profiles beside it). OpenVINO's blob cache is
+    the user's: a ``CACHE_DIR`` in ``config`` or on the core is used as set,
+    none is enabled when the user enabled none, unless ``cache_blobs=True``
+    (then ``<cache_dir>/openvino``). Errors in the arguments raise before any compile; a
     failure while placing falls back to plain ``core.compile_model`` with a
     warning, so a model OpenVINO can compile is always returned compiled.
     """
+    profiling = check_profiling(profile)
+    default = strategy is None and search_budget is None
     try:
-        req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
-                       search_budget)
+        # the default path chooses its own source (first_start.py); PRIORITY is only a cheap placeholder here
+        req = _request(model, device_name, config, core, strategy if not default else StrategyName.PRIORITY, pins,
+                       exclude_devices, max_submodels, seed, search_budget)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
         core, _, props, ov_model = _validated(model, device_name, config, core)
         logger.warning("the placement policy cannot be loaded (%s); falling back to plain compile_model on %s "
@@ -321,14 +337,19 @@ def compile_model(
         return core.compile_model(ov_model, device_name, props)
     if not req.spec.is_placement:
         return req.core.compile_model(req.model, device_name, req.props)
+    if not default and profiling is not Profiling.STORED:
+        raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "
+                             "search_budget unset to use it")
     try:
+        if default:
+            compiled = compile_default(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
+                                       cache_blobs=cache_blobs)
+            return compiled
         cache = PlacementCache(cache_dir) if use_cache else None
         prepared = prepare_model(req.model)
         placement = _cached_or_new_placement(req, prepared, cache)
         placement.apply(prepared)
-        props = dict(req.props)
-        if cache is not None and "CACHE_DIR" not in props and cache.writable():
-            props["CACHE_DIR"] = str(cache.openvino_cache_dir)
+        props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
         compiled = req.core.compile_model(prepared, req.spec.hetero_string, props)
     except UnsupportedOpError:
         raise  # plain OpenVINO cannot compile this either
@@ -340,5 +361,5 @@ def compile_model(
     return compiled
 
 
-__all__ = ["DEFAULT_MAX_SUBMODELS", "DEFAULT_STRATEGY", "StrategyName", "compile_model", "compile_placement",
+__all__ = ["DEFAULT_MAX_SUBMODELS", "DEFAULT_STRATEGY", "Profiling", "StrategyName", "compile_model", "compile_placement",
            "default_core", "load_model", "place"]

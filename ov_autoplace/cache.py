@@ -11,8 +11,9 @@ Entries are JSON files written atomically (temp file + ``os.replace``), so
 processes compiling the same model at once leave one valid entry. A corrupt,
 partial or other-version entry is ignored with a warning and rewritten; a
 directory that cannot be written means no caching and a warning, never a
-failure. The compiled HETERO blob is cached by OpenVINO itself: ``compile_model``
-points ``CACHE_DIR`` at ``<cache dir>/openvino`` unless the caller set one.
+failure. The compiled blob is cached by OpenVINO itself where the user enabled
+that (``CACHE_DIR``), or in ``<cache dir>/openvino`` with ``cache_blobs=True``
+(see ``cache_root.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import openvino as ov
 
+from .cache_root import CACHE_DIR_ENV, cache_root
 from .costmodel.profile_store import ProfileStore, profile_key
 from .graph import GraphArrays
 from .errors import PlacementError, UnsupportedOpError
@@ -33,18 +35,13 @@ from .placement import Placement
 
 logger = logging.getLogger(__name__)
 
-CACHE_DIR_ENV = "OV_AUTOPLACE_CACHE_DIR"
 #: Bumped when the entry layout or the meaning of a placement changes.
 CACHE_FORMAT = 1
 
 
 def default_cache_dir() -> Path:
     """``$OV_AUTOPLACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ov_autoplace``, else ``~/.cache/ov_autoplace``."""
-    env = os.environ.get(CACHE_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "ov_autoplace"
+    return cache_root()  # one root for placements, profiles and blobs (cache_root.py)
 
 
 class PlacementCache:

@@ -154,9 +154,14 @@ def cmd_profile(args) -> int:
     devices = parse_device_string(device).devices
     store = ProfileStore(args.profile_dir) if not args.no_store else None
     model = api.load_model(args.model, core)
-    links = profile_links(core, devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
-                          seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
-    profile = measure_model_profile(model, core, devices, iterations=args.niter, store=store, links=links)
+    if args.full:  # three compiles per device and a measured link calibration (minutes on big graphs)
+        links = profile_links(core, devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
+                              seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
+        profile = measure_model_profile(model, core, devices, iterations=args.niter or 20, store=store, links=links)
+    else:  # one compile and a few PERF_COUNT runs per device (costmodel/quick_profile.py)
+        from .costmodel.quick_profile import quick_model_profile
+
+        profile = quick_model_profile(model, core, devices, iterations=args.niter or 6, store=store)
     cost = profile.cost_model
     print(f"{Path(args.model).name} on {', '.join(devices)}: {cost.label}")
     for report in profile.reports:
@@ -194,8 +199,12 @@ def cmd_cache(args) -> int:
                       f"nodes={len(payload['device_by_index'])}  submodels={payload.get('num_submodels')}")
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 print(f"  {path.name}  (unreadable: {exc})")
-    else:
-        print(f"removed {cache.clear()} placement(s) from {cache.directory}")
+    else:  # everything ov_autoplace wrote: placements, profiles, opted-in blobs, worker files (cache_root.py)
+        from .cache_root import clear_cache
+
+        removed = clear_cache(args.cache_dir)
+        print(f"removed {sum(removed.values())} file(s) from {cache.directory} ("
+              + ", ".join(f"{name}: {n}" for name, n in removed.items()) + ")")
     return 0
 
 
@@ -232,7 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("-m", "--model", required=True, help="model file OpenVINO can read")
     profile.add_argument("-d", "--device", default=None, help="devices, e.g. HETERO:GPU,CPU or CPU (default: testbed)")
     profile.add_argument("--testbed", action="store_true", help="register the standard testbed devices")
-    profile.add_argument("-niter", "--niter", type=int, default=20, help="profiled inferences per device")
+    profile.add_argument("-niter", "--niter", type=int, default=None,
+                         help="profiled inferences per device (default 6 quick, 20 with --full)")
+    profile.add_argument("--full", action="store_true",
+                         help="the full profiler: fused ops compiled alone and measured links (slower)")
     profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
     profile.add_argument("--profile-dir", type=Path, default=None,
                          help="profile store (default $OV_AUTOPLACE_PROFILE_DIR or ~/.cache/ov_autoplace/profiles)")
@@ -247,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_parser(sub)
 
-    cache = sub.add_parser("cache", help="list or clear cached placements",
+    cache = sub.add_parser("cache", help="list cached placements, or clear everything ov_autoplace wrote",
                            description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")
     cache.add_argument("action", choices=["list", "clear"])
     cache.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default: the user cache)")

@@ -75,9 +75,19 @@ def test_profile_prints_per_op_types_and_writes_json(ir_path, tmp_path, capsys):
     assert main(["profile", "-m", str(ir_path), "--testbed", "-niter", "2", "--profile-dir", str(tmp_path / "store"),
                  "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "measured (profiled on CPU,CPUF" in text and "Convolution" in text and "total" in text
+    # the quick profile (default): per-op times measured, links from the prior, so the model says "simulated"
+    assert "simulated (quick profile on CPU,CPUF (prior (simulated) links)" in text
+    assert "Convolution" in text and "total" in text
     data = json.loads(out.read_text())
     assert data["cost_model"]["devices"] == ["CPU", "CPUF"]
+    assert all(r["isolated_nodes"] == 0 for r in data["reports"]), "no fused op compiled alone"
+
+
+@pytest.mark.slow
+def test_profile_full_measures_links(ir_path, tmp_path, capsys):
+    assert main(["profile", "-m", str(ir_path), "--testbed", "--full", "-niter", "2",
+                 "--profile-dir", str(tmp_path / "store")]) == 0
+    assert "measured (profiled on CPU,CPUF" in capsys.readouterr().out
 
 
 def test_train_subcommand_hands_over_to_the_trainer(capsys):

@@ -24,8 +24,9 @@ its freshly measured numbers, they are just not cached.
 Writes are atomic (temp file in the same directory, fsync, ``os.replace``) so
 a crash or a concurrent writer never leaves a half-written profile behind.
 
-The default directory is ``~/.cache/ov_autoplace/profiles``; the environment
-variable ``OV_AUTOPLACE_PROFILE_DIR`` overrides it.
+The default directory is ``<cache root>/profiles`` (``cache_root.profile_dir``:
+``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
+``~/.cache/ov_autoplace``); the environment variable ``OV_AUTOPLACE_PROFILE_DIR`` overrides it.
 """
 
 from __future__ import annotations
@@ -41,13 +42,16 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 import numpy as np
 import openvino as ov
 
+from ..cache_root import PROFILE_DIR_ENV, profile_dir
 from ..file_loading import DAMAGED_FILE_ERRORS
 from ..graph import GraphArrays
 
 logger = logging.getLogger(__name__)
 
-PROFILE_DIR_ENV = "OV_AUTOPLACE_PROFILE_DIR"
-DEFAULT_PROFILE_DIR = Path("~/.cache/ov_autoplace/profiles")
+DEFAULT_PROFILE_DIR = Path("~/.cache/ov_autoplace/profiles")  # without OV_AUTOPLACE_CACHE_DIR / XDG_CACHE_HOME
+
+#: Bump when the meaning or layout of a stored model profile (profiler.py) changes.
+MODEL_PROFILE_FORMAT = 1
 
 #: Device properties a measured profile depends on (read from the core, as set).
 KEY_PROPERTIES = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS",
@@ -147,7 +151,7 @@ class ProfileStore:
 
     def __init__(self, directory: str | Path | None = None) -> None:
         if directory is None:
-            directory = os.environ.get(PROFILE_DIR_ENV) or DEFAULT_PROFILE_DIR
+            directory = profile_dir()
         self.directory = Path(directory).expanduser()
 
     def path_for(self, key: Mapping[str, Any]) -> Path:
@@ -234,5 +238,5 @@ class ProfileStore:
                 return
 
 
-__all__ = ["DEFAULT_PROFILE_DIR", "KEY_PROPERTIES", "PROFILE_DIR_ENV", "ProfileStore", "device_properties",
+__all__ = ["DEFAULT_PROFILE_DIR", "KEY_PROPERTIES", "MODEL_PROFILE_FORMAT", "PROFILE_DIR_ENV", "ProfileStore", "device_properties",
            "key_digest", "profile_key", "structural_hash"]

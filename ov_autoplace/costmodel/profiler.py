@@ -80,12 +80,10 @@ from ..progress import progress_bar
 from ..timing import measure_latency, random_inputs
 from .cost_model import CostModel
 from .link_calibration import LinkProfile, profile_links
-from .profile_store import ProfileStore, profile_key
+from .profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
 
 logger = logging.getLogger(__name__)
 
-#: Bump when the meaning or layout of a stored model profile changes.
-MODEL_PROFILE_FORMAT = 1
 #: Op types whose kernel absorbs fused neighbours (their runtime node's primary op).
 HEAVY_OP_TYPES = frozenset({
     "Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData", "MatMul",

@@ -2,32 +2,34 @@
 
 Strategies that read a CostModel (best single device, HEFT, critical path,
 the exact optimum) take it in their constructor, or a callable that builds it
-for the context being placed.
+for the context being placed. Names are loaded on first use (PEP 562), so
+``import ov_autoplace`` does not import the MILP of the exact optimum.
 """
 
-from .base import PlacementContext, PlacementStrategy
-from .best_single import BestSingleDeviceStrategy
-from .critical_path import CriticalPathGreedyStrategy
-from .heavy_ops import HEAVY_OP_TYPES, HeavyOpsStrategy
-from .heft import HeftStrategy
-from .openvino_modes import OpenVINOAutoStrategy, OpenVINOHeteroAutoStrategy, OpenVINOPipelineParallelStrategy
-from .optimum_strategy import OptimumStrategy
-from .priority import DevicePriorityStrategy, SingleDeviceStrategy
-from .random_strategy import RandomStrategy
+import importlib
 
-__all__ = [
-    "HEAVY_OP_TYPES",
-    "BestSingleDeviceStrategy",
-    "CriticalPathGreedyStrategy",
-    "DevicePriorityStrategy",
-    "HeavyOpsStrategy",
-    "HeftStrategy",
-    "OpenVINOAutoStrategy",
-    "OpenVINOHeteroAutoStrategy",
-    "OpenVINOPipelineParallelStrategy",
-    "OptimumStrategy",
-    "PlacementContext",
-    "PlacementStrategy",
-    "RandomStrategy",
-    "SingleDeviceStrategy",
-]
+_LAZY = {
+    "HEAVY_OP_TYPES": ".heavy_ops",
+    "BestSingleDeviceStrategy": ".best_single",
+    "CriticalPathGreedyStrategy": ".critical_path",
+    "DevicePriorityStrategy": ".priority",
+    "HeavyOpsStrategy": ".heavy_ops",
+    "HeftStrategy": ".heft",
+    "OpenVINOAutoStrategy": ".openvino_modes",
+    "OpenVINOHeteroAutoStrategy": ".openvino_modes",
+    "OpenVINOPipelineParallelStrategy": ".openvino_modes",
+    "OptimumStrategy": ".optimum_strategy",
+    "PlacementContext": ".base",
+    "PlacementStrategy": ".base",
+    "RandomStrategy": ".random_strategy",
+    "SingleDeviceStrategy": ".priority",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_LAZY)

@@ -88,8 +88,11 @@ def key(testbed):
 
 
 def test_default_directory_and_env_override(tmp_path, monkeypatch):
-    monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)
+    for name in (PROFILE_DIR_ENV, "OV_AUTOPLACE_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
     assert ProfileStore().directory == Path("~/.cache/ov_autoplace/profiles").expanduser()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert ProfileStore().directory == tmp_path / "xdg" / "ov_autoplace" / "profiles"
     monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path / "elsewhere"))
     assert ProfileStore().directory == tmp_path / "elsewhere"
 

@@ -31,7 +31,9 @@ from tests import synthetic_graphs
 assert ov_autoplace.DEFAULT_STRATEGY == ov_autoplace.StrategyName.HSDAG
 tb = make_testbed()
 model = synthetic_graphs.residual()
-compiled = ov_autoplace.compile_model(model, tb.hetero, core=tb.core)
+compiled = ov_autoplace.compile_model(model, tb.hetero, core=tb.core)  # default: prior/cache, no profile
+assert isinstance(compiled, ov.CompiledModel)
+compiled = ov_autoplace.compile_model(model, tb.hetero, core=tb.core, strategy="hsdag")  # the policy, profiled
 assert isinstance(compiled, ov.CompiledModel)
 x = np.random.default_rng(0).standard_normal(tuple(model.inputs[0].shape)).astype(np.float32)
 out = compiled({0: x})[0]
@@ -50,6 +52,7 @@ def test_default_strategy_is_the_policy_and_needs_no_torch(tmp_path):
     run = subprocess.run([sys.executable, "-c", NO_TORCH], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "placement source: " in run.stdout  # the default path decided, no fallback
     assert "placed" in run.stdout and "with hsdag" in run.stdout  # the policy placed it, no fallback
     assert "falling back" not in run.stdout + run.stderr
     assert "search refused:" in run.stdout and "ov_autoplace[train]" in run.stdout

@@ -1,0 +1,184 @@
+"""A cheap measured profile: one compile and a few PERF_COUNT runs per device.
+
+``measure_model_profile`` (profiler.py) compiles each device three times (the
+PERF_COUNT model, a one-submodel HETERO companion for the end-to-end latency,
+and a model of the fused ops alone for their unfused cost) and calibrates the
+links by timing real splits. ``quick_model_profile`` keeps what decides a
+placement and drops the rest:
+
+* **one compile per device** with ``PERF_COUNT`` - per distinct device: a device that reports the
+  same facts as an earlier one (``device_facts.py``: same plugin, precision, threads, ...) gets that
+  device's costs, since measuring it again would only measure noise; the per-op times come from
+  ``profiling_info`` exactly as in profiler.py (same mapping back to the
+  prepared ops, same running-average arithmetic), and the end-to-end latency
+  is the median wall time of the same profiled runs (PERF_COUNT's bookkeeping
+  is included, a small bias toward slower);
+* **unfused cost** of a fused op: the device's measured ms per output byte of
+  its light ops that ran alone (profiler.py's own fallback) instead of a
+  compile of the fused ops alone;
+* **links**: a stored link profile of the device set if there is one (from
+  ``ov-autoplace profile --links`` or an earlier full profile), else the
+  prior's links (``prior.py``: host-memory devices copy through memory, a
+  discrete device over its host link) - simulated, and the profile's source says so.
+
+It is stored under the same key as a full profile (a measured profile of this
+model on these devices), so every reader (the default placement, the
+``hsdag`` strategy) uses whichever was measured last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Sequence
+
+import numpy as np
+import openvino as ov
+
+from ..graph import NodeRole, extract_graph
+from ..prepare import prepare_model
+from ..timing import random_inputs
+from .cost_model import CostModel
+from .link_calibration import LINK_PROFILE_FORMAT, LinkProfile
+from .profile_store import ProfileStore, profile_key
+from .profiler import (MODEL_PROFILE_FORMAT, DeviceReport, ModelProfile, _device_memory_bytes, _map_times,
+                       _ms_per_byte_fallback, _node_memory_bytes, check_devices, reports_running_average)
+from .providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
+
+logger = logging.getLogger(__name__)
+
+
+def stored_or_prior_links(core: ov.Core, devices: Sequence[str], store: ProfileStore | None) -> LinkProfile:
+    """The quick link profile stored for ``devices`` (as ``MeasuredCostProvider`` measures it), else the prior's."""
+    devices = tuple(devices)
+    if store is not None:
+        key = profile_key(core, devices, kind="links", extra={
+            "format": LINK_PROFILE_FORMAT, "sizes": sorted(QUICK_LINK_SIZES), "cuts": sorted(QUICK_LINK_CUTS)})
+        if store.path_for(key).exists():
+            cached = store.load(key, LinkProfile.from_dict)
+            if cached is not None and cached.devices == devices:
+                return cached
+    from .prior import prior_device, read_device_facts
+    from .platforms import SimPlatform
+
+    models = [prior_device(read_device_facts(core, d)) for d in devices]
+    n = len(devices)
+    if any(m is None for m in models):  # nothing known: free links, a small per-submodel cost (estimate)
+        return LinkProfile(devices, np.zeros((n, n)), np.zeros((n, n)), np.full(n, 0.02), (), 0.0)
+    platform = SimPlatform.from_host_links("prior links", models)
+    with np.errstate(divide="ignore"):
+        per_byte = np.where(np.isinf(platform.link_bandwidth), 0.0, 1e3 / platform.link_bandwidth)
+    return LinkProfile(devices, np.array(platform.link_latency_ms, np.float64), per_byte,
+                       np.array([m.submodel_overhead_ms for m in models], np.float64), (), 0.0)
+
+
+def _twins(core: ov.Core, devices: Sequence[str]) -> dict[int, int]:
+    """{d: t} for each device d whose facts (``device_facts``) equal an earlier device t's."""
+    from ..device_facts import read_device_facts
+
+    seen: dict[tuple, int] = {}
+    twins = {}
+    for d, device in enumerate(devices):
+        facts = read_device_facts(core, device)
+        if not facts.reported:
+            continue
+        signature = facts.signature()
+        if signature in seen:
+            twins[d] = seen[signature]
+        else:
+            seen[signature] = d
+    return twins
+
+
+def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool):
+    """Per-runtime-node ms per inference over the profiled window, and each run's wall time (ms)."""
+    request = compiled.create_infer_request()
+    inputs = random_inputs(compiled)
+
+    def snapshot() -> dict[str, float]:
+        return {p.node_name: p.real_time.total_seconds() * 1e3 for p in request.profiling_info
+                if p.status == ov.ProfilingInfo.Status.EXECUTED}
+
+    for _ in range(warmup):
+        request.infer(inputs)
+    start = snapshot() if warmup else {}
+    walls, runs = [], []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        request.infer(inputs)
+        walls.append(1e3 * (time.perf_counter() - t0))
+        if not running_average:
+            runs.append(snapshot())
+    if running_average:
+        end, total = snapshot(), warmup + iterations
+        return {k: max(0.0, (total * v - warmup * start.get(k, 0.0)) / iterations) for k, v in end.items()}, walls
+    names = sorted({n for run in runs for n in run})
+    return {n: float(np.median([run.get(n, 0.0) for run in runs])) for n in names}, walls
+
+
+def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 1,
+                        iterations: int = 6, store: ProfileStore | None = None,
+                        links: LinkProfile | None = None) -> ModelProfile:
+    """Profile ``model`` (prepared here) on ``devices`` with one compile per device; see the module doc."""
+    devices = tuple(devices)
+    check_devices(core, devices)
+    if warmup < 0 or iterations < 1:
+        raise ValueError(f"need warmup >= 0 and iterations >= 1, got warmup={warmup}, iterations={iterations}")
+    started = time.perf_counter()
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    key = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    if store is not None and store.path_for(key).exists():
+        cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
+        if cached is not None:
+            return cached
+    links = links if links is not None else stored_or_prior_links(core, devices, store)
+    n, num_devices = graph.num_nodes, len(devices)
+    compute, unfused = np.zeros((n, num_devices)), np.zeros((n, num_devices))
+    fused_into = np.full(n, -1, dtype=np.int64)
+    reports = []
+    compute_mask = graph.role == NodeRole.COMPUTE
+    twin_of = _twins(core, devices)
+    for d, device in enumerate(devices):
+        if d in twin_of:  # same plugin, same reported properties: measuring it again would only measure noise
+            t = twin_of[d]
+            compute[:, d], unfused[:, d] = compute[:, t], unfused[:, t]
+            reports.append(dataclasses.replace(reports[t], device=device))
+            logger.info("quick profile of %s: reports the same properties as %s; its costs are %s's", device,
+                        devices[t], devices[t])
+            continue
+        compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
+        node_ms, walls = _runs(compiled, warmup, iterations, reports_running_average(core, device))
+        times, fused, stats = _map_times(compiled, graph, node_ms)
+        del compiled
+        e2e = float(np.median(walls))
+        target = max(e2e - float(links.submodel_overhead_ms[d]), 0.5 * e2e)
+        scale = target / stats["profiled_sum_ms"] if stats["profiled_sum_ms"] > 0 else 1.0
+        compute[:, d] = times * scale
+        unfused[:, d] = compute[:, d]
+        isolated = sorted(fused)
+        if isolated:
+            unfused[isolated, d] = _ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0) \
+                * scale
+        for i, p in fused.items():
+            if fused_into[i] < 0 and fused_into[p] < 0 and not (fused_into == i).any():
+                fused_into[i] = p
+        reports.append(DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
+                                    fused_nodes=len(fused), isolated_nodes=0, **stats))
+        logger.info("quick profile of %s: end-to-end %.3f ms, per-op sum %.3f ms, %d fused", device, e2e,
+                    stats["profiled_sum_ms"], len(fused))
+    link_source = "measured links" if links.pairs else "prior (simulated) links"
+    cost = CostModel(
+        devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,
+        fused_into=fused_into, link_latency_ms=links.link_latency_ms, link_ms_per_byte=links.link_ms_per_byte,
+        submodel_overhead_ms=links.submodel_overhead_ms, node_memory_bytes=_node_memory_bytes(graph),
+        device_memory_bytes=np.array([_device_memory_bytes(core, d) for d in devices]), simulated=not links.pairs,
+        source=f"quick profile on {','.join(devices)} ({link_source}), OpenVINO {ov.get_version().split('-')[0]}")
+    profile = ModelProfile(cost, tuple(reports), links, time.perf_counter() - started)
+    if store is not None:
+        store.save(key, profile.to_dict())
+    return profile
+
+
+__all__ = ["quick_model_profile", "stored_or_prior_links"]

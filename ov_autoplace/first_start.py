@@ -1,0 +1,188 @@
+"""``compile_model``'s default path: a first start close to a plain compile, a warm start as fast as one.
+
+``compile_default`` picks the source (``placement_sources.py``), compiles, and,
+with ``profile="background"``, hands the measuring to a detached worker
+(``background.py``). It imports only what the chosen source needs: the
+identical-devices path reads a few device properties and calls
+``core.compile_model`` on the caller's own model; the graph, the policy and the
+legalizer are imported only when a placement has to be made or looked up.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .cache_root import blob_cache_props, cache_root, profile_dir
+
+if TYPE_CHECKING:
+    from .placement_sources import Decision
+
+logger = logging.getLogger("ov_autoplace")
+
+#: Properties a device reports about itself that the prior reads (``device_facts.DeviceFacts``).
+FACT_PROPERTIES = ("DEVICE_TYPE", "DEVICE_ARCHITECTURE", "OPTIMIZATION_CAPABILITIES", "DEVICE_GOPS",
+                   "GPU_DEVICE_TOTAL_MEM_SIZE", "FULL_DEVICE_NAME", "INFERENCE_PRECISION_HINT",
+                   "INFERENCE_NUM_THREADS")
+
+
+class Profiling(str, enum.Enum):
+    """When ``compile_model``'s default placement measures the devices."""
+
+    #: Use a stored profile when there is one; never measure during the call (the default).
+    STORED = "stored"
+    #: As STORED, and when no profile is stored a detached worker measures one and stores a better
+    #: placement for the next start (``background.py``); this start runs on the prior's placement.
+    BACKGROUND = "background"
+    #: Measure now, blocking (the quick profile: one compile and a few runs per device).
+    NOW = "now"
+
+
+def check_profiling(value: Any) -> Profiling:
+    try:
+        return Profiling(value)
+    except ValueError:
+        from .errors import PlacementError
+
+        raise PlacementError(f"profile must be one of {[p.value for p in Profiling]}, got {value!r}") from None
+
+
+def identical_devices(core: Any, devices: tuple[str, ...]) -> bool:
+    """Whether every device reports the same facts (``device_facts.py``), read as plain values.
+
+    The same test as ``device_facts.indistinguishable``, without building DeviceFacts: this is the whole
+    decision of the fast start, so it stays a few property reads.
+    """
+    signatures = set()
+    for device in devices:
+        values = []
+        for prop in FACT_PROPERTIES:
+            try:
+                values.append(str(core.get_property(device, prop)))
+            except Exception:  # noqa: BLE001 - not reported
+                values.append(None)
+        try:
+            values.append(core.get_versions(device)[device].description)
+        except Exception:  # noqa: BLE001
+            values.append(None)
+        if not any(v for v in values[:-1]):
+            return False  # knows nothing: not "identical"
+        signatures.add(tuple(values))
+    return len(signatures) == 1
+
+
+#: The shipped policy (``policy.pretrained.PRETRAINED_POLICY``), named here so that the cache-hit path does not
+#: import the policy package just to key the cache (tests/test_first_start.py checks they agree).
+POLICY_FILE = Path(__file__).parent / "policy" / "pretrained" / "hsdag_v1.npz"
+
+
+def _policy_digest(path) -> str:
+    """sha256 of the shipped policy file (cheaper than loading it; changes whenever its weights do)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
+    """Decide (fast path, cache, stored profile, prior), log the source, compile."""
+    started = time.perf_counter()
+    root = cache_root(cache_dir)
+    props = blob_cache_props(req.core, req.props, root, cache_blobs)
+    if profiling is not Profiling.NOW and not req.pins and identical_devices(req.core, req.devices):
+        first = req.devices[0]
+        logger.info("placement source: prior -> %s (%.0f ms to decide); %s report identical properties, so no split "
+                    "can be predicted faster than one device; %s is HETERO's own choice", first,
+                    1e3 * (time.perf_counter() - started), ", ".join(req.devices), first)
+        return req.core.compile_model(req.model, first, props)  # exactly plain OpenVINO (see _compile)
+    index = None
+    if use_cache and profiling is Profiling.STORED and not req.pins:  # a one-device decision needs no clone
+        from . import single_device_index
+
+        try:
+            index = single_device_index.index_key(req, _policy_digest(POLICY_FILE))
+            hit = single_device_index.lookup(root, index)
+        except Exception as exc:  # noqa: BLE001 - the full path below decides instead
+            logger.debug("single-device index unusable (%s: %s)", type(exc).__name__, exc)
+            index, hit = None, None
+        if hit is not None:
+            device, source = hit
+            logger.info("placement source: cache (%s) -> %s (%.0f ms to decide)", source, device,
+                        1e3 * (time.perf_counter() - started))
+            return req.core.compile_model(req.model, device, props)  # exactly plain OpenVINO
+    decision, cache, key, graph, profile_path = _decide_with_graph(req, root, profiling, cache_dir, use_cache)
+    if index is not None and decision.single_device is not None:
+        source = decision.source[len("cache ("):-1] if decision.source.startswith("cache (") else decision.source
+        single_device_index.store(root, index, decision.single_device, source, profile_path)
+    logger.info("placement source: %s -> %s (%.0f ms to decide)%s", decision.source,
+                decision.single_device or decision.placement.counts_per_device(),
+                1e3 * (time.perf_counter() - started), f"; {decision.reason}" if decision.reason else "")
+    compiled = _compile(req, decision, props)
+    if profiling is Profiling.BACKGROUND and decision.spawn_worker:
+        if cache is None:
+            logger.warning("profile='background' needs the placement cache (use_cache=False): not measuring")
+        else:
+            from .background import spawn_worker
+
+            spawn_worker(req, root, key, graph)
+    return compiled
+
+
+def _decide_with_graph(req, root, profiling, cache_dir, use_cache):
+    from .cache import PlacementCache
+    from .costmodel.profile_store import ProfileStore
+    from .graph import extract_graph
+    from .placement_sources import cache_key, decision_from_cache, decision_to_placement, place_from_prior, \
+        place_from_profile
+    from .prepare import prepare_model
+
+    prepared = prepare_model(req.model)
+    graph = extract_graph(prepared)
+    policy_path = POLICY_FILE
+    cache = PlacementCache(root) if use_cache else None
+    key = cache_key(req, cache, graph, _policy_digest(policy_path)) if cache is not None else None
+    store = ProfileStore(profile_dir(cache_dir))
+    profile_path = str(_profile_path(req, graph, store))
+    if cache is not None and profiling is not Profiling.NOW:
+        cached = cache.get(key, graph)
+        if cached is not None:
+            decision = decision_from_cache(cached, prepared)
+            if decision.spawn_worker and Path(profile_path).exists():
+                decision = None  # a profile arrived since the prior placed it (ov-autoplace profile): use it
+            if decision is not None:
+                return decision, cache, key, graph, profile_path
+    if profiling is Profiling.NOW:
+        _measure_now(req, prepared, store)
+    decision = place_from_profile(req, prepared, graph, policy_path, store)
+    if decision is None:
+        decision = place_from_prior(req, prepared, graph, policy_path)
+    if cache is not None:
+        cache.put(key, decision_to_placement(decision, graph, req.devices), graph)
+    return decision, cache, key, graph, profile_path
+
+
+def _profile_path(req, graph, store) -> Path:
+    """Where a measured profile of this (prepared) model on these devices is stored, if one is."""
+    from .costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
+
+    return store.path_for(profile_key(req.core, req.devices, kind="model", graph=graph,
+                                      extra={"format": MODEL_PROFILE_FORMAT}))
+
+
+def _measure_now(req, prepared, store) -> None:
+    """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start."""
+    from .costmodel.quick_profile import quick_model_profile
+
+    quick_model_profile(prepared, req.core, req.devices, store=store)
+
+
+def _compile(req, decision: Decision, props: dict):
+    if decision.single_device is not None:
+        # exactly plain OpenVINO: the caller's model object, the device, the caller's config
+        return req.core.compile_model(req.model, decision.single_device, props)
+    decision.placement.apply(decision.prepared)
+    return req.core.compile_model(decision.prepared, req.spec.hetero_string, props)
+
+
+__all__ = ["compile_default"]

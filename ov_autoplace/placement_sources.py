@@ -1,0 +1,258 @@
+"""The default placement of ``compile_model``: from the cache, a stored profile, or the prior - never a blocking profile.
+
+Order of the sources (the one used is logged at INFO as ``placement source: ...``):
+
+1. **prior, no graph** - every device reports the same facts (``costmodel/prior.py``; e.g. the CPU
+   plugin under two names with the same precision): the prior predicts every split slower than one
+   device (a split only adds transfers and submodel switches), so the model goes to the first
+   device, the one HETERO itself would pick, without reading the graph;
+2. **cache** - a placement stored for this model structure, devices and properties;
+3. **profile** - a measured profile of this model on these devices is stored (``ov-autoplace
+   profile``, a ``profile="background"`` worker, or ``profile="now"``): the HSDAG policy places it
+   on the measured costs and the guard checks it (``guard.guard_placement``);
+4. **prior** - the HSDAG policy on the prior's costs; the split is kept only if the prior predicts
+   it faster than the best single device by more than ``PRIOR_SPLIT_MARGIN`` (the prior's measured
+   error); otherwise one device: the first (HETERO's choice) unless another is predicted faster by
+   more than the margin. A device that reports none of the properties leaves the prior blind: the
+   first device, with a WARNING saying so (and the background worker, if asked, measures it).
+
+A placement on one device is compiled exactly as plain OpenVINO compiles it: the caller's own
+model object, the device name and the caller's config (``compile_single``), so it hits the same
+``CACHE_DIR`` blob as ``core.compile_model(model, device)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from .device_facts import indistinguishable, read_device_facts
+
+if TYPE_CHECKING:  # imported lazily: the fast paths never need them
+    import openvino as ov
+
+    from .cache import PlacementCache
+    from .graph import GraphArrays
+    from .placement import Placement
+
+logger = logging.getLogger("ov_autoplace")
+
+#: Cache token of the default placement (bump when its decision rule changes).
+DEFAULT_SOURCE_TOKEN = "default-sources-v1"
+
+
+@dataclasses.dataclass
+class Decision:
+    """Where the model goes: one device (compiled as plain OpenVINO would) or a HETERO placement."""
+
+    source: str  # prior / profile / cache / search
+    single_device: str | None = None
+    placement: "Placement | None" = None
+    prepared: "ov.Model | None" = None
+    spawn_worker: bool = False  # the background worker should measure this model
+    reason: str = ""
+
+
+def _fmt(singles: dict[str, float]) -> str:
+    return ", ".join(f"{d} {ms:.3f} ms" for d, ms in singles.items())
+
+
+def single_device_of(placement: "Placement") -> str | None:
+    """The device when every compute node of ``placement`` is on one device, else None."""
+    used = {placement.assignment[n] for n in placement.compute_nodes}
+    return next(iter(used)) if len(used) == 1 else (placement.devices[0] if not used else None)
+
+
+def fast_single_device(core: "ov.Core", devices: tuple[str, ...]) -> Decision | None:
+    """Source 1: identical devices (by their reported facts) -> the first device, without the graph."""
+    facts = [read_device_facts(core, d) for d in devices]
+    if indistinguishable(facts):
+        return Decision("prior", single_device=devices[0],
+                        reason=f"{', '.join(devices)} report identical properties, so no split can be predicted "
+                               f"faster than one device; {devices[0]} is HETERO's own choice")
+    return None
+
+
+def _single_placement(graph: "GraphArrays", devices: tuple[str, ...], device: str, strategy: str) -> "Placement":
+    from .graph import NodeRole
+    from .placement import Placement
+
+    # what the legalizer makes of "everything on one device", built directly (it is on every first start)
+    compute = frozenset(n for n, r in zip(graph.names, graph.role) if r == NodeRole.COMPUTE)
+    return Placement(assignment=dict.fromkeys(graph.names, device), devices=tuple(devices), strategy=strategy,
+                     compute_nodes=compute, num_submodels=1 if compute else 0)
+
+
+def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path) -> Decision:
+    """Source 4: the HSDAG policy on the prior's costs, kept only beyond the margin."""
+    import numpy as np
+
+    from .costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms, prior_cost_model
+
+    devices = req.devices
+    prior = prior_cost_model(graph, [read_device_facts(req.core, d) for d in devices])
+    if prior.cost is None:
+        logger.warning("device(s) %s report none of the properties the prior reads (%s); placing everything on %s, "
+                       "the device HETERO itself would pick; use profile='background' or `ov-autoplace profile` "
+                       "to measure them", list(prior.unknown), "DEVICE_TYPE, OPTIMIZATION_CAPABILITIES, ...",
+                       devices[0])
+        if req.pins:  # the user's pins still hold: HETERO's priority order for the rest
+            from .legalize import legalize, query_support
+
+            support = query_support(req.core, prepared, graph, devices)
+            placement = legalize(graph, np.zeros(graph.num_nodes, dtype=np.int64), devices, support, pins=req.pins,
+                                 max_submodels=req.max_submodels, strategy="hsdag:prior")
+            return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True)
+        return Decision("prior", single_device=devices[0], spawn_worker=True,
+                        reason=f"{list(prior.unknown)} unknown to the prior")
+    cost = prior.cost
+    if req.pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
+        choice = PriorChoice(None, _policy_proposal(cost, graph, devices, policy_path), math.nan,
+                             predicted_single_ms(cost), math.nan)
+    else:
+        choice = prior_choice(cost, graph, devices, lambda: _policy_proposal(cost, graph, devices, policy_path))
+    if choice.single is not None:
+        return Decision("prior", single_device=choice.single, spawn_worker=True, reason=choice.reason)
+    from .costmodel.cost_terms import CostTerms
+    from .guard import guard_placement
+    from .legalize import legalize, query_support
+
+    support = query_support(req.core, prepared, graph, devices)
+    placement = legalize(graph, choice.proposal, devices, support, pins=req.pins, max_submodels=req.max_submodels,
+                         strategy="hsdag:prior")
+    if not req.pins:  # pinned placements are the user's call, not the guard's
+        index = {d: k for k, d in enumerate(devices)}
+        legal_ms = CostTerms(cost, graph, support).latency_ms(
+            np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64))
+        if not legal_ms < min(choice.singles.values()) * (1.0 - PRIOR_SPLIT_MARGIN):  # legalizing cost the gain
+            return Decision("prior", single_device=choice.fallback, spawn_worker=True,
+                            reason=f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin")
+        placement = guard_placement(placement, graph, cost, support)
+    placement.notes.append(choice.reason)
+    device = single_device_of(placement)
+    if device is not None:
+        return Decision("prior", single_device=device, spawn_worker=True, reason=choice.reason)
+    return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=choice.reason)
+
+
+@dataclasses.dataclass
+class PriorChoice:
+    """What the prior decides: one device (``single``), or keep the policy's ``proposal``."""
+
+    single: str | None
+    proposal: Any  # int64 [N] or None
+    predicted_ms: float  # the proposal's predicted latency (nan if the policy did not run)
+    singles: dict  # predicted latency of each device alone
+    bound_ms: float  # no placement is predicted below this
+    fallback: str = ""  # the one device to use if the split is dropped later
+    reason: str = ""
+
+
+def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose) -> PriorChoice:
+    """The prior's rule (pure: no device is touched; ``propose()`` gives the policy's proposal on ``cost``).
+
+    One device: HETERO's first unless another is predicted faster by more than ``PRIOR_SPLIT_MARGIN``. A split:
+    only when predicted faster than the best single device by more than the margin. When even the bound (every
+    op on its fastest device, nothing transferred) misses the margin, the policy does not run.
+    """
+    import numpy as np
+
+    from .costmodel.cost_terms import CostTerms
+    from .costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
+    from .costmodel.sim_costs import simulated_support
+    from .graph import NodeRole
+
+    singles = predicted_single_ms(cost)
+    first, best = devices[0], min(singles, key=singles.get)
+    single = best if singles[best] < singles[first] * (1.0 - PRIOR_SPLIT_MARGIN) else first
+    reference = singles[best]
+    compute_mask = np.asarray(graph.role) == NodeRole.COMPUTE
+    with np.errstate(invalid="ignore"):
+        bound = float(np.min(np.asarray(cost.compute_ms)[compute_mask], axis=1).sum()) + float(
+            np.min(cost.submodel_overhead_ms))
+    if not bound < reference * (1.0 - PRIOR_SPLIT_MARGIN):
+        return PriorChoice(single, None, math.nan, singles, bound, single,
+                           f"prior (simulated) predicts {_fmt(singles)} alone; no split can beat {bound:.3f} ms, "
+                           f"within the {PRIOR_SPLIT_MARGIN:.0%} margin")
+    proposal = np.asarray(propose(), dtype=np.int64)
+    terms = CostTerms(cost, graph, simulated_support(cost, graph))
+    used = set(proposal[terms.compute].tolist())
+    predicted = terms.latency_ms(proposal)
+    reason = (f"prior (simulated) predicts {_fmt(singles)} alone and {predicted:.3f} ms for the policy's placement; "
+              f"a split must win by more than {PRIOR_SPLIT_MARGIN:.0%}")
+    if len(used) > 1 and predicted < reference * (1.0 - PRIOR_SPLIT_MARGIN):
+        return PriorChoice(None, proposal, predicted, singles, bound, single, reason)
+    return PriorChoice(single, None, predicted, singles, bound, single, reason)
+
+
+def _policy_proposal(cost, graph, devices, policy_path):
+    from .costmodel.sim_costs import simulated_support
+    from .policy.strategy import HSDAGStrategy
+    from .strategies.base import PlacementContext
+
+    context = PlacementContext(graph=graph, devices=devices, support=simulated_support(cost, graph))
+    return HSDAGStrategy(policy_path, cost).propose(context)
+
+
+def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path, store) -> Decision | None:
+    """Source 3: a stored measured profile (None if there is none)."""
+    from .costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
+
+    key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    if not store.path_for(key).exists():
+        return None
+    from .costmodel.profiler import ModelProfile
+
+    profile = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
+    if profile is None:
+        return None
+    placement = place_with_cost(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
+    device = single_device_of(placement)
+    return Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared)
+
+
+def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str) -> "Placement":
+    """The HSDAG policy on ``cost``, legalized and guarded (the profile path of the old default)."""
+    from .guard import guard_placement
+    from .legalize import legalize, query_support
+    from .policy.strategy import HSDAGStrategy
+    from .strategies.base import PlacementContext
+
+    support = query_support(req.core, prepared, graph, req.devices)
+    context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
+                               seed=req.seed)
+    proposal = HSDAGStrategy(policy_path, cost).propose(context)
+    placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
+                         strategy=strategy)
+    if not req.pins:
+        placement = guard_placement(placement, graph, cost, support)
+    return placement
+
+
+def cache_key(req: Any, cache: "PlacementCache", graph: "GraphArrays", policy_digest: str) -> dict:
+    return cache.key(req.core, graph, req.devices, strategy=f"{DEFAULT_SOURCE_TOKEN}(weights={policy_digest[:16]})",
+                     pins=req.pins, exclude_devices=req.exclude_devices, max_submodels=req.max_submodels)
+
+
+def decision_to_placement(decision: Decision, graph: "GraphArrays", devices: tuple[str, ...]) -> "Placement":
+    """The placement to cache for ``decision`` (a one-device decision becomes a one-device placement)."""
+    if decision.placement is not None:
+        return decision.placement
+    placement = _single_placement(graph, devices, decision.single_device, f"hsdag:{decision.source}")
+    if decision.reason:
+        placement.notes.append(decision.reason)
+    return placement
+
+
+def decision_from_cache(placement: "Placement", prepared) -> Decision:
+    source = placement.strategy.split(":", 1)[1] if ":" in placement.strategy else placement.strategy
+    device = single_device_of(placement)
+    return Decision(f"cache ({source})", single_device=device, placement=None if device else placement,
+                    prepared=prepared, spawn_worker=(source.split("+")[0] == "prior"))  # "+guard": the guard chose
+
+
+__all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "cache_key", "decision_from_cache",
+           "decision_to_placement", "fast_single_device", "place_from_prior", "prior_choice", "PriorChoice", "place_from_profile", "place_with_cost",
+           "single_device_of"]

@@ -1,0 +1,81 @@
+"""The warm start of a one-device placement: a small index keyed on the caller's own model.
+
+The placement cache is keyed on the *prepared* model (a folded clone), so a
+lookup pays a clone, constant folding and the imports of the cache and the
+placement machinery. When the decision was "everything on one device" none of
+that is needed to compile: the caller's model goes to that device as it is.
+This index maps the structure of the caller's model (``extract_graph`` on it
+directly, no clone) plus the devices, their properties, the OpenVINO version,
+the policy, the submodel bound and the excluded devices to that device, in
+``<root>/placements/single-<digest>.json`` (so ``cache clear`` removes it).
+
+An entry written by the prior stops applying as soon as a measured profile of
+the model exists (it stores the profile's path and checks it with one
+``stat``); the full path then places from the profile and rewrites the entry.
+Reads never raise (a bad entry is a miss); writes are atomic and best effort.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+INDEX_FORMAT = 1
+
+
+def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
+    """The key of the caller's model on these devices (JSON-able)."""
+    import openvino as ov
+
+    from .costmodel.profile_store import device_properties, structural_hash
+    from .graph import extract_graph
+
+    return {"format": INDEX_FORMAT, "structure": structural_hash(extract_graph(req.model)),
+            "devices": list(req.devices), "excluded": sorted(req.exclude_devices),
+            "properties": {d: device_properties(req.core, d) for d in req.devices},
+            "openvino": ov.get_version(), "policy": policy_digest[:16], "max_submodels": req.max_submodels}
+
+
+def _path(root: Path, key: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+    return Path(root) / "placements" / f"single-{digest}.json"
+
+
+def lookup(root: Path, key: dict[str, Any]) -> tuple[str, str] | None:
+    """(device, source) stored for ``key``, or None (miss, stale, or a profile arrived after the prior)."""
+    try:
+        data = json.loads(_path(root, key).read_text())
+        if data["key"] != key or data["device"] not in key["devices"]:
+            return None
+        watch = data.get("profile_path")
+        if data["source"].startswith("prior") and watch and Path(watch).exists():
+            return None  # measured since: let the full path use the profile
+        return str(data["device"]), str(data["source"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(root: Path, key: dict[str, Any], device: str, source: str, profile_path: str | None) -> None:
+    """Record a one-device decision (best effort: a failure is logged at DEBUG and ignored)."""
+    path = _path(root, key)
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"key": key, "device": device, "source": source, "profile_path": profile_path}, f)
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError) as exc:
+        logger.debug("single-device index not written (%s)", exc)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+__all__ = ["INDEX_FORMAT", "index_key", "lookup", "store"]

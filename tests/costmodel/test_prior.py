@@ -1,0 +1,82 @@
+"""The prior cost model: device facts read from OpenVINO, simulated columns, indistinguishable devices."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import openvino as ov
+import pytest
+
+from ov_autoplace.costmodel.platforms import PLATFORMS
+from ov_autoplace.costmodel.prior import (DeviceFacts, indistinguishable, predicted_single_ms, prior_cost_model,
+                                          prior_device, read_device_facts)
+from ov_autoplace.devices import register_virtual_device
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.prepare import prepare_model
+from tests import synthetic_graphs as sg
+
+
+@pytest.fixture(scope="module")
+def thread_core():
+    """A real heterogeneity the prior can see: the CPU plugin with all cores and again with one thread."""
+    core = ov.Core()
+    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
+    return core
+
+
+def _graph():
+    return extract_graph(prepare_model(sg.residual()))
+
+
+def test_facts_are_read_from_the_device(testbed):
+    facts = read_device_facts(testbed.core, "CPUF")
+    assert facts.kind == "cpu" and facts.reported
+    assert facts.device_type and facts.architecture and "FP32" in facts.capabilities
+    assert facts.precision == "f32" and facts.threads and facts.threads >= 1
+    cpu = read_device_facts(testbed.core, "CPU")
+    assert cpu.precision == ("bf16" if testbed.bf16 else "f32")
+    # the testbed's two devices differ only where the CPU has bf16
+    assert indistinguishable([cpu, facts]) == (not testbed.bf16)
+
+
+def test_fewer_threads_are_predicted_slower(thread_core):
+    facts = [read_device_facts(thread_core, d) for d in ("CPUS", "CPU")]
+    assert not indistinguishable(facts)
+    prior = prior_cost_model(_graph(), facts)
+    assert prior.cost.simulated and "prior" in prior.cost.label and "simulated" in prior.cost.label
+    singles = predicted_single_ms(prior.cost)
+    assert singles["CPUS"] > singles["CPU"]
+
+
+def test_identical_facts_give_identical_columns(testbed):
+    facts = read_device_facts(testbed.core, "CPUF")
+    twin = dataclasses.replace(facts, name="CPUG")
+    assert indistinguishable([facts, twin])
+    prior = prior_cost_model(_graph(), [facts, twin])
+    np.testing.assert_array_equal(prior.cost.compute_ms[:, 0], prior.cost.compute_ms[:, 1])
+
+
+def test_a_device_reporting_nothing_is_unknown():
+    blank = DeviceFacts("XPU", None, None, None, None, (), (), None, None, None)
+    assert not blank.reported and prior_device(blank) is None
+    prior = prior_cost_model(_graph(), [blank])
+    assert prior.cost is None and prior.unknown == ("XPU",)
+    assert not indistinguishable([blank, dataclasses.replace(blank, name="YPU")]), "knowing nothing is not 'equal'"
+
+
+def test_gpu_facts_take_reported_gops_and_memory():
+    gpu = DeviceFacts("GPU", "openvino_intel_gpu_plugin", "Type.DISCRETE", "GPU: vendor=0x8086", "Intel Arc",
+                      ("FP32", "FP16", "INT8"), (("f16", 20000.0), ("f32", 10000.0), ("int8", 40000.0)), 8e9, "f16",
+                      None)
+    device = prior_device(gpu)
+    assert device.kind == "gpu" and device.peak_flops["f32"] == 1e13 and device.memory_bytes == 8e9
+    template = next(d for p in PLATFORMS.values() for d in p.devices if d.kind == "gpu")
+    assert device.compute_efficiency == template.compute_efficiency
+    cpu = DeviceFacts("CPU", "openvino_intel_cpu_plugin", "Type.INTEGRATED", "intel64", "host", ("FP32",), (), None,
+                      "f32", 2)
+    big = extract_graph(prepare_model(sg.residual(channels=64, size=64)))  # compute-bound, not launch-bound
+    singles = predicted_single_ms(prior_cost_model(big, [gpu, cpu]).cost)
+    assert singles["GPU"] < singles["CPU"], "a 10 TFLOP/s GPU is predicted faster than 2 CPU cores"
+    tiny = predicted_single_ms(prior_cost_model(_graph(), [gpu, cpu]).cost)
+    assert tiny["GPU"] / tiny["CPU"] > singles["GPU"] / singles["CPU"], "launches weigh more on a tiny model"

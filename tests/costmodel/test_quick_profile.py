@@ -1,0 +1,63 @@
+"""The quick profile: one compile and a few PERF_COUNT runs per distinct device, stored like a full profile."""
+
+from __future__ import annotations
+
+import numpy as np
+import openvino as ov
+import pytest
+
+from ov_autoplace.costmodel.profile_store import ProfileStore
+from ov_autoplace.costmodel.quick_profile import quick_model_profile, stored_or_prior_links
+from ov_autoplace.devices import register_virtual_device
+from tests import synthetic_graphs as sg
+
+
+@pytest.fixture(scope="module")
+def thread_core():
+    core = ov.Core()
+    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
+    return core
+
+
+def test_distinct_devices_are_each_measured_and_scaled_to_their_latency(thread_core, tmp_path):
+    profile = quick_model_profile(sg.residual(), thread_core, ("CPUS", "CPU"), store=ProfileStore(tmp_path))
+    cost = profile.cost_model
+    assert [r.device for r in profile.reports] == ["CPUS", "CPU"]
+    assert all(r.isolated_nodes == 0 for r in profile.reports), "no fused op compiled alone"
+    for d, report in enumerate(profile.reports):
+        assert report.e2e_ms > 0 and report.named_nodes > 0
+        # per-op times are scaled so a single-device prediction is the measured latency minus the submodel cost
+        expected = max(report.e2e_ms - cost.submodel_overhead_ms[d], 0.5 * report.e2e_ms)
+        assert cost.compute_ms[:, d].sum() == pytest.approx(expected, rel=1e-6)
+    assert cost.simulated and "prior (simulated) links" in cost.source, "links from the prior are labelled"
+
+
+def test_stored_and_reused(thread_core, tmp_path):
+    store = ProfileStore(tmp_path)
+    first = quick_model_profile(sg.attention_like(), thread_core, ("CPUS", "CPU"), store=store)
+    assert list(tmp_path.glob("model-*.json"))
+    again = quick_model_profile(sg.attention_like(), thread_core, ("CPUS", "CPU"), store=store)
+    assert again.profiler_seconds == first.profiler_seconds, "loaded from the store, not measured again"
+    np.testing.assert_array_equal(again.cost_model.compute_ms, first.cost_model.compute_ms)
+
+
+def test_devices_reporting_the_same_facts_are_measured_once(testbed, tmp_path):
+    profile = quick_model_profile(sg.residual(), testbed.core, testbed.devices, store=None)
+    cpu, cpuf = profile.cost_model.compute_ms.T
+    if testbed.bf16:
+        assert profile.reports[0].e2e_ms != profile.reports[1].e2e_ms or not np.array_equal(cpu, cpuf)
+    else:  # the same f32 device under two names
+        np.testing.assert_array_equal(cpu, cpuf)
+        assert profile.reports[1].device == "CPUF" and profile.reports[1].e2e_ms == profile.reports[0].e2e_ms
+
+
+def test_prior_links_for_host_memory_devices(thread_core):
+    links = stored_or_prior_links(thread_core, ("CPUS", "CPU"), None)
+    assert links.pairs == () and (links.link_latency_ms >= 0).all() and (links.submodel_overhead_ms > 0).all()
+
+
+def test_bad_arguments(thread_core):
+    with pytest.raises(ValueError, match="iterations"):
+        quick_model_profile(sg.residual(), thread_core, ("CPU",), iterations=0)
+    with pytest.raises(Exception, match="not present"):
+        quick_model_profile(sg.residual(), thread_core, ("NOPE",))

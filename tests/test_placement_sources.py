@@ -1,0 +1,139 @@
+"""The placement sources on devices the prior can tell apart: prior, cache, stored profile, pins, blind devices."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import openvino as ov
+import pytest
+
+import ov_autoplace as oa
+from ov_autoplace import placement_sources
+from ov_autoplace.cache import PlacementCache
+from ov_autoplace.costmodel.profile_store import ProfileStore
+from ov_autoplace.costmodel.prior import DeviceFacts
+from ov_autoplace.costmodel.quick_profile import quick_model_profile
+from ov_autoplace.devices import register_virtual_device
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.prepare import prepare_model
+from tests import synthetic_graphs as sg
+
+DISTINCT = "HETERO:CPUS,CPU"
+
+
+@pytest.fixture(scope="module")
+def thread_core():
+    """Two devices the prior can tell apart: the CPU plugin on one thread (CPUS, listed first) and on all."""
+    core = ov.Core()
+    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
+    return core
+
+
+def _source(caplog) -> str:
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("placement source: ")]
+    assert lines, f"no 'placement source' INFO line in {caplog.text!r}"
+    return lines[-1].split(": ", 1)[1]
+
+
+def test_distinct_devices_prior_then_cache(thread_core, tmp_path, caplog):
+    model = sg.residual()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    source = _source(caplog)
+    assert source.startswith("prior -> CPU"), "the all-cores CPU is predicted faster than CPUS beyond the margin"
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
+    assert not (tmp_path / "profiles").exists(), "nothing was measured"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(sg.residual(seed=5), DISTINCT, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("cache (prior) -> CPU")
+
+
+def test_stored_profile_is_used_and_logged(thread_core, tmp_path, caplog):
+    model = sg.attention_like()
+    store = ProfileStore(tmp_path / "profiles")
+    profile = quick_model_profile(model, thread_core, ("CPUS", "CPU"), store=store)
+    assert profile.reports[0].isolated_nodes == 0
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("profile -> ")
+    assert compiled(oa.random_inputs(compiled))[0].shape[0] == 1
+
+
+def test_profile_now_measures_and_stores(thread_core, tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(sg.residual(blocks=2), DISTINCT, core=thread_core, cache_dir=tmp_path, profile="now")
+    assert _source(caplog).startswith("profile -> ")
+    assert list((tmp_path / "profiles").glob("model-*.json"))
+
+
+def test_prior_placed_entry_yields_to_a_later_profile(thread_core, tmp_path, caplog):
+    model = sg.residual(blocks=4)
+    oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    quick_model_profile(model, thread_core, ("CPUS", "CPU"), store=ProfileStore(tmp_path / "profiles"))
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("profile -> ")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("cache (profile")  # "profile" or "profile+guard"
+
+
+def test_device_reporting_no_properties_warns_and_uses_the_first(thread_core, tmp_path, caplog, monkeypatch):
+    """A plugin that reports none of the facts (simulated here: no such plugin is installed)."""
+    real = placement_sources.read_device_facts
+
+    def blind(core, device):
+        facts = real(core, device)
+        if device != "CPUS":
+            return facts
+        return DeviceFacts(device, None, None, None, None, (), (), None, None, None)
+
+    monkeypatch.setattr(placement_sources, "read_device_facts", blind)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(sg.residual(), DISTINCT, core=thread_core, cache_dir=tmp_path)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("CPUS" in w and "report none of the properties" in w for w in warnings), warnings
+    assert _source(caplog).startswith("prior -> CPUS")
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
+
+
+def test_pins_are_honoured_on_the_default_path(thread_core, tmp_path):
+    model = sg.residual()
+    compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path,
+                                pins={"type:Convolution": "CPUS"})
+    (entry,) = PlacementCache(tmp_path).entries()
+    assignment = json.loads(entry.read_text())["payload"]["assignment"]
+    graph = extract_graph(prepare_model(model))
+    convs = [n for n, t in zip(graph.names, graph.op_types) if t == "Convolution"]
+    assert convs and all(assignment[n] == "CPUS" for n in convs)
+    assert compiled(oa.random_inputs(compiled))[0].shape == (1, 10)
+
+
+def test_distinct_devices_are_not_decided_from_facts_alone(thread_core, testbed):
+    assert placement_sources.fast_single_device(thread_core, ("CPUS", "CPU")) is None
+    decision = placement_sources.fast_single_device(testbed.core, testbed.devices)
+    assert (decision is None) == testbed.bf16
+
+
+def test_outputs_equal_plain_compile(thread_core, tmp_path):
+    model = sg.residual()
+    inputs = oa.random_inputs(thread_core.compile_model(model, "CPU"), seed=1)
+    ours = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    plain = thread_core.compile_model(model, "CPU")
+    np.testing.assert_array_equal(ours(inputs)[0], plain(inputs)[0])
+
+
+def test_one_device_placement_built_directly_equals_the_legalized_one():
+    from ov_autoplace.legalize import legalize
+
+    graph = extract_graph(prepare_model(sg.attention_like()))
+    devices = ("CPUS", "CPU")
+    direct = placement_sources._single_placement(graph, devices, "CPU", "hsdag:prior")
+    legal = legalize(graph, np.full(graph.num_nodes, 1), devices, np.ones((graph.num_nodes, 2), dtype=bool),
+                     strategy="hsdag:prior")
+    assert direct.assignment == legal.assignment and direct.compute_nodes == legal.compute_nodes
+    assert direct.num_submodels == legal.num_submodels
