@@ -145,7 +145,7 @@ def _decide_with_graph(req, root, profiling, cache_dir, use_cache):
     store = ProfileStore(profile_dir(cache_dir))
     profile_path = str(_profile_path(req, graph, store))
     if cache is not None and profiling is not Profiling.NOW:
-        cached = cache.get(key, graph)
+        cached = cache.get(key, graph, pins=req.pins)  # legality-checked (legality.py)
         if cached is not None:
             decision = decision_from_cache(cached, prepared)
             if decision.spawn_worker and Path(profile_path).exists():
