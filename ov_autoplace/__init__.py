@@ -25,6 +25,7 @@ from .api import (  # noqa: E402
 )
 from .devices import available_devices, parse_device_string, register_virtual_device  # noqa: E402
 from .errors import (  # noqa: E402
+    CalibrationDataError,
     DeviceError,
     FileFormatError,
     ModelLoadError,
@@ -46,6 +47,7 @@ from .timing import LatencyStats, measure_latency, random_inputs  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "CalibrationDataError",
     "DEFAULT_MAX_SUBMODELS",
     "DEFAULT_STRATEGY",
     "DeviceError",

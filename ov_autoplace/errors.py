@@ -49,7 +49,12 @@ class NativeExtensionError(OVAutoplaceError, ImportError):
     """The C++ extension is missing or was built against another OpenVINO."""
 
 
+class CalibrationDataError(OVAutoplaceError, ValueError):
+    """A calibration row or a simulated-platform file is malformed (missing source or term, negative rate)."""
+
+
 __all__ = [
+    "CalibrationDataError",
     "DeviceError",
     "FileFormatError",
     "ModelLoadError",

@@ -131,6 +131,13 @@ _BUILDERS: dict[str, Callable[[], tuple[Any, Any, dict]]] = {
     "bert_base": _bert_base,
 }
 
+# More architectures (detection, segmentation, decoder LLM block, speech, ...) share the table; see extra.py.
+from .extra import EXTRA, EXTRA_BUILDERS  # noqa: E402
+
+_BUILDERS.update(EXTRA_BUILDERS)
+#: Every model ``build`` knows: the zoo first, then the extra architectures.
+ALL_MODELS = ZOO + EXTRA
+
 
 def _convert(name: str) -> tuple[ov.Model, dict]:
     """Build ``name`` in torch and convert it to a static-shape ov.Model."""
@@ -178,7 +185,7 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
     interrupted build is redone rather than leaving a half IR in use.
     """
     if name not in _BUILDERS:
-        raise ValueError(f"unknown zoo model {name!r}; choose from {ZOO}")
+        raise ValueError(f"unknown zoo model {name!r}; choose from {ALL_MODELS}")
     out_dir = cache_dir()
     xml = out_dir / f"{name}.xml"
     meta = out_dir / f"{name}.json"

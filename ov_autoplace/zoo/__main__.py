@@ -11,7 +11,7 @@ import logging
 import sys
 import time
 
-from . import ZOO, build, cache_dir, info
+from . import ALL_MODELS, ZOO, build, cache_dir, info
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,9 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.names[1:] if args.names[:1] == ["build"] else args.names
     names = names or list(ZOO)
-    unknown = [n for n in names if n not in ZOO]
+    unknown = [n for n in names if n not in ALL_MODELS]
     if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(ZOO)}")
+        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(ALL_MODELS)}")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
 
     # Every IR path is cache_dir()/<name>.xml, so the column width is known

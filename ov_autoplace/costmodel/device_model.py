@@ -1,0 +1,238 @@
+"""A batch-1 device model: the terms that dominate one inference, on top of a spec-sheet roofline.
+
+Every number it produces is simulated. Per compute node ``i`` on device ``d``
+(``sim_costs`` computes the same FLOPs, bytes and categories)::
+
+    cost_ms = dispatch_ms                                              # per-kernel dispatch / launch
+              + 1e3 * max((flops + occupancy_mflop * 1e6) / (peak * eff[cat] * compute_scale * category_scale[cat]),
+                          bytes / (bandwidth * mem_eff[cat] * memory_scale))
+
+* ``dispatch_ms``: what a kernel costs even when it does nothing (queue, launch, barrier).
+* ``occupancy_mflop``: under-use of small kernels. A kernel of ``w`` FLOPs runs
+  at ``w / (w + occupancy)`` of the device's sustained rate (half of it at
+  ``w = occupancy``): a wide GPU needs big kernels to fill its cores, a CPU
+  much less so. Nodes without FLOPs (data movement) are memory-bound only.
+* ``compute_scale`` / ``memory_scale`` / ``category_scale``: the fraction of
+  the spec-sheet peak reached, fitted per device to published latencies
+  (:mod:`.fit_terms`). ``category_scale`` (optional) refines one op category.
+* ``submodel_ms``: per HETERO submodel on this device (enqueue, sync, host wait).
+* ``link_latency_ms`` + bytes / ``link_gbps``: a host <-> device transfer; two
+  accelerators talk through host memory (latencies add, the slower link wins).
+* Op support: a device with ``supported_op_types`` (the NPU) costs ``inf`` for
+  other op types and for dynamic shapes.
+* Fusion (:func:`batch1_fusion`): ``sim_costs.post_op_fusion`` (an element-wise
+  op joins the Convolution / MatMul kernel that produces its input) plus
+  element-wise chains (an element-wise op whose only data input is another
+  element-wise op with no other consumer joins its kernel), as the plugins'
+  eltwise fusion does. Concat is in place (producers write into its buffer): it
+  costs its dispatch only.
+
+``SuitePlatform.cost_model(graph)`` returns the :class:`CostModel` the
+simulator, the optimum and every strategy read. Platforms are described in
+``data/platforms.json`` (loaded by :mod:`.suite`), their fitted terms in
+``data/fitted_terms.json`` (written by ``benchmarks/bench_platforms.py --refit``).
+The runtime path is numpy only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import CalibrationDataError
+from ..graph import GraphArrays, NodeRole
+from ..legalize import constant_subgraph_mask
+from .cost_model import CostModel
+from .platforms import CATEGORIES, SimDevice, SimPlatform
+from .sim_costs import FUSABLE_POST_OPS, _graph_load, cost_model_for, post_op_fusion
+
+#: Ops that write nothing of their own in OpenVINO's CPU / GPU plugins (producers write into the buffer).
+IN_PLACE_OP_TYPES = frozenset({"Concat"})
+
+#: Every term a device needs, with the bound its value must respect.
+TERM_BOUNDS = {
+    "dispatch_ms": ">= 0",
+    "occupancy_mflop": ">= 0",
+    "compute_scale": "> 0",
+    "memory_scale": "> 0",
+    "submodel_ms": ">= 0",
+    "link_latency_ms": ">= 0",
+    "link_gbps": "> 0",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch1Terms:
+    """The fitted (or prior) batch-1 terms of one device; see the module docstring for each."""
+
+    dispatch_ms: float
+    occupancy_mflop: float
+    compute_scale: float
+    memory_scale: float
+    submodel_ms: float
+    link_latency_ms: float
+    link_gbps: float  # inf: the host itself
+    category_scale: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], where: str) -> "Batch1Terms":
+        """Validate a JSON mapping; ``where`` names the platform file entry in every error."""
+        if not isinstance(data, Mapping):
+            raise CalibrationDataError(f"{where}: terms must be a mapping of {sorted(TERM_BOUNDS)}, got {data!r}")
+        missing = [k for k in TERM_BOUNDS if k not in data]
+        if missing:
+            raise CalibrationDataError(f"{where}: missing term(s) {missing}; every device needs {list(TERM_BOUNDS)}")
+        unknown = sorted(set(data) - set(TERM_BOUNDS) - {"category_scale"})
+        if unknown:
+            raise CalibrationDataError(f"{where}: unknown term(s) {unknown}; known terms are "
+                                       f"{list(TERM_BOUNDS) + ['category_scale']}")
+        values: dict[str, float] = {}
+        for key, bound in TERM_BOUNDS.items():
+            raw = data[key]
+            value = math.inf if raw in ("inf", "Infinity") else raw
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+                raise CalibrationDataError(f"{where}.{key}: must be a number {bound}, got {raw!r}")
+            if value < 0 or (bound == "> 0" and value == 0):
+                raise CalibrationDataError(f"{where}.{key}: must be {bound} (a rate or time cannot be negative), "
+                                           f"got {raw!r}")
+            values[key] = float(value)
+        scales = dict(data.get("category_scale", {}))
+        for cat, value in scales.items():
+            if cat not in CATEGORIES:
+                raise CalibrationDataError(f"{where}.category_scale: unknown category {cat!r}; one of {CATEGORIES}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise CalibrationDataError(f"{where}.category_scale.{cat}: must be a number > 0, got {value!r}")
+        return cls(**values, category_scale={k: float(v) for k, v in scales.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: (v if math.isfinite(v) else "inf") for k, v in dataclasses.asdict(self).items()
+                               if k != "category_scale"}
+        if self.category_scale:
+            out["category_scale"] = dict(self.category_scale)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelDevice:
+    """A spec-sheet device (peaks, bandwidth, memory, op support) plus its batch-1 terms."""
+
+    spec: SimDevice
+    terms: Batch1Terms
+    calibration_key: str | None = None  # "platform/DEVICE" whose published latencies fit these terms
+    fitted: bool = False  # the terms come from data/fitted_terms.json, not the prior
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def as_sim_device(self) -> SimDevice:
+        """The spec device with its dispatch, submodel and link terms (for links and descriptions)."""
+        gbps = self.terms.link_gbps
+        return dataclasses.replace(
+            self.spec, launch_overhead_ms=self.terms.dispatch_ms, submodel_overhead_ms=self.terms.submodel_ms,
+            host_link_bandwidth=math.inf if math.isinf(gbps) else gbps * 1e9,
+            host_link_latency_ms=self.terms.link_latency_ms)
+
+    def node_costs(self, graph: GraphArrays, load, precision: str) -> np.ndarray:
+        """Unfused cost in ms of every node on this device (0: does not run, inf: unsupported)."""
+        return node_costs(self.spec, self.terms, graph, load, precision)
+
+
+def node_costs(spec: SimDevice, terms: Batch1Terms, graph: GraphArrays, load, precision: str) -> np.ndarray:
+    """The batch-1 cost of every node of ``graph`` (``load``: ``sim_costs._graph_load(graph)``)."""
+    prec = spec.precision_for(precision)
+    peak = np.array([spec.peak_for(c, prec) * spec.compute_efficiency[c] * terms.category_scale.get(c, 1.0)
+                     for c in CATEGORIES])[load.category] * terms.compute_scale
+    bandwidth = np.array([spec.memory_bandwidth * spec.memory_efficiency[c] for c in CATEGORIES])[load.category]
+    bandwidth = bandwidth * terms.memory_scale
+    work = np.where(load.flops > 0, load.flops + terms.occupancy_mflop * 1e6, 0.0)
+    roofline = 1e3 * np.maximum(work / peak, load.bytes_at(prec) / bandwidth)
+    roofline[np.array([t in IN_PLACE_OP_TYPES for t in graph.op_types], bool)] = 0.0
+    cost = np.where(load.costed, terms.dispatch_ms + roofline, 0.0)
+    unsupported = np.array([not spec.supports(t) for t in graph.op_types]) & load.costed
+    if spec.kind == "npu":
+        unsupported |= load.dynamic
+    cost[unsupported] = np.inf
+    return cost
+
+
+def batch1_fusion(graph: GraphArrays) -> np.ndarray:
+    """``fused_into`` of post-op fusion plus element-wise chains (see the module docstring)."""
+    fused = post_op_fusion(graph)
+    const = constant_subgraph_mask(graph)
+    role, out_degree = np.asarray(graph.role), np.asarray(graph.out_degree)
+    for i in np.flatnonzero((role == NodeRole.COMPUTE) & ~const & (fused < 0)).tolist():  # topological order
+        if graph.op_types[i] not in FUSABLE_POST_OPS:
+            continue
+        data_inputs = [int(p) for p in graph.predecessors(i) if not const[p]]
+        if len(data_inputs) != 1:
+            continue
+        p = data_inputs[0]
+        if graph.op_types[p] in FUSABLE_POST_OPS and out_degree[p] == 1 and role[p] == NodeRole.COMPUTE:
+            fused[i] = p if fused[p] < 0 else fused[p]
+    return fused
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SuitePlatform:
+    """A named platform of the suite: batch-1 devices, the precision its calibration used, and provenance."""
+
+    name: str
+    title: str
+    devices: tuple[ModelDevice, ...]
+    precision: str
+    notes: str = ""
+    kind: str = "calibrated"  # calibrated | derived (built from calibrated devices) | hypothetical
+
+    @property
+    def device_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.devices)
+
+    def device(self, name: str) -> ModelDevice:
+        for d in self.devices:
+            if d.name == name:
+                return d
+        raise KeyError(f"platform {self.name!r} has no device {name!r}; it has {list(self.device_names)}")
+
+    def sim_platform(self) -> SimPlatform:
+        return SimPlatform.from_host_links(self.title, [d.as_sim_device() for d in self.devices], self.notes)
+
+    def subset(self, names: tuple[str, ...]) -> "SuitePlatform":
+        """The same platform restricted to ``names`` (a what-if: which devices pay for a model)."""
+        devices = tuple(self.device(n) for n in names)
+        return dataclasses.replace(self, name=f"{self.name}[{'+'.join(names)}]", devices=devices)
+
+    def cost_model(self, graph: GraphArrays, *, precision: str | None = None) -> CostModel:
+        """The simulated CostModel of ``graph`` (the prepared model's) on this platform."""
+        precision = precision or self.precision
+        base = cost_model_for(graph, self.sim_platform(), precision=precision)  # links, weights, memory
+        load = _graph_load(graph)
+        unfused = np.stack([d.node_costs(graph, load, precision) for d in self.devices], axis=1)
+        compute = unfused.copy()
+        fused_into = batch1_fusion(graph)
+        members = fused_into >= 0
+        compute[members] = np.where(np.isfinite(unfused[members]), 0.0, np.inf)
+        return dataclasses.replace(
+            base, compute_ms=compute, unfused_ms=unfused, fused_into=fused_into,
+            source=f"{self.name} ({self.kind}, batch-1 device model), {precision}")
+
+    def describe(self) -> str:
+        lines = [f"Simulated platform '{self.name}': {self.title} ({self.kind}; every number simulated)"]
+        for d in self.devices:
+            t = d.terms
+            origin = f"fitted on {d.calibration_key}" if d.fitted else "prior (not fitted)"
+            link = "host" if math.isinf(t.link_gbps) else f"{t.link_gbps:g} GB/s + {t.link_latency_ms * 1e3:.0f} us"
+            lines.append(f"  {d.name:<4} {d.spec.product}: dispatch {t.dispatch_ms * 1e3:.1f} us, occupancy "
+                         f"{t.occupancy_mflop:g} MFLOP, compute x{t.compute_scale:.3g}, memory x{t.memory_scale:.3g}, "
+                         f"submodel {t.submodel_ms * 1e3:.0f} us, link {link}, memory "
+                         f"{d.spec.memory_bytes / 2**30:.2f} GiB ({origin})")
+        if self.notes:
+            lines.append(f"  note: {self.notes}")
+        return "\n".join(lines)
+
+
+__all__ = ["Batch1Terms", "IN_PLACE_OP_TYPES", "ModelDevice", "SuitePlatform", "TERM_BOUNDS", "batch1_fusion",
+           "node_costs"]
