@@ -6,6 +6,7 @@
     ov-autoplace profile -m model.xml --testbed
     ov-autoplace bench [--quick]                        # the paper's Table 2, every method
     ov-autoplace cache list | clear
+    ov-autoplace whatif -m bert_base --platform laptop  # which devices pay for a model (simulated)
 
 Every subcommand has its own ``--help``.
 """
@@ -32,6 +33,7 @@ from .placement import Placement
 from .prepare import prepare_model
 from .testbed import make_testbed
 from .timing import measure_latency, random_inputs
+from .whatif import add_whatif_parser
 
 
 def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
@@ -258,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
                            add_help=False)
 
     add_bench_parser(sub)
+    add_whatif_parser(sub)
 
     cache = sub.add_parser("cache", help="list cached placements, or clear everything ov_autoplace wrote",
                            description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")

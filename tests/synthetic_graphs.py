@@ -191,6 +191,18 @@ def sdpa_block(seq: int = 8, heads: int = 2, head_dim: int = 8) -> ov.Model:
 
 
 # The graphs every property test iterates over (name -> builder), kept small.
+
+def gather_model(seq: int = 64, hidden: int = 64) -> ov.Model:
+    """MatMul -> Gather (rows of an activation, which the spec-sheet NPU list lacks) -> MatMul -> Relu."""
+    rng = _rng()
+    x = ops.parameter([1, seq, hidden], np.float32, name="x")
+    y = ops.matmul(x, _const(rng, (hidden, hidden)), False, False)
+    y = ops.gather(y, ops.constant(np.arange(0, seq, 2, dtype=np.int64)), ops.constant(np.int64(1)))
+    y.set_friendly_name("gather")
+    y = ops.relu(ops.matmul(y, _const(rng, (hidden, hidden)), False, False))
+    return ov.Model([y], [x], "gather_model")
+
+
 PLACEMENT_GRAPHS = {
     "branching": branching,
     "residual": residual,
@@ -203,6 +215,7 @@ __all__ = [
     "bool_and_string",
     "branching",
     "dynamic_shapes",
+    "gather_model",
     "long_chain",
     "opset15",
     "param_to_result",
@@ -211,3 +224,4 @@ __all__ = [
     "with_if",
     "with_loop",
 ]
+

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..config import HSDAGConfig
 from .env import SimEnv
-from .tasks import family_graphs, measured_testbed_envs, platform_draws, sim_envs, zoo_graphs
+from .tasks import family_graphs, measured_testbed_envs, platform_draws, sim_envs, suite_envs, zoo_graphs
 from .trainer import TrainConfig, Trainer, make_policy
 
 log = logging.getLogger(__name__)
@@ -48,10 +48,12 @@ class PretrainTasks:
     use_measured: bool = True
     measured_weight: float = 8.0
     base_weight: float = 4.0
+    use_suite: bool = True  # the named batch-1 platforms calibrated on published latencies (costmodel/suite.py)
 
 
 def task_weights(envs: list[SimEnv], tasks: PretrainTasks) -> list[float]:
-    """Draw weights: measured ``measured_weight``, unperturbed platforms (no ``~``) ``base_weight``, else 1."""
+    """Draw weights: measured ``measured_weight``, unperturbed platforms (no ``~``; the suite's too)
+    ``base_weight``, else 1."""
     return [tasks.measured_weight if not e.cost.simulated else 1.0 if "~" in e.name else tasks.base_weight
             for e in envs]
 
@@ -62,6 +64,8 @@ def build_pretrain_envs(tasks: PretrainTasks = PretrainTasks()) -> list[SimEnv]:
     graphs.update(family_graphs("train", tasks.family_count))
     draws = platform_draws(np.random.default_rng(tasks.platform_seed), tasks.perturbed_platforms)
     envs = sim_envs(graphs, draws)
+    if tasks.use_suite:
+        envs += suite_envs(graphs)
     if tasks.use_zoo and tasks.use_measured:
         from ov_autoplace import zoo
 

@@ -148,6 +148,19 @@ def sim_envs(graphs: dict[str, GraphArrays], draws: Iterable[PlatformDraw], *,
     return envs
 
 
+def suite_envs(graphs: dict[str, GraphArrays], *, max_submodels: int | None = None) -> list[SimEnv]:
+    """One :class:`SimEnv` per (graph, named suite platform): the batch-1 device model fitted to published
+    latencies (``costmodel/suite.py``), where splits pay (NPU op gaps, small memory, close devices)."""
+    from ...costmodel.suite import load_suite
+
+    envs = []
+    for name, platform in load_suite().items():
+        for graph_name, graph in graphs.items():
+            envs.append(SimEnv(graph, platform.cost_model(graph), name=f"{graph_name}@suite:{name}/{platform.precision}",
+                               max_submodels=max_submodels))
+    return envs
+
+
 def measured_testbed_envs(models: dict[str, Callable[[], ov.Model]], *, store=None) -> list[SimEnv]:
     """SimEnvs over *measured* testbed CostModels (``profile_model``), or [] with a warning if profiling fails."""
     try:
@@ -172,4 +185,4 @@ def measured_testbed_envs(models: dict[str, Callable[[], ov.Model]], *, store=No
 
 __all__ = ["CATEGORIES", "PRECISION_CHOICES", "PlatformDraw", "base_platforms", "family_graphs",
            "measured_testbed_envs", "perturb_device", "perturb_platform", "platform_draws", "prepared_graph",
-           "sim_envs", "simulated_testbed_platform", "zoo_graphs"]
+           "sim_envs", "simulated_testbed_platform", "suite_envs", "zoo_graphs"]
