@@ -130,6 +130,10 @@ def cmd_show(args) -> int:
         lines.append(f"measured latency {placement.measured_latency_ms:.2f} ms; " + ", ".join(
             f"{d}-only {ms:.2f} ms" for d, ms in placement.reference_latency_ms.items()))
         title += f": {placement.measured_latency_ms:.1f} ms"
+    from .testbed_notes import same_device_note
+
+    if note := same_device_note(placement.device_string):
+        lines.append(note)
     svg = viz.placement_svg(drawing, title=title)
     prefix = args.output
     prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -140,6 +144,8 @@ def cmd_show(args) -> int:
         viz.write_png(drawing, prefix.with_suffix(".png"), title=title)
         written.append(prefix.with_suffix(".png"))
     print(placement.summary())
+    if note:
+        print(f"note: {note}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
