@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ov_autoplace import zoo  # noqa: E402
-from ov_autoplace.bench.headroom import headroom_row  # noqa: E402
+from ov_autoplace.bench.headroom import DEFAULT_METHODS, headroom_row  # noqa: E402
 from ov_autoplace.costmodel.calibration_data import load_calibration  # noqa: E402
 from ov_autoplace.costmodel.fit_terms import fit_suite, prepare_load, single_device_ms, write_fitted_terms  # noqa: E402
 from ov_autoplace.costmodel.suite import FITTED_TERMS_JSON, load_suite  # noqa: E402
@@ -155,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--finetune-budget", type=int, default=50, help="evaluated placements for fine-tuning")
     parser.add_argument("--milp-seconds", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--baselines", action="store_true",
+                        help="also run the learned baselines (Placeto, RNN placer) with the fine-tune budget")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     command = "python benchmarks/bench_platforms.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -177,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         for model in models:
             t = time.perf_counter()
             row = headroom_row(suite[name], model, load_graph(model), finetune_budget=args.finetune_budget,
-                               seed=args.seed, milp_seconds=args.milp_seconds)
+                               seed=args.seed, milp_seconds=args.milp_seconds,
+                               methods=DEFAULT_METHODS + (("Placeto", "RNN placer") if args.baselines else ()))
             headroom.append(row)
             print(f"{name:<13} {model:<20} best single {_fmt(row['best_single_device_ms']):>8} "
                   f"({row['best_single_device']}) optimum {_fmt(row.get('optimum_ms')):>8} "
@@ -199,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                                                    "hsdag_ms", "hsdag_finetuned_ms", "heft_ms", "optimum_devices")},
                           **{k: r.get(k) for k in ("best_single_device", "single_device_ms",
                                                    "openvino_hetero_auto_ms", "openvino_pipeline_parallel_ms",
+                                                   "placeto_ms", "rnn_placer_ms", "optimum_exact", "optimum_source",
                                                    "split_pays", "platform_kind", "simulated", "notes")}}
                          for r in headroom]}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -34,11 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=pathlib.Path, default=REPO / "ov_autoplace/policy/pretrained/hsdag_v1.npz")
     parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path.home() / ".cache/ov_autoplace/pretrain")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--simulated-only", action="store_true",
+                        help="leave out the measured-testbed tasks (profiling needs a quiet machine)")
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     command = ["--pretrain", "--seed", "0", "--threads", "1", "--output", str(args.output),
                "--log", str(args.workdir / "pretrain.jsonl"), "--checkpoint", str(args.workdir / "pretrain.ckpt"),
-               "--checkpoint-every", "500"] + (["--resume"] if args.resume else [])
+               "--checkpoint-every", "500"] + (["--resume"] if args.resume else []) \
+        + (["--simulated-only"] if args.simulated_only else [])
     print("python -m ov_autoplace.train " + " ".join(command), flush=True)
     return train_main(command)
 

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--pretrain", action="store_true",
                       help="the shipped policy's recipe: zoo + random DAG family on simulated, perturbed and "
                            "(if profiled) measured platforms; ignores --model/--platform")
+    what.add_argument("--simulated-only", action="store_true",
+                      help="with --pretrain: leave out the measured-testbed tasks (no profiling on this machine)")
     reward = p.add_argument_group("reward")
     reward.add_argument("--platform", action="append", default=[], choices=["paper", "laptop", "sim_testbed"],
                         help="simulated platform(s) for the simulator reward (default: paper); repeatable")
@@ -150,7 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.pretrain:
         config = _train_config(args, PRETRAIN_CONFIG)
+        from .policy.train.pretrain import PretrainTasks
+
         out = pretrain(args.output or Path("hsdag_pretrained.npz"), config=config,
+                       tasks=PretrainTasks(use_measured=not args.simulated_only),
                        policy_config=dataclasses.replace(PRETRAIN_POLICY, hidden=config.hidden),
                        log_path=args.log, checkpoint_path=args.checkpoint,
                        checkpoint_every=args.checkpoint_every or 500, resume=args.resume, progress=not args.no_progress)

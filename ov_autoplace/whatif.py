@@ -66,6 +66,10 @@ def rank_subsets(platform, graph, *, finetune_budget: int = 0, seed: int = 0, mi
     return rows
 
 
+def _ms(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
 def format_table(platform, model: str, rows: list[dict], finetune_budget: int) -> str:
     best = next((r["optimum_ms"] for r in rows if r["optimum_ms"] is not None), None)
     lines = [f"What-if for {model} on the simulated platform '{platform.name}' ({platform.title}); "
@@ -78,9 +82,8 @@ def format_table(platform, model: str, rows: list[dict], finetune_budget: int) -
                      f"{'cannot run' if opt is None else f'{opt:.3f}':>11} "
                      f"{'' if opt is None or best is None else f'{opt / best:.2f}x':>8} "
                      f"{'+'.join(r.get('optimum_devices') or []):<12} "
-                     f"{'—' if r['hsdag_ms'] is None else format(r['hsdag_ms'], '.3f'):>9}"
-                     + ("" if finetune_budget <= 0 else
-                        f" {'—' if r.get('hsdag_finetuned_ms') is None else format(r['hsdag_finetuned_ms'], '.3f'):>10}"))
+                     f"{_ms(r['hsdag_ms']):>9}"
+                     + ("" if finetune_budget <= 0 else f" {_ms(r.get('hsdag_finetuned_ms')):>10}"))
     lines.append("'uses': the devices the optimum actually places ops on; a subset whose optimum leaves a device "
                  "idle gains nothing from it.")
     return "\n".join(lines)

@@ -35,7 +35,11 @@ METHOD_KEYS = {
     "HEFT": "heft_ms",
     "OpenVINO HETERO auto": "openvino_hetero_auto_ms",
     "OpenVINO PIPELINE_PARALLEL": "openvino_pipeline_parallel_ms",
+    "Placeto": "placeto_ms",
+    "RNN placer": "rnn_placer_ms",
 }
+#: What a row runs unless told otherwise (the learned baselines cost a search each: ``bench_platforms --baselines``).
+DEFAULT_METHODS = tuple(m for m in METHOD_KEYS if m not in ("Placeto", "RNN placer"))
 
 
 def single_device_latencies(platform: SuitePlatform, graph: GraphArrays, cost=None) -> dict[str, float | None]:
@@ -65,7 +69,7 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
                  "best_single_device_ms": feasible[best_device] if best_device else None}
     case = Case(model, graph, platform.device_names, support, cost, True, milp_seconds=milp_seconds)
     simulator = Simulator(cost, graph)
-    wanted = set(methods or METHOD_KEYS)
+    wanted = set(methods or DEFAULT_METHODS)
     notes, seconds = [], {}
     placements: dict[str, np.ndarray] = {}
     for method in default_methods(platform.device_names):
@@ -147,4 +151,5 @@ def split_pays(row: dict) -> bool | None:
     return row["optimum_ms"] <= (1.0 - SPLIT_PAYS) * row["best_single_device_ms"]
 
 
-__all__ = ["METHOD_KEYS", "SPLIT_PAYS", "headroom_row", "single_device_latencies", "split_pays"]
+__all__ = ["DEFAULT_METHODS", "METHOD_KEYS", "SPLIT_PAYS", "headroom_row", "single_device_latencies",
+           "split_pays"]

@@ -78,7 +78,8 @@ def parse_calibration(text: str, origin: str = "calibration data") -> list[Calib
         if not re.match(r"^https?://", row["source_url"]):
             raise CalibrationDataError(f"{where}: source_url must be an http(s) URL, got {row['source_url']!r}")
         if not re.match(r"^\d{4}-\d{2}(-\d{2})?$", row["source_date"]):
-            raise CalibrationDataError(f"{where}: source_date must be YYYY-MM or YYYY-MM-DD, got {row['source_date']!r}")
+            raise CalibrationDataError(f"{where}: source_date must be YYYY-MM or YYYY-MM-DD, "
+                                       f"got {row['source_date']!r}")
         if row["precision"] not in PRECISIONS:
             raise CalibrationDataError(f"{where}: precision must be one of {PRECISIONS}, got {row['precision']!r}")
         try:
