@@ -36,12 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--simulated-only", action="store_true",
                         help="leave out the measured-testbed tasks (profiling needs a quiet machine)")
+    parser.add_argument("--with-suite", action="store_true",
+                        help="add the calibrated suite platforms to the tasks (the issue #10 experiment)")
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     command = ["--pretrain", "--seed", "0", "--threads", "1", "--output", str(args.output),
                "--log", str(args.workdir / "pretrain.jsonl"), "--checkpoint", str(args.workdir / "pretrain.ckpt"),
                "--checkpoint-every", "500"] + (["--resume"] if args.resume else []) \
-        + (["--simulated-only"] if args.simulated_only else [])
+        + (["--simulated-only"] if args.simulated_only else []) + (["--with-suite"] if args.with_suite else [])
     print("python -m ov_autoplace.train " + " ".join(command), flush=True)
     return train_main(command)
 

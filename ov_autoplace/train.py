@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "(if profiled) measured platforms; ignores --model/--platform")
     what.add_argument("--simulated-only", action="store_true",
                       help="with --pretrain: leave out the measured-testbed tasks (no profiling on this machine)")
+    what.add_argument("--with-suite", action="store_true",
+                      help="with --pretrain: add the calibrated suite platforms (costmodel/suite.py) to the tasks")
     reward = p.add_argument_group("reward")
     reward.add_argument("--platform", action="append", default=[], choices=["paper", "laptop", "sim_testbed"],
                         help="simulated platform(s) for the simulator reward (default: paper); repeatable")
@@ -155,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .policy.train.pretrain import PretrainTasks
 
         out = pretrain(args.output or Path("hsdag_pretrained.npz"), config=config,
-                       tasks=PretrainTasks(use_measured=not args.simulated_only),
+                       tasks=PretrainTasks(use_measured=not args.simulated_only, use_suite=args.with_suite),
                        policy_config=dataclasses.replace(PRETRAIN_POLICY, hidden=config.hidden),
                        log_path=args.log, checkpoint_path=args.checkpoint,
                        checkpoint_every=args.checkpoint_every or 500, resume=args.resume, progress=not args.no_progress)
