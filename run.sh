@@ -17,7 +17,8 @@ setup() {
   python -m pip install -q --upgrade pip >/dev/null
   # Build tools and the exact OpenVINO the extension links go into the venv
   # first, then the package builds without isolation against that OpenVINO.
-  python -m pip install -q "scikit-build-core>=0.10" "pybind11>=3.0" "openvino>=2026.4,<2026.5" numpy
+  # The OpenVINO pin is pyproject.toml's (the extension loads only with the release it was built against).
+  python -m pip install -q "scikit-build-core>=0.10" "pybind11>=3.0" "openvino==2026.4.1" numpy
   python -m pip install -q --no-build-isolation -e ".[zoo,train,dev]"
   python -c "import ov_autoplace, openvino; print('ov_autoplace', ov_autoplace.__version__, 'on OpenVINO', openvino.get_version())"
 }

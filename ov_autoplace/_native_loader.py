@@ -16,10 +16,15 @@ import openvino as ov
 
 from .errors import NativeExtensionError
 
+#: The command that rebuilds the extension against the OpenVINO installed *in this environment*: without
+#: build isolation (pip would otherwise build in a fresh environment with the release pyproject.toml pins, and
+#: produce the same mismatch again) and without touching the installed OpenVINO (--no-deps).
+REBUILD_COMMAND = "pip install --force-reinstall --no-deps --no-build-isolation"
+BUILD_TOOLS = '"scikit-build-core>=0.10" "pybind11>=3.0"'
 _REBUILD_HINT = (
-    "rebuild ov_autoplace against the installed OpenVINO: "
-    "`pip install --force-reinstall --no-deps --no-binary ov_autoplace ov_autoplace` "
-    "(or `pip install --force-reinstall --no-deps .` in a source checkout)"
+    f"rebuild ov_autoplace against the installed OpenVINO, from a source checkout: "
+    f"`pip install {BUILD_TOOLS} && {REBUILD_COMMAND} <path to the ov_autoplace checkout>` "
+    f"(or reinstall OpenVINO at the release this build pins)"
 )
 
 
@@ -47,7 +52,8 @@ def check_openvino_version(built: str | None = None, running: str | None = None)
     if built is not None and built != running:
         raise NativeExtensionError(
             f"ov_autoplace._native was built against OpenVINO {built} but OpenVINO {running} is installed; "
-            f"the extension links that exact release. Expected {built}, got {running}: {_REBUILD_HINT}"
+            f"the extension links that exact release. Expected {built}, got {running}: {_REBUILD_HINT}; "
+            f"or install the release it was built for: `pip install openvino=={built}`"
         )
 
 

@@ -22,8 +22,8 @@ from typing import Any, Mapping, Sequence, Union
 import openvino as ov
 
 from .devices import DeviceSpec, check_devices_present, check_properties, parse_device_string
-from .errors import (DeviceError, ModelLoadError, ModelNotFoundError, PlacementError, PolicyFormatError,
-                     UnsupportedOpError)
+from .errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
+                     PolicyFormatError, UnsupportedOpError)
 from .cache import PlacementCache
 from .graph import GraphArrays, extract_graph
 from .guard import guard_placement
@@ -33,8 +33,11 @@ from .measured_guard import measured_guard, measurement_is_cheap
 from .cache_root import blob_cache_props, cache_root
 from .first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
 from .legalize import Pin, legalize, parse_pins, query_support
+from .placed_compile import compile_placed
 from .placement import Placement
 from .prepare import prepare_model
+from .shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
+from .user_checks import USER_ERRORS, check_pins_devices
 from .strategies.base import PlacementContext, PlacementStrategy
 from .strategies.heavy_ops import HeavyOpsStrategy
 from .strategies.priority import DevicePriorityStrategy
@@ -167,22 +170,35 @@ class _Request:
     exclude_devices: tuple[str, ...]
     max_submodels: int | None
     seed: int
+    #: Dynamic models: the static shapes placed for (None for a static model).
+    shapes: PlacementShapes | None = None
+    #: What the strategy places: ``model`` itself, or its static clone at ``shapes``.
+    placement_model: ov.Model | None = None
 
 
 def _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
-             search_budget=None) -> _Request:
+             search_budget=None, shapes: ShapesLike = None) -> _Request:
     core, spec, props, ov_model = _validated(model, device_name, config, core)
+    placement_shapes = resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit
+    if placement_shapes is not None and not is_dynamic(ov_model):
+        placement_shapes = None  # shapes= only repeated the static model's own shapes
     excluded = tuple(exclude_devices or ())
     unknown = [d for d in excluded if d not in spec.devices]
     if unknown:
-        raise DeviceError(f"exclude_devices names {unknown}, which are not in {spec.text!r}")
+        raise ExcludedDeviceError(f"exclude_devices names {unknown}, which are not in {spec.text!r}; "
+                                  f"exclude some of {list(spec.devices)}")
     devices = tuple(d for d in spec.devices if d not in excluded)
     if not devices:
         raise DeviceError(f"every device of {spec.text!r} is excluded by exclude_devices={list(excluded)}")
     if max_submodels is not None and (not isinstance(max_submodels, int) or max_submodels < 1):
         raise PlacementError(f"max_submodels must be a positive int or None, got {max_submodels!r}")
+    parsed_pins = parse_pins(pins)
+    if parsed_pins:
+        check_pins_devices(parsed_pins, spec.devices, excluded)
     resolved = _resolve_strategy(strategy, search_budget, max_submodels)
-    return _Request(core, spec, props, ov_model, devices, resolved, parse_pins(pins), excluded, max_submodels, seed)
+    placement_model = static_clone(ov_model, placement_shapes) if placement_shapes is not None else ov_model
+    return _Request(core, spec, props, ov_model, devices, resolved, parsed_pins, excluded, max_submodels, seed,
+                    placement_shapes, placement_model)
 
 
 def _place(req: _Request, prepared: ov.Model, graph: GraphArrays, support_dir: Path | None = None) -> Placement:
@@ -217,6 +233,7 @@ def place(
     max_submodels: int | None = DEFAULT_MAX_SUBMODELS,
     seed: int = 0,
     search_budget: int | float | None = None,
+    shapes: ShapesLike = None,
 ) -> Placement:
     """Choose a device for every node of ``model`` over ``device_name``'s devices, without compiling.
 
@@ -227,12 +244,16 @@ def place(
     folded); ``compile_placement`` prepares the model the same way. Raises
     DeviceError, PropertyError, ModelLoadError/ModelNotFoundError or PlacementError.
     ``search_budget``: fine-tune on the real devices first, see :func:`compile_model`.
+    ``shapes``: for a model with dynamic dimensions, the static shapes to place
+    for (see :func:`compile_model`); the placement names the nodes of the
+    prepared *static clone*, and ``compile_placement`` carries it over to the
+    dynamic model.
     """
     req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
-                   search_budget)
+                   search_budget, shapes)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
-    prepared = prepare_model(req.model)
+    prepared = prepare_model(req.placement_model)
     return _place(req, prepared, extract_graph(prepared))
 
 
@@ -243,14 +264,14 @@ def compile_placement(
     *,
     core: ov.Core | None = None,
 ) -> ov.CompiledModel:
-    """Compile ``model`` with an explicit placement (affinities are set on a prepared clone, never on ``model``)."""
+    """Compile ``model`` with an explicit placement (affinities are set on a prepared clone, never on ``model``).
+
+    For a model with dynamic dimensions, ``placement`` (made on its static
+    clone by :func:`place`) is carried over to the dynamic model, which is
+    compiled dynamic.
+    """
     core, spec, props, ov_model = _validated(model, placement.device_string, config, core)
-    prepared = prepare_model(ov_model)
-    graph = extract_graph(prepared)
-    support = query_support(core, prepared, graph, placement.devices)
-    placement = ensure_legal(placement, graph, placement.devices, support, source="given")
-    placement.apply(prepared)
-    return core.compile_model(prepared, spec.hetero_string, props)
+    return compile_placed(core, ov_model, placement, spec.hetero_string, props)
 
 
 def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: PlacementCache | None) -> Placement:
@@ -258,7 +279,7 @@ def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: Placement
     if cache is None:
         return _guarded(req, prepared, graph, _place(req, prepared, graph))
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
-                    exclude_devices=req.exclude_devices, max_submodels=req.max_submodels)
+                    exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes)
     support = device_support(req.core, prepared, graph, req.devices, cache.directory / "support")
     placement = cache.get(key, graph, support=support, pins=req.pins)  # legality-checked
     if placement is not None:
@@ -293,6 +314,7 @@ def compile_model(
     search_budget: int | float | None = None,
     profile: Profiling | str = Profiling.STORED,
     cache_blobs: bool = False,
+    shapes: ShapesLike = None,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
@@ -315,6 +337,13 @@ def compile_model(
     ``float`` seconds; the result is never slower than the best single device
     measured in the same run, and is cached like any placement.
 
+    A model with dynamic dimensions is placed on a static clone at
+    ``shapes`` (``{"input_ids": [1, 128], ...}``, benchmark_app's
+    ``"input_ids[1,128],..."``, or one shape for a one-input model; default:
+    1 for a dynamic axis 0, 128 for other dynamic axes, within the bounds, see
+    :mod:`ov_autoplace.shapes`); the affinities are carried over and the
+    returned model stays dynamic. The placement shapes are part of the cache key.
+
     The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
     ``~/.cache/ov_autoplace``; profiles beside it). OpenVINO's blob cache is
@@ -329,7 +358,7 @@ def compile_model(
     try:
         # the default path chooses its own source (first_start.py); PRIORITY is only a cheap placeholder here
         req = _request(model, device_name, config, core, strategy if not default else StrategyName.PRIORITY, pins,
-                       exclude_devices, max_submodels, seed, search_budget)
+                       exclude_devices, max_submodels, seed, search_budget, shapes)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
         core, _, props, ov_model = _validated(model, device_name, config, core)
         logger.warning("the placement policy cannot be loaded (%s); falling back to plain compile_model on %s "
@@ -346,13 +375,17 @@ def compile_model(
                                        cache_blobs=cache_blobs)
             return compiled
         cache = PlacementCache(cache_dir) if use_cache else None
-        prepared = prepare_model(req.model)
+        prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone
         placement = _cached_or_new_placement(req, prepared, cache)
-        placement.apply(prepared)
         props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
-        compiled = req.core.compile_model(prepared, req.spec.hetero_string, props)
-    except UnsupportedOpError:
-        raise  # plain OpenVINO cannot compile this either
+        if req.shapes is None:
+            placement.apply(prepared)
+            compiled = req.core.compile_model(prepared, req.spec.hetero_string, props)
+        else:  # carried over to the dynamic model, compiled dynamic, run once (DynamicSplitError -> fallback)
+            compiled = compile_placed(req.core, req.model, placement, req.spec.hetero_string, props,
+                                      shapes=req.shapes)
+    except USER_ERRORS:
+        raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
         logger.warning("placement path failed (%s: %s); falling back to plain compile_model on %s",
                        type(exc).__name__, exc, device_name)

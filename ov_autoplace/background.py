@@ -160,7 +160,7 @@ def spawn_worker(req: Any, root: Path, key: dict, graph: Any) -> bool:
     except Exception as exc:  # noqa: BLE001 - the app must never be hurt by the refinement
         logger.warning("background profiling not started (%s: %s)", type(exc).__name__, exc)
         return False
-    thread = threading.Thread(target=_write_and_start, args=(req.model, spec, files), name="ov_autoplace-bg",
+    thread = threading.Thread(target=_write_and_start, args=(req.placement_model, spec, files), name="ov_autoplace-bg",
                               daemon=False)  # the app's exit waits for the model write, not for the worker
     thread.start()
     logger.info("background profiling started for this model; the next start uses its placement (log %s)",

@@ -5,7 +5,8 @@ An entry is keyed by what the placement depends on, never by weights:
 * the structural hash of the prepared graph (op types, shapes, element types,
   edges - the same architecture with new weights reuses its placement);
 * the device list and each device's properties, and the OpenVINO version;
-* the strategy (and its version), pins, excluded devices and the submodel bound.
+* the strategy (and its version), pins, excluded devices and the submodel bound;
+* for a model with dynamic dimensions, the static shapes it was placed for.
 
 Entries are JSON files written atomically (temp file + ``os.replace``), so
 processes compiling the same model at once leave one valid entry. A corrupt,
@@ -73,16 +74,24 @@ class PlacementCache:
         pins: Sequence[Any] = (),
         exclude_devices: Sequence[str] = (),
         max_submodels: int | None = None,
+        shapes: Mapping[str, Sequence[int]] | None = None,
     ) -> dict[str, Any]:
-        """The key components of a placement (JSON-able; compared field by field on load)."""
-        return profile_key(core, devices, kind="placement", graph=graph, extra={
+        """The key components of a placement (JSON-able; compared field by field on load).
+
+        ``shapes``: a dynamic model's placement shapes (the static clone's graph
+        hash already differs per shape; the field names them in clear).
+        """
+        extra = {
             "format": CACHE_FORMAT,
             "legalizer": LEGALIZER_VERSION,
             "strategy": strategy,
             "pins": sorted(repr(p) for p in pins),
             "exclude_devices": sorted(exclude_devices),
             "max_submodels": max_submodels,
-        })
+        }
+        if shapes is not None:  # only for dynamic models, so static models keep their keys
+            extra["placement_shapes"] = {name: list(dims) for name, dims in shapes.items()}
+        return profile_key(core, devices, kind="placement", graph=graph, extra=extra)
 
     def get(self, key: Mapping[str, Any], graph: GraphArrays, *, support: np.ndarray | None = None,
             pins: Sequence[Any] = ()) -> Placement | None:

@@ -27,10 +27,11 @@ from . import api, viz
 from .bench.command import add_bench_parser
 from .cache import PlacementCache
 from .devices import parse_device_string
-from .errors import OVAutoplaceError
+from .errors import OVAutoplaceError, PinError
 from .graph import extract_graph
 from .placement import Placement
 from .prepare import prepare_model
+from .shapes import DEFAULT_BATCH, DEFAULT_DIM, resolve_shapes, static_clone
 from .testbed import make_testbed
 from .timing import measure_latency, random_inputs
 from .whatif import add_whatif_parser
@@ -51,6 +52,10 @@ def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", action="append", default=[], metavar="DEVICE", help="do not use this device")
     parser.add_argument("--max-submodels", type=int, default=api.DEFAULT_MAX_SUBMODELS,
                         help=f"bound on HETERO submodels (default {api.DEFAULT_MAX_SUBMODELS})")
+    parser.add_argument("-shape", "--shape", default=None, metavar="SHAPES",
+                        help="for a model with dynamic dimensions, the static shapes to place (and time) it for, "
+                             "as benchmark_app's -shape: 'input_ids[1,128],attention_mask[1,128]' or '[1,3,224,224]' "
+                             f"(default: {DEFAULT_BATCH} for a dynamic axis 0, {DEFAULT_DIM} for other dynamic axes)")
     parser.add_argument("--search-budget", type=_budget, default=None, metavar="N|SECONDS",
                         help="fine-tune the HSDAG policy on the devices: N measured placements (e.g. 30) or "
                              "seconds (e.g. 60.0); needs the train extra")
@@ -75,7 +80,7 @@ def _pins(values: Sequence[str]) -> dict[str, str]:
     for item in values:
         name, sep, device = item.rpartition("=")
         if not sep or not name or not device:
-            raise SystemExit(f"--pin expects NODE=DEVICE (e.g. 'type:MatMul=GPU'), got {item!r}")
+            raise PinError(f"--pin expects NODE=DEVICE (e.g. 'type:MatMul=GPU'), got {item!r}")
         pins[name] = device
     return pins
 
@@ -94,12 +99,12 @@ def _placed_and_measured(args):
     else:
         placement = api.place(model, device, core=core, strategy=args.strategy, pins=_pins(args.pin),
                               exclude_devices=args.exclude, max_submodels=args.max_submodels,
-                              search_budget=args.search_budget)
+                              search_budget=args.search_budget, shapes=args.shape)
     place_s = time.perf_counter() - t0
     if not args.no_measure:
         config = _config(args)
         placed = api.compile_placement(model, placement, config, core=core)
-        inputs = random_inputs(placed)
+        inputs = random_inputs(placed, shapes=resolve_shapes(model, args.shape))  # dynamic: the placement shapes
         placement.measured_latency_ms = measure_latency(placed, inputs, iterations=args.niter).median_ms
         for dev in placement.devices:
             single = core.compile_model(model, dev, config)
@@ -121,7 +126,8 @@ def cmd_show(args) -> int:
     from .policy.coarsen import chain_coarsen  # numpy only
 
     model, placement, _ = _placed_and_measured(args)
-    graph = extract_graph(prepare_model(model))
+    shapes = resolve_shapes(model, args.shape)  # a dynamic model is drawn as placed: its static clone
+    graph = extract_graph(prepare_model(static_clone(model, shapes) if shapes else model))
     drawing = viz.layout(graph, placement, chain_coarsen(graph).group_of_node)
     title = f"{Path(args.model).stem} on {placement.device_string} ({placement.strategy})"
     lines = [f"{drawing.num_groups} groups (chain-coarsened) of {len(placement.compute_nodes)} compute nodes; "
@@ -162,6 +168,9 @@ def cmd_profile(args) -> int:
     devices = parse_device_string(device).devices
     store = ProfileStore(args.profile_dir) if not args.no_store else None
     model = api.load_model(args.model, core)
+    shapes = resolve_shapes(model, args.shape)
+    if shapes is not None:  # a dynamic model is profiled (and placed) at static shapes
+        model = static_clone(model, shapes)
     if args.full:  # three compiles per device and a measured link calibration (minutes on big graphs)
         links = profile_links(core, devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
                               seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
@@ -253,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="profiled inferences per device (default 6 quick, 20 with --full)")
     profile.add_argument("--full", action="store_true",
                          help="the full profiler: fused ops compiled alone and measured links (slower)")
+    profile.add_argument("-shape", "--shape", default=None, metavar="SHAPES",
+                         help="static shapes to profile a dynamic model at, as for `place --shape`")
     profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
     profile.add_argument("--profile-dir", type=Path, default=None,
                          help="profile store (default $OV_AUTOPLACE_PROFILE_DIR or ~/.cache/ov_autoplace/profiles)")
@@ -279,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:  # everything after `train` belongs to the trainer's own parser
-        from .train import main as train_main  # torch is imported only on this path
+        from .train import main as train_main  # torch is imported only on this path (it names the extra itself)
 
         return train_main(argv[1:])
     args = build_parser().parse_args(argv)
@@ -289,6 +300,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OVAutoplaceError, FileNotFoundError) as exc:
         print(f"ov-autoplace: error: {exc}", file=sys.stderr)
         return 2
+    except ImportError as exc:  # an optional dependency of this subcommand: name the extra, no traceback
+        return _missing_extra(args.command, exc)
+
+
+#: Optional dependency -> the extra that installs it (the runtime needs only openvino and numpy).
+EXTRA_OF = {"torch": "train", "scipy": "dev", "tqdm": "train", "matplotlib": "dev", "torchvision": "zoo",
+            "transformers": "zoo"}
+
+
+def _missing_extra(command: str, exc: ImportError) -> int:
+    top = (exc.name or "").split(".")[0]
+    if top in EXTRA_OF:
+        print(f"ov-autoplace: error: `{command}` needs {top!r}, which is not installed; install it with "
+              f"pip install 'ov_autoplace[{EXTRA_OF[top]}]'", file=sys.stderr)
+    elif "ov_autoplace[" in str(exc):  # our own message already names the extra
+        print(f"ov-autoplace: error: `{command}`: {exc}", file=sys.stderr)
+    else:
+        raise exc
+    return 2
 
 
 if __name__ == "__main__":

@@ -33,6 +33,22 @@ class PlacementError(OVAutoplaceError):
     """A placement cannot be made legal (e.g. a pin contradicts device support)."""
 
 
+class PinError(PlacementError, ValueError):
+    """A pin matches no node of the model, or names a device outside the device string."""
+
+
+class ExcludedDeviceError(DeviceError, PlacementError):
+    """``exclude_devices`` names a device that is not in the device string."""
+
+
+class ShapeError(PlacementError, ValueError):
+    """``shapes=`` (the shapes to place a dynamic model for) does not fit the model's inputs."""
+
+
+class DynamicSplitError(PlacementError):
+    """HETERO cannot run a placement of a model with dynamic shapes (``compile_model`` falls back)."""
+
+
 class UnsupportedOpError(PlacementError):
     """Some operations are supported by none of the listed devices."""
 
@@ -56,13 +72,17 @@ class CalibrationDataError(OVAutoplaceError, ValueError):
 __all__ = [
     "CalibrationDataError",
     "DeviceError",
+    "DynamicSplitError",
+    "ExcludedDeviceError",
     "FileFormatError",
     "ModelLoadError",
     "ModelNotFoundError",
     "NativeExtensionError",
     "OVAutoplaceError",
+    "PinError",
     "PlacementError",
     "PolicyFormatError",
     "PropertyError",
+    "ShapeError",
     "UnsupportedOpError",
 ]

@@ -137,7 +137,7 @@ def _decide_with_graph(req, root, profiling, cache_dir, use_cache):
         place_from_profile
     from .prepare import prepare_model
 
-    prepared = prepare_model(req.model)
+    prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone (shapes.py)
     graph = extract_graph(prepared)
     policy_path = POLICY_FILE
     cache = PlacementCache(root) if use_cache else None
@@ -181,6 +181,11 @@ def _compile(req, decision: Decision, props: dict):
     if decision.single_device is not None:
         # exactly plain OpenVINO: the caller's model object, the device, the caller's config
         return req.core.compile_model(req.model, decision.single_device, props)
+    if req.shapes is not None:  # carried over to the dynamic model, compiled dynamic, run once (placed_compile.py)
+        from .placed_compile import compile_placed
+
+        return compile_placed(req.core, req.model, decision.placement, req.spec.hetero_string, props,
+                              shapes=req.shapes)
     decision.placement.apply(decision.prepared)
     return req.core.compile_model(decision.prepared, req.spec.hetero_string, props)
 

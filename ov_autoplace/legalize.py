@@ -20,6 +20,7 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import fnmatch
 import heapq
 from typing import Mapping, Sequence
@@ -27,7 +28,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import openvino as ov
 
-from .errors import PlacementError, UnsupportedOpError
+from .errors import PinError, PlacementError, UnsupportedOpError
 from .graph import GraphArrays, NodeRole
 from .placement import Placement
 from .quant_patterns import keep_groups_together
@@ -78,6 +79,21 @@ def parse_pins(pins: Mapping[str, str] | Sequence[Pin] | None) -> list[Pin]:
         if not isinstance(pin, Pin):
             raise PlacementError(f"pins must be Pin objects or a dict, got {type(pin).__name__}")
     return out
+
+
+def unmatched_pin_message(pin: Pin, graph: GraphArrays) -> str:
+    """Why ``pin`` matched nothing, with the nearest node names or op types that would match."""
+    if pin.op_type is not None:
+        known = sorted(set(graph.op_types))
+        close = difflib.get_close_matches(pin.op_type, known, n=3) or known[:8]
+        return f"pin type:{pin.op_type} -> {pin.device} matches no node: the model has no {pin.op_type!r} op; " \
+               f"op types it has include {close}"
+    wanted = pin.name if pin.name is not None else pin.pattern
+    close = difflib.get_close_matches(wanted, graph.names, n=3, cutoff=0.4)
+    kind = "name" if pin.name is not None else "pattern"
+    return (f"pin {kind} {wanted!r} -> {pin.device} matches no node of the model "
+            f"({graph.num_nodes} nodes, names after constant folding); nearest names: {close or graph.names[:3]} "
+            "(see the names with `ov-autoplace place -o placement.json`, or pin by 'type:OpType' or a '*pattern*')")
 
 
 def _plugin_identity(core: ov.Core, device: str) -> tuple[str, str] | None:
@@ -260,11 +276,12 @@ def legalize(
     locked = np.zeros(n, dtype=bool)
     for pin in pins:
         if pin.device not in devices:
-            raise PlacementError(f"pin {pin} names device {pin.device!r}, which is not in {list(devices)}")
+            raise PinError(f"pin {pin} names device {pin.device!r}, which is not in {list(devices)}; "
+                           f"pin to one of {list(devices)}")
         d = devices.index(pin.device)
         hits = [i for i in range(n) if pin.matches(graph.names[i], graph.op_types[i])]
-        if not hits:
-            notes.append(f"pin {pin} matched no node")
+        if not hits:  # a typo in the user's own request: say so rather than place as if it were not there
+            raise PinError(unmatched_pin_message(pin, graph))
         for i in hits:
             if not support[i, d]:
                 raise UnsupportedOpError(

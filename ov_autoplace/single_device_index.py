@@ -37,10 +37,13 @@ def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
     from .costmodel.profile_store import device_properties, structural_hash
     from .graph import extract_graph
 
-    return {"format": INDEX_FORMAT, "structure": structural_hash(extract_graph(req.model)),
-            "devices": list(req.devices), "excluded": sorted(req.exclude_devices),
-            "properties": {d: device_properties(req.core, d) for d in req.devices},
-            "openvino": ov.get_version(), "policy": policy_digest[:16], "max_submodels": req.max_submodels}
+    key = {"format": INDEX_FORMAT, "structure": structural_hash(extract_graph(req.model)),
+           "devices": list(req.devices), "excluded": sorted(req.exclude_devices),
+           "properties": {d: device_properties(req.core, d) for d in req.devices},
+           "openvino": ov.get_version(), "policy": policy_digest[:16], "max_submodels": req.max_submodels}
+    if req.shapes is not None:  # a dynamic model: the decision was made at these placement shapes
+        key["placement_shapes"] = req.shapes
+    return key
 
 
 def _path(root: Path, key: dict[str, Any]) -> Path:

@@ -5,7 +5,7 @@ overhead is not in the samples."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import openvino as ov
@@ -37,21 +37,27 @@ class LatencyStats:
         return f"{self.median_ms:.2f} ms (IQR {p25:.2f}-{p75:.2f}, n={len(self.samples_ms)})"
 
 
-def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0) -> list[np.ndarray]:
-    """One random array per input of ``compiled`` with its static shape and dtype.
+def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
+                  shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray]:
+    """One random array per input of ``compiled`` with its static shape (or ``shapes[name]``) and dtype.
 
     Integer inputs get values in {0, 1}: valid token ids, token types and mask
     values for any embedding table, so BERT-like models run as in real use.
+    A dynamic input needs its shape in ``shapes`` (e.g. the placement shapes).
     """
     rng = np.random.default_rng(seed)
     arrays = []
     for port in compiled.inputs:
         pshape = port.get_partial_shape()
-        if pshape.is_dynamic:
+        given = next((shapes[n] for n in port.get_names() if shapes and n in shapes), None)
+        if given is not None:
+            shape = tuple(int(d) for d in given)
+        elif pshape.is_dynamic:
             raise ValueError(
-                f"input {port.get_any_name()!r} has dynamic shape {pshape}; pass explicit inputs to time it"
+                f"input {port.get_any_name()!r} has dynamic shape {pshape}; pass explicit inputs or shapes= to time it"
             )
-        shape = tuple(int(d) for d in pshape.to_shape())
+        else:
+            shape = tuple(int(d) for d in pshape.to_shape())
         dtype = port.get_element_type().to_dtype()
         if dtype == np.bool_:
             arrays.append(rng.integers(0, 2, size=shape).astype(np.bool_))

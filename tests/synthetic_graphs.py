@@ -190,6 +190,49 @@ def sdpa_block(seq: int = 8, heads: int = 2, head_dim: int = 8) -> ov.Model:
     return ov.Model([out], [q, k, v], "sdpa_block")
 
 
+def dynamic_attention(hidden: int = 32, heads: int = 4, layers: int = 2, max_seq: int | None = None) -> ov.Model:
+    """BERT-like layers over ``[batch?, seq?, hidden]`` whose head split reads the shape at run time.
+
+    ``ShapeOf -> Gather -> Concat -> Reshape`` (as exported transformers do) is
+    folded to a Constant in a static clone but computed in the dynamic model,
+    so the two graphs differ exactly where a placement must be carried over.
+    ``max_seq`` bounds the sequence axis (``[1..max_seq]``).
+    """
+    rng = _rng()
+    head_dim = hidden // heads
+    seq_dim = ov.Dimension(1, max_seq) if max_seq else ov.Dimension(-1)
+    x = ops.parameter(ov.PartialShape([ov.Dimension(-1), seq_dim, ov.Dimension(hidden)]), np.float32, name="x")
+    h = x
+    for layer in range(layers):
+        batch_seq = ops.gather(ops.shape_of(h), ops.constant(np.array([0, 1], dtype=np.int64)),
+                               ops.constant(np.int64(0)))
+        heads_shape = ops.concat([batch_seq, ops.constant(np.array([heads, head_dim], dtype=np.int64))], 0)
+        flat_shape = ops.concat([batch_seq, ops.constant(np.array([hidden], dtype=np.int64))], 0)
+
+        def proj(inp, name):
+            y = ops.matmul(inp, _const(rng, (hidden, hidden), 1 / np.sqrt(hidden)), False, False)
+            y = ops.add(y, _const(rng, (hidden,)))
+            y.set_friendly_name(f"layer{layer}_{name}")
+            return y
+
+        def split(t):
+            return ops.transpose(ops.reshape(t, heads_shape, False),
+                                 ops.constant(np.array([0, 2, 1, 3], dtype=np.int64)))
+
+        q, k, v = (split(proj(h, n)) for n in ("q", "k", "v"))
+        probs = ops.softmax(ops.multiply(ops.matmul(q, k, False, True),
+                                         ops.constant(np.float32(1 / np.sqrt(head_dim)))), -1)
+        ctx = ops.transpose(ops.matmul(probs, v, False, False), ops.constant(np.array([0, 2, 1, 3], dtype=np.int64)))
+        ctx = ops.reshape(ctx, flat_shape, False)
+        attn = ops.mvn(ops.add(h, proj(ctx, "out")), ops.constant(np.array([-1], dtype=np.int64)), True, 1e-5,
+                       "inside_sqrt")
+        mlp = ops.gelu(ops.matmul(attn, _const(rng, (hidden, 2 * hidden), 1 / np.sqrt(hidden)), False, False), "erf")
+        mlp = ops.matmul(mlp, _const(rng, (2 * hidden, hidden), 1 / np.sqrt(2 * hidden)), False, False)
+        h = ops.mvn(ops.add(attn, mlp), ops.constant(np.array([-1], dtype=np.int64)), True, 1e-5, "inside_sqrt")
+        h.set_friendly_name(f"layer{layer}_output")
+    return ov.Model([h], [x], "dynamic_attention")
+
+
 # The graphs every property test iterates over (name -> builder), kept small.
 
 def gather_model(seq: int = 64, hidden: int = 64) -> ov.Model:
@@ -214,6 +257,7 @@ __all__ = [
     "attention_like",
     "bool_and_string",
     "branching",
+    "dynamic_attention",
     "dynamic_shapes",
     "gather_model",
     "long_chain",

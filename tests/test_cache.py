@@ -141,3 +141,23 @@ def test_clear(testbed, tmp_path):
     _compile(sg.residual(), testbed, tmp_path, CountingStrategy())
     cache = PlacementCache(tmp_path)
     assert cache.clear() == 1 and cache.entries() == []
+
+
+def test_log_messages_name_the_placement_cache_and_what_happens_next(testbed, tmp_path, caplog):
+    """An entry for other pins is a placement-cache entry that is placed again, not a profile re-measured."""
+    _compile(sg.residual(), testbed, tmp_path, "heavy_ops")
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        _compile(sg.residual(), testbed, tmp_path, "heavy_ops", pins={"stem": "CPUF"})
+    text = caplog.text
+    assert "placement-cache entry" in text and "pins" in text and "placing the model again" in text
+    assert "re-measuring" not in text and "profile " not in text.replace("model profile", "")
+    (entry,) = [p for p in PlacementCache(tmp_path).entries()
+                if "stem" not in json.dumps(json.loads(p.read_text())["key"]["pins"])]
+    data = json.loads(entry.read_text())
+    data["key"]["max_submodels"] = 99  # as if edited by hand: stored key no longer matches its file name
+    entry.write_text(json.dumps(data))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        _compile(sg.residual(), testbed, tmp_path, "heavy_ops")
+    assert "placement-cache entry" in caplog.text and "made under other conditions" in caplog.text
+    assert "placing the model again" in caplog.text and "re-measuring" not in caplog.text

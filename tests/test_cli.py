@@ -32,8 +32,8 @@ def test_errors_are_reported_not_raised(ir_path, capsys):
     assert main(["place", "-m", str(ir_path), "-d", "HETERO:GPU,CPU", "--no-measure"]) == 2
     assert "not available" in capsys.readouterr().err
     assert main(["place", "-m", "/does/not/exist.xml", "--testbed", "--no-measure"]) == 2
-    with pytest.raises(SystemExit):
-        main(["place", "-m", str(ir_path), "--testbed", "--pin", "nodevice"])
+    assert main(["place", "-m", str(ir_path), "--testbed", "--pin", "nodevice"]) == 2
+    assert "--pin expects NODE=DEVICE" in capsys.readouterr().err
 
 
 def test_cache_list_and_clear(tmp_path, capsys):
@@ -95,3 +95,14 @@ def test_train_subcommand_hands_over_to_the_trainer(capsys):
         main(["train", "--help"])
     assert info.value.code == 0
     assert "ov_autoplace.train" in capsys.readouterr().out
+
+
+
+def test_missing_extra_is_named_in_one_line(ir_path, tmp_path, monkeypatch, capsys):
+    """Without matplotlib (the dev extra), `show` names the extra in one line instead of a traceback."""
+    import sys as _sys
+
+    monkeypatch.setitem(_sys.modules, "matplotlib", None)  # what an install without the dev extra looks like
+    assert main(["show", "-m", str(ir_path), "--testbed", "--no-measure", "-o", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "`show`" in err and "ov_autoplace[dev]" in err and len(err.strip().splitlines()) == 1

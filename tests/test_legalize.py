@@ -12,6 +12,8 @@ dropped tensor) produces, which is O(1).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -80,12 +82,19 @@ def test_pins_by_name_pattern_and_type(f32_testbed):
 def test_pin_errors(f32_testbed):
     graph, support = _setup(sg.residual(), f32_testbed)
     proposal = np.zeros(graph.num_nodes, dtype=np.int64)
-    with pytest.raises(oa.PlacementError, match="not in"):
+    with pytest.raises(oa.PinError, match="'GPU', which is not in"):
         legalize(graph, proposal, f32_testbed.devices, support, pins=[Pin("GPU", name="stem")])
     with pytest.raises(oa.PlacementError, match="exactly one"):
         Pin("CPU", name="a", op_type="Relu")
-    unmatched = legalize(graph, proposal, f32_testbed.devices, support, pins=[Pin("CPUF", name="nope")])
-    assert any("matched no node" in n for n in unmatched.notes)
+    # A pin matching nothing is the user's typo: raised, naming the pin and the nearest real names.
+    near = graph.names[-2]
+    with pytest.raises(oa.PinError, match="'nope' -> CPUF matches no node") as err:
+        legalize(graph, proposal, f32_testbed.devices, support, pins=[Pin("CPUF", name="nope")])
+    with pytest.raises(oa.PinError, match=f"nearest names: .*{re.escape(near)}"):
+        legalize(graph, proposal, f32_testbed.devices, support, pins=[Pin("CPUF", name=near + "x")])
+    with pytest.raises(oa.PinError, match="no 'Rellu' op.*'Relu'"):
+        legalize(graph, proposal, f32_testbed.devices, support, pins=[Pin("CPUF", op_type="Rellu")])
+    assert isinstance(err.value, ValueError)
 
 
 def test_unsupported_nodes_move_or_raise(f32_testbed):

@@ -1,5 +1,7 @@
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,33 @@ def test_mismatch_message_says_how_to_rebuild():
     message = str(info.value)
     assert "2025.1.0" in message and "2026.4.1" in message and "pip install" in message
     assert isinstance(info.value, ImportError)
+    # The rebuild must use the OpenVINO installed here: no build isolation (an isolated build would fetch the
+    # pinned release again), no dependency changes; or put back the release the extension was built for.
+    assert "pip install --force-reinstall --no-deps --no-build-isolation" in message
+    assert "scikit-build-core" in message and "pybind11" in message  # needed when building without isolation
+    assert "pip install openvino==2025.1.0" in message
+
+
+def _pins() -> dict[str, str]:
+    """Where the OpenVINO release is pinned: the dependency, the build requirement and run.sh."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = Path(__file__).resolve().parents[1]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    found = {}
+    for where, requirements in (("dependencies", pyproject["project"]["dependencies"]),
+                                ("build-system.requires", pyproject["build-system"]["requires"])):
+        (req,) = [r for r in requirements if r.startswith("openvino")]
+        found[where] = req
+    (run_sh,) = re.findall(r'"(openvino[^"]*)"', (root / "run.sh").read_text())
+    found["run.sh"] = run_sh
+    return found
+
+
+def test_openvino_pinned_to_the_exact_release_the_extension_needs():
+    """The metadata accepts only the release the extension loads with (it links libopenvino.so.<release>)."""
+    pins = _pins()
+    assert set(pins.values()) == {f"openvino=={built_openvino_version()}"}, pins
+    assert built_openvino_version() == runtime_openvino_version()
 
 
 def test_import_fails_clearly_on_mismatch():

@@ -146,6 +146,13 @@ def _differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[s
     return out
 
 
+def _words(key: Mapping[str, Any]) -> tuple[str, str, str]:
+    """What a file of this kind is called, how it was made, and what the caller does instead of using it."""
+    if key.get("kind") == "placement":  # the placement cache keeps its entries in a ProfileStore too
+        return "placement-cache entry", "placed", "placing the model again (nothing is re-measured for this)"
+    return f"{key.get('kind', 'profile')} profile", "measured", "re-measuring"
+
+
 class ProfileStore:
     """JSON profiles in one directory, one file per key."""
 
@@ -169,28 +176,29 @@ class ProfileStore:
             if not isinstance(stored_key, dict) or not isinstance(payload, dict):
                 raise ValueError("'key' and 'payload' must be JSON objects")
         except _CORRUPT as exc:
-            self._discard_corrupt(path, exc)
+            self._discard_corrupt(path, exc, key)
             return None
         diffs = _differences(stored_key, key)
         if diffs:
-            logger.warning("profile %s was measured under other conditions (%s); re-measuring", path,
-                           "; ".join(diffs))
+            thing, _, next_step = _words(key)
+            logger.warning("%s %s was made under other conditions (%s); %s", thing, path, "; ".join(diffs), next_step)
             return None
         try:
             return parse(payload)
         except _CORRUPT as exc:
-            self._discard_corrupt(path, exc)
+            self._discard_corrupt(path, exc, key)
             return None
 
-    def _discard_corrupt(self, path: Path, exc: BaseException) -> None:
+    def _discard_corrupt(self, path: Path, exc: BaseException, key: Mapping[str, Any] | None = None) -> None:
         """Warn and remove a corrupt file, so the caller's next save rewrites it (best effort)."""
         try:
             path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
             what = "removed it"
         except OSError as err:
             what = f"cannot remove it ({err})"
-        logger.warning("profile %s is corrupt (%s: %s); %s and re-measuring", path, type(exc).__name__,
-                       str(exc)[:200], what)
+        thing, _, next_step = _words(key or {})
+        logger.warning("%s %s is corrupt (%s: %s); %s and %s", thing, path, type(exc).__name__,
+                       str(exc)[:200], what, next_step)
 
     def save(self, key: Mapping[str, Any], payload: Mapping[str, Any]) -> Path | None:
         """Write atomically: a failure part-way (e.g. an unserialisable value) leaves any old file untouched.
@@ -201,8 +209,8 @@ class ProfileStore:
         try:
             return self._save(key, payload)
         except OSError as exc:
-            logger.warning("cannot write the %s profile: %s is not writable (%s: %s); continuing without caching it",
-                           key.get("kind"), self.directory, type(exc).__name__, exc)
+            logger.warning("cannot write the %s: %s is not writable (%s: %s); continuing without caching it",
+                           _words(key)[0], self.directory, type(exc).__name__, exc)
             return None
 
     def _save(self, key: Mapping[str, Any], payload: Mapping[str, Any]) -> Path:
@@ -218,7 +226,7 @@ class ProfileStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        logger.info("saved %s profile to %s", key.get("kind"), path)
+        logger.info("saved %s to %s", _words(key)[0], path)
         return path
 
     def _explain_miss(self, key: Mapping[str, Any]) -> None:
@@ -232,9 +240,12 @@ class ProfileStore:
             except _CORRUPT:
                 continue
             if isinstance(stored, dict) and all(stored.get(k) == key.get(k) for k in same):
-                logger.warning("profile %s is for this %s but was measured under other conditions (%s); "
-                               "re-measuring", other, "model" if "model_structure" in key else "device set",
-                               "; ".join(_differences(stored, key)))
+                thing, made, next_step = _words(key)
+                # Another placement-cache entry for other pins/options is normal (INFO); a stale profile is not.
+                log = logger.info if key.get("kind") == "placement" else logger.warning
+                log("no %s for these conditions; %s %s is for this %s but was %s under other conditions (%s); %s",
+                    thing, thing, other, "model" if "model_structure" in key else "device set", made,
+                    "; ".join(_differences(stored, key)), next_step)
                 return
 
 

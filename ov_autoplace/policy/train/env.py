@@ -203,10 +203,10 @@ class MeasuredEnv(PlacementEnv):
                  max_submodels: int | None = 8, warmup: int = 2, iterations: int = 10, max_seconds: float = 2.0,
                  name: str | None = None, store=None) -> None:
         super().__init__()
-        from ...api import compile_placement  # the api imports strategies; keep this module light
+        from ...placed_compile import compile_placed  # not the public api: it imports this package (search)
         from ...timing import measure_latency
 
-        self._compile_placement, self._measure_latency = compile_placement, measure_latency
+        self._compile_placed, self._measure_latency = compile_placed, measure_latency
         self.core, self.devices = core, tuple(devices)
         self.prepared = prepare_model(model)
         self.graph = extract_graph(self.prepared)
@@ -256,7 +256,7 @@ class MeasuredEnv(PlacementEnv):
         placement = self._legal(legal_row)[1]
         start = time.perf_counter()
         try:
-            compiled = self._compile_placement(self.prepared, placement, core=self.core)
+            compiled = self._compile_placed(self.core, self.prepared, placement, placement.device_string)
         except Exception as exc:  # noqa: BLE001 - a placement HETERO rejects is a bad action, not a crash
             log.warning("placement failed to compile (%s: %s); rewarded as inf", type(exc).__name__, exc)
             return float("inf")

@@ -1,0 +1,115 @@
+"""One-way layering: the runtime path never imports training, baselines or the benchmark.
+
+The runtime path is load -> graph -> policy inference -> legalize -> placement
+-> cache -> HETERO compile. An inference app pays only for that: the check
+runs ``compile_model`` with the default (HSDAG) strategy in a fresh
+interpreter and lists what got imported; a second check walks every import
+statement of those modules (lazy ones inside functions too) and finds no
+cycle through them.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import ov_autoplace
+
+FORBIDDEN = ("ov_autoplace.policy.train", "ov_autoplace.baselines", "ov_autoplace.bench", "ov_autoplace.train",
+             "ov_autoplace.cli", "ov_autoplace.viz", "torch")
+
+_RUNTIME_SCRIPT = """
+import json, sys
+import numpy as np
+import ov_autoplace as oa
+from tests import synthetic_graphs as sg
+tb = oa.make_testbed(like_for_like=True)
+model = sg.residual()
+compiled = oa.compile_model(model, tb.hetero, core=tb.core, use_cache=False)
+dynamic = oa.compile_model(sg.dynamic_attention(), tb.hetero, core=tb.core, use_cache=False)
+compiled(oa.random_inputs(compiled))
+dynamic(np.zeros((2, 5, 32), dtype=np.float32))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ov_autoplace", "torch")))))
+"""
+
+
+def _runtime_modules() -> list[str]:
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", _RUNTIME_SCRIPT], cwd=root, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_compile_model_imports_no_training_baselines_or_bench():
+    modules = _runtime_modules()
+    assert "ov_autoplace.api" in modules and "ov_autoplace.policy.numpy_policy" in modules  # the policy ran
+    leaked = [m for m in modules if m.startswith(FORBIDDEN)]
+    assert leaked == [], f"the runtime path imported {leaked}"
+
+
+def _imports_of(path: Path, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """Every ov_autoplace module ``module`` imports, at the top or inside functions (not under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text())
+    type_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                 for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = module.split(".") if is_package else module.split(".")[:-1]
+            base = parts[:len(parts) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            found.add(target)
+            found.update(f"{target}.{a.name}" for a in node.names)
+    return {m for m in found if m in known and m != module and m != "ov_autoplace"}  # the root package: re-exports
+
+
+def _import_graph() -> dict[str, set[str]]:
+    root = Path(ov_autoplace.__file__).resolve().parent
+    files = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        files[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    known = set(files)
+    return {m: _imports_of(p, m, pkg, known) for m, (p, pkg) in files.items()}
+
+
+def _cycle_through(graph: dict[str, set[str]], start: str, allowed: set[str]) -> list[str] | None:
+    """A path start -> ... -> start inside ``allowed``, or None."""
+    stack, seen = [(start, [start])], set()
+    while stack:
+        node, path = stack.pop()
+        for nxt in graph[node]:
+            if nxt == start:
+                return path + [start]
+            if nxt in allowed and nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, path + [nxt]))
+    return None
+
+
+def test_runtime_modules_import_nothing_forbidden_even_lazily():
+    graph = _import_graph()
+    runtime = {m for m in _runtime_modules() if m in graph}
+    # (search_budget's door, api -> policy.search_strategy, is allowed: it is not itself a forbidden module,
+    # and it reaches policy.train only from there.)
+    for module in sorted(runtime):
+        for dep in graph[module]:
+            assert not dep.startswith(FORBIDDEN), f"{module} imports {dep}"
+
+
+def test_no_import_cycles_through_api_or_legalize():
+    graph = _import_graph()
+    everything = set(graph)
+    for start in ("ov_autoplace.api", "ov_autoplace.legalize", "ov_autoplace.costmodel.cost_terms",
+                  "ov_autoplace.policy.train.env", "ov_autoplace.placed_compile", "ov_autoplace.dynamic"):
+        cycle = _cycle_through(graph, start, everything)
+        assert cycle is None, " -> ".join(cycle)

@@ -1,0 +1,105 @@
+"""Placement shapes: benchmark_app's syntax, the documented default, and clear errors for shapes that do not fit."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import openvino as ov
+import pytest
+from openvino import opset13 as ops
+
+import ov_autoplace as oa
+from ov_autoplace.shapes import DEFAULT_BATCH, DEFAULT_DIM, format_shapes, resolve_shapes, static_clone
+from tests import synthetic_graphs as sg
+
+
+def _two_inputs() -> ov.Model:
+    ids = ops.parameter(ov.PartialShape([-1, -1]), np.int64, name="input_ids")
+    mask = ops.parameter(ov.PartialShape([-1, -1]), np.int64, name="attention_mask")
+    return ov.Model([ops.add(ids, mask)], [ids, mask], "two_inputs")
+
+
+def test_static_model_needs_no_shapes():
+    model = sg.residual()
+    assert resolve_shapes(model, None) is None
+    assert resolve_shapes(model, [1, 3, 16, 16]) == {"input": [1, 3, 16, 16]}
+
+
+def test_default_batch_one_and_other_axes_clamped_into_bounds():
+    assert resolve_shapes(sg.dynamic_attention(), None) == {"x": [DEFAULT_BATCH, DEFAULT_DIM, 32]}
+    assert resolve_shapes(sg.dynamic_attention(max_seq=8), None) == {"x": [DEFAULT_BATCH, 8, 32]}
+    assert resolve_shapes(_two_inputs(), None) == {"input_ids": [1, DEFAULT_DIM], "attention_mask": [1, DEFAULT_DIM]}
+
+
+@pytest.mark.parametrize("given", [
+    "input_ids[2,16],attention_mask[2,16]",
+    " input_ids [2, 16] , attention_mask[2,16] ",
+    {"input_ids": [2, 16], "attention_mask": (2, 16)},
+])
+def test_benchmark_app_string_and_mapping_agree(given):
+    resolved = resolve_shapes(_two_inputs(), given)
+    assert resolved == {"input_ids": [2, 16], "attention_mask": [2, 16]}
+    assert format_shapes(resolved) == "input_ids[2,16],attention_mask[2,16]"
+
+
+def test_one_unnamed_shape_for_a_one_input_model():
+    assert resolve_shapes(sg.dynamic_attention(), "[4,10,32]") == {"x": [4, 10, 32]}
+    assert resolve_shapes(sg.dynamic_attention(), [4, 10, 32]) == {"x": [4, 10, 32]}
+
+
+@pytest.mark.parametrize("model, shapes, match", [
+    (sg.dynamic_attention, {"y": [1, 8, 32]}, r"input 'y', which the model does not have; its inputs are \['x'\]"),
+    (sg.dynamic_attention, {"x": [1, 8]}, r"\[1, 8\] for input 'x' has rank 2, but the input is \[\?,\?,32\]"),
+    (sg.dynamic_attention, {"x": [1, 8, 16]}, r"axis 2 is 16, but the input is \[\?,\?,32\] \(axis 2 accepts 32\)"),
+    (lambda: sg.dynamic_attention(max_seq=8), "x[1,9,32]", r"axis 1 is 9.*accepts 1\.\.8"),
+    (sg.dynamic_attention, {"x": [0, 8, 32]}, r"dimension < 1"),
+    (sg.dynamic_attention, {"x": [1, "8", 32]}, r"must be a list of ints, got \[1, '8', 32\]"),
+    (sg.dynamic_attention, "x[1,a,32]", r"non-integer dimension"),
+    (sg.dynamic_attention, "x(1,8,32)", r"cannot parse shapes 'x\(1,8,32\)'"),
+    (_two_inputs, {"input_ids": [1, 8]}, r"no shape for the dynamic input\(s\) \['attention_mask'\]"),
+    (_two_inputs, [1, 8], r"one shape but the model has 2 inputs"),
+    (sg.residual, [1, 3, 32, 32], r"axis 2 is 32, but the input is \[1,3,16,16\]"),
+])
+def test_shapes_that_do_not_fit_raise_shape_error_naming_the_value(model, shapes, match):
+    with pytest.raises(oa.ShapeError, match=match) as err:
+        resolve_shapes(model(), shapes)
+    assert isinstance(err.value, oa.PlacementError) and isinstance(err.value, ValueError)
+
+
+def test_dynamic_rank_needs_explicit_shapes():
+    x = ops.parameter(ov.PartialShape.dynamic(), np.float32, name="blob")
+    model = ov.Model([ops.relu(x)], [x], "dynamic_rank")
+    with pytest.raises(oa.ShapeError, match=r"input 'blob' has a dynamic rank.*shapes=\{'blob'"):
+        resolve_shapes(model, None)
+    assert resolve_shapes(model, {"blob": [2, 3]}) == {"blob": [2, 3]}
+
+
+def test_shape_inference_failure_is_a_shape_error():
+    # Each axis fits the input on its own, but the model's own Reshape cannot take it (3 * 5 != 4 * 4).
+    x = ops.parameter(ov.PartialShape([-1, -1]), np.float32, name="x")
+    model = ov.Model([ops.reshape(x, ops.constant(np.array([4, 4], dtype=np.int64)), False)], [x], "fixed_numel")
+    with pytest.raises(oa.ShapeError, match=r"cannot be reshaped to the placement shapes x\[3,5\]"):
+        static_clone(model, resolve_shapes(model, [3, 5]))
+
+
+def test_static_clone_leaves_the_model_dynamic():
+    model = sg.dynamic_attention()
+    clone = static_clone(model, {"x": [2, 8, 32]})
+    assert clone.inputs[0].get_partial_shape() == ov.PartialShape([2, 8, 32])
+    assert model.inputs[0].get_partial_shape().is_dynamic
+
+
+def test_compile_model_raises_bad_shapes_without_fallback(f32_testbed, caplog):
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        with pytest.raises(oa.ShapeError, match="axis 2 is 16"):
+            oa.compile_model(sg.dynamic_attention(), f32_testbed.hetero, core=f32_testbed.core,
+                             strategy="heavy_ops", shapes={"x": [1, 8, 16]}, use_cache=False)
+        with pytest.raises(oa.ShapeError, match="cannot be reshaped"):
+            oa.place(_fixed_numel(), f32_testbed.hetero, core=f32_testbed.core, shapes=[3, 5])
+    assert "falling back" not in caplog.text
+
+
+def _fixed_numel() -> ov.Model:
+    x = ops.parameter(ov.PartialShape([-1, -1]), np.float32, name="x")
+    return ov.Model([ops.relu(ops.reshape(x, ops.constant(np.array([4, 4], dtype=np.int64)), False))], [x], "fixed")

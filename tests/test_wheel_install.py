@@ -1,0 +1,110 @@
+"""The built wheel, installed into a fresh venv, runs the CLI from a directory outside the checkout.
+
+CI only ever imports the editable install inside the checkout, which hides
+files missing from the wheel and imports of repository-only modules. This
+test builds the wheel (``pip wheel --no-build-isolation --no-deps``, reusing
+the checkout's CMake build directory), installs it with the extras
+``bench --quick`` needs (``train``: torch, ``dev``: matplotlib, scipy, tqdm;
+pip takes torch from the machine's local files) into a new venv, and runs
+``ov-autoplace --help``, ``place`` (static and dynamic model), ``show`` and
+``bench --quick`` (ResNet-50 only, smallest budgets, to keep CI short) from a temporary
+directory, with the zoo IRs already built (``OV_AUTOPLACE_ZOO_DIR``).
+Then it runs the rebuild command that ``NativeExtensionError`` prints, in that
+venv, and checks the extension was rebuilt against the venv's OpenVINO.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import openvino as ov
+import pytest
+
+from ov_autoplace import zoo
+from ov_autoplace._native_loader import BUILD_TOOLS, REBUILD_COMMAND
+from tests import synthetic_graphs as sg
+from tests.conftest import zoo_available
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not zoo_available(), reason="needs the zoo IRs (built with the zoo extra)")]
+
+
+def _run(args, *, cwd, env, timeout=1800) -> str:
+    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(map(str, args))} exited {done.returncode}:\n{done.stdout[-3000:]}\n" \
+                                 f"{done.stderr[-5000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(venv bin dir, environment, work dir outside the checkout) with the wheel installed."""
+    for name in zoo.ZOO:
+        zoo.build(name)  # reused when already built (CI builds them in run.sh's main job or the zoo tests)
+    root = tmp_path_factory.mktemp("wheel")
+    wheels = root / "wheels"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", wheels, REPO],
+         cwd=root, env=env)
+    (wheel,) = wheels.glob("ov_autoplace-*.whl")
+    venv.create(root / "venv", with_pip=True)
+    bin_dir = root / "venv" / "bin"
+    _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[train,dev]"], cwd=root, env=env)
+    work = root / "work"  # not inside the checkout: nothing of the repository is importable from here
+    work.mkdir()
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", VIRTUAL_ENV=str(root / "venv"),
+               OV_AUTOPLACE_ZOO_DIR=str(zoo.cache_dir()), OV_AUTOPLACE_CACHE_DIR=str(root / "cache"),
+               OV_AUTOPLACE_PROFILE_DIR=str(root / "profiles"), MPLBACKEND="Agg")
+    ov.save_model(sg.residual(), work / "residual.xml")
+    ov.save_model(sg.dynamic_attention(), work / "dynamic_attention.xml")
+    return bin_dir, env, work
+
+
+def test_installed_package_is_the_wheel_not_the_checkout(installed):
+    bin_dir, env, work = installed
+    where = _run([bin_dir / "python", "-c", "import ov_autoplace; print(ov_autoplace.__file__)"], cwd=work, env=env)
+    assert str(bin_dir.parent) in where and str(REPO) not in where
+
+
+def test_cli_help_place_show_from_outside_the_checkout(installed):
+    bin_dir, env, work = installed
+    cli = bin_dir / "ov-autoplace"
+    assert "place" in _run([cli, "--help"], cwd=work, env=env)
+    out = _run([cli, "place", "-m", "residual.xml", "--testbed", "-niter", "3"], cwd=work, env=env)
+    assert "submodel" in out
+    out = _run([cli, "place", "-m", "dynamic_attention.xml", "--testbed", "--strategy", "heavy_ops", "-niter", "3",
+                "--shape", "x[2,24,32]"],
+               cwd=work, env=env)
+    assert "submodel" in out
+    _run([cli, "show", "-m", "residual.xml", "--testbed", "--no-measure", "-o", "drawn/placement"], cwd=work, env=env)
+    assert all((work / "drawn" / f"placement{s}").is_file() for s in (".svg", ".html", ".png"))
+
+
+def test_bench_quick_from_outside_the_checkout(installed):
+    bin_dir, env, work = installed
+    # The smallest bench that still runs every method and setting: the suite's own bench test checks the table.
+    out = _run([bin_dir / "ov-autoplace", "bench", "--quick", "--models", "resnet50", "--budget", "2",
+                "--sim-budget", "10", "--runs", "5", "-o", "bench"], cwd=work, env=env, timeout=3600)
+    assert (work / "bench" / "results.md").is_file() and "resnet50" in out.lower()
+
+
+def test_rebuild_command_from_the_error_rebuilds_against_the_installed_openvino(installed):
+    """NativeExtensionError's command, run in the venv: an unisolated build against the venv's own OpenVINO."""
+    bin_dir, env, work = installed
+    python = bin_dir / "python"
+    _run([python, "-m", "pip", "install", "-q", *BUILD_TOOLS.replace('"', "").split()], cwd=work, env=env)
+    # Its own build directory: the checkout's caches the dev venv's OpenVINO_DIR (a user rebuilding in the venv
+    # they built in has the same path, now holding the new release).
+    _run([python, "-m", *REBUILD_COMMAND.split(), "-q", "-C", f"build-dir={work / 'rebuild'}", REPO], cwd=work,
+         env=env)
+    out = _run([python, "-c", "import openvino, ov_autoplace._native_loader as n; "
+                              "print(n.built_openvino_version(), n.runtime_openvino_version(), n.load_native())"],
+               cwd=work, env=env)
+    built, running = out.split()[:2]
+    assert built == running
