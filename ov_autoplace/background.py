@@ -214,7 +214,7 @@ def _measure_and_store(spec: dict) -> bool:
 
     import openvino as ov
 
-    from .api import pretrained_policy_path
+    from .policy.pretrained import PRETRAINED_POLICY  # not via the api: the api imports this module
     from .cache import PlacementCache
     from .cache_root import profile_dir
     from .costmodel.profile_store import ProfileStore, profile_key
@@ -257,7 +257,7 @@ def _measure_and_store(spec: dict) -> bool:
     if profile is None:
         logger.error("the profile could not be stored in %s", store.directory)
         return False
-    placement = place_with_cost(req, prepared, graph, pretrained_policy_path(), profile.cost_model, "hsdag:profile")
+    placement = place_with_cost(req, prepared, graph, PRETRAINED_POLICY, profile.cost_model, "hsdag:profile")
     placement.notes.append(f"placed by the background worker after {time.perf_counter() - started:.1f} s of profiling")
     if PlacementCache(spec["cache_dir"]).put(key, placement, graph) is None:
         return False

@@ -234,7 +234,7 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
 def cache_key(req: Any, cache: "PlacementCache", graph: "GraphArrays", policy_digest: str) -> dict:
     return cache.key(req.core, graph, req.devices, strategy=f"{DEFAULT_SOURCE_TOKEN}(weights={policy_digest[:16]})",
                      pins=req.pins, exclude_devices=req.exclude_devices, max_submodels=req.max_submodels,
-                     shapes=req.shapes)
+                     shapes=getattr(req, "shapes", None))
 
 
 def decision_to_placement(decision: Decision, graph: "GraphArrays", devices: tuple[str, ...]) -> "Placement":

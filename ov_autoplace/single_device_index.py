@@ -41,7 +41,7 @@ def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
            "devices": list(req.devices), "excluded": sorted(req.exclude_devices),
            "properties": {d: device_properties(req.core, d) for d in req.devices},
            "openvino": ov.get_version(), "policy": policy_digest[:16], "max_submodels": req.max_submodels}
-    if req.shapes is not None:  # a dynamic model: the decision was made at these placement shapes
+    if getattr(req, "shapes", None) is not None:  # a dynamic model: the decision was made at these placement shapes
         key["placement_shapes"] = req.shapes
     return key
 

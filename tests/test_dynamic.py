@@ -84,9 +84,11 @@ def test_static_model_keys_have_no_shapes_field(f32_testbed, tmp_path):
 
 def test_default_strategy_places_dynamic_model_without_fallback(f32_testbed, caplog):
     model = sg.dynamic_attention()
+    # profile="now": measure and place by the policy (identical f32 devices would otherwise take the
+    # one-device fast path without placing anything).
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
-        compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, use_cache=False)
-    assert "falling back" not in caplog.text and "placed" in caplog.text
+        compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, use_cache=False, profile="now")
+    assert "falling back" not in caplog.text and "placement source: profile" in caplog.text
     _check_outputs(compiled, f32_testbed.core.compile_model(model, "CPU"))
 
 

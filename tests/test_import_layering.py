@@ -2,7 +2,7 @@
 
 The runtime path is load -> graph -> policy inference -> legalize -> placement
 -> cache -> HETERO compile. An inference app pays only for that: the check
-runs ``compile_model`` with the default (HSDAG) strategy in a fresh
+runs ``compile_model`` with the default (HSDAG policy, measured now) in a fresh
 interpreter and lists what got imported; a second check walks every import
 statement of those modules (lazy ones inside functions too) and finds no
 cycle through them.
@@ -28,8 +28,8 @@ import ov_autoplace as oa
 from tests import synthetic_graphs as sg
 tb = oa.make_testbed(like_for_like=True)
 model = sg.residual()
-compiled = oa.compile_model(model, tb.hetero, core=tb.core, use_cache=False)
-dynamic = oa.compile_model(sg.dynamic_attention(), tb.hetero, core=tb.core, use_cache=False)
+compiled = oa.compile_model(model, tb.hetero, core=tb.core, use_cache=False, profile="now")
+dynamic = oa.compile_model(sg.dynamic_attention(), tb.hetero, core=tb.core, use_cache=False, profile="now")
 compiled(oa.random_inputs(compiled))
 dynamic(np.zeros((2, 5, 32), dtype=np.float32))
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ov_autoplace", "torch")))))

@@ -40,10 +40,12 @@ def test_policy_places_without_fallback_and_outputs_match_at_every_shape(f32_tes
     shapes_to_check = DYNAMIC_ZOO[name] if variant == "dynamic" else DYNAMIC_ZOO[name][:1]
     if variant == "static" and name == "bert_base":
         shapes_to_check = [{"input_ids": [1, 128], "attention_mask": [1, 128]}]  # its traced shape
+    # profile="now": measured and placed by the policy (identical f32 devices would otherwise take the
+    # one-device fast path without placing anything).
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
-        compiled = oa.compile_model(model, f32_testbed.hetero, core=core)
+        compiled = oa.compile_model(model, f32_testbed.hetero, core=core, profile="now")
     assert "falling back" not in caplog.text, caplog.text[-2000:]
-    assert "with hsdag" in caplog.text or "placement cache hit (hsdag)" in caplog.text
+    assert "placement source: profile" in caplog.text or "placement source: cache" in caplog.text
     assert compiled.inputs[0].get_partial_shape().is_dynamic == (variant == "dynamic")
     reference = core.compile_model(model, "CPU")
     rng = np.random.default_rng(0)
