@@ -1,0 +1,39 @@
+"""The measured timeline: HETERO's PERF_COUNT per submodel, from a real run on the testbed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ov_autoplace
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.strategies.random_strategy import RandomStrategy
+from ov_autoplace.viz.measured import measured_timeline, submodel_times
+from ov_autoplace.viz.placed import analyze
+from tests import synthetic_graphs as sg
+
+
+def test_perf_count_entries_are_summed_per_submodel(sim_case):
+    case = sim_case(sg.residual(blocks=3))
+    placed = analyze(case.graph, case.alternating(6))
+    named = [case.graph.names[i] for i in np.flatnonzero(placed.active)]
+    first, last = named[0], named[-1]
+    times, seen = submodel_times(placed, {f"subgraph0: {first}": 1.5, "subgraph0: inserted_reorder": 0.25,
+                                          f"subgraph1: {last}": 2.0})
+    assert seen == 2
+    assert times[placed.submodel[case.graph.names.index(first)]] == 1.75  # the reorder joins its subgraph's owner
+    assert times[placed.submodel[case.graph.names.index(last)]] == 2.0
+
+
+def test_measured_timeline_on_the_testbed(f32_testbed):
+    model = sg.residual(blocks=3)
+    placement = ov_autoplace.place(model, f32_testbed.hetero, core=f32_testbed.core,
+                                   strategy=RandomStrategy(seed=1, mode="contiguous"))
+    graph = extract_graph(prepare_model(model))
+    placed = analyze(graph, placement)
+    assert placed.num_submodels >= 2
+    timeline = measured_timeline(placed, placement, model, f32_testbed.core, iterations=6)
+    assert timeline.measured and "PERF_COUNT" in timeline.source
+    assert f"({placed.num_submodels} HETERO subgraph(s))" in timeline.source
+    assert all(bar.ms > 0 for bar in timeline.bars)
+    assert timeline.total_ms > 0 and sum(bar.ms for bar in timeline.bars) < 3 * timeline.total_ms
