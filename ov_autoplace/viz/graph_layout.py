@@ -28,7 +28,7 @@ import numpy as np
 
 from ..policy.coarsen import chain_coarsen
 from .placed import PlacedGraph, group_label, name_scope
-from .scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text
+from .scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, fit_text_end, short_ops
 
 MAX_BOXES = 140
 
@@ -123,7 +123,7 @@ def _rows(column: np.ndarray, edges, first: np.ndarray) -> np.ndarray:
 
 
 # ---- drawing -----------------------------------------------------------------------------------------
-_BOX_W, _BOX_H, _GAP_X, _GAP_Y, _LINE_GAP, _HEADER = 118, 34, 26, 10, 34, 52
+_BOX_W, _BOX_H, _GAP_X, _GAP_Y, _LINE_GAP, _HEADER = 142, 34, 22, 10, 34, 52
 
 
 def box_details(placed: PlacedGraph, boxes: Boxes, node_ms: np.ndarray | None) -> list[dict]:
@@ -160,7 +160,7 @@ def draw_graph(placed: PlacedGraph, boxes: Boxes, details: list[dict], *, time_s
         line_top.append(y)
         y += rows * (_BOX_H + _GAP_Y) + _LINE_GAP
     width = per_line * (_BOX_W + _GAP_X) + 10
-    scene = Scene(max(width, 900), y)
+    scene = Scene(max(width, 900), y + 6)
     cuts = sum(1 for a, b, _ in boxes.edges if boxes.device[a] != boxes.device[b])
     merged = "chains collapsed" + (f", then depth bands of {boxes.band} merged per submodel" if boxes.band > 1 else "")
     scene.add(Text(0, 14, f"Graph: {int((boxes.box_of_node >= 0).sum())} compute ops in {boxes.num_boxes} boxes "
@@ -180,25 +180,33 @@ def draw_graph(placed: PlacedGraph, boxes: Boxes, details: list[dict], *, time_s
         c = int(boxes.column[b])
         return (c % per_line) * (_BOX_W + _GAP_X), line_top[c // per_line] + int(boxes.row[b]) * (_BOX_H + _GAP_Y)
 
+    skipped = 0
     for a, b, nbytes in sorted(boxes.edges, key=lambda e: boxes.device[e[0]] != boxes.device[e[1]]):
         (xa, ya), (xb, yb) = pos(a), pos(b)
         cut = boxes.device[a] != boxes.device[b]
         colour, w = (CUT_COLOUR, 2.5) if cut else ("#b8b8b8", 0.9)
         hover = f"{nbytes / 1e6:.3f} MB box {a} -> {b}" + (" (crosses devices)" if cut else "")
-        if int(boxes.column[b]) // per_line == int(boxes.column[a]) // per_line and xb > xa:
+        line_a, line_b = int(boxes.column[a]) // per_line, int(boxes.column[b]) // per_line
+        if line_b == line_a and xb > xa:
             scene.add(Line(xa + _BOX_W, ya + _BOX_H / 2, xb, yb + _BOX_H / 2, colour, w, hover=hover))
-        else:  # to the next line: leave from the bottom, enter from the top
+        elif cut or line_b == line_a + 1:  # to the next line: leave from the bottom, enter from the top
             scene.add(Line(xa + _BOX_W / 2, ya + _BOX_H, xb + _BOX_W / 2, yb, colour, w, dashed=not cut, hover=hover))
+        else:  # a same-device edge skipping lines (an attention mask feeding every layer) would cross everything
+            skipped += 1
+    if skipped:
+        scene.add(Text(0, y - 8, f"{skipped} same-device edge(s) that skip a line are not drawn (hover a box for "
+                                 "its ops)", size=9.5, colour="#777"))
     for b, info in enumerate(details):
         x0, y0 = pos(b)
         hover = (f"{info['device']}, submodel {info['submodel']}: {info['nodes']} ops"
                  + (f", {info['ms']:.3f} ms" if info["ms"] is not None else "")
                  + (f", {info['scope']}" if info["scope"] else "") + "\n" + "\n".join(info["ops"][:12]))
         scene.add(Rect(x0, y0, _BOX_W, _BOX_H, device_colour(int(boxes.device[b])), "white", hover, f"box{b}", 4))
-        scene.add(Text(x0 + 4, y0 + 14, fit_text(info["label"], _BOX_W - 8, 10.5), size=10.5, colour="white",
-                       bold=True))
-        second = f"{info['nodes']} ops" + (f" · {info['scope']}" if info["scope"] else "")
-        scene.add(Text(x0 + 4, y0 + 28, fit_text(second, _BOX_W - 8, 9.5), size=9.5, colour="white"))
+        scene.add(Text(x0 + 4, y0 + 14, fit_text(short_ops(info["label"]), _BOX_W - 8, 10.5), size=10.5,
+                       colour="white", bold=True))
+        count = f"{info['nodes']} op{'s' if info['nodes'] != 1 else ''}"
+        scope = fit_text_end(info["scope"], _BOX_W - 12 - 6 * len(count), 9.5) if info["scope"] else ""
+        scene.add(Text(x0 + 4, y0 + 28, count + (f" · {scope}" if scope else ""), size=9.5, colour="white"))
     return scene
 
 

@@ -109,6 +109,42 @@ def fit_text(text: str, width: float, size: float) -> str:
     return text[: room - 1] + "…" if room >= 3 else ""
 
 
+def fit_text_end(text: str, width: float, size: float) -> str:
+    """Like :func:`fit_text` but keeps the end (``…layer.3.attention``): for scopes, whose tail says most."""
+    room = int(width / (0.58 * size))
+    if len(text) <= room:
+        return text
+    return "…" + text[len(text) - room + 1:] if room >= 3 else ""
+
+
+def wrap_text(text: str, width: float, size: float, max_lines: int = 2) -> list[str]:
+    """Greedy word wrap to ``width`` pixels; the last line is shortened with an ellipsis if needed."""
+    room = max(int(width / (0.58 * size)), 8)
+    lines, current = [], ""
+    for word in text.split(" "):
+        if current and len(current) + 1 + len(word) > room:
+            lines.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    lines.append(current)
+    if len(lines) > max_lines:
+        lines = lines[: max_lines - 1] + [fit_text(" ".join(lines[max_lines - 1:]), width, size)]
+    return lines
+
+
+#: Short names for long op types on labels (hover text keeps the full name).
+SHORT_OP_NAMES = {"ScaledDotProductAttention": "SDPA", "Convolution": "Conv", "GroupConvolution": "GroupConv",
+                  "ConvolutionBackpropData": "Deconv", "FullyConnected": "FC", "BatchNormInference": "BatchNorm",
+                  "StridedSlice": "Slice"}
+
+
+def short_ops(label: str) -> str:
+    for long, short in SHORT_OP_NAMES.items():
+        label = label.replace(long, short)
+    return label
+
+
 def _esc(s: str) -> str:
     return html.escape(s, quote=True)
 
@@ -155,39 +191,57 @@ def to_png(scene: Scene, path: str | Path, *, dpi: int = 100) -> None:
 
     Raises ImportError with the install command when matplotlib is missing.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+    try:  # no pyplot: its import alone costs seconds, and the Agg canvas is all a file needs
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.collections import LineCollection, PatchCollection
+        from matplotlib.figure import Figure
+        from matplotlib.patches import FancyArrowPatch, Rectangle
     except ImportError as exc:
         raise ImportError("PNG output needs matplotlib: pip install 'ov_autoplace[dev]' (or pip install matplotlib); "
                           "the SVG and HTML are written without it") from exc
-    fig = plt.figure(figsize=(scene.width / dpi, scene.height / dpi), dpi=dpi)
+    fig = Figure(figsize=(scene.width / dpi, scene.height / dpi), dpi=dpi)
+    FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, scene.width)
     ax.set_ylim(scene.height, 0)  # SVG's y axis points down
     ax.axis("off")
     points = 72.0 / dpi  # pixel sizes -> points
     align = {"start": "left", "middle": "center", "end": "right"}
-    for s in scene.shapes:
-        if isinstance(s, Rect):
-            face = "none" if s.fill == "none" else s.fill
-            edge = "none" if s.stroke == "none" else s.stroke
-            ax.add_patch(FancyBboxPatch((s.x, s.y), max(s.w, 0.5), s.h, boxstyle=f"round,pad=0,rounding_size={s.radius}",
-                                        facecolor=face, edgecolor=edge, linewidth=s.stroke_width * points))
+    # consecutive plain rectangles and lines go in one collection each (one draw call, same stacking order)
+    run: list = []
+
+    def flush(z: int) -> None:
+        if not run:
+            return
+        if isinstance(run[0], Rect):
+            patches = [Rectangle((r.x, r.y), max(r.w, 0.5), r.h) for r in run]
+            ax.add_collection(PatchCollection(
+                patches, facecolors=[r.fill if r.fill != "none" else (0, 0, 0, 0) for r in run],
+                edgecolors=[r.stroke if r.stroke != "none" else (0, 0, 0, 0) for r in run],
+                linewidths=[r.stroke_width * points for r in run], zorder=z))
+        else:
+            ax.add_collection(LineCollection([[(ln.x1, ln.y1), (ln.x2, ln.y2)] for ln in run],
+                                             colors=[ln.colour for ln in run],
+                                             linewidths=[ln.width * points for ln in run],
+                                             linestyles=["--" if ln.dashed else "-" for ln in run], zorder=z))
+        run.clear()
+
+    for z, s in enumerate(scene.shapes):
+        plain_line = isinstance(s, Line) and not s.arrow
+        if run and (type(s) is not type(run[0]) or not (isinstance(s, Rect) or plain_line)):
+            flush(z)
+        if isinstance(s, Rect) or plain_line:
+            run.append(s)
         elif isinstance(s, Line):
-            style = "-|>" if s.arrow else "-"
-            ax.add_patch(FancyArrowPatch((s.x1, s.y1), (s.x2, s.y2), arrowstyle=style, mutation_scale=8,
+            ax.add_patch(FancyArrowPatch((s.x1, s.y1), (s.x2, s.y2), arrowstyle="-|>", mutation_scale=8,
                                          color=s.colour, linewidth=s.width * points,
-                                         linestyle="--" if s.dashed else "-", shrinkA=0, shrinkB=0))
+                                         linestyle="--" if s.dashed else "-", shrinkA=0, shrinkB=0, zorder=z))
         elif isinstance(s, Text):
             ax.text(s.x, s.y, s.text, fontsize=s.size * points, color=s.colour, ha=align[s.anchor], va="baseline",
-                    fontweight="bold" if s.bold else "normal", family="DejaVu Sans")
+                    fontweight="bold" if s.bold else "normal", family="DejaVu Sans", zorder=z)
+    flush(len(scene.shapes))
     fig.savefig(path, dpi=dpi)
-    plt.close(fig)
 
 
-__all__ = ["CUT_COLOUR", "Line", "PALETTE", "Rect", "Scene", "Text", "device_colour", "fit_text",
-           "matplotlib_available", "stack", "text_width", "to_png", "to_svg"]
+__all__ = ["CUT_COLOUR", "Line", "PALETTE", "Rect", "Scene", "Text", "device_colour", "fit_text", "fit_text_end",
+           "matplotlib_available", "short_ops", "stack", "text_width", "to_png", "to_svg", "wrap_text"]

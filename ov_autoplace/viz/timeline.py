@@ -27,7 +27,7 @@ import numpy as np
 from ..costmodel.cost_model import CostModel
 from ..costmodel.simulator import Simulator
 from .placed import PlacedGraph, group_label, name_scope
-from .scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text
+from .scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, short_ops, wrap_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +152,9 @@ _LABEL_W, _ROW_H, _BAR_H, _AXIS_H = 96, 34, 22, 26
 
 
 def _ms_fmt(ms: float) -> str:
-    return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms"
+    if ms >= 10:
+        return f"{ms:.1f} ms"
+    return f"{ms:.2f} ms" if ms >= 0.1 else f"{ms:.3f} ms"
 
 
 def _bytes_fmt(n: float) -> str:
@@ -162,15 +164,18 @@ def _bytes_fmt(n: float) -> str:
 def draw_timeline(timeline: Timeline, *, width: float = 1100.0) -> Scene:
     """The Gantt chart: one row per device, a transfers row, a time axis, and a heading with the source."""
     rows = list(timeline.devices) + ["transfers"]
-    top = 40
+    source = wrap_text(f"source: {timeline.source}", width, 10.5, max_lines=2)
+    top = 26 + 14 * len(source)
     height = top + len(rows) * _ROW_H + _AXIS_H + 30
     scene = Scene(width, height)
     kind = "MEASURED" if timeline.measured else "SIMULATED"
     scene.add(Text(0, 14, f"Timeline of one inference ({kind}): {len(timeline.bars)} submodel(s) run one after "
                           f"another, total {_ms_fmt(timeline.total_ms)}; transfers {_ms_fmt(timeline.transfer_ms)} "
                           f"= {100 * timeline.transfer_share:.1f} % of the time", size=13, bold=True))
-    scene.add(Text(0, 30, fit_text(f"source: {timeline.source}", width, 10.5), size=10.5, colour="#555"))
-    span = max(timeline.total_ms, 1e-9)
+    for k, line in enumerate(source):
+        scene.add(Text(0, 30 + 14 * k, line, size=10.5, colour="#555"))
+    bars_end = max((b.start_ms + b.ms for b in timeline.bars), default=0.0)
+    span = max(timeline.total_ms, bars_end, 1e-9)  # PERF_COUNT sums can exceed a loaded machine's median
     plot_w = width - _LABEL_W - 10
     x_of = lambda ms: _LABEL_W + plot_w * ms / span  # noqa: E731
     row_y = {name: top + k * _ROW_H for k, name in enumerate(rows)}
@@ -187,11 +192,12 @@ def draw_timeline(timeline: Timeline, *, width: float = 1100.0) -> Scene:
         hover = (f"submodel {bar.index} on {bar.device}: {_ms_fmt(bar.ms)} "
                  f"({'PERF_COUNT' if timeline.measured else 'simulated'}), {bar.nodes} ops: {what}")
         scene.add(Rect(x0, y, max(x1 - x0, 1.0), _BAR_H, device_colour(d), "white", hover, f"sub{bar.index}", 2))
-        caption = fit_text(f"#{bar.index} {_ms_fmt(bar.ms)} {bar.label}", x1 - x0 - 4, 10)
+        caption = fit_text(f"#{bar.index} {_ms_fmt(bar.ms)} {short_ops(bar.label)}", x1 - x0 - 4, 10)
         if caption:
             scene.add(Text(x0 + 3, y + 15, caption, size=10, colour="white"))
     ty = row_y["transfers"] + (_ROW_H - _BAR_H) / 2 - 1
     bar_end = {b.index: (x_of(b.start_ms + b.ms), row_y[b.device] + _ROW_H / 2) for b in timeline.bars}
+    caption_end = -1e9
     for t in timeline.transfers:
         x0, x1 = x_of(t.start_ms), x_of(t.start_ms + t.ms)
         hover = (f"{t.tensors} tensor(s) submodel {'input' if t.src < 0 else t.src} -> {t.dst}: "
@@ -203,8 +209,10 @@ def draw_timeline(timeline: Timeline, *, width: float = 1100.0) -> Scene:
         dst = timeline.bars[t.dst]
         scene.add(Line(x1, ty + _BAR_H / 2, x_of(dst.start_ms) + 1, row_y[dst.device] + _ROW_H / 2, CUT_COLOUR, 1.2,
                        arrow=True, hover=hover))
-        caption = fit_text(f"{_bytes_fmt(t.nbytes)} {t.ms:.2f} ms", max(x1 - x0, 0) + 90, 9.5)
-        scene.add(Text(x0, ty + _BAR_H + 10, caption, size=9.5, colour=CUT_COLOUR))
+        caption = f"{_bytes_fmt(t.nbytes)}, {_ms_fmt(t.ms)}"
+        if x0 > caption_end + 6:  # captions that would overlap the previous one are left to the hover text
+            scene.add(Text(x0, ty + _BAR_H + 10, caption, size=9.5, colour=CUT_COLOUR))
+            caption_end = x0 + 0.58 * 9.5 * len(caption)
     if timeline.other_ms > 0.005 * span:
         x0 = x_of(timeline.total_ms - timeline.other_ms)
         scene.add(Rect(x0, ty, x_of(timeline.total_ms) - x0, _BAR_H, "#bbbbbb", "none",
