@@ -58,3 +58,40 @@ def test_page_structure_data_and_no_network(sim_case):
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", page)
     svg = page[page.index("<svg"): page.index("</svg>") + 6]
     ElementTree.fromstring(svg)  # well-formed XML
+
+
+def _browser() -> str | None:
+    import shutil
+
+    return next((path for name in ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
+                 if (path := shutil.which(name))), None)
+
+
+def test_page_runs_in_a_headless_browser(sim_case, tmp_path):
+    """The script runs in a real browser: every shape gets its handler and a linked group shows its ops."""
+    import os
+    import subprocess
+
+    import pytest
+
+    from ov_autoplace.viz import write_picture
+
+    browser = _browser()
+    if browser is None:
+        if os.environ.get("OV_AUTOPLACE_REQUIRE_BROWSER") == "1":
+            pytest.fail("no headless browser found although CI installs one (apt-get install chromium-headless-shell)")
+        pytest.skip("no headless browser (apt-get install chromium-headless-shell)")
+    case = sim_case(sg.attention_like(layers=2))
+    picture = placement_picture(case.graph, case.alternating(5), title="browser", cost=case.cost)
+    written, _ = write_picture(picture, tmp_path / "page", png=False)
+    page = next(p for p in written if p.suffix == ".html")
+    box = next(k for k in picture.hover if k.startswith("box"))
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          f"{page.as_uri()}#{box}"], capture_output=True, text=True, timeout=120).stdout
+    keys = len(set(re.findall(r'data-key="([^"]+)"', page.read_text())))
+    assert re.search(r'data-ovap-ready="(\d+)"', dom), "the page's script did not run"
+    assert int(re.search(r'data-ovap-ready="(\d+)"', dom).group(1)) >= keys
+    panel = re.search(r'<pre id="ovap-panel-body" data-shown="([^"]+)">(.*?)</pre>', dom, re.S)
+    assert panel and panel.group(1) == box
+    details = picture.hover[box]
+    assert f"device: {details['device']}" in panel.group(2) and details["ops"][0].split(" (")[0] in panel.group(2)
