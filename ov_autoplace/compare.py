@@ -93,7 +93,8 @@ def _interleaved(compiled: list[ov.CompiledModel], inputs, runs: int, rounds: in
     per_round = max(1, runs // rounds)
     for r in range(rounds):
         for k, c in enumerate(compiled):
-            samples[k] += measure_latency(c, inputs, warmup=3 if r == 0 else 1, iterations=per_round).samples_ms.tolist()
+            stats = measure_latency(c, inputs, warmup=3 if r == 0 else 1, iterations=per_round)
+            samples[k] += stats.samples_ms.tolist()
     return [np.asarray(s) for s in samples]
 
 

@@ -58,7 +58,10 @@ def draw_comparison(result, *, title: str, width: float = 1150.0) -> tuple[Scene
                            hover=f"{r.name}: {r.median_ms:.2f} ms [{q1:.2f}-{q3:.2f}]"))
             scene.add(Line(bar_x + q1 * scale, y + _ROW_H / 2 - 1, bar_x + q3 * scale, y + _ROW_H / 2 - 1, "#D00000",
                            2))
-            label = f"{r.median_ms:.2f} ms" + (" (best)" if best is not None and r.median_ms == best else "")
+            label = f"{r.median_ms:.2f} ms"
+            if r.median_ms == best:  # a lowest median inside another row's spread is not a win
+                tied = any(o is not r and o.iqr_ms is not None and o.iqr_ms[0] <= q3 for o in rows)
+                label += " (lowest median; within others' IQR)" if tied else " (fastest)"
             scene.add(Text(bar_x + q3 * scale + 6, y + 19, label, size=11, bold=r.median_ms == best))
         if r.predicted_ms is not None:
             px = bar_x + r.predicted_ms * scale

@@ -3,8 +3,8 @@
 Hovering a box of the graph or a bar of the timeline fills the side panel with
 that group's device, submodel, time, main op types and its ops (the data sit
 in ``<script type="application/json" id="ovap-data">``, keyed by the shapes'
-``data-key``); ``page.html#<key>`` opens with that group shown. The page also carries the per-device table and the notes as
-text, so it reads without the script too.
+``data-key``); ``page.html#<key>`` opens with that group shown. The page also
+carries the per-device table and the notes as text, so it reads without the script too.
 """
 
 from __future__ import annotations
