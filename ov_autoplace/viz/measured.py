@@ -1,9 +1,11 @@
 """The measured timeline: HETERO's own PERF_COUNT, per submodel, from a real run of the placed model.
 
-HETERO names each profiled runtime node ``"subgraph<K>: <name>"``. A runtime
-node whose name is one of the model's ops belongs to that op's submodel; the
-others (reorders, the Parameter/Result pairs HETERO inserts at cuts) belong to
-the submodel most of subgraph K's named nodes are in. The end-to-end median is
+HETERO names each profiled runtime node ``"subgraph<K>: <name>"``. The bars
+are HETERO's own subgraphs: an op its PERF_COUNT names is in that subgraph, an
+op it does not name (fused away) joins the subgraph of the other ops of its
+island (``placed.repartition``). A runtime node naming none of the model's ops
+(reorders, the Parameter/Result pairs HETERO inserts at cuts) is timed in the
+subgraph most of subgraph K's named ops are in. The end-to-end median is
 timed with the native timer on the same placement compiled without
 ``PERF_COUNT``, interleaved with the profiled runs so both see the same load.
 """
@@ -19,19 +21,37 @@ from ..costmodel.cost_model import CostModel
 from ..costmodel.profiler import _profile_runs, reports_running_average  # the profiler's own run protocol
 from ..placement import Placement
 from ..prepare import prepare_model
-from .placed import PlacedGraph
+from .placed import PlacedGraph, repartition
 from .timeline import Timeline, lay_out
 
 
-def submodel_times(placed: PlacedGraph, node_ms: dict[str, float]) -> tuple[np.ndarray, int]:
-    """Per-submodel ms from ``{"subgraphK: name": ms}``; returns (times, number of HETERO subgraphs seen)."""
-    index = {n: i for i, n in enumerate(placed.graph.names)}
+def _by_subgraph(node_ms: dict[str, float]) -> dict[str, list[tuple[str, float]]]:
     by_subgraph: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for key, ms in node_ms.items():
         subgraph, sep, name = key.partition(": ")
         if not sep:  # a single-device compile has no prefix
             subgraph, name = "subgraph0", key
         by_subgraph[subgraph].append((name, ms))
+    return by_subgraph
+
+
+def hetero_partition(placed: PlacedGraph, node_ms: dict[str, float]) -> np.ndarray:
+    """HETERO's subgraph number of each active node its PERF_COUNT names (-1 elsewhere)."""
+    index = {n: i for i, n in enumerate(placed.graph.names)}
+    out = np.full(placed.graph.num_nodes, -1, dtype=np.int64)
+    for subgraph, entries in _by_subgraph(node_ms).items():
+        number = int(subgraph.removeprefix("subgraph")) if subgraph.removeprefix("subgraph").isdigit() else -1
+        for name, _ in entries:
+            i = index.get(name)
+            if i is not None and placed.active[i]:
+                out[i] = number
+    return out
+
+
+def submodel_times(placed: PlacedGraph, node_ms: dict[str, float]) -> tuple[np.ndarray, int]:
+    """Per-submodel ms from ``{"subgraphK: name": ms}``; returns (times, number of HETERO subgraphs seen)."""
+    index = {n: i for i, n in enumerate(placed.graph.names)}
+    by_subgraph = _by_subgraph(node_ms)
     times = np.zeros(placed.num_submodels)
     for entries in by_subgraph.values():
         owners = [int(placed.submodel[index[n]]) for n, _ in entries if n in index and placed.submodel[index[n]] >= 0]
@@ -61,6 +81,7 @@ def measured_timeline(placed: PlacedGraph, placement: Placement, model: ov.Model
     node_ms, e2e = _profile_runs(profiled, warmup, iterations, running_average, companion=plain)
     if total_ms is not None:
         e2e = [float(total_ms)]
+    placed = repartition(placed, placement, hetero_partition(placed, node_ms))  # the subgraphs HETERO compiled
     times, seen = submodel_times(placed, node_ms)
     device = placed.device
 

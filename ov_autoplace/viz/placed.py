@@ -158,7 +158,15 @@ def analyze(graph: GraphArrays, placement: Placement) -> PlacedGraph:
         roots = _convex_islands(graph, device, active)
         order = _execution_order(roots, graph)
     submodel = np.array([order[r] if r >= 0 else -1 for r in roots.tolist()], dtype=np.int64)
-    submodel_device = np.zeros(len(order), dtype=np.int64)
+    return _placed(graph, placement, device, active, submodel, islands)
+
+
+def _placed(graph: GraphArrays, placement: Placement, device: np.ndarray, active: np.ndarray, submodel: np.ndarray,
+            islands: int) -> PlacedGraph:
+    """The PlacedGraph of a given partition (submodel numbers in execution order): devices and transfers."""
+    role = np.asarray(graph.role)
+    follower = constant_subgraph_mask(graph)
+    submodel_device = np.zeros(int(submodel.max(initial=-1)) + 1, dtype=np.int64)
     submodel_device[submodel[active]] = device[active]
     transfers = []
     seen: set[tuple[int, int, int]] = set()
@@ -175,6 +183,28 @@ def analyze(graph: GraphArrays, placement: Placement) -> PlacedGraph:
         transfers.append(Transfer(int(submodel[s]) if active[s] else -1, int(submodel[t]), s, int(nbytes[e])))
     return PlacedGraph(graph, tuple(placement.devices), device, active, submodel, submodel_device,
                        tuple(transfers), placement.strategy, islands)
+
+
+def repartition(placed: PlacedGraph, placement: Placement, subgraph_of_node: np.ndarray) -> PlacedGraph:
+    """``placed`` with HETERO's own partition: ``subgraph_of_node`` holds HETERO's subgraph number (its
+    execution order) of each active node, -1 where unknown; unknown nodes join the subgraph most known
+    nodes of their own submodel are in, on the same device, else stay a submodel of their own."""
+    known = np.asarray(subgraph_of_node, dtype=np.int64)
+    key = np.full(placed.graph.num_nodes, -1.0)
+    for s in range(placed.num_submodels):
+        members = placed.submodel_nodes(s)
+        named = members[known[members] >= 0]
+        same = named[placed.device[named] == placed.submodel_device[s]]
+        fallback = float(np.bincount(known[same]).argmax()) if same.size else None
+        for i in members.tolist():
+            if known[i] >= 0:
+                key[i] = known[i]
+            else:  # a fused or renamed node: its submodel's HETERO subgraph, or just after the known ones
+                key[i] = fallback if fallback is not None else 1e6 + s
+    active = placed.active
+    order = {k: n for n, k in enumerate(sorted(set(key[active].tolist())))}
+    submodel = np.array([order[k] if a else -1 for k, a in zip(key.tolist(), active.tolist())], dtype=np.int64)
+    return _placed(placed.graph, placement, placed.device, active, submodel, placed.islands)
 
 
 def group_label(graph: GraphArrays, nodes: np.ndarray, *, max_types: int = 2) -> str:
@@ -214,4 +244,5 @@ def name_scope(graph: GraphArrays, nodes: np.ndarray) -> str:
     return ".".join(common)
 
 
-__all__ = ["PlacedGraph", "Transfer", "analyze", "check_placement_matches", "group_label", "name_scope"]
+__all__ = ["PlacedGraph", "Transfer", "analyze", "check_placement_matches", "group_label", "name_scope",
+           "repartition"]
