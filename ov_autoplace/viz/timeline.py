@@ -140,8 +140,9 @@ def simulated_timeline(placed: PlacedGraph, cost: CostModel) -> Timeline:
 
     source = f"simulated: {cost.label}"
     if placed.num_submodels > placed.islands:
-        source += (f"; {placed.islands} device islands depend on each other in a cycle, drawn as the "
-                   f"{placed.num_submodels} submodels HETERO must split them into (the simulator counts islands)")
+        source += (f"; {placed.islands} device islands depend on each other in a cycle, which HETERO has to split: "
+                   f"drawn as {placed.num_submodels} submodels split at device changes (an estimate; the simulator "
+                   "counts islands)")
     timeline = lay_out(placed, submodel_ms, price, source=source, measured=False)
     unowned = float(per_node[~has_owner].sum())
     return dataclasses.replace(timeline, other_ms=unowned, total_ms=timeline.total_ms + unowned)

@@ -29,7 +29,7 @@ def test_simulated_timeline_sums_to_the_simulator(sim_case, model):
     assert timeline.transfer_bytes == breakdown.transfer_bytes
     assert len(timeline.bars) == placed.num_submodels >= breakdown.num_submodels == placed.islands
     assert (split_overhead > 0) == (placed.num_submodels > placed.islands)
-    assert ("HETERO must split" in timeline.source) == (placed.num_submodels > placed.islands)
+    assert ("which HETERO has to split" in timeline.source) == (placed.num_submodels > placed.islands)
     assert not timeline.measured and timeline.source.startswith("simulated")
     ends = [b.start_ms + b.ms for b in timeline.bars]
     assert all(later.start_ms >= end - 1e-12 for later, end in zip(timeline.bars[1:], ends))
