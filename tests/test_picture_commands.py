@@ -66,7 +66,7 @@ def test_compare_writes_one_table_and_one_picture(ir_path, tmp_path, capsys):
         assert row in table and row in out
     assert "measured ms median [IQR]" in table and "same f32 device" in table
     svg = prefix.with_suffix(".svg").read_text()
-    assert svg.count('data-key="row') >= 5 and ("(fastest)" in svg or "(lowest median; within others' IQR)" in svg)
+    assert svg.count('data-key="row') >= 5 and ("(fastest)" in svg or "(lowest median; within others" in svg)
 
 
 def test_compare_rejects_an_unknown_strategy(ir_path, capsys):

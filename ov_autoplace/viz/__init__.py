@@ -24,7 +24,7 @@ from ..graph import GraphArrays
 from ..placement import Placement
 from .graph_layout import MAX_BOXES, box_details, collapse, draw_graph
 from .html_page import render_html
-from .placed import PlacedGraph, analyze, check_placement_matches
+from .placed import PlacedGraph, analyze, check_placement_matches, with_partition
 from .scene import Scene, Text, matplotlib_available, stack, to_png, to_svg
 from .summary import DeviceSummary, device_summary, draw_summary
 from .timeline import Timeline, draw_timeline, simulated_timeline
@@ -78,6 +78,8 @@ def placement_picture(graph: GraphArrays, placement: Placement, *, title: str, c
     timelines = [t for t in (measured, simulated_timeline(placed, cost) if cost is not None else None) if t]
     if not timelines:
         raise ValueError("a picture needs a measured timeline or a cost model to simulate one")
+    if measured is not None and measured.submodel_of_node is not None:  # draw the submodels HETERO really made
+        placed = with_partition(placed, placement, measured.submodel_of_node)
     node_ms = Simulator(cost, graph).node_compute_ms(placed.device) if cost is not None else None
     boxes = collapse(placed, max_boxes=max_boxes)
     details = box_details(placed, boxes, node_ms)

@@ -185,6 +185,12 @@ def _placed(graph: GraphArrays, placement: Placement, device: np.ndarray, active
                        tuple(transfers), placement.strategy, islands)
 
 
+def with_partition(placed: PlacedGraph, placement: Placement, submodel_of_node: np.ndarray) -> PlacedGraph:
+    """``placed`` with another partition into submodels (numbered in execution order, -1 outside)."""
+    return _placed(placed.graph, placement, placed.device, placed.active, np.asarray(submodel_of_node, np.int64),
+                   placed.islands)
+
+
 def repartition(placed: PlacedGraph, placement: Placement, subgraph_of_node: np.ndarray) -> PlacedGraph:
     """``placed`` with HETERO's own partition: ``subgraph_of_node`` holds HETERO's subgraph number (its
     execution order) of each active node, -1 where unknown; unknown nodes join the subgraph most known
@@ -245,4 +251,4 @@ def name_scope(graph: GraphArrays, nodes: np.ndarray) -> str:
 
 
 __all__ = ["PlacedGraph", "Transfer", "analyze", "check_placement_matches", "group_label", "name_scope",
-           "repartition"]
+           "repartition", "with_partition"]

@@ -62,6 +62,8 @@ class Timeline:
     transfers: tuple[TransferArrow, ...]
     other_ms: float  # time in the total that is neither a bar nor a transfer
     total_ms: float
+    #: the submodel of each node the bars stand for (measured: HETERO's own subgraphs), -1 outside submodels
+    submodel_of_node: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def transfer_ms(self) -> float:
@@ -116,7 +118,8 @@ def lay_out(placed: PlacedGraph, submodel_ms: np.ndarray, transfer_cost, *, sour
                                 int(nodes.size), group_label(placed.graph, nodes), name_scope(placed.graph, nodes)))
         clock += float(submodel_ms[s])
     total = clock if total_ms is None else float(total_ms)
-    return Timeline(source, measured, placed.devices, tuple(bars), tuple(arrows), total - clock, total)
+    return Timeline(source, measured, placed.devices, tuple(bars), tuple(arrows), total - clock, total,
+                    placed.submodel)
 
 
 def simulated_timeline(placed: PlacedGraph, cost: CostModel) -> Timeline:
