@@ -195,6 +195,7 @@ def to_png(scene: Scene, path: str | Path, *, dpi: int = 100) -> None:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.collections import LineCollection, PatchCollection
         from matplotlib.figure import Figure
+        from matplotlib.font_manager import FontProperties
         from matplotlib.patches import FancyArrowPatch, Rectangle
     except ImportError as exc:
         raise ImportError("PNG output needs matplotlib: pip install 'ov_autoplace[dev]' (or pip install matplotlib); "
@@ -209,6 +210,7 @@ def to_png(scene: Scene, path: str | Path, *, dpi: int = 100) -> None:
     align = {"start": "left", "middle": "center", "end": "right"}
     # consecutive plain rectangles and lines go in one collection each (one draw call, same stacking order)
     run: list = []
+    fonts: dict = {}
 
     def flush(z: int) -> None:
         if not run:
@@ -237,8 +239,12 @@ def to_png(scene: Scene, path: str | Path, *, dpi: int = 100) -> None:
                                          color=s.colour, linewidth=s.width * points,
                                          linestyle="--" if s.dashed else "-", shrinkA=0, shrinkB=0, zorder=z))
         elif isinstance(s, Text):
-            ax.text(s.x, s.y, s.text, fontsize=s.size * points, color=s.colour, ha=align[s.anchor], va="baseline",
-                    fontweight="bold" if s.bold else "normal", family="DejaVu Sans", zorder=z)
+            font_key = (s.size, s.bold)
+            if font_key not in fonts:  # one FontProperties per size/weight: font lookup is per object
+                fonts[font_key] = FontProperties(family="DejaVu Sans", size=s.size * points,
+                                                 weight="bold" if s.bold else "normal")
+            ax.text(s.x, s.y, s.text, fontproperties=fonts[font_key], color=s.colour, ha=align[s.anchor],
+                    va="baseline", zorder=z)
     flush(len(scene.shapes))
     fig.savefig(path, dpi=dpi)
 
