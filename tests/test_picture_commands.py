@@ -73,3 +73,13 @@ def test_compare_rejects_an_unknown_strategy(ir_path, capsys):
     with pytest.raises(SystemExit):
         main(["compare", "-m", str(ir_path), "--testbed", "--strategies", "priority,nonsense"])
     assert "unknown strategy name(s) ['nonsense']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["show", "compare", "strategies"])
+def test_picture_commands_have_help(command, capsys):
+    from ov_autoplace.cli import build_parser
+
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args([command, "--help"])
+    assert info.value.code == 0
+    assert "usage: ov-autoplace " + command in capsys.readouterr().out
