@@ -104,6 +104,7 @@ def compare_strategies(model: ov.Model, device: str, *, core: ov.Core, strategie
     from .picture_commands import measured_cost_model
     from .costmodel.simulator import Simulator
     from .viz.placed import analyze
+    from .viz.summary import single_device_ms
     from .viz.timeline import simulated_timeline
 
     if rounds < 1 or runs < rounds:
@@ -126,7 +127,7 @@ def compare_strategies(model: ov.Model, device: str, *, core: ov.Core, strategie
     for k, d in enumerate(cost.devices):
         active = np.flatnonzero(analyze(graph, _single(graph, cost.devices, d)).active)
         rows.append(CompareRow(f"{d} only", None, np.full(active.size, k),
-                               predicted_ms=float(sim(np.full(graph.num_nodes, k, dtype=np.int64)))))
+                               predicted_ms=single_device_ms(sim, k)))
     if measure:
         ok = [r for r in rows if not r.error]
         compiled = [api.compile_placement(model, r.placement, {"PERFORMANCE_HINT": "LATENCY"}, core=core)

@@ -44,6 +44,16 @@ class DeviceSummary:
         return "\n".join(lines)
 
 
+def single_device_ms(sim: Simulator, device: int) -> float:
+    """Predicted latency of the whole model on one device: its compute plus one submodel's overhead.
+
+    The same number ``sim`` gives for that placement (one island, nothing crosses), without the
+    simulator's component count, which needs scipy (not a base dependency).
+    """
+    compute = float(sim.node_compute_ms(np.full(sim.num_nodes, device, dtype=np.int64)).sum())
+    return compute + (float(sim.cost.submodel_overhead_ms[device]) if sim.active.any() else 0.0)
+
+
 def device_summary(placed: PlacedGraph, timeline: Timeline, placement: Placement,
                    cost: CostModel | None) -> DeviceSummary:
     """Rows from the graph and the timeline; single-device latencies measured if ``placement`` has them,
@@ -59,7 +69,7 @@ def device_summary(placed: PlacedGraph, timeline: Timeline, placement: Placement
         single, single_source = dict(placement.reference_latency_ms), "measured"
     elif cost is not None:
         sim = Simulator(cost, graph)
-        single = {d: float(sim(np.full(graph.num_nodes, k, dtype=np.int64))) for k, d in enumerate(placed.devices)}
+        single = {d: single_device_ms(sim, k) for k, d in enumerate(placed.devices)}
         single_source = "simulated: " + cost.label
     else:
         single, single_source = {}, "not available"
@@ -104,4 +114,4 @@ def draw_summary(summary: DeviceSummary, *, width: float = 1100.0) -> Scene:
     return scene
 
 
-__all__ = ["DeviceRow", "DeviceSummary", "device_summary", "draw_summary"]
+__all__ = ["DeviceRow", "DeviceSummary", "device_summary", "draw_summary", "single_device_ms"]
