@@ -18,6 +18,11 @@ import dataclasses
 from typing import Callable
 
 from .base import PlacementStrategy
+# the light heuristics are imported up front, as api.py always did: compile_model's fast start uses
+# "priority" and must not import anything during the call
+from .heavy_ops import HeavyOpsStrategy
+from .priority import DevicePriorityStrategy
+from .random_strategy import RandomStrategy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,20 +57,14 @@ def _hsdag() -> PlacementStrategy:
 
 
 def _heavy_ops() -> PlacementStrategy:
-    from .heavy_ops import HeavyOpsStrategy
-
     return HeavyOpsStrategy()
 
 
 def _priority() -> PlacementStrategy:
-    from .priority import DevicePriorityStrategy
-
     return DevicePriorityStrategy()
 
 
 def _random() -> PlacementStrategy:
-    from .random_strategy import RandomStrategy
-
     return RandomStrategy()
 
 
