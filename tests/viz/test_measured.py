@@ -56,7 +56,8 @@ def test_measured_timeline_on_the_testbed(f32_testbed):
     timeline = measured_timeline(placed, placement, model, f32_testbed.core, iterations=6)
     assert timeline.measured and "PERF_COUNT" in timeline.source
     assert f"({len(timeline.bars)} HETERO subgraph(s))" in timeline.source  # the bars are HETERO's subgraphs
-    assert all(bar.ms > 0 for bar in timeline.bars)
+    # a tiny subgraph can read 0 us in the plugin's whole-microsecond averages
+    assert all(bar.ms >= 0 for bar in timeline.bars) and sum(bar.ms for bar in timeline.bars) > 0
     # the end-to-end median is the total; what the bars and transfers do not cover is "other" (it is negative when
     # the per-op means of a loaded machine exceed the median: the drawing then extends its axis to the last bar)
     assert timeline.total_ms > 0
