@@ -39,27 +39,18 @@ from .prepare import prepare_model
 from .shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
 from .user_checks import USER_ERRORS, check_pins_devices
 from .strategies.base import PlacementContext, PlacementStrategy
-from .strategies.heavy_ops import HeavyOpsStrategy
-from .strategies.priority import DevicePriorityStrategy
-from .strategies.random_strategy import RandomStrategy
+from .strategies.registry import make_strategy, strategy_names
 
 logger = logging.getLogger("ov_autoplace")
 
 ModelLike = Union[ov.Model, str, os.PathLike]
 
 
-class StrategyName(str, enum.Enum):
-    """Built-in placement strategies selectable by name."""
-
-    #: The shipped pretrained HSDAG policy (numpy inference, no torch), fed by a measured profile of the
-    #: model on the requested devices (profiled on the first compile, then cached). The default.
-    HSDAG = "hsdag"
-    #: FLOP-heavy ops on the first (accelerator) device, the rest on the next; islands merged.
-    HEAVY_OPS = "heavy_ops"
-    #: OpenVINO HETERO's rule: everything on the first device that supports it.
-    PRIORITY = "priority"
-    #: Uniformly random per node (for testing the legalizer; slow placements).
-    RANDOM = "random"
+#: Built-in placement strategies selectable by name, generated from the strategy registry
+#: (``ov_autoplace/strategies/registry.py``: one line of description each; ``ov-autoplace strategies`` lists them).
+StrategyName = enum.Enum("StrategyName", {name.upper(): name for name in strategy_names()}, type=str,
+                         module=__name__)
+StrategyName.__doc__ = "Built-in placement strategies selectable by name (see strategies.registry.REGISTRY)."
 
 
 DEFAULT_STRATEGY = StrategyName.HSDAG
@@ -81,23 +72,7 @@ def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None, s
         return strategy
     if strategy is None:
         strategy = DEFAULT_STRATEGY
-    try:
-        name = StrategyName(strategy)
-    except ValueError:
-        raise PlacementError(
-            f"unknown strategy {strategy!r}; expected one of {[s.value for s in StrategyName]} "
-            "or a PlacementStrategy instance"
-        ) from None
-    if name is StrategyName.PRIORITY:
-        return DevicePriorityStrategy()
-    if name is StrategyName.RANDOM:
-        return RandomStrategy()
-    if name is StrategyName.HSDAG:
-        from .costmodel.providers import MeasuredCostProvider
-        from .policy.strategy import HSDAGStrategy
-
-        return HSDAGStrategy(pretrained_policy_path(), MeasuredCostProvider())
-    return HeavyOpsStrategy()
+    return make_strategy(strategy)  # raises PlacementError naming the registered strategies
 
 
 def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrategy:

@@ -3,6 +3,8 @@
     ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json]
     ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
     ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png
+    ov-autoplace compare -m model.xml --testbed [--strategies hsdag,heft,random]
+    ov-autoplace strategies                             # every --strategy name, one line each
     ov-autoplace profile -m model.xml --testbed
     ov-autoplace bench [--quick]                        # the paper's Table 2, every method
     ov-autoplace cache list | clear
@@ -23,15 +25,17 @@ from typing import Sequence
 
 import openvino as ov
 
-from . import api, viz
+from . import api
 from .bench.command import add_bench_parser
 from .cache import PlacementCache
 from .devices import parse_device_string
 from .errors import OVAutoplaceError, PinError
 from .graph import extract_graph
+from .picture_commands import add_picture_parsers
 from .placement import Placement
 from .prepare import prepare_model
 from .shapes import DEFAULT_BATCH, DEFAULT_DIM, resolve_shapes, static_clone
+from .strategies.registry import strategy_names
 from .testbed import make_testbed
 from .timing import measure_latency, random_inputs
 from .whatif import add_whatif_parser
@@ -46,7 +50,7 @@ def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-hint", "--hint", choices=["latency", "throughput", "none"], default="latency",
                         help="PERFORMANCE_HINT passed to the compile (default: latency)")
     parser.add_argument("--strategy", default=api.DEFAULT_STRATEGY.value,
-                        choices=[s.value for s in api.StrategyName], help="placement strategy")
+                        choices=strategy_names(), help="placement strategy (`ov-autoplace strategies` lists them)")
     parser.add_argument("--pin", action="append", default=[], metavar="NODE=DEVICE",
                         help="pin a node name, a pattern ('*attn*') or 'type:MatMul' to a device; repeatable")
     parser.add_argument("--exclude", action="append", default=[], metavar="DEVICE", help="do not use this device")
@@ -89,13 +93,16 @@ def _config(args) -> dict[str, object]:
     return {} if args.hint == "none" else {"PERFORMANCE_HINT": args.hint.upper()}
 
 
-def _placed_and_measured(args):
+def _placed_and_measured(args, core_and_device: tuple[ov.Core, str] | None = None):
     """Place (or load ``--placement``), then time it and every single device unless ``--no-measure``."""
-    core, device = _core_and_device(args)
+    core, device = core_and_device or _core_and_device(args)
     model = api.load_model(args.model, core)
     t0 = time.perf_counter()
     if getattr(args, "placement", None):
+        from .viz.placed import check_placement_matches
+
         placement = Placement.load(args.placement)
+        check_placement_matches(placement, extract_graph(prepare_model(model)), source=f"placement {args.placement}")
     else:
         placement = api.place(model, device, core=core, strategy=args.strategy, pins=_pins(args.pin),
                               exclude_devices=args.exclude, max_submodels=args.max_submodels,
@@ -113,46 +120,18 @@ def _placed_and_measured(args):
 
 
 def cmd_place(args) -> int:
-    _, placement, place_s = _placed_and_measured(args)
+    core, device = _core_and_device(args)
+    model, placement, place_s = _placed_and_measured(args, (core, device))
     print(placement.summary())
+    if not args.no_measure:  # the same transfer numbers `show` draws
+        from .picture_commands import simulated_timeline_line
+
+        shapes = resolve_shapes(model, args.shape)  # a dynamic model is timed as placed: its static clone
+        print("  " + simulated_timeline_line(static_clone(model, shapes) if shapes else model, placement, core))
     print(f"  placing took {place_s:.2f} s")
     if args.output:
         placement.save(args.output)
         print(f"placement written to {args.output}")
-    return 0
-
-
-def cmd_show(args) -> int:
-    from .policy.coarsen import chain_coarsen  # numpy only
-
-    model, placement, _ = _placed_and_measured(args)
-    shapes = resolve_shapes(model, args.shape)  # a dynamic model is drawn as placed: its static clone
-    graph = extract_graph(prepare_model(static_clone(model, shapes) if shapes else model))
-    drawing = viz.layout(graph, placement, chain_coarsen(graph).group_of_node)
-    title = f"{Path(args.model).stem} on {placement.device_string} ({placement.strategy})"
-    lines = [f"{drawing.num_groups} groups (chain-coarsened) of {len(placement.compute_nodes)} compute nodes; "
-             f"{placement.num_submodels} submodels"]
-    if placement.measured_latency_ms is not None:
-        lines.append(f"measured latency {placement.measured_latency_ms:.2f} ms; " + ", ".join(
-            f"{d}-only {ms:.2f} ms" for d, ms in placement.reference_latency_ms.items()))
-        title += f": {placement.measured_latency_ms:.1f} ms"
-    from .testbed_notes import same_device_note
-
-    if note := same_device_note(placement.device_string):
-        lines.append(note)
-    svg = viz.placement_svg(drawing, title=title)
-    prefix = args.output
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    written = [prefix.with_suffix(".svg"), prefix.with_suffix(".html")]
-    written[0].write_text(svg)
-    written[1].write_text(viz.placement_html(svg, placement, title=title, extra_lines=lines))
-    if not args.no_png:
-        viz.write_png(drawing, prefix.with_suffix(".png"), title=title)
-        written.append(prefix.with_suffix(".png"))
-    print(placement.summary())
-    if note:
-        print(f"note: {note}")
-    print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 
@@ -239,17 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     place.add_argument("--no-measure", action="store_true", help="only place; do not compile and time")
     place.set_defaults(func=cmd_place)
 
-    show = sub.add_parser("show", help="draw the placed graph (SVG, PNG and a self-contained HTML page)",
-                          description="Render the placed graph: chain-coarsened groups coloured by device, cut "
-                                      "edges in red, with a legend and the measured latencies.")
-    _add_model_device_args(show)
-    show.add_argument("-o", "--output", type=Path, default=Path("placement"),
-                      help="output path prefix; writes PREFIX.svg, PREFIX.html and PREFIX.png (default: ./placement)")
-    show.add_argument("--placement", type=Path, help="draw this placement JSON (from `place -o`) instead of placing")
-    show.add_argument("-niter", "--niter", type=int, default=20, help="timed inferences per measurement")
-    show.add_argument("--no-measure", action="store_true", help="do not compile and time")
-    show.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib)")
-    show.set_defaults(func=cmd_show)
+    add_picture_parsers(sub, _add_model_device_args)
 
     profile = sub.add_parser("profile", help="measure per-op latency on each device (a measured cost model)",
                              description="Profile a model on every listed device (PERF_COUNT per op, mapped back to "

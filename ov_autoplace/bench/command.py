@@ -28,6 +28,9 @@ def add_bench_parser(sub) -> None:
     bench.add_argument("--models", default=None, help="comma-separated zoo models (default: all three)")
     bench.add_argument("--settings", default=None,
                        help="comma-separated settings of measured, paper, laptop (default: all)")
+    bench.add_argument("--strategies", default=None,
+                       help="comma-separated registered strategies to run besides the single devices (default: every "
+                            "row; `ov-autoplace strategies` lists the names)")
     bench.add_argument("--budget", type=int, default=None,
                        help="distinct measured placements per learned method (default 30; quick 3)")
     bench.add_argument("--sim-budget", type=int, default=None,
@@ -46,6 +49,8 @@ def cmd_bench(args) -> int:
                                        seed=args.seed).items() if v is not None}
     if args.models:
         overrides["models"] = tuple(m.strip() for m in args.models.split(",") if m.strip())
+    if args.strategies:
+        overrides["strategies"] = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
     if args.settings:
         overrides["settings"] = tuple(s.strip() for s in args.settings.split(",") if s.strip())
     try:

@@ -59,6 +59,8 @@ class BenchConfig:
     milp_seconds: float = 10.0
     seed: int = 0
     quick: bool = False
+    #: registered strategy names (strategies.registry) whose rows to run; empty: every row
+    strategies: tuple[str, ...] = ()
 
     @classmethod
     def quick_config(cls, **overrides) -> "BenchConfig":
@@ -73,6 +75,24 @@ class BenchConfig:
             raise ValueError(f"unknown setting(s) {unknown}; expected 'measured' or one of {sorted(PLATFORMS)}")
         if min(self.budget, self.sim_budget, self.runs, self.rounds, self.search_iterations) < 1:
             raise ValueError(f"budgets, runs, rounds and search_iterations must be >= 1, got {self}")
+        if self.strategies:
+            from ..strategies.registry import REGISTRY
+
+            benched = [name for name, info in REGISTRY.items() if info.bench_method]
+            wrong = [name for name in self.strategies if name not in benched]
+            if wrong:
+                raise ValueError(f"strategies {wrong} have no row in the benchmark; expected some of {benched}")
+
+
+def _methods(config: BenchConfig, devices) -> list[Method]:
+    """The benchmark's rows for ``devices``: every row, or the single devices plus ``config.strategies``."""
+    methods = default_methods(devices)
+    if not config.strategies:
+        return methods
+    from ..strategies.registry import REGISTRY
+
+    wanted = {REGISTRY[name].bench_method for name in config.strategies}
+    return [m for m in methods if m.kind == "single" or m.name in wanted]
 
 
 def _cell(outcome: Outcome | None, error: str | None = None) -> dict:
@@ -141,7 +161,7 @@ def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model],
 
     tb = make_testbed()
     f32_device = next(d for d in tb.devices if tb.properties[d].get("INFERENCE_PRECISION_HINT") == "f32")
-    methods = default_methods(tb.devices)
+    methods = _methods(config, tb.devices)
     rows: dict[str, dict] = {m.name: {} for m in methods}
     curves: dict[str, dict] = {}
     notes = ["Optimum (MILP) is exact under the measured cost model (per-op profiles, submodels summed in sequence "
@@ -213,7 +233,7 @@ def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model],
 def simulated_setting(platform_name: str, config: BenchConfig, load_model: Callable[[str], ov.Model],
                       tick: Callable[[str], None]) -> dict:
     platform = PLATFORMS[platform_name]
-    methods = default_methods(platform.device_names)
+    methods = _methods(config, platform.device_names)
     rows: dict[str, dict] = {m.name: {} for m in methods}
     curves: dict[str, dict] = {}
     for model_name in config.models:
@@ -273,7 +293,7 @@ def run_bench(config: BenchConfig, *, command: str = "", load_model: Callable[[s
 def _steps(setting: str, config: BenchConfig) -> int:
     """Progress ticks of a setting: one per method and model, plus profiling and timing when measured."""
     devices = (ACCEL_DEVICE, HOST_DEVICE) if setting == "measured" else PLATFORMS[setting].device_names
-    return len(config.models) * (len(default_methods(devices)) + (2 if setting == "measured" else 0))
+    return len(config.models) * (len(_methods(config, devices)) + (2 if setting == "measured" else 0))
 
 
 __all__ = ["BenchConfig", "REFERENCE", "ZOO_MODELS", "measured_setting", "run_bench", "simulated_setting"]

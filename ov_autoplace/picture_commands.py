@@ -1,0 +1,150 @@
+"""``ov-autoplace show``, ``compare`` and ``strategies``: the commands that draw or list placements.
+
+Kept out of ``cli.py`` so the drawing commands grow here; ``cli.build_parser``
+registers them with :func:`add_picture_parsers`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .shapes import resolve_shapes, static_clone
+from .strategies.registry import strategy_listing, strategy_names
+from .testbed_notes import same_device_note
+
+
+def measured_cost_model(model, placement_devices, core):
+    """The measured per-op CostModel of ``model`` on the devices (profiled once, then read from the profile store)."""
+    from .costmodel.providers import MeasuredCostProvider
+    from .graph import extract_graph
+    from .prepare import prepare_model
+    from .strategies.base import PlacementContext
+    from .strategies.cost_based import resolve_cost
+
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    devices = tuple(placement_devices)
+    context = PlacementContext(graph=graph, devices=devices, support=np.ones((graph.num_nodes, len(devices)), bool),
+                               core=core, model=prepared)
+    return graph, resolve_cost(MeasuredCostProvider(), context)
+
+
+def simulated_timeline_line(model, placement, core) -> str:
+    """The simulated timeline's one-line summary (submodels, transfer time and share) that ``show`` also prints."""
+    from .viz.placed import analyze
+    from .viz.timeline import simulated_timeline
+
+    graph, cost = measured_cost_model(model, placement.devices, core)
+    return simulated_timeline(analyze(graph, placement), cost).summary_line()
+
+
+def cmd_show(args) -> int:
+    from .cli import _core_and_device, _placed_and_measured
+    from .viz import placement_picture, write_picture
+    from .viz.measured import measured_timeline
+    from .viz.placed import analyze
+
+    core, device = _core_and_device(args)
+    model, placement, _ = _placed_and_measured(args, (core, device))
+    shapes = resolve_shapes(model, args.shape)
+    if shapes:  # a dynamic model is drawn as placed: its static clone
+        model = static_clone(model, shapes)
+    graph, cost = measured_cost_model(model, placement.devices, core)
+    measured = None
+    if not args.no_measure:
+        measured = measured_timeline(analyze(graph, placement), placement, model, core, cost=cost,
+                                     iterations=args.niter, total_ms=placement.measured_latency_ms)
+    title = f"{Path(args.model).stem} on {placement.device_string}, strategy {placement.strategy}"
+    picture = placement_picture(graph, placement, title=title, cost=cost, measured=measured)
+    written, skipped = write_picture(picture, args.output, png=not args.no_png)
+    print(placement.summary())
+    for block in picture.text_blocks[:-1]:
+        print(block)
+    if skipped:
+        print(skipped)
+    if note := same_device_note(placement.device_string):  # CPU and CPUF are one f32 device without bf16
+        print(f"note: {note}")
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def cmd_strategies(args) -> int:
+    print(strategy_listing())
+    return 0
+
+
+def _strategy_list(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in names if s not in strategy_names()]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown strategy name(s) {unknown or [text]}; expected a comma-separated "
+                                         f"list of {strategy_names()} (see `ov-autoplace strategies`)")
+    return names
+
+
+DEFAULT_COMPARE = "hsdag,heft,critical_path,optimum,heavy_ops,openvino_hetero_auto,random"
+
+
+def cmd_compare(args) -> int:
+    from .cli import _core_and_device
+    from . import api
+    from .compare import compare_strategies, write_comparison
+
+    core, device = _core_and_device(args)
+    model = api.load_model(args.model, core)
+    result = compare_strategies(model, device, core=core, strategies=args.strategies, runs=args.niter,
+                                rounds=args.rounds, measure=not args.no_measure, max_submodels=args.max_submodels)
+    title = f"{Path(args.model).stem} on {device}: {len(result.rows)} strategies"
+    written, skipped = write_comparison(result, args.output, title=title, png=not args.no_png)
+    print(result.table())
+    if skipped:
+        print(skipped)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def add_picture_parsers(sub, add_model_device_args) -> None:
+    """Register ``show``, ``compare`` and ``strategies`` on the CLI's subparsers."""
+    show = sub.add_parser("show", help="draw the placement: timeline, per-device summary and graph (SVG, PNG, HTML)",
+                          description="Place a model (or load --placement) and draw what deciding on it needs: a "
+                                      "per-device summary against each single device, the timeline of one inference "
+                                      "(measured with PERF_COUNT unless --no-measure, and simulated on the measured "
+                                      "cost model) and the graph collapsed into labelled boxes coloured by device, "
+                                      "cut edges in red. The HTML page is self-contained and interactive.")
+    add_model_device_args(show)
+    show.add_argument("-o", "--output", type=Path, default=Path("placement"),
+                      help="output path prefix; writes PREFIX.svg, PREFIX.html and PREFIX.png (default: ./placement)")
+    show.add_argument("--placement", type=Path, help="draw this placement JSON (from `place -o`) instead of placing")
+    show.add_argument("-niter", "--niter", type=int, default=20, help="timed inferences per measurement")
+    show.add_argument("--no-measure", action="store_true", help="do not run the model: simulated timeline only")
+    show.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib, the dev extra)")
+    show.set_defaults(func=cmd_show)
+
+    strategies = sub.add_parser("strategies", help="list every placement strategy, one line each",
+                                description="The registered placement strategies (ov_autoplace.strategies.registry); "
+                                            "each name works with --strategy of place and show, and in compare.")
+    strategies.set_defaults(func=cmd_strategies)
+
+    compare = sub.add_parser("compare", help="several strategies' placements and latencies side by side",
+                             description="Place one model with several strategies, time each placement and each "
+                                         "single device interleaved (native timer), and write one picture and one "
+                                         "table (PREFIX.svg/.html/.png/.md).")
+    compare.add_argument("-m", "--model", required=True, help="model file OpenVINO can read (IR .xml, .onnx, ...)")
+    compare.add_argument("-d", "--device", default=None, help="HETERO device string (default: the testbed's)")
+    compare.add_argument("--testbed", action="store_true", help="register the standard CPU/CPUF testbed")
+    compare.add_argument("--strategies", type=_strategy_list, default=_strategy_list(DEFAULT_COMPARE),
+                         help=f"comma-separated registered strategies (default: {DEFAULT_COMPARE})")
+    compare.add_argument("--max-submodels", type=int, default=8, help="bound on HETERO submodels (default 8)")
+    compare.add_argument("-niter", "--niter", type=int, default=30, help="timed inferences per placement (default 30)")
+    compare.add_argument("--rounds", type=int, default=3, help="interleaved rounds the runs are split into (default 3)")
+    compare.add_argument("--no-measure", action="store_true", help="only place and simulate; do not run the model")
+    compare.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib)")
+    compare.add_argument("-o", "--output", type=Path, default=Path("compare"), help="output prefix (default ./compare)")
+    compare.set_defaults(func=cmd_compare)
+
+
+__all__ = ["add_picture_parsers", "cmd_compare", "cmd_show", "cmd_strategies", "measured_cost_model"]

@@ -1,0 +1,172 @@
+"""The strategy registry: every placement strategy selectable by name, in one place.
+
+``api.StrategyName``, the CLI's ``--strategy`` choices (``place``, ``show``,
+``compare``, ``bench --strategies``) and ``ov-autoplace strategies`` are all read
+from :data:`REGISTRY`, so a strategy added here is reachable everywhere at once.
+
+Strategies that price placements with a CostModel (HEFT, critical path, the
+exact optimum, best single device, HSDAG, PIPELINE_PARALLEL) get one built per
+model by :class:`~ov_autoplace.costmodel.providers.MeasuredCostProvider`: the
+model is profiled on the requested devices the first time (seconds, then cached
+in the profile store). Factories import their strategy lazily so that
+``import ov_autoplace`` stays light.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from .base import PlacementStrategy
+# the light heuristics are imported up front, as api.py always did: compile_model's fast start uses
+# "priority" and must not import anything during the call
+from .heavy_ops import HeavyOpsStrategy
+from .priority import DevicePriorityStrategy
+from .random_strategy import RandomStrategy
+
+
+@dataclasses.dataclass(frozen=True)
+class StrategyInfo:
+    """One registered strategy: its CLI name, a one-line description and how to build it."""
+
+    name: str
+    summary: str
+    make: Callable[[], PlacementStrategy]
+    #: True when building a placement profiles the model on the devices (first time; cached after).
+    needs_profile: bool = False
+    #: The row of ``ov-autoplace bench`` that runs this strategy (None: bench has no such row).
+    bench_method: str | None = None
+
+
+def _measured_cost():
+    from ..costmodel.providers import MeasuredCostProvider
+
+    return MeasuredCostProvider()
+
+
+def _hsdag() -> PlacementStrategy:
+    from ..policy.pretrained import PRETRAINED_POLICY
+    from ..policy.strategy import HSDAGStrategy
+
+    if not PRETRAINED_POLICY.is_file():
+        from ..errors import PlacementError
+
+        raise PlacementError(f"the pretrained policy {PRETRAINED_POLICY} is missing from this installation; "
+                             "reinstall ov_autoplace")
+    return HSDAGStrategy(PRETRAINED_POLICY, _measured_cost())
+
+
+def _heavy_ops() -> PlacementStrategy:
+    return HeavyOpsStrategy()
+
+
+def _priority() -> PlacementStrategy:
+    return DevicePriorityStrategy()
+
+
+def _random() -> PlacementStrategy:
+    return RandomStrategy()
+
+
+def _heft() -> PlacementStrategy:
+    from .heft import HeftStrategy
+
+    return HeftStrategy(_measured_cost())
+
+
+def _critical_path() -> PlacementStrategy:
+    from .critical_path import CriticalPathGreedyStrategy
+
+    return CriticalPathGreedyStrategy(_measured_cost())
+
+
+def _optimum() -> PlacementStrategy:
+    from .optimum_strategy import OptimumStrategy
+
+    return OptimumStrategy(_measured_cost())
+
+
+def _best_single() -> PlacementStrategy:
+    from .best_single import BestSingleDeviceStrategy
+
+    return BestSingleDeviceStrategy(_measured_cost())
+
+
+def _openvino_hetero_auto() -> PlacementStrategy:
+    from .openvino_modes import OpenVINOHeteroAutoStrategy
+
+    return OpenVINOHeteroAutoStrategy()
+
+
+def _openvino_auto() -> PlacementStrategy:
+    from .openvino_modes import OpenVINOAutoStrategy
+
+    return OpenVINOAutoStrategy()
+
+
+def _openvino_pipeline_parallel() -> PlacementStrategy:
+    from .openvino_modes import OpenVINOPipelineParallelStrategy
+
+    return OpenVINOPipelineParallelStrategy(_measured_cost())
+
+
+_ENTRIES = (
+    StrategyInfo("hsdag", "the shipped pretrained HSDAG policy (GCN + graph parsing pooling), one numpy forward pass "
+                          "on a measured profile (the default)", _hsdag, True, "HSDAG (pretrained, one pass)"),
+    StrategyInfo("heavy_ops", "FLOP-heavy ops (conv, matmul, ...) on the first device, the rest on the next",
+                 _heavy_ops, False, "Heavy ops"),
+    StrategyInfo("priority", "everything on the first listed device that supports it (HETERO's own rule)",
+                 _priority),
+    StrategyInfo("random", "a uniformly random device per node (islands merged to the submodel bound); for testing",
+                 _random),
+    StrategyInfo("heft", "HEFT list scheduling on the measured per-op cost model", _heft, True, "HEFT"),
+    StrategyInfo("critical_path", "ops on the critical path first, each to its cheapest device (cost model)",
+                 _critical_path, True, "Critical path"),
+    StrategyInfo("optimum", "the exact optimum under the measured cost model (min cut or MILP, 10 s limit)",
+                 _optimum, True, "Optimum (MILP)"),
+    StrategyInfo("best_single", "the whole model on the device the cost model predicts fastest", _best_single, True),
+    StrategyInfo("openvino_hetero_auto", "OpenVINO HETERO without affinities (core.query_model's greedy split)",
+                 _openvino_hetero_auto, False, "OpenVINO HETERO auto"),
+    StrategyInfo("openvino_auto", "OpenVINO AUTO: the whole model on the one device AUTO selects",
+                 _openvino_auto, False, "OpenVINO AUTO"),
+    StrategyInfo("openvino_pipeline_parallel", "OpenVINO HETERO MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL "
+                                               "(contiguous stages by device memory)",
+                 _openvino_pipeline_parallel, True, "OpenVINO PIPELINE_PARALLEL"),
+)
+
+#: Every selectable strategy by name, in the order ``ov-autoplace strategies`` lists them.
+REGISTRY: dict[str, StrategyInfo] = {entry.name: entry for entry in _ENTRIES}
+
+
+def strategy_names() -> list[str]:
+    """The registered names, in listing order."""
+    return list(REGISTRY)
+
+
+def strategy_info(name: str) -> StrategyInfo:
+    """The entry for ``name``; raises PlacementError naming the valid choices."""
+    try:
+        return REGISTRY[str(getattr(name, "value", name))]
+    except KeyError:
+        from ..errors import PlacementError
+
+        raise PlacementError(f"unknown strategy {name!r}; expected one of {strategy_names()} "
+                             "(`ov-autoplace strategies` lists them) or a PlacementStrategy instance") from None
+
+
+def make_strategy(name: str) -> PlacementStrategy:
+    """A new instance of the registered strategy ``name``."""
+    return strategy_info(name).make()
+
+
+def strategy_listing() -> str:
+    """One line per strategy, for ``ov-autoplace strategies``."""
+    width = max(len(n) for n in REGISTRY)
+    lines = []
+    for entry in _ENTRIES:
+        tag = " [profiles the model]" if entry.needs_profile else ""
+        lines.append(f"{entry.name:<{width}}  {entry.summary}{tag}")
+    return "\n".join(lines)
+
+
+__all__ = ["REGISTRY", "StrategyInfo", "make_strategy", "strategy_info", "strategy_listing", "strategy_names"]

@@ -1,0 +1,27 @@
+"""`bench --strategies`: the rows come from the strategy registry; unknown or unbenched names fail clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from ov_autoplace.bench.runner import BenchConfig, _methods
+from ov_autoplace.cli import main
+from ov_autoplace.strategies.registry import REGISTRY
+
+
+def test_registry_names_select_their_bench_rows():
+    config = BenchConfig(strategies=("heft", "openvino_hetero_auto"))
+    names = [m.name for m in _methods(config, ("CPU", "CPUF"))]
+    assert names == ["CPU only", "CPUF only", "OpenVINO HETERO auto", "HEFT"]
+    every = [m.name for m in _methods(BenchConfig(), ("CPU", "CPUF"))]
+    assert {info.bench_method for info in REGISTRY.values() if info.bench_method} <= set(every)
+
+
+def test_a_strategy_without_a_bench_row_is_refused():
+    with pytest.raises(ValueError, match=r"strategies \['random'\] have no row in the benchmark; expected some of"):
+        BenchConfig(strategies=("random",))
+
+
+def test_bench_command_reports_the_bad_name(capsys):
+    assert main(["bench", "--strategies", "heft,nonsense", "--settings", "paper"]) == 2
+    assert "['nonsense'] have no row in the benchmark" in capsys.readouterr().err

@@ -1,0 +1,55 @@
+"""One registry for every strategy: the API enum, the CLI choices and `ov-autoplace strategies` all read it."""
+
+from __future__ import annotations
+
+import pytest
+
+import ov_autoplace
+from ov_autoplace.cli import build_parser, main
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.strategies.base import PlacementStrategy
+from ov_autoplace.strategies.registry import REGISTRY, make_strategy, strategy_names
+
+
+def test_every_strategy_in_the_package_is_registered():
+    expected = {"hsdag", "heavy_ops", "priority", "random", "heft", "critical_path", "optimum", "best_single",
+                "openvino_hetero_auto", "openvino_auto", "openvino_pipeline_parallel"}
+    assert expected <= set(strategy_names())
+    assert [s.value for s in ov_autoplace.StrategyName] == strategy_names()
+    assert ov_autoplace.StrategyName.HSDAG.value == "hsdag" and ov_autoplace.DEFAULT_STRATEGY.value == "hsdag"
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_each_name_builds_its_strategy(name):
+    strategy = make_strategy(name)
+    assert isinstance(strategy, PlacementStrategy)
+    assert REGISTRY[name].summary and "\n" not in REGISTRY[name].summary
+
+
+def test_unknown_name_lists_the_registered_ones():
+    with pytest.raises(PlacementError, match=r"unknown strategy 'fastest'.*'heft'.*ov-autoplace strategies"):
+        make_strategy("fastest")
+
+
+@pytest.mark.parametrize("command", ["place", "show"])
+def test_cli_strategy_choices_come_from_the_registry(command):
+    action = next(a for a in build_parser()._subparsers._group_actions[0].choices[command]._actions
+                  if a.dest == "strategy")
+    assert list(action.choices) == strategy_names()
+
+
+def test_strategies_command_prints_one_line_each(capsys):
+    assert main(["strategies"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(REGISTRY)
+    assert [line.split()[0] for line in lines] == strategy_names()
+
+
+@pytest.mark.parametrize("name", ["heavy_ops", "priority", "random", "heft", "critical_path", "best_single",
+                                  "openvino_hetero_auto", "openvino_auto", "openvino_pipeline_parallel", "optimum"])
+def test_place_accepts_every_registered_name(name, f32_testbed):
+    from tests import synthetic_graphs as sg
+
+    placement = ov_autoplace.place(sg.residual(blocks=2), f32_testbed.hetero, core=f32_testbed.core, strategy=name)
+    assert set(placement.assignment.values()) <= set(placement.devices)
+    assert sum(placement.counts_per_device().values()) == len(placement.compute_nodes)
