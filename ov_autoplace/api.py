@@ -218,17 +218,26 @@ def place(
     the nodes of the *prepared* model (``prepare_model``: constant subgraphs
     folded); ``compile_placement`` prepares the model the same way. Raises
     DeviceError, PropertyError, ModelLoadError/ModelNotFoundError or PlacementError.
+    ``strategy`` unset (and no ``search_budget``): the placement ``compile_model``'s default path would
+    use, measuring nothing: the policy on a stored profile of this model and these devices (``ov-autoplace
+    profile``), else on the prior, with the prior's margin rule (see :func:`compile_model`).
+    ``strategy="hsdag"`` profiles the devices first when no profile is stored (seconds).
     ``search_budget``: fine-tune on the real devices first, see :func:`compile_model`.
     ``shapes``: for a model with dynamic dimensions, the static shapes to place
     for (see :func:`compile_model`); the placement names the nodes of the
     prepared *static clone*, and ``compile_placement`` carries it over to the
     dynamic model.
     """
-    req = _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
-                   search_budget, shapes)
+    default = strategy is None and search_budget is None
+    req = _request(model, device_name, config, core, strategy if not default else StrategyName.PRIORITY, pins,
+                   exclude_devices, max_submodels, seed, search_budget, shapes)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     prepared = prepare_model(req.placement_model)
+    if default:  # what compile_model's default path would place: a stored profile, else the prior; nothing run
+        from .first_start import default_placement
+
+        return default_placement(req, prepared, extract_graph(prepared))
     return _place(req, prepared, extract_graph(prepared))
 
 

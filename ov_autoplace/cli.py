@@ -157,7 +157,9 @@ def cmd_profile(args) -> int:
     else:  # one compile and a few PERF_COUNT runs per device (costmodel/quick_profile.py)
         from .costmodel.quick_profile import quick_model_profile
 
-        profile = quick_model_profile(model, core, devices, iterations=args.niter or 6, store=store)
+        # -niter asks for exactly that many profiled runs; without it a slow model stops at the time budget
+        profile = quick_model_profile(model, core, devices, iterations=args.niter or 6, store=store,
+                                      **({"budget_ms": None} if args.niter else {}))
     cost = profile.cost_model
     print(f"{Path(args.model).name} on {', '.join(devices)}: {cost.label}")
     for report in profile.reports:

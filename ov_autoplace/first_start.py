@@ -162,6 +162,21 @@ def _decide_with_graph(req, root, profiling, cache_dir, use_cache):
     return decision, cache, key, graph, profile_path
 
 
+def default_placement(req, prepared, graph, cache_dir=None):
+    """What the default path would place (stored profile, else prior) as a Placement; nothing is compiled or run."""
+    from .costmodel.profile_store import ProfileStore
+    from .placement_sources import decision_to_placement, place_from_prior, place_from_profile
+
+    store = ProfileStore(profile_dir(cache_dir))
+    decision = place_from_profile(req, prepared, graph, POLICY_FILE, store)
+    if decision is None:
+        decision = place_from_prior(req, prepared, graph, POLICY_FILE)
+    logger.info("placement source: %s -> %s%s", decision.source,
+                decision.single_device or decision.placement.counts_per_device(),
+                f"; {decision.reason}" if decision.reason else "")
+    return decision_to_placement(decision, graph, req.devices)
+
+
 def _profile_path(req, graph, store) -> Path:
     """Where a measured profile of this (prepared) model on these devices is stored, if one is."""
     from .costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key

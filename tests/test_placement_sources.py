@@ -137,3 +137,25 @@ def test_one_device_placement_built_directly_equals_the_legalized_one():
                      strategy="hsdag:prior")
     assert direct.assignment == legal.assignment and direct.compute_nodes == legal.compute_nodes
     assert direct.num_submodels == legal.num_submodels
+
+
+def test_place_without_a_strategy_uses_the_default_sources_and_measures_nothing(thread_core, tmp_path, monkeypatch,
+                                                                                caplog):
+    monkeypatch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("OV_AUTOPLACE_PROFILE_DIR", raising=False)
+    model = sg.attention_like()
+    compiles = []
+    real_compile = ov.Core.compile_model
+    monkeypatch.setattr(ov.Core, "compile_model", lambda *a, **k: compiles.append(a) or real_compile(*a, **k))
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        placement = oa.place(model, DISTINCT, core=thread_core)
+    device = _source(caplog).split(" -> ", 1)[1].split(";")[0]
+    assert _source(caplog).startswith("prior -> ") and placement.strategy == "hsdag:prior"
+    assert set(placement.assignment.values()) == {device} and compiles == [], "nothing compiled, nothing run"
+    assert not (tmp_path / "profiles").exists()
+    monkeypatch.setattr(ov.Core, "compile_model", real_compile)
+    quick_model_profile(model, thread_core, ("CPUS", "CPU"), store=ProfileStore(tmp_path / "profiles"))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        placement = oa.place(model, DISTINCT, core=thread_core)
+    assert _source(caplog).startswith("profile -> ") and placement.strategy.startswith("hsdag:profile")

@@ -61,3 +61,15 @@ def test_bad_arguments(thread_core):
         quick_model_profile(sg.residual(), thread_core, ("CPU",), iterations=0)
     with pytest.raises(Exception, match="not present"):
         quick_model_profile(sg.residual(), thread_core, ("NOPE",))
+
+
+def test_a_slow_model_stops_at_the_time_budget_after_the_minimum_runs(thread_core):
+    from ov_autoplace.costmodel.quick_profile import MIN_PROFILED_RUNS, _runs
+
+    compiled = thread_core.compile_model(sg.residual(), "CPU", {"PERF_COUNT": True})
+    for running_average in (False, True):
+        node_ms, walls = _runs(compiled, 1, 6, running_average, budget_ms=0.0)
+        assert len(walls) == MIN_PROFILED_RUNS and node_ms and all(v >= 0 for v in node_ms.values())
+        assert len(_runs(compiled, 1, 6, running_average, budget_ms=None)[1]) == 6, "no budget: exactly iterations"
+        assert len(_runs(compiled, 1, 6, running_average, budget_ms=1e9)[1]) == 6, "iterations cap the window"
+        assert len(_runs(compiled, 1, 2, running_average, budget_ms=0.0)[1]) == 2, "never more than asked"
