@@ -89,7 +89,7 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
     """Source 4: the HSDAG policy on the prior's costs, kept only beyond the margin."""
     import numpy as np
 
-    from .costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms, prior_cost_model
+    from .costmodel.prior import prior_cost_model
 
     devices = req.devices
     prior = prior_cost_model(graph, [read_device_facts(req.core, d) for d in devices])
@@ -107,34 +107,57 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
             return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True)
         return Decision("prior", single_device=devices[0], spawn_worker=True,
                         reason=f"{list(prior.unknown)} unknown to the prior")
-    cost = prior.cost
-    if req.pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
-        choice = PriorChoice(None, _policy_proposal(cost, graph, devices, policy_path), math.nan,
-                             predicted_single_ms(cost), math.nan)
+
+    def support():
+        from .legalize import query_support
+
+        return query_support(req.core, prepared, graph, devices)
+
+    single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
+                                              lambda c: _policy_proposal(c, graph, devices, policy_path),
+                                              pins=req.pins, max_submodels=req.max_submodels)
+    if placement is None:
+        return Decision("prior", single_device=single, spawn_worker=True, reason=reason)
+    return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason)
+
+
+def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support, propose, *, pins=None,
+                  max_submodels=None) -> tuple[str | None, "Placement | None", str]:
+    """The prior's whole decision on ``cost``: ``(device, None, reason)`` or ``(None, split, reason)``.
+
+    Pure given its inputs (``benchmarks/bench_prior.py`` runs it on simulated platforms): ``support()``
+    gives the device-support matrix (called only when a split is considered), ``propose(cost)`` the policy's
+    proposal. The margin applies to the policy's split and again after legalizing it; pins skip the margin.
+    """
+    import numpy as np
+
+    from .costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
+
+    if pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
+        choice = PriorChoice(None, propose(cost), math.nan, predicted_single_ms(cost), math.nan)
     else:
-        choice = prior_choice(cost, graph, devices, lambda: _policy_proposal(cost, graph, devices, policy_path))
+        choice = prior_choice(cost, graph, devices, lambda: propose(cost))
     if choice.single is not None:
-        return Decision("prior", single_device=choice.single, spawn_worker=True, reason=choice.reason)
+        return choice.single, None, choice.reason
     from .costmodel.cost_terms import CostTerms
     from .guard import guard_placement
-    from .legalize import legalize, query_support
+    from .legalize import legalize
 
-    support = query_support(req.core, prepared, graph, devices)
-    placement = legalize(graph, choice.proposal, devices, support, pins=req.pins, max_submodels=req.max_submodels,
+    matrix = support()
+    placement = legalize(graph, choice.proposal, devices, matrix, pins=tuple(pins or ()), max_submodels=max_submodels,
                          strategy="hsdag:prior")
-    if not req.pins:  # pinned placements are the user's call, not the guard's
+    if not pins:  # pinned placements are the user's call, not the guard's
         index = {d: k for k, d in enumerate(devices)}
-        legal_ms = CostTerms(cost, graph, support).latency_ms(
+        legal_ms = CostTerms(cost, graph, matrix).latency_ms(
             np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64))
         if not legal_ms < min(choice.singles.values()) * (1.0 - PRIOR_SPLIT_MARGIN):  # legalizing cost the gain
-            return Decision("prior", single_device=choice.fallback, spawn_worker=True,
-                            reason=f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin")
-        placement = guard_placement(placement, graph, cost, support)
+            return choice.fallback, None, f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin"
+        placement = guard_placement(placement, graph, cost, matrix)
     placement.notes.append(choice.reason)
     device = single_device_of(placement)
     if device is not None:
-        return Decision("prior", single_device=device, spawn_worker=True, reason=choice.reason)
-    return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=choice.reason)
+        return device, None, choice.reason
+    return None, placement, choice.reason
 
 
 @dataclasses.dataclass
@@ -255,5 +278,5 @@ def decision_from_cache(placement: "Placement", prepared) -> Decision:
 
 
 __all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "cache_key", "decision_from_cache",
-           "decision_to_placement", "fast_single_device", "place_from_prior", "prior_choice", "PriorChoice", "place_from_profile", "place_with_cost",
+           "decision_to_placement", "fast_single_device", "place_from_prior", "prior_choice", "prior_outcome", "PriorChoice", "place_from_profile", "place_with_cost",
            "single_device_of"]

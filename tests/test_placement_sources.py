@@ -159,3 +159,47 @@ def test_place_without_a_strategy_uses_the_default_sources_and_measures_nothing(
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         placement = oa.place(model, DISTINCT, core=thread_core)
     assert _source(caplog).startswith("profile -> ") and placement.strategy.startswith("hsdag:profile")
+
+
+def _fixture_cost(graph, devices, per_node_ms, link_ms=0.0):
+    from ov_autoplace.costmodel.cost_model import CostModel
+    from ov_autoplace.graph import NodeRole
+
+    n, d = graph.num_nodes, len(devices)
+    compute = np.where((graph.role == NodeRole.COMPUTE)[:, None], np.asarray(per_node_ms, float), 0.0)
+    return CostModel(devices=devices, node_names=graph.names, compute_ms=compute, unfused_ms=compute.copy(),
+                     fused_into=np.full(n, -1), link_latency_ms=np.full((d, d), link_ms) * (1 - np.eye(d)),
+                     link_ms_per_byte=np.zeros((d, d)), submodel_overhead_ms=np.zeros(d),
+                     node_memory_bytes=np.zeros(n, dtype=np.int64), device_memory_bytes=np.full(d, np.inf),
+                     simulated=True, source="test fixture")
+
+
+def test_prior_outcome_is_pure_and_keeps_only_splits_beyond_the_margin(thread_core):
+    from ov_autoplace.legalize import query_support
+
+    devices = ("CPUS", "CPU")
+    model = prepare_model(sg.residual())
+    graph = extract_graph(model)
+    support = query_support(thread_core, model, graph, devices)
+    asked = []
+
+    def support_fn():
+        asked.append(1)
+        return support
+
+    # CPU twice as fast on every node: one device, decided without the policy's split or the support matrix
+    cost = _fixture_cost(graph, devices, [2.0, 1.0])
+    single, placement, reason = placement_sources.prior_outcome(cost, graph, devices, support_fn,
+                                                                lambda c: np.zeros(graph.num_nodes, np.int64))
+    assert (single, placement, asked) == ("CPU", None, []) and "margin" in reason
+    # 10 % faster only: inside the margin, HETERO's first device stays
+    single, _, _ = placement_sources.prior_outcome(_fixture_cost(graph, devices, [1.1, 1.0]), graph, devices,
+                                                   support_fn, lambda c: np.zeros(graph.num_nodes, np.int64))
+    assert single == "CPUS"
+    # Convolutions 10x faster on CPUS, the rest 10x faster on CPU, free links: the policy's split is kept
+    conv = np.array([t == "Convolution" for t in graph.op_types])
+    per_node = np.where(conv[:, None], [0.1, 1.0], [1.0, 0.1])
+    split = np.where(conv, 0, 1).astype(np.int64)
+    single, placement, _ = placement_sources.prior_outcome(_fixture_cost(graph, devices, per_node), graph, devices,
+                                                           support_fn, lambda c: split, max_submodels=None)
+    assert single is None and set(placement.assignment.values()) == {"CPUS", "CPU"} and asked

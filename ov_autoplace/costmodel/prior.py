@@ -7,11 +7,14 @@ Sources, all read without compiling or running anything:
   ``DEVICE_ARCHITECTURE``, ``OPTIMIZATION_CAPABILITIES``, ``DEVICE_GOPS``,
   ``GPU_DEVICE_TOTAL_MEM_SIZE``, ``FULL_DEVICE_NAME``, ``INFERENCE_PRECISION_HINT``,
   ``INFERENCE_NUM_THREADS`` and the plugin that serves it;
-* the simulated device models (``platforms.py``, ``sim_costs.py``): a CPU is
-  this machine's CPU from ``/proc/cpuinfo`` (``host_cpu_device``); a GPU or NPU
-  takes the efficiency factors and overheads of the first simulated device of
-  its kind, with its peak rates replaced by ``DEVICE_GOPS`` and its memory by the
-  reported size when the device reports them.
+* the batch-1 device models fitted to published OpenVINO latencies (``device_model.py``,
+  ``suite.py``, ``data/fitted_terms.json``): a CPU is this machine's CPU from
+  ``/proc/cpuinfo`` (``host_cpu_device``) with the fitted terms of the calibrated
+  CPUs (geometric mean); a GPU or NPU is the calibrated device of its kind (same
+  memory kind: integrated or discrete) with its peak rates replaced by
+  ``DEVICE_GOPS`` and its memory by the reported size when the device reports
+  them. Spec-sheet efficiencies alone overstate GPUs by an order of magnitude
+  (a simulated Flex 170 came out 18x the CPU where published latencies give ~2x).
 
 Every number of a prior is a model, never a measurement: the CostModel is
 ``simulated=True`` and its source says "prior". Two devices whose facts are
@@ -32,8 +35,9 @@ import numpy as np
 from ..device_facts import FACT_PROPERTIES, DeviceFacts, indistinguishable, read_device_facts
 from ..graph import GraphArrays
 from .cost_model import CostModel
-from .platforms import PLATFORMS, SimDevice, SimPlatform
-from .sim_costs import cost_model_for, host_cpu_device
+from .device_model import Batch1Terms, ModelDevice, SuitePlatform
+from .platforms import SimDevice
+from .sim_costs import _graph_load, host_cpu_device
 
 logger = logging.getLogger(__name__)
 
@@ -47,45 +51,117 @@ logger = logging.getLogger(__name__)
 #: (BRIEF: the paper's Flex 170 gave 1.2-1.6x, not its spec 15-20x), so a device switch always needs the margin too.
 PRIOR_SPLIT_MARGIN = 0.25
 
-def _template(kind: str) -> SimDevice | None:
-    """The first simulated device of ``kind`` among the spec-sheet platforms."""
-    for platform in PLATFORMS.values():
-        for device in platform.devices:
-            if device.kind == kind:
-                return device
-    return None
-
-
 def _usable_cores() -> int:
     import os
 
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def prior_device(facts: DeviceFacts) -> SimDevice | None:
-    """A simulated model of the device from its facts, or None when nothing usable is known."""
+def _geometric_mean_terms(devices: Sequence[ModelDevice]) -> Batch1Terms:
+    """One set of batch-1 terms from several fitted devices of a kind (geometric mean, term by term)."""
+    def gmean(values) -> float:
+        values = [v for v in values]
+        if min(values) == max(values):  # one device, or agreeing devices: exactly that value (0 stays 0)
+            return float(values[0])
+        if any(math.isinf(v) for v in values):
+            return math.inf
+        return float(math.exp(sum(math.log(max(v, 1e-12)) for v in values) / len(values)))
+
+    terms = [d.terms for d in devices]
+    scalar = {f.name: gmean(getattr(t, f.name) for t in terms) for f in dataclasses.fields(Batch1Terms)
+              if f.name != "category_scale"}
+    categories = sorted({c for t in terms for c in t.category_scale})
+    scales = {c: gmean(t.category_scale.get(c, 1.0) for t in terms) for c in categories}
+    return Batch1Terms(**scalar, category_scale=scales)
+
+
+def _calibrated(exclude_platforms: Sequence[str]) -> list[tuple[ModelDevice, str]]:
+    from .suite import load_suite
+
+    seen: dict[str, tuple[ModelDevice, str]] = {}
+    for platform in load_suite().values():
+        for device in platform.devices:
+            key = device.calibration_key
+            if key and device.fitted and key not in seen and key.split("/")[0] not in exclude_platforms:
+                seen[key] = (device, platform.precision)
+    return list(seen.values())
+
+
+def calibrated_templates(exclude_platforms: Sequence[str] = ()) -> list[ModelDevice]:
+    """The suite's devices fitted to published latencies (one per calibration key), minus ``exclude_platforms``.
+
+    These are what the prior knows about real devices. ``exclude_platforms`` leaves out the devices fitted on
+    those platforms (``benchmarks/bench_prior.py`` uses it to judge the prior on a platform it did not learn from).
+    """
+    return [device for device, _ in _calibrated(exclude_platforms)]
+
+
+def _at_precision(terms: Batch1Terms, fitted_at: set[str], precision: str) -> Batch1Terms:
+    """The terms for ``precision``: the per-category scales only where they were fitted at that precision.
+
+    The published points are int8; their fitted matmul scale (~0.45 on both CPUs) reflects int8 GEMMs with
+    their (de)quantization, not an f32 GEMM: kept, it predicted BERT-base 742 ms on this machine's CPU where
+    a profile measures ~330 ms; dropped, 340 ms.
+    """
+    return terms if precision in fitted_at else dataclasses.replace(terms, category_scale={})
+
+
+def _unfitted_template(kind: str) -> ModelDevice | None:
+    """A device of ``kind`` from the suite at its prior (unfitted) terms, when no fitted one is available."""
+    from .suite import load_suite
+
+    for platform in load_suite(use_fit=False).values():
+        for device in platform.devices:
+            if device.spec.kind == kind:
+                return device
+    return None
+
+
+def prior_device(facts: DeviceFacts, *, cpu_spec: SimDevice | None = None,
+                 exclude_platforms: Sequence[str] = ()) -> ModelDevice | None:
+    """A batch-1 model of the device from its facts (spec + terms), or None when nothing usable is known.
+
+    A CPU is ``cpu_spec`` (default: this machine's CPU from ``/proc/cpuinfo`` at the reported thread count)
+    with the geometric mean of the fitted terms of every calibrated CPU. A GPU or NPU is the calibrated
+    device of its kind (a GPU that reports ``DEVICE_TYPE`` integrated/discrete: one of the same memory kind)
+    with its fitted terms, its peak rates replaced by ``DEVICE_GOPS`` and its memory by the reported size
+    when the device reports them. With no fitted device of the kind, the suite's prior terms are used.
+    """
     if not facts.reported or facts.kind is None:
         return None
+    calibrated = [(d, p) for d, p in _calibrated(exclude_platforms) if d.spec.kind == facts.kind]
+    fitted = [d for d, _ in calibrated]
+    fitted_at = {p for _, p in calibrated}
+    precision = facts.precision or ("f32" if facts.kind == "cpu" else "f16")
     if facts.kind == "cpu":
-        device = host_cpu_device(facts.threads or _usable_cores(), name=facts.name)  # 0 threads: "all"
-        if facts.precision == "bf16" and "bf16" not in device.peak_flops:
+        spec = cpu_spec if cpu_spec is not None else host_cpu_device(facts.threads or _usable_cores(),
+                                                                     name=facts.name)
+        if cpu_spec is None and facts.precision == "bf16" and "bf16" not in spec.peak_flops:
             logger.info("prior: %s asks for bf16 but /proc/cpuinfo shows no bf16 unit; modelled as f32", facts.name)
-        return device
-    template = _template(facts.kind)
+        fallback = _unfitted_template("cpu")
+        terms = _geometric_mean_terms(fitted) if fitted else fallback.terms if fallback else None
+        if terms is None:
+            return None
+        return ModelDevice(dataclasses.replace(spec, name=facts.name), _at_precision(terms, fitted_at, precision),
+                           "+".join(d.calibration_key for d in fitted) or None, bool(fitted))
+    integrated = None if facts.device_type is None else "integrated" in facts.device_type.lower()
+    same_memory = [d for d in fitted if integrated is None or d.spec.shares_host_memory == integrated]
+    template = (same_memory or fitted or [None])[0] or _unfitted_template(facts.kind)
     if template is None:
         return None
-    changes: dict[str, Any] = {"name": facts.name, "product": facts.full_name or template.product,
-                               "notes": f"prior from {template.product}'s simulated model"}
+    changes: dict[str, Any] = {"name": facts.name, "product": facts.full_name or template.spec.product,
+                               "notes": f"prior from {template.spec.product}'s batch-1 model"}
     if facts.gops:
         rates = {p: g * 1e9 for p, g in facts.gops if p in ("f32", "f16", "bf16", "int8")}
-        if rates:
-            vector = {p: r for p, r in rates.items() if p in ("f32", "f16")}
-            fallback = template.fallback_precision if template.fallback_precision in vector else next(iter(vector), None)
-            if fallback is not None:
-                changes.update(peak_flops=vector, matrix_peak_flops=rates, fallback_precision=fallback)
+        vector = {p: r for p, r in rates.items() if p in ("f32", "f16")}
+        if vector:
+            fallback = template.spec.fallback_precision if template.spec.fallback_precision in vector \
+                else next(iter(vector))
+            changes.update(peak_flops=vector, matrix_peak_flops=rates, fallback_precision=fallback)
     if facts.memory_bytes:
         changes["memory_bytes"] = facts.memory_bytes
-    return dataclasses.replace(template, **changes)
+    return dataclasses.replace(template, spec=dataclasses.replace(template.spec, **changes),
+                               terms=_at_precision(template.terms, fitted_at, precision))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,24 +173,30 @@ class Prior:
     unknown: tuple[str, ...]
 
 
-def prior_cost_model(graph: GraphArrays, facts: Sequence[DeviceFacts]) -> Prior:
-    """The prior CostModel of ``graph`` over the devices of ``facts`` (simulated, labelled "prior")."""
+def prior_cost_model(graph: GraphArrays, facts: Sequence[DeviceFacts], *, cpu_spec: SimDevice | None = None,
+                     exclude_platforms: Sequence[str] = ()) -> Prior:
+    """The prior CostModel of ``graph`` over the devices of ``facts`` (simulated, labelled "prior").
+
+    ``cpu_spec`` / ``exclude_platforms``: see :func:`prior_device` (the defaults are the runtime's).
+    """
     facts = tuple(facts)
-    models = [prior_device(f) for f in facts]
+    models = [prior_device(f, cpu_spec=cpu_spec, exclude_platforms=exclude_platforms) for f in facts]
     unknown = tuple(f.name for f, m in zip(facts, models) if m is None)
     if unknown:
         return Prior(None, facts, unknown)
-    platform = SimPlatform.from_host_links("prior", models)
     precisions = [f.precision or ("f32" if f.kind == "cpu" else "f16") for f in facts]
-    base = cost_model_for(graph, platform, precision=precisions[0])
+    platform = SuitePlatform("prior", "prior from device properties", tuple(models), precisions[0],
+                             kind="hypothetical")
+    base = platform.cost_model(graph, precision=precisions[0])
     compute, unfused = np.array(base.compute_ms), np.array(base.unfused_ms)
-    # cost_model_for asks one precision of all devices: a device at another precision gets its own column
+    # the platform asks one precision of all devices: a device at another precision gets its own column
+    load, members = _graph_load(graph), np.asarray(base.fused_into) >= 0
     for d, (precision, model) in enumerate(zip(precisions, models)):
         if precision != precisions[0]:
-            single = cost_model_for(graph, SimPlatform.from_host_links("prior", (model,)), precision=precision)
-            compute[:, d], unfused[:, d] = single.compute_ms[:, 0], single.unfused_ms[:, 0]
-    names = ", ".join(f"{f.name}={(m.product if m else '?')}" for f, m in zip(facts, models))
-    cost = dataclasses.replace(base, compute_ms=compute, unfused_ms=unfused,
+            unfused[:, d] = model.node_costs(graph, load, precision)
+            compute[:, d] = np.where(members, np.where(np.isfinite(unfused[:, d]), 0.0, np.inf), unfused[:, d])
+    names = ", ".join(f"{f.name}={m.spec.product}" for f, m in zip(facts, models))
+    cost = dataclasses.replace(base, compute_ms=compute, unfused_ms=unfused, simulated=True,
                                source=f"prior from device properties ({names})")
     return Prior(cost, facts, ())
 
@@ -127,4 +209,4 @@ def predicted_single_ms(cost: CostModel) -> dict[str, float]:
 
 
 __all__ = ["DeviceFacts", "FACT_PROPERTIES", "PRIOR_SPLIT_MARGIN", "Prior", "indistinguishable",
-           "predicted_single_ms", "prior_cost_model", "prior_device", "read_device_facts"]
+           "calibrated_templates", "predicted_single_ms", "prior_cost_model", "prior_device", "read_device_facts"]

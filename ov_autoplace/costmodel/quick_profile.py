@@ -73,11 +73,11 @@ def stored_or_prior_links(core: ov.Core, devices: Sequence[str], store: ProfileS
     n = len(devices)
     if any(m is None for m in models):  # nothing known: free links, a small per-submodel cost (estimate)
         return LinkProfile(devices, np.zeros((n, n)), np.zeros((n, n)), np.full(n, 0.02), (), 0.0)
-    platform = SimPlatform.from_host_links("prior links", models)
+    platform = SimPlatform.from_host_links("prior links", [m.as_sim_device() for m in models])
     with np.errstate(divide="ignore"):
         per_byte = np.where(np.isinf(platform.link_bandwidth), 0.0, 1e3 / platform.link_bandwidth)
     return LinkProfile(devices, np.array(platform.link_latency_ms, np.float64), per_byte,
-                       np.array([m.submodel_overhead_ms for m in models], np.float64), (), 0.0)
+                       np.array([m.terms.submodel_ms for m in models], np.float64), (), 0.0)
 
 
 def _twins(core: ov.Core, devices: Sequence[str]) -> dict[int, int]:

@@ -8,9 +8,9 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from ov_autoplace.costmodel.platforms import PLATFORMS
-from ov_autoplace.costmodel.prior import (DeviceFacts, indistinguishable, predicted_single_ms, prior_cost_model,
-                                          prior_device, read_device_facts)
+from ov_autoplace.costmodel.prior import (DeviceFacts, calibrated_templates, indistinguishable, predicted_single_ms,
+                                          prior_cost_model, prior_device, read_device_facts)
+from ov_autoplace.costmodel.suite import load_suite
 from ov_autoplace.devices import register_virtual_device
 from ov_autoplace.graph import extract_graph
 from ov_autoplace.prepare import prepare_model
@@ -65,18 +65,52 @@ def test_a_device_reporting_nothing_is_unknown():
     assert not indistinguishable([blank, dataclasses.replace(blank, name="YPU")]), "knowing nothing is not 'equal'"
 
 
-def test_gpu_facts_take_reported_gops_and_memory():
-    gpu = DeviceFacts("GPU", "openvino_intel_gpu_plugin", "Type.DISCRETE", "GPU: vendor=0x8086", "Intel Arc",
-                      ("FP32", "FP16", "INT8"), (("f16", 20000.0), ("f32", 10000.0), ("int8", 40000.0)), 8e9, "f16",
-                      None)
+def _gpu_facts(device_type="Type.DISCRETE", gops=(("f16", 20000.0), ("f32", 10000.0), ("int8", 40000.0))):
+    return DeviceFacts("GPU", "openvino_intel_gpu_plugin", device_type, "GPU: vendor=0x8086", "Intel Arc",
+                       ("FP32", "FP16", "INT8"), gops, 8e9, "f16", None)
+
+
+def test_gpu_facts_take_reported_gops_and_memory_on_a_calibrated_gpu():
+    gpu = _gpu_facts()
     device = prior_device(gpu)
-    assert device.kind == "gpu" and device.peak_flops["f32"] == 1e13 and device.memory_bytes == 8e9
-    template = next(d for p in PLATFORMS.values() for d in p.devices if d.kind == "gpu")
-    assert device.compute_efficiency == template.compute_efficiency
+    assert device.spec.kind == "gpu" and device.spec.peak_flops["f32"] == 1e13 and device.spec.memory_bytes == 8e9
+    assert device.fitted and device.calibration_key == "paper/GPU", "a discrete GPU is modelled on the Flex 170 fit"
+    fitted = load_suite()["paper"].device("GPU").terms
+    assert device.terms == dataclasses.replace(fitted, category_scale={}), "fitted at int8; asked f16: no category scale"
+    at_int8 = prior_device(dataclasses.replace(gpu, precision="int8"))
+    assert at_int8.terms == fitted and at_int8.terms.category_scale, "at the fitted precision: every fitted term"
+    integrated = prior_device(_gpu_facts("Type.INTEGRATED"))
+    assert integrated.calibration_key == "laptop/GPU" and integrated.spec.shares_host_memory
     cpu = DeviceFacts("CPU", "openvino_intel_cpu_plugin", "Type.INTEGRATED", "intel64", "host", ("FP32",), (), None,
                       "f32", 2)
     big = extract_graph(prepare_model(sg.residual(channels=64, size=64)))  # compute-bound, not launch-bound
     singles = predicted_single_ms(prior_cost_model(big, [gpu, cpu]).cost)
     assert singles["GPU"] < singles["CPU"], "a 10 TFLOP/s GPU is predicted faster than 2 CPU cores"
     tiny = predicted_single_ms(prior_cost_model(_graph(), [gpu, cpu]).cost)
-    assert tiny["GPU"] / tiny["CPU"] > singles["GPU"] / singles["CPU"], "launches weigh more on a tiny model"
+    assert tiny["GPU"] / tiny["CPU"] > singles["GPU"] / singles["CPU"], "dispatch weighs more on a tiny model"
+
+
+def test_cpu_terms_are_the_calibrated_cpus_and_leave_one_out_drops_a_platform():
+    cpu = DeviceFacts("CPU", "openvino_intel_cpu_plugin", "Type.INTEGRATED", "intel64", "host", ("FP32",), (), None,
+                      "f32", 2)
+    both = prior_device(cpu)
+    assert both.fitted and set(both.calibration_key.split("+")) == {"paper/CPU", "laptop/CPU"}
+    suite = load_suite()
+    lo, hi = sorted([suite["paper"].device("CPU").terms.dispatch_ms, suite["laptop"].device("CPU").terms.dispatch_ms])
+    assert lo <= both.terms.dispatch_ms <= hi, "a geometric mean lies between its values"
+    without_paper = prior_device(cpu, exclude_platforms=("paper",))
+    assert without_paper.calibration_key == "laptop/CPU"
+    assert without_paper.terms == dataclasses.replace(suite["laptop"].device("CPU").terms, category_scale={})
+    gpu = prior_device(_gpu_facts(), exclude_platforms=("paper",))
+    assert gpu.calibration_key == "laptop/GPU", "no discrete GPU left: the integrated one, not nothing"
+    assert all(d.calibration_key.split("/")[0] != "laptop" for d in calibrated_templates(("laptop",)))
+    assert prior_device(_gpu_facts(), exclude_platforms=("paper", "laptop")).fitted is False, "unfitted prior terms"
+
+
+def test_a_npu_keeps_its_op_support():
+    npu = DeviceFacts("NPU", "openvino_intel_npu_plugin", "Type.INTEGRATED", "3720", "Intel AI Boost", ("FP16",),
+                      (), None, "f16", None)
+    device = prior_device(npu)
+    assert device.calibration_key == "laptop/NPU" and device.spec.supported_op_types is not None
+    cost = prior_cost_model(_graph(), [npu]).cost
+    assert cost.simulated and "prior" in cost.source
