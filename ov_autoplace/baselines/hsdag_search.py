@@ -49,13 +49,14 @@ class HSDAGFineTuneSearch(LearnedSearch):
 
     name = "HSDAG (pretrained + fine-tune)"
 
-    def __init__(self, policy: str | Path | None = None, *, refine: bool = False) -> None:
+    def __init__(self, policy: str | Path | None = None, *, refine: bool = False,
+                 refine_options: dict | None = None) -> None:
         if policy is None:
             from ..policy.pretrained import PRETRAINED_POLICY
 
             policy = PRETRAINED_POLICY
         self.policy = Path(policy)
-        self.refine = refine
+        self.refine, self.refine_options = refine, refine_options
         if refine:
             self.name = "HSDAG (pretrained + fine-tune) + local search"
 
@@ -63,7 +64,7 @@ class HSDAGFineTuneSearch(LearnedSearch):
         from ..policy.train.finetune import FINE_TUNE_CONFIG, fine_tune
 
         placement, records = fine_tune(self.policy, env, budget_samples=budget_samples, seed=seed,
-                                       refine=self.refine)
+                                       refine=self.refine, refine_options=self.refine_options)
         c = FINE_TUNE_CONFIG
         updates = sum(1 for r in records if r.get("event") not in ("greedy", "refined greedy", "refined best"))
         return [f"pretrained {self.policy.name}, greedy placement then {updates} fine-tune updates "

@@ -30,6 +30,9 @@ from ..strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStra
 
 #: The legalizer's bound for every method (compile_model's default).
 MAX_SUBMODELS = 8
+#: The local search's budget in the benchmark: bounded by placements priced, not by seconds, so a table does not
+#: depend on how loaded the machine was (the time limit is only a safety net).
+LOCAL_SEARCH_OPTIONS = {"max_submodels": MAX_SUBMODELS, "max_evaluations": 20_000, "max_seconds": 60.0}
 
 
 @dataclasses.dataclass
@@ -137,8 +140,7 @@ def _hsdag_one_pass(case: Case, refine: bool = False) -> PlacementStrategy:
     from ..api import pretrained_policy_path
     from ..policy.strategy import HSDAGStrategy
 
-    return HSDAGStrategy(pretrained_policy_path(), case.cost, refine=refine,
-                         refine_options={"max_submodels": MAX_SUBMODELS})
+    return HSDAGStrategy(pretrained_policy_path(), case.cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS)
 
 
 def default_methods(devices: tuple[str, ...]) -> list[Method]:
@@ -179,7 +181,8 @@ def local_search_methods() -> list[Method]:
     return [
         _strategy_method("HSDAG (pretrained, one pass) + local search", "learned",
                          lambda c: _hsdag_one_pass(c, refine=True), guard=True),
-        _learned("HSDAG (pretrained + fine-tune) + local search", lambda: HSDAGFineTuneSearch(refine=True)),
+        _learned("HSDAG (pretrained + fine-tune) + local search",
+                 lambda: HSDAGFineTuneSearch(refine=True, refine_options=LOCAL_SEARCH_OPTIONS)),
     ]
 
 

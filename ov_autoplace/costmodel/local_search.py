@@ -122,6 +122,15 @@ class LocalSearchRefiner:
             locked |= np.array([pin.matches(name, op) for name, op in zip(graph.names, graph.op_types)], bool)
         self.locked = locked[self.active]
         self.classes = _structural_classes(graph, self.active)
+        # active-to-active edges as positions in ``active`` (both directions), for the enclosure rule
+        position = np.full(graph.num_nodes, -1, np.int64)
+        position[self.active] = np.arange(self.active.size)
+        src, dst = position[graph.edge_src], position[graph.edge_dst]
+        both = (src >= 0) & (dst >= 0) & (src != dst)
+        pairs = np.unique(np.stack([src[both], dst[both]], axis=1), axis=0).reshape(-1, 2)
+        self._nb_from = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        self._nb_to = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        self._degree = np.bincount(self._nb_from, minlength=self.active.size)
         self._sim = None
         self._fixer = None
 
@@ -194,6 +203,18 @@ class LocalSearchRefiner:
         def add_range(lo: int, hi: int, t: int) -> None:
             keep(t, np.flatnonzero(may[t][lo:hi]) + lo)
 
+        def add_enclosed(nodes: np.ndarray, t: int) -> None:
+            """``nodes`` plus the nodes the move would leave surrounded by ``t`` (every active neighbour on it):
+            an op that is slower there but sits between moved ops costs two transfers if it stays."""
+            if nodes.size == 0:
+                return
+            on_t = cur == t
+            on_t[nodes] = True
+            around = np.bincount(self._nb_from, weights=on_t[self._nb_to], minlength=a)
+            enclosed = np.flatnonzero((around == self._degree) & (self._degree > 0) & ~on_t & may[t])
+            if enclosed.size:
+                keep(t, np.union1d(nodes, enclosed))
+
         # island moves
         full = np.zeros(self.graph.num_nodes, np.int64)
         full[self.active] = cur
@@ -214,6 +235,7 @@ class LocalSearchRefiner:
         for members in self.classes:
             for t in range(num_devices):
                 add(members, t)
+                add_enclosed(members[may[t][members]], t)
         # interval moves over blocks of consecutive active nodes, at every scale, in overlapping windows; each
         # also with only the nodes that run faster on the target than where they are (a window around a region
         # that pays on another device holds a few heavy ops that should stay). Windows of one node are the
@@ -231,7 +253,9 @@ class LocalSearchRefiner:
                 lo, hi = int(edges[begin]), int(edges[stop])
                 for t in range(num_devices):
                     add_range(lo, hi, t)
-                    keep(t, np.flatnonzero(faster[t][lo:hi]) + lo)
+                    quick = np.flatnonzero(faster[t][lo:hi]) + lo
+                    keep(t, quick)
+                    add_enclosed(quick, t)
                 if stop == units:
                     break
         return out
