@@ -13,19 +13,33 @@ same :class:`~ov_autoplace.costmodel.cost_model.CostModel` drops. Moves:
   small islands a proposal leaves, whose submodel switch costs more than they save);
 * boundary shifts - the border between two islands, in topological order,
   pushed 1, 2, 4, ... nodes either way (the regions' exact extent);
+* structural-class moves - every node of one op type, or of one op type with
+  the same producer and consumer op types (one role in every repeated layer);
 * interval moves - a run of the topological order (node indices are
   topological: ``get_ordered_ops``) to another device, at every scale
-  from one unit to the whole model, in half-overlapping windows. On large
-  graphs a unit is a block of consecutive active nodes, so a round holds a
-  few hundred candidates whatever the size (the boundary shifts then refine
-  at node level).
+  from one node to the whole model, in overlapping windows, once whole and
+  once with only the nodes that run faster on the target. On large graphs a
+  unit is a block of consecutive active nodes, so a round holds a few hundred
+  candidates whatever the size (the boundary shifts then refine at node level).
+
+A filtered move also comes with the nodes it would leave enclosed (every
+active neighbour on the target): an op between moved ops costs two transfers
+if it stays.
 
 Each round evaluates every candidate in batches with the vectorised
 :class:`~ov_autoplace.costmodel.simulator.Simulator` (anchors placed by the
 batched legalizer twin, memory capacity and the submodel bound enforced) and
-takes the best one (steepest descent), until no move improves or the budget
-(evaluations, seconds, rounds) is spent. Nodes only move to devices that can
-run them (support matrix and finite cost) and pinned nodes never move.
+takes the best one (steepest descent). The descent runs three times: within
+the submodel bound, without it (regions that only pay together can form one
+island at a time), within it again; then Kernighan-Lin passes (a few forced
+best moves, worse or not, no node moved twice, the best prefix kept if it
+beats the start) until one finds nothing. The search minimises memory
+overflow first, then submodels above the bound, then latency, so it also
+repairs a proposal that cannot run (a model larger than one device). It
+stops when nothing improves or the budget (placements priced, seconds,
+rounds) is spent; the fastest placement within the bound seen is the result.
+Nodes only move to devices that can run them (support matrix and finite
+cost) and pinned nodes never move.
 
 The result is checked at the end against the reference execution model: the
 refined proposal, made legal by ``legalize()`` with the same pins and bound,
