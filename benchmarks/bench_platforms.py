@@ -120,6 +120,24 @@ OTHER_COLUMNS = (("heft_ms", "HEFT"), ("openvino_hetero_auto_ms", "OpenVINO HETE
                  ("openvino_pipeline_parallel_ms", "PIPELINE_PARALLEL"))
 
 
+def _optimum_cell(r: dict) -> str:
+    """The optimum, marked where it is not a proven MILP optimum (and then whose placement it is)."""
+    opt = r.get("optimum_ms")
+    if opt is None or r.get("optimum_exact", True):
+        return _fmt(opt)
+    source = r.get("optimum_source")
+    if source == "milp_ms":
+        return f"{_fmt(opt)} (MILP at its time limit, not proven)"
+    titles = dict(HSDAG_COLUMNS + OTHER_COLUMNS)
+    return f"{_fmt(opt)} (best known: {titles.get(source, source)}; MILP {_fmt(r.get('milp_ms'))})"
+
+
+OPTIMUM_NOTE = ("Optimum: the MILP's placement (time limit per row, the legalizer's bound of 8 submodels). Where "
+                "the MILP stopped at its time limit above another placement, the optimum is the best placement "
+                "known and says whose it is; it is not proven optimal, and a ratio of 1.000x there means that "
+                "method found the best placement known. OpenVINO's own modes are not held to the submodel bound.")
+
+
 def headroom_tables(rows: list[dict]) -> list[str]:
     """Markdown: rows where one device is optimal, then rows where a split pays (with the targets checked)."""
     columns = HSDAG_COLUMNS + OTHER_COLUMNS
@@ -131,12 +149,12 @@ def headroom_tables(rows: list[dict]) -> list[str]:
                         ("A split pays (optimum >= 5 % faster than the best single device, or no single device "
                          "can run the model)", True)):
         chosen = [r for r in rows if bool(r.get("split_pays")) == pays]
-        out += ["", f"### {title}: {len(chosen)} rows (all latencies simulated)", "", head, sep]
+        out += ["", f"### {title}: {len(chosen)} rows (all latencies simulated)", "", OPTIMUM_NOTE, "", head, sep]
         for r in chosen:
             best = r["best_single_device_ms"]
             single = "none fits" if best is None else f"{best:.3f} ({r['best_single_device']})"
             opt = r.get("optimum_ms")
-            out.append(f"| {r['platform']} | {r['model']} | {single} | {_fmt(opt)} | "
+            out.append(f"| {r['platform']} | {r['model']} | {single} | {_optimum_cell(r)} | "
                        f"{'+'.join(r.get('optimum_devices') or [])} | "
                        + " | ".join(_fmt(r.get(k)) + _ratio(r.get(k), opt) for k, _ in columns) + " |")
     return out
@@ -161,7 +179,8 @@ def check_targets(rows: list[dict]) -> list[str]:
                 ("policy + local search", "hsdag_refined_ms", "hsdag_finetuned_refined_ms"))
     met = {name: [0, 0, 0] for name, _, _ in variants}
     for r in split:
-        lines.append(f"  {r['platform']}/{r['model']}:")
+        marker = "" if r.get("optimum_exact", True) else f"  [optimum {_optimum_cell(r).split(' ', 1)[1]}]"
+        lines.append(f"  {r['platform']}/{r['model']}:{marker}")
         for name, one_key, tuned_key in variants:
             *oks, text = _targets(r, one_key, tuned_key)
             met[name] = [m + int(ok) for m, ok in zip(met[name], oks)]
@@ -228,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                                                "simulated_ms", "source", "held_out")} for r in calibration],
             "headroom": [{**{k: r.get(k) for k in ("platform", "model", "best_single_device_ms", "optimum_ms",
                                                    "hsdag_ms", "hsdag_finetuned_ms", "heft_ms", "optimum_devices")},
-                          **{k: r.get(k) for k in ("hsdag_refined_ms", "hsdag_finetuned_refined_ms",
+                          **{k: r.get(k) for k in ("hsdag_refined_ms", "hsdag_finetuned_refined_ms", "milp_ms",
                                                    "best_single_device", "single_device_ms",
                                                    "openvino_hetero_auto_ms", "openvino_pipeline_parallel_ms",
                                                    "placeto_ms", "rnn_placer_ms", "optimum_exact", "optimum_source",
