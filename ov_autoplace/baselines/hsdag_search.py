@@ -6,7 +6,9 @@
   sample budget is spent (the paper: 25 x 20 = 500 measured placements).
 * :class:`HSDAGFineTuneSearch` - the default: the shipped pretrained policy,
   its greedy placement first, then :func:`~ov_autoplace.policy.train.finetune.fine_tune`
-  (REINFORCE with a baseline and entropy bonus) within the budget.
+  (REINFORCE with a baseline and entropy bonus) within the budget; with
+  ``refine=True`` the cost-model local search runs on its greedy start and
+  on its best find, each refined placement one counted sample (``fine_tune``).
 """
 
 from __future__ import annotations
@@ -47,23 +49,30 @@ class HSDAGFineTuneSearch(LearnedSearch):
 
     name = "HSDAG (pretrained + fine-tune)"
 
-    def __init__(self, policy: str | Path | None = None) -> None:
+    def __init__(self, policy: str | Path | None = None, *, refine: bool = False,
+                 refine_options: dict | None = None) -> None:
         if policy is None:
             from ..policy.pretrained import PRETRAINED_POLICY
 
             policy = PRETRAINED_POLICY
         self.policy = Path(policy)
+        self.refine, self.refine_options = refine, refine_options
+        if refine:
+            self.name = "HSDAG (pretrained + fine-tune) + local search"
 
     def explore(self, env, *, budget_samples: int, seed: int, out_of_time: Callable[[], bool]) -> list[str]:
         from ..policy.train.finetune import FINE_TUNE_CONFIG, fine_tune
 
-        _, records = fine_tune(self.policy, env, budget_samples=budget_samples, seed=seed)
+        placement, records = fine_tune(self.policy, env, budget_samples=budget_samples, seed=seed,
+                                       refine=self.refine, refine_options=self.refine_options)
         c = FINE_TUNE_CONFIG
-        return [f"pretrained {self.policy.name}, greedy placement then {len(records) - 1} fine-tune updates "
-                f"({c.mode} with baseline, {c.samples} samples, lr {c.lr}, entropy {c.entropy_weight})"]
+        updates = sum(1 for r in records if r.get("event") not in ("greedy", "refined greedy", "refined best"))
+        return [f"pretrained {self.policy.name}, greedy placement then {updates} fine-tune updates "
+                f"({c.mode} with baseline, {c.samples} samples, lr {c.lr}, entropy {c.entropy_weight})"] + \
+            [n for n in placement.notes if n.startswith("local search")]
 
     def __repr__(self) -> str:
-        return f"HSDAGFineTuneSearch(policy={self.policy.name!r})"
+        return f"HSDAGFineTuneSearch(policy={self.policy.name!r}{', refine=True' if self.refine else ''})"
 
 
 __all__ = ["HSDAGFineTuneSearch", "HSDAGPaperSearch"]

@@ -4,7 +4,9 @@
 feasible single device, the exact optimum (MILP, the legalizer's submodel
 bound), HEFT, the shipped HSDAG policy in one pass (with the guard, as
 ``compile_model`` runs it), the policy fine-tuned on at most ``finetune_budget``
-evaluated placements, and OpenVINO's HETERO auto and PIPELINE_PARALLEL
+evaluated placements, both again with the cost-model local search after the
+policy (``costmodel/local_search.py``: it prices placements on the same
+CostModel, which on these platforms is the simulator's), and OpenVINO's HETERO auto and PIPELINE_PARALLEL
 (emulated from their rules: the devices are simulated). Every latency is the
 :class:`Simulator`'s on the platform's batch-1 CostModel.
 
@@ -23,7 +25,7 @@ from ..costmodel.device_model import SuitePlatform
 from ..costmodel.sim_costs import simulated_support
 from ..costmodel.simulator import Simulator
 from ..graph import GraphArrays
-from .methods import Case, default_methods
+from .methods import Case, default_methods, local_search_methods
 
 #: The optimum must beat the best single device by this fraction for a split to count as paying.
 SPLIT_PAYS = 0.05
@@ -32,6 +34,8 @@ METHOD_KEYS = {
     "Optimum (MILP)": "milp_ms",
     "HSDAG (pretrained, one pass)": "hsdag_ms",
     "HSDAG (pretrained + fine-tune)": "hsdag_finetuned_ms",
+    "HSDAG (pretrained, one pass) + local search": "hsdag_refined_ms",
+    "HSDAG (pretrained + fine-tune) + local search": "hsdag_finetuned_refined_ms",
     "HEFT": "heft_ms",
     "OpenVINO HETERO auto": "openvino_hetero_auto_ms",
     "OpenVINO PIPELINE_PARALLEL": "openvino_pipeline_parallel_ms",
@@ -72,7 +76,7 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
     wanted = set(methods or DEFAULT_METHODS)
     notes, seconds = [], {}
     placements: dict[str, np.ndarray] = {}
-    for method in default_methods(platform.device_names):
+    for method in default_methods(platform.device_names) + local_search_methods():
         if method.name not in wanted or method.name not in METHOD_KEYS:
             continue
         key = METHOD_KEYS[method.name]
@@ -90,6 +94,8 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
         ms = float(simulator(placement))
         feasible_ms = ms if math.isfinite(ms) and bool(simulator.memory_ok(placement)) else None
         row[key] = feasible_ms
+        if key in ("hsdag_refined_ms", "hsdag_finetuned_refined_ms"):  # what the local search priced, and when
+            row.setdefault("local_search", {})[key] = [n for n in outcome.notes if "local search" in n]
         if feasible_ms is not None:
             placements[key] = placement
         if key == "milp_ms":

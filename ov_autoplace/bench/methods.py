@@ -30,6 +30,9 @@ from ..strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStra
 
 #: The legalizer's bound for every method (compile_model's default).
 MAX_SUBMODELS = 8
+#: The local search's budget in the benchmark: bounded by placements priced, not by seconds, so a table does not
+#: depend on how loaded the machine was (the time limit is only a safety net).
+LOCAL_SEARCH_OPTIONS = {"max_submodels": MAX_SUBMODELS, "max_evaluations": 20_000, "max_seconds": 60.0}
 
 
 @dataclasses.dataclass
@@ -99,6 +102,8 @@ def _strategy_method(name: str, kind: str, make: Callable[[Case], PlacementStrat
         if guard and strategy.last_cost is not None:  # what compile_model does with the policy's proposal
             placement = guard_placement(placement, case.graph, strategy.last_cost, case.support)
         notes = list(placement.notes)
+        if getattr(strategy, "last_refine", None) is not None:  # the cost-model local search after the policy
+            notes.append(strategy.last_refine.note(case.cost.label))
         openvino = None
         if hasattr(strategy, "openvino_compile"):
             openvino = strategy.openvino_compile(case.devices)
@@ -131,11 +136,11 @@ def _learned(name: str, make_search: Callable[[], object]) -> Method:
     return Method(name, "learned", run)
 
 
-def _hsdag_one_pass(case: Case) -> PlacementStrategy:
+def _hsdag_one_pass(case: Case, refine: bool = False) -> PlacementStrategy:
     from ..api import pretrained_policy_path
     from ..policy.strategy import HSDAGStrategy
 
-    return HSDAGStrategy(pretrained_policy_path(), case.cost)
+    return HSDAGStrategy(pretrained_policy_path(), case.cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS)
 
 
 def default_methods(devices: tuple[str, ...]) -> list[Method]:
@@ -168,4 +173,17 @@ def default_methods(devices: tuple[str, ...]) -> list[Method]:
     return methods
 
 
-__all__ = ["Case", "MAX_SUBMODELS", "Method", "Outcome", "default_methods"]
+def local_search_methods() -> list[Method]:
+    """The two HSDAG rows again with the cost-model local search after the policy (``costmodel/local_search.py``);
+    the headroom table runs them beside the policy alone (``bench.headroom``)."""
+    from ..baselines.hsdag_search import HSDAGFineTuneSearch
+
+    return [
+        _strategy_method("HSDAG (pretrained, one pass) + local search", "learned",
+                         lambda c: _hsdag_one_pass(c, refine=True), guard=True),
+        _learned("HSDAG (pretrained + fine-tune) + local search",
+                 lambda: HSDAGFineTuneSearch(refine=True, refine_options=LOCAL_SEARCH_OPTIONS)),
+    ]
+
+
+__all__ = ["Case", "MAX_SUBMODELS", "Method", "Outcome", "default_methods", "local_search_methods"]

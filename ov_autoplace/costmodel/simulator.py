@@ -353,6 +353,14 @@ class Simulator:
         ok = (self.resident_bytes(dev) <= np.asarray(self.cost.device_memory_bytes)[None, :]).all(axis=1)
         return bool(ok[0]) if single else ok
 
+    def latency_and_submodels(self, placements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted latency [P] and submodel count [P] of legal placements [P, N], islands labelled once."""
+        dev, _ = self._as_batch(placements)
+        comp_block, comp_device = self._components(dev)
+        overhead = np.bincount(comp_block, weights=np.asarray(self.cost.submodel_overhead_ms, np.float64)[comp_device],
+                               minlength=dev.shape[0])
+        return self.compute_ms(dev) + self.transfer_ms(dev) + overhead, np.bincount(comp_block, minlength=dev.shape[0])
+
     def __call__(self, placements: np.ndarray) -> np.ndarray | float:
         """Predicted latency in ms: [P] for [P, N] placements, a float for one [N] placement."""
         dev, single = self._as_batch(placements)

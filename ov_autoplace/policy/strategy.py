@@ -25,18 +25,31 @@ class HSDAGStrategy(PlacementStrategy):
     columns are reordered to the context's order). ``feature_config``
     overrides the policy's feature switches (ablations).
     The last output is kept in ``last_output`` (groups, logits).
+
+    ``refine=True`` runs the cost-model local search
+    (:class:`~ov_autoplace.costmodel.local_search.LocalSearchRefiner`) on the
+    policy's proposal, under the same CostModel the policy read, before the
+    legalizer: a different method from the policy alone ("hsdag+local search"),
+    predicted never slower, measuring nothing. ``refine_options`` go to the
+    refiner (``max_submodels`` should be the legalizer's bound the caller
+    applies; ``max_seconds``, ``max_evaluations``). Its report is kept in ``last_refine``.
     """
 
     name = "hsdag"
 
     def __init__(self, policy: str | Path | NumpyHSDAGPolicy, cost: CostProvider, *,
-                 feature_config: NodeFeatureConfig | None = None) -> None:
+                 feature_config: NodeFeatureConfig | None = None, refine: bool = False,
+                 refine_options: dict | None = None) -> None:
         if not callable(cost) and not hasattr(cost, "compute_ms"):
             raise TypeError(f"cost must be a CostModel or a callable(PlacementContext) -> CostModel, got {type(cost)}")
         self.policy = policy if isinstance(policy, NumpyHSDAGPolicy) else NumpyHSDAGPolicy.load(policy)
         self.source = None if isinstance(policy, NumpyHSDAGPolicy) else str(policy)
         self.cost, self.feature_config = cost, feature_config
         self.last_output: NumpyPolicyOutput | None = None
+        self.refine, self.refine_options = refine, dict(refine_options or {})
+        self.last_refine = None
+        if refine:
+            self.name = "hsdag+local_search"
 
     def propose(self, context: PlacementContext) -> np.ndarray:
         cost = resolve_cost(self.cost, context)
@@ -46,15 +59,25 @@ class HSDAGStrategy(PlacementStrategy):
         self.last_output = output
         log.debug("hsdag: %d nodes -> %d coarse nodes -> %d groups (%d pooling iterations) on %s",
                   arrays.num_nodes, arrays.num_coarse, output.num_groups, output.pool_iterations, cost.devices)
-        return output.node_placement()
+        proposal = output.node_placement()
+        if not self.refine:
+            return proposal
+        from ..costmodel.local_search import LocalSearchRefiner  # numpy (+ scipy when present), never torch
+
+        self.last_refine = LocalSearchRefiner(cost, context.graph, context.support,
+                                              **self.refine_options).refine(proposal)
+        log.debug("hsdag: %s", self.last_refine.note(cost.label))
+        return self.last_refine.proposal
 
     def cache_token(self) -> str:
         """The policy's weights digest, the feature switches and where the costs come from."""
         costs = f"costmodel:{self.cost.source}" if hasattr(self.cost, "compute_ms") else repr(self.cost)
-        return f"hsdag(weights={self.policy.digest[:16]}, features={self.feature_config}, costs={costs})"
+        refine = f", local_search={sorted(self.refine_options.items())}" if self.refine else ""
+        return f"hsdag(weights={self.policy.digest[:16]}, features={self.feature_config}, costs={costs}{refine})"
 
     def __repr__(self) -> str:
-        return f"HSDAGStrategy(policy={self.source or self.policy!r}, feature_config={self.feature_config})"
+        refine = f", refine=True, refine_options={self.refine_options}" if self.refine else ""
+        return f"HSDAGStrategy(policy={self.source or self.policy!r}, feature_config={self.feature_config}{refine})"
 
 
 __all__ = ["HSDAGStrategy"]

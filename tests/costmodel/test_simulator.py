@@ -212,3 +212,13 @@ def test_zoo_agrees_with_legalize(zoo_model):
         np.testing.assert_array_equal(row, _legalized(graph, proposal, 2, np.ones((graph.num_nodes, 2), bool)))
         assert count == count_submodels(graph, row, sim.active)
     np.testing.assert_allclose(sim(fixed[:3]), [_reference_latency(sim.cost, graph, p) for p in fixed[:3]], rtol=1e-9)
+
+
+def test_latency_and_submodels_match_the_separate_calls():
+    graph = extract_graph(prepare_model(sg.attention_like()))
+    cost = _random_cost(graph, 3, np.random.default_rng(7))
+    placements = fix_anchors(graph, np.random.default_rng(8).integers(0, 3, (16, graph.num_nodes)), 3)
+    simulator = Simulator(cost, graph)
+    latency, submodels = simulator.latency_and_submodels(placements)
+    np.testing.assert_allclose(latency, simulator(placements))
+    assert np.array_equal(submodels, simulator.num_submodels(placements))

@@ -57,3 +57,27 @@ def test_cost_model_errors_and_cache_token(synthetic_prepared, policy_path):
         HSDAGStrategy(policy_path, "not a cost model")
     a, b = HSDAGStrategy(policy_path, _provider), HSDAGStrategy(NumpyHSDAGPolicy.load(policy_path), _provider)
     assert a.cache_token() == b.cache_token() and "hsdag(weights=" in a.cache_token()
+
+
+def test_refine_runs_the_local_search_on_the_policy_proposal(synthetic_prepared, policy_path):
+    pytest.importorskip("scipy")
+    from ov_autoplace.costmodel.cost_terms import CostTerms
+    from ov_autoplace.legalize import legalize
+
+    prepared, graph = synthetic_prepared["branching"]
+    support = np.ones((graph.num_nodes, 2), bool)
+    context = PlacementContext(graph=graph, devices=("CPU", "CPUF"), support=support, model=prepared)
+    plain = HSDAGStrategy(policy_path, _provider)
+    refined = HSDAGStrategy(policy_path, _provider, refine=True, refine_options={"max_submodels": 8})
+    before, after = plain.propose(context), refined.propose(context)
+    cost = refined.last_cost
+    terms = CostTerms(cost, graph, support)
+
+    def legal_ms(proposal):
+        p = legalize(graph, proposal, cost.devices, support, max_submodels=8)
+        return terms.latency_ms(np.array([cost.devices.index(p.assignment[n]) for n in graph.names]))
+
+    assert legal_ms(after) <= legal_ms(before) + 1e-9
+    assert refined.last_refine is not None and refined.last_refine.final_ms == pytest.approx(legal_ms(after))
+    assert plain.last_refine is None and refined.name == "hsdag+local_search"
+    assert refined.cache_token() != plain.cache_token() and "local_search" in refined.cache_token()

@@ -88,3 +88,23 @@ def test_a_saturated_policy_still_explores(start):
             p.mul_(1e4)
     _, records = fine_tune(policy, env, budget_samples=12, seed=0, max_steps=40)
     assert env.num_evaluated >= 8, records[-3:]  # 6 without the temperature (greedy + singles + 3)
+
+
+@pytest.mark.parametrize("budget", [1, 2, 12])
+def test_refine_counts_every_placement_it_evaluates_on_the_environment(start, budget):
+    """The local search prices on env.cost (not counted); the refined placements it hands to env.evaluate are
+    samples like any other, and the budget still holds."""
+    pytest.importorskip("scipy")
+    policy, env = start
+    placement, records = fine_tune(policy, env, budget_samples=budget, seed=1, refine=True)
+    assert 1 <= env.num_evaluated <= budget
+    events = [r["event"] for r in records]
+    if budget >= 2:
+        assert events[1] == "refined greedy" and ("refined best" in events or env.num_evaluated == budget)
+        assert placement.strategy == "hsdag+fine_tune+local_search"
+        assert any("not counted as samples" in n for n in placement.notes)
+        refined = records[1]
+        assert refined["refined_ms"] <= records[0]["greedy_ms"] + 1e-9  # never worse (the env is the cost model)
+    else:
+        assert "refined greedy" not in events  # no room for a refined sample
+    assert records[-1]["evaluated"] == env.num_evaluated

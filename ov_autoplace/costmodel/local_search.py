@@ -1,0 +1,454 @@
+"""Cost-model refinement of a placement: a deterministic local search that only ever lowers predicted latency.
+
+A learned policy places whole coarse groups at once and, on platforms where
+the split that pays is a few contiguous regions (a block of attention layers
+on the CPU, the NPU's unsupported head on the CPU and its neighbours with
+it), it often proposes one device. :class:`LocalSearchRefiner` starts from
+such a proposal and moves *regions* of the active nodes (compute nodes that
+are not pure-constant, ``cost_terms``'s decision variables) between devices,
+Kernighan-Lin style, keeping a move only when the predicted latency under the
+same :class:`~ov_autoplace.costmodel.cost_model.CostModel` drops. Moves:
+
+* island moves - a whole same-device island to another device (removes the
+  small islands a proposal leaves, whose submodel switch costs more than they save);
+* boundary shifts - the border between two islands, in topological order,
+  pushed 1, 2, 4, ... nodes either way (the regions' exact extent);
+* structural-class moves - every node of one op type, or of one op type with
+  the same producer and consumer op types (one role in every repeated layer);
+* interval moves - a run of the topological order (node indices are
+  topological: ``get_ordered_ops``) to another device, at every scale
+  from one node to the whole model, in overlapping windows, once whole and
+  once with only the nodes that run faster on the target. On large graphs a
+  unit is a block of consecutive active nodes, so a round holds a few hundred
+  candidates whatever the size (the boundary shifts then refine at node level).
+
+A filtered move also comes with the nodes it would leave enclosed (every
+active neighbour on the target): an op between moved ops costs two transfers
+if it stays.
+
+Each round evaluates every candidate in batches with the vectorised
+:class:`~ov_autoplace.costmodel.simulator.Simulator` (anchors placed by the
+batched legalizer twin, memory capacity and the submodel bound enforced) and
+takes the best one (steepest descent). The descent runs three times: within
+the submodel bound, without it (regions that only pay together can form one
+island at a time), within it again; then Kernighan-Lin passes (a few forced
+best moves, worse or not, no node moved twice, the best prefix kept if it
+beats the start) until one finds nothing. The search minimises memory
+overflow first, then submodels above the bound, then latency, so it also
+repairs a proposal that cannot run (a model larger than one device). It
+stops when nothing improves or the budget (placements priced, seconds,
+rounds) is spent; the fastest placement within the bound seen is the result.
+Nodes only move to devices that can run them (support matrix and finite
+cost) and pinned nodes never move.
+
+The result is checked at the end against the reference execution model: the
+refined proposal, made legal by ``legalize()`` with the same pins and bound,
+must be predicted no slower by :class:`CostTerms` than the input made legal
+the same way; otherwise the input is returned unchanged. So refinement never
+makes a placement worse under the cost model it was given. It measures
+nothing: with a measured CostModel its numbers are predictions, with a
+simulated one they are the simulator's. It needs scipy (the simulator's
+island count); without it the input is returned with a note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Sequence
+
+import numpy as np
+
+from ..graph import GraphArrays
+from ..legalize import Pin, _islands, legalize
+from .cost_model import CostModel
+from .cost_terms import CostTerms
+
+log = logging.getLogger(__name__)
+
+#: Lexicographic weights of :meth:`LocalSearchRefiner._score`: memory overflow, then submodels above the bound.
+OVERFLOW_WEIGHT = 1e12
+EXCESS_WEIGHT = 1e6
+#: Active nodes above which interval moves use fewer, larger units (and pricing smaller batches).
+LARGE_GRAPH = 4096
+#: Node-placements (rows x nodes) priced per simulator call: bounds the memory and how long a batch runs
+#: between two checks of the time budget.
+BATCH_CELLS = 1_000_000
+
+
+@dataclasses.dataclass
+class RefineResult:
+    """What :meth:`LocalSearchRefiner.refine` did. ``proposal`` is device per node, to be legalised by the caller."""
+
+    proposal: np.ndarray
+    start_ms: float  # CostTerms latency of the input, made legal
+    final_ms: float  # CostTerms latency of ``proposal``, made legal (<= start_ms)
+    evaluations: int  # placements priced by the simulator (predicted, never measured)
+    rounds: int
+    moves: int
+    seconds: float
+    stopped: str  # converged | evaluations | seconds | rounds | no scipy | rejected
+
+    @property
+    def improved(self) -> bool:
+        return self.final_ms < self.start_ms
+
+    def note(self, label: str = "") -> str:
+        tail = f" ({label})" if label else ""
+        return (f"local search: {self.start_ms:.4f} -> {self.final_ms:.4f} ms predicted{tail}, {self.moves} moves, "
+                f"{self.evaluations} placements priced on the cost model, {self.seconds:.2f} s, stopped: "
+                f"{self.stopped}")
+
+
+class LocalSearchRefiner:
+    """Refines proposals for one graph under one CostModel (build once, ``refine`` many times).
+
+    ``support``: bool [N, D] (``query_model``); ``pins``: the user's pins
+    (pinned nodes never move); ``max_submodels``: the legalizer's bound the
+    caller will apply (candidates above it are rejected, so the bound never
+    has to merge islands behind the search's back). Budget: ``max_evaluations``
+    priced placements, ``max_seconds`` wall time, ``max_rounds`` accepted moves.
+    ``max_units``: interval moves work on at most this many blocks of
+    consecutive active nodes; ``batch``: placements priced per simulator call.
+    """
+
+    def __init__(self, cost: CostModel, graph: GraphArrays, support: np.ndarray | None = None, *,
+                 pins: Sequence[Pin] = (), max_submodels: int | None = 8, max_evaluations: int = 20_000,
+                 max_seconds: float = 2.0, max_rounds: int = 200, max_units: int = 256,
+                 kl_steps: int = 6, batch: int = 256) -> None:
+        self.cost, self.graph, self.pins = cost, graph, tuple(pins)
+        self.devices = tuple(cost.devices)
+        self.max_submodels = max_submodels
+        self.max_evaluations, self.max_seconds, self.max_rounds = max_evaluations, max_seconds, max_rounds
+        self.max_units = max(1, max_units)
+        self.batch = max(1, min(batch, BATCH_CELLS // max(graph.num_nodes, 1)))
+        self.kl_steps = kl_steps
+        n, d = graph.num_nodes, len(self.devices)
+        support = np.ones((n, d), bool) if support is None else np.asarray(support, bool)
+        self.support = support
+        self.terms = CostTerms(cost, graph, support)  # the reference model; raises on nodes that fit nowhere
+        self.active = np.flatnonzero(self.terms.active)  # ascending = topological order
+        self.allowed = self.terms.allowed[self.active]  # [A, D]: support and a finite cost
+        self.compute = np.where(self.allowed, cost.compute_ms[self.active], np.inf)  # [A, D]
+        locked = np.zeros(n, bool)
+        for pin in self.pins:
+            locked |= np.array([pin.matches(name, op) for name, op in zip(graph.names, graph.op_types)], bool)
+        self.locked = locked[self.active]
+        self.classes = _structural_classes(graph, self.active)
+        # active-to-active edges as positions in ``active`` (both directions), for the enclosure rule
+        position = np.full(graph.num_nodes, -1, np.int64)
+        position[self.active] = np.arange(self.active.size)
+        src, dst = position[graph.edge_src], position[graph.edge_dst]
+        both = (src >= 0) & (dst >= 0) & (src != dst)
+        pairs = np.unique(np.stack([src[both], dst[both]], axis=1), axis=0).reshape(-1, 2)
+        self._nb_from = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        self._nb_to = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        self._degree = np.bincount(self._nb_from, minlength=self.active.size)
+        self._sim = None
+        self._fixer = None
+
+    # ------------------------------------------------------------------ pricing
+    def _tools(self):
+        """The simulator and the batched anchor fixer (scipy needed; built on first use)."""
+        if self._sim is None:
+            from .simulator import AnchorFixer, Simulator
+
+            self._sim = Simulator(self.cost, self.graph)
+            self._fixer = AnchorFixer(self.graph, len(self.devices), self.terms.allowed | ~self.terms.compute[:, None])
+        return self._sim, self._fixer
+
+    def _price(self, base: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For active-node assignments ``rows`` [P, A] (anchors placed like legalize): predicted latency [P],
+        submodels above the bound [P] and memory overflow [P] (sum over devices of bytes beyond the capacity,
+        as a fraction of it; 0 when everything fits)."""
+        sim, fixer = self._tools()
+        full = np.repeat(base[None, :], rows.shape[0], axis=0)
+        full[:, self.active] = rows
+        full = fixer(full)
+        latency, submodels = sim.latency_and_submodels(full)
+        excess = np.zeros(rows.shape[0]) if self.max_submodels is None else \
+            np.maximum(submodels - self.max_submodels, 0).astype(np.float64)
+        caps = np.asarray(self.cost.device_memory_bytes, np.float64)
+        overflow = np.zeros(rows.shape[0])
+        if np.isfinite(caps).any():
+            finite = np.isfinite(caps)
+            over = np.maximum(sim.resident_bytes(full)[:, finite] - caps[finite], 0.0) / np.maximum(caps[finite], 1.0)
+            overflow = over.sum(axis=1)
+        return latency, excess, overflow
+
+    def _score(self, parts: tuple[np.ndarray, np.ndarray, np.ndarray], bounded: bool) -> np.ndarray:
+        """What the search minimises: memory overflow first, then (when ``bounded``) submodels above the bound,
+        then latency - lexicographic through weights no latency in ms comes near."""
+        latency, excess, overflow = parts
+        return latency + OVERFLOW_WEIGHT * overflow + (EXCESS_WEIGHT * excess if bounded else 0.0)
+
+    def _legal_ms(self, proposal: np.ndarray) -> tuple[float, np.ndarray]:
+        """The reference latency (CostTerms) of ``proposal`` after ``legalize()`` with the caller's pins and bound."""
+        placement = legalize(self.graph, np.asarray(proposal, np.int64), self.devices, self.support, pins=self.pins,
+                             max_submodels=self.max_submodels)
+        index = {d: k for k, d in enumerate(self.devices)}
+        device = np.array([index[placement.assignment[n]] for n in self.graph.names], np.int64)
+        return self.terms.latency_ms(device), device
+
+    # ------------------------------------------------------------------ moves
+    def _candidates(self, cur: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """Every move from ``cur`` [A] as (target device, positions that move), in a fixed order (island,
+        boundary, structural-class, interval moves), each once; a move never puts a node where it cannot run,
+        never moves a pinned node and always changes something."""
+        a, num_devices = cur.size, len(self.devices)
+        # per target: which nodes may move there, and which of those also run faster there than where they are
+        may = [~self.locked & self.allowed[:, t] & (cur != t) for t in range(num_devices)]
+        here = self.compute[np.arange(a), cur]
+        faster = [may[t] & (self.compute[:, t] < here) for t in range(num_devices)]
+        out: list[tuple[int, np.ndarray]] = []
+        seen: set[tuple[int, bytes]] = set()
+
+        def keep(t: int, nodes: np.ndarray) -> None:
+            if nodes.size:
+                key = (t, nodes.tobytes())
+                if key not in seen:
+                    seen.add(key)
+                    out.append((t, nodes))
+
+        def add(nodes: np.ndarray, t: int) -> None:
+            keep(t, nodes[may[t][nodes]])
+
+        def add_range(lo: int, hi: int, t: int) -> None:
+            keep(t, np.flatnonzero(may[t][lo:hi]) + lo)
+
+        def add_enclosed(nodes: np.ndarray, t: int) -> None:
+            """``nodes`` plus the nodes the move would leave surrounded by ``t`` (every active neighbour on it):
+            an op that is slower there but sits between moved ops costs two transfers if it stays."""
+            if nodes.size == 0:
+                return
+            on_t = cur == t
+            on_t[nodes] = True
+            around = np.bincount(self._nb_from, weights=on_t[self._nb_to], minlength=a)
+            enclosed = np.flatnonzero((around == self._degree) & (self._degree > 0) & ~on_t & may[t])
+            if enclosed.size:
+                keep(t, np.union1d(nodes, enclosed))
+
+        # island moves
+        full = np.zeros(self.graph.num_nodes, np.int64)
+        full[self.active] = cur
+        uf = _islands(self.graph, full, self.terms.active)
+        roots = np.array([uf.find(int(i)) for i in self.active])
+        for root in np.unique(roots):
+            members = np.flatnonzero(roots == root)
+            for t in range(num_devices):
+                add(members, t)
+        # boundary shifts (topological order of the active nodes)
+        for k in np.flatnonzero(cur[1:] != cur[:-1]).tolist():
+            s = 1
+            while s <= a:
+                add_range(k + 1, min(k + 1 + s, a), int(cur[k]))  # left device grows rightwards
+                add_range(max(k + 1 - s, 0), k + 1, int(cur[k + 1]))  # right device grows leftwards
+                s *= 2
+        # structural classes (op type; op type and neighbours' types): the same op in every repeated layer at once
+        for members in self.classes:
+            for t in range(num_devices):
+                add(members, t)
+                add_enclosed(members[may[t][members]], t)
+        # interval moves over blocks of consecutive active nodes, at every scale, in overlapping windows; each
+        # also with only the nodes that run faster on the target than where they are (a window around a region
+        # that pays on another device holds a few heavy ops that should stay). Windows of one node are the
+        # single-node moves of small graphs.
+        # (on large graphs fewer units: a round must stay a few hundred placements when each costs milliseconds)
+        units = min(self.max_units, a, max(32, self.max_units * LARGE_GRAPH // max(a, 1)))
+        edges = np.linspace(0, a, units + 1).round().astype(np.int64)
+        fine = a <= self.max_units  # a unit is one node: windows of every length 1, 2, 3, 4, 6, 8, 12, ...
+        lengths = sorted({x for p in range(int(np.log2(units)) + 1) for x in (2 ** p, 3 * 2 ** p // 2)
+                          if 1 <= x <= units} | {units}, reverse=True)
+        for length in lengths if fine else [x for x in lengths if x & (x - 1) == 0 or x == units]:
+            stride = max(1, length // (4 if fine else 2))
+            for begin in range(0, units, stride):
+                stop = min(begin + length, units)
+                lo, hi = int(edges[begin]), int(edges[stop])
+                for t in range(num_devices):
+                    add_range(lo, hi, t)
+                    quick = np.flatnonzero(faster[t][lo:hi]) + lo
+                    keep(t, quick)
+                    add_enclosed(quick, t)
+                if stop == units:
+                    break
+        return out
+
+    @staticmethod
+    def _rows(cur: np.ndarray, moves: list[tuple[int, np.ndarray]]) -> np.ndarray:
+        """The assignments [len(moves), A] the moves lead to from ``cur``."""
+        rows = np.repeat(cur[None, :], len(moves), axis=0)
+        for r, (t, nodes) in enumerate(moves):
+            rows[r, nodes] = t
+        return rows
+
+    # ------------------------------------------------------------------ search
+    def _descend(self, base: np.ndarray, cur: np.ndarray, bounded: bool, start: float) -> np.ndarray:
+        """Steepest descent from ``cur`` [A] on :meth:`_score`; records the best in-bound placement seen."""
+        parts = self._price(base, cur[None, :])
+        self._evaluations += 1
+        cur_score = float(self._score(parts, bounded)[0])
+        self._note_best(cur[None, :], parts)
+        while self._rounds < self.max_rounds:
+            best_score, best_row = cur_score, None
+            candidates = self._candidates(cur)
+            for lo in range(0, len(candidates), self.batch):
+                if self._evaluations >= self.max_evaluations:
+                    self._stopped = "evaluations"
+                    break
+                if time.perf_counter() - start >= self.max_seconds:
+                    self._stopped = "seconds"
+                    break
+                chunk = self._rows(cur, candidates[lo:lo + min(self.batch, self.max_evaluations - self._evaluations)])
+                parts = self._price(base, chunk)
+                self._evaluations += chunk.shape[0]
+                self._note_best(chunk, parts)
+                score = self._score(parts, bounded)
+                k = int(np.argmin(score))
+                if score[k] < best_score:
+                    best_score, best_row = float(score[k]), chunk[k].copy()
+            improved = best_row is not None and best_score < _lowered(cur_score)
+            if improved:
+                cur, cur_score = best_row, best_score
+                self._rounds += 1
+            if self._stopped != "converged" or not improved:
+                return cur
+        self._stopped = "rounds"
+        return cur
+
+    def _kl_pass(self, base: np.ndarray, cur: np.ndarray, start: float) -> np.ndarray | None:
+        """Up to ``kl_steps`` forced moves (the best one each step, worse or not; nodes moved in this pass stay
+        put); returns the state after the best prefix when it beats ``cur``, else None."""
+        start_ms = self._best_ms
+        moved = np.zeros(cur.size, bool)
+        best_prefix, best_ms = None, start_ms
+        for _ in range(self.kl_steps):
+            candidates = [(t, nodes) for t, nodes in self._candidates(cur) if not moved[nodes].any()]
+            if not candidates:
+                break
+            step_score, step_row = np.inf, None
+            for lo in range(0, len(candidates), self.batch):
+                if self._evaluations >= self.max_evaluations:
+                    self._stopped = "evaluations"
+                    return best_prefix
+                if time.perf_counter() - start >= self.max_seconds:
+                    self._stopped = "seconds"
+                    return best_prefix
+                chunk = self._rows(cur, candidates[lo:lo + min(self.batch, self.max_evaluations - self._evaluations)])
+                parts = self._price(base, chunk)
+                self._evaluations += chunk.shape[0]
+                self._note_best(chunk, parts)
+                score = self._score(parts, True)
+                k = int(np.argmin(score))
+                if score[k] < step_score:
+                    step_score, step_row = float(score[k]), chunk[k].copy()
+            if step_row is None or not np.isfinite(step_score):
+                break
+            moved |= step_row != cur
+            cur = step_row
+            if step_score < _lowered(best_ms):
+                best_prefix, best_ms = cur.copy(), step_score
+        self._rounds += 1
+        return best_prefix
+
+    def _note_best(self, rows: np.ndarray, parts) -> None:
+        """Keep the fastest row that fits memory and the submodel bound."""
+        latency, excess, overflow = parts
+        ok = np.where((excess == 0) & (overflow == 0), latency, np.inf)
+        k = int(np.argmin(ok))
+        if ok[k] < _lowered(self._best_ms):
+            self._best_ms, self._best = float(ok[k]), rows[k].copy()
+
+    def refine(self, proposal: np.ndarray) -> RefineResult:
+        """A proposal (device per node) predicted no slower than ``proposal`` once both are made legal."""
+        start = time.perf_counter()
+        proposal = np.asarray(proposal, np.int64)
+        start_ms, legal = self._legal_ms(proposal)
+        result = RefineResult(proposal, start_ms, start_ms, 0, 0, 0, 0.0, "converged")
+        if self.active.size == 0 or len(self.devices) < 2:
+            result.seconds = time.perf_counter() - start
+            return result
+        try:
+            self._tools()
+        except ImportError:
+            result.stopped, result.seconds = "no scipy", time.perf_counter() - start
+            return result
+        cur = legal[self.active].copy()
+        self._evaluations, self._rounds, self._stopped = 0, 0, "converged"
+        self._best_ms, self._best = np.inf, cur
+        # Bounded descent; then again without the submodel bound (regions that only pay together can form: each
+        # step may add an island), then with the bound restored (islands merged back). The best placement within
+        # the bound seen anywhere is the result.
+        for bounded in (True, False, True):
+            cur = self._descend(legal, cur, bounded, start)
+            if self._stopped != "converged":
+                break
+        # Kernighan-Lin passes: from the local optimum, take the best move even when it costs, never moving a node
+        # twice in a pass; a pass whose best prefix beats its start continues the descent from there.
+        while self._stopped == "converged" and self.kl_steps > 0:
+            escaped = self._kl_pass(legal, self._best, start)
+            if escaped is None:
+                break
+            self._descend(legal, escaped, True, start)
+        cur = self._best
+        refined = legal.copy()
+        refined[self.active] = cur
+        final_ms, _ = self._legal_ms(refined)
+        result.evaluations, result.rounds, result.moves = self._evaluations, self._rounds, self._rounds
+        result.stopped = self._stopped
+        if final_ms <= start_ms:
+            result.proposal, result.final_ms = refined, final_ms
+        else:  # the legalizer's rules (pins, quantization groups) undid the gain: keep the input
+            result.stopped = "rejected"
+            log.debug("local search: refined %.4f ms > start %.4f ms after legalize; kept the input", final_ms,
+                      start_ms)
+        result.seconds = time.perf_counter() - start
+        log.debug("%s", result.note(self.cost.label))
+        return result
+
+
+def _structural_classes(graph: GraphArrays, active: np.ndarray) -> list[np.ndarray]:
+    """Groups (positions in ``active``) of active nodes alike in structure, at two depths: same op type, and same
+    op type with the same multiset of producer and consumer op types. Repeated layers make these the ops that
+    play one role in every layer, which a profitable split often moves together."""
+    types = list(graph.op_types)
+    preds: list[list[str]] = [[] for _ in range(graph.num_nodes)]
+    succs: list[list[str]] = [[] for _ in range(graph.num_nodes)]
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        succs[s].append(types[t])
+        preds[t].append(types[s])
+    groups: dict[tuple, list[int]] = {}
+    context: dict[int, tuple] = {}
+    for pos, i in enumerate(active.tolist()):
+        groups.setdefault(("type", types[i]), []).append(pos)
+        context[i] = ("context", types[i], tuple(sorted(preds[i])), tuple(sorted(succs[i])))
+        groups.setdefault(context[i], []).append(pos)
+    # two context classes joined by an edge (a producer role and its consumer role, e.g. every Reshape that
+    # feeds a Transpose with every such Transpose): moved together they keep their tensor on one device
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        if s in context and t in context and context[s] != context[t]:
+            groups.setdefault(("pair",) + tuple(sorted((context[s], context[t]), key=repr)), [])
+    for key in [k for k in groups if k[0] == "pair"]:
+        groups[key] = sorted(set(groups[key[1]]) | set(groups[key[2]]))
+    out, seen = [], set()
+    for key in sorted(groups, key=repr):  # a fixed order: the search is deterministic
+        members = groups[key]
+        if len(members) >= 2 and tuple(members) not in seen:
+            seen.add(tuple(members))
+            out.append(np.array(members, np.int64))
+    return out
+
+
+def _lowered(ms: float) -> float:
+    """What a move must beat to count as an improvement (a relative tolerance against float noise; any finite
+    latency beats an infeasible one)."""
+    return ms - max(1e-12, 1e-9 * abs(ms)) if np.isfinite(ms) else np.inf
+
+
+def refine_placement(cost: CostModel, graph: GraphArrays, proposal: np.ndarray, support: np.ndarray | None = None,
+                     **options) -> RefineResult:
+    """One-shot :meth:`LocalSearchRefiner.refine` (``options`` as the refiner's keyword arguments)."""
+    return LocalSearchRefiner(cost, graph, support, **options).refine(proposal)
+
+
+__all__ = ["LocalSearchRefiner", "RefineResult", "refine_placement"]
