@@ -45,7 +45,7 @@ def test_strategies_command_prints_one_line_each(capsys):
     assert [line.split()[0] for line in lines] == strategy_names()
 
 
-@pytest.mark.parametrize("name", ["heavy_ops", "priority", "random", "heft", "critical_path", "best_single",
+@pytest.mark.parametrize("name", ["heavy_ops", "priority", "random", "heft", "critical_path", "best_single", "hsdag_local_search",
                                   "openvino_hetero_auto", "openvino_auto", "openvino_pipeline_parallel", "optimum"])
 def test_place_accepts_every_registered_name(name, f32_testbed):
     from tests import synthetic_graphs as sg
