@@ -28,6 +28,18 @@ def testbed() -> Testbed:
     return shared_testbed(False)
 
 
+@pytest.fixture(scope="module")
+def thread_core():
+    """Two devices the prior can tell apart: the CPU plugin on one thread (CPUS) and on all cores (CPU)."""
+    import openvino as ov
+
+    from ov_autoplace.devices import register_virtual_device
+
+    core = ov.Core()
+    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
+    return core
+
+
 @pytest.fixture(scope="session")
 def f32_testbed() -> Testbed:
     """Both testbed devices in f32, so any placement's outputs match an f32 reference."""

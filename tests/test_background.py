@@ -17,17 +17,9 @@ import pytest
 import ov_autoplace as oa
 from ov_autoplace import background
 from ov_autoplace.background import MAX_FAILURES, acquire_lock, release_lock, run_worker, worker_files
-from ov_autoplace.devices import register_virtual_device
 from tests import synthetic_graphs as sg
 
 DISTINCT = "HETERO:CPUS,CPU"
-
-
-@pytest.fixture(scope="module")
-def thread_core():
-    core = ov.Core()
-    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
-    return core
 
 
 def _join_spawner(timeout: float = 60.0) -> None:

@@ -7,7 +7,6 @@ import logging
 
 import numpy as np
 import openvino as ov
-import pytest
 
 import ov_autoplace as oa
 from ov_autoplace import placement_sources
@@ -15,20 +14,11 @@ from ov_autoplace.cache import PlacementCache
 from ov_autoplace.costmodel.profile_store import ProfileStore
 from ov_autoplace.costmodel.prior import DeviceFacts
 from ov_autoplace.costmodel.quick_profile import quick_model_profile
-from ov_autoplace.devices import register_virtual_device
 from ov_autoplace.graph import extract_graph
 from ov_autoplace.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 DISTINCT = "HETERO:CPUS,CPU"
-
-
-@pytest.fixture(scope="module")
-def thread_core():
-    """Two devices the prior can tell apart: the CPU plugin on one thread (CPUS, listed first) and on all."""
-    core = ov.Core()
-    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
-    return core
 
 
 def _source(caplog) -> str:

@@ -5,24 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import openvino as ov
-import pytest
 
 from ov_autoplace.costmodel.prior import (DeviceFacts, calibrated_templates, indistinguishable, predicted_single_ms,
                                           prior_cost_model, prior_device, read_device_facts)
 from ov_autoplace.costmodel.suite import load_suite
-from ov_autoplace.devices import register_virtual_device
 from ov_autoplace.graph import extract_graph
 from ov_autoplace.prepare import prepare_model
 from tests import synthetic_graphs as sg
-
-
-@pytest.fixture(scope="module")
-def thread_core():
-    """A real heterogeneity the prior can see: the CPU plugin with all cores and again with one thread."""
-    core = ov.Core()
-    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
-    return core
 
 
 def _graph():

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import openvino as ov
 import pytest
 
 from ov_autoplace.costmodel.profile_store import ProfileStore
 from ov_autoplace.costmodel.quick_profile import quick_model_profile, stored_or_prior_links
-from ov_autoplace.devices import register_virtual_device
 from tests import synthetic_graphs as sg
-
-
-@pytest.fixture(scope="module")
-def thread_core():
-    core = ov.Core()
-    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
-    return core
 
 
 def test_distinct_devices_are_each_measured_and_scaled_to_their_latency(thread_core, tmp_path):
