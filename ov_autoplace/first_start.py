@@ -133,15 +133,13 @@ def _decide_with_graph(req, root, profiling, cache_dir, use_cache):
     from .cache import PlacementCache
     from .costmodel.profile_store import ProfileStore
     from .graph import extract_graph
-    from .placement_sources import cache_key, decision_from_cache, decision_to_placement, place_from_prior, \
-        place_from_profile
+    from .placement_sources import cache_key, decision_from_cache, decision_to_placement
     from .prepare import prepare_model
 
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone (shapes.py)
     graph = extract_graph(prepared)
-    policy_path = POLICY_FILE
     cache = PlacementCache(root) if use_cache else None
-    key = cache_key(req, cache, graph, _policy_digest(policy_path)) if cache is not None else None
+    key = cache_key(req, cache, graph, _policy_digest(POLICY_FILE)) if cache is not None else None
     store = ProfileStore(profile_dir(cache_dir))
     profile_path = str(_profile_path(req, graph, store))
     if cache is not None and profiling is not Profiling.NOW:
@@ -154,23 +152,26 @@ def _decide_with_graph(req, root, profiling, cache_dir, use_cache):
                 return decision, cache, key, graph, profile_path
     if profiling is Profiling.NOW:
         _measure_now(req, prepared, store)
-    decision = place_from_profile(req, prepared, graph, policy_path, store)
-    if decision is None:
-        decision = place_from_prior(req, prepared, graph, policy_path)
+    decision = _profile_or_prior(req, prepared, graph, store)
     if cache is not None:
         cache.put(key, decision_to_placement(decision, graph, req.devices), graph)
     return decision, cache, key, graph, profile_path
 
 
+def _profile_or_prior(req, prepared, graph, store) -> "Decision":
+    """Sources 3 and 4: the policy on a stored profile, else on the prior."""
+    from .placement_sources import place_from_prior, place_from_profile
+
+    decision = place_from_profile(req, prepared, graph, POLICY_FILE, store)
+    return decision if decision is not None else place_from_prior(req, prepared, graph, POLICY_FILE)
+
+
 def default_placement(req, prepared, graph, cache_dir=None):
     """What the default path would place (stored profile, else prior) as a Placement; nothing is compiled or run."""
     from .costmodel.profile_store import ProfileStore
-    from .placement_sources import decision_to_placement, place_from_prior, place_from_profile
+    from .placement_sources import decision_to_placement
 
-    store = ProfileStore(profile_dir(cache_dir))
-    decision = place_from_profile(req, prepared, graph, POLICY_FILE, store)
-    if decision is None:
-        decision = place_from_prior(req, prepared, graph, POLICY_FILE)
+    decision = _profile_or_prior(req, prepared, graph, ProfileStore(profile_dir(cache_dir)))
     logger.info("placement source: %s -> %s%s", decision.source,
                 decision.single_device or decision.placement.counts_per_device(),
                 f"; {decision.reason}" if decision.reason else "")

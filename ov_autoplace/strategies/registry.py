@@ -44,7 +44,7 @@ def _measured_cost():
     return MeasuredCostProvider()
 
 
-def _hsdag() -> PlacementStrategy:
+def _hsdag(refine: bool = False) -> PlacementStrategy:
     from ..policy.pretrained import PRETRAINED_POLICY
     from ..policy.strategy import HSDAGStrategy
 
@@ -53,7 +53,7 @@ def _hsdag() -> PlacementStrategy:
 
         raise PlacementError(f"the pretrained policy {PRETRAINED_POLICY} is missing from this installation; "
                              "reinstall ov_autoplace")
-    return HSDAGStrategy(PRETRAINED_POLICY, _measured_cost())
+    return HSDAGStrategy(PRETRAINED_POLICY, _measured_cost(), refine=refine)
 
 
 def _hsdag_local_search() -> PlacementStrategy:
@@ -64,8 +64,7 @@ def _hsdag_local_search() -> PlacementStrategy:
 
         raise PlacementError("strategy 'hsdag_local_search' needs scipy (the local search counts islands with it), "
                              "which the runtime install does not bring: pip install 'ov_autoplace[train]'")
-    policy = _hsdag()
-    return type(policy)(policy.policy, policy.cost, refine=True)
+    return _hsdag(refine=True)
 
 
 def _heavy_ops() -> PlacementStrategy:
