@@ -268,14 +268,9 @@ def _profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, runn
     """
     request = compiled.create_infer_request()
     inputs = random_inputs(compiled)
-
-    def snapshot() -> dict[str, float]:
-        return {p.node_name: p.real_time.total_seconds() * 1e3 for p in request.profiling_info
-                if p.status == ov.ProfilingInfo.Status.EXECUTED}
-
     for _ in range(warmup):
         request.infer(inputs)
-    start = snapshot() if warmup else {}
+    start = executed_ms(request) if warmup else {}
     runs: list[dict[str, float]] = []
     e2e: list[float] = []
     chunks = max(1, min(chunks, iterations))
@@ -283,15 +278,28 @@ def _profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, runn
         for _ in range(iterations // chunks + (chunk < iterations % chunks)):
             request.infer(inputs)
             if not running_average:
-                runs.append(snapshot())
+                runs.append(executed_ms(request))
         if companion is not None:
             e2e += measure_latency(companion, inputs, warmup=warmup if chunk == 0 else 0,
                                    iterations=max(iterations, 12) // chunks).samples_ms.tolist()
+    return window_ms(request, start, runs, warmup, iterations, running_average), e2e
+
+
+def executed_ms(request: ov.InferRequest) -> dict[str, float]:
+    """Each executed runtime node's time (ms) as ``profiling_info`` reports it now."""
+    return {p.node_name: p.real_time.total_seconds() * 1e3 for p in request.profiling_info
+            if p.status == ov.ProfilingInfo.Status.EXECUTED}
+
+
+def window_ms(request: ov.InferRequest, start: dict[str, float], runs: list[dict[str, float]], warmup: int,
+              done: int, running_average: bool) -> dict[str, float]:
+    """Per-runtime-node ms per inference over ``done`` profiled runs after ``warmup`` (see ``_profile_runs``):
+    from the running averages at the window's start and end, or the median of the per-run ``runs``."""
     if running_average:
-        end, total = snapshot(), warmup + iterations
-        return {k: max(0.0, (total * v - warmup * start.get(k, 0.0)) / iterations) for k, v in end.items()}, e2e
+        end, total = executed_ms(request), warmup + done
+        return {k: max(0.0, (total * v - warmup * start.get(k, 0.0)) / done) for k, v in end.items()}
     names = sorted({n for run in runs for n in run})
-    return {n: float(np.median([run.get(n, 0.0) for run in runs])) for n in names}, e2e
+    return {n: float(np.median([run.get(n, 0.0) for run in runs])) for n in names}
 
 
 def _map_times(compiled: ov.CompiledModel, graph: GraphArrays, node_ms: dict[str, float],

@@ -43,7 +43,8 @@ from .cost_model import CostModel
 from .link_calibration import LINK_PROFILE_FORMAT, LinkProfile
 from .profile_store import ProfileStore, profile_key
 from .profiler import (MODEL_PROFILE_FORMAT, DeviceReport, ModelProfile, _device_memory_bytes, _map_times,
-                       _ms_per_byte_fallback, _node_memory_bytes, check_devices, reports_running_average)
+                       _ms_per_byte_fallback, _node_memory_bytes, check_devices, executed_ms,
+                       reports_running_average, window_ms)
 from .providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
 logger = logging.getLogger(__name__)
@@ -107,14 +108,9 @@ def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_aver
     """
     request = compiled.create_infer_request()
     inputs = random_inputs(compiled)
-
-    def snapshot() -> dict[str, float]:
-        return {p.node_name: p.real_time.total_seconds() * 1e3 for p in request.profiling_info
-                if p.status == ov.ProfilingInfo.Status.EXECUTED}
-
     for _ in range(warmup):
         request.infer(inputs)
-    start = snapshot() if warmup else {}
+    start = executed_ms(request) if warmup else {}
     walls, runs = [], []
     while len(walls) < iterations and (budget_ms is None or len(walls) < MIN_PROFILED_RUNS
                                        or sum(walls) < budget_ms):
@@ -122,13 +118,8 @@ def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_aver
         request.infer(inputs)
         walls.append(1e3 * (time.perf_counter() - t0))
         if not running_average:
-            runs.append(snapshot())
-    if running_average:
-        end, done = snapshot(), len(walls)
-        total = warmup + done
-        return {k: max(0.0, (total * v - warmup * start.get(k, 0.0)) / done) for k, v in end.items()}, walls
-    names = sorted({n for run in runs for n in run})
-    return {n: float(np.median([run.get(n, 0.0) for run in runs])) for n in names}, walls
+            runs.append(executed_ms(request))
+    return window_ms(request, start, runs, warmup, len(walls), running_average), walls
 
 
 def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 1,
