@@ -423,18 +423,25 @@ def _single_device_compile(core: ov.Core, prepared: ov.Model, device: str) -> ov
     return core.compile_model(prepared, f"HETERO:{device}", {"PERF_COUNT": False})
 
 
-def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 3,
-                          iterations: int = 20, store: ProfileStore | None = None,
-                          links: LinkProfile | None = None) -> ModelProfile:
-    """Profile ``model`` (original or prepared; it is prepared here) on ``devices``; see the module doc."""
+def profile_request(model: ov.Model, core: ov.Core, devices: Sequence[str], warmup: int, iterations: int):
+    """What every model profiler starts with: the arguments checked, the model prepared and extracted, and
+    the profile store key of this model on these devices: ``(devices, prepared, graph, key)``."""
     devices = tuple(devices)
     check_devices(core, devices)
     if warmup < 0 or iterations < 1:
         raise ValueError(f"need warmup >= 0 and iterations >= 1, got warmup={warmup}, iterations={iterations}")
-    started = time.perf_counter()
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
-    key = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    return devices, prepared, graph, profile_key(core, devices, kind="model", graph=graph,
+                                                 extra={"format": MODEL_PROFILE_FORMAT})
+
+
+def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 3,
+                          iterations: int = 20, store: ProfileStore | None = None,
+                          links: LinkProfile | None = None) -> ModelProfile:
+    """Profile ``model`` (original or prepared; it is prepared here) on ``devices``; see the module doc."""
+    started = time.perf_counter()
+    devices, prepared, graph, key = profile_request(model, core, devices, warmup, iterations)
     if store is not None:
         cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
         if cached is not None:

@@ -36,14 +36,13 @@ from typing import Sequence
 import numpy as np
 import openvino as ov
 
-from ..graph import NodeRole, extract_graph
-from ..prepare import prepare_model
+from ..graph import NodeRole
 from ..timing import random_inputs
 from .cost_model import CostModel
 from .link_calibration import LINK_PROFILE_FORMAT, LinkProfile
 from .profile_store import ProfileStore, profile_key
-from .profiler import (MODEL_PROFILE_FORMAT, DeviceReport, ModelProfile, _device_memory_bytes, _map_times,
-                       _ms_per_byte_fallback, _node_memory_bytes, check_devices, executed_ms,
+from .profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times,
+                       _ms_per_byte_fallback, _node_memory_bytes, executed_ms, profile_request,
                        reports_running_average, window_ms)
 from .providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
@@ -131,14 +130,8 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
     ``iterations`` caps the profiled runs per device; ``budget_ms`` (None: exactly ``iterations``)
     stops earlier for slow models, after at least ``MIN_PROFILED_RUNS``.
     """
-    devices = tuple(devices)
-    check_devices(core, devices)
-    if warmup < 0 or iterations < 1:
-        raise ValueError(f"need warmup >= 0 and iterations >= 1, got warmup={warmup}, iterations={iterations}")
     started = time.perf_counter()
-    prepared = prepare_model(model)
-    graph = extract_graph(prepared)
-    key = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    devices, prepared, graph, key = profile_request(model, core, devices, warmup, iterations)
     if store is not None and store.path_for(key).exists():
         cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
         if cached is not None:
