@@ -436,6 +436,21 @@ def profile_request(model: ov.Model, core: ov.Core, devices: Sequence[str], warm
                                                  extra={"format": MODEL_PROFILE_FORMAT})
 
 
+def e2e_scale(e2e_ms: float, submodel_overhead_ms: float, profiled_sum_ms: float) -> float:
+    """The factor that makes the per-op times add up to the end-to-end median minus the device's submodel
+    overhead (never below half of the median): PERF_COUNT's per-op times miss the time between kernels."""
+    target = max(e2e_ms - submodel_overhead_ms, 0.5 * e2e_ms)
+    return target / profiled_sum_ms if profiled_sum_ms > 0 else 1.0
+
+
+def merge_fusion(fused_into: np.ndarray, fused: dict[int, int]) -> None:
+    """Add one device's fusions ``{op: primary}`` to ``fused_into`` in place, keeping it one level deep and
+    first come first served (an op fused on an earlier device keeps that primary)."""
+    for i, p in fused.items():
+        if fused_into[i] < 0 and fused_into[p] < 0 and not (fused_into == i).any():
+            fused_into[i] = p
+
+
 def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 3,
                           iterations: int = 20, store: ProfileStore | None = None,
                           links: LinkProfile | None = None) -> ModelProfile:
@@ -467,9 +482,7 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
             times, fused, stats = _map_times(compiled, graph, node_ms)
             e2e = float(np.median(e2e_samples))
             del compiled
-            # Scale to the end-to-end median minus this device's submodel overhead (never below half of it).
-            target = max(e2e - float(links.submodel_overhead_ms[d]), 0.5 * e2e)
-            scale = target / stats["profiled_sum_ms"] if stats["profiled_sum_ms"] > 0 else 1.0
+            scale = e2e_scale(e2e, float(links.submodel_overhead_ms[d]), stats["profiled_sum_ms"])
             compute[:, d] = times * scale
             unfused[:, d] = compute[:, d]
             isolated = sorted(fused)
@@ -478,9 +491,7 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
                 if alone is None:
                     alone = _ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0)
                 unfused[isolated, d] = alone * scale
-            for i, p in fused.items():
-                if fused_into[i] < 0 and fused_into[p] < 0 and not (fused_into == i).any():
-                    fused_into[i] = p
+            merge_fusion(fused_into, fused)
             report = DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
                                   fused_nodes=len(fused), isolated_nodes=len(isolated), **stats)
             logger.info("profiled %s: per-op sum %.3f ms vs end-to-end %.3f ms (ratio %.2f), unmapped %.1f %%, "

@@ -41,8 +41,8 @@ from ..timing import random_inputs
 from .cost_model import CostModel
 from .link_calibration import LINK_PROFILE_FORMAT, LinkProfile
 from .profile_store import ProfileStore, profile_key
-from .profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times,
-                       _ms_per_byte_fallback, _node_memory_bytes, executed_ms, profile_request,
+from .profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
+                       _node_memory_bytes, e2e_scale, executed_ms, merge_fusion, profile_request,
                        reports_running_average, window_ms)
 from .providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
@@ -156,17 +156,14 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
         times, fused, stats = _map_times(compiled, graph, node_ms)
         del compiled
         e2e = float(np.median(walls))
-        target = max(e2e - float(links.submodel_overhead_ms[d]), 0.5 * e2e)
-        scale = target / stats["profiled_sum_ms"] if stats["profiled_sum_ms"] > 0 else 1.0
+        scale = e2e_scale(e2e, float(links.submodel_overhead_ms[d]), stats["profiled_sum_ms"])
         compute[:, d] = times * scale
         unfused[:, d] = compute[:, d]
         isolated = sorted(fused)
         if isolated:
             unfused[isolated, d] = _ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0) \
                 * scale
-        for i, p in fused.items():
-            if fused_into[i] < 0 and fused_into[p] < 0 and not (fused_into == i).any():
-                fused_into[i] = p
+        merge_fusion(fused_into, fused)
         reports.append(DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
                                     fused_nodes=len(fused), isolated_nodes=0, **stats))
         logger.info("quick profile of %s: end-to-end %.3f ms, per-op sum %.3f ms, %d fused", device, e2e,
