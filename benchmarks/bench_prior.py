@@ -15,12 +15,14 @@ Part B - the prior's placements on the calibrated SIMULATED platforms of the
 suite (``paper``, ``laptop``; ``--platforms`` adds the derived ones). The
 "true" costs are the platform's batch-1 device models fitted to published
 OpenVINO latencies (``data/fitted_terms.json``). The prior sees what those
-devices would report (kind, integrated/discrete, name, ``DEVICE_GOPS`` = the
-spec sheet's best rate per precision, GPU memory, precision) and builds its
-own cost model exactly as at run time (``prior_cost_model``), in two variants:
-``prior`` (the shipped prior: every calibrated device, including this
-platform's own) and ``prior-LOO`` (leave the platform out: its devices are
-modelled on the *other* platform's fits, as for hardware nobody calibrated).
+devices would report (kind, integrated/discrete, ``FULL_DEVICE_NAME``,
+``DEVICE_GOPS`` = the spec sheet's best rate per precision, GPU memory,
+precision) and builds its own cost model exactly as at run time
+(``prior_cost_model``), in two variants: ``prior`` (the shipped prior: it
+recognizes the platform's devices by name, models them by their own fits and
+uses ``PRIOR_SPLIT_MARGIN_RECOGNIZED``) and ``prior-LOO`` (leave the platform
+out: its devices are modelled on the *other* platform's fits, as for hardware
+nobody calibrated, with ``PRIOR_SPLIT_MARGIN``).
 Its decision is ``placement_sources.prior_outcome`` (the policy on the prior
 plus the margin rule, legalized) - the function the default path runs -, and
 is scored under the true costs against the best single device, the exact
@@ -71,6 +73,15 @@ def share_errors(predicted: np.ndarray, measured: np.ndarray) -> list[float]:
     return out
 
 
+#: FULL_DEVICE_NAME of the calibrated devices as OpenVINO reports them (the CPU plugin reads the CPU's model
+#: name; the GPU plugin appends "(iGPU)"/"(dGPU)"; every Core Ultra NPU is "Intel(R) AI Boost").
+REPORTED_NAMES = {"paper/CPU": "12th Gen Intel(R) Core(TM) i9-12900K",
+                  "paper/GPU": "Intel(R) Data Center GPU Flex 170 (dGPU)",
+                  "laptop/CPU": "Intel(R) Core(TM) Ultra 7 165H",
+                  "laptop/GPU": "Intel(R) Arc(TM) Graphics (iGPU)",
+                  "laptop/NPU": "Intel(R) AI Boost"}
+
+
 def platform_facts(platform) -> list[DeviceFacts]:
     """What each simulated device would report to the prior: the properties ``read_device_facts`` reads."""
     facts = []
@@ -79,7 +90,8 @@ def platform_facts(platform) -> list[DeviceFacts]:
         rates = {**spec.peak_flops, **spec.matrix_peak_flops}  # DEVICE_GOPS: the best rate per precision
         gops = tuple(sorted((p, r / 1e9) for p, r in rates.items())) if spec.kind != "cpu" else ()
         facts.append(DeviceFacts(spec.name, f"openvino_intel_{spec.kind}_plugin",
-                                 "Type.INTEGRATED" if spec.shares_host_memory else "Type.DISCRETE", None, spec.product,
+                                 "Type.INTEGRATED" if spec.shares_host_memory else "Type.DISCRETE", None,
+                                 REPORTED_NAMES.get(device.calibration_key or "", spec.product),
                                  (), gops, spec.memory_bytes if spec.kind == "gpu" else None, platform.precision, None))
     return facts
 
@@ -95,10 +107,11 @@ def prior_row(platform, model: str, graph, time_limit: float) -> dict:
     cpu = next((d.spec for d in platform.devices if d.spec.kind == "cpu"), None)
     facts = platform_facts(platform)
     for variant, exclude in (("prior", ()), ("prior_loo", (platform.name,))):
-        guess = prior_cost_model(graph, facts, cpu_spec=cpu, exclude_platforms=exclude).cost
+        prior = prior_cost_model(graph, facts, cpu_spec=cpu, exclude_platforms=exclude)
         single, placement, reason = prior_outcome(
-            guess, graph, devices, lambda: support, lambda c: _policy_proposal(c, graph, devices, POLICY_FILE),
-            max_submodels=DEFAULT_MAX_SUBMODELS)
+            prior.cost, graph, devices, lambda: support, lambda c: _policy_proposal(c, graph, devices, POLICY_FILE),
+            max_submodels=DEFAULT_MAX_SUBMODELS, margin=prior.margin)
+        row[f"{variant}_margin"] = prior.margin
         if placement is None:
             ms, what = row["single_device_ms"][single], f"{single} alone"
         else:

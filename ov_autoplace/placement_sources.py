@@ -11,8 +11,8 @@ Order of the sources (the one used is logged at INFO as ``placement source: ...`
    profile``, a ``profile="background"`` worker, or ``profile="now"``): the HSDAG policy places it
    on the measured costs and the guard checks it (``guard.guard_placement``);
 4. **prior** - the HSDAG policy on the prior's costs; the split is kept only if the prior predicts
-   it faster than the best single device by more than ``PRIOR_SPLIT_MARGIN`` (the prior's measured
-   error); otherwise one device: the first (HETERO's choice) unless another is predicted faster by
+   it faster than the best single device by more than the prior's margin (``Prior.margin``: its
+   measured error, 25 %, or 10 % when it recognizes every device by name); otherwise one device: the first (HETERO's choice) unless another is predicted faster by
    more than the margin. A device that reports none of the properties leaves the prior blind: the
    first device, with a WARNING saying so (and the background worker, if asked, measures it).
 
@@ -40,7 +40,9 @@ if TYPE_CHECKING:  # imported lazily: the fast paths never need them
 logger = logging.getLogger("ov_autoplace")
 
 #: Cache token of the default placement (bump when its decision rule changes).
-DEFAULT_SOURCE_TOKEN = "default-sources-v1"
+DEFAULT_SOURCE_TOKEN = "default-sources-v2"  # v2: recognized devices, 10 % margin; the profile path refines
+#: Time budget of the local search on the profile path (BERT-base takes 1.2-2.0 s, 20,002 nodes stop here).
+REFINE_SECONDS = 2.0
 
 
 @dataclasses.dataclass
@@ -115,28 +117,30 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
 
     single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
                                               lambda c: _policy_proposal(c, graph, devices, policy_path),
-                                              pins=req.pins, max_submodels=req.max_submodels)
+                                              pins=req.pins, max_submodels=req.max_submodels, margin=prior.margin)
     if placement is None:
         return Decision("prior", single_device=single, spawn_worker=True, reason=reason)
     return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason)
 
 
 def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support, propose, *, pins=None,
-                  max_submodels=None) -> tuple[str | None, "Placement | None", str]:
+                  max_submodels=None, margin: float | None = None) -> tuple[str | None, "Placement | None", str]:
     """The prior's whole decision on ``cost``: ``(device, None, reason)`` or ``(None, split, reason)``.
 
     Pure given its inputs (``benchmarks/bench_prior.py`` runs it on simulated platforms): ``support()``
     gives the device-support matrix (called only when a split is considered), ``propose(cost)`` the policy's
-    proposal. The margin applies to the policy's split and again after legalizing it; pins skip the margin.
+    proposal. The margin (default ``PRIOR_SPLIT_MARGIN``; ``Prior.margin``) applies to the policy's split and
+    again after legalizing it; pins skip the margin.
     """
     import numpy as np
 
     from .costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
 
+    margin = PRIOR_SPLIT_MARGIN if margin is None else margin
     if pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
         choice = PriorChoice(None, propose(cost), math.nan, predicted_single_ms(cost), math.nan)
     else:
-        choice = prior_choice(cost, graph, devices, lambda: propose(cost))
+        choice = prior_choice(cost, graph, devices, lambda: propose(cost), margin=margin)
     if choice.single is not None:
         return choice.single, None, choice.reason
     from .costmodel.cost_terms import CostTerms
@@ -150,7 +154,7 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
         index = {d: k for k, d in enumerate(devices)}
         legal_ms = CostTerms(cost, graph, matrix).latency_ms(
             np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64))
-        if not legal_ms < min(choice.singles.values()) * (1.0 - PRIOR_SPLIT_MARGIN):  # legalizing cost the gain
+        if not legal_ms < min(choice.singles.values()) * (1.0 - margin):  # legalizing cost the gain
             return choice.fallback, None, f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin"
         placement = guard_placement(placement, graph, cost, matrix)
     placement.notes.append(choice.reason)
@@ -173,12 +177,14 @@ class PriorChoice:
     reason: str = ""
 
 
-def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose) -> PriorChoice:
+def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, *,
+                 margin: float | None = None) -> PriorChoice:
     """The prior's rule (pure: no device is touched; ``propose()`` gives the policy's proposal on ``cost``).
 
-    One device: HETERO's first unless another is predicted faster by more than ``PRIOR_SPLIT_MARGIN``. A split:
-    only when predicted faster than the best single device by more than the margin. When even the bound (every
-    op on its fastest device, nothing transferred) misses the margin, the policy does not run.
+    One device: HETERO's first unless another is predicted faster by more than ``margin`` (default
+    ``PRIOR_SPLIT_MARGIN``). A split: only when predicted faster than the best single device by more than the
+    margin. When even the bound (every op on its fastest device, nothing transferred) misses the margin, the
+    policy does not run.
     """
     import numpy as np
 
@@ -187,25 +193,26 @@ def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose) 
     from .costmodel.sim_costs import simulated_support
     from .graph import NodeRole
 
+    margin = PRIOR_SPLIT_MARGIN if margin is None else margin
     singles = predicted_single_ms(cost)
     first, best = devices[0], min(singles, key=singles.get)
-    single = best if singles[best] < singles[first] * (1.0 - PRIOR_SPLIT_MARGIN) else first
+    single = best if singles[best] < singles[first] * (1.0 - margin) else first
     reference = singles[best]
     compute_mask = np.asarray(graph.role) == NodeRole.COMPUTE
     with np.errstate(invalid="ignore"):
         bound = float(np.min(np.asarray(cost.compute_ms)[compute_mask], axis=1).sum()) + float(
             np.min(cost.submodel_overhead_ms))
-    if not bound < reference * (1.0 - PRIOR_SPLIT_MARGIN):
+    if not bound < reference * (1.0 - margin):
         return PriorChoice(single, None, math.nan, singles, bound, single,
                            f"prior (simulated) predicts {_fmt(singles)} alone; no split can beat {bound:.3f} ms, "
-                           f"within the {PRIOR_SPLIT_MARGIN:.0%} margin")
+                           f"within the {margin:.0%} margin")
     proposal = np.asarray(propose(), dtype=np.int64)
     terms = CostTerms(cost, graph, simulated_support(cost, graph))
     used = set(proposal[terms.compute].tolist())
     predicted = terms.latency_ms(proposal)
     reason = (f"prior (simulated) predicts {_fmt(singles)} alone and {predicted:.3f} ms for the policy's placement; "
-              f"a split must win by more than {PRIOR_SPLIT_MARGIN:.0%}")
-    if len(used) > 1 and predicted < reference * (1.0 - PRIOR_SPLIT_MARGIN):
+              f"a split must win by more than {margin:.0%}")
+    if len(used) > 1 and predicted < reference * (1.0 - margin):
         return PriorChoice(None, proposal, predicted, singles, bound, single, reason)
     return PriorChoice(single, None, predicted, singles, bound, single, reason)
 
@@ -233,11 +240,18 @@ def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", pol
         return None
     placement = place_with_cost(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
     device = single_device_of(placement)
-    return Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared)
+    return Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared,
+                    reason="; ".join(placement.notes) if device else "")
 
 
 def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str) -> "Placement":
-    """The HSDAG policy on ``cost``, legalized and guarded (the profile path of the old default)."""
+    """The HSDAG policy on ``cost`` refined by the local search, legalized and guarded (profile path, worker).
+
+    The local search (``costmodel/local_search.py``) prices region moves on the same measured ``cost`` and keeps
+    its result only if predicted no slower: the policy alone finds the split in 3 of the 17 rows of the headroom
+    table where one pays, policy + local search in 15 (``docs/bench/headroom.md``). It costs up to
+    ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.
+    """
     from .guard import guard_placement
     from .legalize import legalize, query_support
     from .policy.strategy import HSDAGStrategy
@@ -246,9 +260,16 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
     support = query_support(req.core, prepared, graph, req.devices)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
                                seed=req.seed)
-    proposal = HSDAGStrategy(policy_path, cost).propose(context)
+    hsdag = HSDAGStrategy(policy_path, cost, refine=True,
+                          refine_options={"pins": tuple(req.pins or ()), "max_submodels": req.max_submodels,
+                                          "max_seconds": REFINE_SECONDS})
+    proposal = hsdag.propose(context)
     placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
                          strategy=strategy)
+    if hsdag.last_refine is not None:
+        note = hsdag.last_refine.note(cost.label)
+        placement.notes.append(note)
+        logger.info("placement of the profile path: %s", note)
     if not req.pins:
         placement = guard_placement(placement, graph, cost, support)
     return placement

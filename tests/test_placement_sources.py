@@ -149,6 +149,8 @@ def test_place_without_a_strategy_uses_the_default_sources_and_measures_nothing(
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         placement = oa.place(model, DISTINCT, core=thread_core)
     assert _source(caplog).startswith("profile -> ") and placement.strategy.startswith("hsdag:profile")
+    refined = [n for n in placement.notes if "local search: " in n]
+    assert len(refined) == 1 and "placements priced on the cost model" in refined[0], placement.notes
 
 
 def _fixture_cost(graph, devices, per_node_ms, link_ms=0.0):
@@ -186,6 +188,12 @@ def test_prior_outcome_is_pure_and_keeps_only_splits_beyond_the_margin(thread_co
     single, _, _ = placement_sources.prior_outcome(_fixture_cost(graph, devices, [1.1, 1.0]), graph, devices,
                                                    support_fn, lambda c: np.zeros(graph.num_nodes, np.int64))
     assert single == "CPUS"
+    # 20 % faster: inside the default 25 %, outside the 10 % of a prior that recognized both devices
+    for margin, expected in ((None, "CPUS"), (0.10, "CPU")):
+        single, _, reason = placement_sources.prior_outcome(
+            _fixture_cost(graph, devices, [1.25, 1.0]), graph, devices, support_fn,
+            lambda c: np.zeros(graph.num_nodes, np.int64), margin=margin)
+        assert single == expected and f"{margin or 0.25:.0%} margin" in reason
     # Convolutions 10x faster on CPUS, the rest 10x faster on CPU, free links: the policy's split is kept
     conv = np.array([t == "Convolution" for t in graph.op_types])
     per_node = np.where(conv[:, None], [0.1, 1.0], [1.0, 0.1])

@@ -123,6 +123,7 @@ class ModelDevice:
     terms: Batch1Terms
     calibration_key: str | None = None  # "platform/DEVICE" whose published latencies fit these terms
     fitted: bool = False  # the terms come from data/fitted_terms.json, not the prior
+    recognized_by: tuple[str, ...] = ()  # FULL_DEVICE_NAME regexes of the real device (costmodel/prior.py)
 
     @property
     def name(self) -> str:

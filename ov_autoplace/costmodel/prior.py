@@ -15,6 +15,9 @@ Sources, all read without compiling or running anything:
   ``DEVICE_GOPS`` and its memory by the reported size when the device reports
   them. Spec-sheet efficiencies alone overstate GPUs by an order of magnitude
   (a simulated Flex 170 came out 18x the CPU where published latencies give ~2x).
+  A device whose ``FULL_DEVICE_NAME`` names a calibrated device (:func:`recognize_devices`)
+  is that device's own fitted model, and when every device is recognized the prior
+  acts on smaller predicted gains (``PRIOR_SPLIT_MARGIN_RECOGNIZED``).
 
 Every number of a prior is a model, never a measurement: the CostModel is
 ``simulated=True`` and its source says "prior". Two devices whose facts are
@@ -29,6 +32,7 @@ import dataclasses
 import functools
 import logging
 import math
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -46,11 +50,19 @@ logger = logging.getLogger(__name__)
 #: fraction. ``benchmarks/bench_prior.py`` part A measures how wrong the prior is about what a two-way split
 #: moves: over topological prefixes (5 % .. 95 % of the ops) of the three zoo models, the relative error of
 #: the prefix's (and the rest's) share of the latency, prior vs a measured profile of this machine's CPU, was
-#: median 0.029 and 90th percentile 0.075 (2026-11-23, quiet machine; 0.086 / 0.237 under load). A predicted
-#: gain below ~2x that p90 is within the prior's own error and is not acted on. Between two *different*
+#: median 0.029-0.037 and 90th percentile 0.075-0.129 (2026-11-23, two quiet runs; 0.086 / 0.237 under load).
+#: A predicted gain below ~2x that p90 is within the prior's own error and is not acted on. Between two *different*
 #: devices the error is the device model's: on published latencies it did not fit (same devices, other
 #: models) its median error is 22 % (docs/bench/headroom.md), so a device switch needs the margin too.
 PRIOR_SPLIT_MARGIN = 0.25
+#: The margin when the prior recognizes every device (:func:`recognize_devices`: the FULL_DEVICE_NAME of a
+#: device calibrated on published latencies) and models each by its own fit: its published latencies are
+#: within 9.5 % of the fit (median 0.4 %, ``docs/bench/headroom.md``), so a device predicted more than 10 %
+#: faster is faster. The share error above was measured on a CPU the prior does *not* recognize (modelled on
+#: other CPUs' mean terms); on a recognized device it is not measured here (no such hardware), which is the
+#: risk this margin takes. (With 25 % the laptop's NPU, predicted 19 % faster than its CPU on MobileNet-V2,
+#: was left unused, and FCOS's GPU+NPU split, 12 % faster than the GPU, was dropped.)
+PRIOR_SPLIT_MARGIN_RECOGNIZED = 0.10
 
 
 @functools.lru_cache(maxsize=2)
@@ -114,6 +126,46 @@ def _at_precision(terms: Batch1Terms, fitted_at: set[str], precision: str) -> Ba
     return terms if precision in fitted_at else dataclasses.replace(terms, category_scale={})
 
 
+def normalized_device_name(name: str) -> str:
+    """``FULL_DEVICE_NAME`` as ``recognized_by`` patterns see it: lower case, no (R)/(TM), words split by spaces."""
+    text = re.sub(r"\((r|tm)\)", " ", name.lower())
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
+
+
+def recognize_devices(facts: Sequence[DeviceFacts], exclude_platforms: Sequence[str] = ()
+                      ) -> list[tuple[ModelDevice, str] | None]:
+    """For each device, the calibrated device it is (with the precision it was fitted at), or None.
+
+    A device is recognized when its ``FULL_DEVICE_NAME`` matches a calibrated device's ``recognized_by``
+    (``data/platforms.json``) of the same kind. An integrated GPU or NPU reports a name that several chips
+    share ("Intel(R) AI Boost" is every Core Ultra NPU), so it counts only beside a CPU recognized as its
+    platform's CPU.
+    """
+    calibrated = _calibrated(exclude_platforms)
+
+    def match(f: DeviceFacts):
+        if not f.full_name or f.kind is None:
+            return None
+        name = normalized_device_name(f.full_name)
+        return next(((d, p) for d, p in calibrated
+                     if d.spec.kind == f.kind and any(re.search(pattern, name) for pattern in d.recognized_by)), None)
+
+    found = [match(f) for f in facts]
+    host_platforms = {m[0].calibration_key.split("/")[0] for m in found if m is not None and m[0].spec.kind == "cpu"}
+    return [m if m is None or m[0].spec.kind == "cpu" or not m[0].spec.shares_host_memory
+            or m[0].calibration_key.split("/")[0] in host_platforms else None for m in found]
+
+
+def _recognized_device(facts: DeviceFacts, device: ModelDevice, fitted_at: str) -> ModelDevice:
+    """The calibrated device itself, under the name HETERO uses (its reported memory, if any)."""
+    precision = facts.precision or ("f32" if facts.kind == "cpu" else "f16")
+    changes: dict[str, Any] = {"name": facts.name, "notes": f"recognized as {device.calibration_key}"}
+    if facts.memory_bytes:
+        changes["memory_bytes"] = facts.memory_bytes
+    return dataclasses.replace(device, spec=dataclasses.replace(device.spec, **changes),
+                               terms=_at_precision(device.terms, {fitted_at}, precision))
+
+
 def _unfitted_template(kind: str) -> ModelDevice | None:
     """A device of ``kind`` from the suite at its prior (unfitted) terms, when no fitted one is available."""
     for platform in _suite(False).values():
@@ -175,11 +227,18 @@ def prior_device(facts: DeviceFacts, *, cpu_spec: SimDevice | None = None,
 
 @dataclasses.dataclass(frozen=True)
 class Prior:
-    """The prior CostModel and which devices the prior knows nothing about."""
+    """The prior CostModel, which devices it knows nothing about and which it recognized."""
 
     cost: CostModel | None  # None when some device is unknown
     facts: tuple[DeviceFacts, ...]
     unknown: tuple[str, ...]
+    recognized: tuple[str, ...] = ()  # devices modelled by their own fit to published latencies
+
+    @property
+    def margin(self) -> float:
+        """The gain a split or a device switch must clear: smaller when every device is recognized."""
+        every = self.cost is not None and set(self.recognized) == {f.name for f in self.facts}
+        return PRIOR_SPLIT_MARGIN_RECOGNIZED if every else PRIOR_SPLIT_MARGIN
 
 
 def prior_cost_model(graph: GraphArrays, facts: Sequence[DeviceFacts], *, cpu_spec: SimDevice | None = None,
@@ -189,10 +248,13 @@ def prior_cost_model(graph: GraphArrays, facts: Sequence[DeviceFacts], *, cpu_sp
     ``cpu_spec`` / ``exclude_platforms``: see :func:`prior_device` (the defaults are the runtime's).
     """
     facts = tuple(facts)
-    models = [prior_device(f, cpu_spec=cpu_spec, exclude_platforms=exclude_platforms) for f in facts]
+    known = recognize_devices(facts, exclude_platforms)
+    models = [_recognized_device(f, *k) if k is not None else
+              prior_device(f, cpu_spec=cpu_spec, exclude_platforms=exclude_platforms) for f, k in zip(facts, known)]
+    recognized = tuple(f.name for f, k in zip(facts, known) if k is not None)
     unknown = tuple(f.name for f, m in zip(facts, models) if m is None)
     if unknown:
-        return Prior(None, facts, unknown)
+        return Prior(None, facts, unknown, recognized)
     precisions = [f.precision or ("f32" if f.kind == "cpu" else "f16") for f in facts]
     platform = SuitePlatform("prior", "prior from device properties", tuple(models), precisions[0],
                              kind="hypothetical")
@@ -207,7 +269,7 @@ def prior_cost_model(graph: GraphArrays, facts: Sequence[DeviceFacts], *, cpu_sp
     names = ", ".join(f"{f.name}={m.spec.product}" for f, m in zip(facts, models))
     cost = dataclasses.replace(base, compute_ms=compute, unfused_ms=unfused, simulated=True,
                                source=f"prior from device properties ({names})")
-    return Prior(cost, facts, ())
+    return Prior(cost, facts, (), recognized)
 
 
 def predicted_single_ms(cost: CostModel) -> dict[str, float]:
@@ -217,5 +279,6 @@ def predicted_single_ms(cost: CostModel) -> dict[str, float]:
             for k, d in enumerate(cost.devices)}
 
 
-__all__ = ["DeviceFacts", "FACT_PROPERTIES", "PRIOR_SPLIT_MARGIN", "Prior", "indistinguishable",
-           "calibrated_templates", "predicted_single_ms", "prior_cost_model", "prior_device", "read_device_facts"]
+__all__ = ["DeviceFacts", "FACT_PROPERTIES", "PRIOR_SPLIT_MARGIN", "PRIOR_SPLIT_MARGIN_RECOGNIZED", "Prior",
+           "calibrated_templates", "indistinguishable", "normalized_device_name", "predicted_single_ms",
+           "prior_cost_model", "prior_device", "read_device_facts", "recognize_devices"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from .device_model import Batch1Terms, ModelDevice, SuitePlatform
 PLATFORMS_JSON = DATA_DIR / "platforms.json"
 FITTED_TERMS_JSON = DATA_DIR / "fitted_terms.json"
 KINDS = ("calibrated", "derived", "hypothetical")
-_DEVICE_KEYS = {"name", "spec", "terms", "calibration", "supported_ops", "memory_gb", "product"}
+_DEVICE_KEYS = {"name", "spec", "terms", "calibration", "supported_ops", "memory_gb", "product", "recognized_by"}
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -68,6 +69,19 @@ def _supported_ops(value: Any, where: str) -> frozenset[str] | None:
     return frozenset(ops)
 
 
+def _recognized_by(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise CalibrationDataError(f"{where}.recognized_by: must be a non-empty list of regular expressions "
+                                   f"(matched against the normalized FULL_DEVICE_NAME), got {value!r}")
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise CalibrationDataError(f"{where}.recognized_by: {pattern!r} is not a valid regular expression "
+                                       f"({exc})") from exc
+    return tuple(value)
+
+
 def _device(entry: Any, where: str, fitted: dict[str, Batch1Terms]) -> ModelDevice:
     if not isinstance(entry, dict):
         raise CalibrationDataError(f"{where}: a device must be a mapping with 'name', 'spec' and 'terms'")
@@ -97,7 +111,8 @@ def _device(entry: Any, where: str, fitted: dict[str, Batch1Terms]) -> ModelDevi
     is_fitted = key in fitted
     if is_fitted:
         terms = fitted[key]
-    return ModelDevice(dataclasses.replace(spec, **changes), terms, key, is_fitted)
+    recognized_by = _recognized_by(entry["recognized_by"], where) if "recognized_by" in entry else ()
+    return ModelDevice(dataclasses.replace(spec, **changes), terms, key, is_fitted, recognized_by)
 
 
 def parse_suite(data: Any, origin: str = "platforms.json",

@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
-from ov_autoplace.costmodel.prior import (DeviceFacts, calibrated_templates, indistinguishable, predicted_single_ms,
-                                          prior_cost_model, prior_device, read_device_facts)
+from ov_autoplace.costmodel.prior import (PRIOR_SPLIT_MARGIN, PRIOR_SPLIT_MARGIN_RECOGNIZED, DeviceFacts,
+                                          calibrated_templates, indistinguishable, normalized_device_name,
+                                          predicted_single_ms, prior_cost_model, prior_device, read_device_facts,
+                                          recognize_devices)
 from ov_autoplace.costmodel.suite import load_suite
 from ov_autoplace.graph import extract_graph
 from ov_autoplace.prepare import prepare_model
@@ -103,3 +106,53 @@ def test_a_npu_keeps_its_op_support():
     assert device.calibration_key == "laptop/NPU" and device.spec.supported_op_types is not None
     cost = prior_cost_model(_graph(), [npu]).cost
     assert cost.simulated and "prior" in cost.source
+
+
+def _laptop_facts(cpu="Intel(R) Core(TM) Ultra 7 165H", gpu="Intel(R) Arc(TM) Graphics (iGPU)",
+                  npu="Intel(R) AI Boost"):
+    """What a Core Ultra 7 165H laptop's devices report (FULL_DEVICE_NAME as OpenVINO gives it)."""
+    return [DeviceFacts("CPU", "openvino_intel_cpu_plugin", "Type.INTEGRATED", "intel64", cpu, ("FP32", "INT8"), (),
+                        None, "f32", None),
+            DeviceFacts("GPU", "openvino_intel_gpu_plugin", "Type.INTEGRATED", "GPU: vendor=0x8086", gpu,
+                        ("FP32", "FP16", "INT8"), (("f16", 9000.0), ("f32", 4600.0)), 16e9, "f16", None),
+            DeviceFacts("NPU", "openvino_intel_npu_plugin", "Type.INTEGRATED", "3720", npu, ("FP16",), (), None,
+                        "f16", None)]
+
+
+def test_device_names_are_normalized_before_matching():
+    assert normalized_device_name("12th Gen Intel(R) Core(TM) i9-12900K") == "12th gen intel core i9 12900k"
+    assert normalized_device_name("Intel(R) Data Center GPU Flex 170 (dGPU)") == "intel data center gpu flex 170 dgpu"
+
+
+def test_a_calibrated_laptop_is_recognized_and_modelled_by_its_own_fit():
+    facts = [dataclasses.replace(f, precision="int8") for f in _laptop_facts()]  # the calibrated precision
+    found = recognize_devices(facts)
+    assert [m[0].calibration_key for m in found] == ["laptop/CPU", "laptop/GPU", "laptop/NPU"]
+    prior = prior_cost_model(_graph(), facts)
+    assert prior.recognized == ("CPU", "GPU", "NPU") and prior.margin == PRIOR_SPLIT_MARGIN_RECOGNIZED
+    laptop = load_suite()["laptop"]
+    truth, predicted = predicted_single_ms(laptop.cost_model(_graph())), predicted_single_ms(prior.cost)
+    assert predicted == pytest.approx(truth, rel=1e-9), "each device is its own fitted model, not a mean"
+    assert "Core Ultra 7 155H" in prior.cost.source and prior.cost.simulated
+
+
+def test_shared_names_and_other_chips_are_not_recognized():
+    # every Core Ultra NPU reports "Intel(R) AI Boost": without its platform's CPU it is not the calibrated one
+    alone = _laptop_facts()[2:]
+    assert recognize_devices(alone) == [None]
+    prior = prior_cost_model(_graph(), alone)
+    assert prior.recognized == () and prior.margin == PRIOR_SPLIT_MARGIN
+    other = _laptop_facts(cpu="Intel(R) Core(TM) Ultra 5 125H")  # 4 P-cores, not the calibrated 6
+    assert recognize_devices(other) == [None, None, None]
+    assert prior_cost_model(_graph(), other).margin == PRIOR_SPLIT_MARGIN
+    left_out = prior_cost_model(_graph(), _laptop_facts(), exclude_platforms=("laptop",))
+    assert left_out.recognized == () and left_out.margin == PRIOR_SPLIT_MARGIN, "leave-platform-out knows none"
+    # one recognized device is not enough: the margin covers the least known device
+    partly = prior_cost_model(_graph(), [_laptop_facts()[0], _gpu_facts()])
+    assert partly.recognized == ("CPU",) and partly.margin == PRIOR_SPLIT_MARGIN
+
+
+def test_a_recognized_discrete_gpu_needs_no_host_cpu():
+    flex = dataclasses.replace(_gpu_facts(), full_name="Intel(R) Data Center GPU Flex 170 (dGPU)")
+    found = recognize_devices([flex])
+    assert found[0][0].calibration_key == "paper/GPU"

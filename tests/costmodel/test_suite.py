@@ -51,6 +51,10 @@ def test_priors_are_used_without_the_fit():
      r"small_memory'\]\.devices\[0\] \(GPU\)\.memory_gb: must be a number > 0"),
     (lambda d: d["platforms"]["npu_cpu"]["devices"][0].update(supported_ops=["@NO_SUCH_SET"]),
      r"supported_ops: '@NO_SUCH_SET' names no op set"),
+    (lambda d: d["platforms"]["laptop"]["devices"][2].update(recognized_by="ai boost"),
+     r"laptop'\]\.devices\[2\] \(NPU\)\.recognized_by: must be a non-empty list of regular expressions"),
+    (lambda d: d["platforms"]["paper"]["devices"][0].update(recognized_by=["core i9 (12900k"]),
+     r"paper'\]\.devices\[0\] \(CPU\)\.recognized_by: 'core i9 \(12900k' is not a valid regular expression"),
 ])
 def test_a_malformed_platform_file_names_the_platform_device_and_field(edit, message):
     data = copy.deepcopy(_file())
