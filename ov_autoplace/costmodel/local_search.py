@@ -47,8 +47,8 @@ must be predicted no slower by :class:`CostTerms` than the input made legal
 the same way; otherwise the input is returned unchanged. So refinement never
 makes a placement worse under the cost model it was given. It measures
 nothing: with a measured CostModel its numbers are predictions, with a
-simulated one they are the simulator's. It needs scipy (the simulator's
-island count); without it the input is returned with a note.
+simulated one they are the simulator's. It needs only numpy (the
+simulator counts islands with ``costmodel.islands``).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class RefineResult:
     rounds: int
     moves: int
     seconds: float
-    stopped: str  # converged | evaluations | seconds | rounds | no scipy | rejected
+    stopped: str  # converged | evaluations | seconds | rounds | rejected
 
     @property
     def improved(self) -> bool:
@@ -150,7 +150,7 @@ class LocalSearchRefiner:
 
     # ------------------------------------------------------------------ pricing
     def _tools(self):
-        """The simulator and the batched anchor fixer (scipy needed; built on first use)."""
+        """The simulator and the batched anchor fixer (built on first use)."""
         if self._sim is None:
             from .simulator import AnchorFixer, Simulator
 
@@ -367,11 +367,6 @@ class LocalSearchRefiner:
         result = RefineResult(proposal, start_ms, start_ms, 0, 0, 0, 0.0, "converged")
         if self.active.size == 0 or len(self.devices) < 2:
             result.seconds = time.perf_counter() - start
-            return result
-        try:
-            self._tools()
-        except ImportError:
-            result.stopped, result.seconds = "no scipy", time.perf_counter() - start
             return result
         cur = legal[self.active].copy()
         self._evaluations, self._rounds, self._stopped = 0, 0, "converged"
