@@ -64,7 +64,7 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import GraphArrays
-from ..legalize import Pin, _islands, legalize
+from ..legalize import Pin, _islands, effective_max_submodels, legalize
 from .cost_model import CostModel
 from .cost_terms import CostTerms
 from .search_moves import repeated_layer_classes, structural_classes
@@ -111,7 +111,9 @@ class LocalSearchRefiner:
     ``support``: bool [N, D] (``query_model``); ``pins``: the user's pins
     (pinned nodes never move); ``max_submodels``: the legalizer's bound the
     caller will apply (candidates above it are rejected, so the bound never
-    has to merge islands behind the search's back). Budget: ``max_evaluations``
+    has to merge islands behind the search's back; like ``legalize()``, the
+    bound is ``legalize.effective_max_submodels``: never below what the op
+    support forces). Budget: ``max_evaluations``
     priced placements, ``max_seconds`` wall time, ``max_rounds`` accepted moves.
     ``max_units``: interval moves work on at most this many blocks of
     consecutive active nodes; ``batch``: placements priced per simulator call.
@@ -131,6 +133,8 @@ class LocalSearchRefiner:
         n, d = graph.num_nodes, len(self.devices)
         support = np.ones((n, d), bool) if support is None else np.asarray(support, bool)
         self.support = support
+        # what legalize() enforces: never below the submodels the devices' op support forces
+        self.bound, _ = effective_max_submodels(graph, support, max_submodels)
         self.terms = CostTerms(cost, graph, support)  # the reference model; raises on nodes that fit nowhere
         self.active = np.flatnonzero(self.terms.active)  # ascending = topological order
         self.allowed = self.terms.allowed[self.active]  # [A, D]: support and a finite cost
@@ -172,8 +176,8 @@ class LocalSearchRefiner:
         full[:, self.active] = rows
         full = fixer(full)
         latency, submodels = sim.latency_and_submodels(full)
-        excess = np.zeros(rows.shape[0]) if self.max_submodels is None else \
-            np.maximum(submodels - self.max_submodels, 0).astype(np.float64)
+        excess = np.zeros(rows.shape[0]) if self.bound is None else \
+            np.maximum(submodels - self.bound, 0).astype(np.float64)
         caps = np.asarray(self.cost.device_memory_bytes, np.float64)
         overflow = np.zeros(rows.shape[0])
         if np.isfinite(caps).any():
