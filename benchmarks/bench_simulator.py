@@ -37,7 +37,7 @@ BATCHES = (1, 100, 10_000)
 
 
 def median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up: caches (the CSR skeleton per batch size) and lazy imports
+    fn()  # warm-up: lazy imports and first-touch allocations
     samples = []
     for _ in range(repeats):
         t0 = time.perf_counter()

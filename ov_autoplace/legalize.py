@@ -10,7 +10,9 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
    dequantization chains) on one device (``quant_patterns``), so int8 ops stay int8;
 3. optionally merges the smallest same-device islands into a neighbour until
    at most ``max_submodels`` remain (each island becomes a HETERO submodel,
-   and each costs a submodel switch and two tensor copies at run time);
+   and each costs a submodel switch and two tensor copies at run time) - but
+   never below what the devices' op support itself forces
+   (:func:`effective_max_submodels`);
 4. puts Constants (and pure-constant subgraphs, e.g. weight decompression) and
    Parameters on the device of their consumers - a Constant on another device
    than its consumer made HETERO fail with "Can't set the input tensor";
@@ -180,6 +182,32 @@ def count_submodels(graph: GraphArrays, device: np.ndarray, active: np.ndarray) 
     return len({uf.find(i) for i in np.flatnonzero(active).tolist()})
 
 
+def effective_max_submodels(graph: GraphArrays, support: np.ndarray,
+                            max_submodels: int | None) -> tuple[int | None, str | None]:
+    """The submodel bound every placement method enforces: ``max(max_submodels, forced)`` and a note when it
+    raises the bound (else None).
+
+    ``forced`` is the submodel count (:func:`count_submodels`) of the support-forced placement: every active
+    node on the first device in priority order that supports it, which is what HETERO without affinities
+    does. When a device lacks ops a model needs, that split is unavoidable for anyone who wants to use the
+    device; a bound below it would force supported ops off the device only to save submodels its op support
+    creates, and make every bounded method slower than plain HETERO. ``support``: bool [N, D], as given to
+    :func:`legalize`. ``None`` (no bound) stays None.
+    """
+    if max_submodels is None:
+        return None, None
+    if max_submodels < 1:
+        raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
+    compute = graph.role == NodeRole.COMPUTE
+    active = compute & ~(constant_subgraph_mask(graph) & compute)
+    forced_device = np.where(active, np.argmax(np.asarray(support, bool), axis=1), -1)
+    forced = count_submodels(graph, forced_device, active)
+    if forced <= max_submodels:
+        return max_submodels, None
+    return forced, (f"the devices' op support forces {forced} submodels; bound raised from {max_submodels} "
+                    f"to {forced}")
+
+
 def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
     """Greedily move the lightest unlocked island to its best-connected neighbour device."""
     uf = _islands(graph, device, active)
@@ -315,11 +343,13 @@ def legalize(
     # 3. island merging
     num_submodels = count_submodels(graph, device, active)
     if max_submodels is not None and num_submodels > max_submodels:
-        if max_submodels < 1:
-            raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
-        before = num_submodels
-        num_submodels = _merge_islands(graph, device, active, support, locked, max_submodels)
-        notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {max_submodels})")
+        bound, raised = effective_max_submodels(graph, support, max_submodels)
+        if raised:
+            notes.append(raised)
+        if num_submodels > bound:
+            before = num_submodels
+            num_submodels = _merge_islands(graph, device, active, support, locked, bound)
+            notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
 
     # 4. Constants, constant subgraphs and Parameters follow their consumers (reverse topological order).
     consumers: list[list[int]] = [[] for _ in range(n)]
@@ -355,4 +385,5 @@ def legalize(
     )
 
 
-__all__ = ["Pin", "constant_subgraph_mask", "count_submodels", "legalize", "parse_pins", "query_support"]
+__all__ = ["Pin", "constant_subgraph_mask", "count_submodels", "effective_max_submodels", "legalize", "parse_pins",
+           "query_support"]

@@ -25,7 +25,8 @@ from ..costmodel.device_model import SuitePlatform
 from ..costmodel.sim_costs import simulated_support
 from ..costmodel.simulator import Simulator
 from ..graph import GraphArrays
-from .methods import Case, default_methods, local_search_methods
+from ..legalize import effective_max_submodels
+from .methods import MAX_SUBMODELS, Case, default_methods, local_search_methods
 
 #: The optimum must beat the best single device by this fraction for a split to count as paying.
 SPLIT_PAYS = 0.05
@@ -72,9 +73,12 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
                  "best_single_device": best_device,
                  "best_single_device_ms": feasible[best_device] if best_device else None}
     case = Case(model, graph, platform.device_names, support, cost, True, milp_seconds=milp_seconds)
+    # the bound every bounded method gets from legalize / the local search / the MILP (raised when the devices'
+    # op support forces more submodels than MAX_SUBMODELS)
+    row["max_submodels"], raised = effective_max_submodels(graph, support, MAX_SUBMODELS)
     simulator = Simulator(cost, graph)
     wanted = set(methods or DEFAULT_METHODS)
-    notes, seconds = [], {}
+    notes, seconds = [raised] if raised else [], {}
     placements: dict[str, np.ndarray] = {}
     for method in default_methods(platform.device_names) + local_search_methods():
         if method.name not in wanted or method.name not in METHOD_KEYS:
@@ -109,7 +113,7 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
 def _run_milp(case: Case, milp_seconds: float, seed: int):
     """The exact optimum (as ``default_methods`` runs it), keeping whether HiGHS proved it optimal."""
     from ..strategies import OptimumStrategy
-    from .methods import MAX_SUBMODELS, Outcome
+    from .methods import Outcome
 
     strategy = OptimumStrategy(case.cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=milp_seconds)
     placement = case.legal(strategy.propose(case.context(seed)), "Optimum (MILP)")

@@ -28,7 +28,8 @@ from ..placement import Placement
 from ..strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,
                           PlacementContext, PlacementStrategy)
 
-#: The legalizer's bound for every method (compile_model's default).
+#: The legalizer's bound for every method (compile_model's default); legalize, the local search and the MILP raise it
+#: to the submodels the devices' op support forces where that is more (legalize.effective_max_submodels).
 MAX_SUBMODELS = 8
 #: The local search's budget in the benchmark: bounded by placements priced, not by seconds, so a table does not
 #: depend on how loaded the machine was (the time limit is only a safety net).

@@ -15,6 +15,9 @@ same :class:`~ov_autoplace.costmodel.cost_model.CostModel` drops. Moves:
   pushed 1, 2, 4, ... nodes either way (the regions' exact extent);
 * structural-class moves - every node of one op type, or of one op type with
   the same producer and consumer op types (one role in every repeated layer);
+* repeated-layer moves - the nodes whose names are equal up to their digits
+  (one role, or one module, of every layer: ``search_moves``), whole and with
+  only the nodes faster on the target;
 * interval moves - a run of the topological order (node indices are
   topological: ``get_ordered_ops``) to another device, at every scale
   from one node to the whole model, in overlapping windows, once whole and
@@ -47,8 +50,8 @@ must be predicted no slower by :class:`CostTerms` than the input made legal
 the same way; otherwise the input is returned unchanged. So refinement never
 makes a placement worse under the cost model it was given. It measures
 nothing: with a measured CostModel its numbers are predictions, with a
-simulated one they are the simulator's. It needs scipy (the simulator's
-island count); without it the input is returned with a note.
+simulated one they are the simulator's. It needs only numpy (the
+simulator counts islands with ``costmodel.islands``).
 """
 
 from __future__ import annotations
@@ -61,9 +64,10 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import GraphArrays
-from ..legalize import Pin, _islands, legalize
+from ..legalize import Pin, _islands, effective_max_submodels, legalize
 from .cost_model import CostModel
 from .cost_terms import CostTerms
+from .search_moves import repeated_layer_classes, structural_classes
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +92,7 @@ class RefineResult:
     rounds: int
     moves: int
     seconds: float
-    stopped: str  # converged | evaluations | seconds | rounds | no scipy | rejected
+    stopped: str  # converged | evaluations | seconds | rounds | rejected
 
     @property
     def improved(self) -> bool:
@@ -107,7 +111,9 @@ class LocalSearchRefiner:
     ``support``: bool [N, D] (``query_model``); ``pins``: the user's pins
     (pinned nodes never move); ``max_submodels``: the legalizer's bound the
     caller will apply (candidates above it are rejected, so the bound never
-    has to merge islands behind the search's back). Budget: ``max_evaluations``
+    has to merge islands behind the search's back; like ``legalize()``, the
+    bound is ``legalize.effective_max_submodels``: never below what the op
+    support forces). Budget: ``max_evaluations``
     priced placements, ``max_seconds`` wall time, ``max_rounds`` accepted moves.
     ``max_units``: interval moves work on at most this many blocks of
     consecutive active nodes; ``batch``: placements priced per simulator call.
@@ -127,6 +133,8 @@ class LocalSearchRefiner:
         n, d = graph.num_nodes, len(self.devices)
         support = np.ones((n, d), bool) if support is None else np.asarray(support, bool)
         self.support = support
+        # what legalize() enforces: never below the submodels the devices' op support forces
+        self.bound, _ = effective_max_submodels(graph, support, max_submodels)
         self.terms = CostTerms(cost, graph, support)  # the reference model; raises on nodes that fit nowhere
         self.active = np.flatnonzero(self.terms.active)  # ascending = topological order
         self.allowed = self.terms.allowed[self.active]  # [A, D]: support and a finite cost
@@ -135,7 +143,8 @@ class LocalSearchRefiner:
         for pin in self.pins:
             locked |= np.array([pin.matches(name, op) for name, op in zip(graph.names, graph.op_types)], bool)
         self.locked = locked[self.active]
-        self.classes = _structural_classes(graph, self.active)
+        self.classes = structural_classes(graph, self.active)
+        self.layer_classes = repeated_layer_classes(graph, self.active)
         # active-to-active edges as positions in ``active`` (both directions), for the enclosure rule
         position = np.full(graph.num_nodes, -1, np.int64)
         position[self.active] = np.arange(self.active.size)
@@ -150,7 +159,7 @@ class LocalSearchRefiner:
 
     # ------------------------------------------------------------------ pricing
     def _tools(self):
-        """The simulator and the batched anchor fixer (scipy needed; built on first use)."""
+        """The simulator and the batched anchor fixer (built on first use)."""
         if self._sim is None:
             from .simulator import AnchorFixer, Simulator
 
@@ -167,8 +176,8 @@ class LocalSearchRefiner:
         full[:, self.active] = rows
         full = fixer(full)
         latency, submodels = sim.latency_and_submodels(full)
-        excess = np.zeros(rows.shape[0]) if self.max_submodels is None else \
-            np.maximum(submodels - self.max_submodels, 0).astype(np.float64)
+        excess = np.zeros(rows.shape[0]) if self.bound is None else \
+            np.maximum(submodels - self.bound, 0).astype(np.float64)
         caps = np.asarray(self.cost.device_memory_bytes, np.float64)
         overflow = np.zeros(rows.shape[0])
         if np.isfinite(caps).any():
@@ -194,7 +203,7 @@ class LocalSearchRefiner:
     # ------------------------------------------------------------------ moves
     def _candidates(self, cur: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Every move from ``cur`` [A] as (target device, positions that move), in a fixed order (island,
-        boundary, structural-class, interval moves), each once; a move never puts a node where it cannot run,
+        boundary, structural-class, repeated-layer, interval moves), each once; a move never puts a node where it cannot run,
         never moves a pinned node and always changes something."""
         a, num_devices = cur.size, len(self.devices)
         # per target: which nodes may move there, and which of those also run faster there than where they are
@@ -250,6 +259,14 @@ class LocalSearchRefiner:
             for t in range(num_devices):
                 add(members, t)
                 add_enclosed(members[may[t][members]], t)
+        # repeated layers (names equal up to their digits): one role or module of every layer at once, also with
+        # only the nodes that run faster on the target (and the ones that would be left enclosed)
+        for members in self.layer_classes:
+            for t in range(num_devices):
+                add(members, t)
+                quick = members[faster[t][members]]
+                keep(t, quick)
+                add_enclosed(quick, t)
         # interval moves over blocks of consecutive active nodes, at every scale, in overlapping windows; each
         # also with only the nodes that run faster on the target than where they are (a window around a region
         # that pays on another device holds a few heavy ops that should stay). Windows of one node are the
@@ -368,11 +385,6 @@ class LocalSearchRefiner:
         if self.active.size == 0 or len(self.devices) < 2:
             result.seconds = time.perf_counter() - start
             return result
-        try:
-            self._tools()
-        except ImportError:
-            result.stopped, result.seconds = "no scipy", time.perf_counter() - start
-            return result
         cur = legal[self.active].copy()
         self._evaluations, self._rounds, self._stopped = 0, 0, "converged"
         self._best_ms, self._best = np.inf, cur
@@ -405,38 +417,6 @@ class LocalSearchRefiner:
         result.seconds = time.perf_counter() - start
         log.debug("%s", result.note(self.cost.label))
         return result
-
-
-def _structural_classes(graph: GraphArrays, active: np.ndarray) -> list[np.ndarray]:
-    """Groups (positions in ``active``) of active nodes alike in structure, at two depths: same op type, and same
-    op type with the same multiset of producer and consumer op types. Repeated layers make these the ops that
-    play one role in every layer, which a profitable split often moves together."""
-    types = list(graph.op_types)
-    preds: list[list[str]] = [[] for _ in range(graph.num_nodes)]
-    succs: list[list[str]] = [[] for _ in range(graph.num_nodes)]
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        succs[s].append(types[t])
-        preds[t].append(types[s])
-    groups: dict[tuple, list[int]] = {}
-    context: dict[int, tuple] = {}
-    for pos, i in enumerate(active.tolist()):
-        groups.setdefault(("type", types[i]), []).append(pos)
-        context[i] = ("context", types[i], tuple(sorted(preds[i])), tuple(sorted(succs[i])))
-        groups.setdefault(context[i], []).append(pos)
-    # two context classes joined by an edge (a producer role and its consumer role, e.g. every Reshape that
-    # feeds a Transpose with every such Transpose): moved together they keep their tensor on one device
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        if s in context and t in context and context[s] != context[t]:
-            groups.setdefault(("pair",) + tuple(sorted((context[s], context[t]), key=repr)), [])
-    for key in [k for k in groups if k[0] == "pair"]:
-        groups[key] = sorted(set(groups[key[1]]) | set(groups[key[2]]))
-    out, seen = [], set()
-    for key in sorted(groups, key=repr):  # a fixed order: the search is deterministic
-        members = groups[key]
-        if len(members) >= 2 and tuple(members) not in seen:
-            seen.add(tuple(members))
-            out.append(np.array(members, np.int64))
-    return out
 
 
 def _lowered(ms: float) -> float:

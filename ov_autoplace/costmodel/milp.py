@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import PlacementError
 from ..graph import GraphArrays
+from ..legalize import effective_max_submodels
 from .cost_model import CostModel
 from .cost_terms import CostTerms
 from .optimum import OptimumResult, finish_result, require_scipy
@@ -84,7 +85,9 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
       single-commodity flow: flow moves only along edges with both ends on d,
       every node on d absorbs one unit, only roots emit; an island without a
       root cannot balance, so ``sum r >= islands`` and minimisation makes it
-      equal. ``sum r <= max_submodels`` bounds the count;
+      equal. ``sum r <= bound`` bounds the count, with the bound of
+      ``legalize.effective_max_submodels`` (never below what the devices' op
+      support forces);
     * memory: weights (a Constant on every device of its consumers) plus
       ``A_d >= out_bytes[i] x[i,d]`` within each finite capacity.
 
@@ -104,13 +107,17 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
     _tie_anchors_to_votes(m, terms, x)
     _add_fusion(m, terms, x)
     _add_transfers(m, terms, x)
+    notes = []
+    max_submodels, raised = effective_max_submodels(graph, terms.allowed | ~terms.compute[:, None], max_submodels)
+    if raised:
+        notes.append(raised)
     overhead = np.asarray(cost.submodel_overhead_ms, dtype=np.float64)
     if (overhead > 0).any() or max_submodels is not None:
         _add_submodels(m, terms, x, overhead, max_submodels)
     _add_memory(m, terms, x)
     with _stdout_to_log():
         res = m.solve(time_limit, mip_rel_gap)
-    notes = [f"MILP: {len(m.cost)} variables ({sum(m.integer)} binary), {len(m.row_lb)} rows"]
+    notes.insert(0, f"MILP: {len(m.cost)} variables ({sum(m.integer)} binary), {len(m.row_lb)} rows")
     status = _MILP_STATUS.get(res.status, f"HiGHS: {res.message}")
     if res.x is None:
         if res.status != 1:

@@ -18,10 +18,10 @@ exactly the one in ``CostModel``'s docstring:
   Result. Parameters do count: a model input consumed on two devices is copied.
 * **submodels**: ``submodel_overhead_ms[d]`` per connected component of
   same-device *active* nodes (compute nodes that are not constant-subgraph),
-  the definition of ``legalize.count_submodels``. Components are found with
-  ``scipy.sparse.csgraph.connected_components`` on one block-diagonal graph
-  holding all P placements, where an edge cut by a placement becomes a self-loop
-  (so the sparse structure is fixed and only the column indices change).
+  the definition of ``legalize.count_submodels``. Islands of all P placements
+  are labelled at once in numpy by :class:`~.islands.IslandLabeller` (runs
+  along a fixed path cover of the graph, then hooking and pointer jumping over
+  the remaining edges; no scipy).
 
 ``memory_ok`` checks that each device's resident bytes (``node_memory_bytes``
 of the nodes on it plus its largest activation, ``GraphArrays.out_bytes``) fit
@@ -44,23 +44,12 @@ from ..errors import PlacementError, UnsupportedOpError
 from ..graph import GraphArrays, NodeRole
 from ..legalize import constant_subgraph_mask
 from .cost_model import CostModel
+from .islands import IslandLabeller
 
 log = logging.getLogger(__name__)
 
 #: Transfers are tabulated over (producer device, set of consumer devices): 2**D codes per device.
 MAX_DEVICES = 8
-
-
-def _connected_components():
-    try:
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import connected_components
-    except ImportError as exc:  # scipy is in the train/dev extras, not a base dependency
-        raise ImportError(
-            "the placement simulator needs scipy to count submodels; install it with "
-            "pip install 'ov_autoplace[train]' (or pip install scipy)"
-        ) from exc
-    return csr_matrix, connected_components
 
 
 def _segment_starts(sorted_keys: np.ndarray) -> np.ndarray:
@@ -200,19 +189,8 @@ class Simulator:
         local = np.full(self.num_nodes, -1, np.int64)
         local[active_idx] = np.arange(active_idx.size)
         both = self.active[src] & self.active[dst]
-        pairs = np.unique(np.stack([local[src[both]], local[dst[both]]], axis=1), axis=0)  # drop multi-edges
-        pairs = pairs.reshape(-1, 2)
         self._active_idx = active_idx
-        self._comp_src_node, self._comp_dst_node = active_idx[pairs[:, 0]], active_idx[pairs[:, 1]]
-        # Symmetric adjacency (each edge in both directions), rows sorted: the CSR structure of one
-        # placement's block. Entry k is edge _adj_edge[k] seen from row _adj_row[k] towards _adj_col[k].
-        rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
-        cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
-        edge = np.concatenate([np.arange(len(pairs)), np.arange(len(pairs))])
-        order = np.lexsort((cols, rows))
-        self._adj_row, self._adj_col, self._adj_edge = rows[order], cols[order], edge[order]
-        self._adj_indptr = np.searchsorted(self._adj_row, np.arange(active_idx.size + 1)).astype(np.int32)
-        self._csr_cache: dict[int, tuple] = {}
+        self._islands = IslandLabeller(active_idx.size, local[src[both]], local[dst[both]])
 
     def _init_memory(self, cost, graph, follower, role, src, dst) -> None:
         # Weights: node_memory_bytes of the nodes on a device. The profiler and the simulated platforms
@@ -285,44 +263,12 @@ class Simulator:
         idx = src_dev.astype(np.int32) * self._code_width + consumers + self._group_base
         return np.take(self._group_table, idx).sum(axis=1)
 
-    def _csr_skeleton(self, p: int):
-        """indptr, data and per-block column offsets of the block-diagonal graph for p placements."""
-        cached = self._csr_cache.get(p)
-        if cached is None:
-            a, k = self._active_idx.size, self._adj_row.size
-            indptr = np.empty(p * a + 1, np.int32)
-            indptr[:-1] = (self._adj_indptr[:-1][None, :] + (np.arange(p, dtype=np.int32) * k)[:, None]).ravel()
-            indptr[-1] = p * k
-            block_of_node = np.repeat(np.arange(p, dtype=np.int32), a)
-            cached = (indptr, np.ones(p * k), (np.arange(p, dtype=np.int32) * a)[:, None], block_of_node)
-            if len(self._csr_cache) >= 2:  # ~70 MB per 10,000 BERT placements: keep two batch sizes
-                self._csr_cache.clear()
-            self._csr_cache[p] = cached
-        return cached
-
     def _components(self, dev: np.ndarray):
         """Label the same-device islands of active nodes of every placement.
 
-        Returns (component -> placement index, component -> device), components numbered 0..C-1.
+        Returns (component -> placement index, component -> device), one entry per component.
         """
-        csr_matrix, connected_components = _connected_components()
-        p, a = dev.shape[0], self._active_idx.size
-        if a == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        same = dev[:, self._comp_src_node] == dev[:, self._comp_dst_node]  # [P, E]
-        indptr, data, offset, block_of_node = self._csr_skeleton(p)
-        # an edge a placement cuts becomes a self-loop, so the sparse structure never changes
-        cols = np.where(same[:, self._adj_edge], self._adj_col.astype(np.int32), self._adj_row.astype(np.int32))
-        cols += offset
-        graph = csr_matrix((data, cols.ravel(), indptr), shape=(p * a, p * a))
-        # The graph is symmetric, so its strong components are its connected components, and the
-        # strong algorithm needs no transposed copy (the undirected one builds one).
-        num, labels = connected_components(graph, directed=True, connection="strong")
-        comp_block = np.empty(num, np.int32)
-        comp_block[labels] = block_of_node  # blocks are disconnected: one placement per component
-        comp_device = np.empty(num, np.int8)
-        comp_device[labels] = dev[:, self._active_idx].ravel()
-        return comp_block, comp_device
+        return self._islands(dev[:, self._active_idx])
 
     def num_submodels(self, placements: np.ndarray) -> np.ndarray | int:
         """Submodel count per placement (same definition as ``legalize.count_submodels``)."""

@@ -4,8 +4,9 @@ Which edges a node keeps and which nodes end up in one group are decisions,
 not differentiable functions; running the *same* numpy code for them in the
 torch model (on detached scores) and in the torch-free twin is what keeps the
 two forward passes identical. Everything here is vectorised; connected
-components use hooking + pointer jumping (Shiloach-Vishkin style), so no
-scipy is needed at inference.
+components use hooking + pointer jumping (Shiloach-Vishkin style,
+``costmodel.islands.connected_labels``, which the simulator's island count
+shares), so no scipy is needed at inference.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from .coarsen import resolve_roots
+from ..costmodel.islands import connected_labels
 
 
 def undirected_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -27,17 +28,7 @@ def undirected_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[
 
 def connected_components(num_nodes: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, int]:
     """``(label [num_nodes], count)`` of the undirected graph ``(u, v)``, components numbered by lowest member."""
-    parent = np.arange(num_nodes, dtype=np.int64)
-    while True:
-        pu, pv = parent[u], parent[v]  # roots: parent is fully compressed here
-        lo, hi = np.minimum(pu, pv), np.maximum(pu, pv)
-        cross = lo != hi
-        if not cross.any():
-            break
-        np.minimum.at(parent, hi[cross], lo[cross])  # hook each root to its smallest neighbouring root
-        parent = resolve_roots(parent)
-    roots, label = np.unique(parent, return_inverse=True)
-    return label.astype(np.int64), int(roots.shape[0])
+    return connected_labels(num_nodes, u, v)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -62,7 +62,7 @@ class HSDAGStrategy(PlacementStrategy):
         proposal = output.node_placement()
         if not self.refine:
             return proposal
-        from ..costmodel.local_search import LocalSearchRefiner  # numpy (+ scipy when present), never torch
+        from ..costmodel.local_search import LocalSearchRefiner  # numpy only, never torch
 
         self.last_refine = LocalSearchRefiner(cost, context.graph, context.support,
                                               **self.refine_options).refine(proposal)

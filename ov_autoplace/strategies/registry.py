@@ -57,13 +57,6 @@ def _hsdag(refine: bool = False) -> PlacementStrategy:
 
 
 def _hsdag_local_search() -> PlacementStrategy:
-    import importlib.util
-
-    if importlib.util.find_spec("scipy") is None:  # the refiner would return the policy's proposal unchanged
-        from ..errors import PlacementError
-
-        raise PlacementError("strategy 'hsdag_local_search' needs scipy (the local search counts islands with it), "
-                             "which the runtime install does not bring: pip install 'ov_autoplace[train]'")
     return _hsdag(refine=True)
 
 
@@ -125,7 +118,7 @@ _ENTRIES = (
     StrategyInfo("hsdag", "the shipped pretrained HSDAG policy (GCN + graph parsing pooling), one numpy forward pass "
                           "on a measured profile (the default)", _hsdag, True, "HSDAG (pretrained, one pass)"),
     StrategyInfo("hsdag_local_search", "the HSDAG policy's placement refined by the cost-model local search "
-                                       "(costmodel/local_search.py, <= 2 s; needs scipy)", _hsdag_local_search, True),
+                                       "(costmodel/local_search.py, <= 2 s)", _hsdag_local_search, True),
     StrategyInfo("heavy_ops", "FLOP-heavy ops (conv, matmul, ...) on the first device, the rest on the next",
                  _heavy_ops, False, "Heavy ops"),
     StrategyInfo("priority", "everything on the first listed device that supports it (HETERO's own rule)",

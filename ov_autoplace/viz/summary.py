@@ -47,8 +47,8 @@ class DeviceSummary:
 def single_device_ms(sim: Simulator, device: int) -> float:
     """Predicted latency of the whole model on one device: its compute plus one submodel's overhead.
 
-    The same number ``sim`` gives for that placement (one island, nothing crosses), without the
-    simulator's component count, which needs scipy (not a base dependency).
+    The same number ``sim`` gives for that placement (one island, nothing crosses), without labelling
+    islands.
     """
     compute = float(sim.node_compute_ms(np.full(sim.num_nodes, device, dtype=np.int64)).sum())
     return compute + (float(sim.cost.submodel_overhead_ms[device]) if sim.active.any() else 0.0)

@@ -3,19 +3,21 @@ and it finds the split a one-device proposal misses."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-pytest.importorskip("scipy")
-
-from ov_autoplace.costmodel.cost_model import CostModel  # noqa: E402
-from ov_autoplace.costmodel.cost_terms import CostTerms  # noqa: E402
-from ov_autoplace.costmodel.local_search import LocalSearchRefiner, refine_placement  # noqa: E402
-from ov_autoplace.graph import NodeRole, extract_graph  # noqa: E402
-from ov_autoplace.legalize import Pin, legalize  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
-from tests import synthetic_graphs as sg  # noqa: E402
-from tests.costmodel.test_optimum import active_mask, random_cost, random_dag  # noqa: E402
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.local_search import LocalSearchRefiner, refine_placement
+from ov_autoplace.graph import NodeRole, extract_graph
+from ov_autoplace.legalize import Pin, legalize
+from ov_autoplace.prepare import prepare_model
+from tests import synthetic_graphs as sg
+from tests.costmodel.test_optimum import active_mask, random_cost, random_dag
 
 
 def _legal_ms(cost, graph, proposal, support=None, pins=(), max_submodels=8) -> float:
@@ -98,6 +100,36 @@ def test_finds_the_split_a_one_device_proposal_misses():
     # the middle third (where device 1 is 100x faster) ended on device 1
     middle = np.flatnonzero(cost.compute_ms[:, 0] == 10.0)
     assert (result.proposal[middle] == 1).all()
+
+
+_WITHOUT_SCIPY = """
+import sys
+class NoScipy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy" or name.startswith("scipy."):
+            raise ImportError("scipy is blocked in this test")
+sys.meta_path.insert(0, NoScipy())
+import numpy as np
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.strategies.registry import make_strategy
+from tests import synthetic_graphs as sg
+from tests.costmodel.test_local_search import _split_pays_cost
+graph = extract_graph(prepare_model(sg.long_chain(12)))
+from ov_autoplace.costmodel.local_search import refine_placement
+result = refine_placement(_split_pays_cost(graph), graph, np.zeros(graph.num_nodes, np.int64))
+assert make_strategy("hsdag_local_search").refine
+print(result.improved, result.stopped, any(m.startswith("scipy") for m in sys.modules))
+"""
+
+
+def test_runs_without_scipy():
+    """The runtime install has no scipy: the search (and the registry strategy built on it) must not need it."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_SCIPY], cwd=root, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", "converged", "False"]
 
 
 def test_respects_the_submodel_bound_and_the_budget():

@@ -60,7 +60,6 @@ def test_cost_model_errors_and_cache_token(synthetic_prepared, policy_path):
 
 
 def test_refine_runs_the_local_search_on_the_policy_proposal(synthetic_prepared, policy_path):
-    pytest.importorskip("scipy")
     from ov_autoplace.costmodel.cost_terms import CostTerms
     from ov_autoplace.legalize import legalize
 

@@ -94,7 +94,6 @@ def test_a_saturated_policy_still_explores(start):
 def test_refine_counts_every_placement_it_evaluates_on_the_environment(start, budget):
     """The local search prices on env.cost (not counted); the refined placements it hands to env.evaluate are
     samples like any other, and the budget still holds."""
-    pytest.importorskip("scipy")
     policy, env = start
     placement, records = fine_tune(policy, env, budget_samples=budget, seed=1, refine=True)
     assert 1 <= env.num_evaluated <= budget

@@ -1,0 +1,135 @@
+"""Same-device islands of many placements at once, in numpy (no scipy): the simulator's submodel count.
+
+:func:`connected_labels` labels the connected components of an undirected
+graph given as edge lists, Shiloach-Vishkin style: every root hooks onto the
+smallest root it shares an edge with (``np.minimum.at``), then pointer jumping
+flattens the forest again; O(log N) vectorised rounds, also on chains (no
+label propagation over the graph's diameter). Components are numbered by
+their lowest member.
+
+:class:`IslandLabeller` counts the islands of ``P`` placements of one graph
+(``legalize.count_submodels``'s definition: connected components of
+same-device active nodes). It covers the graph's active nodes with disjoint
+paths once (each node continues the path of one producer whose path still
+ends there), ordered so that every path is a run of consecutive positions.
+Along a path, the nodes joined to their predecessor (same device) form runs
+that one ``np.maximum.accumulate`` over ``[P, A]`` finds for all placements;
+only the edges outside the paths (branches, joins) are left for
+:func:`connected_labels`, over the runs instead of the nodes. On placements
+that keep long regions on one device (what a search explores) that graph is
+small; on random placements most of its edges are cut.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _hook_and_jump(num_nodes: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Root pointers [num_nodes] of the components of the undirected graph ``(u, v)``: every node points at the
+    lowest member of its component."""
+    index = np.int32 if num_nodes < 2 ** 31 - 1 else np.int64
+    parent = np.arange(num_nodes, dtype=index)
+    u, v = np.asarray(u, index).ravel(), np.asarray(v, index).ravel()
+    if u.shape != v.shape:
+        raise ValueError(f"edge endpoint lists differ in length: {u.size} and {v.size}")
+    while u.size:
+        pu, pv = parent[u], parent[v]  # roots: every node points at its root here
+        cross = pu != pv
+        if not cross.any():
+            break
+        u, v, pu, pv = u[cross], v[cross], pu[cross], pv[cross]  # edges inside a component are done for good
+        np.minimum.at(parent, np.maximum(pu, pv), np.minimum(pu, pv))  # each root hooks onto its smallest neighbour
+        # pointer jumping, only over the nodes whose grandparent differs from their parent (pointers only ever
+        # decrease, so the forest is acyclic and every path halves per step)
+        todo = np.flatnonzero(parent[parent] != parent).astype(index)
+        while todo.size:
+            parent[todo] = parent[parent[todo]]
+            todo = todo[parent[parent[todo]] != parent[todo]]
+    return parent
+
+
+def connected_labels(num_nodes: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(label [num_nodes], count)`` of the undirected graph with edges ``(u[k], v[k])``; components are
+    numbered 0..count-1 in the order of their lowest member. Self-loops and repeated edges are allowed."""
+    parent = _hook_and_jump(num_nodes, u, v)
+    is_root = parent == np.arange(num_nodes, dtype=parent.dtype)
+    number = np.cumsum(is_root) - 1
+    return number[parent].astype(np.int64), int(np.count_nonzero(is_root))
+
+
+def _path_cover(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint paths over nodes 0..n-1 (topologically numbered) along edges ``src < dst``: (order [n], a
+    permutation in which every path is consecutive, chained [n]: True where ``order[k]`` continues the path of
+    ``order[k - 1]``)."""
+    incoming: list[list[int]] = [[] for _ in range(num_nodes)]
+    for s, t in zip(src.tolist(), dst.tolist()):
+        incoming[t].append(s)
+    successor = np.full(num_nodes, -1, np.int64)
+    has_predecessor = np.zeros(num_nodes, bool)
+    for t in range(num_nodes):
+        for s in sorted(incoming[t]):  # the first producer whose path still ends there
+            if successor[s] < 0:
+                successor[s], has_predecessor[t] = t, True
+                break
+    order, chained = [], []
+    for head in np.flatnonzero(~has_predecessor).tolist():
+        node, first = head, True
+        while node >= 0:
+            order.append(node)
+            chained.append(not first)
+            node, first = int(successor[node]), False
+    return np.array(order, np.int64), np.array(chained, bool)
+
+
+class IslandLabeller:
+    """Islands of same-device nodes of many placements of one graph.
+
+    ``num_nodes`` nodes numbered in topological order and the edges between
+    them (``src``, ``dst``; direction and repeats do not matter). Calling it
+    on device indices ``[P, num_nodes]`` returns ``(island -> placement index,
+    island -> device)``, in no particular order of islands.
+    """
+
+    def __init__(self, num_nodes: int, src: np.ndarray, dst: np.ndarray) -> None:
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+        keep = lo != hi
+        key = np.unique(lo[keep] * max(num_nodes, 1) + hi[keep])
+        lo, hi = key // max(num_nodes, 1), key % max(num_nodes, 1)
+        self.num_nodes = num_nodes
+        order, chained = _path_cover(num_nodes, lo, hi)
+        position = np.empty(num_nodes, np.int64)
+        position[order] = np.arange(num_nodes)
+        self._order, self._chained = order, chained
+        self._positions = np.arange(num_nodes, dtype=np.int32)
+        # edges off the paths, as positions in ``order``
+        on_path = chained[position[hi]] & (order[np.maximum(position[hi] - 1, 0)] == lo)
+        self._other_u, self._other_v = position[lo[~on_path]], position[hi[~on_path]]
+
+    def __call__(self, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        dev = np.asarray(dev)
+        if dev.ndim != 2 or dev.shape[1] != self.num_nodes:
+            raise ValueError(f"placements must have shape [P, {self.num_nodes}], got {dev.shape}")
+        p, a = dev.shape
+        if p == 0 or a == 0:
+            return np.zeros(0, np.int64), np.zeros(0, dev.dtype)
+        # [A, P] layout (path position, placement): the scans along the paths run over contiguous rows
+        along = dev.T[self._order]
+        joined = np.zeros((a, p), bool)
+        np.logical_and(self._chained[1:, None], along[1:] == along[:-1], out=joined[1:])
+        # every position's run start (the latest position not joined to its predecessor), then the run number
+        start = np.maximum.accumulate(np.where(joined, 0, self._positions[:, None]), axis=0)
+        starts = ~joined
+        run_of_start = (np.cumsum(starts.ravel(), dtype=np.int32 if p * a < 2 ** 31 - 1 else np.int64) - 1)
+        run = np.take_along_axis(run_of_start.reshape(a, p), start, axis=0)  # [A, P]
+        run_block = np.broadcast_to(np.arange(p), (a, p))[starts]  # placement of each run
+        run_device = along[starts]
+        # edges off the paths that a placement keeps join runs into islands
+        edge, block = np.nonzero(along[self._other_u] == along[self._other_v])
+        parent = _hook_and_jump(run_block.size, run[self._other_u[edge], block], run[self._other_v[edge], block])
+        roots = np.flatnonzero(parent == np.arange(parent.size, dtype=parent.dtype))  # one run per island
+        return run_block[roots], run_device[roots]
+
+
+__all__ = ["IslandLabeller", "connected_labels"]
