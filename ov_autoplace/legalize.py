@@ -196,10 +196,15 @@ def effective_max_submodels(graph: GraphArrays, support: np.ndarray,
     """
     if max_submodels is None:
         return None, None
+    compute = graph.role == NodeRole.COMPUTE
+    return _effective_bound(graph, support, compute & ~(constant_subgraph_mask(graph) & compute), max_submodels)
+
+
+def _effective_bound(graph: GraphArrays, support: np.ndarray, active: np.ndarray,
+                     max_submodels: int) -> tuple[int, str | None]:
+    """:func:`effective_max_submodels` given the active nodes (``legalize`` has them already)."""
     if max_submodels < 1:
         raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
-    compute = graph.role == NodeRole.COMPUTE
-    active = compute & ~(constant_subgraph_mask(graph) & compute)
     forced_device = np.where(active, np.argmax(np.asarray(support, bool), axis=1), -1)
     forced = count_submodels(graph, forced_device, active)
     if forced <= max_submodels:
@@ -343,7 +348,7 @@ def legalize(
     # 3. island merging
     num_submodels = count_submodels(graph, device, active)
     if max_submodels is not None and num_submodels > max_submodels:
-        bound, raised = effective_max_submodels(graph, support, max_submodels)
+        bound, raised = _effective_bound(graph, support, active, max_submodels)
         if raised:
             notes.append(raised)
         if num_submodels > bound:
