@@ -126,6 +126,11 @@ def _at_precision(terms: Batch1Terms, fitted_at: set[str], precision: str) -> Ba
     return terms if precision in fitted_at else dataclasses.replace(terms, category_scale={})
 
 
+def _precision(facts: DeviceFacts) -> str:
+    """The precision the device runs: its INFERENCE_PRECISION_HINT, else the plugin default (CPU f32, else f16)."""
+    return facts.precision or ("f32" if facts.kind == "cpu" else "f16")
+
+
 def normalized_device_name(name: str) -> str:
     """``FULL_DEVICE_NAME`` as ``recognized_by`` patterns see it: lower case, no (R)/(TM), words split by spaces."""
     text = re.sub(r"\((r|tm)\)", " ", name.lower())
@@ -158,7 +163,7 @@ def recognize_devices(facts: Sequence[DeviceFacts], exclude_platforms: Sequence[
 
 def _recognized_device(facts: DeviceFacts, device: ModelDevice, fitted_at: str) -> ModelDevice:
     """The calibrated device itself, under the name HETERO uses (its reported memory, if any)."""
-    precision = facts.precision or ("f32" if facts.kind == "cpu" else "f16")
+    precision = _precision(facts)
     changes: dict[str, Any] = {"name": facts.name, "notes": f"recognized as {device.calibration_key}"}
     if facts.memory_bytes:
         changes["memory_bytes"] = facts.memory_bytes
@@ -190,7 +195,7 @@ def prior_device(facts: DeviceFacts, *, cpu_spec: SimDevice | None = None,
     calibrated = [(d, p) for d, p in _calibrated(exclude_platforms) if d.spec.kind == facts.kind]
     fitted = [d for d, _ in calibrated]
     fitted_at = {p for _, p in calibrated}
-    precision = facts.precision or ("f32" if facts.kind == "cpu" else "f16")
+    precision = _precision(facts)
     if facts.kind == "cpu":
         spec = cpu_spec if cpu_spec is not None else host_cpu_device(facts.threads or _usable_cores(),
                                                                      name=facts.name)
@@ -255,7 +260,7 @@ def prior_cost_model(graph: GraphArrays, facts: Sequence[DeviceFacts], *, cpu_sp
     unknown = tuple(f.name for f, m in zip(facts, models) if m is None)
     if unknown:
         return Prior(None, facts, unknown, recognized)
-    precisions = [f.precision or ("f32" if f.kind == "cpu" else "f16") for f in facts]
+    precisions = [_precision(f) for f in facts]
     platform = SuitePlatform("prior", "prior from device properties", tuple(models), precisions[0],
                              kind="hypothetical")
     base = platform.cost_model(graph, precision=precisions[0])
