@@ -249,7 +249,7 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
 
     The local search (``costmodel/local_search.py``) prices region moves on the same measured ``cost`` and keeps
     its result only if predicted no slower: the policy alone finds the split in 3 of the 17 rows of the headroom
-    table where one pays, policy + local search in 15 (``docs/bench/headroom.md``). It costs up to
+    table where one pays, policy + local search in all 17 (``docs/bench/headroom.md``). It costs up to
     ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.
     """
     from .guard import guard_placement
