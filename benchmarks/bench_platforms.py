@@ -138,8 +138,8 @@ def _optimum_cell(r: dict) -> str:
 
 
 OPTIMUM_NOTE = ("Optimum: the MILP's placement (time limit per row, the legalizer's bound of 8 submodels, raised "
-                "to the submodel count the devices' op support forces where that is more: the JSON's "
-                "max_submodels; every method has the same bound). Where "
+                "to the submodel count the devices' op support forces where that is more: the row's notes in the "
+                "JSON say so; every method has the same bound). Where "
                 "the MILP stopped at its time limit above another placement, the optimum is the best placement "
                 "known and says whose it is; it is not proven optimal, and a ratio of 1.000x there means that "
                 "method found the best placement known. OpenVINO's own modes are not held to the submodel bound.")
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                                                    "openvino_hetero_auto_ms", "openvino_pipeline_parallel_ms",
                                                    "placeto_ms", "rnn_placer_ms", "optimum_exact", "optimum_source",
                                                    "split_pays", "platform_kind", "simulated", "notes", "local_search",
-                                                   "seconds")}}
+                                                   "max_submodels", "seconds")}}
                          for r in headroom]}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
