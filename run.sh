@@ -8,7 +8,32 @@ set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${OV_AUTOPLACE_VENV:-.venv}"
 
+# Free space, in GB, of the filesystem holding $1 (or its nearest existing parent).
+free_gb() {
+  local dir="$1"
+  while [ ! -e "$dir" ]; do dir="$(dirname "$dir")"; done
+  df -Pk "$dir" | awk 'NR==2 {print int($4 / 1048576)}'
+}
+
+# A new venv takes ~6 GB (torch with its CUDA wheels, from the zoo/train extras) and the test suite's wheel
+# test builds a second one while it runs. pip's "No space left on device" halfway through an install says
+# none of that, so say it first: too little space for the venv fails here, little for the tests warns.
+check_disk() {
+  local free need_venv=8 need_tests=14
+  free="$(free_gb "$VENV")"
+  if [ ! -x "$VENV/bin/python" ] && [ "$free" -lt "$need_venv" ]; then
+    echo "run.sh: ${free} GB free where the venv goes ($VENV); a new venv needs about ${need_venv} GB." >&2
+    echo "  Free space (old clones' .venv directories, /tmp/pytest-of-$(id -un)) or set OV_AUTOPLACE_VENV" \
+         "to a path on a larger disk." >&2
+    exit 1
+  fi
+  if [ "$free" -lt "$need_tests" ]; then
+    echo "run.sh: warning: ${free} GB free; the tests' wheel-install test needs about 6 GB more while it runs." >&2
+  fi
+}
+
 setup() {
+  check_disk
   if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
   fi

@@ -16,6 +16,7 @@ venv, and checks the extension was rebuilt against the venv's OpenVINO.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -63,7 +64,10 @@ def installed(tmp_path_factory):
                OV_AUTOPLACE_PROFILE_DIR=str(root / "profiles"), MPLBACKEND="Agg")
     ov.save_model(sg.residual(), work / "residual.xml")
     ov.save_model(sg.dynamic_attention(), work / "dynamic_attention.xml")
-    return bin_dir, env, work
+    yield bin_dir, env, work
+    # The venv holds torch and its CUDA wheels (~6 GB). CI runs on a machine that later sessions and runs get
+    # back: a run that filled its disk failed in pip with "No space left on device". Remove it whatever happened.
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_installed_package_is_the_wheel_not_the_checkout(installed):
