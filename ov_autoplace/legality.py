@@ -41,8 +41,9 @@ from .placement import Placement
 logger = logging.getLogger(__name__)
 
 #: Bumped whenever the legalizer's rules change (2: quantization patterns stay on one device; 3: the submodel
-#: bound is never below what the devices' op support forces, ``legalize.effective_max_submodels``).
-LEGALIZER_VERSION = 3
+#: bound is never below what the devices' op support forces, ``legalize.effective_max_submodels``; 4: the bound
+#: and ``Placement.num_submodels`` count the submodels HETERO compiles, not same-device islands, ``submodels.py``).
+LEGALIZER_VERSION = 4
 
 
 def placement_problems(placement: Placement, graph: GraphArrays, devices: Sequence[str]) -> list[str]:

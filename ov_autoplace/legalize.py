@@ -9,10 +9,10 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
 2b. keeps quantization patterns (FakeQuantize and the op it feeds, int8
    dequantization chains) on one device (``quant_patterns``), so int8 ops stay int8;
 3. optionally merges the smallest same-device islands into a neighbour until
-   at most ``max_submodels`` remain (each island becomes a HETERO submodel,
-   and each costs a submodel switch and two tensor copies at run time) - but
-   never below what the devices' op support itself forces
-   (:func:`effective_max_submodels`);
+   HETERO compiles at most ``max_submodels`` submodels (each costs a submodel
+   switch and two tensor copies at run time; an island that another device
+   feeds back is more than one, ``submodels.py``) - but never below what the
+   devices' op support itself forces (:func:`effective_max_submodels`);
 4. puts Constants (and pure-constant subgraphs, e.g. weight decompression) and
    Parameters on the device of their consumers - a Constant on another device
    than its consumer made HETERO fail with "Can't set the input tensor";
@@ -34,6 +34,7 @@ from .errors import PinError, PlacementError, UnsupportedOpError
 from .graph import GraphArrays, NodeRole
 from .placement import Placement
 from .quant_patterns import keep_groups_together
+from .submodels import count_islands, island_sets, submodel_partition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,45 +150,12 @@ def constant_subgraph_mask(graph: GraphArrays) -> np.ndarray:
     return const
 
 
-class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-
-    def find(self, x: int) -> int:
-        parent = self.parent
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(self, a: int, b: int) -> int:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
-        return ra
-
-
-def _islands(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> _UnionFind:
-    """Connected components of active nodes joined by same-device edges."""
-    uf = _UnionFind(graph.num_nodes)
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        if active[s] and active[t] and device[s] == device[t]:
-            uf.union(s, t)
-    return uf
-
-
-def count_submodels(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
-    """Estimated HETERO submodels: islands of same-device compute nodes."""
-    uf = _islands(graph, device, active)
-    return len({uf.find(i) for i in np.flatnonzero(active).tolist()})
-
-
 def effective_max_submodels(graph: GraphArrays, support: np.ndarray,
                             max_submodels: int | None) -> tuple[int | None, str | None]:
     """The submodel bound every placement method enforces: ``max(max_submodels, forced)`` and a note when it
     raises the bound (else None).
 
-    ``forced`` is the submodel count (:func:`count_submodels`) of the support-forced placement: every active
+    ``forced`` is HETERO's submodel count (``submodels.py``) of the support-forced placement: every active
     node on the first device in priority order that supports it, which is what HETERO without affinities
     does. When a device lacks ops a model needs, that split is unavoidable for anyone who wants to use the
     device; a bound below it would force supported ops off the device only to save submodels its op support
@@ -206,7 +174,7 @@ def _effective_bound(graph: GraphArrays, support: np.ndarray, active: np.ndarray
     if max_submodels < 1:
         raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
     forced_device = np.where(active, np.argmax(np.asarray(support, bool), axis=1), -1)
-    forced = count_submodels(graph, forced_device, active)
+    forced = _hetero_count(graph, _follow_consumers(graph, forced_device, active, np.zeros_like(active)), active)
     if forced <= max_submodels:
         return max_submodels, None
     return forced, (f"the devices' op support forces {forced} submodels; bound raised from {max_submodels} "
@@ -215,7 +183,7 @@ def _effective_bound(graph: GraphArrays, support: np.ndarray, active: np.ndarray
 
 def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
     """Greedily move the lightest unlocked island to its best-connected neighbour device."""
-    uf = _islands(graph, device, active)
+    uf = island_sets(graph, device, active)
     members: dict[int, list[int]] = {}
     for i in np.flatnonzero(active).tolist():
         members.setdefault(uf.find(i), []).append(i)
@@ -272,6 +240,53 @@ def _merge_islands(graph, device, active, support, locked, max_submodels) -> int
         count -= len(merged) - 1
         heapq.heappush(heap, (total, new_root))
     return count
+
+
+def _follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
+                      pinned_anchor: np.ndarray) -> np.ndarray:
+    """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices."""
+    n = graph.num_nodes
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        consumers[s].append(t)
+    # Plain lists in these loops: numpy scalars and enum lookups per element made them 2x slower, and a cached
+    # placement is re-legalized on every warm start.
+    is_result = (graph.role == NodeRole.RESULT).tolist()
+    skip = (active | (graph.role == NodeRole.RESULT) | pinned_anchor).tolist()
+    pinned = pinned_anchor.tolist()
+    dev = np.asarray(device).tolist()
+    for i in range(n - 1, -1, -1):  # Constants, constant subgraphs, Parameters: their consumers' majority
+        if skip[i]:
+            continue
+        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]
+        dev[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):  # Results: their producer
+        if is_result[t] and not pinned[t]:
+            dev[t] = dev[s]
+    return np.asarray(dev, dtype=np.int64)
+
+
+def _hetero_count(graph: GraphArrays, full: np.ndarray, active: np.ndarray) -> int:
+    """HETERO's submodels for a whole placement (``submodels.py``); the cheap island count when it is 0 or 1."""
+    islands = count_islands(graph, full, active)
+    return islands if islands <= 1 else submodel_partition(graph, full, active).num_submodels
+
+
+def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound) -> tuple[np.ndarray, int]:
+    """Merge islands (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
+
+    An island that another device feeds back is more than one submodel, so after merging the islands to a
+    target the submodels are counted again, and the target drops by the excess until the count fits or no
+    island can move any more (pinned, or no neighbour device supports it).
+    """
+    target = bound
+    while True:
+        islands = _merge_islands(graph, device, active, support, locked, target)
+        full = _follow_consumers(graph, device, active, pinned_anchor)
+        submodels = _hetero_count(graph, full, active)
+        if submodels <= bound or islands > target or target == 1:
+            return full, submodels
+        target = max(1, min(target, islands) - (submodels - bound))
 
 
 def legalize(
@@ -345,37 +360,18 @@ def legalize(
     if regrouped:
         notes.append(f"{regrouped} node(s) moved to keep quantization patterns on one device")
 
-    # 3. island merging
-    num_submodels = count_submodels(graph, device, active)
+    # 3. submodel bound: merge islands until HETERO's split of the whole placement fits
+    full = _follow_consumers(graph, device, active, pinned_anchor)
+    num_submodels = _hetero_count(graph, full, active)
     if max_submodels is not None and num_submodels > max_submodels:
         bound, raised = _effective_bound(graph, support, active, max_submodels)
         if raised:
             notes.append(raised)
         if num_submodels > bound:
             before = num_submodels
-            num_submodels = _merge_islands(graph, device, active, support, locked, bound)
+            full, num_submodels = _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound)
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
-
-    # 4. Constants, constant subgraphs and Parameters follow their consumers (reverse topological order).
-    consumers: list[list[int]] = [[] for _ in range(n)]
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        consumers[s].append(t)
-    # Plain lists in these loops: numpy scalars and enum lookups per element made them 2x slower, and a cached
-    # placement is re-legalized on every warm start.
-    is_result = (graph.role == NodeRole.RESULT).tolist()
-    skip = (active | (graph.role == NodeRole.RESULT) | pinned_anchor).tolist()
-    pinned = pinned_anchor.tolist()
-    dev = device.tolist()
-    for i in range(n - 1, -1, -1):
-        if skip[i]:
-            continue
-        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]
-        dev[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
-    # 5. Results follow their producer.
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        if is_result[t] and not pinned[t]:
-            dev[t] = dev[s]
-    device = np.asarray(dev, dtype=np.int64)
+    device = full
 
     assignment = {graph.names[i]: devices[int(device[i])] for i in range(n)}
     if len(assignment) != n:
@@ -390,5 +386,5 @@ def legalize(
     )
 
 
-__all__ = ["Pin", "constant_subgraph_mask", "count_submodels", "effective_max_submodels", "legalize", "parse_pins",
+__all__ = ["Pin", "constant_subgraph_mask", "effective_max_submodels", "legalize", "parse_pins",
            "query_support"]

@@ -11,7 +11,8 @@ from openvino import opset13 as ops
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.local_search import LocalSearchRefiner
 from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import constant_subgraph_mask, count_submodels, effective_max_submodels, legalize
+from ov_autoplace.legalize import constant_subgraph_mask, effective_max_submodels, legalize
+from ov_autoplace.submodels import submodel_partition
 
 DEVICES = ("NPU", "CPU")
 
@@ -83,7 +84,7 @@ def test_legalize_keeps_supported_ops_on_the_first_device_under_a_smaller_bound(
         merged = legalize(graph, proposal, DEVICES, support, max_submodels=2)
         assert merged.num_submodels <= 9
         active = compute & ~constant_subgraph_mask(graph)
-        assert count_submodels(graph, _devices_of(merged, graph), active) == merged.num_submodels
+        assert submodel_partition(graph, _devices_of(merged, graph), active).num_submodels == merged.num_submodels
     # no note when the bound is not raised
     plain = legalize(graph, np.zeros(graph.num_nodes, np.int64), DEVICES, support, max_submodels=9)
     assert not any("forces" in note for note in plain.notes)

@@ -24,7 +24,10 @@ batched, independent implementation the tests compare against):
   output's bytes (``max(edge_bytes, 0)``; unknown sizes pay the link latency
   only). Result consumers never count.
 * Submodels: connected components of active nodes joined by same-device edges
-  (``legalize.count_submodels``); each costs ``submodel_overhead_ms`` of its device.
+  (``submodels.count_islands``, the simulator's count); each costs
+  ``submodel_overhead_ms`` of its device. An island that another device feeds
+  back is split by HETERO into more submodels (``submodels.py``), so this is a
+  lower bound on the overhead; the legalizer bounds and reports the real count.
 * Memory (a constraint): on device d, ``node_memory_bytes`` of every node on d
   (a Constant counts on each device that holds a copy of it) plus the largest
   ``out_bytes`` of an active node or Parameter on d must fit ``device_memory_bytes[d]``.
@@ -39,7 +42,8 @@ import numpy as np
 
 from ..errors import PlacementError
 from ..graph import GraphArrays, NodeRole
-from ..legalize import _islands, constant_subgraph_mask, legalize
+from ..legalize import constant_subgraph_mask, legalize
+from ..submodels import island_sets
 from ..placement import Placement
 from .cost_model import CostModel
 
@@ -125,7 +129,7 @@ class CostTerms:
         return np.array([index[placement.assignment[n]] for n in self.graph.names], dtype=np.int64), placement
 
     def submodels_per_device(self, device: np.ndarray) -> np.ndarray:
-        uf = _islands(self.graph, device, self.active)
+        uf = island_sets(self.graph, device, self.active)
         roots = {uf.find(i) for i in np.flatnonzero(self.active).tolist()}
         return np.bincount([int(device[r]) for r in roots], minlength=self.num_devices)
 

@@ -8,7 +8,7 @@ label propagation over the graph's diameter). Components are numbered by
 their lowest member.
 
 :class:`IslandLabeller` counts the islands of ``P`` placements of one graph
-(``legalize.count_submodels``'s definition: connected components of
+(``submodels.count_islands``: connected components of
 same-device active nodes). It covers the graph's active nodes with disjoint
 paths once (each node continues the path of one producer whose path still
 ends there), ordered so that every path is a run of consecutive positions.

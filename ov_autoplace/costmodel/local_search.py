@@ -64,7 +64,8 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import GraphArrays
-from ..legalize import Pin, _islands, effective_max_submodels, legalize
+from ..legalize import Pin, effective_max_submodels, legalize
+from ..submodels import island_sets
 from .cost_model import CostModel
 from .cost_terms import CostTerms
 from .search_moves import repeated_layer_classes, structural_classes
@@ -132,10 +133,12 @@ class LocalSearchRefiner:
         self.kl_steps = kl_steps
         n, d = graph.num_nodes, len(self.devices)
         support = np.ones((n, d), bool) if support is None else np.asarray(support, bool)
-        self.support = support
-        # what legalize() enforces: never below the submodels the devices' op support forces
-        self.bound, _ = effective_max_submodels(graph, support, max_submodels)
         self.terms = CostTerms(cost, graph, support)  # the reference model; raises on nodes that fit nowhere
+        # legalize() gets what the cost model can price too: its island merges never put a node where its compute
+        # is unknown (inf)
+        self.support = self.terms.allowed
+        # what legalize() enforces: never below the submodels the devices' op support forces
+        self.bound, _ = effective_max_submodels(graph, self.support, max_submodels)
         self.active = np.flatnonzero(self.terms.active)  # ascending = topological order
         self.allowed = self.terms.allowed[self.active]  # [A, D]: support and a finite cost
         self.compute = np.where(self.allowed, cost.compute_ms[self.active], np.inf)  # [A, D]
@@ -241,7 +244,7 @@ class LocalSearchRefiner:
         # island moves
         full = np.zeros(self.graph.num_nodes, np.int64)
         full[self.active] = cur
-        uf = _islands(self.graph, full, self.terms.active)
+        uf = island_sets(self.graph, full, self.terms.active)
         roots = np.array([uf.find(int(i)) for i in self.active])
         for root in np.unique(roots):
             members = np.flatnonzero(roots == root)

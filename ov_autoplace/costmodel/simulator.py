@@ -18,7 +18,9 @@ exactly the one in ``CostModel``'s docstring:
   Result. Parameters do count: a model input consumed on two devices is copied.
 * **submodels**: ``submodel_overhead_ms[d]`` per connected component of
   same-device *active* nodes (compute nodes that are not constant-subgraph),
-  the definition of ``legalize.count_submodels``. Islands of all P placements
+  ``submodels.count_islands``: a lower bound on HETERO's submodels, which
+  split an island that another device feeds back (``submodels.py``; the
+  legalizer bounds that real count). Islands of all P placements
   are labelled at once in numpy by :class:`~.islands.IslandLabeller` (runs
   along a fixed path cover of the graph, then hooking and pointer jumping over
   the remaining edges; no scipy).
@@ -271,7 +273,7 @@ class Simulator:
         return self._islands(dev[:, self._active_idx])
 
     def num_submodels(self, placements: np.ndarray) -> np.ndarray | int:
-        """Submodel count per placement (same definition as ``legalize.count_submodels``)."""
+        """Same-device islands per placement (``submodels.count_islands``), the priced submodel count."""
         dev, single = self._as_batch(placements)
         comp_block, _ = self._components(dev)
         counts = np.bincount(comp_block, minlength=dev.shape[0])

@@ -1,12 +1,11 @@
 """What every picture of a placement needs: the submodels HETERO will run, in order, and the tensors that cross.
 
-A *submodel* is an island of same-device active nodes (compute nodes that are
-not constant subgraphs), the definition ``legalize.count_submodels`` and the
-simulator use. HETERO runs submodels one after another, in a topological order
-of the island graph; :func:`analyze` numbers them in that order (ties broken by
-the first node, as HETERO's ordered ops do). When islands depend on each other
-in a cycle (a residual skip around an island of the other device), HETERO has
-to split them: they are split by stage (device changes on the way in).
+A *submodel* is what HETERO compiles as one part (``submodels.submodel_partition``):
+an island of same-device active nodes (compute nodes that are not constant
+subgraphs), split where another device feeds it back (a residual skip around
+the other device's part), as HETERO splits it. HETERO runs submodels one after
+another, in a topological order; :func:`analyze` numbers them in that order
+(ties broken by the first node, as HETERO's ordered ops do).
 
 A *transfer* is one producer output read on another device than its producer's,
 counted once per (producer output, consumer device) like the simulator and
@@ -26,6 +25,7 @@ from ..errors import PlacementError
 from ..graph import GraphArrays, NodeRole
 from ..legalize import constant_subgraph_mask
 from ..placement import Placement
+from ..submodels import submodel_partition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +50,7 @@ class PlacedGraph:
     submodel_device: np.ndarray  # int64 [S]
     transfers: tuple[Transfer, ...]
     strategy: str
-    islands: int  # same-device islands (legalize.count_submodels); fewer than the submodels when a cycle was split
+    islands: int  # same-device islands (submodels.count_islands); fewer than the submodels when one was split
 
     @property
     def num_submodels(self) -> int:
@@ -84,65 +84,6 @@ def check_placement_matches(placement: Placement, graph: GraphArrays, *, source:
                              f"{list(placement.devices)}; the file is inconsistent, place the model again")
 
 
-def _islands(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Island root per node (-1 when not active), union-find over same-device active edges."""
-    parent = np.arange(graph.num_nodes)
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        if active[s] and active[t] and device[s] == device[t]:
-            rs, rt = find(s), find(t)
-            if rs != rt:
-                parent[max(rs, rt)] = min(rs, rt)
-    return np.array([find(i) if active[i] else -1 for i in range(graph.num_nodes)], dtype=np.int64)
-
-
-def _execution_order(roots: np.ndarray, graph: GraphArrays) -> dict[int, int]:
-    """Island root -> position in a topological order of the island graph (Kahn, smallest first node first)."""
-    import heapq
-
-    islands = sorted(set(roots[roots >= 0].tolist()))  # roots are the islands' smallest node ids
-    succ: dict[int, set[int]] = {r: set() for r in islands}
-    indeg = dict.fromkeys(islands, 0)
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        a, b = int(roots[s]), int(roots[t])
-        if a >= 0 and b >= 0 and a != b and b not in succ[a]:
-            succ[a].add(b)
-            indeg[b] += 1
-    ready = [r for r in islands if indeg[r] == 0]
-    heapq.heapify(ready)
-    order: dict[int, int] = {}
-    while ready:
-        r = heapq.heappop(ready)
-        order[r] = len(order)
-        for b in succ[r]:
-            indeg[b] -= 1
-            if indeg[b] == 0:
-                heapq.heappush(ready, b)
-    if len(order) < len(islands):  # a cycle between islands: HETERO splits them further, see _convex_islands
-        return {}
-    return order
-
-
-def _convex_islands(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Islands split so that none depends on itself through another one: what HETERO must do with a cycle.
-
-    A node's *stage* is the largest number of device changes on a path of active nodes reaching it; an island
-    keeps only same-stage neighbours, so every edge between islands goes to a higher stage (no cycle).
-    """
-    stage = np.zeros(graph.num_nodes, dtype=np.int64)
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    for s, t in zip(src, dst):  # edges are listed by destination in topological order
-        if active[s] and active[t]:
-            stage[t] = max(stage[t], stage[s] + int(device[s] != device[t]))
-    return _islands(graph, device * (int(stage.max(initial=0)) + 1) + stage, active)
-
-
 def analyze(graph: GraphArrays, placement: Placement) -> PlacedGraph:
     """Lay ``placement`` over ``graph`` (the prepared model's arrays); raises PlacementError on a mismatch."""
     check_placement_matches(placement, graph)
@@ -151,14 +92,8 @@ def analyze(graph: GraphArrays, placement: Placement) -> PlacedGraph:
     role = np.asarray(graph.role)
     follower = constant_subgraph_mask(graph)
     active = (role == NodeRole.COMPUTE) & ~follower
-    roots = _islands(graph, device, active)
-    order = _execution_order(roots, graph)
-    islands = len(set(roots[active].tolist()))
-    if not order and active.any():
-        roots = _convex_islands(graph, device, active)
-        order = _execution_order(roots, graph)
-    submodel = np.array([order[r] if r >= 0 else -1 for r in roots.tolist()], dtype=np.int64)
-    return _placed(graph, placement, device, active, submodel, islands)
+    partition = submodel_partition(graph, device, active)
+    return _placed(graph, placement, device, active, partition.submodel, partition.islands)
 
 
 def _placed(graph: GraphArrays, placement: Placement, device: np.ndarray, active: np.ndarray, submodel: np.ndarray,

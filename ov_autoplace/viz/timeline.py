@@ -142,10 +142,10 @@ def simulated_timeline(placed: PlacedGraph, cost: CostModel) -> Timeline:
         return cost.transfer_ms(t.nbytes, int(device[t.producer]), int(placed.submodel_device[t.dst_submodel]))
 
     source = f"simulated: {cost.label}"
-    if placed.num_submodels > placed.islands:
-        source += (f"; {placed.islands} device islands depend on each other in a cycle, which HETERO has to split: "
-                   f"drawn as {placed.num_submodels} submodels split at device changes (an estimate; the simulator "
-                   "counts islands)")
+    if placed.num_submodels != placed.islands:
+        source += (f"; drawn as the {placed.num_submodels} submodels HETERO compiles, priced per submodel (the "
+                   f"simulator counts {placed.islands} same-device islands: HETERO splits an island that another "
+                   "device feeds back and joins parts that share an input)")
     timeline = lay_out(placed, submodel_ms, price, source=source, measured=False)
     unowned = float(per_node[~has_owner].sum())
     return dataclasses.replace(timeline, other_ms=unowned, total_ms=timeline.total_ms + unowned)

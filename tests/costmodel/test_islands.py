@@ -1,5 +1,5 @@
 """The numpy island labelling (no scipy at runtime) against scipy's connected components, on random graphs,
-chains, empty graphs and self-loops, and the simulator's submodel count against ``legalize.count_submodels``."""
+chains, empty graphs and self-loops, and the simulator's submodel count against ``submodels.count_islands``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.islands import IslandLabeller, connected_labels
 from ov_autoplace.costmodel.simulator import Simulator, fix_anchors
 from ov_autoplace.graph import extract_graph
-from ov_autoplace.legalize import count_submodels
+from ov_autoplace.submodels import count_islands
 from ov_autoplace.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
@@ -114,7 +114,7 @@ def test_simulator_counts_submodels_like_legalize():
                                 (np.arange(n)[None, :] >= rng.integers(0, n, (40, 1))).astype(np.int64) * 2])
     placements = fix_anchors(graph, proposals, 3)
     counts = simulator.num_submodels(placements)
-    assert [count_submodels(graph, p, simulator.active) for p in placements] == counts.tolist()
+    assert [count_islands(graph, p, simulator.active) for p in placements] == counts.tolist()
     assert counts.min() >= 1 and counts.max() > 2
 
 

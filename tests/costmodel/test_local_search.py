@@ -23,7 +23,8 @@ from tests.costmodel.test_optimum import active_mask, random_cost, random_dag
 def _legal_ms(cost, graph, proposal, support=None, pins=(), max_submodels=8) -> float:
     support = np.ones((graph.num_nodes, len(cost.devices)), bool) if support is None else support
     terms = CostTerms(cost, graph, support)
-    placement = legalize(graph, np.asarray(proposal, np.int64), cost.devices, support | ~terms.compute[:, None],
+    # the refiner's legalize() contract: where the node can run and the cost model can price it
+    placement = legalize(graph, np.asarray(proposal, np.int64), cost.devices, terms.allowed,
                          pins=pins, max_submodels=max_submodels)
     device = np.array([cost.devices.index(placement.assignment[n]) for n in graph.names])
     return terms.latency_ms(device)

@@ -13,7 +13,8 @@ from ov_autoplace.costmodel.sim_costs import post_op_fusion
 from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator, fix_anchors, memory_ok, simulate
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import constant_subgraph_mask, count_submodels, legalize
+from ov_autoplace.legalize import constant_subgraph_mask, legalize
+from ov_autoplace.submodels import count_islands
 from ov_autoplace.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
@@ -82,7 +83,7 @@ def _reference_latency(cost: CostModel, graph, device: np.ndarray) -> float:
     active = (role == NodeRole.COMPUTE) & ~follower
     for d in range(len(cost.devices)):
         # islands of device d = islands of the placement restricted to d's active nodes
-        total += cost.submodel_overhead_ms[d] * count_submodels(graph, device, active & (device == d))
+        total += cost.submodel_overhead_ms[d] * count_islands(graph, device, active & (device == d))
     return total
 
 
@@ -144,7 +145,7 @@ def test_submodels_agree_with_legalize(name):
     sim = Simulator(_random_cost(graph, 3, rng), graph)
     placements = fix_anchors(graph, rng.integers(0, 3, (60, graph.num_nodes)), 3)
     counts = sim.num_submodels(placements)
-    assert counts.tolist() == [count_submodels(graph, p, sim.active) for p in placements]
+    assert counts.tolist() == [count_islands(graph, p, sim.active) for p in placements]
     assert sim.num_submodels(fix_anchors(graph, np.zeros(graph.num_nodes, np.int64), 3)) == 1
 
 
@@ -210,7 +211,7 @@ def test_zoo_agrees_with_legalize(zoo_model):
     counts = sim.num_submodels(fixed)
     for proposal, row, count in zip(proposals, fixed, counts):
         np.testing.assert_array_equal(row, _legalized(graph, proposal, 2, np.ones((graph.num_nodes, 2), bool)))
-        assert count == count_submodels(graph, row, sim.active)
+        assert count == count_islands(graph, row, sim.active)
     np.testing.assert_allclose(sim(fixed[:3]), [_reference_latency(sim.cost, graph, p) for p in fixed[:3]], rtol=1e-9)
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph import extract_graph
-from ov_autoplace.legalize import constant_subgraph_mask, count_submodels
+from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.submodels import count_islands
 from ov_autoplace.prepare import prepare_model
 from ov_autoplace.viz.placed import analyze, check_placement_matches, group_label, name_scope
 from tests import synthetic_graphs as sg
@@ -19,7 +20,7 @@ def test_submodels_match_the_legalizer_and_run_in_topological_order(sim_case):
     placed = analyze(case.graph, placement)
     # residual skips make some same-device islands depend on themselves through the other device:
     # those are split (HETERO has to), so there are at least as many submodels as islands
-    assert placed.num_submodels >= count_submodels(case.graph, placed.device, placed.active)
+    assert placed.num_submodels >= count_islands(case.graph, placed.device, placed.active)
     for s, t in zip(case.graph.edge_src.tolist(), case.graph.edge_dst.tolist()):
         a, b = placed.submodel[s], placed.submodel[t]
         if a >= 0 and b >= 0:
