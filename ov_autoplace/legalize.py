@@ -272,21 +272,64 @@ def _hetero_count(graph: GraphArrays, full: np.ndarray, active: np.ndarray) -> i
     return islands if islands <= 1 else submodel_partition(graph, full, active).num_submodels
 
 
-def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound) -> tuple[np.ndarray, int]:
-    """Merge islands (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
+def _move_one_part(graph, device, active, support, locked, partition) -> bool:
+    """Move the lightest HETERO submodel that can move to the neighbouring device it exchanges most bytes
+    with (in place on ``device``); False when none can (pinned, or no neighbour device supports it)."""
+    weight = np.maximum(graph.flops, 0.0) + 1.0
+    sub = partition.submodel
+    order = np.argsort(np.bincount(sub[active], weights=weight[active], minlength=partition.num_submodels),
+                       kind="stable")
+    src, dst = graph.edge_src, graph.edge_dst
+    both = active[src] & active[dst]
+    src, dst = src[both], dst[both]
+    nbytes = np.maximum(graph.edge_bytes[both], 1).astype(np.float64)
+    for p in order.tolist():
+        nodes = np.flatnonzero(sub == p)
+        if locked[nodes].any():
+            continue
+        own = int(partition.device[p])
+        inside_src, inside_dst = sub[src] == p, sub[dst] == p
+        other = np.concatenate([dst[inside_src & ~inside_dst], src[inside_dst & ~inside_src]])
+        traffic = np.concatenate([nbytes[inside_src & ~inside_dst], nbytes[inside_dst & ~inside_src]])
+        per_device = np.bincount(device[other], weights=traffic, minlength=support.shape[1])
+        per_device[own] = -1.0
+        for target in np.argsort(-per_device, kind="stable").tolist():
+            if per_device[target] <= 0:
+                break
+            if support[nodes, target].all():
+                device[nodes] = target
+                return True
+    return False
 
-    An island that another device feeds back is more than one submodel, so after merging the islands to a
-    target the submodels are counted again, and the target drops by the excess until the count fits or no
-    island can move any more (pinned, or no neighbour device supports it).
+
+def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound) -> tuple[np.ndarray, int]:
+    """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
+
+    First the islands, down to ``bound`` (cheap, and they never outnumber the submodels by much). An island
+    that another device feeds back is more than one submodel, and merging whole islands does not remove those
+    splits (the feedback stays), so then the lightest submodel moves to its neighbours' device, one at a
+    time with HETERO's count taken after each. Should that not get there in as many moves as there were
+    submodels, the islands are merged further, down to one device if need be.
     """
-    target = bound
-    while True:
+    islands = _merge_islands(graph, device, active, support, locked, bound)
+    full = _follow_consumers(graph, device, active, pinned_anchor)
+    partition = submodel_partition(graph, full, active)
+    for _ in range(partition.num_submodels):
+        if partition.num_submodels <= bound or not _move_one_part(graph, device, active, support, locked,
+                                                                  partition):
+            break
+        full = _follow_consumers(graph, device, active, pinned_anchor)
+        partition = submodel_partition(graph, full, active)
+    submodels = partition.num_submodels
+    target = count_islands(graph, device, active) - 1
+    while submodels > bound and target >= 1:
         islands = _merge_islands(graph, device, active, support, locked, target)
         full = _follow_consumers(graph, device, active, pinned_anchor)
         submodels = _hetero_count(graph, full, active)
-        if submodels <= bound or islands > target or target == 1:
-            return full, submodels
-        target = max(1, min(target, islands) - (submodels - bound))
+        if islands > target:
+            break  # nothing left that can move
+        target = islands - 1
+    return full, submodels
 
 
 def legalize(
