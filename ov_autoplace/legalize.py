@@ -33,7 +33,7 @@ import openvino as ov
 from .errors import PinError, PlacementError, UnsupportedOpError
 from .graph import GraphArrays, NodeRole
 from .placement import Placement
-from .quant_patterns import keep_groups_together
+from .quant_patterns import keep_groups_together, quantization_groups
 from .submodels import count_islands, island_sets, submodel_partition
 
 
@@ -272,9 +272,13 @@ def _hetero_count(graph: GraphArrays, full: np.ndarray, active: np.ndarray) -> i
     return islands if islands <= 1 else submodel_partition(graph, full, active).num_submodels
 
 
-def _move_one_part(graph, device, active, support, locked, partition) -> bool:
+def _move_one_part(graph, device, active, support, locked, partition, groups: list[list[int]]) -> bool:
     """Move the lightest HETERO submodel that can move to the neighbouring device it exchanges most bytes
-    with (in place on ``device``); False when none can (pinned, or no neighbour device supports it)."""
+    with (in place on ``device``), with every quantization group it touches (``groups``: they stay on one
+    device, step 2b); False when none can (pinned, or no neighbour device supports it)."""
+    group_of = np.full(graph.num_nodes, -1, dtype=np.int64)
+    for k, members in enumerate(groups):
+        group_of[members] = k
     weight = np.maximum(graph.flops, 0.0) + 1.0
     sub = partition.submodel
     order = np.argsort(np.bincount(sub[active], weights=weight[active], minlength=partition.num_submodels),
@@ -285,6 +289,9 @@ def _move_one_part(graph, device, active, support, locked, partition) -> bool:
     nbytes = np.maximum(graph.edge_bytes[both], 1).astype(np.float64)
     for p in order.tolist():
         nodes = np.flatnonzero(sub == p)
+        touched = np.unique(group_of[nodes][group_of[nodes] >= 0])
+        if touched.size:
+            nodes = np.union1d(nodes, np.concatenate([np.asarray(groups[k]) for k in touched.tolist()]))
         if locked[nodes].any():
             continue
         own = int(partition.device[p])
@@ -311,12 +318,13 @@ def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound
     time with HETERO's count taken after each. Should that not get there in as many moves as there were
     submodels, the islands are merged further, down to one device if need be.
     """
-    islands = _merge_islands(graph, device, active, support, locked, bound)
+    _merge_islands(graph, device, active, support, locked, bound)
     full = _follow_consumers(graph, device, active, pinned_anchor)
     partition = submodel_partition(graph, full, active)
+    groups = quantization_groups(graph, active) if partition.num_submodels > bound else []
     for _ in range(partition.num_submodels):
         if partition.num_submodels <= bound or not _move_one_part(graph, device, active, support, locked,
-                                                                  partition):
+                                                                  partition, groups):
             break
         full = _follow_consumers(graph, device, active, pinned_anchor)
         partition = submodel_partition(graph, full, active)
