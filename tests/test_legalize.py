@@ -20,8 +20,9 @@ import pytest
 import ov_autoplace as oa
 from ov_autoplace.graph import NodeRole, extract_graph
 from ov_autoplace.legalize import Pin, constant_subgraph_mask, legalize, parse_pins, query_support
-from ov_autoplace.submodels import submodel_partition
+from ov_autoplace.prepare import prepare_model
 from ov_autoplace.strategies import RandomStrategy
+from ov_autoplace.submodels import submodel_partition
 from tests import synthetic_graphs as sg
 
 REL_TOL = 1e-3
@@ -133,6 +134,27 @@ def test_submodel_bound(f32_testbed, bound):
     compute = (graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
     device = np.array([f32_testbed.devices.index(placement.device_of(n)) for n in graph.names])
     assert submodel_partition(graph, device, compute).num_submodels == placement.num_submodels  # HETERO's count
+
+
+def test_bound_holds_for_what_hetero_compiles_and_keeps_a_split(f32_testbed):
+    """Matrix multiplies on one device, everything else on the other: every attention and MLP block feeds the
+    first device back, so HETERO compiles far more submodels than there are islands. With a bound of 8 the
+    legalizer must still split (merging whole islands alone collapsed such graphs onto one device), and HETERO
+    must compile exactly the count the placement reports."""
+    model = sg.attention_like(layers=3)
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    support = query_support(f32_testbed.core, prepared, graph, f32_testbed.devices)
+    proposal = np.array([1 if op == "MatMul" else 0 for op in graph.op_types])
+    free = legalize(graph, proposal, f32_testbed.devices, support)
+    bounded = legalize(graph, proposal, f32_testbed.devices, support, max_submodels=8)
+    assert free.num_submodels > 8 >= bounded.num_submodels > 1
+    assert min(bounded.counts_per_device().values()) > 0
+    compiled = oa.compile_placement(prepared, bounded, {"PERF_COUNT": True}, core=f32_testbed.core)
+    request = compiled.create_infer_request()
+    request.infer(oa.random_inputs(compiled))
+    subgraphs = {p.node_name.partition(": ")[0] for p in request.profiling_info if ": " in p.node_name}
+    assert len(subgraphs) == bounded.num_submodels
 
 
 def _assert_random_placements_match(model, testbed, count, seed0=0):
