@@ -93,7 +93,7 @@ class RefineResult:
     rounds: int
     moves: int
     seconds: float
-    stopped: str  # converged | evaluations | seconds | rounds | rejected
+    stopped: str  # converged | evaluations | seconds | rounds | rejected | heterosplit (HETERO's own split won)
 
     @property
     def improved(self) -> bool:
@@ -417,6 +417,16 @@ class LocalSearchRefiner:
             result.stopped = "rejected"
             log.debug("local search: refined %.4f ms > start %.4f ms after legalize; kept the input", final_ms,
                       start_ms)
+        # The search counts islands against the bound; the legalizer then bounds HETERO's submodels, which an
+        # island fed back through another device exceeds, and its merges can cost more than the search gained.
+        # HETERO's own split (each node on the first device that runs it) always fits the bound (it is what
+        # effective_max_submodels raises the bound to): never return anything slower.
+        forced = np.where(self.terms.active, np.argmax(self.support, axis=1), 0)
+        forced_ms, _ = self._legal_ms(forced)
+        if forced_ms < result.final_ms:
+            result.proposal, result.final_ms = forced, forced_ms
+            result.stopped = "heterosplit"
+            log.debug("local search: HETERO's own split %.4f ms beats the search's %.4f ms", forced_ms, final_ms)
         result.seconds = time.perf_counter() - start
         log.debug("%s", result.note(self.cost.label))
         return result
