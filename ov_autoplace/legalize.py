@@ -34,7 +34,7 @@ from .errors import PinError, PlacementError, UnsupportedOpError
 from .graph import GraphArrays, NodeRole
 from .placement import Placement
 from .quant_patterns import keep_groups_together, quantization_groups
-from .submodels import count_islands, island_sets, submodel_partition
+from .submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +174,8 @@ def _effective_bound(graph: GraphArrays, support: np.ndarray, active: np.ndarray
     if max_submodels < 1:
         raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
     forced_device = np.where(active, np.argmax(np.asarray(support, bool), axis=1), -1)
-    forced = _hetero_count(graph, _follow_consumers(graph, forced_device, active, np.zeros_like(active)), active)
+    forced_whole = _follow_consumers(graph, forced_device, active, np.zeros_like(active))
+    forced = count_hetero_submodels(graph, forced_whole, active)
     if forced <= max_submodels:
         return max_submodels, None
     return forced, (f"the devices' op support forces {forced} submodels; bound raised from {max_submodels} "
@@ -266,12 +267,6 @@ def _follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray
     return np.asarray(dev, dtype=np.int64)
 
 
-def _hetero_count(graph: GraphArrays, full: np.ndarray, active: np.ndarray) -> int:
-    """HETERO's submodels for a whole placement (``submodels.py``); the cheap island count when it is 0 or 1."""
-    islands = count_islands(graph, full, active)
-    return islands if islands <= 1 else submodel_partition(graph, full, active).num_submodels
-
-
 def _move_one_part(graph, device, active, support, locked, partition, groups: list[list[int]]) -> bool:
     """Move the lightest HETERO submodel that can move to the neighbouring device it exchanges most bytes
     with (in place on ``device``), with every quantization group it touches (``groups``: they stay on one
@@ -333,7 +328,7 @@ def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound
     while submodels > bound and target >= 1:
         islands = _merge_islands(graph, device, active, support, locked, target)
         full = _follow_consumers(graph, device, active, pinned_anchor)
-        submodels = _hetero_count(graph, full, active)
+        submodels = count_hetero_submodels(graph, full, active)
         if islands > target:
             break  # nothing left that can move
         target = islands - 1
@@ -413,7 +408,7 @@ def legalize(
 
     # 3. submodel bound: merge islands until HETERO's split of the whole placement fits
     full = _follow_consumers(graph, device, active, pinned_anchor)
-    num_submodels = _hetero_count(graph, full, active)
+    num_submodels = count_hetero_submodels(graph, full, active)
     if max_submodels is not None and num_submodels > max_submodels:
         bound, raised = _effective_bound(graph, support, active, max_submodels)
         if raised:

@@ -10,29 +10,32 @@ same-device *islands* misses those splits: on BERT-base with the attention
 cores on the second device the islands are 14 and HETERO compiles 26
 (the FFNs: 25 vs 49).
 
-:func:`submodel_partition` splits the islands the way the cycle forces:
+:func:`submodel_partition` finds HETERO's parts the way OpenVINO 2026.4's
+hetero plugin (its SubgraphCollector) does, re-derived here:
 
-1. *stage* of an active node: the largest number of device changes on a path
-   of active nodes that reaches it. Joining only same-device, same-stage
-   neighbours gives groups whose every connecting edge goes to a higher
-   stage, so the group graph has no cycle; but it can split more than needed
-   (a node fed by a long detour gets a high stage although its same-device
-   producer could take it in).
-2. greedy merges: along each same-device edge between two groups (in
-   topological order), the groups merge unless another path already leads from
-   the first to the second (that path would become a cycle).
+1. every edge between two devices is cut; the parts are the nodes joined by
+   the remaining edges (so two same-device parts that share a Parameter or
+   Constant are one part, which islands of active nodes are not);
+2. while this adds cuts: a node that depends on a cut edge leaving its own
+   part (a cycle through another device) has those of its input edges cut
+   whose source depends on the cut inputs the cycle came through.
 
-On the shapes this project places it gives HETERO's own count (OpenVINO
-2026.4, checked by compiling: BERT-base attention cores 26, FFNs 49, every
-other layer 13, random placements of ResNet-50 41/60/21; random placements
-of small synthetic graphs within 2 of it, either side:
-tests/test_submodels.py). Inactive nodes (Parameters, Results, Constants and
-constant subgraphs) follow their consumers and are not counted.
-The legalizer's bound (``max_submodels``), the simulator and the cost terms
-still count islands (the simulator vectorised over many placements,
-``costmodel/islands.py``): a lower bound on the submodels and so on their
-overhead. The legalizer notes the real count where it is larger, and the
-pictures (``viz/placed.py``) draw these submodels.
+Checked by compiling on the testbed (``benchmarks/bench_submodels.py``,
+tests/test_submodels.py): HETERO's count in 8 of 10 placements (BERT-base
+with the attention cores, the FFNs or every other layer on the second device:
+26 / 49 / 13 against 14 / 25 / 8 islands; random placements of BERT-base and
+ResNet-50). Where it differs HETERO splits more (a small attention graph
+with only its softmaxes moved: 5 here, 10 compiled), so the count is a lower
+bound there. Should the split ever leave a cycle, the *stage* groups (same
+device and the same largest number of device changes on a path reaching the
+node), which never have one, stand in. Inactive nodes (Parameters, Results,
+Constants and constant subgraphs) are placed but carry no submodel number.
+
+The legalizer bounds and reports this count (``max_submodels``,
+``Placement.num_submodels``) and the pictures (``viz/placed.py``) draw these
+submodels. The simulator, the cost terms and the MILP price same-device
+islands (:func:`count_islands`; the simulator vectorised over many
+placements, ``costmodel/islands.py``): cheaper, and mostly a lower bound.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ class SubmodelPartition:
 
     submodel: np.ndarray  # int64 [N]
     device: np.ndarray  # int64 [num_submodels], each submodel's device
-    islands: int  # connected same-device islands (fewer than the submodels when a cycle was split)
+    islands: int  # connected same-device islands of active nodes (count_islands)
 
     @property
     def num_submodels(self) -> int:
@@ -215,6 +218,10 @@ def submodel_partition(graph: GraphArrays, device: np.ndarray, active: np.ndarra
     """HETERO's submodels for ``device`` (index per node, every node placed) over the ``active`` nodes; see the
     module docstring. Should the split leave a cycle (not seen; HETERO itself would then refuse to compile),
     the stage groups, which never have one, are returned instead."""
+    return _partition(graph, device, active, count_islands(graph, device, active))
+
+
+def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islands: int) -> SubmodelPartition:
     n = graph.num_nodes
     dev = np.asarray(device).tolist()
     act = np.asarray(active, dtype=bool)
@@ -233,12 +240,15 @@ def submodel_partition(graph: GraphArrays, device: np.ndarray, active: np.ndarra
     sub_device = np.zeros(len(order), dtype=np.int64)
     for r, k in order.items():
         sub_device[k] = dev[r]
-    return SubmodelPartition(submodel=submodel, device=sub_device, islands=count_islands(graph, np.asarray(device), act))
+    return SubmodelPartition(submodel=submodel, device=sub_device, islands=islands)
 
 
 def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
-    """The number of submodels HETERO compiles for ``device`` (index per node) over the ``active`` nodes."""
-    return submodel_partition(graph, device, active).num_submodels
+    """The number of submodels HETERO compiles for ``device`` (index per node, every node placed) over the
+    ``active`` nodes. Zero or one island is that many submodels, without the split (which costs several
+    times the island count: it runs on every legalize)."""
+    islands = count_islands(graph, device, active)
+    return islands if islands <= 1 else _partition(graph, device, active, islands).num_submodels
 
 
 __all__ = ["SubmodelPartition", "count_hetero_submodels", "count_islands", "island_sets", "submodel_partition"]
