@@ -26,35 +26,22 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace.graph import NodeRole  # noqa: E402
-from ov_autoplace.legalize import constant_subgraph_mask, query_support  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
-from ov_autoplace.submodels import count_islands, submodel_partition  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
+from tests.hetero_counts import compare_counts  # noqa: E402
 
 
-def hetero_subgraphs(core, prepared, placement) -> int:
-    compiled = oa.compile_placement(prepared, placement, {"PERF_COUNT": True}, core=core)
-    request = compiled.create_infer_request()
-    request.infer(oa.random_inputs(compiled))
-    return len({p.node_name.partition(": ")[0] for p in request.profiling_info if ": " in p.node_name})
+def rows_for(testbed, label: str, model, named) -> list[tuple[str, str, int, int, int]]:
+    """Prints and returns (label, placement, islands, submodels.py, HETERO) for each (name, proposal)."""
+    names: list[str] = []
 
+    def proposals(graph):
+        pairs = named(graph)
+        names.extend(name for name, _ in pairs)
+        return [proposal for _, proposal in pairs]
 
-def rows_for(testbed, label: str, model, proposals) -> list[tuple[str, str, int, int, int]]:
-    prepared = prepare_model(model)
-    graph = oa.extract_graph(prepared)
-    devices = list(testbed.devices)
-    support = query_support(testbed.core, prepared, graph, devices)
-    compute = graph.role == NodeRole.COMPUTE
-    active = compute & ~(constant_subgraph_mask(graph) & compute)
-    rows = []
-    for name, proposal in proposals(graph):
-        placement = oa.legalize(graph, proposal, devices, support, strategy="bench")
-        device = np.array([devices.index(placement.assignment[n]) for n in graph.names])
-        rows.append((label, name, count_islands(graph, device, active),
-                     submodel_partition(graph, device, active).num_submodels,
-                     hetero_subgraphs(testbed.core, prepared, placement)))
-        print(f"{label:<22} {name:<28} {rows[-1][2]:>7} {rows[-1][3]:>14} {rows[-1][4]:>15}", flush=True)
+    rows = [(label, name, *counts) for name, counts in zip(names, compare_counts(testbed, model, proposals))]
+    for row in rows:
+        print(f"{label:<22} {row[1]:<28} {row[2]:>7} {row[3]:>14} {row[4]:>15}", flush=True)
     return rows
 
 

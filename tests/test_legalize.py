@@ -24,6 +24,7 @@ from ov_autoplace.prepare import prepare_model
 from ov_autoplace.strategies import RandomStrategy
 from ov_autoplace.submodels import submodel_partition
 from tests import synthetic_graphs as sg
+from tests.hetero_counts import hetero_subgraphs
 
 REL_TOL = 1e-3
 
@@ -150,11 +151,7 @@ def test_bound_holds_for_what_hetero_compiles_and_keeps_a_split(f32_testbed):
     bounded = legalize(graph, proposal, f32_testbed.devices, support, max_submodels=8)
     assert free.num_submodels > 8 >= bounded.num_submodels > 1
     assert min(bounded.counts_per_device().values()) > 0
-    compiled = oa.compile_placement(prepared, bounded, {"PERF_COUNT": True}, core=f32_testbed.core)
-    request = compiled.create_infer_request()
-    request.infer(oa.random_inputs(compiled))
-    subgraphs = {p.node_name.partition(": ")[0] for p in request.profiling_info if ": " in p.node_name}
-    assert len(subgraphs) == bounded.num_submodels
+    assert hetero_subgraphs(f32_testbed.core, prepared, bounded) == bounded.num_submodels
 
 
 def _assert_random_placements_match(model, testbed, count, seed0=0):

@@ -1,7 +1,6 @@
 """submodels.submodel_partition: the submodels HETERO really compiles, checked against HETERO's own split.
 
-HETERO's count is read from a real compile on the testbed: PERF_COUNT names
-each runtime node "subgraph<K>: <name>".
+HETERO's count is read from a real compile on the testbed (tests/hetero_counts.py).
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from ov_autoplace.prepare import prepare_model
 from ov_autoplace.submodels import count_islands, submodel_partition
 from tests import synthetic_graphs as sg
 from tests.conftest import zoo_available
+from tests.hetero_counts import compare_counts, hetero_subgraphs
 
 
 def _active(graph):
@@ -98,29 +98,6 @@ def test_submodels_have_no_cycle_and_respect_devices():
         assert (partition.device[sub[active]] == device[active]).all()
 
 
-def _hetero_submodels(testbed, prepared: ov.Model, placement) -> int:
-    compiled = oa.compile_placement(prepared, placement, {"PERF_COUNT": True}, core=testbed.core)
-    request = compiled.create_infer_request()
-    request.infer(oa.random_inputs(compiled))
-    return len({p.node_name.partition(": ")[0] for p in request.profiling_info if ": " in p.node_name})
-
-
-def _compare(testbed, model: ov.Model, proposals) -> list[tuple[int, int, int]]:
-    """(islands, ours, HETERO's) for each proposal (device index per node of the prepared model's graph)."""
-    prepared = prepare_model(model)
-    graph = oa.extract_graph(prepared)
-    devices = list(testbed.devices)
-    support = query_support(testbed.core, prepared, graph, devices)
-    active = _active(graph)
-    rows = []
-    for proposal in proposals(graph):
-        placement = oa.legalize(graph, proposal, devices, support, strategy="test")
-        device = np.array([devices.index(placement.assignment[n]) for n in graph.names])
-        rows.append((count_islands(graph, device, active), submodel_partition(graph, device, active).num_submodels,
-                     _hetero_submodels(testbed, prepared, placement)))
-    return rows
-
-
 def _by_name(pattern: str):
     return lambda graph: [np.array([1 if re.search(pattern, n) else 0 for n in graph.names])]
 
@@ -132,11 +109,11 @@ def _softmax_elsewhere(graph):
 
 def test_hetero_compiles_what_the_partition_says(testbed):
     """The hand-made feedback graphs and random placements of three synthetic graphs: the same count."""
-    assert _compare(testbed, _feedback(), lambda g: [_device_of(g, {"b"})]) == [(2, 3, 3)]
-    assert _compare(testbed, _detour(), lambda g: [_device_of(g, {"b1"})]) == [(3, 3, 3)]
+    assert compare_counts(testbed, _feedback(), lambda g: [_device_of(g, {"b"})]) == [(2, 3, 3)]
+    assert compare_counts(testbed, _detour(), lambda g: [_device_of(g, {"b1"})]) == [(3, 3, 3)]
     rng = np.random.default_rng(0)
     for model in (sg.residual(), sg.branching(), sg.attention_like()):
-        rows = _compare(testbed, model, lambda g: [(rng.random(g.num_nodes) < p).astype(np.int64)
+        rows = compare_counts(testbed, model, lambda g: [(rng.random(g.num_nodes) < p).astype(np.int64)
                                                    for p in (0.1, 0.3, 0.45)])
         assert all(ours == hetero for _, ours, hetero in rows), rows
 
@@ -144,7 +121,7 @@ def test_hetero_compiles_what_the_partition_says(testbed):
 def test_where_hetero_splits_more_the_partition_is_a_lower_bound(testbed):
     """Known gap: with only the softmaxes on the second device, HETERO 2026.4 compiles 10 submodels for two
     layers where 5 are enough and the partition says 5. It is never above HETERO's count."""
-    ((islands, ours, hetero),) = _compare(testbed, sg.attention_like(layers=2), _softmax_elsewhere)
+    ((islands, ours, hetero),) = compare_counts(testbed, sg.attention_like(layers=2), _softmax_elsewhere)
     assert islands < ours <= hetero
 
 
@@ -155,9 +132,9 @@ def test_the_legalizer_bounds_the_submodels_hetero_compiles(testbed):
     devices = list(testbed.devices)
     support = query_support(testbed.core, prepared, graph, devices)
     split = oa.legalize(graph, _device_of(graph, {"b"}), devices, support)
-    assert split.num_submodels == 3 == _hetero_submodels(testbed, prepared, split)
+    assert split.num_submodels == 3 == hetero_subgraphs(testbed.core, prepared, split)
     bounded = oa.legalize(graph, _device_of(graph, {"b"}), devices, support, max_submodels=2)
-    assert bounded.num_submodels <= 2 and _hetero_submodels(testbed, prepared, bounded) == bounded.num_submodels
+    assert bounded.num_submodels <= 2 and hetero_subgraphs(testbed.core, prepared, bounded) == bounded.num_submodels
     assert any(n.startswith("merged islands: 3 -> ") for n in bounded.notes)
 
 
@@ -171,5 +148,5 @@ def test_bert_splits_match_hetero_exactly(testbed):
     model = zoo.load("bert_base")
     for pattern, expected in ((r"attention\.self", 26), (r"intermediate|output\.dense", 49),
                               (r"layer\.\d*[13579]\.", 13)):
-        ((islands, ours, hetero),) = _compare(testbed, model, _by_name(pattern))
+        ((islands, ours, hetero),) = compare_counts(testbed, model, _by_name(pattern))
         assert ours == hetero == expected and islands < ours
