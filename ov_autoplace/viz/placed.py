@@ -3,7 +3,8 @@
 A *submodel* is what HETERO compiles as one part (``submodels.submodel_partition``):
 an island of same-device active nodes (compute nodes that are not constant
 subgraphs), split where another device feeds it back (a residual skip around
-the other device's part), as HETERO splits it. HETERO runs submodels one after
+the other device's part) and joined to another island that shares its input,
+as HETERO does both. HETERO runs submodels one after
 another, in a topological order; :func:`analyze` numbers them in that order
 (ties broken by the first node, as HETERO's ordered ops do).
 
@@ -50,7 +51,7 @@ class PlacedGraph:
     submodel_device: np.ndarray  # int64 [S]
     transfers: tuple[Transfer, ...]
     strategy: str
-    islands: int  # same-device islands (submodels.count_islands); fewer than the submodels when one was split
+    islands: int  # same-device islands (submodels.count_islands); differs from the submodels as above
 
     @property
     def num_submodels(self) -> int:
