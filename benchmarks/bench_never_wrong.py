@@ -5,9 +5,9 @@
 1. The legality check of a cached placement: ``query_model`` (what a check
    would cost without the stored support matrix) against reading the stored
    matrix and re-legalizing, per zoo model, medians over interleaved rounds.
-2. The measured guard on a RegNetY-400MF-shaped CNN with 16 nodes forced onto
-   the second device (3 submodels): split vs each single device, interleaved,
-   and the guard's wall time. On this machine CPU and CPUF are the same f32
+2. The verification (verification.py) of a RegNetY-400MF-shaped CNN with 16 nodes forced onto
+   the second device (3 submodels): split vs the plain call and each single device, paired rounds,
+   and its wall time. On this machine CPU and CPUF are the same f32
    device (no bf16), so no split can be a real win.
 3. int8: Convolutions running u8/i8 in an int8 ResNet-50 (min-max calibrated
    FakeQuantize + i8 weights, ``tests/quantized_graphs.py``) on one device, with
@@ -32,7 +32,7 @@ from ov_autoplace import zoo  # noqa: E402
 from ov_autoplace.graph import extract_graph  # noqa: E402
 from ov_autoplace.legality import ensure_legal  # noqa: E402
 from ov_autoplace.legalize import legalize, query_support  # noqa: E402
-from ov_autoplace.measured_guard import measured_guard  # noqa: E402
+from ov_autoplace.verification import verify_placement  # noqa: E402
 from ov_autoplace.prepare import prepare_model  # noqa: E402
 from ov_autoplace.support_store import device_support  # noqa: E402
 from ov_autoplace.testbed import make_testbed  # noqa: E402
@@ -63,19 +63,19 @@ def legality_check_cost(testbed, rounds: int, scratch: Path) -> None:
 
 
 def guard_on_regnet(testbed) -> None:
-    from tests.test_measured_guard import _forced_split, regnet_y_like
+    from tests.test_verification import _forced_split, regnet_y_like
 
     prepared = prepare_model(regnet_y_like())
     graph = extract_graph(prepared)
     support = query_support(testbed.core, prepared, graph, testbed.devices)
     split = legalize(graph, _forced_split(graph), testbed.devices, support, strategy="forced-16")
     t0 = time.perf_counter()
-    guarded = measured_guard(testbed.core, prepared, graph, split, support)
+    guarded, _ = verify_placement(testbed.core, prepared, graph, split, support=support)
     seconds = time.perf_counter() - t0
-    print(f"2. measured guard, RegNetY-like CNN ({graph.num_nodes} nodes), split {split.counts_per_device()} in "
+    print(f"2. verification by measurement, RegNetY-like CNN ({graph.num_nodes} nodes), split {split.counts_per_device()} in "
           f"{split.num_submodels} submodels (testbed: CPU and CPUF both f32 here, the same device)")
     print(f"  {guarded.notes[-1]}")
-    print(f"  result: {guarded.counts_per_device()} ({guarded.num_submodels} submodel), guard took {seconds:.1f} s")
+    print(f"  result: {guarded.counts_per_device()} ({guarded.num_submodels} submodel), verification took {seconds:.1f} s")
 
 
 def int8_precisions(testbed) -> None:

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
+import numpy as np
 import openvino as ov
 
 from .devices import DeviceSpec, check_devices_present, check_properties, parse_device_string
@@ -29,12 +30,12 @@ from .graph import GraphArrays, extract_graph
 from .guard import guard_placement
 from .legality import ensure_legal
 from .support_store import device_support
-from .measured_guard import measured_guard, measurement_is_cheap
 from .cache_root import blob_cache_props, cache_root
 from .first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
 from .legalize import Pin, legalize, parse_pins, query_support
 from .placed_compile import compile_placed
 from .placement import Placement
+from .verification import evidence_intact, needs_verification, verify_placement
 from .prepare import prepare_model
 from .shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
 from .user_checks import USER_ERRORS, check_pins_devices
@@ -261,25 +262,55 @@ def compile_placement(
 def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: PlacementCache | None) -> Placement:
     graph = extract_graph(prepared)
     if cache is None:
-        return _guarded(req, prepared, graph, _place(req, prepared, graph))
+        return _verified(req, prepared, graph, _place(req, prepared, graph))
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
                     exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes)
     support = device_support(req.core, prepared, graph, req.devices, cache.directory / "support")
     placement = cache.get(key, graph, support=support, pins=req.pins)  # legality-checked
     if placement is not None:
-        logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
-        return placement
-    placement = _guarded(req, prepared, graph, _place(req, prepared, graph, cache.directory / "support"))
+        if req.pins or evidence_intact(placement) or not needs_verification(placement, graph, support):
+            logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
+            return placement
+        logger.info("placement cache hit (%s) without intact verification evidence: verifying it again",
+                    req.strategy.name)
+    else:
+        placement = _place(req, prepared, graph, cache.directory / "support")
+    placement = _verified(req, prepared, graph, placement)
     cache.put(key, placement, graph)
     return placement
 
 
-def _guarded(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement) -> Placement:
-    """The measured guard, where the strategy measured anyway (a profile, a search) and nothing is pinned."""
-    if req.pins or placement.num_submodels < 2 or not measurement_is_cheap(req.strategy):
+def _verified(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement) -> Placement:
+    """The measured verification (``verification.py``) of a placement that differs from the plain call's.
+
+    Pinned placements are the user's call and are compiled as asked. Anything else that is not what
+    ``core.compile_model(model, device_name, config)`` would run is kept only if it measurably wins.
+    """
+    if req.pins:
         return placement
     support = query_support(req.core, prepared, graph, req.devices)
-    return measured_guard(req.core, prepared, graph, placement, support, req.props)
+    if not needs_verification(placement, graph, support):
+        return placement
+    verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,
+                                   model=req.placement_model, device_name=req.spec.text)
+    return verified
+
+
+def _pinned_fallback(req: _Request, exc: Exception) -> ov.CompiledModel:
+    """The fallback when pins were given: HETERO's own affinity plus the pins, legalized; never a silent drop."""
+    try:
+        prepared = prepare_model(req.placement_model)
+        graph = extract_graph(prepared)
+        support = query_support(req.core, prepared, graph, req.devices)
+        placement = legalize(graph, np.argmax(support, axis=1).astype(np.int64), req.devices, support, pins=req.pins,
+                             strategy="plain+pins")
+        return compile_placed(req.core, req.model, placement, req.spec.hetero_string, req.props, shapes=req.shapes)
+    except USER_ERRORS:
+        raise
+    except Exception as again:  # noqa: BLE001 - say both failures; the pins are the user's request
+        raise PlacementError(f"the placement path failed ({type(exc).__name__}: {exc}) and the pinned fallback "
+                             f"(HETERO's own affinity plus your pins) failed too ({type(again).__name__}: {again}); "
+                             "remove the pins to get a plain compile_model") from again
 
 
 def compile_model(
@@ -371,6 +402,10 @@ def compile_model(
     except USER_ERRORS:
         raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
+        if req.pins:
+            logger.warning("placement path failed (%s: %s); compiling HETERO's own affinity with your pins on %s",
+                           type(exc).__name__, exc, req.spec.hetero_string)
+            return _pinned_fallback(req, exc)
         logger.warning("placement path failed (%s: %s); falling back to plain compile_model on %s",
                        type(exc).__name__, exc, device_name)
         return req.core.compile_model(req.model, device_name, req.props)

@@ -10,8 +10,33 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-# the property list lives with the fast start, which reads it on every call without building DeviceFacts
-from .first_start import FACT_PROPERTIES  # noqa: E402
+#: Properties a device reports about itself that the prior reads (:class:`DeviceFacts`).
+FACT_PROPERTIES = ("DEVICE_TYPE", "DEVICE_ARCHITECTURE", "OPTIMIZATION_CAPABILITIES", "DEVICE_GOPS",
+                   "GPU_DEVICE_TOTAL_MEM_SIZE", "FULL_DEVICE_NAME", "INFERENCE_PRECISION_HINT",
+                   "INFERENCE_NUM_THREADS")
+
+
+def identical_devices(core: Any, devices: Sequence[str]) -> bool:
+    """Whether every device reports the same facts, read as plain values (the first start's whole fast path).
+
+    The same test as :func:`indistinguishable`, without building DeviceFacts: a few property reads.
+    """
+    signatures = set()
+    for device in devices:
+        values = []
+        for prop in FACT_PROPERTIES:
+            try:
+                values.append(str(core.get_property(device, prop)))
+            except Exception:  # noqa: BLE001 - not reported
+                values.append(None)
+        try:
+            values.append(core.get_versions(device)[device].description)
+        except Exception:  # noqa: BLE001
+            values.append(None)
+        if not any(v for v in values[:-1]):
+            return False  # knows nothing: not "identical"
+        signatures.add(tuple(values))
+    return len(signatures) == 1
 
 _PRECISION_NAMES = {"f32": "f32", "float32": "f32", "f16": "f16", "float16": "f16", "bf16": "bf16",
                     "bfloat16": "bf16", "i8": "int8", "u8": "int8", "int8": "int8"}
@@ -103,4 +128,4 @@ def indistinguishable(facts: Sequence[DeviceFacts]) -> bool:
 
 
 
-__all__ = ["DeviceFacts", "FACT_PROPERTIES", "indistinguishable", "read_device_facts"]
+__all__ = ["DeviceFacts", "FACT_PROPERTIES", "identical_devices", "indistinguishable", "read_device_facts"]

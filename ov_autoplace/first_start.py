@@ -18,17 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cache_root import blob_cache_props, cache_root, profile_dir
+from .device_facts import identical_devices
 
 if TYPE_CHECKING:
     from .placement_sources import Decision
 
 logger = logging.getLogger("ov_autoplace")
-
-#: Properties a device reports about itself that the prior reads (``device_facts.DeviceFacts``).
-FACT_PROPERTIES = ("DEVICE_TYPE", "DEVICE_ARCHITECTURE", "OPTIMIZATION_CAPABILITIES", "DEVICE_GOPS",
-                   "GPU_DEVICE_TOTAL_MEM_SIZE", "FULL_DEVICE_NAME", "INFERENCE_PRECISION_HINT",
-                   "INFERENCE_NUM_THREADS")
-
 
 class Profiling(str, enum.Enum):
     """When ``compile_model``'s default placement measures the devices."""
@@ -51,30 +46,6 @@ def check_profiling(value: Any) -> Profiling:
         raise PlacementError(f"profile must be one of {[p.value for p in Profiling]}, got {value!r}") from None
 
 
-def identical_devices(core: Any, devices: tuple[str, ...]) -> bool:
-    """Whether every device reports the same facts (``device_facts.py``), read as plain values.
-
-    The same test as ``device_facts.indistinguishable``, without building DeviceFacts: this is the whole
-    decision of the fast start, so it stays a few property reads.
-    """
-    signatures = set()
-    for device in devices:
-        values = []
-        for prop in FACT_PROPERTIES:
-            try:
-                values.append(str(core.get_property(device, prop)))
-            except Exception:  # noqa: BLE001 - not reported
-                values.append(None)
-        try:
-            values.append(core.get_versions(device)[device].description)
-        except Exception:  # noqa: BLE001
-            values.append(None)
-        if not any(v for v in values[:-1]):
-            return False  # knows nothing: not "identical"
-        signatures.add(tuple(values))
-    return len(signatures) == 1
-
-
 #: The shipped policy (``policy.pretrained.PRETRAINED_POLICY``), named here so that the cache-hit path does not
 #: import the policy package just to key the cache (tests/test_first_start.py checks they agree).
 POLICY_FILE = Path(__file__).parent / "policy" / "pretrained" / "hsdag_v1.npz"
@@ -86,7 +57,7 @@ def _policy_digest(path) -> str:
 
 
 def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
-    """Decide (fast path, cache, stored profile, prior), log the source, compile."""
+    """Decide (fast path, single-device index, then :func:`decide`), log the source, compile, hand off."""
     started = time.perf_counter()
     root = cache_root(cache_dir)
     props = blob_cache_props(req.core, req.props, root, cache_blobs)
@@ -111,17 +82,18 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
             logger.info("placement source: cache (%s) -> %s (%.0f ms to decide)", source, device,
                         1e3 * (time.perf_counter() - started))
             return req.core.compile_model(req.model, device, props)  # exactly plain OpenVINO
-    decision, cache, key, graph, profile_path = _decide_with_graph(req, root, profiling, cache_dir, use_cache)
-    if index is not None and decision.single_device is not None:
+    decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache)
+    if index is not None and decision.single_device is not None and decision.final:
         source = decision.source[len("cache ("):-1] if decision.source.startswith("cache (") else decision.source
         single_device_index.store(root, index, decision.single_device, source, profile_path)
     logger.info("placement source: %s -> %s (%.0f ms to decide)%s", decision.source,
                 decision.single_device or decision.placement.counts_per_device(),
                 1e3 * (time.perf_counter() - started), f"; {decision.reason}" if decision.reason else "")
     compiled = _compile(req, decision, props)
-    if profiling is Profiling.BACKGROUND and decision.spawn_worker:
+    if decision.pending or (profiling is Profiling.BACKGROUND and decision.spawn_worker):
         if cache is None:
-            logger.warning("profile='background' needs the placement cache (use_cache=False): not measuring")
+            logger.warning("%s needs the placement cache (use_cache=False): not measuring",
+                           "verifying the placement" if decision.pending else "profile='background'")
         else:
             from .background import spawn_worker
 
@@ -129,11 +101,27 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
     return compiled
 
 
-def _decide_with_graph(req, root, profiling, cache_dir, use_cache):
+def decide(req, root, profiling, cache_dir, use_cache):
+    """The default placement, in this order; the first source that applies decides.
+
+    1. **cache hit** (not with ``profile="now"``): a stored decision is used when it is the plain call's
+       placement, carries intact verification evidence (``verification.evidence_intact``), or is a calibrated
+       prior's deviation still awaiting its verification (``+live``); anything else (evidence edited, missing)
+       runs the plain call's placement and is verified again in the background;
+    2. **measured profile**: with ``profile="now"`` the model is profiled now and a placement that deviates from
+       the plain call's is verified now, by measurement (``verification.py``); a profile stored earlier
+       (``ov-autoplace profile``) proposes, and its deviation is verified by the background worker first;
+    3. **prior**: the policy on the prior's costs proposes (beyond the prior's margin); a deviation goes live at
+       once only when the prior recognizes every device (calibrated), and is verified in the background;
+    4. else **the plain call's placement**: what ``core.compile_model(model, device_name, config)`` runs.
+
+    Returns ``(decision, cache, key, graph, profile_path)``; the decision carries its source, the reason, and its
+    evidence (``decision.evidence``) or that it awaits verification (``decision.pending``).
+    """
     from .cache import PlacementCache
     from .costmodel.profile_store import ProfileStore
     from .graph import extract_graph
-    from .placement_sources import cache_key, decision_from_cache, decision_to_placement
+    from .placement_sources import cache_key, decision_from_cache, decision_to_placement, settle
     from .prepare import prepare_model
 
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone (shapes.py)
@@ -145,14 +133,19 @@ def _decide_with_graph(req, root, profiling, cache_dir, use_cache):
     if cache is not None and profiling is not Profiling.NOW:
         cached = cache.get(key, graph, pins=req.pins)  # legality-checked (legality.py)
         if cached is not None:
-            decision = decision_from_cache(cached, prepared)
-            if decision.spawn_worker and Path(profile_path).exists():
+            decision = decision_from_cache(req, cached, prepared, graph)
+            if decision.source == "cache (prior)" and Path(profile_path).exists():
                 decision = None  # a profile arrived since the prior placed it (ov-autoplace profile): use it
             if decision is not None:
+                if decision.stored_as is not None:  # demoted (edited evidence): store what runs now
+                    cache.put(key, decision.stored_as, graph)
                 return decision, cache, key, graph, profile_path
     if profiling is Profiling.NOW:
-        _measure_now(req, prepared, store)
+        from .placement_sources import measure_profile_now
+
+        measure_profile_now(req, prepared, store)
     decision = _profile_or_prior(req, prepared, graph, store)
+    decision = settle(req, decision, prepared, graph, verify_now=profiling is Profiling.NOW)
     if cache is not None:
         cache.put(key, decision_to_placement(decision, graph, req.devices), graph)
     return decision, cache, key, graph, profile_path
@@ -184,13 +177,6 @@ def _profile_path(req, graph, store) -> Path:
 
     return store.path_for(profile_key(req.core, req.devices, kind="model", graph=graph,
                                       extra={"format": MODEL_PROFILE_FORMAT}))
-
-
-def _measure_now(req, prepared, store) -> None:
-    """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start."""
-    from .costmodel.quick_profile import quick_model_profile
-
-    quick_model_profile(prepared, req.core, req.devices, store=store)
 
 
 def _compile(req, decision: Decision, props: dict):

@@ -31,6 +31,8 @@ class Placement:
     notes: list[str] = dataclasses.field(default_factory=list)
     measured_latency_ms: float | None = None
     reference_latency_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: The measured verdict that made this the chosen placement (``verification.py``; None: not verified).
+    verification: dict[str, Any] | None = None
 
     @property
     def device_string(self) -> str:
@@ -120,6 +122,7 @@ class Placement:
             "notes": self.notes,
             "measured_latency_ms": self.measured_latency_ms,
             "reference_latency_ms": self.reference_latency_ms,
+            "verification": self.verification,
         }
 
     @classmethod
@@ -133,6 +136,7 @@ class Placement:
             notes=list(data.get("notes", [])),
             measured_latency_ms=data.get("measured_latency_ms"),
             reference_latency_ms=dict(data.get("reference_latency_ms", {})),
+            verification=dict(data["verification"]) if isinstance(data.get("verification"), Mapping) else None,
         )
 
     def save(self, path: str | Path) -> None:

@@ -29,6 +29,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .device_facts import indistinguishable, read_device_facts
+from .verification import single_device_of
 
 if TYPE_CHECKING:  # imported lazily: the fast paths never need them
     import openvino as ov
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # imported lazily: the fast paths never need them
 logger = logging.getLogger("ov_autoplace")
 
 #: Cache token of the default placement (bump when its decision rule changes).
-DEFAULT_SOURCE_TOKEN = "default-sources-v2"  # v2: recognized devices, 10 % margin; the profile path refines
+DEFAULT_SOURCE_TOKEN = "default-sources-v3"  # v3: deviations from the plain call verified by measurement
 #: Time budget of the local search on the profile path (BERT-base takes 1.2-2.0 s, 20,002 nodes stop here).
 REFINE_SECONDS = 2.0
 
@@ -49,22 +50,25 @@ REFINE_SECONDS = 2.0
 class Decision:
     """Where the model goes: one device (compiled as plain OpenVINO would) or a HETERO placement."""
 
-    source: str  # prior / profile / cache / search
+    source: str  # prior / profile / cache (...) / search
     single_device: str | None = None
     placement: "Placement | None" = None
     prepared: "ov.Model | None" = None
-    spawn_worker: bool = False  # the background worker should measure this model
+    spawn_worker: bool = False  # profile="background": the worker should measure this model
     reason: str = ""
+    calibrated: bool = False  # the prior recognized every device: its deviation may go live before verification
+    pending: bool = False  # a deviation from the plain call awaits verification by the background worker
+    evidence: "dict | None" = None  # the measured verdict this decision rests on (verification.py)
+    stored_as: "Placement | None" = None  # a demoted cache entry: what to store instead
+
+    @property
+    def final(self) -> bool:
+        """Whether nothing about this decision is left to verify (a warm start may skip the graph for it)."""
+        return not self.pending
 
 
 def _fmt(singles: dict[str, float]) -> str:
     return ", ".join(f"{d} {ms:.3f} ms" for d, ms in singles.items())
-
-
-def single_device_of(placement: "Placement") -> str | None:
-    """The device when every compute node of ``placement`` is on one device, else None."""
-    used = {placement.assignment[n] for n in placement.compute_nodes}
-    return next(iter(used)) if len(used) == 1 else (placement.devices[0] if not used else None)
 
 
 def fast_single_device(core: "ov.Core", devices: tuple[str, ...]) -> Decision | None:
@@ -118,9 +122,11 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
     single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
                                               lambda c: _policy_proposal(c, graph, devices, policy_path),
                                               pins=req.pins, max_submodels=req.max_submodels, margin=prior.margin)
+    calibrated = set(prior.recognized) == set(devices)
     if placement is None:
-        return Decision("prior", single_device=single, spawn_worker=True, reason=reason)
-    return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason)
+        return Decision("prior", single_device=single, spawn_worker=True, reason=reason, calibrated=calibrated)
+    return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason,
+                    calibrated=calibrated)
 
 
 def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support, propose, *, pins=None,
@@ -283,6 +289,8 @@ def cache_key(req: Any, cache: "PlacementCache", graph: "GraphArrays", policy_di
 
 def decision_to_placement(decision: Decision, graph: "GraphArrays", devices: tuple[str, ...]) -> "Placement":
     """The placement to cache for ``decision`` (a one-device decision becomes a one-device placement)."""
+    if decision.stored_as is not None:  # carries its tags (+pending, +live) or its verification evidence
+        return decision.stored_as
     if decision.placement is not None:
         return decision.placement
     placement = _single_placement(graph, devices, decision.single_device, f"hsdag:{decision.source}")
@@ -291,13 +299,92 @@ def decision_to_placement(decision: Decision, graph: "GraphArrays", devices: tup
     return placement
 
 
-def decision_from_cache(placement: "Placement", prepared) -> Decision:
-    source = placement.strategy.split(":", 1)[1] if ":" in placement.strategy else placement.strategy
+def measure_profile_now(req: Any, prepared, store) -> None:
+    """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start."""
+    from .costmodel.quick_profile import quick_model_profile
+
+    quick_model_profile(prepared, req.core, req.devices, store=store)
+
+
+def _support(req: Any, prepared, graph):
+    from .legalize import query_support
+
+    return query_support(req.core, prepared, graph, req.devices)
+
+
+def _tags(strategy: str) -> list[str]:
+    """``"hsdag:prior+live"`` -> ``["prior", "live"]``."""
+    return (strategy.split(":", 1)[1] if ":" in strategy else strategy).split("+")
+
+
+def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, verify_now: bool) -> Decision:
+    """Apply the rule to a new decision: a deviation from the plain call is measured before it is trusted.
+
+    ``verify_now`` (``profile="now"``): verified now. Else a calibrated prior's deviation goes live, anything
+    else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
+    Pinned decisions are the user's call and are not verified.
+    """
+    from .verification import needs_verification, plain_placement, verify_placement
+
+    if req.pins or decision.single_device == req.devices[0]:
+        return decision  # the user's call, or HETERO's own first device: the plain call's placement
+    candidate = decision_to_placement(decision, graph, req.devices)
+    support = _support(req, prepared, graph)
+    if not needs_verification(candidate, graph, support):
+        return decision
+    if verify_now:
+        verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
+                                              properties=req.props, model=req.placement_model,
+                                              device_name=req.spec.text)
+        device = single_device_of(verified)
+        return Decision(decision.source, single_device=device, placement=None if device else verified,
+                        prepared=prepared, reason=evidence.describe(), evidence=verified.verification,
+                        stored_as=verified)
+    if decision.source == "prior" and decision.calibrated:
+        candidate.strategy = f"hsdag:{decision.source}+live"
+        device = single_device_of(candidate)
+        return dataclasses.replace(decision, single_device=device, placement=None if device else candidate,
+                                   pending=True, stored_as=candidate, reason=f"{decision.reason}; every device is calibrated: live now, "
+                                                        "verified by measurement in the background")
+    plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{decision.source}+pending")
+    proposed = candidate.counts_per_device()
+    plain.notes.append(f"{decision.source} proposed {proposed}; the plain call's placement runs until it is verified")
+    device = single_device_of(plain)
+    return Decision(decision.source, single_device=device, placement=None if device else plain, prepared=prepared,
+                    spawn_worker=True, pending=True, stored_as=plain,
+                    reason=f"{decision.source} proposes {proposed}, not yet verified by measurement: the plain call's "
+                           "placement runs now and the background worker verifies the proposal")
+
+
+def decision_from_cache(req: Any, placement: "Placement", prepared, graph: "GraphArrays") -> Decision:
+    """A cached decision, trusted only as the rule allows (see ``first_start.decide``)."""
+    from .verification import evidence_intact, needs_verification, plain_placement
+
+    tags = _tags(placement.strategy)
+    source = "+".join(tags)
     device = single_device_of(placement)
-    return Decision(f"cache ({source})", single_device=device, placement=None if device else placement,
-                    prepared=prepared, spawn_worker=(source.split("+")[0] == "prior"))  # "+guard": the guard chose
+    base = Decision(f"cache ({source})", single_device=device, placement=None if device else placement,
+                    prepared=prepared, spawn_worker=tags[0] == "prior")
+    if evidence_intact(placement):
+        return dataclasses.replace(base, evidence=placement.verification, spawn_worker=False)
+    if "live" in tags or "pending" in tags:
+        return dataclasses.replace(base, pending=True)
+    if device == req.devices[0] or req.pins:
+        return base
+    support = _support(req, prepared, graph)
+    if not needs_verification(placement, graph, support):
+        return base
+    plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{tags[0]}+pending")
+    plain.notes.append("a cached deviation from the plain call without intact verification evidence was demoted")
+    device = single_device_of(plain)
+    logger.warning("the cached placement %s differs from the plain call's and its verification evidence is missing "
+                   "or was edited; running the plain call's placement and verifying again in the background",
+                   placement.counts_per_device())
+    return Decision(f"cache ({tags[0]}, demoted)", single_device=device, placement=None if device else plain,
+                    prepared=prepared, pending=True, stored_as=plain,
+                    reason="verification evidence missing or edited")
 
 
-__all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "cache_key", "decision_from_cache",
-           "decision_to_placement", "fast_single_device", "place_from_prior", "prior_choice", "prior_outcome", "PriorChoice", "place_from_profile", "place_with_cost",
-           "single_device_of"]
+__all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "PriorChoice", "cache_key", "decision_from_cache", "decision_to_placement",
+           "fast_single_device", "measure_profile_now", "place_from_prior", "place_from_profile", "place_with_cost",
+           "prior_choice", "prior_outcome", "settle", "single_device_of"]

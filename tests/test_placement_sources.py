@@ -19,6 +19,8 @@ from ov_autoplace.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 DISTINCT = "HETERO:CPUS,CPU"
+#: The same devices with the one the prior prefers first: the prior agrees with the plain call.
+PLAIN_FIRST = "HETERO:CPU,CPUS"
 
 
 def _source(caplog) -> str:
@@ -27,18 +29,41 @@ def _source(caplog) -> str:
     return lines[-1].split(": ", 1)[1]
 
 
-def test_distinct_devices_prior_then_cache(thread_core, tmp_path, caplog):
+def test_prior_agreeing_with_the_plain_call_then_cache(thread_core, tmp_path, caplog):
+    """The prior prefers the all-cores CPU; listed first it is the plain call's device: no verification needed."""
+    model = sg.residual()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("prior -> CPU")
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
+    assert not (tmp_path / "profiles").exists() and not (tmp_path / "workers").exists(), "nothing was measured"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(sg.residual(seed=5), PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("cache (prior) -> CPU")
+
+
+def test_prior_deviation_runs_the_plain_call_until_verified(thread_core, tmp_path, caplog, monkeypatch):
+    """CPUS listed first: the prior's CPU is a deviation from the plain call, unverified on uncalibrated devices.
+
+    The first start runs the plain call's placement (CPUS, what core.compile_model would run) and hands the
+    proposal to the background worker; until a verdict exists, later starts keep the plain call.
+    """
+    from ov_autoplace import background
+
+    spawned = []
+    monkeypatch.setattr(background, "spawn_worker", lambda req, root, key, graph: spawned.append(key) or True)
     model = sg.residual()
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
     source = _source(caplog)
-    assert source.startswith("prior -> CPU"), "the all-cores CPU is predicted faster than CPUS beyond the margin"
-    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
-    assert not (tmp_path / "profiles").exists(), "nothing was measured"
+    assert source.startswith("prior -> CPUS") and "not yet verified" in source
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"] and len(spawned) == 1
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
-        oa.compile_model(sg.residual(seed=5), DISTINCT, core=thread_core, cache_dir=tmp_path)
-    assert _source(caplog).startswith("cache (prior) -> CPU")
+        compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("cache (prior+pending) -> CPUS") and len(spawned) == 2
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
 
 
 def test_stored_profile_is_used_and_logged(thread_core, tmp_path, caplog):
@@ -52,23 +77,31 @@ def test_stored_profile_is_used_and_logged(thread_core, tmp_path, caplog):
     assert compiled(oa.random_inputs(compiled))[0].shape[0] == 1
 
 
-def test_profile_now_measures_and_stores(thread_core, tmp_path, caplog):
+def test_profile_now_measures_and_verifies(thread_core, tmp_path, caplog):
+    """profile="now": the profile proposes the all-cores CPU; the deviation from CPUS is verified now, by timing."""
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
-        oa.compile_model(sg.residual(blocks=2), DISTINCT, core=thread_core, cache_dir=tmp_path, profile="now")
-    assert _source(caplog).startswith("profile -> ")
+        compiled = oa.compile_model(sg.residual(blocks=2, channels=32, size=64), DISTINCT, core=thread_core,
+                                    cache_dir=tmp_path, profile="now")
+    source = _source(caplog)
+    assert source.startswith("profile -> ") and "verification (" in source and "paired rounds" in source
     assert list((tmp_path / "profiles").glob("model-*.json"))
+    (entry,) = PlacementCache(tmp_path).entries()
+    stored = json.loads(entry.read_text())["payload"]
+    assert stored["verification"]["decision"] in ("kept", "plain") and stored["verification"]["digest"]
+    device = compiled.get_property("EXECUTION_DEVICES")
+    assert device == (["CPU"] if stored["verification"]["chosen"] == "single:CPU" else ["CPUS"])
 
 
 def test_prior_placed_entry_yields_to_a_later_profile(thread_core, tmp_path, caplog):
     model = sg.residual(blocks=4)
-    oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
-    quick_model_profile(model, thread_core, ("CPUS", "CPU"), store=ProfileStore(tmp_path / "profiles"))
+    oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
+    quick_model_profile(model, thread_core, ("CPU", "CPUS"), store=ProfileStore(tmp_path / "profiles"))
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
-        oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+        oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
     assert _source(caplog).startswith("profile -> ")
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
-        oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+        oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
     assert _source(caplog).startswith("cache (profile")  # "profile" or "profile+guard"
 
 

@@ -1,0 +1,198 @@
+"""Verification by measurement: a placement other than the plain call's is kept only if it measurably wins."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import openvino as ov
+import pytest
+from openvino import opset13 as ops
+
+import ov_autoplace as oa
+from ov_autoplace.cache import PlacementCache
+from ov_autoplace.graph import NodeRole, extract_graph
+from ov_autoplace.legalize import legalize, query_support
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.strategies.base import PlacementStrategy
+from ov_autoplace.verification import (MIN_GAIN, decide, evidence_intact, needs_verification, plain_placement, seal,
+                                       t_quantile, verify_placement)
+from tests import synthetic_graphs as sg
+
+
+def regnet_y_like(depths=(1, 3, 6, 6), widths=(16, 32, 64, 128), group_width=8, size=64, seed=0) -> ov.Model:
+    """A RegNetY-400MF-shaped CNN (same stage depths; small widths and input): ~290 compute nodes.
+
+    Each block: 1x1 conv, 3x3 group conv, squeeze-excitation, 1x1 conv, residual add (batch norms folded).
+    """
+    rng = np.random.default_rng(seed)
+
+    def const(*shape, scale=0.1):
+        return ops.constant((rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def conv(x, cin, cout, k=1, stride=1, groups=1):
+        pad = k // 2
+        if groups == 1:
+            y = ops.convolution(x, const(cout, cin, k, k, scale=1 / np.sqrt(cin * k * k)), [stride] * 2, [pad] * 2,
+                                [pad] * 2, [1, 1])
+        else:
+            w = const(groups, cout // groups, cin // groups, k, k, scale=1 / np.sqrt(cin // groups * k * k))
+            y = ops.group_convolution(x, w, [stride] * 2, [pad] * 2, [pad] * 2, [1, 1])
+        return ops.add(y, const(1, cout, 1, 1))
+
+    x = ops.parameter([1, 3, size, size], np.float32, name="input")
+    h, cin = ops.relu(conv(x, 3, widths[0], k=3, stride=2)), widths[0]
+    for depth, width in zip(depths, widths):
+        for b in range(depth):
+            stride = 2 if b == 0 else 1
+            y = ops.relu(conv(h, cin, width))
+            y = ops.relu(conv(y, width, width, k=3, stride=stride, groups=width // group_width))
+            s = ops.reduce_mean(y, ops.constant(np.array([2, 3], dtype=np.int64)), keep_dims=True)
+            s = ops.sigmoid(conv(ops.relu(conv(s, width, max(1, cin // 4))), max(1, cin // 4), width))
+            y = conv(ops.multiply(y, s), width, width)
+            skip = h if (stride == 1 and cin == width) else conv(h, cin, width, stride=stride)
+            h, cin = ops.relu(ops.add(y, skip)), width
+    pooled = ops.reduce_mean(h, ops.constant(np.array([2, 3], dtype=np.int64)), keep_dims=False)
+    out = ops.matmul(pooled, const(cin, 10), False, False)
+    return ov.Model([out], [x], "regnet_y_like")
+
+
+def _forced_split(graph, num_on_second=16):
+    """Everything on device 0 except ``num_on_second`` consecutive compute nodes in the middle on device 1."""
+    compute = np.flatnonzero(graph.role == NodeRole.COMPUTE)
+    middle = compute[len(compute) // 2: len(compute) // 2 + num_on_second]
+    proposal = np.zeros(graph.num_nodes, dtype=np.int64)
+    proposal[middle] = 1
+    return proposal
+
+
+def test_t_quantile_matches_the_table():
+    for (p, df), table in {(0.95, 3): 2.353, (0.95, 8): 1.860, (0.975, 8): 2.306, (0.975, 4): 2.776,
+                           (0.99, 10): 2.764}.items():
+        assert t_quantile(p, df) == pytest.approx(table, abs=0.01)
+
+
+def _rounds(rng, plain_ms, alt_ms, noise, n=9):
+    """Per-round medians with a shared per-round load factor (what pairing removes) and independent noise."""
+    load = rng.uniform(1.0, 1.5, n)
+    return {"plain": plain_ms * load * rng.lognormal(0, noise, n),
+            "candidate": alt_ms * load * rng.lognormal(0, noise, n)}
+
+
+def test_decide_keeps_a_clear_win_and_rejects_noise():
+    rng = np.random.default_rng(0)
+    won = decide(_rounds(rng, 10.0, 8.0, 0.01))
+    assert won.decision == "kept" and won.chosen == "candidate" and won.upper["candidate"] < 1 - MIN_GAIN
+    slower = decide(_rounds(rng, 10.0, 11.0, 0.01))
+    assert slower.decision == "plain" and slower.chosen == "plain" and slower.ratio["candidate"] > 1.05
+    within = decide(_rounds(rng, 10.0, 9.9, 0.03))  # 1 % faster, 3 % noise: not a verdict for the candidate
+    assert within.chosen == "plain"
+
+
+def test_decide_abstains_on_a_noisy_machine():
+    rng = np.random.default_rng(1)
+    rounds = {"plain": 10.0 * rng.lognormal(0, 0.4, 9), "candidate": 5.0 * rng.lognormal(0, 0.4, 9)}
+    verdict = decide(rounds)
+    assert verdict.decision == "abstained" and verdict.chosen == "plain" and not verdict.verified
+    assert "too noisy" in verdict.reason
+    assert decide({"plain": [1.0], "candidate": [0.5]}).decision == "abstained"  # one round is no evidence
+
+
+def test_false_win_rate_is_within_the_stated_bound():
+    """An alternative exactly as fast as the plain call is declared the winner in at most 5 % of decisions."""
+    rng = np.random.default_rng(2)
+    wins = sum(decide(_rounds(rng, 10.0, 10.0, 0.03)).decision == "kept" for _ in range(2000))
+    assert wins / 2000 <= 0.05
+    # ... and one 5 % faster with the same noise is found most of the time (the test is not merely blind)
+    found = sum(decide(_rounds(rng, 10.0, 9.5, 0.03)).decision == "kept" for _ in range(500))
+    assert found / 500 >= 0.5
+
+
+def test_evidence_seal_detects_edits():
+    prepared = prepare_model(sg.residual())
+    graph = extract_graph(prepared)
+    support = np.ones((graph.num_nodes, 2), dtype=bool)
+    placement = plain_placement(graph, ("CPU", "CPUF"), support)
+    verdict = decide(_rounds(np.random.default_rng(3), 10.0, 8.0, 0.01))
+    placement.verification = seal(verdict, placement)
+    assert evidence_intact(placement)
+    edited = dict(placement.verification, ratio={"candidate": 0.5})
+    placement.verification = edited
+    assert not evidence_intact(placement)
+    placement.verification = seal(verdict, placement)
+    moved = next(iter(placement.compute_nodes))
+    placement.assignment[moved] = "CPUF"  # the placement itself was edited
+    assert not evidence_intact(placement)
+
+
+def test_plain_placement_is_heteros_own_affinity(testbed):
+    prepared = prepare_model(sg.residual())
+    graph = extract_graph(prepared)
+    support = query_support(testbed.core, prepared, graph, testbed.devices)
+    plain = plain_placement(graph, testbed.devices, support)
+    assert set(plain.counts_per_device().values()) == {0, len(plain.compute_nodes)}
+    assert plain.counts_per_device()[testbed.devices[0]] == len(plain.compute_nodes)
+    assert not needs_verification(plain, graph, support)
+    split = legalize(graph, _forced_split(graph, 3), testbed.devices, support)
+    assert needs_verification(split, graph, support)
+
+
+def test_split_on_identical_devices_is_not_kept(f32_testbed, caplog):
+    """A RegNetY-like CNN split 16/rest into 3 submodels on two identical f32 devices cannot win: plain call kept."""
+    model = regnet_y_like()
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    support = query_support(f32_testbed.core, prepared, graph, f32_testbed.devices)
+    split = legalize(graph, _forced_split(graph), f32_testbed.devices, support, strategy="forced")
+    assert split.counts_per_device()["CPUF"] == 16 and split.num_submodels == 3
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        kept, evidence = verify_placement(f32_testbed.core, prepared, graph, split, support=support, model=model,
+                                          device_name=f32_testbed.hetero)
+    assert evidence.chosen != "candidate" and kept.num_submodels == 1
+    assert {"plain", "candidate"} <= set(evidence.median_ms) and evidence.rounds >= 4
+    assert "verification (" in caplog.text and evidence_intact(kept) == evidence.verified
+    assert kept.verification["rule"] == evidence.rule and any("verification (" in n for n in kept.notes)
+
+
+class _ForcedSplit(PlacementStrategy):
+    """An explicit strategy that always splits (what the verification must judge on the compile_model path)."""
+
+    name = "forced-split"
+
+    def __init__(self, num_on_second: int) -> None:
+        self.num_on_second = num_on_second
+
+    def propose(self, context):
+        return _forced_split(context.graph, self.num_on_second)
+
+
+@pytest.mark.slow
+def test_compile_model_verifies_explicit_strategies_and_reverifies_edited_evidence(f32_testbed, tmp_path, caplog):
+    model = sg.residual(blocks=4)
+    strategy = _ForcedSplit(num_on_second=4)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path,
+                                    strategy=strategy)
+    assert isinstance(compiled, ov.CompiledModel) and "falling back" not in caplog.text
+    assert "verification (" in caplog.text
+    (entry,) = PlacementCache(tmp_path).entries()
+    stored = json.loads(entry.read_text())
+    assert stored["payload"]["verification"]["chosen"] != "candidate"  # identical devices: no split can win
+    assert len(set(stored["payload"]["device_by_index"])) == 1
+    # edited: a node moved to the other device, the old evidence left in place (its digest no longer matches)
+    payload = stored["payload"]
+    moved = payload["compute_by_index"][len(payload["compute_by_index"]) // 2]
+    payload["device_by_index"][moved] = "CPUF"
+    entry.write_text(json.dumps(stored))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path, strategy=strategy)
+    assert "without intact verification evidence" in caplog.text and "verification (" in caplog.text
+
+
+def test_pinned_placements_are_not_verified(f32_testbed, tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(sg.residual(), f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path,
+                         strategy="priority", pins={"type:Convolution": "CPUF"})
+    assert "verification (" not in caplog.text
