@@ -48,7 +48,7 @@ from .strategies import PlacementContext, PlacementStrategy  # noqa: E402
 from .testbed import Testbed, make_testbed  # noqa: E402
 from .timing import LatencyStats, measure_latency, random_inputs  # noqa: E402
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 __all__ = [
     "CalibrationDataError",

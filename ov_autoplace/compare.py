@@ -88,6 +88,22 @@ class Comparison:
         return "\n".join(lines)
 
 
+def measured_cost_model(model, placement_devices, core):
+    """The measured per-op CostModel of ``model`` on the devices (profiled once, then read from the profile store)."""
+    from .costmodel.providers import MeasuredCostProvider
+    from .graph import extract_graph
+    from .prepare import prepare_model
+    from .strategies.base import PlacementContext
+    from .strategies.cost_based import resolve_cost
+
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    devices = tuple(placement_devices)
+    context = PlacementContext(graph=graph, devices=devices, support=np.ones((graph.num_nodes, len(devices)), bool),
+                               core=core, model=prepared)
+    return graph, resolve_cost(MeasuredCostProvider(), context)
+
+
 def _interleaved(compiled: list[ov.CompiledModel], inputs, runs: int, rounds: int) -> list[np.ndarray]:
     samples: list[list[float]] = [[] for _ in compiled]
     per_round = max(1, runs // rounds)
@@ -101,7 +117,6 @@ def _interleaved(compiled: list[ov.CompiledModel], inputs, runs: int, rounds: in
 def compare_strategies(model: ov.Model, device: str, *, core: ov.Core, strategies: Sequence[str], runs: int = 30,
                        rounds: int = 3, measure: bool = True, max_submodels: int | None = 8) -> Comparison:
     """Place with each strategy, simulate each, and (``measure``) time them and each single device interleaved."""
-    from .picture_commands import measured_cost_model
     from .costmodel.simulator import Simulator
     from .viz.placed import analyze
     from .viz.summary import single_device_ms

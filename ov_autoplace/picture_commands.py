@@ -7,30 +7,12 @@ registers them with :func:`add_picture_parsers`.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
-import numpy as np
-
+from .compare import measured_cost_model
 from .shapes import resolve_shapes, static_clone
 from .strategies.registry import strategy_listing, strategy_names
 from .testbed_notes import same_device_note
-
-
-def measured_cost_model(model, placement_devices, core):
-    """The measured per-op CostModel of ``model`` on the devices (profiled once, then read from the profile store)."""
-    from .costmodel.providers import MeasuredCostProvider
-    from .graph import extract_graph
-    from .prepare import prepare_model
-    from .strategies.base import PlacementContext
-    from .strategies.cost_based import resolve_cost
-
-    prepared = prepare_model(model)
-    graph = extract_graph(prepared)
-    devices = tuple(placement_devices)
-    context = PlacementContext(graph=graph, devices=devices, support=np.ones((graph.num_nodes, len(devices)), bool),
-                               core=core, model=prepared)
-    return graph, resolve_cost(MeasuredCostProvider(), context)
 
 
 def simulated_timeline_line(model, placement, core) -> str:
@@ -43,7 +25,7 @@ def simulated_timeline_line(model, placement, core) -> str:
 
 
 def cmd_show(args) -> int:
-    from .cli import _core_and_device, _placed_and_measured
+    from .cli_args import _core_and_device, _placed_and_measured
     from .viz import placement_picture, write_picture
     from .viz.measured import measured_timeline
     from .viz.placed import analyze
@@ -90,7 +72,7 @@ DEFAULT_COMPARE = "hsdag,heft,critical_path,optimum,heavy_ops,openvino_hetero_au
 
 
 def cmd_compare(args) -> int:
-    from .cli import _core_and_device
+    from .cli_args import _core_and_device
     from . import api
     from .compare import compare_strategies, write_comparison
 

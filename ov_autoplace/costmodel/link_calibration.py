@@ -55,6 +55,7 @@ import numpy as np
 import openvino as ov
 from openvino import opset13 as ops
 
+from ..errors import DeviceError
 from ..timing import measure_latency, random_inputs
 
 logger = logging.getLogger(__name__)
@@ -243,12 +244,24 @@ def fit_links(rows: list[dict[str, float]]) -> dict[str, Any]:
             "r2_cut": _r2(cut_target, aw[:, local:] @ coef[local:]), "observations": len(rows)}
 
 
+def check_devices(core: ov.Core, devices: Sequence[str]) -> None:
+    """DeviceError unless every device can be measured on ``core``."""
+    if not devices:
+        raise DeviceError("no devices to profile; pass e.g. ['CPU', 'CPUF']")
+    available = list(core.available_devices)
+    missing = [d for d in devices if d not in available]
+    if missing:
+        raise DeviceError(
+            f"cannot profile {missing}: not present on this machine (available: {available}). Profile only "
+            "available devices, or use a simulated platform for the missing ones "
+            "(ov_autoplace.costmodel.platforms.PLATFORMS, e.g. 'paper' or 'laptop')")
+
+
 def profile_links(core: ov.Core, devices: Sequence[str], *, sizes: Sequence[int] = DEFAULT_SIZES,
                   cuts: Sequence[int] = DEFAULT_CUTS, rounds: int = 6, seconds_per_variant: float = 0.6,
                   store=None) -> LinkProfile:
     """Measure (or load from ``store``) the link and submodel costs of ``devices``; see the module doc."""
     from .profile_store import profile_key
-    from .profiler import check_devices
 
     devices = tuple(devices)
     check_devices(core, devices)

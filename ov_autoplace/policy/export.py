@@ -60,7 +60,7 @@ def expected_feature_names(config: HSDAGConfig) -> dict[str, list[str]]:
 
 def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None = None) -> Path:
     """Write ``policy`` (an ``HSDAGPolicy``) to ``path`` (``.npz`` is appended by numpy if missing)."""
-    from .. import __version__
+    from .._version import __version__
 
     config: HSDAGConfig = policy.config
     weights = {name: t.detach().cpu().numpy().astype(np.float32) for name, t in policy.state_dict().items()}

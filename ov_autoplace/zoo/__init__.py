@@ -34,7 +34,7 @@ ZOO = ("inception_v3", "resnet50", "bert_base")
 #: Environment variable that overrides the cache directory.
 ENV_VAR = "OV_AUTOPLACE_ZOO_DIR"
 
-_INSTALL_HINT = "pip install 'ov_autoplace[zoo]'"
+from ._optional import optional_import as _import  # noqa: E402
 # In a source checkout the package sits at <repo>/ov_autoplace/zoo; an installed
 # wheel has no repository around it (then nothing is refused).
 _PKG_PARENT = pathlib.Path(__file__).resolve().parents[2]
@@ -72,16 +72,6 @@ def graph_counts(model: ov.Model) -> tuple[int, int]:
 # Builders: each returns (torch module in eval mode, example_input, shapes),
 # where shapes maps input name -> (static shape, openvino element type).
 # --------------------------------------------------------------------------
-
-def _import(module: str) -> Any:
-    """Import an optional zoo dependency, or explain how to get it."""
-    import importlib
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(f"building the model zoo needs {module!r}, which is not installed: "
-                          f"{_INSTALL_HINT}") from exc
-
 
 def _vision(ctor: str, size: int, **kwargs: Any) -> tuple[Any, Any, dict]:
     torch = _import("torch")  # first, so a missing torch is named as such
