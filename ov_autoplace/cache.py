@@ -8,11 +8,15 @@ An entry is keyed by what the placement depends on, never by weights:
 * the strategy (and its version), pins, excluded devices and the submodel bound;
 * for a model with dynamic dimensions, the static shapes it was placed for.
 
-Entries are JSON files written atomically (temp file + ``os.replace``), so
-processes compiling the same model at once leave one valid entry. A corrupt,
-partial or other-version entry is ignored with a warning and rewritten; a
-directory that cannot be written means no caching and a warning, never a
-failure. The compiled blob is cached by OpenVINO itself where the user enabled
+Entries are JSON files written atomically (temp file + ``os.replace``, 0600
+in a 0700 folder), so processes compiling the same model at once leave one
+valid entry. A corrupt, partial or other-version entry is ignored with a
+warning and rewritten; an entry that is not a regular file (a FIFO, a symlink
+to ``/dev/zero`` or elsewhere) or is over 16 MiB is refused unread and
+removed, and one whose indices are not integers within the model's node count
+is corrupt (``profile_store.py``); a directory that cannot be written, or a
+cache root that is another user's or writable by others (``cache_root.py``),
+means no caching and a warning, never a failure. The compiled blob is cached by OpenVINO itself where the user enabled
 that (``CACHE_DIR``), or in ``<cache dir>/openvino`` with ``cache_blobs=True``
 (see ``cache_root.py``).
 """
@@ -55,14 +59,6 @@ class PlacementCache:
     @property
     def openvino_cache_dir(self) -> Path:
         return self.directory / "openvino"
-
-    def writable(self) -> bool:
-        """Whether entries can be written (creating the directory if needed)."""
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return False
-        return os.access(self.directory, os.W_OK | os.X_OK)
 
     def key(
         self,
@@ -145,11 +141,14 @@ class PlacementCache:
         return sorted(folder.glob("placement-*.json")) if folder.is_dir() else []
 
     def clear(self) -> int:
-        """Delete every placement entry (not OpenVINO's blobs); returns how many were removed."""
+        """Delete every placement entry (not OpenVINO's blobs); returns how many were removed.
+
+        An entry that is a symlink loses the link only (``unlink`` never touches a link's target).
+        """
         removed = 0
         for path in self.entries():
             try:
-                path.unlink()
+                os.unlink(path)
                 removed += 1
             except OSError as exc:
                 logger.warning("cannot remove %s: %s", path, exc)
@@ -159,14 +158,34 @@ class PlacementCache:
 def _renamed(payload: dict[str, Any], graph: GraphArrays) -> Placement:
     """Parse an entry and put the current graph's node names on it (ValueError if it does not fit)."""
     devices_by_index = payload["device_by_index"]
+    if not isinstance(devices_by_index, list) or not all(isinstance(d, str) for d in devices_by_index):
+        raise TypeError("'device_by_index' must be a list of device names")
     if len(devices_by_index) != graph.num_nodes:
         raise ValueError(f"entry has {len(devices_by_index)} nodes, the model {graph.num_nodes}")
     placement = Placement.from_dict(payload)
     if not set(devices_by_index) <= set(placement.devices):
         raise ValueError("entry assigns a device outside its device list")
     placement.assignment = dict(zip(graph.names, devices_by_index))
-    placement.compute_nodes = frozenset(graph.names[int(i)] for i in payload["compute_by_index"])
+    placement.compute_nodes = frozenset(graph.names[i] for i in _node_indices(payload["compute_by_index"],
+                                                                              graph.num_nodes))
     return placement
+
+
+def _node_indices(values: Any, num_nodes: int) -> list[int]:
+    """``values`` as node indices: a list of distinct JSON integers in [0, num_nodes), else ValueError.
+
+    Python would accept a negative index (counting from the end) or ``int("3")``; an entry holding either was
+    not written by ``put``.
+    """
+    if not isinstance(values, list):
+        raise TypeError(f"'compute_by_index' must be a list of node indices, got {type(values).__name__}")
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < num_nodes]
+    if bad:
+        raise ValueError(f"'compute_by_index' holds {len(bad)} value(s) that are not node indices in "
+                         f"[0, {num_nodes}), e.g. {bad[0]!r}")
+    if len(set(values)) != len(values):
+        raise ValueError("'compute_by_index' repeats node indices")
+    return values
 
 
 __all__ = ["CACHE_DIR_ENV", "CACHE_FORMAT", "PlacementCache", "default_cache_dir"]

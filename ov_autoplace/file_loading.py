@@ -1,4 +1,4 @@
-"""Reading JSON files so that every way they can be damaged becomes one typed error.
+"""Reading files so that every way they can be damaged or hostile becomes one typed error, within a bound.
 
 A JSON file can be missing, a directory, empty, truncated, not UTF-8, nested
 deeper than the parser's recursion limit, or valid JSON of the wrong shape;
@@ -8,11 +8,35 @@ KeyError/TypeError/AttributeError from the parser of the contents). Callers
 that load user files get :class:`~ov_autoplace.errors.FileFormatError` (or
 FileNotFoundError for a missing file) naming the file, what it should be and
 what went wrong.
+
+A file can also be hostile: a FIFO (an open for reading blocks until a writer
+comes, forever), a symbolic link to ``/dev/zero`` (reads until memory runs
+out) or to a file outside the cache, a device node, or simply huge.
+:func:`read_bounded` therefore never blocks and never reads more than a cap:
+it ``lstat``s first and opens with ``O_NONBLOCK`` (and ``O_NOFOLLOW`` unless
+the caller named the file itself), refuses anything ``fstat`` does not call a
+regular file, and refuses a file larger than the cap before reading it (and
+stops reading at the cap if it grows meanwhile). A refusal is a
+:class:`RefusedFileError` (a FileFormatError, so a ValueError).
+
+The caps, per kind of file (far above what ov_autoplace writes: a placement
+entry holds each node's name and device, about 60 bytes per node):
+
+* placement-cache entry: 16 MiB (``PLACEMENT_ENTRY_MAX_BYTES``);
+* measured profile, link profile, support matrix: 64 MiB (``PROFILE_MAX_BYTES``);
+* single-device index entry: 1 MiB (``INDEX_ENTRY_MAX_BYTES``);
+* background worker spec: 1 MiB (``WORKER_SPEC_MAX_BYTES``);
+* worker failure record, lock file: 64 KiB (``SMALL_RECORD_MAX_BYTES``);
+* a placement or cost-model file the user names: 256 MiB (``USER_FILE_MAX_BYTES``).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -23,14 +47,133 @@ T = TypeVar("T")
 #: What reading or parsing a damaged file raises (JSONDecodeError and UnicodeDecodeError are ValueErrors).
 DAMAGED_FILE_ERRORS = (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError)
 
+MiB = 1 << 20
+PLACEMENT_ENTRY_MAX_BYTES = 16 * MiB
+PROFILE_MAX_BYTES = 64 * MiB
+INDEX_ENTRY_MAX_BYTES = 1 * MiB
+WORKER_SPEC_MAX_BYTES = 1 * MiB
+SMALL_RECORD_MAX_BYTES = 64 * 1024
+USER_FILE_MAX_BYTES = 256 * MiB
+
+
+class RefusedFileError(FileFormatError):
+    """A file is not a regular file (FIFO, symlink, device, directory) or exceeds its size cap: not read."""
+
+
+def file_kind(mode: int) -> str:
+    """What a stat mode is, in words (for messages)."""
+    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_bounded(path: str | os.PathLike, max_bytes: int, *, follow_symlinks: bool = False) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes``; never blocks, never follows a link.
+
+    FileNotFoundError if it does not exist; RefusedFileError (naming what it
+    is) for a symlink (unless ``follow_symlinks``: files the user named), a
+    FIFO, a device, a socket, a directory, or a file over ``max_bytes``.
+    """
+    path = os.fspath(path)
+    st = os.stat(path) if follow_symlinks else os.lstat(path)  # no open at all of what is not a regular file
+    if not stat.S_ISREG(st.st_mode):
+        target = f" to {os.readlink(path)!r}" if stat.S_ISLNK(st.st_mode) else ""
+        raise RefusedFileError(f"{path} is {file_kind(st.st_mode)}{target}, expected a regular file")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # replaced by a symlink since the lstat
+            raise RefusedFileError(f"{path} is a symbolic link, expected a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)  # what was opened, not what the name pointed to a moment ago
+        if not stat.S_ISREG(st.st_mode):
+            raise RefusedFileError(f"{path} is {file_kind(st.st_mode)}, expected a regular file")
+        if st.st_size > max_bytes:
+            raise RefusedFileError(f"{path} has {st.st_size} bytes, more than the {max_bytes}-byte cap for this "
+                                   "kind of file")
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:
+            raise RefusedFileError(f"{path} grew past the {max_bytes}-byte cap while being read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_json_bounded(path: str | os.PathLike, max_bytes: int, *, follow_symlinks: bool = False) -> Any:
+    """``json.loads`` of :func:`read_bounded` (every damage raises one of DAMAGED_FILE_ERRORS)."""
+    return json.loads(read_bounded(path, max_bytes, follow_symlinks=follow_symlinks).decode("utf-8"))
+
+
+def remove_refused(path: str | os.PathLike) -> str:
+    """Take a bad file out of the way; returns what was done (for the WARNING).
+
+    A non-directory (regular file, FIFO, symlink, device node) is unlinked:
+    unlinking a symlink removes the link, never its target. A directory where
+    a file should be is removed if empty, else renamed to a hidden
+    ``.quarantined-*`` name beside it (``cache clear`` removes those), so its
+    contents are neither read nor lost.
+    """
+    path = Path(path)
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            try:
+                os.rmdir(path)
+                return "removed it"
+            except OSError:  # not empty: keep its contents, out of the way
+                pass
+            target = path.with_name(f".quarantined-{path.name}-{os.getpid()}")
+            os.rename(path, target)
+            return f"moved it aside to {target.name}"
+        os.unlink(path)
+        return "removed it"
+    except FileNotFoundError:
+        return "it is gone already"
+    except OSError as exc:
+        return f"cannot remove it ({exc})"
+
+
+def write_private_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` as a 0600 file, atomically (temp file in the same directory, fsync, rename).
+
+    The rename replaces a symlink or FIFO at ``path`` by the new file, never writes through it.
+    """
+    path = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mkstemp: 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
 
 def read_json_file(path: str | Path, what: str, parse: Callable[[Any], T]) -> T:
-    """``parse(json of path)``; FileNotFoundError if missing, FileFormatError for any other damage."""
+    """``parse(json of path)``; FileNotFoundError if missing, FileFormatError for any other damage.
+
+    The user named the file, so a symlink is followed; a FIFO, a device or a
+    file over ``USER_FILE_MAX_BYTES`` is refused, never read.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no {what} file at {path}")
     try:
-        data = json.loads(path.read_text())
+        data = read_json_bounded(path, USER_FILE_MAX_BYTES, follow_symlinks=True)
     except DAMAGED_FILE_ERRORS as exc:
         raise FileFormatError(f"{path} is not a readable {what} file: {_reason(exc)}; expected the JSON that "
                               f"ov_autoplace writes for a {what}") from exc
@@ -47,8 +190,12 @@ def _reason(exc: BaseException) -> str:
         return "JSON nested too deeply"
     if isinstance(exc, IsADirectoryError):
         return "it is a directory"
+    if isinstance(exc, RefusedFileError):
+        return str(exc)
     text = str(exc)
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
-__all__ = ["DAMAGED_FILE_ERRORS", "read_json_file"]
+__all__ = ["DAMAGED_FILE_ERRORS", "file_kind", "INDEX_ENTRY_MAX_BYTES", "PLACEMENT_ENTRY_MAX_BYTES", "PROFILE_MAX_BYTES",
+           "RefusedFileError", "SMALL_RECORD_MAX_BYTES", "USER_FILE_MAX_BYTES", "WORKER_SPEC_MAX_BYTES",
+           "read_bounded", "read_json_bounded", "read_json_file", "remove_refused", "write_private_atomic"]

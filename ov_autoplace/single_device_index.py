@@ -12,7 +12,11 @@ the policy, the submodel bound and the excluded devices to that device, in
 An entry written by the prior stops applying as soon as a measured profile of
 the model exists (it stores the profile's path and checks it with one
 ``stat``); the full path then places from the profile and rewrites the entry.
-Reads never raise (a bad entry is a miss); writes are atomic and best effort.
+Reads never raise (a bad entry is a miss) and are bounded: an entry that is
+not a regular file or is over 1 MiB (``file_loading.py``) is refused unread,
+removed with a WARNING, and rewritten by the full path. Writes are atomic,
+0600 in a private folder, and best effort; a cache root that is not private
+(``cache_root.py``) is neither read nor written.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -53,32 +56,41 @@ def _path(root: Path, key: dict[str, Any]) -> Path:
 
 def lookup(root: Path, key: dict[str, Any]) -> tuple[str, str] | None:
     """(device, source) stored for ``key``, or None (miss, stale, or a profile arrived after the prior)."""
+    from .cache_root import UntrustedDirectoryError, private_subdir, refusal_message, warn_once
+    from .file_loading import INDEX_ENTRY_MAX_BYTES, RefusedFileError, read_json_bounded, remove_refused
+
+    path = _path(root, key)
     try:
-        data = json.loads(_path(root, key).read_text())
+        private_subdir(root, "placements", create=False)
+        data = read_json_bounded(path, INDEX_ENTRY_MAX_BYTES)
         if data["key"] != key or data["device"] not in key["devices"]:
             return None
         watch = data.get("profile_path")
-        if data["source"].startswith("prior") and watch and Path(watch).exists():
+        if data["source"].startswith("prior") and watch and os.path.lexists(str(watch)):
             return None  # measured since: let the full path use the profile
         return str(data["device"]), str(data["source"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    except UntrustedDirectoryError as exc:
+        warn_once(refusal_message("the placement cache is refused", exc))
+    except RefusedFileError as exc:
+        logger.warning("single-device index entry refused (%s); %s and placing through the full path", exc,
+                       remove_refused(path))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        pass
+    return None
 
 
 def store(root: Path, key: dict[str, Any], device: str, source: str, profile_path: str | None) -> None:
     """Record a one-device decision (best effort: a failure is logged at DEBUG and ignored)."""
+    from .cache_root import private_subdir
+    from .file_loading import write_private_atomic
+
     path = _path(root, key)
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump({"key": key, "device": device, "source": source, "profile_path": profile_path}, f)
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError) as exc:
+        private_subdir(root, "placements")
+        write_private_atomic(path, json.dumps({"key": key, "device": device, "source": source,
+                                               "profile_path": profile_path}))
+    except (OSError, TypeError, ValueError) as exc:  # an untrusted root was warned about by the lookup
         logger.debug("single-device index not written (%s)", exc)
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 __all__ = ["INDEX_FORMAT", "index_key", "lookup", "store"]

@@ -101,13 +101,14 @@ def test_clear_removes_everything_ov_autoplace_wrote(clean_env, tmp_path, caplog
     (other_profiles / "model-y.json").write_text("{}")
     (other_profiles / "notes.txt").write_text("keep")
     clean_env.setenv(PROFILE_DIR_ENV, str(other_profiles))
-    removed = clear_cache(root)  # cache_dir= given: the env profile dir is not this root's
-    assert removed == {"placements": 1, "profiles": 1, "openvino": 1, "workers": 1}
+    report = clear_cache(root)  # cache_dir= given: the env profile dir is not this root's
+    assert report.removed == {"placements": 1, "profiles": 1, "support": 0, "openvino": 1, "workers": 1}
+    assert report.left == [(str(root / "someone_elses.txt"), "not written by ov_autoplace")], "says what it left"
     assert sorted(p.name for p in root.iterdir()) == ["someone_elses.txt"]
     assert (user_blobs / "b.blob").exists() and (other_profiles / "model-y.json").exists()
     clean_env.setenv(CACHE_DIR_ENV, str(root))
-    removed = clear_cache()
-    assert removed["profiles (OV_AUTOPLACE_PROFILE_DIR)"] == 1
+    report = clear_cache()
+    assert report.removed["profiles (OV_AUTOPLACE_PROFILE_DIR)"] == 1
     assert sorted(p.name for p in other_profiles.iterdir()) == ["notes.txt"]
 
 

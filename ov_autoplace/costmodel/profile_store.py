@@ -17,7 +17,18 @@ components, so a change in any of them looks up another file. On load:
   and is removed, and the caller re-measures and rewrites it. A load never
   raises, and a bad file never disables caching for good.
 
-A directory that cannot be written (read-only, or a plain file where the
+Every read is bounded (``file_loading.read_bounded``): a file that is not a
+regular file (a FIFO, a symlink - to ``/dev/zero`` or anywhere -, a device, a
+directory) or is over the cap of its kind (16 MiB for a placement-cache entry,
+64 MiB for profiles, ``file_loading.py``) is refused before a byte is read,
+with a WARNING, and removed (a symlink loses the link, never its target), so
+the caller re-measures and the next start is healthy. A miss reads at most
+``EXPLAIN_MAX_FILES`` other files to explain itself.
+
+The directory must be private (``cache_root.private_store_dir``): one owned by
+another user or writable by group/others is refused with one WARNING per
+process (no reads, no writes); folders are created 0700 and files 0600. A
+directory that cannot be written (read-only, or a plain file where the
 directory should be) makes ``save`` warn and return None: the caller keeps
 its freshly measured numbers, they are just not cached.
 
@@ -42,8 +53,10 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 import numpy as np
 import openvino as ov
 
-from ..cache_root import PROFILE_DIR_ENV, profile_dir
-from ..file_loading import DAMAGED_FILE_ERRORS
+from ..cache_root import (PROFILE_DIR_ENV, UntrustedDirectoryError, private_store_dir, profile_dir,
+                          refusal_message, warn_once)
+from ..file_loading import (DAMAGED_FILE_ERRORS, PLACEMENT_ENTRY_MAX_BYTES, PROFILE_MAX_BYTES, RefusedFileError,
+                            read_json_bounded, remove_refused)
 from ..graph import GraphArrays
 
 logger = logging.getLogger(__name__)
@@ -58,6 +71,9 @@ KEY_PROPERTIES = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMA
                   "FULL_DEVICE_NAME")
 
 T = TypeVar("T")
+
+#: A miss explains itself from at most this many other files of its kind (the newest).
+EXPLAIN_MAX_FILES = 64
 
 #: Everything reading or parsing a damaged file raises (RecursionError: deeply nested JSON).
 _CORRUPT = DAMAGED_FILE_ERRORS
@@ -164,17 +180,33 @@ class ProfileStore:
     def path_for(self, key: Mapping[str, Any]) -> Path:
         return self.directory / f"{key.get('kind', 'profile')}-{key_digest(key)[:40]}.json"
 
-    def load(self, key: Mapping[str, Any], parse: Callable[[dict[str, Any]], T]) -> T | None:
-        """The parsed payload stored under ``key``, or None (miss, mismatch or corrupt: re-measure)."""
-        path = self.path_for(key)
-        if not path.exists():
-            self._explain_miss(key)
-            return None
+    def max_bytes(self, key: Mapping[str, Any]) -> int:
+        return PLACEMENT_ENTRY_MAX_BYTES if key.get("kind") == "placement" else PROFILE_MAX_BYTES
+
+    def usable(self, *, create: bool) -> bool:
+        """Whether the directory may be used: private, ours (created 0700 if ``create``). Never raises."""
         try:
-            data = json.loads(path.read_text())
+            private_store_dir(self.directory, create=create)
+            return True
+        except UntrustedDirectoryError as exc:
+            warn_once(refusal_message(f"the cache directory {self.directory} is refused", exc))
+        except OSError:
+            pass  # missing (a plain miss) or cannot be created (save says so)
+        return False
+
+    def load(self, key: Mapping[str, Any], parse: Callable[[dict[str, Any]], T]) -> T | None:
+        """The parsed payload stored under ``key``, or None (miss, mismatch, refused or corrupt: re-measure)."""
+        if not self.usable(create=False):
+            return None
+        path = self.path_for(key)
+        try:
+            data = read_json_bounded(path, self.max_bytes(key))
             stored_key, payload = data["key"], data["payload"]
             if not isinstance(stored_key, dict) or not isinstance(payload, dict):
                 raise ValueError("'key' and 'payload' must be JSON objects")
+        except FileNotFoundError:
+            self._explain_miss(key)
+            return None
         except _CORRUPT as exc:
             self._discard_corrupt(path, exc, key)
             return None
@@ -190,15 +222,11 @@ class ProfileStore:
             return None
 
     def _discard_corrupt(self, path: Path, exc: BaseException, key: Mapping[str, Any] | None = None) -> None:
-        """Warn and remove a corrupt file, so the caller's next save rewrites it (best effort)."""
-        try:
-            path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
-            what = "removed it"
-        except OSError as err:
-            what = f"cannot remove it ({err})"
+        """Warn and remove a corrupt or refused file, so the caller's next save rewrites it (best effort)."""
         thing, _, next_step = _words(key or {})
-        logger.warning("%s %s is corrupt (%s: %s); %s and %s", thing, path, type(exc).__name__,
-                       str(exc)[:200], what, next_step)
+        state = "refused" if isinstance(exc, RefusedFileError) else "corrupt"
+        logger.warning("%s %s is %s (%s: %s); %s and %s", thing, path, state, type(exc).__name__,
+                       str(exc)[:200], remove_refused(path), next_step)
 
     def save(self, key: Mapping[str, Any], payload: Mapping[str, Any]) -> Path | None:
         """Write atomically: a failure part-way (e.g. an unserialisable value) leaves any old file untouched.
@@ -206,6 +234,15 @@ class ProfileStore:
         An OS error (directory not writable, or a file where it should be) is
         a WARNING and returns None: caching is best effort.
         """
+        try:
+            private_store_dir(self.directory, create=True)
+        except UntrustedDirectoryError as exc:
+            warn_once(refusal_message(f"the cache directory {self.directory} is refused", exc))
+            return None
+        except OSError as exc:
+            logger.warning("cannot write the %s: %s is not writable (%s: %s); continuing without caching it",
+                           _words(key)[0], self.directory, type(exc).__name__, exc)
+            return None
         try:
             return self._save(key, payload)
         except OSError as exc:
@@ -215,7 +252,8 @@ class ProfileStore:
 
     def _save(self, key: Mapping[str, Any], payload: Mapping[str, Any]) -> Path:
         path = self.path_for(key)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if os.path.isdir(path) and not os.path.islink(path):  # a directory where the file belongs: out of the way
+            remove_refused(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
         try:
             with os.fdopen(fd, "w") as f:
@@ -234,9 +272,18 @@ class ProfileStore:
         same = ("kind", "devices", "model_structure")
         if not self.directory.is_dir():
             return
-        for other in sorted(self.directory.glob(f"{key.get('kind', 'profile')}-*.json")):
+        others = []
+        for other in self.directory.glob(f"{key.get('kind', 'profile')}-*.json"):
             try:
-                stored = json.loads(other.read_text())["key"]
+                others.append((os.lstat(other).st_mtime, other))
+            except OSError:
+                continue
+        for _, other in sorted(others, reverse=True)[:EXPLAIN_MAX_FILES]:  # newest first, bounded
+            try:
+                stored = read_json_bounded(other, self.max_bytes(key))["key"]
+            except RefusedFileError as exc:  # a FIFO or a link under an entry's name: never read, removed
+                logger.warning("%s is refused (%s); %s", other, exc, remove_refused(other))
+                continue
             except _CORRUPT:
                 continue
             if isinstance(stored, dict) and all(stored.get(k) == key.get(k) for k in same):
@@ -249,5 +296,5 @@ class ProfileStore:
                 return
 
 
-__all__ = ["DEFAULT_PROFILE_DIR", "KEY_PROPERTIES", "MODEL_PROFILE_FORMAT", "PROFILE_DIR_ENV", "ProfileStore", "device_properties",
+__all__ = ["DEFAULT_PROFILE_DIR", "EXPLAIN_MAX_FILES", "KEY_PROPERTIES", "MODEL_PROFILE_FORMAT", "PROFILE_DIR_ENV", "ProfileStore", "device_properties",
            "key_digest", "profile_key", "structural_hash"]

@@ -177,7 +177,8 @@ def test_every_damaged_file_is_a_warning_then_rewritten(tmp_path, key, caplog, k
     damage_json(path, kind)
     with caplog.at_level(logging.WARNING, logger="ov_autoplace.costmodel.profile_store"):
         assert store.load(key, parse_payload) is None  # never raises, whatever the damage
-    assert "corrupt" in caplog.text and "removed it" in caplog.text
+    # a directory is refused unread (not a regular file), JSON damage is corrupt; both are removed
+    assert ("refused" if kind == "directory" else "corrupt") in caplog.text and "removed it" in caplog.text
     assert store.save(key, {"values": [4.0, 5.0, 6.0]}) == path  # the next measurement rewrites it
     np.testing.assert_array_equal(store.load(key, parse_payload), [4.0, 5.0, 6.0])
 
@@ -195,7 +196,7 @@ def test_link_profile_of_the_wrong_shape_is_remeasured_not_raised(tmp_path, test
 
 
 def test_directory_that_is_a_file_means_no_caching_not_an_error(tmp_path, key, caplog):
-    blocker = tmp_path / "profiles"
+    blocker = tmp_path / "my_profiles"  # a directory the user named (a layout folder of a root heals instead)
     blocker.write_text("I am a file")
     store = ProfileStore(blocker)
     with caplog.at_level(logging.WARNING):
@@ -212,7 +213,7 @@ def test_compile_model_places_when_the_profile_dir_is_a_file(f32_testbed, tmp_pa
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
     from ov_autoplace.policy.strategy import HSDAGStrategy
 
-    blocker = tmp_path / "profiles"
+    blocker = tmp_path / "my_profiles"
     blocker.write_text("I am a file")
     strategy = HSDAGStrategy(PRETRAINED_POLICY, MeasuredCostProvider(store=ProfileStore(blocker), iterations=3))
     with caplog.at_level(logging.WARNING):
@@ -221,3 +222,21 @@ def test_compile_model_places_when_the_profile_dir_is_a_file(f32_testbed, tmp_pa
     assert isinstance(compiled, ov.CompiledModel)
     assert "falling back" not in caplog.text and "not writable" in caplog.text
     assert strategy.last_cost is not None and not strategy.last_cost.simulated
+
+
+def test_a_layout_folder_that_is_a_file_or_a_link_is_healed(tmp_path, key, caplog):
+    """Inside a private root, <root>/profiles is ov_autoplace's name: a file or a symlink there is replaced."""
+    (tmp_path / "profiles").write_text("I am a file")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("keep")
+    with caplog.at_level(logging.WARNING):
+        assert ProfileStore(tmp_path / "profiles").save(key, {"values": [1.0]}) is not None
+        (tmp_path / "support").symlink_to(elsewhere)
+        assert ProfileStore(tmp_path / "support").save(key, {"values": [1.0]}) is not None
+    assert "is a regular file" in caplog.text and "is a symbolic link to" in caplog.text
+    assert (tmp_path / "support").is_dir() and not (tmp_path / "support").is_symlink()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"], "the link's target is never touched"
+    for folder in ("profiles", "support"):
+        assert (tmp_path / folder).stat().st_mode & 0o777 == 0o700
+        assert all(p.stat().st_mode & 0o777 == 0o600 for p in (tmp_path / folder).iterdir())

@@ -1,0 +1,287 @@
+"""Hostile or broken on-disk state (issue 23): every compile returns in bounded time with correct outputs,
+touches nothing outside the cache root, and the next start heals.
+
+Each risky compile runs in a daemon thread joined with a timeout, so a regression (a read that blocks on a
+FIFO, a read of /dev/zero) fails the test instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ov_autoplace as oa
+from ov_autoplace.cache import PlacementCache
+from ov_autoplace.cache_root import clear_cache
+from tests import synthetic_graphs as sg
+
+BOUND_S = 10.0  # the issue's target: a correct compile or a typed error within 10 s each
+NOBODY = 65534
+
+
+def bounded(fn, seconds: float = BOUND_S):
+    """``fn()`` in a daemon thread; fails (instead of hanging) if it does not return within ``seconds``."""
+    result: dict = {}
+
+    def run():
+        try:
+            result["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"did not return within {seconds} s (hang)"
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+def compile_checked(testbed, root: Path, model=None, **kw):
+    """Compile with ov_autoplace under the time bound and compare outputs with the plain call's."""
+    model = model if model is not None else sg.residual()
+    compiled = bounded(lambda: oa.compile_model(model, testbed.hetero, core=testbed.core, cache_dir=root, **kw))
+    plain = testbed.core.compile_model(model, testbed.hetero)
+    inputs = oa.random_inputs(plain, seed=1)
+    ours, ref = compiled(inputs)[0], plain(inputs)[0]
+    scale = float(np.max(np.abs(ref))) or 1.0
+    assert np.max(np.abs(ours - ref)) <= 0.05 * scale, "outputs differ beyond bf16 precision"  # CPU runs bf16
+    return compiled
+
+
+def snapshot(folder: Path) -> dict[str, tuple]:
+    """Every path under ``folder`` with its type, size, mode and mtime (to prove nothing was touched)."""
+    out = {}
+    for path in [folder, *folder.rglob("*")]:
+        st = os.lstat(path)
+        out[str(path)] = (stat.S_IFMT(st.st_mode), st.st_size, stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+    return out
+
+
+@pytest.fixture()
+def outside(tmp_path):
+    """A folder outside the cache root with a file in it, and its snapshot."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "precious.txt").write_text("keep me")
+    (folder / "placement-x.json").write_text("{}")
+    return folder
+
+
+def _entry(root: Path) -> Path:
+    (entry,) = PlacementCache(root).entries()
+    return entry
+
+
+def _heals(testbed, root: Path, caplog) -> None:
+    """The next start warns about nothing and finds a regular, private entry."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        compile_checked(testbed, root)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    entry = _entry(root)
+    assert stat.S_ISREG(os.lstat(entry).st_mode) and stat.S_IMODE(os.lstat(entry).st_mode) == 0o600
+
+
+FILE_ATTACKS = ["fifo", "dev_zero", "etc_passwd", "outside_file", "outside_dir", "oversize"]
+
+
+@pytest.mark.parametrize("target,hostile", [("entry", h) for h in FILE_ATTACKS + ["negative_index", "string_index"]]
+                         + [("index", h) for h in FILE_ATTACKS])  # the index holds no node indices
+def test_a_hostile_entry_is_refused_and_healed(testbed, tmp_path, outside, caplog, hostile, target):
+    """``entry``: the placement-cache entry (read once the single-device index is gone); ``index``: that index."""
+    root = tmp_path / "root"
+    compile_checked(testbed, root)
+    (index,) = (root / "placements").glob("single-*.json")
+    if target == "entry":
+        index.unlink()
+        entry = _entry(root)
+    else:
+        entry = index
+    data = json.loads(entry.read_text())
+    entry.unlink()
+    if hostile == "fifo":
+        os.mkfifo(entry)
+    elif hostile == "dev_zero":
+        entry.symlink_to("/dev/zero")
+    elif hostile == "etc_passwd":
+        entry.symlink_to("/etc/passwd")
+    elif hostile == "outside_file":
+        entry.symlink_to(outside / "placement-x.json")
+    elif hostile == "outside_dir":
+        entry.symlink_to(outside)
+    elif hostile == "oversize":  # valid JSON, 17 MB: over the 16 MiB cap of an entry, the 1 MiB of the index
+        data["padding"] = ["x" * 1000] * 17_000
+        entry.write_text(json.dumps(data))
+    else:
+        data["payload"]["compute_by_index"] = [-1] if hostile == "negative_index" else ["3"]
+        entry.write_text(json.dumps(data))
+    before = snapshot(outside)
+    passwd = os.stat("/etc/passwd")
+    with caplog.at_level(logging.WARNING):
+        compile_checked(testbed, root)
+    assert "refused" in caplog.text or "corrupt" in caplog.text, caplog.text
+    assert snapshot(outside) == before, "nothing outside the cache root is touched"
+    assert os.stat("/etc/passwd").st_mtime_ns == passwd.st_mtime_ns
+    _heals(testbed, root, caplog)
+
+
+@pytest.mark.parametrize("where", ["other_entry_fifo", "other_entry_dev_zero"])
+def test_a_hostile_file_under_another_entrys_name_does_not_hang_a_miss(testbed, tmp_path, caplog, where):
+    """A miss reads other entries to explain itself: a FIFO or /dev/zero there is refused and removed."""
+    root = tmp_path / "root"
+    compile_checked(testbed, root)
+    bad = root / "placements" / ("placement-" + "0" * 40 + ".json")
+    os.mkfifo(bad) if where == "other_entry_fifo" else bad.symlink_to("/dev/zero")
+    with caplog.at_level(logging.WARNING):
+        compile_checked(testbed, root, sg.residual(blocks=2))  # another model: a miss
+    assert not os.path.lexists(bad) and "refused" in caplog.text
+
+
+def test_layout_folders_symlinked_out_of_the_root_are_replaced_not_followed(testbed, tmp_path, outside, caplog):
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    (root / "placements").symlink_to(outside)
+    before = snapshot(outside)
+    with caplog.at_level(logging.WARNING):
+        compile_checked(testbed, root)
+    assert snapshot(outside) == before
+    assert (root / "placements").is_dir() and not (root / "placements").is_symlink()
+    assert "symbolic link" in caplog.text
+    _heals(testbed, root, caplog)
+
+
+@pytest.mark.parametrize("how", ["other_owner", "group_writable", "world_writable"])
+def test_a_root_that_is_not_private_is_refused_and_placement_goes_on(testbed, tmp_path, caplog, how):
+    if os.geteuid() != 0 and how == "other_owner":
+        pytest.skip("chown to another user needs root")
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    if how == "other_owner":
+        os.chown(root, NOBODY, NOBODY)
+    else:
+        os.chmod(root, 0o770 if how == "group_writable" else 0o777)
+    before = snapshot(root)
+    with caplog.at_level(logging.WARNING):
+        compile_checked(testbed, root, profile="background")
+    assert snapshot(root) == before, "a refused root is neither read nor written"
+    assert "refused" in caplog.text and ("owned by uid 65534" in caplog.text or "writable by group" in caplog.text)
+    assert "falling back" not in caplog.text
+
+
+def test_umask_000_leaves_nothing_writable_by_others(testbed, tmp_path):
+    """Everything created under the root (placements, index, profiles, the worker's folder) is 0700 / 0600."""
+    root = tmp_path / "root"
+    old = os.umask(0)
+    try:
+        compile_checked(testbed, root, profile="now")
+        compile_checked(testbed, root, cache_blobs=True)
+    finally:
+        os.umask(old)
+    modes = {str(p): stat.S_IMODE(os.lstat(p).st_mode) for p in [root, *root.rglob("*")]}
+    ours = {p: m for p, m in modes.items() if "/openvino/" not in p}  # blobs: OpenVINO's files, in our 0700 folder
+    assert all(m == (0o700 if os.path.isdir(p) else 0o600) for p, m in ours.items()), ours
+    assert modes[str(root / "openvino")] == 0o700
+
+
+def test_cache_clear_tells_the_truth_about_links_and_fifos(tmp_path, outside, capsys):
+    from ov_autoplace.cli import main
+
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    (root / "placements").symlink_to(outside)
+    (root / "profiles").mkdir(mode=0o700)
+    os.mkfifo(root / "profiles" / "model-a.json")
+    (root / "profiles" / "model-b.json").write_text("{}")
+    (root / "profiles" / "escape").symlink_to(outside)
+    before = snapshot(outside)
+    assert bounded(lambda: main(["cache", "clear", "--cache-dir", str(root)])) == 0
+    out = capsys.readouterr().out
+    assert "removed 3 file(s)" in out and "placements: 0" in out and "profiles: 3" in out, out
+    assert "symbolic link" in out and "followed nothing" in out, out
+    assert snapshot(outside) == before
+    assert sorted(p.name for p in root.iterdir()) == []
+
+
+def test_cache_clear_leaves_another_users_root_alone(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    root = tmp_path / "root"
+    (root / "placements").mkdir(parents=True)
+    (root / "placements" / "placement-a.json").write_text("{}")
+    os.chown(root, NOBODY, NOBODY)
+    report = clear_cache(root)
+    assert report.total == 0 and "not ours to clear" in report.summary()
+    assert (root / "placements" / "placement-a.json").exists()
+
+
+def _run_worker_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ov_autoplace.background", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=Path(__file__).resolve().parents[1])
+
+
+def test_a_foreign_worker_spec_names_no_paths(tmp_path, outside):
+    """The issue's attack: a spec naming a file to measure, delete and write. The worker takes no such path."""
+    victim = outside / "victim.xml"
+    victim.write_text("<net/>")
+    (outside / "victim.bin").write_text("weights")
+    root = tmp_path / "root"
+    digest = "0123456789abcdef0123456789abcdef"
+    folder = root / "workers" / digest
+    folder.mkdir(parents=True, mode=0o700)
+    os.chmod(root, 0o700), os.chmod(root / "workers", 0o700)
+    spec = {"format": 2, "key": {"kind": "placement", "devices": ["CPU"]}, "devices": ["CPU"], "setup": {},
+            "model": str(victim), "lock": str(outside / "precious.txt"), "failed": str(outside / "precious.txt"),
+            "cache_dir": str(outside), "max_submodels": 8, "seed": 0, "pins": []}
+    (folder / "spec.json").write_text(json.dumps(spec))
+    old_style = tmp_path / "spec.json"
+    old_style.write_text(json.dumps(spec))
+    before = snapshot(outside)
+    assert _run_worker_cli(str(old_style)).returncode == 2, "a spec path is not accepted"
+    done = _run_worker_cli(str(root), digest)
+    assert done.returncode == 3 and "foreign spec" in done.stderr + done.stdout
+    assert _run_worker_cli(str(root), "../../outside").returncode == 2, "a digest is 32 hex digits, not a path"
+    assert snapshot(outside) == before, "the worker touched nothing outside its folder"
+    failure = json.loads((folder / "failure.json").read_text())
+    assert failure["failures"] == 1 and "foreign spec" in failure["reason"]
+    assert not (folder / "spec.json").exists(), "it removes only its own folder's files"
+
+
+def test_a_worker_folder_symlinked_elsewhere_is_not_entered(tmp_path, outside):
+    root = tmp_path / "root"
+    (root / "workers").mkdir(parents=True, mode=0o700)
+    os.chmod(root, 0o700)
+    digest = "0123456789abcdef0123456789abcdef"
+    (outside / "spec.json").write_text("{}")
+    (root / "workers" / digest).symlink_to(outside)
+    before = snapshot(outside)
+    assert _run_worker_cli(str(root), digest).returncode == 2
+    assert snapshot(outside) == before
+
+
+@pytest.fixture()
+def full_disk(tmp_path):
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a 1 MiB tmpfs here (needs root)")
+    os.chmod(mount, 0o700)
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_cache_blobs_on_a_full_disk_is_a_warning(testbed, full_disk, caplog):
+    with caplog.at_level(logging.WARNING):
+        compile_checked(testbed, full_disk, cache_blobs=True)
+    assert "cache_blobs=True but the disk" in caplog.text and "MiB free" in caplog.text
