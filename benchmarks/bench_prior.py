@@ -30,6 +30,18 @@ optimum (MILP) and the profiled policy (HSDAG one pass on the true costs, as
 in the headroom table). Target (issue #13): the prior <= 1.05x the optimum
 wherever the profiled policy is, and never slower than the best single device.
 All Part B numbers are simulated.
+
+Part B's truth (``ov_autoplace/bench/truth.py``, issue 19): the table above
+scores the profiled policy and the optimum with the model they optimised, so
+every placement is also scored under models nobody optimised: ``--truth-draws``
+(default 20) draws of the fitted model with a per-device, per-op-category
+log-normal error (sigma fitted to the held-out calibration points) and the
+leave-platform-out model (the devices as the prior models them without their
+platform's fit - the model ``prior-LOO`` itself chose by, so for that variant
+only the draws are an independent truth). Each row's JSON gains ``truth`` and
+``truth_leave_platform_out``; the run prints, per method, the median ratio to
+the truth optimum and the share of draws slower than the plain call (HETERO's
+own affinity) and than the best single device.
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ov_autoplace import zoo  # noqa: E402
 from ov_autoplace.api import DEFAULT_MAX_SUBMODELS  # noqa: E402
+from ov_autoplace.bench import truth  # noqa: E402
 from ov_autoplace.bench.headroom import headroom_row  # noqa: E402
+from ov_autoplace.bench.truth import platform_facts  # noqa: E402
 from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, DeviceFacts, prior_cost_model  # noqa: E402
 from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import simulated_support  # noqa: E402
@@ -73,36 +88,15 @@ def share_errors(predicted: np.ndarray, measured: np.ndarray) -> list[float]:
     return out
 
 
-#: FULL_DEVICE_NAME of the calibrated devices as OpenVINO reports them (the CPU plugin reads the CPU's model
-#: name; the GPU plugin appends "(iGPU)"/"(dGPU)"; every Core Ultra NPU is "Intel(R) AI Boost").
-REPORTED_NAMES = {"paper/CPU": "12th Gen Intel(R) Core(TM) i9-12900K",
-                  "paper/GPU": "Intel(R) Data Center GPU Flex 170 (dGPU)",
-                  "laptop/CPU": "Intel(R) Core(TM) Ultra 7 165H",
-                  "laptop/GPU": "Intel(R) Arc(TM) Graphics (iGPU)",
-                  "laptop/NPU": "Intel(R) AI Boost"}
-
-
-def platform_facts(platform) -> list[DeviceFacts]:
-    """What each simulated device would report to the prior: the properties ``read_device_facts`` reads."""
-    facts = []
-    for device in platform.devices:
-        spec = device.spec
-        rates = {**spec.peak_flops, **spec.matrix_peak_flops}  # DEVICE_GOPS: the best rate per precision
-        gops = tuple(sorted((p, r / 1e9) for p, r in rates.items())) if spec.kind != "cpu" else ()
-        facts.append(DeviceFacts(spec.name, f"openvino_intel_{spec.kind}_plugin",
-                                 "Type.INTEGRATED" if spec.shares_host_memory else "Type.DISCRETE", None,
-                                 REPORTED_NAMES.get(device.calibration_key or "", spec.product),
-                                 (), gops, spec.memory_bytes if spec.kind == "gpu" else None, platform.precision, None))
-    return facts
-
-
-def prior_row(platform, model: str, graph, time_limit: float) -> dict:
-    """Best single, optimum, profiled policy and the prior's two variants on one platform (simulated ms)."""
+def prior_row(platform, model: str, graph, time_limit: float, spec: truth.TruthSpec | None = None) -> dict:
+    """Best single, optimum, profiled policy and the prior's two variants on one platform (simulated ms); with
+    ``spec`` also every placement under the truth draws and leave-platform-out (``bench.truth``)."""
+    placements: dict = {}
     row = headroom_row(platform, model, graph, milp_seconds=time_limit,
-                       methods=("Optimum (MILP)", "HSDAG (pretrained, one pass)"))
-    truth = platform.cost_model(graph)
-    support = simulated_support(truth, graph)
-    simulator = Simulator(truth, graph)
+                       methods=("Optimum (MILP)", "HSDAG (pretrained, one pass)"), placements_out=placements)
+    truth_cost = platform.cost_model(graph)
+    support = simulated_support(truth_cost, graph)
+    simulator = Simulator(truth_cost, graph)
     devices = platform.device_names
     cpu = next((d.spec for d in platform.devices if d.spec.kind == "cpu"), None)
     facts = platform_facts(platform)
@@ -114,12 +108,18 @@ def prior_row(platform, model: str, graph, time_limit: float) -> dict:
         row[f"{variant}_margin"] = prior.margin
         if placement is None:
             ms, what = row["single_device_ms"][single], f"{single} alone"
+            placements[f"{variant}_ms"] = placements[f"{truth.SINGLE_PREFIX}{single}"]
         else:
             assignment = np.array([devices.index(placement.assignment[n]) for n in graph.names])
             ms = float(simulator(assignment))
             ms = ms if np.isfinite(ms) and bool(simulator.memory_ok(assignment)) else None
             what = f"split {placement.counts_per_device()}"
+            placements[f"{variant}_ms"] = assignment
         row[f"{variant}_ms"], row[f"{variant}_choice"] = ms, what
+    if spec is not None:
+        row["truth"] = truth.score_draws(platform, graph, placements, spec, truth_cost)
+        row["truth_leave_platform_out"] = truth.score_leave_platform_out(platform, graph, placements,
+                                                                         spec.milp_seconds)
     return row
 
 
@@ -149,15 +149,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--platforms", default="paper,laptop", help="suite platforms for part B")
     parser.add_argument("--time-limit", type=float, default=20.0, help="MILP time limit (part B)")
     parser.add_argument("--json", help="write part B's rows here")
+    parser.add_argument("--markdown", help="write part B's lines, table and truth summary here (Markdown)")
+    parser.add_argument("--truth-draws", type=int, default=truth.TRUTH_DRAWS,
+                        help="perturbed truths per row in part B (0: none)")
+    parser.add_argument("--truth-milp-seconds", type=float, default=truth.TRUTH_MILP_SECONDS)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the truth draws")
     args = parser.parse_args(argv)
     parts = {p.strip().upper() for p in args.parts.split(",")}
     if "A" in parts:
         part_a(args.models or ["resnet50", "inception_v3", "bert_base"])
     if "B" in parts:
-        rows = part_b(args.models or list(zoo.ALL_MODELS), args.platforms.split(","), args.time_limit)
+        spec, log_errors = None, np.zeros(0)
+        if args.truth_draws > 0:
+            log_errors = truth.held_out_log_errors(load_suite(), lambda m: extract_graph(prepare_model(zoo.load(m))))
+            spec = truth.TruthSpec(truth.held_out_sigma(log_errors), args.truth_draws, args.seed,
+                                   args.truth_milp_seconds)
+        rows, lines = part_b(args.models or list(zoo.ALL_MODELS), args.platforms.split(","), args.time_limit, spec)
+        data: dict = {"simulated": True, "rows": rows}
+        if spec is not None:
+            text, summary = truth_section(rows, spec, log_errors)
+            print("\n" + "\n".join(text))
+            lines += ["", "TRUTH"] + text
+            data["truth_model"] = {"draws": spec.draws, "sigma": spec.sigma, "seed": spec.seed,
+                                   "milp_seconds": spec.milp_seconds,
+                                   "held_out_log_errors": [round(float(e), 4) for e in log_errors]}
+            data["truth_summary"] = summary
         if args.json:
-            Path(args.json).write_text(json.dumps({"simulated": True, "rows": rows}, indent=1, default=str))
+            Path(args.json).write_text(json.dumps(data, indent=1, default=str))
+        if args.markdown:
+            write_markdown(args.markdown, lines, " ".join(argv if argv is not None else sys.argv[1:]))
     return 0
+
+
+def write_markdown(path: str, lines: list[str], command: str) -> None:
+    """Part B as Markdown: the printed lines in a code block, then the table, then the truth summary."""
+    table_at, truth_at = lines.index("TABLE"), lines.index("TRUTH") if "TRUTH" in lines else len(lines)
+    md = [f"## Part B (`python benchmarks/bench_prior.py {command}`, {time.strftime('%Y-%m-%d')}; all simulated)",
+          "", "```", *lines[:table_at], "```", "", *lines[table_at + 1:truth_at], ""]
+    if truth_at < len(lines):
+        md += ["### Part B under models nobody optimised (truth)", "", "```", *lines[truth_at + 1:], "```", ""]
+    Path(path).write_text("\n".join(md))
 
 
 def part_a(models: list[str]) -> None:
@@ -185,40 +216,70 @@ def _fmt(ms, ref) -> str:
     return "—" if ms is None else f"{ms:.3f} ({ms / ref:.3f}x)" if ref else f"{ms:.3f}"
 
 
-def part_b(models: list[str], platforms: list[str], time_limit: float) -> list[dict]:
+#: Part B's methods under the truths: (JSON key, title).
+TRUTH_METHODS = (("milp_ms", "MILP placement (fitted model)"), ("hsdag_ms", "profiled policy (HSDAG one pass)"),
+                 ("prior_ms", "prior (first start)"), ("prior_loo_ms", "prior, leave-platform-out"))
+
+
+def truth_section(rows: list[dict], spec: truth.TruthSpec, log_errors: np.ndarray) -> tuple[list[str], dict]:
+    """The per-method truth summary (printed text) and its JSON."""
+    keys, titles = [k for k, _ in TRUTH_METHODS], dict(TRUTH_METHODS)
+    summary = {key: truth.summarize(rows, keys, key) for key in ("truth", "truth_leave_platform_out")}
+    proven = sum(sum(r["truth"]["optimum_proven"]) for r in rows if r.get("truth"))
+    lines = [f"B truth: every placement under (a) {spec.draws} draws per row of the fitted model with a per-device, "
+             f"per-op-category log-normal error, sigma {spec.sigma:.3f} fitted to {log_errors.size} held-out "
+             f"calibration log errors (seed {spec.seed}; truth optimum = MILP {spec.milp_seconds:g} s or the best "
+             f"known placement, proven in {proven} of {spec.draws * len(rows)} draws), and (b) leave-platform-out "
+             "(the prior's model without the platform's fit: prior-LOO chose by it, so only (a) is independent for "
+             "prior-LOO). '>plain' = slower than the plain call (HETERO's own affinity), '>best1' = slower than "
+             "the best single device under the same truth."]
+    for key, title in (("truth", "(a) perturbed fitted model"), ("truth_leave_platform_out", "(b) leave-platform-out")):
+        lines += ["", f"B {title}:", *truth.summary_lines(summary[key], titles)]
+    return lines, summary
+
+
+def part_b(models: list[str], platforms: list[str], time_limit: float,
+           spec: truth.TruthSpec | None = None) -> tuple[list[dict], list[str]]:
+    """Part B's rows and the lines it printed (for --markdown)."""
     suite = load_suite()
-    rows = []
+    rows, out = [], []
+
+    def say(line: str = "") -> None:
+        print(line, flush=True)
+        out.append(line)
+
     for platform_name in platforms:
         for name in models:
             graph = extract_graph(prepare_model(zoo.load(name)))
-            row = prior_row(suite[platform_name], name, graph, time_limit)
+            row = prior_row(suite[platform_name], name, graph, time_limit, spec)
             rows.append(row)
             opt = row.get("optimum_ms")
-            print(f"B {platform_name:<7} {name:<20} best single {_fmt(row['best_single_device_ms'], None):>8} "
-                  f"({row['best_single_device']})  optimum {_fmt(opt, None)}  profiled policy "
-                  f"{_fmt(row.get('hsdag_ms'), opt)}  prior {_fmt(row['prior_ms'], opt)} [{row['prior_choice']}]  "
-                  f"prior-LOO {_fmt(row['prior_loo_ms'], opt)} [{row['prior_loo_choice']}]  [ms, simulated]",
-                  flush=True)
-    print("\n| platform | model | best single device | optimum | profiled policy (HSDAG one pass) | prior | prior choice "
-          "| prior, leave-platform-out | its choice |")
-    print("|---|---|---|---|---|---|---|---|---|")
+            say(f"B {platform_name:<7} {name:<20} best single {_fmt(row['best_single_device_ms'], None):>8} "
+                f"({row['best_single_device']})  optimum {_fmt(opt, None)}{'' if row['optimum_exact'] else ' (not proven)'}"
+                f"  profiled policy {_fmt(row.get('hsdag_ms'), opt)}  prior {_fmt(row['prior_ms'], opt)} "
+                f"[{row['prior_choice']}]  prior-LOO {_fmt(row['prior_loo_ms'], opt)} [{row['prior_loo_choice']}]  "
+                "[ms, simulated]")
+    table = ["| platform | model | best single device | optimum | profiled policy (HSDAG one pass) | prior | "
+             "prior choice | prior, leave-platform-out | its choice |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         opt = r.get("optimum_ms")
-        print(f"| {r['platform']} | {r['model']} | {_fmt(r['best_single_device_ms'], None)} "
-              f"({r['best_single_device']}) | {_fmt(opt, None)} | {_fmt(r.get('hsdag_ms'), opt)} | "
-              f"{_fmt(r['prior_ms'], opt)} | {r['prior_choice']} | {_fmt(r['prior_loo_ms'], opt)} | "
-              f"{r['prior_loo_choice']} |")
+        table.append(f"| {r['platform']} | {r['model']} | {_fmt(r['best_single_device_ms'], None)} "
+                     f"({r['best_single_device']}) | {_fmt(opt, None)}{'' if r['optimum_exact'] else ' (not proven)'}"
+                     f" | {_fmt(r.get('hsdag_ms'), opt)} | {_fmt(r['prior_ms'], opt)} | {r['prior_choice']} | "
+                     f"{_fmt(r['prior_loo_ms'], opt)} | {r['prior_loo_choice']} |")
+    print("\n" + "\n".join(table))
     misses = check_prior_targets(rows)
     reached = sum(1 for r in rows if r.get("hsdag_ms") is not None and r.get("optimum_ms")
                   and r["hsdag_ms"] <= 1.05 * r["optimum_ms"])
     per_variant = {v: len({line.split(" ")[0] for line in misses if line.split(" ")[1].rstrip(":") == v})
                    for v in ("prior", "prior_loo")}
-    print(f"\nB targets (simulated): {len(rows)} rows, the profiled policy <= 1.05x the optimum in {reached}; rows "
-          f"the prior misses (above 1.05x where the profiled policy is not, or slower than the best single "
-          f"device): prior {per_variant['prior']}, prior-LOO {per_variant['prior_loo']}")
+    say()
+    say(f"B targets (simulated, scored by the fitted model): {len(rows)} rows, the profiled policy <= 1.05x the "
+        f"optimum in {reached}; rows the prior misses (above 1.05x where the profiled policy is not, or slower than "
+        f"the best single device): prior {per_variant['prior']}, prior-LOO {per_variant['prior_loo']}")
     for line in misses:
-        print("  " + line)
-    return rows
+        say("  " + line)
+    return rows, out + ["", "TABLE"] + table
 
 
 if __name__ == "__main__":

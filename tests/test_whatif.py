@@ -60,3 +60,33 @@ def test_unknown_model_and_platform_are_clear_errors(tmp_path, capsys):
     assert "unknown platform 'moon'" in capsys.readouterr().err
     with pytest.raises(Exception):
         load_model_graph(str(tmp_path / "missing.xml"))
+
+
+def test_subsets_rank_by_the_best_placement_any_method_found_and_say_whose():
+    graph = extract_graph(prepare_model(sg.gather_model()))
+    rows = rank_subsets(_laptop(), graph, milp_seconds=10.0)
+    for r in rows:
+        known = [r.get(k) for k in ("milp_ms", "hsdag_ms", "hsdag_refined_ms", "heft_ms", "openvino_hetero_auto_ms")]
+        known = [v for v in known if v is not None]
+        if r["optimum_ms"] is not None:
+            assert r["optimum_ms"] <= min(known) + 1e-9  # nothing any method found beats the rank's latency
+    singles = [r for r in rows if len(r["devices"]) == 1 and r["optimum_ms"] is not None]
+    assert singles and all(r["optimum_exact"] and r["optimum_source"] == "single device" for r in singles)
+
+
+def test_an_unproven_optimum_is_said_so():
+    from ov_autoplace.whatif import proof_cell
+
+    base = {"devices": ["CPU", "GPU"], "optimum_ms": 1.0, "optimum_devices": ["CPU", "GPU"], "notes": []}
+    assert proof_cell({**base, "optimum_exact": True, "optimum_source": "milp_ms"}) == "proven"
+    stopped = {**base, "optimum_exact": False, "optimum_source": "milp_ms",
+               "optimum_proof": "the MILP stopped before proving optimality (time limit)"}
+    assert proof_cell(stopped) == "MILP time limit"
+    gap = {**base, "optimum_exact": False, "optimum_source": "milp_ms",
+           "optimum_proof": "MILP objective 3.570256 ms differs from the simulator's 3.721341 ms by 4.06 %"}
+    assert proof_cell(gap) == "MILP gap to simulator"
+    other = {**base, "optimum_exact": False, "optimum_source": "hsdag_refined_ms"}
+    assert proof_cell(other) == "best known: HSDAG+local search"
+    text = format_table(_laptop(), "m", [stopped], 0)
+    assert "NOT PROVEN OPTIMAL in 1 subset(s) (CPU+GPU)" in text and "MILP time limit" in text
+    assert "Every subset's optimum is proven" in format_table(_laptop(), "m", [{**base, "optimum_exact": True}], 0)

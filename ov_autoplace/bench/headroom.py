@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ..costmodel.device_model import SuitePlatform
+from ..costmodel.optimum import proven_optimal
 from ..costmodel.sim_costs import simulated_support
 from ..costmodel.simulator import Simulator
 from ..graph import GraphArrays
@@ -61,8 +62,14 @@ def single_device_latencies(platform: SuitePlatform, graph: GraphArrays, cost=No
 
 
 def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, finetune_budget: int = 50,
-                 seed: int = 0, milp_seconds: float = 20.0, methods: tuple[str, ...] | None = None) -> dict:
-    """One row of the headroom table (all latencies simulated, in ms; None where a method failed)."""
+                 seed: int = 0, milp_seconds: float = 20.0, methods: tuple[str, ...] | None = None,
+                 placements_out: dict | None = None) -> dict:
+    """One row of the headroom table (all latencies simulated, in ms; None where a method failed).
+
+    ``placements_out`` (a dict) receives every method's placement under its JSON key (device index per node),
+    ``"plain_call"`` (HETERO's own affinity: what ``core.compile_model`` with the HETERO string runs) and
+    ``"single:<DEVICE>"`` per device: what ``bench.truth`` scores under models other than this one.
+    """
     cost = platform.cost_model(graph)
     support = simulated_support(cost, graph)
     singles = single_device_latencies(platform, graph, cost)
@@ -79,6 +86,7 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
     simulator = Simulator(cost, graph)
     wanted = set(methods or DEFAULT_METHODS)
     notes, seconds = [raised] if raised else [], {}
+    row["optimum_exact"], row["optimum_proof"] = False, "the MILP did not run or failed"
     placements: dict[str, np.ndarray] = {}
     for method in default_methods(platform.device_names) + local_search_methods():
         if method.name not in wanted or method.name not in METHOD_KEYS:
@@ -102,8 +110,17 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
             row.setdefault("local_search", {})[key] = [n for n in outcome.notes if "local search" in n]
         if feasible_ms is not None:
             placements[key] = placement
-        if key == "milp_ms":
-            row["optimum_exact"] = bool(getattr(outcome, "optimal", False))
+        if placements_out is not None:
+            placements_out[key] = placement
+        if key == "milp_ms":  # proven only when the solver is optimal AND its objective is the simulator's latency
+            result = outcome.milp_result
+            row["optimum_exact"], row["optimum_proof"] = proven_optimal(
+                result is not None and result.optimal, None if result is None else result.objective_ms, feasible_ms)
+            row["milp_objective_ms"] = None if result is None else float(result.objective_ms)
+    if placements_out is not None:
+        placements_out["plain_call"] = plain_call_placement(case)
+        for d, name in enumerate(case.devices):
+            placements_out[f"single:{name}"] = np.full(graph.num_nodes, d, np.int64)
     _best_known(row, placements, simulator, graph, case.devices, best_device, notes)
     row["split_pays"] = split_pays(row)
     row["seconds"], row["notes"] = seconds, notes
@@ -118,8 +135,17 @@ def _run_milp(case: Case, milp_seconds: float, seed: int):
     strategy = OptimumStrategy(case.cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=milp_seconds)
     placement = case.legal(strategy.propose(case.context(seed)), "Optimum (MILP)")
     outcome = Outcome(placement)
-    outcome.optimal = bool(strategy.last_result is not None and strategy.last_result.optimal)
+    outcome.milp_result = strategy.last_result
     return outcome
+
+
+def plain_call_placement(case: Case) -> np.ndarray:
+    """What ``core.compile_model(model, "HETERO:<devices>")`` runs: each node on the first device of the list that
+    supports it (HETERO's own affinity, emulated from its rule on simulated devices; not bounded in submodels)."""
+    from ..strategies.openvino_modes import OpenVINOHeteroAutoStrategy
+
+    placement = case.legal(OpenVINOHeteroAutoStrategy().propose(case.context()), "plain call", bound=None)
+    return np.array([case.devices.index(placement.assignment[n]) for n in case.graph.names], np.int64)
 
 
 def _best_known(row: dict, placements: dict, simulator, graph, devices, best_device, notes: list) -> None:
@@ -142,6 +168,7 @@ def _best_known(row: dict, placements: dict, simulator, graph, devices, best_dev
         row["optimum_devices"] = sorted({devices[d] for d in np.unique(placement[_active(graph)])})
     if source != "milp_ms":
         row["optimum_exact"] = False
+        row["optimum_proof"] = f"the best known placement is {source}'s, not the MILP's"
         notes.append(f"the MILP (time limit) did not reach the best known placement; optimum = {source}")
 
 
@@ -161,5 +188,5 @@ def split_pays(row: dict) -> bool | None:
     return row["optimum_ms"] <= (1.0 - SPLIT_PAYS) * row["best_single_device_ms"]
 
 
-__all__ = ["DEFAULT_METHODS", "METHOD_KEYS", "SPLIT_PAYS", "headroom_row", "single_device_latencies",
-           "split_pays"]
+__all__ = ["DEFAULT_METHODS", "METHOD_KEYS", "SPLIT_PAYS", "headroom_row", "plain_call_placement",
+           "single_device_latencies", "split_pays"]

@@ -24,6 +24,25 @@ from .cost_terms import CostTerms
 
 logger = logging.getLogger("ov_autoplace.optimum")
 
+#: A MILP optimum counts as proven only when the solver says optimal AND its objective equals the simulator's
+#: latency of the placement it returned within this fraction: the objective is what the solver minimised, the
+#: simulator is what every table reports, and a gap between them means the two disagree about that placement.
+PROVEN_TOLERANCE = 0.005
+
+
+def proven_optimal(solver_optimal: bool, objective_ms: float | None, simulated_ms: float | None,
+                   tolerance: float = PROVEN_TOLERANCE) -> tuple[bool, str]:
+    """(proven, why): the rule above. A solver stopped at its time limit is never proven, whatever its gap."""
+    if not solver_optimal:
+        return False, "the MILP stopped before proving optimality (time limit)"
+    if objective_ms is None or simulated_ms is None or not simulated_ms > 0:
+        return False, "the MILP's placement has no finite simulated latency to compare its objective with"
+    gap = abs(objective_ms - simulated_ms) / simulated_ms
+    if gap > tolerance:
+        return False, (f"MILP objective {objective_ms:.6f} ms differs from the simulator's {simulated_ms:.6f} ms by "
+                       f"{100 * gap:.2f} % (> {100 * tolerance:.1f} %): the solver optimised another number")
+    return True, f"MILP optimal; objective within {100 * gap:.2f} % of the simulator's latency"
+
 
 def require_scipy():
     try:
@@ -50,6 +69,11 @@ class OptimumResult:
     legal: Placement | None = None
     simulated_ms: float | None = None  # the simulator's latency of `placement`, when the simulator is available
     notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def proven(self) -> bool:
+        """Optimal by the solver and its objective within ``PROVEN_TOLERANCE`` of the simulator's latency."""
+        return proven_optimal(self.optimal, self.objective_ms, self.simulated_ms)[0]
 
     def summary(self) -> str:
         gap = "" if self.mip_gap is None else f", gap {self.mip_gap:.2e}"
@@ -172,4 +196,5 @@ def min_cut_placement(cost: CostModel, graph: GraphArrays, *, support: np.ndarra
     return finish_result(terms, "min_cut", device, objective, "optimal", True, None, start, notes, None)
 
 
-__all__ = ["OptimumResult", "finish_result", "min_cut_placement", "require_scipy"]
+__all__ = ["OptimumResult", "PROVEN_TOLERANCE", "finish_result", "min_cut_placement", "proven_optimal",
+           "require_scipy"]

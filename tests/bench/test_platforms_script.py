@@ -54,3 +54,30 @@ def test_render_writes_the_markdown_from_the_json(script, tmp_path):
     assert "policy + local search: one pass <= 1.05x in 1/1" in text
     with pytest.raises(SystemExit):
         script.main(["--render", str(source)])  # no --markdown: a usage error, not a traceback
+
+
+def test_an_optimum_with_an_objective_gap_is_not_called_proven(script):
+    row = _row("a", True, optimum_exact=False,
+               optimum_proof="MILP objective 3.570256 ms differs from the simulator's 3.721341 ms by 4.06 %")
+    assert script._optimum_cell(row) == "1.600 (not proven: objective != simulator)"
+    stopped = _row("a", True, optimum_exact=False, optimum_proof="the MILP stopped before proving optimality")
+    assert script._optimum_cell(stopped) == "1.600 (not proven: MILP at its time limit)"
+
+
+def test_the_markdown_gains_the_truth_summary(script, tmp_path):
+    draws = {"draws": 2, "optimum_ms": [1.5, 1.8], "optimum_proven": [True, False], "plain_call_ms": [3.0, 2.0],
+             "best_single_device_ms": [1.9, 1.8], "milp_ms": [1.5, 1.9], "hsdag_ms": [1.9, 1.8],
+             "hsdag_refined_ms": [1.5, 1.9]}
+    loo = {"optimum_ms": 1.0, "optimum_proven": True, "plain_call_ms": 2.0, "best_single_device_ms": 1.2,
+           "milp_ms": 1.3, "hsdag_ms": 1.2, "hsdag_refined_ms": 1.3}
+    data = {"command": "c", "date": "2026-11-25", "seconds": 1.0, "fidelity": {},
+            "headroom": [_row("a", True, truth=draws, truth_leave_platform_out=loo)],
+            "truth_model": {"draws": 2, "sigma": 0.46, "seed": 0, "milp_seconds": 2.0,
+                            "held_out_log_errors": [0.1, -0.2]}}
+    out = tmp_path / "h.md"
+    script.write_markdown(str(out), data)
+    text = out.read_text()
+    assert "sigma = 0.460" in text and "proven (0.5 % rule) in 1 of 2 draws and 1 of 1" in text
+    # HSDAG + local search: ratios 1.0 and 1.9/1.8; slower than the best single device in 1 of 2 draws
+    assert "| HSDAG one pass + local search | 2 | 1.028x |" in text and "| 0.0 % | 50.0 % |" in text
+    assert "(b) leave-platform-out, one truth per row: split rows" in text
