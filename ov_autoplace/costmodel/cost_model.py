@@ -19,6 +19,15 @@ one inference, so a placement's latency is the *sum* of
 
 Memory: a device's resident bytes (weights of the nodes on it plus the largest
 activation) must stay within ``device_memory_bytes[d]``.
+
+Noise (measured models only; ``noise.py``): ``compute_spread_ms[i, d]`` is the
+interquartile range of node i's per-run time on device d (scaled like
+``compute_ms``), ``e2e_spread_ms[d]`` that of device d's end-to-end latency.
+``None`` means noise-free: a simulated platform or device model, whose numbers
+do not move between runs. ``loaded`` marks a profile taken while other
+processes competed for the cores (still so after one re-measurement): its
+predicted gains are unproven, and consumers keep the plain placement. How the
+consumers use the spreads: ``cost_terms.CostTerms.move_spread_ms``.
 """
 
 from __future__ import annotations
@@ -52,6 +61,9 @@ class CostModel:
     device_memory_bytes: np.ndarray  # float64 [D], capacity (inf = unbounded)
     simulated: bool
     source: str
+    compute_spread_ms: np.ndarray | None = None  # float64 [N, D] >= 0, IQR of the per-run times; None: noise-free
+    e2e_spread_ms: np.ndarray | None = None  # float64 [D] >= 0, IQR of each device's end-to-end latency
+    loaded: bool = False  # measured on a loaded machine: predicted gains are unproven
 
     def __post_init__(self) -> None:
         n, d = len(self.node_names), len(self.devices)
@@ -64,6 +76,16 @@ class CostModel:
             got = np.shape(getattr(self, name))
             if got != shape:
                 raise ValueError(f"CostModel.{name} must have shape {shape} for {n} nodes x {d} devices, got {got}")
+        for name, shape in (("compute_spread_ms", (n, d)), ("e2e_spread_ms", (d,))):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if np.shape(value) != shape:
+                raise ValueError(f"CostModel.{name} must have shape {shape} for {n} nodes x {d} devices (or be "
+                                 f"None: noise-free), got {np.shape(value)}")
+            if not (np.asarray(value) >= 0).all():
+                raise ValueError(f"CostModel.{name} must be >= 0 everywhere (a spread); it has negative or NaN "
+                                 "entries")
 
     @property
     def num_nodes(self) -> int:
@@ -72,7 +94,26 @@ class CostModel:
     @property
     def label(self) -> str:
         """How numbers from this model must be labelled when printed."""
-        return f"simulated ({self.source})" if self.simulated else f"measured ({self.source})"
+        label = f"simulated ({self.source})" if self.simulated else f"measured ({self.source})"
+        return label + ", loaded machine: gains unproven" if self.loaded else label
+
+    def spreads(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(compute_spread_ms [N, D], e2e_spread_ms [D])``, zeros where the model is noise-free."""
+        n, d = self.num_nodes, len(self.devices)
+        compute = np.zeros((n, d)) if self.compute_spread_ms is None else np.asarray(self.compute_spread_ms, float)
+        e2e = np.zeros(d) if self.e2e_spread_ms is None else np.asarray(self.e2e_spread_ms, float)
+        return compute, e2e
+
+    def with_devices(self, devices: tuple[str, ...]) -> "CostModel":
+        """The same model with its device columns in the order of ``devices`` (a subset of ``self.devices``)."""
+        cols = np.array([self.devices.index(d) for d in devices], np.int64)
+        grid = np.ix_(cols, cols)
+        return dataclasses.replace(
+            self, devices=tuple(devices), compute_ms=self.compute_ms[:, cols], unfused_ms=self.unfused_ms[:, cols],
+            link_latency_ms=self.link_latency_ms[grid], link_ms_per_byte=self.link_ms_per_byte[grid],
+            submodel_overhead_ms=self.submodel_overhead_ms[cols], device_memory_bytes=self.device_memory_bytes[cols],
+            compute_spread_ms=None if self.compute_spread_ms is None else self.compute_spread_ms[:, cols],
+            e2e_spread_ms=None if self.e2e_spread_ms is None else self.e2e_spread_ms[cols])
 
     def transfer_ms(self, nbytes: float, src: int, dst: int) -> float:
         if src == dst:
@@ -88,9 +129,9 @@ class CostModel:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CostModel":
-        arrays = {f.name for f in dataclasses.fields(cls)} - {"devices", "node_names", "simulated", "source"}
+        arrays = {f.name for f in dataclasses.fields(cls)} - {"devices", "node_names", "simulated", "source", "loaded"}
         kwargs = {k: (np.asarray(v, dtype=np.int64 if k in ("fused_into", "node_memory_bytes") else np.float64)
-                      if k in arrays else v) for k, v in data.items()}
+                      if k in arrays and v is not None else v) for k, v in data.items()}
         kwargs["devices"], kwargs["node_names"] = tuple(data["devices"]), tuple(data["node_names"])
         return cls(**kwargs)
 

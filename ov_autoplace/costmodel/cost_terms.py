@@ -33,6 +33,19 @@ batched, independent implementation the tests compare against):
   ``out_bytes`` of an active node or Parameter on d must fit ``device_memory_bytes[d]``.
 * Unsupported: ``compute_ms = inf`` (or a ``support`` matrix entry False)
   forbids the device; an ``unfused_ms = inf`` forbids splitting that pair there.
+
+Noise (``move_spread_ms``): a measured CostModel carries the spread of every
+op's time and of each device's end-to-end latency (``cost_model.py``). The
+spread of going from placement ``a`` to placement ``b`` is the summed spread
+of the active nodes that move, on both their devices, plus the end-to-end
+spread of every device the move takes nodes from or puts nodes on:
+
+    spread(a, b) = sum over moved i of (s[i, a_i] + s[i, b_i]) + sum over touched d of e2e_s[d]
+
+A predicted gain counts only when it exceeds that spread (``proven_gain``);
+summing the spreads (rather than adding them in quadrature) assumes the
+worst, that every moved op's noise points the same way. Noise-free models
+(simulated, ``compute_spread_ms is None``) have spread 0 everywhere.
 """
 
 
@@ -110,6 +123,9 @@ class CostTerms:
         self.pairs_of = pairs_of
         self.active_edges = sorted({(min(s, t), max(s, t)) for s, t in self.edges
                                     if self.active[s] and self.active[t] and s != t})
+        spread, e2e_spread = cost.spreads()
+        self.spread = np.where(self.active[:, None] & allowed & np.isfinite(spread), spread, 0.0)  # [N, D]
+        self.e2e_spread = e2e_spread  # [D]
         self.memory = np.asarray(cost.node_memory_bytes, dtype=np.float64)
         self.activation = np.where(self.active | self.parameter, np.maximum(graph.out_bytes, 0), 0).astype(np.float64)
 
@@ -150,6 +166,20 @@ class CostTerms:
         return {"compute": compute, "fusion": fusion, "transfer": transfer, "overhead": overhead,
                 "submodels": float(counts.sum()), "memory_ok": float(self.memory_ok(device))}
 
+    def move_spread_ms(self, before: np.ndarray, after: np.ndarray) -> float:
+        """The spread of moving from placement ``before`` to ``after`` (device per node; see the module doc)."""
+        return float(move_spread_ms(self.spread[self.active], self.e2e_spread,
+                                    np.asarray(before, np.int64)[self.active],
+                                    np.asarray(after, np.int64)[None, self.active])[0])
+
+    def proven_gain(self, before: np.ndarray, after: np.ndarray) -> tuple[float, float, bool]:
+        """``(gain_ms, spread_ms, proven)``: ``after``'s predicted gain over ``before``, the spread of the move,
+        and whether the gain exceeds it (a move that moves nothing gains nothing and is not proven)."""
+        gain = self.latency_ms(before) - self.latency_ms(after)
+        spread = self.move_spread_ms(before, after)
+        moved = bool((np.asarray(before)[self.active] != np.asarray(after)[self.active]).any())
+        return gain, spread, moved and gain > spread
+
     def memory_ok(self, device: np.ndarray) -> bool:
         caps = np.asarray(self.cost.device_memory_bytes, dtype=np.float64)
         if np.isinf(caps).all():
@@ -176,4 +206,18 @@ class CostTerms:
         return terms["compute"] + terms["fusion"] + terms["transfer"] + terms["overhead"]
 
 
-__all__ = ["CostTerms"]
+def move_spread_ms(spread: np.ndarray, e2e_spread: np.ndarray, origin: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Spread [P] of moving from ``origin`` [A] to each of ``rows`` [P, A] (device per decision variable);
+    ``spread`` [A, D] is the per-node spread, ``e2e_spread`` [D] the devices'. See the module doc."""
+    rows = np.asarray(rows, np.int64)
+    moved = rows != origin[None, :]
+    if not moved.any():
+        return np.zeros(rows.shape[0])
+    positions = np.arange(origin.size)
+    ops = (moved * (spread[positions, origin][None, :] + spread[positions[None, :], rows])).sum(axis=1)
+    touched = np.stack([(moved & ((origin == d)[None, :] | (rows == d))).any(axis=1)
+                        for d in range(e2e_spread.size)], axis=1)
+    return ops + touched @ e2e_spread
+
+
+__all__ = ["CostTerms", "move_spread_ms"]

@@ -52,6 +52,25 @@ makes a placement worse under the cost model it was given. It measures
 nothing: with a measured CostModel its numbers are predictions, with a
 simulated one they are the simulator's. It needs only numpy (the
 simulator counts islands with ``costmodel.islands``).
+
+Noise (measured CostModels carry per-op and end-to-end spreads, ``noise.py``).
+The rule: **a move is kept only when its predicted gain exceeds the spread of
+what it moves** - the summed spread of the moved ops on both their devices,
+plus the end-to-end spread of every device it touches
+(``cost_terms.move_spread_ms``). The search minimises ``latency(x) +
+spread(start -> x)`` instead of ``latency(x)``, so a step must gain more than
+the spread it adds, and the result must beat the input by more than the spread
+between them (checked again on the legal placements with ``CostTerms``). The
+reference is then HETERO's own placement (each node on the first device that
+runs it: what the plain ``core.compile_model`` call runs; one device when it
+runs everything): the result is kept only if it beats that by more than the
+spread between the two, else that placement is returned (``stopped``:
+``unproven``), even when the input was a split predicted slightly faster. A
+CostModel measured on a loaded machine (``cost.loaded``) proves no gain: the
+search returns HETERO's own placement without searching (``loaded``). With two
+identical devices every cross-device gain is noise, so the single device stays.
+Noise-free (simulated) models have spread 0 and the rule reduces to "predicted
+no slower".
 """
 
 from __future__ import annotations
@@ -67,7 +86,7 @@ from ..graph import GraphArrays
 from ..legalize import Pin, effective_max_submodels, legalize
 from ..submodels import island_sets
 from .cost_model import CostModel
-from .cost_terms import CostTerms
+from .cost_terms import CostTerms, move_spread_ms
 from .search_moves import repeated_layer_classes, structural_classes
 
 log = logging.getLogger(__name__)
@@ -93,7 +112,10 @@ class RefineResult:
     rounds: int
     moves: int
     seconds: float
-    stopped: str  # converged | evaluations | seconds | rounds | rejected | heterosplit (HETERO's own split won)
+    # converged | evaluations | seconds | rounds | rejected | heterosplit (HETERO's own split predicted faster) |
+    # unproven (the gain over HETERO's own split is within the spread) | loaded (a loaded profile proves nothing)
+    stopped: str
+    spread_ms: float = 0.0  # spread of the move from the input (legal) to ``proposal`` (0: noise-free or no move)
 
     @property
     def improved(self) -> bool:
@@ -101,9 +123,10 @@ class RefineResult:
 
     def note(self, label: str = "") -> str:
         tail = f" ({label})" if label else ""
-        return (f"local search: {self.start_ms:.4f} -> {self.final_ms:.4f} ms predicted{tail}, {self.moves} moves, "
-                f"{self.evaluations} placements priced on the cost model, {self.seconds:.2f} s, stopped: "
-                f"{self.stopped}")
+        spread = f", spread of the move {self.spread_ms:.4f} ms" if self.spread_ms > 0 else ""
+        return (f"local search: {self.start_ms:.4f} -> {self.final_ms:.4f} ms predicted{tail}{spread}, "
+                f"{self.moves} moves, {self.evaluations} placements priced on the cost model, {self.seconds:.2f} s, "
+                f"stopped: {self.stopped}")
 
 
 class LocalSearchRefiner:
@@ -157,6 +180,11 @@ class LocalSearchRefiner:
         self._nb_from = np.concatenate([pairs[:, 0], pairs[:, 1]])
         self._nb_to = np.concatenate([pairs[:, 1], pairs[:, 0]])
         self._degree = np.bincount(self._nb_from, minlength=self.active.size)
+        # the noise rule: per-node spread of the decision variables, devices' end-to-end spread
+        self.spread = self.terms.spread[self.active]  # [A, D]
+        self.e2e_spread = self.terms.e2e_spread  # [D]
+        self.noisy = bool(self.spread.any() or self.e2e_spread.any())
+        self._origin = np.zeros(self.active.size, np.int64)
         self._sim = None
         self._fixer = None
 
@@ -194,6 +222,12 @@ class LocalSearchRefiner:
         then latency - lexicographic through weights no latency in ms comes near."""
         latency, excess, overflow = parts
         return latency + OVERFLOW_WEIGHT * overflow + (EXCESS_WEIGHT * excess if bounded else 0.0)
+
+    def _spread(self, rows: np.ndarray) -> np.ndarray:
+        """Spread [P] of moving from the search's start to each of ``rows`` [P, A] (0 when noise-free)."""
+        if not self.noisy:
+            return np.zeros(rows.shape[0])
+        return move_spread_ms(self.spread, self.e2e_spread, self._origin, rows)
 
     def _legal_ms(self, proposal: np.ndarray) -> tuple[float, np.ndarray]:
         """The reference latency (CostTerms) of ``proposal`` after ``legalize()`` with the caller's pins and bound."""
@@ -307,7 +341,7 @@ class LocalSearchRefiner:
         """Steepest descent from ``cur`` [A] on :meth:`_score`; records the best in-bound placement seen."""
         parts = self._price(base, cur[None, :])
         self._evaluations += 1
-        cur_score = float(self._score(parts, bounded)[0])
+        cur_score = float(self._score(parts, bounded)[0] + self._spread(cur[None, :])[0])
         self._note_best(cur[None, :], parts)
         while self._rounds < self.max_rounds:
             best_score, best_row = cur_score, None
@@ -323,7 +357,7 @@ class LocalSearchRefiner:
                 parts = self._price(base, chunk)
                 self._evaluations += chunk.shape[0]
                 self._note_best(chunk, parts)
-                score = self._score(parts, bounded)
+                score = self._score(parts, bounded) + self._spread(chunk)
                 k = int(np.argmin(score))
                 if score[k] < best_score:
                     best_score, best_row = float(score[k]), chunk[k].copy()
@@ -358,7 +392,7 @@ class LocalSearchRefiner:
                 parts = self._price(base, chunk)
                 self._evaluations += chunk.shape[0]
                 self._note_best(chunk, parts)
-                score = self._score(parts, True)
+                score = self._score(parts, True) + self._spread(chunk)
                 k = int(np.argmin(score))
                 if score[k] < step_score:
                     step_score, step_row = float(score[k]), chunk[k].copy()
@@ -372,9 +406,9 @@ class LocalSearchRefiner:
         return best_prefix
 
     def _note_best(self, rows: np.ndarray, parts) -> None:
-        """Keep the fastest row that fits memory and the submodel bound."""
+        """Keep the row that fits memory and the submodel bound with the lowest latency plus spread from the start."""
         latency, excess, overflow = parts
-        ok = np.where((excess == 0) & (overflow == 0), latency, np.inf)
+        ok = np.where((excess == 0) & (overflow == 0), latency + self._spread(rows), np.inf)
         k = int(np.argmin(ok))
         if ok[k] < _lowered(self._best_ms):
             self._best_ms, self._best = float(ok[k]), rows[k].copy()
@@ -388,7 +422,11 @@ class LocalSearchRefiner:
         if self.active.size == 0 or len(self.devices) < 2:
             result.seconds = time.perf_counter() - start
             return result
+        if self.cost.loaded:  # measured on a loaded machine: no gain is proven, HETERO's own placement stays
+            result.stopped = "loaded"
+            return self._plain_if_proven(result, legal, legal, start)
         cur = legal[self.active].copy()
+        self._origin = cur.copy()
         self._evaluations, self._rounds, self._stopped = 0, 0, "converged"
         self._best_ms, self._best = np.inf, cur
         # Bounded descent; then again without the submodel bound (regions that only pay together can form: each
@@ -408,27 +446,47 @@ class LocalSearchRefiner:
         cur = self._best
         refined = legal.copy()
         refined[self.active] = cur
-        final_ms, _ = self._legal_ms(refined)
+        final_ms, final_device = self._legal_ms(refined)
         result.evaluations, result.rounds, result.moves = self._evaluations, self._rounds, self._rounds
         result.stopped = self._stopped
-        if final_ms <= start_ms:
-            result.proposal, result.final_ms = refined, final_ms
-        else:  # the legalizer's rules (pins, quantization groups) undid the gain: keep the input
+        spread = self.terms.move_spread_ms(legal, final_device)
+        if final_ms <= start_ms - spread:
+            result.proposal, result.final_ms, result.spread_ms = refined, final_ms, spread
+        else:  # the legalizer's rules (pins, quantization groups) undid the gain, or it is within the spread
             result.stopped = "rejected"
-            log.debug("local search: refined %.4f ms > start %.4f ms after legalize; kept the input", final_ms,
-                      start_ms)
-        # The search counts islands against the bound; the legalizer then bounds HETERO's submodels, which an
-        # island fed back through another device exceeds, and its merges can cost more than the search gained.
-        # HETERO's own split (each node on the first device that runs it) always fits the bound (it is what
-        # effective_max_submodels raises the bound to): never return anything slower.
+            log.debug("local search: refined %.4f ms (spread %.4f ms) does not beat start %.4f ms after legalize; "
+                      "kept the input", final_ms, spread, start_ms)
+        return self._plain_if_proven(result, legal, legal if result.proposal is proposal else final_device, start)
+
+    def _plain_if_proven(self, result: RefineResult, legal: np.ndarray, device: np.ndarray,
+                         start: float) -> RefineResult:
+        """``result`` if its placement (legal: ``device``) beats HETERO's own placement by more than the spread
+        between them (on a loaded profile: never), else HETERO's own placement. ``legal``: the input, legal.
+
+        The search counts islands against the bound; the legalizer then bounds HETERO's submodels, which an
+        island fed back through another device exceeds, and its merges can cost more than the search gained.
+        HETERO's own split (each node on the first device that runs it) always fits the bound (it is what
+        effective_max_submodels raises the bound to) and is what the plain call runs: never return anything
+        predicted slower, nor anything whose gain over it is noise."""
         forced = np.where(self.terms.active, np.argmax(self.support, axis=1), 0)
-        forced_ms, _ = self._legal_ms(forced)
-        if forced_ms < result.final_ms:
-            result.proposal, result.final_ms = forced, forced_ms
+        forced_ms, forced_device = self._legal_ms(forced)
+        spread = self.terms.move_spread_ms(forced_device, device)
+        moved = bool((forced_device[self.terms.active] != device[self.terms.active]).any())
+        if self.cost.loaded and moved and np.isfinite(forced_ms):
+            result.stopped = "loaded"
+        elif forced_ms < result.final_ms:
             result.stopped = "heterosplit"
-            log.debug("local search: HETERO's own split %.4f ms beats the search's %.4f ms", forced_ms, final_ms)
+        elif moved and result.final_ms > forced_ms - spread:
+            result.stopped = "unproven"
+        else:
+            result.seconds = time.perf_counter() - start
+            log.debug("%s", result.note(self.cost.label))
+            return result
+        log.debug("local search: HETERO's own placement %.4f ms against %.4f ms (spread of the move %.4f ms): "
+                  "%s, keeping HETERO's own", forced_ms, result.final_ms, spread, result.stopped)
+        result.proposal, result.final_ms = forced, forced_ms
+        result.spread_ms = self.terms.move_spread_ms(legal, forced_device)
         result.seconds = time.perf_counter() - start
-        log.debug("%s", result.note(self.cost.label))
         return result
 
 

@@ -79,7 +79,9 @@ from ..prepare import prepare_model
 from ..progress import progress_bar
 from ..timing import measure_latency, random_inputs
 from .cost_model import CostModel
-from .link_calibration import LinkProfile, profile_links
+from .link_calibration import LinkProfile, check_devices, profile_links
+from .noise import (UNKNOWN_RELATIVE_SPREAD, assumed_spread, iqr, measured_window, noise_fields,
+                    per_run_node_ms)
 from .profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
 
 logger = logging.getLogger(__name__)
@@ -108,6 +110,12 @@ class DeviceReport:
     attached_nodes: int  # unnamed compute nodes given to a named neighbour's runtime node
     fused_nodes: int
     isolated_nodes: int  # fused nodes whose unfused cost was measured alone
+    # noise (noise.py); the defaults are what a report stored before these fields existed reads as
+    e2e_spread_ms: float = float("nan")  # IQR of the end-to-end samples (nan: not recorded)
+    other_cores: float = float("nan")  # other processes' busy cores on ours during the window (nan: unknown)
+    loaded: bool = False  # the window was loaded, also when measured again
+    load_reason: str = ""
+    remeasured: bool = False  # the first window was loaded and was measured again
 
     @property
     def ratio(self) -> float:
@@ -149,20 +157,11 @@ class ModelProfile:
         reports = tuple(DeviceReport(**r) for r in data["reports"])
         if [r.device for r in reports] != list(cost.devices):
             raise ValueError(f"reports are for {[r.device for r in reports]}, cost model for {list(cost.devices)}")
+        if cost.compute_spread_ms is None:  # stored before profiles had spreads: unknown, assumed (noise.py)
+            compute_spread, e2e_spread = assumed_spread(cost.compute_ms, [r.e2e_ms for r in reports])
+            cost = dataclasses.replace(cost, compute_spread_ms=compute_spread, e2e_spread_ms=e2e_spread,
+                                       source=f"{cost.source}; spread unknown, assumed {UNKNOWN_RELATIVE_SPREAD:.0%}")
         return cls(cost, reports, LinkProfile.from_dict(data["links"]), float(data["profiler_seconds"]))
-
-
-def check_devices(core: ov.Core, devices: Sequence[str]) -> None:
-    """DeviceError unless every device can be measured on ``core``."""
-    if not devices:
-        raise DeviceError("no devices to profile; pass e.g. ['CPU', 'CPUF']")
-    available = list(core.available_devices)
-    missing = [d for d in devices if d not in available]
-    if missing:
-        raise DeviceError(
-            f"cannot profile {missing}: not present on this machine (available: {available}). Profile only "
-            "available devices, or use a simulated platform for the missing ones "
-            "(ov_autoplace.costmodel.platforms.PLATFORMS, e.g. 'paper' or 'laptop')")
 
 
 # --- runtime graph -> prepared ops ---------------------------------------------------------------
@@ -254,7 +253,8 @@ def reports_running_average(core: ov.Core, device: str) -> bool:
 
 
 def _profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
-                  companion: ov.CompiledModel | None = None, chunks: int = 4):
+                  companion: ov.CompiledModel | None = None, chunks: int = 4, *, runs_before: int = 0,
+                  per_run: list | None = None):
     """Per-runtime-node time (ms per inference) over ``iterations`` profiled runs after ``warmup``.
 
     With a running-average plugin the value is the mean over the profiled
@@ -265,24 +265,47 @@ def _profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, runn
     With ``companion`` (the same model compiled without PERF_COUNT), its
     end-to-end latency is measured in ``chunks`` interleaved with the profiled
     runs, so both see the same machine load; its samples are returned too.
+    ``runs_before``: inferences ``compiled`` already ran (a second window on the same compiled model: the
+    running averages count from compile). ``per_run``: a list that receives each profiled run's time per
+    runtime node (``noise.per_run_node_ms``).
     """
     request = compiled.create_infer_request()
     inputs = random_inputs(compiled)
     for _ in range(warmup):
         request.infer(inputs)
-    start = executed_ms(request) if warmup else {}
+    before = runs_before + warmup
+    start = executed_ms(request) if before else {}
     runs: list[dict[str, float]] = []
+    snapshots: list[dict[str, float]] = []
     e2e: list[float] = []
     chunks = max(1, min(chunks, iterations))
     for chunk in range(chunks):
         for _ in range(iterations // chunks + (chunk < iterations % chunks)):
             request.infer(inputs)
-            if not running_average:
-                runs.append(executed_ms(request))
+            if not running_average or per_run is not None:
+                snapshots.append(executed_ms(request))
         if companion is not None:
             e2e += measure_latency(companion, inputs, warmup=warmup if chunk == 0 else 0,
                                    iterations=max(iterations, 12) // chunks).samples_ms.tolist()
-    return window_ms(request, start, runs, warmup, iterations, running_average), e2e
+    if not running_average:
+        runs = snapshots
+    if per_run is not None:
+        per_run.extend(per_run_node_ms(start, snapshots, before, running_average))
+    return window_ms(request, start, runs, before, iterations, running_average), e2e
+
+
+def _window(compiled: ov.CompiledModel, running_average: bool, warmup: int, iterations: int,
+            companion: ov.CompiledModel):
+    """A profiled window of ``compiled`` for :func:`measured_window`, each call continuing the run count."""
+    done = [0]
+
+    def run():
+        per_run: list[dict[str, float]] = []
+        node_ms, e2e = _profile_runs(compiled, warmup, iterations, running_average, companion=companion,
+                                     runs_before=done[0], per_run=per_run)
+        done[0] += warmup + iterations
+        return node_ms, e2e, per_run
+    return run
 
 
 def executed_ms(request: ov.InferRequest) -> dict[str, float]:
@@ -303,8 +326,9 @@ def window_ms(request: ov.InferRequest, start: dict[str, float], runs: list[dict
 
 
 def _map_times(compiled: ov.CompiledModel, graph: GraphArrays, node_ms: dict[str, float],
-               present: np.ndarray | None = None):
-    """Per-op times (ms, unscaled), per-device fusion map {i: primary} and stats, from runtime node times.
+               present: np.ndarray | None = None, runs: Sequence[dict[str, float]] = ()):
+    """Per-op times (ms, unscaled), per-device fusion map {i: primary}, stats, and the per-op times of each of
+    ``runs`` (per-run runtime node times, ``noise.per_run_node_ms``; [len(runs), N]), from runtime node times.
 
     ``present``: the graph nodes the compiled model holds (default: all, the whole model). With a
     subset (ops compiled alone, not connected to each other) no unnamed op is attached to a neighbour.
@@ -332,26 +356,39 @@ def _map_times(compiled: ov.CompiledModel, graph: GraphArrays, node_ms: dict[str
                 if i != p:
                     fused.setdefault(i, p)
     fused = {i: p for i, p in fused.items() if not primary_somewhere[i]}
-    times = np.zeros(graph.num_nodes)
+    targets: dict[str, int | None] = {}  # runtime node -> the op that gets its time (None: spread over all)
+    for name in {n for run in (node_ms, *runs) for n in run}:
+        node = nodes.get(name)
+        target = node if node is not None and node.originals else None
+        if target is None and node is not None:
+            target = _nearest_mapped(node, nodes, "consumers") or _nearest_mapped(node, nodes, "producers")
+        targets[name] = None if target is None else _primary(target.originals, graph)
+    times, unmapped, spread = _route(node_ms, targets, nodes, graph.num_nodes)
+    run_times = np.array([_route(run, targets, nodes, graph.num_nodes)[0] for run in runs]).reshape(
+        len(runs), graph.num_nodes)
+    stats = dict(profiled_sum_ms=float(sum(node_ms.values())), unmapped_ms=unmapped, spread_ms=spread,
+                 runtime_nodes=len(nodes), executed_nodes=len(node_ms), named_nodes=int(named.sum()),
+                 attached_nodes=attached)
+    return times, fused, stats, run_times
+
+
+def _route(node_ms: dict[str, float], targets: dict[str, int | None], nodes: dict[str, _RuntimeNode],
+           num_nodes: int) -> tuple[np.ndarray, float, float]:
+    """Runtime node times given to their ops (see the module doc): per-op times, unmapped ms, spread ms."""
+    times = np.zeros(num_nodes)
     unmapped = spread = 0.0
     for name, ms in node_ms.items():
         node = nodes.get(name)
-        target = node if node is not None and node.originals else None
-        if target is None:
+        if node is None or not node.originals:
             unmapped += ms
-            if node is not None:
-                target = _nearest_mapped(node, nodes, "consumers") or _nearest_mapped(node, nodes, "producers")
-        if target is None:
+        if targets[name] is None:
             spread += ms
         else:
-            times[_primary(target.originals, graph)] += ms
-    total = float(sum(node_ms.values()))
+            times[targets[name]] += ms
     if spread > 0:
         mapped = times.sum()
         times += spread * times / mapped if mapped > 0 else 0.0
-    stats = dict(profiled_sum_ms=total, unmapped_ms=unmapped, spread_ms=spread, runtime_nodes=len(nodes),
-                 executed_nodes=len(node_ms), named_nodes=int(named.sum()), attached_nodes=attached)
-    return times, fused, stats
+    return times, unmapped, spread
 
 
 # --- unfused cost: fused ops compiled alone --------------------------------------------------------
@@ -382,7 +419,7 @@ def _unfused_times(core, prepared, graph, device, node_ids, warmup, iterations) 
         present = np.zeros(graph.num_nodes, dtype=bool)
         present[list(node_ids)] = True
         node_ms, _ = _profile_runs(compiled, warmup, iterations, reports_running_average(core, device))
-        times, _, _ = _map_times(compiled, graph, node_ms, present)
+        times, _, _, _ = _map_times(compiled, graph, node_ms, present)
     except Exception as exc:  # noqa: BLE001 - a best-effort estimate must not cost the whole profile
         logger.warning("could not run the %d fused ops alone on %s (%s: %s); their unfused cost falls back to "
                        "the device's measured ms per output byte", len(node_ids), device, type(exc).__name__, exc)
@@ -459,9 +496,11 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
     devices, prepared, graph, key = profile_request(model, core, devices, warmup, iterations)
     if store is not None:
         cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
-        if cached is not None:
+        if cached is not None and not cached.cost_model.loaded:
             logger.info("model profile for %s loaded from %s", devices, store.path_for(key))
             return cached
+        if cached is not None:
+            logger.info("the stored profile for %s was taken on a loaded machine; measuring it again", devices)
     links = links if links is not None else profile_links(core, devices, store=store)
     if links.devices != devices:
         raise ValueError(f"link profile is for {links.devices}, profiling {devices}")
@@ -469,6 +508,7 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
     n, num_devices = graph.num_nodes, len(devices)
     compute = np.zeros((n, num_devices))
     unfused = np.zeros((n, num_devices))
+    spread, e2e_spread, loaded = np.zeros((n, num_devices)), np.zeros(num_devices), False
     fused_into = np.full(n, -1, dtype=np.int64)
     reports = []
     compute_mask = graph.role == NodeRole.COMPUTE
@@ -476,14 +516,17 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
         for d, device in enumerate(devices):
             bar.set_postfix_str(device)
             compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
-            node_ms, e2e_samples = _profile_runs(compiled, warmup, iterations,
-                                                 reports_running_average(core, device),
-                                                 companion=_single_device_compile(core, prepared, device))
-            times, fused, stats = _map_times(compiled, graph, node_ms)
-            e2e = float(np.median(e2e_samples))
+            window = _window(compiled, reports_running_average(core, device), warmup, iterations,
+                             companion=_single_device_compile(core, prepared, device))
+            (node_ms, _, per_run), noise, remeasured = measured_window(device, window)
+            times, fused, stats, run_times = _map_times(compiled, graph, node_ms, runs=per_run)
+            e2e = noise.e2e_ms
             del compiled
             scale = e2e_scale(e2e, float(links.submodel_overhead_ms[d]), stats["profiled_sum_ms"])
             compute[:, d] = times * scale
+            spread[:, d] = iqr(run_times) * scale
+            e2e_spread[d] = noise.e2e_spread_ms
+            loaded |= noise.loaded
             unfused[:, d] = compute[:, d]
             isolated = sorted(fused)
             if isolated:
@@ -493,7 +536,8 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
                 unfused[isolated, d] = alone * scale
             merge_fusion(fused_into, fused)
             report = DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
-                                  fused_nodes=len(fused), isolated_nodes=len(isolated), **stats)
+                                  fused_nodes=len(fused), isolated_nodes=len(isolated), **stats,
+                                  **noise_fields(noise, remeasured))
             logger.info("profiled %s: per-op sum %.3f ms vs end-to-end %.3f ms (ratio %.2f), unmapped %.1f %%, "
                         "%d/%d compute ops named by the runtime, %d fused", device, report.profiled_sum_ms, e2e,
                         report.ratio, 100 * report.unmapped_fraction, report.named_nodes, report.compute_nodes,
@@ -506,7 +550,8 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
         fused_into=fused_into, link_latency_ms=links.link_latency_ms, link_ms_per_byte=links.link_ms_per_byte,
         submodel_overhead_ms=links.submodel_overhead_ms, node_memory_bytes=_node_memory_bytes(graph),
         device_memory_bytes=np.array([_device_memory_bytes(core, d) for d in devices]), simulated=False,
-        source=f"profiled on {','.join(devices)}, OpenVINO {ov.get_version().split('-')[0]}")
+        source=f"profiled on {','.join(devices)}, OpenVINO {ov.get_version().split('-')[0]}",
+        compute_spread_ms=spread, e2e_spread_ms=e2e_spread, loaded=loaded)
     profile = ModelProfile(cost, tuple(reports), links, time.perf_counter() - started)
     if store is not None:
         store.save(key, profile.to_dict())

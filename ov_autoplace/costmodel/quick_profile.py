@@ -13,6 +13,9 @@ placement and drops the rest:
   prepared ops, same running-average arithmetic), and the end-to-end latency
   is the median wall time of the same profiled runs (PERF_COUNT's bookkeeping
   is included, a small bias toward slower);
+* **noise** (``noise.py``): each op's and each device's spread (IQR over the profiled runs) go
+  into the CostModel; a device window taken while other processes load the cores is measured
+  once more and, still loaded, marks the profile ``loaded`` (a WARNING; its gains count as unproven);
 * **unfused cost** of a fused op: the device's measured ms per output byte of
   its light ops that ran alone (profiler.py's own fallback) instead of a
   compile of the fused ops alone;
@@ -40,6 +43,7 @@ from ..graph import NodeRole
 from ..timing import random_inputs
 from .cost_model import CostModel
 from .link_calibration import LINK_PROFILE_FORMAT, LinkProfile
+from .noise import iqr, measured_window, noise_fields, per_run_node_ms
 from .profile_store import ProfileStore, profile_key
 from .profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
                        _node_memory_bytes, e2e_scale, executed_ms, merge_fusion, profile_request,
@@ -99,26 +103,45 @@ def _twins(core: ov.Core, devices: Sequence[str]) -> dict[int, int]:
 
 
 def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
-          budget_ms: float | None = None):
+          budget_ms: float | None = None, *, runs_before: int = 0, per_run: list | None = None):
     """Per-runtime-node ms per inference over the profiled window, and each run's wall time (ms).
 
     With ``budget_ms`` the window stops once its runs took that long, after at least
     ``MIN_PROFILED_RUNS`` and at most ``iterations`` runs: a 0.3 s inference gets 5 runs, a 0.1 s one 6.
+    ``runs_before``: inferences ``compiled`` already ran (the running averages count from compile);
+    ``per_run`` receives each profiled run's time per runtime node (``noise.per_run_node_ms``).
     """
     request = compiled.create_infer_request()
     inputs = random_inputs(compiled)
     for _ in range(warmup):
         request.infer(inputs)
-    start = executed_ms(request) if warmup else {}
-    walls, runs = [], []
+    before = runs_before + warmup
+    start = executed_ms(request) if before else {}
+    walls, snapshots = [], []
     while len(walls) < iterations and (budget_ms is None or len(walls) < MIN_PROFILED_RUNS
                                        or sum(walls) < budget_ms):
         t0 = time.perf_counter()
         request.infer(inputs)
         walls.append(1e3 * (time.perf_counter() - t0))
-        if not running_average:
-            runs.append(executed_ms(request))
-    return window_ms(request, start, runs, warmup, len(walls), running_average), walls
+        if not running_average or per_run is not None:
+            snapshots.append(executed_ms(request))
+    if per_run is not None:
+        per_run.extend(per_run_node_ms(start, snapshots, before, running_average))
+    return window_ms(request, start, [] if running_average else snapshots, before, len(walls), running_average), walls
+
+
+def _window(compiled: ov.CompiledModel, running_average: bool, warmup: int, iterations: int,
+            budget_ms: float | None):
+    """A profiled window for ``noise.measured_window``, each call continuing the run count since compile."""
+    done = [0]
+
+    def run():
+        per_run: list[dict[str, float]] = []
+        node_ms, walls = _runs(compiled, warmup, iterations, running_average, budget_ms, runs_before=done[0],
+                               per_run=per_run)
+        done[0] += warmup + len(walls)
+        return node_ms, walls, per_run
+    return run
 
 
 def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], *, warmup: int = 1,
@@ -134,11 +157,14 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
     devices, prepared, graph, key = profile_request(model, core, devices, warmup, iterations)
     if store is not None and store.path_for(key).exists():
         cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
-        if cached is not None:
+        if cached is not None and not cached.cost_model.loaded:
             return cached
+        if cached is not None:
+            logger.info("the stored profile of this model was taken on a loaded machine; measuring it again")
     links = links if links is not None else stored_or_prior_links(core, devices, store)
     n, num_devices = graph.num_nodes, len(devices)
     compute, unfused = np.zeros((n, num_devices)), np.zeros((n, num_devices))
+    spread, e2e_spread = np.zeros((n, num_devices)), np.zeros(num_devices)
     fused_into = np.full(n, -1, dtype=np.int64)
     reports = []
     compute_mask = graph.role == NodeRole.COMPUTE
@@ -146,18 +172,21 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
     for d, device in enumerate(devices):
         if d in twin_of:  # same plugin, same reported properties: measuring it again would only measure noise
             t = twin_of[d]
-            compute[:, d], unfused[:, d] = compute[:, t], unfused[:, t]
+            compute[:, d], unfused[:, d], spread[:, d], e2e_spread[d] = compute[:, t], unfused[:, t], spread[:, t], \
+                e2e_spread[t]
             reports.append(dataclasses.replace(reports[t], device=device))
             logger.info("quick profile of %s: reports the same properties as %s; its costs are %s's", device,
                         devices[t], devices[t])
             continue
         compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
-        node_ms, walls = _runs(compiled, warmup, iterations, reports_running_average(core, device), budget_ms)
-        times, fused, stats = _map_times(compiled, graph, node_ms)
+        window = _window(compiled, reports_running_average(core, device), warmup, iterations, budget_ms)
+        (node_ms, _, per_run), noise, remeasured = measured_window(device, window)
+        times, fused, stats, run_times = _map_times(compiled, graph, node_ms, runs=per_run)
         del compiled
-        e2e = float(np.median(walls))
+        e2e = noise.e2e_ms
         scale = e2e_scale(e2e, float(links.submodel_overhead_ms[d]), stats["profiled_sum_ms"])
         compute[:, d] = times * scale
+        spread[:, d], e2e_spread[d] = iqr(run_times) * scale, noise.e2e_spread_ms
         unfused[:, d] = compute[:, d]
         isolated = sorted(fused)
         if isolated:
@@ -165,16 +194,19 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
                 * scale
         merge_fusion(fused_into, fused)
         reports.append(DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
-                                    fused_nodes=len(fused), isolated_nodes=0, **stats))
-        logger.info("quick profile of %s: end-to-end %.3f ms, per-op sum %.3f ms, %d fused", device, e2e,
-                    stats["profiled_sum_ms"], len(fused))
+                                    fused_nodes=len(fused), isolated_nodes=0, **stats,
+                                    **noise_fields(noise, remeasured)))
+        logger.info("quick profile of %s: end-to-end %.3f ms (IQR %.3f ms, other processes %.2f cores%s), per-op "
+                    "sum %.3f ms, %d fused", device, e2e, noise.e2e_spread_ms, noise.other_cores,
+                    ", loaded" if noise.loaded else "", stats["profiled_sum_ms"], len(fused))
     link_source = "measured links" if links.pairs else "prior (simulated) links"
     cost = CostModel(
         devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,
         fused_into=fused_into, link_latency_ms=links.link_latency_ms, link_ms_per_byte=links.link_ms_per_byte,
         submodel_overhead_ms=links.submodel_overhead_ms, node_memory_bytes=_node_memory_bytes(graph),
         device_memory_bytes=np.array([_device_memory_bytes(core, d) for d in devices]), simulated=not links.pairs,
-        source=f"quick profile on {','.join(devices)} ({link_source}), OpenVINO {ov.get_version().split('-')[0]}")
+        source=f"quick profile on {','.join(devices)} ({link_source}), OpenVINO {ov.get_version().split('-')[0]}",
+        compute_spread_ms=spread, e2e_spread_ms=e2e_spread, loaded=any(r.loaded for r in reports))
     profile = ModelProfile(cost, tuple(reports), links, time.perf_counter() - started)
     if store is not None:
         store.save(key, profile.to_dict())

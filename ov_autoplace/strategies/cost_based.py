@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Union
-
-import numpy as np
 
 from ..costmodel.cost_model import CostModel
 from ..costmodel.cost_terms import CostTerms
@@ -35,12 +32,7 @@ def resolve_cost(provider: CostProvider, context: PlacementContext) -> CostModel
     missing = [d for d in context.devices if d not in cost.devices]
     if missing:
         raise PlacementError(f"the CostModel has no costs for device(s) {missing}; it covers {list(cost.devices)}")
-    cols = np.array([cost.devices.index(d) for d in context.devices])
-    grid = np.ix_(cols, cols)
-    return dataclasses.replace(
-        cost, devices=tuple(context.devices), compute_ms=cost.compute_ms[:, cols], unfused_ms=cost.unfused_ms[:, cols],
-        link_latency_ms=cost.link_latency_ms[grid], link_ms_per_byte=cost.link_ms_per_byte[grid],
-        submodel_overhead_ms=cost.submodel_overhead_ms[cols], device_memory_bytes=cost.device_memory_bytes[cols])
+    return cost.with_devices(tuple(context.devices))  # every per-device array, the spreads included
 
 
 class CostModelStrategy(PlacementStrategy):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -23,13 +25,27 @@ def test_distinct_devices_are_each_measured_and_scaled_to_their_latency(thread_c
     assert cost.simulated and "prior (simulated) links" in cost.source, "links from the prior are labelled"
 
 
-def test_stored_and_reused(thread_core, tmp_path):
+def _set_loaded(path, loaded: bool) -> None:
+    """Mark the stored profile at ``path`` as taken on a loaded (or quiet) machine, as the profiler would."""
+    data = json.loads(path.read_text())
+    data["payload"]["cost_model"]["loaded"] = loaded
+    for report in data["payload"]["reports"]:
+        report["loaded"] = loaded
+    path.write_text(json.dumps(data))
+
+
+def test_stored_and_reused_unless_taken_on_a_loaded_machine(thread_core, tmp_path):
     store = ProfileStore(tmp_path)
     first = quick_model_profile(sg.attention_like(), thread_core, ("CPUS", "CPU"), store=store)
-    assert list(tmp_path.glob("model-*.json"))
+    [path] = tmp_path.glob("model-*.json")
+    _set_loaded(path, False)  # this test shares the machine: whether it was loaded is the machine's call
     again = quick_model_profile(sg.attention_like(), thread_core, ("CPUS", "CPU"), store=store)
     assert again.profiler_seconds == first.profiler_seconds, "loaded from the store, not measured again"
     np.testing.assert_array_equal(again.cost_model.compute_ms, first.cost_model.compute_ms)
+    np.testing.assert_array_equal(again.cost_model.compute_spread_ms, first.cost_model.compute_spread_ms)
+    _set_loaded(path, True)
+    third = quick_model_profile(sg.attention_like(), thread_core, ("CPUS", "CPU"), store=store)
+    assert third.profiler_seconds != first.profiler_seconds, "a profile taken on a loaded machine is measured again"
 
 
 def test_devices_reporting_the_same_facts_are_measured_once(testbed, tmp_path):

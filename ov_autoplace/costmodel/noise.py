@@ -1,0 +1,200 @@
+"""Measurement noise of a profile: per-op spreads, and whether the machine was loaded while it was taken.
+
+A profile (``profiler.py``, ``quick_profile.py``) times each device over a window of PERF_COUNT runs.
+Two profiles of the same model never agree exactly, and a profile taken while another process competes
+for the cores is not the machine the placement will run on. This module gives the profilers what they
+need to say how far to trust their numbers:
+
+* **per-run per-op times** (:func:`per_run_node_ms`): a plugin that reports each run's time gives them
+  directly; the CPU plugin reports each node's running average since compile in whole microseconds, so
+  run ``k``'s time is ``k * avg_k - (k - 1) * avg_(k-1)`` (checked on OpenVINO 2026.4: the per-run sums
+  track the wall times). The rounding leaves up to ``k`` us of error per node and run, which widens the
+  spread of ops of a few microseconds (conservative: they look noisier than they are);
+* **spread** (:func:`iqr`): the interquartile range of the per-run values, in the same units as the median
+  or mean it accompanies; per op (``CostModel.compute_spread_ms``, scaled like the op's time) and per
+  device end to end (``CostModel.e2e_spread_ms``, the IQR of the window's wall times);
+* **load** (:class:`LoadProbe`, :func:`assess_load`): a device's window is *loaded* when
+
+  - other processes kept more than :data:`LOADED_OTHER_CORES` of this process's cores busy on average
+    (Linux ``/proc/stat``: busy time of the cores in this process's affinity mask minus this process's
+    own CPU time, over the window; the window is stretched to :data:`MIN_LOAD_WINDOW_S` by waiting, since
+    the kernel counts in 10 ms ticks). Measured on the 2-core testbed with a one-core busy loop running:
+    0.8-1.04 cores; without it -0.3..0.28 (tick rounding on 40 ms windows);
+  - or the end-to-end IQR exceeds :data:`LOADED_RELATIVE_SPREAD` of the median (a bursty load; quiet
+    windows measured 1-13 %).
+
+  End-to-end time against the sum of the op times was tried as a third signal and left out: with the
+  running averages' rounding, the per-run ratio measured 0.88-1.40 quiet and 0.70-0.86 with the busy
+  loop on the same model - not separable.
+
+Profiles stored before spreads existed (no ``compute_spread_ms``) get :func:`assumed_spread`:
+:data:`UNKNOWN_RELATIVE_SPREAD` of every op's time and of each device's end-to-end latency - larger than
+what quiet profiles show (two 6-run profiles of BERT-base differ by 3.5 %, time-weighted), so such a
+profile's small gains count as unproven.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import time
+from typing import Sequence
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+#: Other processes' average busy cores (on this process's cores) above which a window is loaded.
+LOADED_OTHER_CORES = 0.5
+#: End-to-end IQR over median above which a window is loaded.
+LOADED_RELATIVE_SPREAD = 0.25
+#: Shortest window over which the CPU counters are read (the kernel counts in 10 ms ticks).
+MIN_LOAD_WINDOW_S = 0.25
+#: Relative spread assumed for every op and device of a profile stored without spreads.
+UNKNOWN_RELATIVE_SPREAD = 0.05
+
+
+def iqr(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Interquartile range along ``axis`` (0 with fewer than two values)."""
+    values = np.asarray(values, np.float64)
+    if values.shape[axis] < 2:
+        return np.zeros(np.delete(values.shape, axis))
+    q25, q75 = np.percentile(values, [25, 75], axis=axis)
+    return np.maximum(q75 - q25, 0.0)
+
+
+def per_run_node_ms(before: dict[str, float], snapshots: Sequence[dict[str, float]], runs_before: int,
+                    running_average: bool) -> list[dict[str, float]]:
+    """Each profiled run's time per runtime node (ms) from the ``profiling_info`` read after every run.
+
+    ``before`` was read after ``runs_before`` runs since compile (``{}`` when 0), ``snapshots[j]`` after
+    the next run each. With running averages run ``k``'s time is ``k * avg_k - (k - 1) * avg_(k-1)``
+    (negative values from the rounding are clipped to 0); otherwise the snapshots are the runs' times.
+    """
+    if not running_average:
+        return [dict(s) for s in snapshots]
+    runs, previous = [], before
+    for k, snapshot in enumerate(snapshots, start=runs_before + 1):
+        runs.append({n: max(0.0, k * v - (k - 1) * previous.get(n, 0.0)) for n, v in snapshot.items()})
+        previous = snapshot
+    return runs
+
+
+# --- machine load -----------------------------------------------------------------------------------
+
+def _busy_seconds(cpus: set[int]) -> float | None:
+    """Busy CPU seconds of ``cpus`` since boot from /proc/stat (None where there is no /proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    busy = 0
+    for line in lines:
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            v = [int(x) for x in rest.split()]
+            busy += v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)  # user nice system irq softirq steal
+    return busy / tick
+
+
+def _own_cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _cpus() -> set[int]:
+    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+
+
+@dataclasses.dataclass
+class LoadProbe:
+    """Other processes' CPU use on this process's cores over a window: ``start()``, run, ``other_cores()``."""
+
+    cpus: set[int] = dataclasses.field(default_factory=_cpus)
+    _start: tuple[float, float | None, float] | None = None
+
+    def start(self) -> "LoadProbe":
+        self._start = (time.perf_counter(), _busy_seconds(self.cpus), _own_cpu_seconds())
+        return self
+
+    def other_cores(self) -> float:
+        """Average number of this process's cores other processes kept busy since ``start()`` (nan: unknown).
+
+        Waits until the window is :data:`MIN_LOAD_WINDOW_S` long (the counters tick every 10 ms)."""
+        if self._start is None:
+            raise RuntimeError("LoadProbe.other_cores() called before start()")
+        wall0, busy0, own0 = self._start
+        if busy0 is None:
+            return math.nan
+        waited = time.perf_counter() - wall0
+        if waited < MIN_LOAD_WINDOW_S:
+            time.sleep(MIN_LOAD_WINDOW_S - waited)
+        busy1, own1, wall1 = _busy_seconds(self.cpus), _own_cpu_seconds(), time.perf_counter()
+        if busy1 is None:
+            return math.nan
+        return max(0.0, ((busy1 - busy0) - (own1 - own0)) / (wall1 - wall0))
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowNoise:
+    """One device window's noise: end-to-end median and IQR, other processes' cores, and the verdict."""
+
+    e2e_ms: float
+    e2e_spread_ms: float
+    other_cores: float  # nan where the OS does not say
+    loaded: bool
+    reason: str  # why it is loaded ("" when not)
+
+
+def assess_load(walls_ms: Sequence[float], other_cores: float) -> WindowNoise:
+    """The verdict on one device window (see the module doc for the rule)."""
+    walls = np.asarray(walls_ms, np.float64)
+    median, spread = float(np.median(walls)), float(iqr(walls))
+    reasons = []
+    if np.isfinite(other_cores) and other_cores > LOADED_OTHER_CORES:
+        reasons.append(f"other processes kept {other_cores:.2f} of this process's cores busy "
+                       f"(limit {LOADED_OTHER_CORES})")
+    if median > 0 and spread > LOADED_RELATIVE_SPREAD * median:
+        reasons.append(f"end-to-end IQR {spread:.3f} ms is {spread / median:.0%} of the median {median:.3f} ms "
+                       f"(limit {LOADED_RELATIVE_SPREAD:.0%})")
+    return WindowNoise(median, spread, float(other_cores), bool(reasons), "; ".join(reasons))
+
+
+def noise_fields(noise, remeasured: bool) -> dict:
+    """The ``profiler.DeviceReport`` noise fields of a window's :class:`WindowNoise`."""
+    return dict(e2e_spread_ms=noise.e2e_spread_ms, other_cores=noise.other_cores, loaded=noise.loaded,
+                load_reason=noise.reason, remeasured=remeasured)
+
+
+def measured_window(device: str, run):
+    """``run()`` -> ``(node_ms, walls_ms, per_run)`` measured under a :class:`LoadProbe`, and once
+    more when the window was loaded (:func:`assess_load`); returns ``(output, WindowNoise, remeasured)``.
+    Still loaded the second time: a WARNING, and the caller marks the profile loaded."""
+    probe = LoadProbe().start()
+    output = run()
+    noise = assess_load(output[1], probe.other_cores())
+    if not noise.loaded:
+        return output, noise, False
+    logger.info("profiling %s: the machine is loaded (%s); measuring it once more", device, noise.reason)
+    probe = LoadProbe().start()
+    output = run()
+    noise = assess_load(output[1], probe.other_cores())
+    if noise.loaded:
+        logger.warning("the profile of %s was taken on a loaded machine (%s), also when measured again; it is "
+                       "marked loaded and no placement gain it predicts counts as proven. Profile again on a quiet "
+                       "machine (ov-autoplace profile)", device, noise.reason)
+    return output, noise, True
+
+
+def assumed_spread(compute_ms: np.ndarray, e2e_ms: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The spreads assumed for a profile stored without them: :data:`UNKNOWN_RELATIVE_SPREAD` of each value."""
+    compute = np.where(np.isfinite(compute_ms), np.asarray(compute_ms, np.float64), 0.0)
+    return UNKNOWN_RELATIVE_SPREAD * compute, UNKNOWN_RELATIVE_SPREAD * np.asarray(e2e_ms, np.float64)
+
+
+__all__ = ["LOADED_OTHER_CORES", "LOADED_RELATIVE_SPREAD", "MIN_LOAD_WINDOW_S", "UNKNOWN_RELATIVE_SPREAD", "LoadProbe",
+           "WindowNoise", "assess_load", "assumed_spread", "iqr", "measured_window", "noise_fields", "per_run_node_ms"]
