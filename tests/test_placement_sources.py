@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -234,3 +235,34 @@ def test_prior_outcome_is_pure_and_keeps_only_splits_beyond_the_margin(thread_co
     single, placement, _ = placement_sources.prior_outcome(_fixture_cost(graph, devices, per_node), graph, devices,
                                                            support_fn, lambda c: split, max_submodels=None)
     assert single is None and set(placement.assignment.values()) == {"CPUS", "CPU"} and asked
+
+
+def _request(core, devices, model):
+    """What compile_model's default path hands the sources (api._Request's fields they read)."""
+    import types
+
+    from ov_autoplace.devices import parse_device_string
+
+    return types.SimpleNamespace(core=core, devices=devices, pins=[], props={}, placement_model=model,
+                                 spec=parse_device_string("HETERO:" + ",".join(devices)), max_submodels=8, seed=0)
+
+
+def test_settle_lets_only_a_calibrated_prior_deviate_before_verification(thread_core):
+    model = sg.residual()
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    req = _request(thread_core, ("CPUS", "CPU"), model)
+    proposal = placement_sources.Decision("prior", single_device="CPU", reason="prior predicts CPU")
+    plain = placement_sources.settle(req, proposal, prepared, graph, verify_now=False)
+    assert plain.single_device == "CPUS" and plain.pending and plain.stored_as.strategy == "hsdag:prior+pending"
+    calibrated = dataclasses.replace(proposal, calibrated=True)
+    live = placement_sources.settle(req, calibrated, prepared, graph, verify_now=False)
+    assert live.single_device == "CPU" and live.pending and live.stored_as.strategy == "hsdag:prior+live"
+    agrees = placement_sources.Decision("prior", single_device="CPUS")
+    assert placement_sources.settle(req, agrees, prepared, graph, verify_now=False) is agrees  # the plain call
+    # cached: the live entry keeps running (pending), a deviation without evidence is demoted to the plain call
+    hit = placement_sources.decision_from_cache(req, live.stored_as, prepared, graph)
+    assert hit.single_device == "CPU" and hit.pending and hit.source == "cache (prior+live)"
+    bare = dataclasses.replace(live.stored_as, strategy="hsdag:profile")
+    demoted = placement_sources.decision_from_cache(req, bare, prepared, graph)
+    assert demoted.single_device == "CPUS" and demoted.pending and demoted.stored_as is not None

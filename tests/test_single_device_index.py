@@ -19,7 +19,7 @@ def test_warm_one_device_start_skips_the_clone_and_the_cache_machinery(tmp_path)
         "register_virtual_device(core, 'CPUS', base_device='CPU', properties={'INFERENCE_NUM_THREADS': 1})\n"
         "model = sg.residual()\n"
         "before = set(sys.modules)\n"
-        "oa.compile_model(model, 'HETERO:CPUS,CPU', core=core)\n"
+        "oa.compile_model(model, 'HETERO:CPU,CPUS', core=core)\n"
         "print('LOADED', sorted(m for m in set(sys.modules) - before if m.startswith('ov_autoplace')))\n"
     )
     env = dict(os.environ, OV_AUTOPLACE_CACHE_DIR=str(tmp_path))

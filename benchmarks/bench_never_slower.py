@@ -1,0 +1,190 @@
+"""Never slower than the call it replaces, measured on the testbed (CPU bf16 + CPUF f32).
+
+    python benchmarks/bench_never_slower.py --json docs/bench/never_slower.json \
+        [--models resnet50,bert_base,...] [--paths first_start,profile_now,...] [--hog] [--rounds 9]
+
+For every model and every path that can create a placement (the default first start, ``profile="now"``,
+``profile="background"`` then the next start, ``search_budget``, ``strategy="hsdag_local_search"``,
+``strategy="heft"``), each in a fresh cache directory, the compiled model ``compile_model`` returns is timed
+against what the user could have had instead: the plain call (``core.compile_model(model, "HETERO:CPU,CPUF")``)
+and each single device (``CPU``, ``CPUF``), interleaved in paired rounds on the native timer (every contender
+once per round, the order rotated). A row reports the median of the per-round ratios placed / best single
+device (the best by median over the rounds) with its interquartile range, and passes when that median is
+<= 1.02. ``--hog`` keeps one core busy with a spinning process for the whole run (placing and timing), as a
+loaded machine would. Writes the rows to ``--json`` and a Markdown table beside it (``.md``).
+
+The models come from the zoo (``python -m ov_autoplace.zoo build NAME``; needs the zoo extra to build).
+Nothing here is predicted: every number is a measurement of compiled models on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ov_autoplace as oa  # noqa: E402
+from ov_autoplace import zoo  # noqa: E402
+from ov_autoplace.testbed import make_testbed  # noqa: E402
+from ov_autoplace.timing import measure_latency, random_inputs  # noqa: E402
+
+from _common import load_average  # noqa: E402
+
+DEFAULT_MODELS = ("resnet50", "inception_v3", "bert_base", "mobilenet_v2", "efficientnet_b0", "resnet18",
+                  "densenet121", "vit_b_16", "gpt2_decoder")
+PATHS = ("first_start", "profile_now", "background_next", "search_budget", "hsdag_local_search", "heft")
+TARGET = 1.02
+
+
+class _SourceLog(logging.Handler):
+    """Collects the INFO lines that say where a placement came from and what the verification decided."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text.startswith(("placement source:", "verification (", "placement path failed")):
+            self.lines.append(text)
+
+
+def _wait_for_workers(cache_dir: Path, timeout_s: float) -> bool:
+    deadline = time.time() + timeout_s
+    while list((cache_dir / "workers").glob("*.lock")) and time.time() < deadline:
+        time.sleep(1.0)
+    return not list((cache_dir / "workers").glob("*.lock"))
+
+
+def place_by_path(path: str, model, testbed, cache_dir: Path, search_budget) -> tuple[object, float, str]:
+    """Compile ``model`` through ``path``; returns (compiled, seconds of the call the app waits for, note)."""
+    kwargs = dict(core=testbed.core, cache_dir=cache_dir)
+    note = ""
+    started = time.perf_counter()
+    if path == "first_start":
+        compiled = oa.compile_model(model, testbed.hetero, **kwargs)
+    elif path == "profile_now":
+        compiled = oa.compile_model(model, testbed.hetero, profile="now", **kwargs)
+    elif path == "background_next":
+        oa.compile_model(model, testbed.hetero, profile="background", **kwargs)
+        waited = time.perf_counter()
+        finished = _wait_for_workers(cache_dir, 900)
+        note = f"worker {'finished' if finished else 'still running'} after {time.perf_counter() - waited:.0f} s"
+        started = time.perf_counter()
+        compiled = oa.compile_model(model, testbed.hetero, profile="background", **kwargs)  # the next start
+    elif path == "search_budget":
+        compiled = oa.compile_model(model, testbed.hetero, search_budget=search_budget, **kwargs)
+    else:
+        compiled = oa.compile_model(model, testbed.hetero, strategy=path, **kwargs)
+    return compiled, time.perf_counter() - started, note
+
+
+def paired_rounds(contenders: dict, inputs, rounds: int, iterations: int) -> dict[str, np.ndarray]:
+    labels = list(contenders)
+    out = {c: [] for c in labels}
+    for r in range(rounds):
+        for c in labels[r % len(labels):] + labels[:r % len(labels)]:
+            out[c].append(measure_latency(contenders[c], inputs, warmup=1, iterations=iterations).median_ms)
+    return {c: np.asarray(v) for c, v in out.items()}
+
+
+def measure_row(name: str, path: str, model, testbed, args) -> dict:
+    handler = _SourceLog()
+    logging.getLogger("ov_autoplace").addHandler(handler)
+    try:
+        with tempfile.TemporaryDirectory(prefix="never-slower-") as scratch:
+            compiled, seconds, note = place_by_path(path, model, testbed, Path(scratch), args.search_budget)
+    except Exception as exc:  # noqa: BLE001 - a row that fails is reported, not hidden
+        return {"model": name, "path": path, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        logging.getLogger("ov_autoplace").removeHandler(handler)
+    contenders = {"placed": compiled, "plain": testbed.core.compile_model(model, testbed.hetero)}
+    for device in testbed.devices:
+        contenders[device] = testbed.core.compile_model(model, device)
+    inputs = random_inputs(contenders["plain"])
+    rounds = paired_rounds(contenders, inputs, args.rounds, args.iterations)
+    medians = {c: float(np.median(v)) for c, v in rounds.items()}
+    best = min(testbed.devices, key=lambda d: medians[d])
+    ratios = rounds["placed"] / rounds[best]
+    vs_plain = rounds["placed"] / rounds["plain"]
+    q25, q75 = np.percentile(ratios, [25, 75])
+    return {
+        "model": name, "path": path, "execution_devices": list(compiled.get_property("EXECUTION_DEVICES")),
+        "call_seconds": round(seconds, 2), "note": note, "log": handler.lines[-3:],
+        "median_ms": {c: round(v, 3) for c, v in medians.items()},
+        "round_cv": {c: round(float(np.std(v, ddof=1) / np.mean(v)), 4) for c, v in rounds.items()},
+        "best_single_device": best, "ratio_vs_best_single": round(float(np.median(ratios)), 4),
+        "ratio_iqr": [round(float(q25), 4), round(float(q75), 4)],
+        "ratio_vs_plain": round(float(np.median(vs_plain)), 4), "rounds": int(len(ratios)),
+        "passes": bool(np.median(ratios) <= TARGET),
+    }
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Never slower: measured on the testbed ({result['date']})", "",
+             f"`{result['command']}`", "",
+             f"{result['machine']}; CPU bf16: {result['bf16']}; condition: {result['condition']}; "
+             f"{result['rounds']} paired rounds x {result['iterations']} runs per contender.", "",
+             f"Target: median paired ratio placed / best single device <= {TARGET}. Rows: "
+             f"{sum(r.get('passes', False) for r in result['rows'])} of {len(result['rows'])} pass.", "",
+             "| model | path | runs on | placed ms | best single | ratio [IQR] | vs plain call | call s | passes |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['path']} | error: {r['error']} | | | | | | no |")
+            continue
+        best = r["best_single_device"]
+        lines.append(f"| {r['model']} | {r['path']} | {','.join(r['execution_devices'])} | "
+                     f"{r['median_ms']['placed']:.2f} | {best} {r['median_ms'][best]:.2f} | "
+                     f"{r['ratio_vs_best_single']:.3f} [{r['ratio_iqr'][0]:.3f}-{r['ratio_iqr'][1]:.3f}] | "
+                     f"{r['ratio_vs_plain']:.3f} | {r['call_seconds']:.1f} | {'yes' if r['passes'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, required=True, help="write the rows here (and a .md beside it)")
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    parser.add_argument("--paths", default=",".join(PATHS))
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--search-budget", type=lambda t: float(t) if "." in t else int(t), default=30)
+    parser.add_argument("--hog", action="store_true", help="keep one core busy for the whole run")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    testbed = make_testbed()
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
+    rows = []
+    try:
+        for name in args.models.split(","):
+            model = zoo.load(name)
+            for path in args.paths.split(","):
+                row = measure_row(name, path, model, testbed, args)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        if hog is not None:
+            hog.kill()
+    result = {"date": datetime.date.today().isoformat(), "command": "python " + " ".join([sys.argv[0]] + sys.argv[1:]),
+              "machine": load_average(), "bf16": testbed.bf16,
+              "condition": "one core kept busy (--hog)" if args.hog else "no hog (other work may share the machine)",
+              "rounds": args.rounds, "iterations": args.iterations, "rows": rows}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1))
+    args.json.with_suffix(".md").write_text(markdown(result))
+    print(markdown(result))
+    return 0 if all(r.get("passes") for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
