@@ -1,38 +1,57 @@
-"""Background profiling: the app runs on the prior's placement now; a detached worker measures for next time.
+"""Background profiling and verification: the app runs now; a detached worker measures for the next start.
 
-``spawn_worker`` (called by ``compile_model(..., profile="background")`` after
-the app's model is compiled) takes a lock file for the placement-cache key
-(``<root>/workers/<digest>.lock``, created with ``O_EXCL``: never two workers
-for one key), writes the model and a small JSON spec beside it in a thread
-(the app does not wait for it), and starts ``python -m ov_autoplace.background
-<spec>`` in its own session, detached from the app. The worker rebuilds the
-devices (a virtual device is registered again from its plugin), checks that it
-sees the same model structure and device properties as the app (else it
-stops: it would measure something else), profiles the model
-(``measure_model_profile``, stored in the profile store), places it with the
-HSDAG policy on the measured costs plus the guard, and overwrites the cache
-entry the app will read on its next start (``source: profile``).
+``spawn_worker`` (called by ``compile_model`` after the app's model is
+compiled, with ``profile="background"`` or when a placement awaits its
+verification) gives the model its own private folder,
+``<root>/workers/<digest>/`` (0700; ``<digest>``: the first 32 hex digits of
+the placement-cache key's sha256), takes its ``lock`` (``O_EXCL``: never two
+workers for one key), writes a copy of the model and ``spec.json`` there in a
+thread (the app does not wait), and starts ``python -m ov_autoplace.background
+<cache root> <digest>`` in its own session.
 
-Nothing is lost if it dies: the app's entry stays (the prior's placement), the
-stores write atomically, and a lock whose process is gone is stale and taken
-over by the next start (and counted as a failure). A worker that failed
-``MAX_FAILURES`` times for one key is not started again (``<digest>.failed`` counts; ``ov-autoplace cache clear``
-resets it). A read-only cache root means no worker and a warning; the app is
-unaffected either way.
+The worker takes no path from data: it recomputes its folder from the root and
+the digest, refuses a root or folder that is not private (``cache_root.py``),
+refuses a spec whose key does not hash to the digest (a foreign spec), reads
+the spec bounded (1 MiB), measures the model copy in its folder, and deletes
+only the files of its folder. It rebuilds the devices (a virtual device is
+registered again from its plugin) with the app's properties restored as
+OpenVINO *values* (``encode_property``: an ``ov.Type`` by its name, an enum by
+its name; their ``str()`` - ``"<Type: 'bfloat16'>"`` - set on a CPU plugin not
+yet loaded was accepted and left every property ``<unsupported>``), checks that
+it sees the same model structure and device properties as the app, profiles
+the model (or reuses a stored profile), places it with the HSDAG policy on the
+measured costs, verifies the placement by measurement against the plain call
+and the single devices (``verification.verify_placement``), and overwrites the
+cache entry the app reads on its next start, with the evidence.
+
+A worker that fails writes ``failure.json`` (count and reason) in its folder;
+the next start logs the reason once as a WARNING; after ``MAX_FAILURES`` the
+model is not tried again until ``ov-autoplace cache clear``. A verification
+that abstains (machine too noisy) counts as a failure with that reason: the
+plain call's placement stays. A lock whose process is gone is stale and taken
+over (and counted). ``model_state`` says where a model stands, for
+``ov-autoplace cache list``: pending, failed (reason), profiled, verified.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import logging
 import os
+import re
+import stat
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
+
+from .cache_root import UntrustedDirectoryError, private_subdir, refusal_message, warn_once
+from .file_loading import (DAMAGED_FILE_ERRORS, SMALL_RECORD_MAX_BYTES, WORKER_SPEC_MAX_BYTES, RefusedFileError,
+                           read_bounded, read_json_bounded, remove_refused, write_private_atomic)
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -41,16 +60,115 @@ MAX_FAILURES = 2
 LOCK_MAX_AGE_S = 6 * 3600
 #: Properties the worker sets on its devices to match the app's (the profile key's properties).
 WORKER_PROPERTIES = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS")
+SPEC_FORMAT = 2
+LOG_MAX_BYTES = 1 << 20  # the log is started afresh beyond this
 _BASES = {"intel_cpu": "CPU", "intel_gpu": "GPU", "intel_npu": "NPU"}
+_DIGEST = re.compile(r"[0-9a-f]{32}")
+_FILES = {"lock": "lock", "spec": "spec.json", "model": "model.xml", "weights": "model.bin", "log": "worker.log",
+          "failed": "failure.json"}
 
 
-def worker_files(root: Path, key: dict) -> dict[str, Path]:
+class WorkerFailure(Exception):
+    """Why a worker stopped without storing a placement (the reason goes into ``failure.json``)."""
+
+
+def worker_digest(key: Mapping[str, Any]) -> str:
     from .costmodel.profile_store import key_digest
 
-    stem = Path(root) / "workers" / key_digest(key)[:32]
-    return {name: stem.with_suffix(suffix) for name, suffix in
-            (("lock", ".lock"), ("spec", ".json"), ("model", ".xml"), ("weights", ".bin"), ("log", ".log"),
-             ("failed", ".failed"))}
+    return key_digest(key)[:32]
+
+
+def worker_files(root: str | os.PathLike, digest: str) -> dict[str, Path]:
+    """The files of the worker folder of ``digest`` (computed, never read from data)."""
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        raise ValueError(f"worker digest must be 32 lower-case hex digits, got {digest!r}")
+    folder = Path(root) / "workers" / digest
+    return {name: folder / filename for name, filename in _FILES.items()}
+
+
+def private_worker_dir(root: str | os.PathLike, digest: str, *, create: bool = True) -> Path:
+    """``<root>/workers/<digest>`` checked private (UntrustedDirectoryError / OSError otherwise)."""
+    workers = private_subdir(root, "workers", create=create)
+    return private_subdir(workers, worker_files(root, digest)["lock"].parent.name, create=create)
+
+
+# --- device properties as values ------------------------------------------------------------------------
+
+
+def encode_property(value: Any) -> Any:
+    """A property value as JSON the worker turns back into the same OpenVINO value (TypeError if it cannot)."""
+    import openvino as ov
+
+    if isinstance(value, ov.Type):
+        return {"ov_type": value.get_type_name()}  # "bf16", "f32"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    kind = type(value)
+    members = getattr(kind, "__members__", None)
+    if kind.__module__.startswith("openvino") and members and members.get(getattr(value, "name", None)) == value:
+        return {"ov_enum": f"{kind.__module__}.{kind.__qualname__}", "name": value.name}
+    raise TypeError(f"{type(value).__name__} value {value!r} has no stored form")
+
+
+def decode_property(data: Any) -> Any:
+    """The OpenVINO value :func:`encode_property` stored (ValueError for anything else)."""
+    import openvino as ov
+
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, dict) and set(data) == {"ov_type"}:
+        value = getattr(ov.Type, str(data["ov_type"]), None)
+        if isinstance(value, ov.Type):
+            return value
+    if isinstance(data, dict) and set(data) == {"ov_enum", "name"} and str(data["ov_enum"]).startswith("openvino."):
+        obj: Any = importlib.import_module("openvino")
+        for part in str(data["ov_enum"]).split(".")[1:]:  # attributes, not imports: pybind submodules
+            obj = getattr(obj, part, None)
+        members = getattr(obj, "__members__", None)
+        if members and data["name"] in members:
+            return members[data["name"]]
+    raise ValueError(f"not a stored property value: {data!r}")
+
+
+def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
+    """How the worker rebuilds each device: its base plugin if it is a virtual device, and its properties."""
+    import openvino as ov
+
+    builtin = set(ov.Core().available_devices)
+    setup = {}
+    for device in devices:
+        base = None
+        if device not in builtin:
+            description = core.get_versions(device)[device].description
+            base = next((b for tag, b in _BASES.items() if tag in description), None)
+        props = {}
+        for prop in WORKER_PROPERTIES:
+            try:
+                props[prop] = encode_property(core.get_property(device, prop))
+            except Exception as exc:  # noqa: BLE001 - not every plugin has every property
+                logger.debug("%s: %s not handed to the worker (%s)", device, prop, exc)
+        setup[device] = {"base": base, "properties": props}
+    return setup
+
+
+def restore_devices(core: Any, setup: Mapping[str, Mapping[str, Any]]) -> None:
+    """Register and configure the app's devices on ``core``; WorkerFailure naming a property a device rejects."""
+    from .devices import register_virtual_device
+
+    for device, entry in setup.items():
+        if entry.get("base"):
+            register_virtual_device(core, device, base_device=str(entry["base"]))
+        else:
+            core.get_property(device, "FULL_DEVICE_NAME")  # load the plugin: a bad value then raises, not lingers
+        for prop, stored in dict(entry.get("properties", {})).items():
+            value = decode_property(stored)
+            try:
+                core.set_property(device, {prop: value})
+            except Exception as exc:  # noqa: BLE001 - the reason is the worker's failure record
+                raise WorkerFailure(f"{device} rejected {prop}={value!r} ({type(exc).__name__}: {exc})") from exc
+
+
+# --- lock and failure record ----------------------------------------------------------------------------
 
 
 def _pid_alive(pid: int) -> bool:
@@ -68,118 +186,178 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _lock_pid(lock: Path) -> int:
+    """The pid in ``lock`` (0: missing, damaged, refused)."""
+    try:
+        return int(read_bounded(lock, SMALL_RECORD_MAX_BYTES).decode().strip() or 0)
+    except RefusedFileError as exc:
+        logger.warning("worker lock refused (%s); %s", exc, remove_refused(lock))
+    except DAMAGED_FILE_ERRORS:
+        pass
+    return 0
+
+
 def acquire_lock(lock: Path) -> bool:
-    """Create ``lock`` holding our pid; False if a live holder has it. A stale lock is taken over."""
+    """Create ``lock`` (0600) holding our pid; False if a live holder has it. A stale lock is taken over."""
     for _ in range(2):
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
         except FileExistsError:
+            pid = _lock_pid(lock)
             try:
-                pid = int(lock.read_text().strip() or 0)
-                age = time.time() - lock.stat().st_mtime
-            except (OSError, ValueError):
-                pid, age = 0, 0.0
+                age = time.time() - os.lstat(lock).st_mtime
+            except OSError:
+                age = 0.0
             if pid and _pid_alive(pid) and age < LOCK_MAX_AGE_S:
                 return False
-            lock.unlink(missing_ok=True)  # stale: its worker died
+            lock.unlink(missing_ok=True)  # stale: its worker died (or not a lock at all)
             continue
+        os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(str(os.getpid()))
         return True
     return False
 
 
-def _holder_died(lock: Path) -> bool:
-    """Whether ``lock`` exists and the process it names is gone."""
-    try:
-        pid = int(lock.read_text().strip() or 0)
-    except (OSError, ValueError):
-        return False
-    return not (pid and _pid_alive(pid))
+def _holder_died(lock: Path) -> int:
+    """The pid of a dead holder of ``lock``, else 0."""
+    if not os.path.lexists(lock):
+        return 0
+    pid = _lock_pid(lock)
+    return pid if pid and not _pid_alive(pid) else 0
 
 
 def release_lock(lock: Path, pid: int | None = None) -> None:
     """Remove ``lock`` if it holds ``pid`` (default: ours)."""
+    if _lock_pid(lock) == (pid or os.getpid()):
+        lock.unlink(missing_ok=True)
+
+
+def read_failure(path: Path) -> dict[str, Any]:
+    """The failure record (``{"failures": 0}`` if none; a damaged one counts once, reason 'damaged record')."""
     try:
-        if int(lock.read_text().strip() or 0) == (pid or os.getpid()):
-            lock.unlink()
-    except (OSError, ValueError):
-        pass
+        data = read_json_bounded(path, SMALL_RECORD_MAX_BYTES)
+        if not isinstance(data.get("failures"), int) or not isinstance(data.get("reason", ""), str):
+            raise ValueError("malformed")
+        return data
+    except FileNotFoundError:
+        return {"failures": 0}
+    except RefusedFileError as exc:
+        logger.warning("worker failure record refused (%s); %s", exc, remove_refused(path))
+        return {"failures": 0}
+    except DAMAGED_FILE_ERRORS:
+        return {"failures": 1, "reason": f"its failure record {path} is damaged", "reported": False}
 
 
-def failures(path: Path) -> int:
+def record_failure(path: Path, reason: str) -> int:
+    """Count one more failure with ``reason``; returns the count (best effort)."""
+    count = int(read_failure(path).get("failures", 0)) + 1
     try:
-        return int(path.read_text().strip() or 0)
-    except (OSError, ValueError):
-        return 0
+        write_private_atomic(path, json.dumps({"failures": count, "reason": reason[:2000], "at": time.time(),
+                                               "reported": False}))
+    except OSError as exc:
+        logger.error("cannot write the failure record %s (%s)", path, exc)
+    return count
 
 
-def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
-    """How the worker rebuilds each device: its base plugin if it is a virtual device, and its properties."""
-    import openvino as ov
+def _report_failure(files: dict[str, Path]) -> int:
+    """Log an unreported failure once as a WARNING; returns the failure count."""
+    record = read_failure(files["failed"])
+    count = int(record.get("failures", 0))
+    if count and not record.get("reported", True):
+        logger.warning("background profiling of this model failed (%d of %d tries): %s (log %s)%s", count,
+                       MAX_FAILURES, record.get("reason", "no reason recorded"), files["log"],
+                       "; not retrying (`ov-autoplace cache clear` resets it)" if count >= MAX_FAILURES else
+                       "; trying again")
+        try:
+            write_private_atomic(files["failed"], json.dumps(dict(record, reported=True)))
+        except OSError:
+            pass
+    return count
 
-    builtin = set(ov.Core().available_devices)
-    setup = {}
-    for device in devices:
-        base = None
-        if device not in builtin:
-            description = core.get_versions(device)[device].description
-            base = next((b for tag, b in _BASES.items() if tag in description), None)
-        props = {}
-        for prop in WORKER_PROPERTIES:
-            try:
-                props[prop] = str(core.get_property(device, prop))
-            except Exception:  # noqa: BLE001 - not every plugin has every property
-                pass
-        setup[device] = {"base": base, "properties": props}
-    return setup
+
+# --- the app side ---------------------------------------------------------------------------------------
 
 
 def spawn_worker(req: Any, root: Path, key: dict, graph: Any) -> bool:
     """Start the worker for ``key`` unless one runs or it failed too often; never raises."""
     try:
-        files = worker_files(root, key)
-        files["lock"].parent.mkdir(parents=True, exist_ok=True)
-        if failures(files["failed"]) >= MAX_FAILURES:
-            logger.info("background profiling of this model failed %d times (log %s); not retrying",
-                        failures(files["failed"]), files["log"])
+        digest = worker_digest(key)
+        private_worker_dir(root, digest)
+        files = worker_files(root, digest)
+        pid = _holder_died(files["lock"])
+        if pid:  # killed (OOM, SIGKILL) before it could write its own record
+            record_failure(files["failed"], f"the worker (pid {pid}) died without finishing (killed?)")
+        failures = _report_failure(files)
+        if failures >= MAX_FAILURES:
+            logger.info("background profiling of this model failed %d times (log %s); not retrying", failures,
+                        files["log"])
             return False
-        if _holder_died(files["lock"]):  # killed (OOM, SIGKILL) without its own failure count: count it here
-            files["failed"].write_text(str(failures(files["failed"]) + 1))
-            if failures(files["failed"]) >= MAX_FAILURES:
-                logger.info("background profiling of this model died %d times (log %s); not retrying",
-                            failures(files["failed"]), files["log"])
-                return False
         if not acquire_lock(files["lock"]):
             logger.info("background profiling: a worker is already measuring this model (%s)", files["lock"])
             return False
-        spec = {"key": key, "devices": list(req.devices), "setup": device_setup(req.core, req.devices),
-                "model": str(files["model"]), "cache_dir": str(root), "max_submodels": req.max_submodels,
-                "seed": req.seed, "lock": str(files["lock"]), "failed": str(files["failed"]),
+        spec = {"format": SPEC_FORMAT, "key": key, "devices": list(req.devices),
+                "setup": device_setup(req.core, req.devices), "config": _encoded_config(req.props),
+                "device_name": req.spec.text if getattr(req, "spec", None) is not None else None,
+                "max_submodels": req.max_submodels, "seed": req.seed,
                 "pins": [dataclasses.asdict(p) for p in req.pins]}
+    except UntrustedDirectoryError as exc:
+        warn_once(refusal_message("background profiling is off: its folder is refused", exc))
+        return False
     except Exception as exc:  # noqa: BLE001 - the app must never be hurt by the refinement
         logger.warning("background profiling not started (%s: %s)", type(exc).__name__, exc)
         return False
-    thread = threading.Thread(target=_write_and_start, args=(req.placement_model, spec, files), name="ov_autoplace-bg",
-                              daemon=False)  # the app's exit waits for the model write, not for the worker
+    thread = threading.Thread(target=_write_and_start, args=(req.placement_model, spec, Path(root), digest),
+                              name="ov_autoplace-bg", daemon=False)  # the app's exit waits for the model write
     thread.start()
     logger.info("background profiling started for this model; the next start uses its placement (log %s)",
                 files["log"])
     return True
 
 
-def _write_and_start(model: Any, spec: dict, files: dict[str, Path]) -> None:
+def _encoded_config(props: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, value in dict(props or {}).items():
+        try:
+            out[name] = encode_property(value)
+        except TypeError as exc:
+            logger.debug("config %s not handed to the worker (%s)", name, exc)
+    return out
+
+
+def _open_log(path: Path) -> int:
+    """The worker log, appended, 0600; never through a symlink, never a FIFO (O_NONBLOCK: ENXIO, not a hang)."""
+    try:
+        if os.lstat(path).st_size > LOG_MAX_BYTES:
+            os.unlink(path)
+    except OSError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RefusedFileError(f"{path} is not a regular file")
+    os.fchmod(fd, 0o600)
+    return fd
+
+
+def _write_and_start(model: Any, spec: dict, root: Path, digest: str) -> None:
     import openvino as ov
 
+    files = worker_files(root, digest)
     try:
         ov.save_model(model, str(files["model"]), compress_to_fp16=False)
-        files["spec"].write_text(json.dumps(spec))
-        with open(files["log"], "ab") as log:
-            process = subprocess.Popen([sys.executable, "-m", "ov_autoplace.background", str(files["spec"])],
+        for name in ("model", "weights"):
+            os.chmod(files[name], 0o600)  # save_model follows the umask
+        write_private_atomic(files["spec"], json.dumps(spec))
+        log = _open_log(files["log"])
+        try:
+            process = subprocess.Popen([sys.executable, "-m", "ov_autoplace.background", str(root), digest],
                                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True, close_fds=True)
-        files["lock"].write_text(str(process.pid))  # the worker now holds the lock
-        # reap it if the app outlives it (a daemon thread: never keeps the app from exiting)
+        finally:
+            os.close(log)
+        # the worker writes its own pid into the lock when it starts (run_worker): written here, a worker that
+        # finished first would leave a lock naming a dead pid, counted as a death on the next start
         threading.Thread(target=process.wait, name="ov_autoplace-bg-reaper", daemon=True).start()
     except Exception as exc:  # noqa: BLE001
         logger.warning("background profiling could not start (%s: %s); the app is unaffected", type(exc).__name__,
@@ -189,89 +367,195 @@ def _write_and_start(model: Any, spec: dict, files: dict[str, Path]) -> None:
         release_lock(files["lock"])
 
 
-def run_worker(spec_path: Path) -> int:
-    """The worker: measure, place, store. Returns a process exit code."""
-    spec = json.loads(Path(spec_path).read_text())
-    lock, failed = Path(spec["lock"]), Path(spec["failed"])
-    model_path = Path(spec["model"])
-    ok = False
+# --- the worker -----------------------------------------------------------------------------------------
+
+
+def read_spec(path: Path, digest: str) -> dict[str, Any]:
+    """The spec in the worker's folder, checked (WorkerFailure naming what is wrong)."""
     try:
-        ok = _measure_and_store(spec)
-        return 0 if ok else 3
+        spec = read_json_bounded(path, WORKER_SPEC_MAX_BYTES)
+    except DAMAGED_FILE_ERRORS as exc:
+        raise WorkerFailure(f"the spec {path} is unreadable ({type(exc).__name__}: {exc})") from exc
+    checks = [  # each check runs only after the ones before it passed
+        (lambda: isinstance(spec, dict) and spec.get("format") == SPEC_FORMAT, f"a JSON object of format {SPEC_FORMAT}"),
+        (lambda: isinstance(spec.get("key"), dict) and worker_digest(spec["key"]) == digest,
+         "a key that hashes to its folder's name (a foreign spec otherwise)"),
+        (lambda: isinstance(spec.get("devices"), list) and spec["devices"] == spec["key"].get("devices")
+         and all(isinstance(d, str) for d in spec["devices"]), "the key's device list"),
+        (lambda: isinstance(spec.get("setup"), dict) and set(spec["setup"]) <= set(spec["devices"])
+         and all(isinstance(s, dict) and s.get("base") in (None, *_BASES.values()) for s in spec["setup"].values()),
+         "a setup per listed device"),
+        (lambda: isinstance(spec.get("config", {}), dict), "a config object"),
+        (lambda: spec.get("max_submodels") is None or type(spec.get("max_submodels")) is int,
+         "an integer max_submodels"),
+        (lambda: type(spec.get("seed")) is int, "an integer seed"),
+        (lambda: isinstance(spec.get("pins"), list) and all(isinstance(p, dict) for p in spec["pins"]),
+         "a list of pins"),
+    ]
+    for ok, expected in checks:
+        if not ok():
+            raise WorkerFailure(f"the spec {path} is not one the app wrote: expected {expected}; not measuring")
+    return spec
+
+
+def run_worker(root: str | os.PathLike, digest: str) -> int:
+    """The worker: measure, place, verify, store. Returns a process exit code; touches only its own folder."""
+    try:
+        folder = private_worker_dir(root, digest, create=False)
+    except (OSError, ValueError) as exc:  # not ours, not private, not there: touch nothing
+        logger.error("not running: the worker folder for %r under %s is unusable (%s)", digest, root, exc)
+        return 2
+    files = worker_files(root, digest)
+    reason = None
+    try:
+        write_private_atomic(files["lock"], str(os.getpid()))  # the worker holds the lock the app took for it
+        spec = read_spec(files["spec"], digest)
+        for name in ("model", "weights"):
+            if not stat.S_ISREG(os.lstat(files[name]).st_mode):
+                raise WorkerFailure(f"{files[name]} is not a regular file; not measuring")
+        reason = _measure_and_store(spec, Path(root), files["model"])
+        return 0 if reason is None else 3
+    except WorkerFailure as exc:
+        reason = str(exc)
+        return 3
+    except Exception as exc:  # noqa: BLE001 - recorded, so the app can say why
+        logger.exception("the worker failed")
+        reason = f"{type(exc).__name__}: {exc}"
+        return 3
     finally:
-        if not ok:
-            try:
-                failed.write_text(str(failures(failed) + 1))
-            except OSError:
-                pass
-        for path in (model_path, model_path.with_suffix(".bin"), Path(spec_path)):
-            path.unlink(missing_ok=True)
-        release_lock(lock)
+        if reason is not None:
+            logger.error("background profiling failed: %s", reason)
+            record_failure(files["failed"], reason)
+        else:
+            files["failed"].unlink(missing_ok=True)
+        for name in ("model", "weights", "spec"):
+            if files[name].parent == folder:
+                files[name].unlink(missing_ok=True)
+        release_lock(files["lock"])
 
 
-def _measure_and_store(spec: dict) -> bool:
+def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
+    """Measure, place, verify and store; None on success, else why the plain placement stays (WorkerFailure raises)."""
     import types
 
     import openvino as ov
 
-    from .policy.pretrained import PRETRAINED_POLICY  # not via the api: the api imports this module
-    from .cache import PlacementCache
     from .cache_root import profile_dir
-    from .costmodel.profile_store import ProfileStore, profile_key
-    from .devices import register_virtual_device
-    from .first_start import _measure_now
-    from .graph import extract_graph
-    from .placement_sources import place_with_cost
+    from .costmodel.profile_store import ProfileStore, _differences, profile_key
     from .costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
+    from .graph import extract_graph
+    from .legalize import Pin
+    from .placement_sources import measure_profile_now, place_with_cost
+    from .policy.pretrained import PRETRAINED_POLICY  # not via the api: the api imports this module
     from .prepare import prepare_model
 
     core = ov.Core()
     devices = tuple(spec["devices"])
-    for device, setup in spec["setup"].items():
-        if setup["base"]:
-            register_virtual_device(core, device, base_device=setup["base"])
-        for prop, value in setup["properties"].items():
-            try:
-                core.set_property(device, {prop: value})
-            except Exception as exc:  # noqa: BLE001 - read-only properties (e.g. FULL_DEVICE_NAME)
-                logger.debug("%s: %s not set (%s)", device, prop, exc)
-    model = core.read_model(spec["model"])
+    restore_devices(core, spec["setup"])
+    model = core.read_model(str(model_path))
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
     key = spec["key"]
     mine = profile_key(core, devices, kind="placement", graph=graph)
     for part in ("device_properties", "model_structure", "openvino_version"):
-        if mine[part] != key[part]:
-            logger.error("worker sees another %s than the app (%s vs %s); not measuring", part, mine[part], key[part])
-            return False
-    from .legalize import Pin
-
-    req = types.SimpleNamespace(core=core, devices=devices, pins=[Pin(**p) for p in spec.get("pins", [])],
-                                max_submodels=spec["max_submodels"],
-                                seed=spec["seed"])
-    store = ProfileStore(profile_dir(spec["cache_dir"]))
-    started = time.perf_counter()
-    _measure_now(req, prepared, store)
+        if mine[part] != key.get(part):
+            diff = "; ".join(_differences({part: key.get(part)}, {part: mine[part]}))
+            raise WorkerFailure(f"the worker sees another {part} than the app ({diff}); not measuring")
+    req = types.SimpleNamespace(core=core, devices=devices, pins=[Pin(**p) for p in spec["pins"]],
+                                max_submodels=spec["max_submodels"], seed=spec["seed"])
+    store = ProfileStore(profile_dir(root))
     profile_k = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    started = time.perf_counter()
     profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
-        logger.error("the profile could not be stored in %s", store.directory)
-        return False
-    placement = place_with_cost(req, prepared, graph, PRETRAINED_POLICY, profile.cost_model, "hsdag:profile")
-    placement.notes.append(f"placed by the background worker after {time.perf_counter() - started:.1f} s of profiling")
-    if PlacementCache(spec["cache_dir"]).put(key, placement, graph) is None:
-        return False
-    logger.info("stored the profiled placement %s", placement.counts_per_device())
-    return True
+        measure_profile_now(req, prepared, store)
+        profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
+    if profile is None:
+        raise WorkerFailure(f"the profile could not be stored in {store.directory}")
+    candidate = place_with_cost(req, prepared, graph, PRETRAINED_POLICY, profile.cost_model, "hsdag:profile")
+    candidate.notes.append(f"placed by the background worker after {time.perf_counter() - started:.1f} s of "
+                           "profiling")
+    config = {name: decode_property(value) for name, value in spec.get("config", {}).items()}
+    return store_verified(core, root, key, prepared, graph, model, candidate, pinned=bool(req.pins), config=config,
+                          device_name=spec.get("device_name"))
+
+
+def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any, graph: Any, model: Any,
+                   candidate: Any, *, pinned: bool = False, config: Mapping[str, Any] | None = None,
+                   device_name: str | None = None) -> str | None:
+    """Verify ``candidate`` by measurement (``verification.py``) and store what wins under ``key``.
+
+    A pinned candidate (the user's call) or the plain call's own placement is stored as it is. Returns None,
+    or why the plain call's placement stays unverified (the verification abstained); WorkerFailure if nothing
+    could be stored.
+    """
+    from .cache import PlacementCache
+    from .legalize import query_support
+    from .verification import needs_verification, verify_placement
+
+    support = query_support(core, prepared, graph, candidate.devices)
+    if pinned or not needs_verification(candidate, graph, support):
+        placement, evidence, reason = candidate, None, None
+    else:
+        placement, evidence = verify_placement(core, prepared, graph, candidate, support=support,
+                                               properties=config, model=model,
+                                               device_name=device_name or candidate.device_string)
+        reason = None
+        if not evidence.verified:  # too noisy to decide: the plain call's placement stays, verified again later
+            placement.strategy = placement.strategy.split("+")[0] + "+pending"
+            reason = f"verification abstained: {evidence.reason}"
+    if PlacementCache(root).put(key, placement, graph) is None:
+        raise WorkerFailure(f"the placement could not be stored under {root}")
+    logger.info("stored the %s placement %s (%s)", "plain call's" if reason else "profiled",
+                placement.counts_per_device(), evidence.describe() if evidence else
+                "pinned: not verified" if pinned else "the plain call's placement: nothing to verify")
+    return reason
+
+
+# --- where a model stands (ov-autoplace cache list) -----------------------------------------------------
+
+
+def model_state(root: str | os.PathLike, key: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
+    """pending / failed (reason) / verified / profiled / prior, for one placement-cache entry."""
+    from .placement import Placement
+    from .verification import evidence_intact
+
+    files = worker_files(root, worker_digest(key))
+    pid = _lock_pid(files["lock"]) if os.path.lexists(files["lock"]) else 0
+    if pid and _pid_alive(pid):
+        return f"pending (worker pid {pid} is measuring)"
+    record = read_failure(files["failed"]) if os.path.lexists(files["failed"]) else {"failures": 0}
+    if record.get("failures"):
+        return f"failed {record['failures']}x ({record.get('reason', 'no reason recorded')})"
+    try:
+        placement = Placement.from_dict(payload)
+    except DAMAGED_FILE_ERRORS:
+        return "unreadable"
+    tags = (placement.strategy.split(":", 1)[-1]).split("+")
+    evidence = placement.verification or {}
+    if evidence_intact(placement):
+        return f"verified ({evidence.get('decision')}: {evidence.get('chosen')})"
+    if evidence.get("decision") == "abstained":
+        return f"pending (the last verification abstained: {evidence.get('reason')})"
+    if evidence:
+        return "evidence edited or of another rule (verified again on the next start)"
+    if "pending" in tags or "live" in tags:
+        return "pending (awaiting verification by the background worker)"
+    if tags[0] == "profile":
+        return "profiled (not verified)"
+    if tags[0] == "prior":
+        return "prior (not measured; profile='background' or 'now' measures it)"
+    return f"placed by {placement.strategy}"
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m ov_autoplace.background <spec.json>", file=sys.stderr)
+    if len(argv) != 2:
+        print("usage: python -m ov_autoplace.background <cache root> <digest>  (the app starts this; a spec path "
+              "is not accepted: the worker takes no paths from data)", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return run_worker(Path(argv[0]))
+    return run_worker(Path(argv[0]), argv[1])
 
 
 if __name__ == "__main__":
