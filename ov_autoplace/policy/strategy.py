@@ -30,7 +30,13 @@ class HSDAGStrategy(PlacementStrategy):
     (:class:`~ov_autoplace.costmodel.local_search.LocalSearchRefiner`) on the
     policy's proposal, under the same CostModel the policy read, before the
     legalizer: a different method from the policy alone ("hsdag+local search"),
-    predicted never slower, measuring nothing. ``refine_options`` go to the
+    predicted never slower, measuring nothing. On a measured CostModel with
+    spreads it keeps a move only when its predicted gain exceeds the spread of
+    what it moves - and the policy's proposal is itself a move away from
+    HETERO's own placement: a split whose gain over that is within the spread,
+    or any split on a profile taken on a loaded machine, is replaced by
+    HETERO's own placement (one device when it runs everything; the rule is
+    in ``costmodel/local_search.py``). ``refine_options`` go to the
     refiner (``max_submodels`` should be the legalizer's bound the caller
     applies; ``max_seconds``, ``max_evaluations``). Its report is kept in ``last_refine``.
     """
@@ -66,7 +72,11 @@ class HSDAGStrategy(PlacementStrategy):
 
         self.last_refine = LocalSearchRefiner(cost, context.graph, context.support,
                                               **self.refine_options).refine(proposal)
-        log.debug("hsdag: %s", self.last_refine.note(cost.label))
+        if self.last_refine.stopped in ("unproven", "loaded"):  # the policy's split is noise on these costs
+            log.info("hsdag: the refined split is not proven faster than HETERO's own placement (%s); %s",
+                     self.last_refine.stopped, self.last_refine.note(cost.label))
+        else:
+            log.debug("hsdag: %s", self.last_refine.note(cost.label))
         return self.last_refine.proposal
 
     def cache_token(self) -> str:

@@ -1,0 +1,116 @@
+"""Profile noise: per-op and end-to-end spreads, and loaded-machine detection (real compiles on the testbed)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from ov_autoplace.costmodel import noise
+from ov_autoplace.costmodel.noise import LoadProbe, assess_load, iqr, per_run_node_ms
+from ov_autoplace.costmodel.profile_store import ProfileStore
+from ov_autoplace.costmodel.profiler import ModelProfile
+from ov_autoplace.costmodel.quick_profile import quick_model_profile
+from ov_autoplace.graph import NodeRole, extract_graph
+from ov_autoplace.prepare import prepare_model
+from tests import synthetic_graphs as sg
+
+#: The CPU hog never outlives this, whatever happens to the test.
+HOG_SECONDS = 90
+
+
+@contextlib.contextmanager
+def cpu_hog():
+    """One busy-looping process (one core), stopped on exit and after ``HOG_SECONDS`` anyway."""
+    hog = subprocess.Popen([sys.executable, "-c",
+                            f"import time\nend = time.time() + {HOG_SECONDS}\nwhile time.time() < end: pass"])
+    try:
+        time.sleep(0.3)  # let the scheduler see it
+        yield hog
+    finally:
+        hog.kill()
+        hog.wait(timeout=10)
+
+
+def test_iqr_and_per_run_times_from_running_averages():
+    assert iqr(np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == pytest.approx(2.0)
+    assert iqr(np.array([[1.0, 10.0]])).tolist() == [0.0, 0.0], "one run: no spread"
+    # a running-average plugin reports, after run k, each node's mean over runs 1..k in whole microseconds
+    true = {"a": [0.5, 0.7, 0.4, 0.6], "b": [2.0, 2.2, 1.9, 2.1]}
+    snapshots = [{n: np.floor(1e3 * np.mean(v[:k])) / 1e3 for n, v in true.items()} for k in range(1, 5)]
+    runs = per_run_node_ms(snapshots[0], snapshots[1:], 1, running_average=True)
+    for j, run in enumerate(runs):  # runs 2..4, within k microseconds of the truth
+        for n in true:
+            assert run[n] == pytest.approx(true[n][j + 1], abs=(j + 2) * 1e-3)
+    assert per_run_node_ms({}, snapshots, 0, running_average=False) == snapshots
+
+
+def test_assess_load():
+    quiet = assess_load([10.0, 10.1, 9.9, 10.05, 10.0], other_cores=0.1)
+    assert not quiet.loaded and quiet.reason == "" and quiet.e2e_ms == pytest.approx(10.0)
+    busy = assess_load([10.0, 10.1, 9.9, 10.05, 10.0], other_cores=1.0)
+    assert busy.loaded and "other processes kept 1.00" in busy.reason
+    bursty = assess_load([10.0, 19.0, 10.0, 21.0, 10.5, 20.0], other_cores=float("nan"))
+    assert bursty.loaded and "IQR" in bursty.reason
+    assert not assess_load([10.0, 10.1], other_cores=float("nan")).loaded, "unknown CPU use alone proves nothing"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
+def test_the_load_probe_sees_a_busy_core():
+    with cpu_hog():
+        other = LoadProbe().start().other_cores()  # waits MIN_LOAD_WINDOW_S
+    assert other > noise.LOADED_OTHER_CORES
+
+
+def test_a_quick_profile_has_a_non_negative_spread_per_op_and_device(testbed):
+    profile = quick_model_profile(sg.attention_like(seq=64, hidden=64), testbed.core, testbed.devices)
+    cost = profile.cost_model
+    graph = extract_graph(prepare_model(sg.attention_like(seq=64, hidden=64)))
+    assert cost.compute_spread_ms.shape == cost.compute_ms.shape and cost.e2e_spread_ms.shape == (2,)
+    assert (cost.compute_spread_ms >= 0).all() and (cost.e2e_spread_ms >= 0).all()
+    compute = graph.role == NodeRole.COMPUTE
+    assert (cost.compute_spread_ms[~compute] == 0).all(), "only ops that run have a spread"
+    assert cost.compute_spread_ms[compute].sum() > 0, "per-run times vary"
+    for report, spread in zip(profile.reports, cost.e2e_spread_ms):
+        assert report.e2e_spread_ms == spread and report.e2e_ms > 0
+        if sys.platform.startswith("linux"):
+            assert np.isfinite(report.other_cores) and report.other_cores >= 0
+        assert report.loaded == bool(report.load_reason)
+    assert cost.loaded == any(r.loaded for r in profile.reports)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
+def test_a_profile_taken_while_another_core_is_busy_is_remeasured_then_marked_loaded(testbed, caplog):
+    model = sg.attention_like(seq=64, hidden=64)
+    with cpu_hog(), caplog.at_level(logging.INFO, logger="ov_autoplace.costmodel.noise"):
+        profile = quick_model_profile(model, testbed.core, ("CPU",))
+    [report] = profile.reports
+    assert report.remeasured and report.loaded and "other processes kept" in report.load_reason
+    assert profile.cost_model.loaded and "loaded machine" in profile.cost_model.label
+    assert "measuring it once more" in caplog.text
+    assert any(r.levelno == logging.WARNING and "loaded machine" in r.getMessage() for r in caplog.records)
+
+
+def test_a_stored_profile_without_spreads_gets_the_assumed_one(testbed, tmp_path):
+    model = sg.residual()
+    store = ProfileStore(tmp_path)
+    profile = quick_model_profile(model, testbed.core, testbed.devices, store=store)
+    [path] = tmp_path.glob("model-*.json")
+    data = json.loads(path.read_text())
+    for field in ("compute_spread_ms", "e2e_spread_ms", "loaded"):
+        del data["payload"]["cost_model"][field]  # as written before spreads existed
+    for report in data["payload"]["reports"]:
+        for field in ("e2e_spread_ms", "other_cores", "loaded", "load_reason", "remeasured"):
+            del report[field]
+    old = ModelProfile.from_dict(data["payload"], extract_graph(prepare_model(model)))
+    cost = old.cost_model
+    np.testing.assert_allclose(cost.compute_spread_ms, noise.UNKNOWN_RELATIVE_SPREAD * profile.cost_model.compute_ms)
+    np.testing.assert_allclose(cost.e2e_spread_ms,
+                               [noise.UNKNOWN_RELATIVE_SPREAD * r.e2e_ms for r in profile.reports])
+    assert not cost.loaded and "spread unknown, assumed 5%" in cost.source
