@@ -24,6 +24,9 @@ measured costs, verifies the placement by measurement against the plain call
 and the single devices (``verification.verify_placement``), and overwrites the
 cache entry the app reads on its next start, with the evidence.
 
+The folder, its lock and failure record are ``worker_files.py``; the
+property codec is ``property_values.py``.
+
 A worker that fails writes ``failure.json`` (count and reason) in its folder;
 the next start logs the reason once as a WARNING; after ``MAX_FAILURES`` the
 model is not tried again until ``ov-autoplace cache clear``. A verification
@@ -36,11 +39,9 @@ over (and counted). ``model_state`` says where a model stands, for
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import logging
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -49,85 +50,26 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .cache_root import UntrustedDirectoryError, private_subdir, refusal_message, warn_once
-from .file_loading import (DAMAGED_FILE_ERRORS, SMALL_RECORD_MAX_BYTES, WORKER_SPEC_MAX_BYTES, RefusedFileError,
-                           read_bounded, read_json_bounded, remove_refused, write_private_atomic)
+from .cache_root import UntrustedDirectoryError, refusal_message, warn_once
+from .file_loading import DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded, write_private_atomic
+from .property_values import decode_property, encode_property
+from .worker_files import (MAX_FAILURES, acquire_lock, holder_died, lock_pid, pid_alive, private_worker_dir,
+                           read_failure, record_failure, release_lock, report_failure, worker_digest, worker_files)
 
 logger = logging.getLogger("ov_autoplace")
 
-MAX_FAILURES = 2
-#: A lock older than this is stale even if its pid exists (pids are reused).
-LOCK_MAX_AGE_S = 6 * 3600
 #: Properties the worker sets on its devices to match the app's (the profile key's properties).
 WORKER_PROPERTIES = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS")
 SPEC_FORMAT = 2
 LOG_MAX_BYTES = 1 << 20  # the log is started afresh beyond this
 _BASES = {"intel_cpu": "CPU", "intel_gpu": "GPU", "intel_npu": "NPU"}
-_DIGEST = re.compile(r"[0-9a-f]{32}")
-_FILES = {"lock": "lock", "spec": "spec.json", "model": "model.xml", "weights": "model.bin", "log": "worker.log",
-          "failed": "failure.json"}
 
 
 class WorkerFailure(Exception):
     """Why a worker stopped without storing a placement (the reason goes into ``failure.json``)."""
 
 
-def worker_digest(key: Mapping[str, Any]) -> str:
-    from .costmodel.profile_store import key_digest
-
-    return key_digest(key)[:32]
-
-
-def worker_files(root: str | os.PathLike, digest: str) -> dict[str, Path]:
-    """The files of the worker folder of ``digest`` (computed, never read from data)."""
-    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
-        raise ValueError(f"worker digest must be 32 lower-case hex digits, got {digest!r}")
-    folder = Path(root) / "workers" / digest
-    return {name: folder / filename for name, filename in _FILES.items()}
-
-
-def private_worker_dir(root: str | os.PathLike, digest: str, *, create: bool = True) -> Path:
-    """``<root>/workers/<digest>`` checked private (UntrustedDirectoryError / OSError otherwise)."""
-    workers = private_subdir(root, "workers", create=create)
-    return private_subdir(workers, worker_files(root, digest)["lock"].parent.name, create=create)
-
-
-# --- device properties as values ------------------------------------------------------------------------
-
-
-def encode_property(value: Any) -> Any:
-    """A property value as JSON the worker turns back into the same OpenVINO value (TypeError if it cannot)."""
-    import openvino as ov
-
-    if isinstance(value, ov.Type):
-        return {"ov_type": value.get_type_name()}  # "bf16", "f32"
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    kind = type(value)
-    members = getattr(kind, "__members__", None)
-    if kind.__module__.startswith("openvino") and members and members.get(getattr(value, "name", None)) == value:
-        return {"ov_enum": f"{kind.__module__}.{kind.__qualname__}", "name": value.name}
-    raise TypeError(f"{type(value).__name__} value {value!r} has no stored form")
-
-
-def decode_property(data: Any) -> Any:
-    """The OpenVINO value :func:`encode_property` stored (ValueError for anything else)."""
-    import openvino as ov
-
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return data
-    if isinstance(data, dict) and set(data) == {"ov_type"}:
-        value = getattr(ov.Type, str(data["ov_type"]), None)
-        if isinstance(value, ov.Type):
-            return value
-    if isinstance(data, dict) and set(data) == {"ov_enum", "name"} and str(data["ov_enum"]).startswith("openvino."):
-        obj: Any = importlib.import_module("openvino")
-        for part in str(data["ov_enum"]).split(".")[1:]:  # attributes, not imports: pybind submodules
-            obj = getattr(obj, part, None)
-        members = getattr(obj, "__members__", None)
-        if members and data["name"] in members:
-            return members[data["name"]]
-    raise ValueError(f"not a stored property value: {data!r}")
+# --- the devices as the app had them --------------------------------------------------------------------
 
 
 def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
@@ -168,114 +110,6 @@ def restore_devices(core: Any, setup: Mapping[str, Mapping[str, Any]]) -> None:
                 raise WorkerFailure(f"{device} rejected {prop}={value!r} ({type(exc).__name__}: {exc})") from exc
 
 
-# --- lock and failure record ----------------------------------------------------------------------------
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie - dead, not yet reaped by its parent - does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _lock_pid(lock: Path) -> int:
-    """The pid in ``lock`` (0: missing, damaged, refused)."""
-    try:
-        return int(read_bounded(lock, SMALL_RECORD_MAX_BYTES).decode().strip() or 0)
-    except RefusedFileError as exc:
-        logger.warning("worker lock refused (%s); %s", exc, remove_refused(lock))
-    except DAMAGED_FILE_ERRORS:
-        pass
-    return 0
-
-
-def acquire_lock(lock: Path) -> bool:
-    """Create ``lock`` (0600) holding our pid; False if a live holder has it. A stale lock is taken over."""
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pid = _lock_pid(lock)
-            try:
-                age = time.time() - os.lstat(lock).st_mtime
-            except OSError:
-                age = 0.0
-            if pid and _pid_alive(pid) and age < LOCK_MAX_AGE_S:
-                return False
-            lock.unlink(missing_ok=True)  # stale: its worker died (or not a lock at all)
-            continue
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(str(os.getpid()))
-        return True
-    return False
-
-
-def _holder_died(lock: Path) -> int:
-    """The pid of a dead holder of ``lock``, else 0."""
-    if not os.path.lexists(lock):
-        return 0
-    pid = _lock_pid(lock)
-    return pid if pid and not _pid_alive(pid) else 0
-
-
-def release_lock(lock: Path, pid: int | None = None) -> None:
-    """Remove ``lock`` if it holds ``pid`` (default: ours)."""
-    if _lock_pid(lock) == (pid or os.getpid()):
-        lock.unlink(missing_ok=True)
-
-
-def read_failure(path: Path) -> dict[str, Any]:
-    """The failure record (``{"failures": 0}`` if none; a damaged one counts once, reason 'damaged record')."""
-    try:
-        data = read_json_bounded(path, SMALL_RECORD_MAX_BYTES)
-        if not isinstance(data.get("failures"), int) or not isinstance(data.get("reason", ""), str):
-            raise ValueError("malformed")
-        return data
-    except FileNotFoundError:
-        return {"failures": 0}
-    except RefusedFileError as exc:
-        logger.warning("worker failure record refused (%s); %s", exc, remove_refused(path))
-        return {"failures": 0}
-    except DAMAGED_FILE_ERRORS:
-        return {"failures": 1, "reason": f"its failure record {path} is damaged", "reported": False}
-
-
-def record_failure(path: Path, reason: str) -> int:
-    """Count one more failure with ``reason``; returns the count (best effort)."""
-    count = int(read_failure(path).get("failures", 0)) + 1
-    try:
-        write_private_atomic(path, json.dumps({"failures": count, "reason": reason[:2000], "at": time.time(),
-                                               "reported": False}))
-    except OSError as exc:
-        logger.error("cannot write the failure record %s (%s)", path, exc)
-    return count
-
-
-def _report_failure(files: dict[str, Path]) -> int:
-    """Log an unreported failure once as a WARNING; returns the failure count."""
-    record = read_failure(files["failed"])
-    count = int(record.get("failures", 0))
-    if count and not record.get("reported", True):
-        logger.warning("background profiling of this model failed (%d of %d tries): %s (log %s)%s", count,
-                       MAX_FAILURES, record.get("reason", "no reason recorded"), files["log"],
-                       "; not retrying (`ov-autoplace cache clear` resets it)" if count >= MAX_FAILURES else
-                       "; trying again")
-        try:
-            write_private_atomic(files["failed"], json.dumps(dict(record, reported=True)))
-        except OSError:
-            pass
-    return count
-
-
 # --- the app side ---------------------------------------------------------------------------------------
 
 
@@ -285,10 +119,10 @@ def spawn_worker(req: Any, root: Path, key: dict, graph: Any) -> bool:
         digest = worker_digest(key)
         private_worker_dir(root, digest)
         files = worker_files(root, digest)
-        pid = _holder_died(files["lock"])
+        pid = holder_died(files["lock"])
         if pid:  # killed (OOM, SIGKILL) before it could write its own record
             record_failure(files["failed"], f"the worker (pid {pid}) died without finishing (killed?)")
-        failures = _report_failure(files)
+        failures = report_failure(files)
         if failures >= MAX_FAILURES:
             logger.info("background profiling of this model failed %d times (log %s); not retrying", failures,
                         files["log"])
@@ -521,8 +355,8 @@ def model_state(root: str | os.PathLike, key: Mapping[str, Any], payload: Mappin
     from .verification import evidence_intact
 
     files = worker_files(root, worker_digest(key))
-    pid = _lock_pid(files["lock"]) if os.path.lexists(files["lock"]) else 0
-    if pid and _pid_alive(pid):
+    pid = lock_pid(files["lock"]) if os.path.lexists(files["lock"]) else 0
+    if pid and pid_alive(pid):
         return f"pending (worker pid {pid} is measuring)"
     record = read_failure(files["failed"]) if os.path.lexists(files["failed"]) else {"failures": 0}
     if record.get("failures"):
