@@ -69,6 +69,10 @@ def _fields(path: str, obj: Any, spec: Mapping[str, str], required: bool = True)
 
 def _validate_cell(path: str, cell: Any, reference: Mapping[str, Any] | None, simulated: bool) -> None:
     _fields(path, cell, _CELL, required=not (isinstance(cell, dict) and cell.get("error") is not None))
+    if cell.get("round_ms") is not None:  # optional: per-round medians of a measured cell (paired rounds)
+        _check(f"{path}.round_ms", cell["round_ms"], "list")
+        for k, value in enumerate(cell["round_ms"]):
+            _check(f"{path}.round_ms[{k}]", value, "num")
     for key, value in cell.get("counts", {}).items():
         _check(f"{path}.counts[{key!r}]", value, "int")
     for k, note in enumerate(cell.get("notes", [])):
@@ -167,14 +171,53 @@ def _ok(cell: Mapping[str, Any] | None) -> bool:
     return bool(cell) and cell.get("error") is None and cell.get("median_ms") is not None
 
 
+#: Measured cells are compared per paired round (every round times every placement back to back, in a shuffled
+#: order). One method is faster than another only when it is faster in EVERY paired round: its whole range of
+#: paired ratios lies below 1, i.e. the difference exceeds the spread. With R rounds and no real difference the
+#: chance of that is 0.5**R - the rule's false-win rate: 3.1 % with the default 5 rounds. Fewer rounds than
+#: MIN_PAIRED_ROUNDS (false-win rate above 12.5 %) never name a winner.
+MIN_PAIRED_ROUNDS = 3
+
+
+def _paired_ratios(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[float] | None:
+    """Per-round ratio a / b of two measured cells timed in the same rounds; None without usable rounds."""
+    ra, rb = (a or {}).get("round_ms"), (b or {}).get("round_ms")
+    if not ra or not rb or len(ra) != len(rb) or len(ra) < MIN_PAIRED_ROUNDS or min(rb) <= 0:
+        return None
+    return [x / y for x, y in zip(ra, rb)]
+
+
+def _faster(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+    """``a`` faster than ``b`` in every paired round (the module's rule)."""
+    ratios = _paired_ratios(a, b)
+    return ratios is not None and max(ratios) < 1.0
+
+
+def _paired(setting: Mapping[str, Any], model: str) -> bool:
+    """Measured cells with per-round medians: winners are judged by the paired rule, not the medians."""
+    if setting["simulated"]:
+        return False
+    return any(_paired_ratios(row["cells"].get(model), row["cells"].get(model)) for row in setting["rows"]
+               if _ok(row["cells"].get(model)))
+
+
 def _best(setting: Mapping[str, Any], model: str) -> list[str]:
-    """Methods with the lowest median on ``model`` (ties all win)."""
-    medians = {row["method"]: row["cells"][model]["median_ms"] for row in setting["rows"]
-               if _ok(row["cells"].get(model))}
-    if not medians:
+    """Winners on ``model``. Simulated, or measured without paired rounds: the lowest median (ties all win).
+    Measured with paired rounds: the fastest median among the methods faster than the reference in every paired
+    round, plus those it is not faster than in every round (not distinguishable); nobody when no method beats the
+    reference that way (no difference)."""
+    cells = {row["method"]: row["cells"][model] for row in setting["rows"] if _ok(row["cells"].get(model))}
+    if not cells:
         return []
-    low = min(medians.values())
-    return [m for m, v in medians.items() if v <= low * (1 + 1e-9)]
+    if _paired(setting, model):
+        reference = cells.get(setting["reference"])
+        beating = [m for m, c in cells.items() if m != setting["reference"] and _faster(c, reference)]
+        if not beating:
+            return []
+        best = min(beating, key=lambda m: cells[m]["median_ms"])
+        return [best] + [m for m in beating if m != best and not _faster(cells[best], cells[m])]
+    low = min(c["median_ms"] for c in cells.values())
+    return [m for m, c in cells.items() if c["median_ms"] <= low * (1 + 1e-9)]
 
 
 def _latency_cell(cell: Mapping[str, Any] | None, simulated: bool) -> str:
@@ -223,18 +266,35 @@ def _correctness_cell(cell: Mapping[str, Any] | None) -> str:
     return f"{cell['max_abs_diff']:.2e} / {cosine}"
 
 
+def _no_difference_line(setting: Mapping[str, Any], model: str) -> str:
+    rows = {row["method"]: row for row in setting["rows"] if _ok(row["cells"].get(model))}
+    if not rows:
+        return f"- **{_esc(model)}**: no method produced a latency."
+    fastest = min(rows, key=lambda m: rows[m]["cells"][model]["median_ms"])
+    cell, ref = rows[fastest]["cells"][model], rows.get(setting["reference"], {}).get("cells", {}).get(model)
+    ratios = _paired_ratios(cell, ref)
+    spread = "" if not ratios else f", paired ratio {min(ratios):.3f}–{max(ratios):.3f}"
+    return (f"- **{_esc(model)}**: no difference: no method was faster than {_esc(setting['reference'])} in every "
+            f"one of the {len(cell.get('round_ms') or [])} paired rounds (lowest median: {_esc(fastest)} at "
+            f"{_ms(cell['median_ms'])} ms, {_pct(cell['speedup'] or 0.0)}{spread}: within the noise).")
+
+
 def _winner_line(setting: Mapping[str, Any], model: str) -> str:
     best = _best(setting, model)
     if not best:
-        return f"- **{_esc(model)}**: no method produced a latency."
+        return _no_difference_line(setting, model)
     rows = {row["method"]: row for row in setting["rows"]}
     cell = rows[best[0]]["cells"][model]
     line = f"- **{_esc(model)}**: {', '.join(_esc(b) for b in best)} at {_ms(cell['median_ms'])} ms"
     if cell.get("speedup") is not None:
         line += f", {_pct(cell['speedup'])} vs {_esc(setting['reference'])}"
     ref = rows.get(setting["reference"], {}).get("cells", {}).get(model)
-    if not setting["simulated"] and _ok(ref) and ref.get("q1_ms") is not None and cell["median_ms"] >= ref["q1_ms"]:
-        line += f" (inside {_esc(setting['reference'])}'s inter-quartile range: not distinguishable from it)"
+    ratios = _paired_ratios(cell, ref)
+    if _paired(setting, model) and ratios:
+        line += (f", faster in all {len(ratios)} paired rounds (paired ratio {min(ratios):.3f}–{max(ratios):.3f})"
+                 + (f"; not distinguishable from {', '.join(_esc(b) for b in best[1:])}" if len(best) > 1 else ""))
+    elif not setting["simulated"]:
+        line += " (no paired rounds recorded: lowest median only, not tested against the noise)"
     gaps = [f"{_esc(m)} {_pct(r['cells'][model]['vs_optimum'])}" for m, r in rows.items()
             if r["kind"] != "optimum" and _ok(r["cells"].get(model)) and r["cells"][model].get("vs_optimum") is not None]
     if gaps:
@@ -247,9 +307,13 @@ def _setting_section(setting: Mapping[str, Any], meta: Mapping[str, Any], figure
     title = setting["title"] + ("" if not simulated or "simulat" in setting["title"].lower() else " (simulated)")
     best = {m: set(_best(setting, m)) for m in setting["models"]}
     spread = "" if simulated else f" [Q1–Q3] over {meta['runs']} timed runs"
+    bold = ("best per model in bold" if simulated else
+            f"in bold the winner per model: faster than {_esc(setting['reference'])} in every paired round (each "
+            f"round times every placement back to back; with no real difference that happens with probability "
+            f"0.5^rounds, 3.1 % for 5 rounds); no bold cell means no difference beyond the noise")
     lines = [f"## {_esc(title)}", "",
              f"Latency: median{spread}, speed-up over {_esc(setting['reference'])} in parentheses; "
-             f"best per model in bold.{' All numbers are simulated (cost model), not measured.' if simulated else ''}",
+             f"{bold}.{' All numbers are simulated (cost model), not measured.' if simulated else ''}",
              ""]
     rows = []
     for row in setting["rows"]:
@@ -400,4 +464,4 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path) -> dict[str, P
     return written
 
 
-__all__ = ["KINDS", "markdown_report", "validate_results", "write_report"]
+__all__ = ["KINDS", "MIN_PAIRED_ROUNDS", "markdown_report", "validate_results", "write_report"]

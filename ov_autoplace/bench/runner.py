@@ -143,7 +143,9 @@ def _compare(out: list[np.ndarray], ref: list[np.ndarray]) -> tuple[float, float
 
 
 def _time_interleaved(compiled: list[ov.CompiledModel], inputs: list, runs: int, rounds: int, seed: int
-                      ) -> list[np.ndarray]:
+                      ) -> list[list[np.ndarray]]:
+    """Per compiled model, its samples of each round (every round times every model, in a fresh shuffled order):
+    round k of two models is a pair taken under the same machine state (``report`` compares them per round)."""
     per_round = -(-runs // rounds)
     pooled: list[list[np.ndarray]] = [[] for _ in compiled]
     rng = np.random.default_rng(seed)
@@ -151,7 +153,7 @@ def _time_interleaved(compiled: list[ov.CompiledModel], inputs: list, runs: int,
         for k in rng.permutation(len(compiled)):
             measure_latency(compiled[k], inputs, warmup=2, iterations=1)  # re-warm after the others ran
             pooled[k].append(measure_latency(compiled[k], inputs, warmup=0, iterations=per_round).samples_ms)
-    return [np.concatenate(p) for p in pooled]
+    return pooled
 
 
 def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model], tick: Callable[[str], None]
@@ -213,9 +215,11 @@ def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model],
                 if isinstance(c, Exception):
                     cell["error"] = f"compile failed: {type(c).__name__}: {str(c)[:200]}"
                     continue
-                s = samples[ok.index(k)]
+                per_round = samples[ok.index(k)]
+                s = np.concatenate(per_round)
                 q1, med, q3 = np.percentile(s, [25, 50, 75])
-                cell.update(median_ms=float(med), q1_ms=float(q1), q3_ms=float(q3), runs=int(len(s)))
+                cell.update(median_ms=float(med), q1_ms=float(q1), q3_ms=float(q3), runs=int(len(s)),
+                            round_ms=[float(np.median(r)) for r in per_round])
                 cell["max_abs_diff"], cell["cosine"] = _compare(list(c(inputs).values()), reference)
                 if outcomes[name].openvino_compile is None:
                     cell["compiles"] += 1  # the final compile of the chosen placement
