@@ -102,7 +102,8 @@ def bench(model_name: str, time_limit: float) -> None:
         for bound in (None, 8):
             r = milp_placement(cost, graph, time_limit=time_limit, max_submodels=bound)
             gap = "" if r.mip_gap is None else f" gap {r.mip_gap:.2%}"
-            print(row(f"MILP max_submodels={bound}", r.wall_s, r.objective_ms, r.predicted_ms, r.status + gap)
+            proof = ", proven" if r.proven else ", NOT proven (time limit, or objective != simulator by > 0.5 %)"
+            print(row(f"MILP max_submodels={bound}", r.wall_s, r.objective_ms, r.predicted_ms, r.status + gap + proof)
                   + f"  {r.num_submodels} submodels")
         context = PlacementContext(graph=graph, devices=cost.devices,
                                    support=np.ones((graph.num_nodes, 2), dtype=bool))

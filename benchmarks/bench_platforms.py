@@ -297,7 +297,9 @@ def write_markdown(path: str, data: dict) -> None:
           "the environment (the refined greedy start and the refined best are one sample each, <= 50 in "
           "all); the placements the local search priced on the cost model are not counted (their numbers "
           "are in the JSON notes). Placeto and the RNN placer (with `--baselines`) search with the same "
-          "budget of evaluated placements and no local search.", "",
+          "budget of evaluated placements and no local search. Because every method here is scored by the model it "
+          "optimised, the section \"Truth\" at the end scores the same placements under models no method "
+          "optimised (perturbed draws and leave-platform-out) - read it before the ratios below.", "",
           "## Fidelity", ""]
     md += [f"* {k}: {v['points']} points, median |error| {100 * v['median_abs_error']:.1f} %, max "
            f"{100 * v['max_abs_error']:.1f} %" for k, v in fidelity.items()]
