@@ -81,7 +81,8 @@ class HSDAGStrategy(PlacementStrategy):
 
     def cache_token(self) -> str:
         """The policy's weights digest, the feature switches and where the costs come from."""
-        costs = f"costmodel:{self.cost.source}" if hasattr(self.cost, "compute_ms") else repr(self.cost)
+        costs = (f"costmodel:{self.cost.source}{', loaded' if self.cost.loaded else ''}"
+                 if hasattr(self.cost, "compute_ms") else repr(self.cost))  # a loaded profile places differently
         refine = f", local_search={sorted(self.refine_options.items())}" if self.refine else ""
         return f"hsdag(weights={self.policy.digest[:16]}, features={self.feature_config}, costs={costs}{refine})"
 
