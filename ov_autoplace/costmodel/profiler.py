@@ -54,6 +54,18 @@ Unfused cost (``unfused_ms``)
 
 Links and submodels: see :mod:`ov_autoplace.costmodel.link_calibration`.
 
+Noise (:mod:`ov_autoplace.costmodel.noise`): every profiled run's per-op
+times are kept (recovered from the running averages on the CPU plugin), so
+each op has a spread (``compute_spread_ms``: IQR over the runs, scaled like
+its time) and each device an end-to-end spread (``e2e_spread_ms``: IQR of the
+companion's samples). A device window during which other processes kept more
+than half a core of ours busy, or whose end-to-end IQR exceeds a quarter of
+its median, is measured once more; still loaded, the profile is marked
+``loaded`` with a WARNING, and a stored loaded profile is measured again
+rather than reused. ``DeviceReport`` records the spread, the other processes'
+cores, and whether the window was loaded or re-measured. A profile stored
+before spreads existed loads with an assumed spread (``noise.assumed_spread``).
+
 Memory: ``node_memory_bytes[i]`` is the bytes of the Constants feeding node
 ``i`` (a Constant shared by several consumers counts for each - the legalizer
 duplicates it per device). ``device_memory_bytes`` is ``inf`` for devices that

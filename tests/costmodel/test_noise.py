@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import subprocess
@@ -114,3 +115,24 @@ def test_a_stored_profile_without_spreads_gets_the_assumed_one(testbed, tmp_path
     np.testing.assert_allclose(cost.e2e_spread_ms,
                                [noise.UNKNOWN_RELATIVE_SPREAD * r.e2e_ms for r in profile.reports])
     assert not cost.loaded and "spread unknown, assumed 5%" in cost.source
+
+
+def test_two_identical_devices_measured_separately_keep_one_device(f32_testbed):
+    """Both testbed devices in f32: the full profiler measures each (no twin shortcut), so their per-op times
+    differ only by noise; under the noise rule the local search keeps HETERO's first device."""
+    from ov_autoplace.costmodel.local_search import LocalSearchRefiner
+    from ov_autoplace.costmodel.profiler import measure_model_profile
+    from ov_autoplace.costmodel.quick_profile import stored_or_prior_links
+    from ov_autoplace.legalize import query_support
+
+    model = prepare_model(sg.attention_like(seq=64, hidden=64))
+    graph = extract_graph(model)
+    links = stored_or_prior_links(f32_testbed.core, f32_testbed.devices, None)
+    cost = measure_model_profile(model, f32_testbed.core, f32_testbed.devices, iterations=8, links=links).cost_model
+    assert not np.array_equal(cost.compute_ms[:, 0], cost.compute_ms[:, 1]), "measured twice: the noise differs"
+    support = query_support(f32_testbed.core, model, graph, f32_testbed.devices)
+    compute = graph.role == NodeRole.COMPUTE
+    # as measured (loaded or not: the machine is shared), and by the spreads alone
+    for costs in (cost, dataclasses.replace(cost, loaded=False)):
+        result = LocalSearchRefiner(costs, graph, support).refine(np.zeros(graph.num_nodes, np.int64))
+        assert (result.proposal[compute] == 0).all(), result.note(costs.label)
