@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .cache_root import UntrustedDirectoryError, refusal_message, warn_once
-from .file_loading import DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded, write_private_atomic
+from .file_loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded,
+                           remove_refused, write_private_atomic)
 from .property_values import decode_property, encode_property
 from .worker_files import (MAX_FAILURES, acquire_lock, holder_died, lock_pid, pid_alive, private_worker_dir,
                            read_failure, record_failure, release_lock, report_failure, worker_digest, worker_files)
@@ -162,7 +163,10 @@ def _encoded_config(props: Mapping[str, Any]) -> dict[str, Any]:
 def _open_log(path: Path) -> int:
     """The worker log, appended, 0600; never through a symlink, never a FIFO (O_NONBLOCK: ENXIO, not a hang)."""
     try:
-        if os.lstat(path).st_size > LOG_MAX_BYTES:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a link where the log belongs: out of the way (not followed)
+            logger.warning("worker log %s is not a regular file; %s", path, remove_refused(path))
+        elif st.st_size > LOG_MAX_BYTES:
             os.unlink(path)
     except OSError:
         pass
@@ -179,6 +183,9 @@ def _write_and_start(model: Any, spec: dict, root: Path, digest: str) -> None:
 
     files = worker_files(root, digest)
     try:
+        for name in ("model", "weights"):  # save_model writes through a symlink: remove whatever is there first
+            if os.path.lexists(files[name]):
+                remove_refused(files[name])
         ov.save_model(model, str(files["model"]), compress_to_fp16=False)
         for name in ("model", "weights"):
             os.chmod(files[name], 0o600)  # save_model follows the umask

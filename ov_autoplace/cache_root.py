@@ -201,6 +201,7 @@ def blob_cache_props(core: Any, props: Mapping[str, Any], root: Path, cache_blob
         logger.warning("cannot create the blob cache %s (%s); compiling without CACHE_DIR", Path(root) / "openvino",
                        exc)
         return out
+    _sweep_blob_dir(blob_dir)
     free = shutil.disk_usage(blob_dir).free
     if free < BLOB_MIN_FREE_BYTES:
         logger.warning("cache_blobs=True but the disk holding the blob cache %s has %.1f MiB free (less than %d MiB); "
@@ -209,6 +210,25 @@ def blob_cache_props(core: Any, props: Mapping[str, Any], root: Path, cache_blob
         return out
     out["CACHE_DIR"] = str(blob_dir)
     return out
+
+
+def _sweep_blob_dir(blob_dir: Path) -> None:
+    """Remove what is not a regular file or a folder from our blob folder: OpenVINO reads a blob with a blocking
+    open, so a FIFO named like a blob hangs its compile forever (measured: killed by ``timeout 30``), and a
+    symlink to ``/dev/zero`` would be read without end. A few ``lstat`` calls per compile with cache_blobs=True."""
+    try:
+        entries = list(os.scandir(blob_dir))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            target = f" to {os.readlink(entry.path)!r}" if stat.S_ISLNK(mode) else ""
+            logger.warning("the blob cache holds %s, which is %s%s, not a blob OpenVINO can read; %s", entry.path,
+                           file_kind(mode), target, remove_refused(entry.path))
 
 
 @dataclasses.dataclass

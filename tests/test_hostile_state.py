@@ -285,3 +285,57 @@ def test_cache_blobs_on_a_full_disk_is_a_warning(testbed, full_disk, caplog):
     with caplog.at_level(logging.WARNING):
         compile_checked(testbed, full_disk, cache_blobs=True)
     assert "cache_blobs=True but the disk" in caplog.text and "MiB free" in caplog.text
+
+
+@pytest.mark.parametrize("hostile", ["fifo", "dev_zero"])
+def test_a_hostile_blob_in_our_blob_cache_is_removed_before_openvino_reads_it(testbed, tmp_path, caplog, hostile):
+    """OpenVINO's own blob read blocks on a FIFO (measured: a plain core.compile_model with CACHE_DIR hung until
+    killed); with cache_blobs=True the folder is ours, so it is swept first."""
+    root = tmp_path / "root"
+    compile_checked(testbed, root, cache_blobs=True)
+    (blob,) = (root / "openvino").glob("*.blob")
+    blob.unlink()
+    os.mkfifo(blob) if hostile == "fifo" else blob.symlink_to("/dev/zero")
+    with caplog.at_level(logging.WARNING):
+        compile_checked(testbed, root, cache_blobs=True)
+    assert "not a blob OpenVINO can read" in caplog.text
+    assert all(stat.S_ISREG(os.lstat(p).st_mode) for p in (root / "openvino").iterdir())
+
+
+@pytest.mark.slow
+def test_hostile_files_in_a_worker_folder_are_never_followed(testbed, tmp_path, outside, caplog):
+    """A FIFO as the log, links as the model copy, the lock and the failure record: the worker starts, measures,
+    and nothing outside the root is read or written."""
+    import time
+    from types import SimpleNamespace
+
+    from ov_autoplace import background
+    from ov_autoplace.graph import extract_graph
+    from ov_autoplace.prepare import prepare_model
+
+    root = tmp_path / "root"
+    model = sg.residual(blocks=2)
+    graph = extract_graph(prepare_model(model))
+    key = PlacementCache(root).key(testbed.core, graph, testbed.devices, strategy="test")
+    digest = background.worker_digest(key)
+    files = background.worker_files(root, digest)
+    background.private_worker_dir(root, digest)
+    os.mkfifo(files["log"])
+    files["model"].symlink_to(outside / "precious.txt")
+    files["weights"].symlink_to(outside / "placement-x.json")
+    files["lock"].symlink_to(outside / "precious.txt")
+    files["failed"].symlink_to("/dev/zero")
+    before = snapshot(outside)
+    req = SimpleNamespace(core=testbed.core, devices=testbed.devices, placement_model=model, props={}, pins=[],
+                          max_submodels=8, seed=0, spec=SimpleNamespace(text=testbed.hetero))
+    with caplog.at_level(logging.WARNING):
+        assert bounded(lambda: background.spawn_worker(req, root, key, graph))
+        for thread in threading.enumerate():
+            if thread.name == "ov_autoplace-bg":
+                thread.join(60)
+    deadline = time.time() + 240
+    while os.path.lexists(files["lock"]) and time.time() < deadline:
+        time.sleep(0.5)
+    assert snapshot(outside) == before, "nothing outside the root was written through a link"
+    assert "stored the" in files["log"].read_text(), files["log"].read_text()[-2000:]
+    assert all(stat.S_ISREG(os.lstat(p).st_mode) for p in files["log"].parent.iterdir())
