@@ -8,8 +8,9 @@ rounds, so a drift in the background load hits both). Per profile it prints each
 end-to-end median and IQR, the other processes' busy cores it saw (``noise.LoadProbe``), whether the
 window was measured again and whether the profile is marked loaded; then the placement the local
 search makes from HETERO's own placement (every node on CPU) under that profile - nodes per device, the
-predicted gain and the spread of the move - and, for contrast, the split the same search makes when
-the spreads are dropped (the rule off: every predicted gain counts). "Quiet" is the machine as found:
+predicted gain and the spread of the move -, the same with the loaded flag ignored (the spreads alone
+decide) and, for contrast, with the spreads dropped too (the rule off: every predicted gain counts; its
+spread column is what the measured spreads say of that move). "Quiet" is the machine as found:
 other users' processes count as load, and the load average is printed with every round.
 """
 
@@ -76,10 +77,12 @@ def _profile_row(label: str, model, graph, support, testbed) -> None:
               f"per-op IQR sum {100 * share:5.1f} % | other cores {report.other_cores:4.2f} "
               f"remeasured {str(report.remeasured):5s} loaded {report.loaded}")
     nodes, numbers = _split(cost, graph, support)
-    print(f"  {label:5s} rule on (loaded={str(cost.loaded):5s}):    {nodes:18s} {numbers}")
+    print(f"  {label:5s} {f'rule on (loaded={cost.loaded})':29s} {nodes:18s} {numbers}")
+    nodes, numbers = _split(dataclasses.replace(cost, loaded=False), graph, support)
+    print(f"  {label:5s} {'spreads only (flag ignored)':29s} {nodes:18s} {numbers}")
     free = dataclasses.replace(cost, compute_spread_ms=None, e2e_spread_ms=None, loaded=False)
     nodes, numbers = _split(free, graph, support, measured=cost)
-    print(f"  {label:5s} rule off (spreads dropped): {nodes:18s} {numbers}")
+    print(f"  {label:5s} {'rule off (spreads dropped)':29s} {nodes:18s} {numbers}")
 
 
 def main(argv: list[str] | None = None) -> int:
