@@ -22,7 +22,8 @@ from typing import Any, Mapping, Sequence, Union
 import numpy as np
 import openvino as ov
 
-from .devices import DeviceSpec, check_devices_present, check_properties, parse_device_string
+from .device_requests import check_property_values, compile_plain, resolve_device_request
+from .devices import DeviceSpec, check_properties, normalized_exclusions
 from .errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
                      PolicyFormatError, UnsupportedOpError)
 from .cache import PlacementCache
@@ -105,14 +106,20 @@ def pretrained_policy_path() -> Path:
     return path
 
 
-def load_model(model: ModelLike, core: ov.Core) -> ov.Model:
-    """Accept an ``ov.Model`` or a path OpenVINO can read (IR, ONNX, ...)."""
+def load_model(model: ModelLike, core: ov.Core, weights: Any = None) -> ov.Model:
+    """Accept an ``ov.Model``, a path OpenVINO can read (IR, ONNX, ..., a TensorFlow SavedModel directory), or
+    with ``weights`` (as ``core.compile_model(xml, weights=...)``) the IR's XML text and its weights in memory."""
+    if weights is not None:
+        return _model_from_memory(model, weights, core)
     if isinstance(model, ov.Model):
         return model
     if not isinstance(model, (str, os.PathLike)):
         raise ModelLoadError(f"model must be an openvino.Model or a path to a model file, got {type(model).__name__}")
     path = Path(model)
-    if not path.is_file():
+    if path.is_dir() and not (path / "saved_model.pb").is_file():
+        raise ModelLoadError(f"model path {str(path)!r} is a directory, not a model file; expected an IR .xml, "
+                             ".onnx, ... file (or a TensorFlow SavedModel directory, which holds saved_model.pb)")
+    if not path.exists():
         raise ModelNotFoundError(f"model file {str(path)!r} does not exist (expected an IR .xml, .onnx, ... file)")
     try:
         return core.read_model(str(path))
@@ -121,14 +128,27 @@ def load_model(model: ModelLike, core: ov.Core) -> ov.Model:
         raise ModelLoadError(f"OpenVINO cannot read model file {str(path)!r}: {first_line}") from exc
 
 
-def _validated(model: ModelLike, device_name: str, config: Any, core: ov.Core | None):
+def _model_from_memory(xml: Any, weights: Any, core: ov.Core) -> ov.Model:
+    """``core.compile_model(xml, weights=...)``'s model: the IR's XML text (str or bytes) and its weights."""
+    if not isinstance(xml, (str, bytes, bytearray)) or (isinstance(xml, str) and not xml.lstrip().startswith("<")):
+        raise ModelLoadError(f"with weights=, model must be the IR's XML text (str or bytes), as for "
+                             f"core.compile_model(xml, weights=...), got {type(xml).__name__} {str(xml)[:60]!r}")
+    try:
+        if isinstance(weights, ov.Tensor):
+            return core.read_model(xml if isinstance(xml, str) else bytes(xml).decode(), weights)
+        return core.read_model(xml.encode() if isinstance(xml, str) else bytes(xml), bytes(weights))
+    except Exception as exc:  # noqa: BLE001 - OpenVINO's parse errors are RuntimeErrors with long traces
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"OpenVINO cannot read the in-memory IR (XML text + weights): {first_line}") from exc
+
+
+def _validated(model: ModelLike, device_name: str | None, config: Any, core: ov.Core | None):
+    """Core, DeviceSpec with OpenVINO's meaning (device_requests.py), checked props, model; nothing compiled."""
     core = core if core is not None else default_core()
     if not isinstance(core, ov.Core):
         raise TypeError(f"core must be an openvino.Core, got {type(core).__name__}")
-    spec = parse_device_string(device_name)
-    props = check_properties(config)
-    if spec.meta is None or spec.meta == "HETERO":
-        check_devices_present(core, spec.devices)
+    spec, props = resolve_device_request(core, device_name, check_properties(config))
+    check_property_values(core, spec, props)
     return core, spec, props, load_model(model, core)
 
 
@@ -315,9 +335,10 @@ def _pinned_fallback(req: _Request, exc: Exception) -> ov.CompiledModel:
 
 def compile_model(
     model: ModelLike,
-    device_name: str = "HETERO:GPU,CPU",
+    device_name: str | None = None,
     config: Mapping[str, Any] | None = None,
     *,
+    weights: Any = None,
     core: ov.Core | None = None,
     strategy: StrategyName | str | PlacementStrategy | None = None,
     pins: Mapping[str, str] | Sequence[Pin] | None = None,
@@ -333,8 +354,14 @@ def compile_model(
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
-    With one device, or an AUTO/MULTI/BATCH string, it is exactly
-    ``core.compile_model``. With ``HETERO:<devices>`` the chosen strategy
+    Every device string and config ``core.compile_model`` takes keeps OpenVINO's
+    meaning (docs/call-forms.md, ``device_requests.py``). With no device (OpenVINO's
+    default, AUTO) it places over the devices AUTO chooses among, and on a
+    machine with one of them it is exactly ``core.compile_model(model, "CPU",
+    config)``. With one device, or an AUTO/MULTI/BATCH string, it is exactly
+    ``core.compile_model``; ``weights=`` reads an IR from memory as OpenVINO
+    does. Errors OpenVINO raises as RuntimeError are typed errors that are
+    RuntimeErrors too. With ``HETERO:<devices>`` the chosen strategy
     assigns every node a device (see :func:`place`) and the model is compiled
     with those affinities. By default (``strategy`` unset) nothing is measured
     during the call (``first_start.py``, ``placement_sources.py``): the
@@ -370,17 +397,23 @@ def compile_model(
     """
     profiling = check_profiling(profile)
     default = strategy is None and search_budget is None
+    if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
+        model = load_model(model, core if core is not None else default_core(), weights)
+    exclude_devices = normalized_exclusions(exclude_devices)  # "CPUF" is one device, not 'C', 'P', 'U', 'F'
     try:
         # the default path chooses its own source (first_start.py); PRIORITY is only a cheap placeholder here
         req = _request(model, device_name, config, core, strategy if not default else StrategyName.PRIORITY, pins,
                        exclude_devices, max_submodels, seed, search_budget, shapes)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
-        core, _, props, ov_model = _validated(model, device_name, config, core)
+        core, spec, props, ov_model = _validated(model, device_name, config, core)
         logger.warning("the placement policy cannot be loaded (%s); falling back to plain compile_model on %s "
-                       "(reinstall ov_autoplace to restore placement)", exc, device_name)
-        return core.compile_model(ov_model, device_name, props)
-    if not req.spec.is_placement:
-        return req.core.compile_model(req.model, device_name, req.props)
+                       "(reinstall ov_autoplace to restore placement)", exc, spec.text)
+        return core.compile_model(ov_model, spec.without(exclude_devices), props)
+    # From here on device_name is OpenVINO's meaning of the call ("AUTO" when none was given,
+    # "HETERO:CPU,GPU" for "HETERO" + MULTI_DEVICE_PRIORITIES): what a fallback compiles (device_requests.py).
+    device_name = req.spec.text
+    if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile
+        return compile_plain(req.core, req.model, req.spec, req.spec.without(req.exclude_devices), req.props)
     if not default and profiling is not Profiling.STORED:
         raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "
                              "search_budget unset to use it")

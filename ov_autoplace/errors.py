@@ -3,7 +3,12 @@
 Every message names what was wrong (the node, device or property), what was
 expected, what was got, and how to fix it. Each class also derives from the
 built-in exception a caller would naturally catch (ValueError, ImportError,
-FileNotFoundError) so existing ``except`` clauses keep working.
+FileNotFoundError) so existing ``except`` clauses keep working. Where plain
+OpenVINO raises ``RuntimeError`` for the same condition (a missing or unknown
+device, a malformed device string, a property value a plugin rejects, a model
+file it cannot open or read), the class is a ``RuntimeError`` too: an app's
+``try: core.compile_model(...) except RuntimeError:`` fallback keeps catching
+it after the import is swapped (docs/call-forms.md).
 """
 
 from __future__ import annotations
@@ -13,20 +18,20 @@ class OVAutoplaceError(Exception):
     """Base class of every error ov_autoplace raises on purpose."""
 
 
-class DeviceError(OVAutoplaceError, ValueError):
-    """A device string is malformed, or names a device that is not present."""
+class DeviceError(OVAutoplaceError, ValueError, RuntimeError):
+    """A device string is malformed, or names a device that is not present (OpenVINO: RuntimeError)."""
 
 
-class PropertyError(OVAutoplaceError, ValueError):
-    """A property (config) dict is malformed or holds a value OpenVINO rejects."""
+class PropertyError(OVAutoplaceError, ValueError, RuntimeError):
+    """A property (config) dict is malformed or holds a value OpenVINO rejects (OpenVINO: RuntimeError)."""
 
 
-class ModelLoadError(OVAutoplaceError, ValueError):
-    """A model argument is of the wrong type, or its file cannot be parsed."""
+class ModelLoadError(OVAutoplaceError, ValueError, RuntimeError):
+    """A model argument is of the wrong type, or its file cannot be parsed (OpenVINO: RuntimeError)."""
 
 
-class ModelNotFoundError(OVAutoplaceError, FileNotFoundError):
-    """A model path does not exist."""
+class ModelNotFoundError(OVAutoplaceError, FileNotFoundError, RuntimeError):
+    """A model path does not exist (OpenVINO: RuntimeError "Could not open the file")."""
 
 
 class PlacementError(OVAutoplaceError):

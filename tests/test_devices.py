@@ -1,11 +1,15 @@
 import openvino as ov
 import pytest
 
+import openvino.properties as props
+import openvino.properties.hint as hints
+
 from ov_autoplace import DeviceError, PropertyError
 from ov_autoplace.devices import (
     check_devices_present,
     check_properties,
     devices_present,
+    normalized_exclusions,
     parse_device_string,
     plugin_library,
     register_virtual_device,
@@ -13,19 +17,26 @@ from ov_autoplace.devices import (
 
 
 @pytest.mark.parametrize(
-    "text, meta, devices",
+    "text, meta, devices, excluded",
     [
-        ("CPU", None, ("CPU",)),
-        ("GPU.1", None, ("GPU.1",)),
-        ("HETERO:GPU,CPU", "HETERO", ("GPU", "CPU")),
-        ("HETERO: GPU , CPU ", "HETERO", ("GPU", "CPU")),
-        ("AUTO:GPU,CPU", "AUTO", ("GPU", "CPU")),
-        ("HETERO:CPU", "HETERO", ("CPU",)),
+        ("CPU", None, ("CPU",), ()),
+        ("GPU.1", None, ("GPU.1",), ()),
+        ("HETERO:GPU,CPU", "HETERO", ("GPU", "CPU"), ()),
+        ("HETERO: GPU , CPU ", "HETERO", ("GPU", "CPU"), ()),
+        ("AUTO:GPU,CPU", "AUTO", ("GPU", "CPU"), ()),
+        ("HETERO:CPU", "HETERO", ("CPU",), ()),
+        ("AUTO", "AUTO", (), ()),  # AUTO's own candidates: resolved against a core (device_requests)
+        ("HETERO", "HETERO", (), ()),  # devices from MULTI_DEVICE_PRIORITIES
+        ("AUTO:-CPUF", "AUTO", (), ("CPUF",)),
+        ("AUTO:GPU,-NPU", "AUTO", ("GPU",), ("NPU",)),
+        ("MULTI:CPU(2),CPUF(3)", "MULTI", ("CPU", "CPUF"), ()),
+        ("BATCH:CPU(4)", "BATCH", ("CPU",), ()),
+        ("BATCH:AUTO", "BATCH", ("AUTO",), ()),
     ],
 )
-def test_parse_valid(text, meta, devices):
+def test_parse_valid(text, meta, devices, excluded):
     spec = parse_device_string(text)
-    assert spec.meta == meta and spec.devices == devices
+    assert spec.meta == meta and spec.devices == devices and spec.excluded == excluded
     assert spec.is_placement == (meta == "HETERO" and len(devices) > 1)
 
 
@@ -33,11 +44,21 @@ def test_parse_valid(text, meta, devices):
     "text, fragment",
     [
         ("", "empty"),
-        ("HETERO", "needs a device list"),
+        ("  ", "omit it for OpenVINO's default"),
         ("HETERO:", "lists no devices"),
+        ("AUTO:", "write 'AUTO' alone"),
         ("HETERO:CPU,,GPU", "empty device name"),
         ("HETERO:CPU,CPU", "more than once"),
+        ("MULTI:CPU(2),CPU", "more than once"),
+        ("AUTO:-CPU,-CPU", "excludes CPU more than once"),
+        ("AUTO:CPU,-CPU", "both lists and excludes CPU"),
+        ("HETERO:-CPU,CPUF", "only AUTO takes exclusions"),
+        ("HETERO:CPU(2),CPUF", "HETERO takes no '(count)'"),
+        ("BATCH:CPU(0)", "positive integer"),
+        ("BATCH:CPU(x)", "positive integer"),
+        ("BATCH:CPU,CPUF", "exactly one device"),
         ("hetero:CPU", "upper case"),
+        ("auto", "upper case"),
         ("cpu", "did you mean 'CPU'"),
         ("FOO:CPU", "unknown meta device"),
         ("HETERO:CPU:GPU", "more than one ':'"),
@@ -47,18 +68,26 @@ def test_parse_valid(text, meta, devices):
     ],
 )
 def test_parse_malformed(text, fragment):
-    with pytest.raises(DeviceError, match=None) as info:
+    with pytest.raises(DeviceError) as info:
         parse_device_string(text)
     assert fragment in str(info.value)
-    assert isinstance(info.value, ValueError)  # callers' `except ValueError` still works
+    # callers' `except ValueError` still works, and so does the `except RuntimeError` around core.compile_model
+    assert isinstance(info.value, ValueError) and isinstance(info.value, RuntimeError)
 
 
 def test_missing_device_names_available_ones():
     core = ov.Core()
-    with pytest.raises(DeviceError) as info:
+    with pytest.raises(RuntimeError) as info:  # OpenVINO's own error for a missing device is a RuntimeError
         check_devices_present(core, ["GPU", "CPU"])
     message = str(info.value)
+    assert isinstance(info.value, DeviceError)
     assert "GPU" in message and "CPU" in message and "this machine has" in message
+
+
+def test_an_index_the_plugin_does_not_report_is_missing():
+    """OpenVINO: 'CPU plugin supports only '' as device id' for "CPU.0"."""
+    with pytest.raises(DeviceError, match="CPU.0 not available"):
+        check_devices_present(ov.Core(), ["CPU.0"])
 
 
 def test_present_device_passes():
@@ -67,8 +96,30 @@ def test_present_device_passes():
 
 @pytest.mark.parametrize("config", [[("A", 1)], "PERFORMANCE_HINT=LATENCY", {1: "x"}, {"": 1}, {"NUM_STREAMS": None}])
 def test_malformed_properties(config):
-    with pytest.raises(PropertyError):
+    with pytest.raises(PropertyError) as info:
         check_properties(config)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_openvino_properties_keys_are_their_names():
+    """``{hints.performance_mode: ...}`` and ``dict([hints.performance_mode(...)])`` are configs OpenVINO takes."""
+    config = {hints.performance_mode: hints.PerformanceMode.LATENCY, **dict([props.enable_profiling(True)])}
+    assert list(check_properties(config)) == ["PERFORMANCE_HINT", "PERF_COUNT"]
+
+
+@pytest.mark.parametrize("value, expected", [
+    (None, None), ("CPUF", ("CPUF",)), ("GPU, NPU", ("GPU", "NPU")), (["CPUF"], ("CPUF",)), (("CPU", "CPUF"), ("CPU", "CPUF")),
+])
+def test_exclusions_as_given(value, expected):
+    assert normalized_exclusions(value) == expected
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ("CPU,,CPUF", "holds ''"), (["CPUF", 3], "holds 3"), (["CPUF", "CPUF"], "more than once"), (5, "got int"),
+])
+def test_malformed_exclusions(value, fragment):
+    with pytest.raises(DeviceError, match=fragment):
+        normalized_exclusions(value)
 
 
 def test_virtual_device_registers_and_is_idempotent():
