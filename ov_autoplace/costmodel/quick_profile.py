@@ -172,8 +172,8 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
     for d, device in enumerate(devices):
         if d in twin_of:  # same plugin, same reported properties: measuring it again would only measure noise
             t = twin_of[d]
-            compute[:, d], unfused[:, d], spread[:, d], e2e_spread[d] = compute[:, t], unfused[:, t], spread[:, t], \
-                e2e_spread[t]
+            compute[:, d], unfused[:, d] = compute[:, t], unfused[:, t]
+            spread[:, d], e2e_spread[d] = spread[:, t], e2e_spread[t]
             reports.append(dataclasses.replace(reports[t], device=device))
             logger.info("quick profile of %s: reports the same properties as %s; its costs are %s's", device,
                         devices[t], devices[t])
