@@ -21,6 +21,8 @@ MISTAKES = [
     (dict(pins={"stem": "CPU"}, exclude_devices=["CPU"]), oa.PinError, "which exclude_devices=['CPU'] excludes; "
                                                                        "pin to one of ['CPUF']"),
     (dict(exclude_devices=["GPU"]), oa.ExcludedDeviceError, "exclude_devices names ['GPU'], which are not in"),
+    # a str is one device name, not its letters ('G', 'P', 'U')
+    (dict(exclude_devices="GPU"), oa.ExcludedDeviceError, "exclude_devices names ['GPU'], which are not in"),
     (dict(shapes=[1, 3, 32, 32]), oa.ShapeError, "axis 2 is 32, but the input is [1,3,16,16]"),
 ]
 
