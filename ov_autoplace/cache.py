@@ -137,8 +137,9 @@ class PlacementCache:
             return None
 
     def entries(self) -> list[Path]:
+        """The entry files (a ``placements`` folder that is a symlink is not followed: no entries)."""
         folder = self._store.directory
-        return sorted(folder.glob("placement-*.json")) if folder.is_dir() else []
+        return sorted(folder.glob("placement-*.json")) if folder.is_dir() and not folder.is_symlink() else []
 
     def clear(self) -> int:
         """Delete every placement entry (not OpenVINO's blobs); returns how many were removed.

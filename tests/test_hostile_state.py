@@ -153,6 +153,7 @@ def test_layout_folders_symlinked_out_of_the_root_are_replaced_not_followed(test
     root.mkdir(mode=0o700)
     (root / "placements").symlink_to(outside)
     before = snapshot(outside)
+    assert PlacementCache(root).entries() == [], "cache list does not follow it either"
     with caplog.at_level(logging.WARNING):
         compile_checked(testbed, root)
     assert snapshot(outside) == before
@@ -339,3 +340,24 @@ def test_hostile_files_in_a_worker_folder_are_never_followed(testbed, tmp_path, 
     assert snapshot(outside) == before, "nothing outside the root was written through a link"
     assert "stored the" in files["log"].read_text(), files["log"].read_text()[-2000:]
     assert all(stat.S_ISREG(os.lstat(p).st_mode) for p in files["log"].parent.iterdir())
+
+
+def test_a_hostile_entry_never_costs_the_users_pins(testbed, tmp_path, caplog):
+    """The issue's case: an entry linked to /dev/zero made the placement path fail (MemoryError) and the fallback
+    dropped the pins. Now the entry is refused unread and the pinned placement is made and stored again."""
+    root = tmp_path / "root"
+    pins = {"type:Convolution": "CPUF"}
+    compile_checked(testbed, root, pins=pins)
+    entry = _entry(root)
+    entry.unlink()
+    entry.symlink_to("/dev/zero")
+    with caplog.at_level(logging.WARNING):
+        compile_checked(testbed, root, pins=pins)
+    assert "refused" in caplog.text and "placement path failed" not in caplog.text
+    from ov_autoplace.graph import extract_graph
+    from ov_autoplace.prepare import prepare_model
+
+    graph = extract_graph(prepare_model(sg.residual()))
+    devices = json.loads(_entry(root).read_text())["payload"]["device_by_index"]
+    convolutions = [i for i, op in enumerate(graph.op_types) if op == "Convolution"]
+    assert convolutions and all(devices[i] == "CPUF" for i in convolutions), devices
