@@ -109,7 +109,8 @@ def _default_request(core: ov.Core, props: dict[str, Any]) -> DeviceSpec:
         raise DeviceError(f"no device given and AUTO (OpenVINO's default) has no device to choose: this machine has "
                           f"{', '.join(present) or 'none'} (AUTO uses NPU only when named); name one, e.g. "
                           f"{present[0] if present else 'CPU'!r}")
-    auto_keys = sorted(k for k in props if k in _auto_only_properties(core, candidates))
+    auto_only = _auto_only_properties(core, candidates) if props else set()
+    auto_keys = sorted(k for k in props if k in auto_only)
     if "CUMULATIVE_THROUGHPUT" in _text(props.get("PERFORMANCE_HINT", "")).upper():
         auto_keys.append("PERFORMANCE_HINT=CUMULATIVE_THROUGHPUT")
     if auto_keys:
@@ -258,6 +259,8 @@ def check_property_values(core: ov.Core, spec: DeviceSpec, props: dict[str, Any]
     key = (id(core), spec.hetero_string, repr(sorted(props.items(), key=str)))
     if key not in _READ_CONFIGS:
         _probe(core, spec, props, spec.hetero_string)
+        if len(_READ_CONFIGS) > 256:  # a process that tries many configs re-reads them rather than growing
+            _READ_CONFIGS.clear()
         _READ_CONFIGS.add(key)
 
 
@@ -293,4 +296,5 @@ def _probe(core: ov.Core, spec: DeviceSpec, props: dict[str, Any], target: str) 
                             "OpenVINO accepts (e.g. 'PERFORMANCE_HINT': 'LATENCY'), or leave it out") from None
 
 
-__all__ = ["auto_candidates", "check_property_values", "compile_plain", "openvino_auto_excludes", "resolve_device_request"]
+__all__ = ["auto_candidates", "check_property_values", "compile_plain", "openvino_auto_excludes",
+           "resolve_device_request"]

@@ -99,7 +99,7 @@ def _parse_entries(meta: str, rest: str, text: str) -> tuple[tuple[str, ...], tu
     """The devices and the exclusions of ``META:rest``, checked the way the meta device reads them."""
     entries = [e.strip() for e in rest.split(",")]
     if entries == [""]:
-        alone = {"AUTO": f"; write 'AUTO' alone to let AUTO choose among all devices",
+        alone = {"AUTO": "; write 'AUTO' alone to let AUTO choose among all devices",
                  "HETERO": "; or write 'HETERO' with config {'MULTI_DEVICE_PRIORITIES': 'GPU,CPU'}"}.get(meta, "")
         raise DeviceError(f"{text!r} lists no devices after '{meta}:'; expected e.g. '{meta}:GPU,CPU'{alone}")
     devices: list[str] = []

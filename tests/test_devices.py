@@ -108,7 +108,8 @@ def test_openvino_properties_keys_are_their_names():
 
 
 @pytest.mark.parametrize("value, expected", [
-    (None, None), ("CPUF", ("CPUF",)), ("GPU, NPU", ("GPU", "NPU")), (["CPUF"], ("CPUF",)), (("CPU", "CPUF"), ("CPU", "CPUF")),
+    (None, None), ("CPUF", ("CPUF",)), ("GPU, NPU", ("GPU", "NPU")), (["CPUF"], ("CPUF",)),
+    (("CPU", "CPUF"), ("CPU", "CPUF")),
 ])
 def test_exclusions_as_given(value, expected):
     assert normalized_exclusions(value) == expected
