@@ -13,7 +13,9 @@ Private by default, like ssh with its keys: the root and every folder under it
 are created 0700 and files 0600, whatever the umask. A root (or a store
 directory the user named) owned by another user or writable by group/others is
 refused with one WARNING per process, and placement goes on without the cache:
-someone else could plant entries, FIFOs or worker specs there. Inside a
+someone else could plant entries, FIFOs or worker specs there (a root an older
+version created under umask 002 is refused too: ``chmod 700`` it, as the WARNING
+says). A folder of ours inside a private root is tightened to 0700. Inside a
 trusted root, a layout folder that is not a real directory (a symlink to
 anywhere, a file, a FIFO) is removed with a WARNING (the link, never its
 target) and created again, so the next start heals.
@@ -156,6 +158,9 @@ def private_subdir(root: str | os.PathLike, name: str, *, create: bool = True) -
         if not create:
             raise FileNotFoundError(path)
         _mkdir_private(path)
+        return path
+    if st.st_uid == os.geteuid() and st.st_mode & 0o077:  # ours, inside a private root: only we reach it
+        os.chmod(path, 0o700)  # tightened (a folder an older version made under the umask)
         return path
     problem = ownership_problem(st, path)
     if problem:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import openvino as ov
@@ -133,3 +134,14 @@ def test_unwritable_root_still_compiles(testbed, tmp_path, caplog):
                                     cache_blobs=True)
     assert isinstance(compiled, ov.CompiledModel)
     assert "blob cache" in caplog.text
+
+
+def test_folders_of_ours_inside_a_private_root_are_tightened(tmp_path):
+    """A 0775 folder an older version made under umask 002: only we can reach it through our 0700 root."""
+    from ov_autoplace.cache_root import private_subdir
+
+    os.chmod(tmp_path, 0o700)
+    (tmp_path / "placements").mkdir()
+    os.chmod(tmp_path / "placements", 0o775)
+    assert private_subdir(tmp_path, "placements") == tmp_path / "placements"
+    assert (tmp_path / "placements").stat().st_mode & 0o777 == 0o700

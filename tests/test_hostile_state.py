@@ -180,15 +180,26 @@ def test_a_root_that_is_not_private_is_refused_and_placement_goes_on(testbed, tm
     assert "falling back" not in caplog.text
 
 
+@pytest.mark.slow
 def test_umask_000_leaves_nothing_writable_by_others(testbed, tmp_path):
     """Everything created under the root (placements, index, profiles, the worker's folder) is 0700 / 0600."""
+    import time
+
     root = tmp_path / "root"
     old = os.umask(0)
     try:
         compile_checked(testbed, root, profile="now")
         compile_checked(testbed, root, cache_blobs=True)
+        compile_checked(testbed, root, sg.residual(blocks=2), profile="background")  # the worker inherits umask 0
+        for thread in threading.enumerate():
+            if thread.name == "ov_autoplace-bg":
+                thread.join(60)
+        deadline = time.time() + 240
+        while list(root.glob("workers/*/lock")) and time.time() < deadline:
+            time.sleep(0.5)
     finally:
         os.umask(old)
+    assert list(root.glob("workers/*/worker.log")), "the worker ran"
     modes = {str(p): stat.S_IMODE(os.lstat(p).st_mode) for p in [root, *root.rglob("*")]}
     ours = {p: m for p, m in modes.items() if "/openvino/" not in p}  # blobs: OpenVINO's files, in our 0700 folder
     assert all(m == (0o700 if os.path.isdir(p) else 0o600) for p, m in ours.items()), ours
