@@ -102,7 +102,7 @@ def cmd_profile(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from .cache_root import cache_root, clear_cache
+    from .cache_root import UntrustedDirectoryError, cache_root, clear_cache, private_root
 
     if args.action == "list":
         from .background import model_state
@@ -111,6 +111,12 @@ def cmd_cache(args) -> int:
         root = cache_root(args.cache_dir)
         entries = PlacementCache(root).entries()
         print(f"{len(entries)} placement(s) in {root / 'placements'}")
+        try:
+            private_root(root, create=False)
+        except UntrustedDirectoryError as exc:
+            print(f"  note: compile_model refuses this cache root ({exc}); fix: `chmod 700 {root}` if it is yours")
+        except OSError:
+            pass
         for path in entries:
             try:  # bounded and typed: a FIFO or a link to /dev/zero is named, never read
                 data = read_json_bounded(path, PLACEMENT_ENTRY_MAX_BYTES)

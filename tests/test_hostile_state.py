@@ -163,7 +163,7 @@ def test_layout_folders_symlinked_out_of_the_root_are_replaced_not_followed(test
 
 
 @pytest.mark.parametrize("how", ["other_owner", "group_writable", "world_writable"])
-def test_a_root_that_is_not_private_is_refused_and_placement_goes_on(testbed, tmp_path, caplog, how):
+def test_a_root_that_is_not_private_is_refused_and_placement_goes_on(testbed, tmp_path, caplog, capsys, how):
     if os.geteuid() != 0 and how == "other_owner":
         pytest.skip("chown to another user needs root")
     root = tmp_path / "root"
@@ -178,6 +178,10 @@ def test_a_root_that_is_not_private_is_refused_and_placement_goes_on(testbed, tm
     assert snapshot(root) == before, "a refused root is neither read nor written"
     assert "refused" in caplog.text and ("owned by uid 65534" in caplog.text or "writable by group" in caplog.text)
     assert "falling back" not in caplog.text
+    from ov_autoplace.cli import main
+
+    assert main(["cache", "list", "--cache-dir", str(root)]) == 0
+    assert "compile_model refuses this cache root" in capsys.readouterr().out
 
 
 @pytest.mark.slow
