@@ -161,7 +161,9 @@ def test_alternating_placement_is_relegalized_with_a_warning(f32_testbed, tmp_pa
     with caplog.at_level(logging.WARNING):
         oa.compile_model(sg.residual(), f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path,
                          strategy="heavy_ops")
-    assert "cached placement (heavy_ops) was not legal" in caplog.text and "re-legalized" in caplog.text
+    # "heavy_ops" or "heavy_ops+plain": the verification may have kept the plain call's placement
+    assert "cached placement (heavy_ops" in caplog.text and "was not legal" in caplog.text
+    assert "re-legalized" in caplog.text
     rewritten = json.loads(entry.read_text())["payload"]["device_by_index"]
     assert rewritten != data["payload"]["device_by_index"]
 
