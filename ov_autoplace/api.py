@@ -25,7 +25,7 @@ import openvino as ov
 from .device_requests import check_property_values, compile_plain, resolve_device_request
 from .devices import DeviceSpec, check_properties, normalized_exclusions
 from .errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
-                     PolicyFormatError, UnsupportedOpError)
+                     PolicyFormatError)
 from .cache import PlacementCache
 from .graph import GraphArrays, extract_graph
 from .guard import guard_placement
@@ -405,6 +405,13 @@ def compile_model(
         req = _request(model, device_name, config, core, strategy if not default else StrategyName.PRIORITY, pins,
                        exclude_devices, max_submodels, seed, search_budget, shapes)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
+        if pins:  # the user's pins still hold: HETERO's own affinity plus the pins needs no policy
+            req = _request(model, device_name, config, core, StrategyName.PRIORITY, pins, exclude_devices,
+                           max_submodels, seed, None, shapes)
+            if req.spec.is_placement:
+                logger.warning("the placement policy cannot be loaded (%s); compiling HETERO's own affinity with your "
+                               "pins on %s (reinstall ov_autoplace to restore placement)", exc, req.spec.hetero_string)
+                return _pinned_fallback(req, exc)
         core, spec, props, ov_model = _validated(model, device_name, config, core)
         logger.warning("the placement policy cannot be loaded (%s); falling back to plain compile_model on %s "
                        "(reinstall ov_autoplace to restore placement)", exc, spec.text)

@@ -140,3 +140,18 @@ def test_damaged_shipped_policy_falls_back_with_a_warning(f32_testbed, tmp_path,
     np.testing.assert_allclose(compiled(x)[0], f32_testbed.core.compile_model(model, "CPU")(x)[0], atol=1e-5)
     with pytest.raises(PolicyFormatError):
         oa.place(model, f32_testbed.hetero, core=f32_testbed.core, strategy="hsdag")
+
+
+def test_damaged_shipped_policy_keeps_the_users_pins(f32_testbed, tmp_path, monkeypatch, caplog):
+    """The fallback for a damaged policy never drops pins: HETERO's own affinity plus the pins is compiled."""
+    from tests.damaged_files import damaged_policy
+
+    monkeypatch.setattr("ov_autoplace.policy.pretrained.PRETRAINED_POLICY", damaged_policy(tmp_path, "truncated"))
+    model = sg.residual()
+    with caplog.at_level(logging.WARNING):
+        compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path,
+                                    strategy="hsdag", pins={"type:Convolution": "CPUF"})
+    assert "policy cannot be loaded" in caplog.text and "with your pins" in caplog.text
+    assert sorted(compiled.get_property("EXECUTION_DEVICES")) == ["CPU", "CPUF"]  # the pinned convolutions
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.testing.assert_allclose(compiled(x)[0], f32_testbed.core.compile_model(model, "CPU")(x)[0], atol=1e-5)
