@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for people and CI.
 #   bash run.sh        set up (venv, build, zoo) and run the main job
-#   bash run.sh test   set up and run the test suite
+#   bash run.sh test   set up and run the test suite: the fast tier, then the slow tier
 # Nothing needs installing by hand: a venv is created in ./.venv (override with
 # OV_AUTOPLACE_VENV) and everything comes from the package registries.
 set -euo pipefail
@@ -58,7 +58,10 @@ case "$cmd" in
   test)
     setup
     shift || true
+    # The fast tier (pytest's default: -m 'not slow', pyproject.toml), then the slow tier (zoo models,
+    # wheel installs, the browser). Exit code 5 of the slow tier means it selected no test (e.g. -k).
     python -m pytest tests "$@"
+    python -m pytest tests -m slow "$@" || [ $? -eq 5 ]
     ;;
   *)
     echo "usage: bash run.sh [main|test [pytest args]]" >&2
