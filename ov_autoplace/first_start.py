@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cache_root import blob_cache_props, cache_root, profile_dir
 from .device_facts import identical_devices
+from .device_requests import properties_for
 
 if TYPE_CHECKING:
     from .placement_sources import Decision
@@ -66,7 +67,7 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
         logger.info("placement source: prior -> %s (%.0f ms to decide); %s report identical properties, so no split "
                     "can be predicted faster than one device; %s is HETERO's own choice", first,
                     1e3 * (time.perf_counter() - started), ", ".join(req.devices), first)
-        return req.core.compile_model(req.model, first, props)  # exactly plain OpenVINO (see _compile)
+        return req.core.compile_model(req.model, first, properties_for(req.core, first, props))  # see _compile
     index = None
     if use_cache and profiling is Profiling.STORED and not req.pins:  # a one-device decision needs no clone
         from . import single_device_index
@@ -81,7 +82,7 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
             device, source = hit
             logger.info("placement source: cache (%s) -> %s (%.0f ms to decide)", source, device,
                         1e3 * (time.perf_counter() - started))
-            return req.core.compile_model(req.model, device, props)  # exactly plain OpenVINO
+            return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
     decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache)
     if index is not None and decision.single_device is not None and decision.final:
         source = decision.source[len("cache ("):-1] if decision.source.startswith("cache (") else decision.source
@@ -181,8 +182,9 @@ def _profile_path(req, graph, store) -> Path:
 
 def _compile(req, decision: Decision, props: dict):
     if decision.single_device is not None:
-        # exactly plain OpenVINO: the caller's model object, the device, the caller's config
-        return req.core.compile_model(req.model, decision.single_device, props)
+        # exactly plain OpenVINO: the caller's model object, the device, the caller's config (the keys it knows)
+        return req.core.compile_model(req.model, decision.single_device,
+                                      properties_for(req.core, decision.single_device, props))
     if req.shapes is not None:  # carried over to the dynamic model, compiled dynamic, run once (placed_compile.py)
         from .placed_compile import compile_placed
 

@@ -213,6 +213,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     Compile or run failures of an alternative drop it (WARNING naming the device); a failure of the plain call
     itself propagates (the caller's fallback is the plain call, which would fail the same way).
     """
+    from .device_requests import properties_for
     from .legalize import legalize
     from .timing import random_inputs
 
@@ -228,20 +229,20 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
         return legalize(graph, np.full(graph.num_nodes, devices.index(device), dtype=np.int64), devices, support,
                         max_submodels=None, strategy=f"{candidate.strategy}+verified")
 
-    alternatives: dict[str, tuple[Callable[[], Any], Any]] = {}
+    alternatives: dict[str, Callable[[], Any]] = {}
     if cand_single is None:
         def compile_split():
             clone = prepared.clone()
             candidate.apply(clone)
             return core.compile_model(clone, candidate.device_string, props)
-        alternatives[CANDIDATE] = (compile_split, candidate)
+        alternatives[CANDIDATE] = compile_split
     for device in _able_devices(graph, candidate, support):
-        if device != plain_single:
-            alternatives[f"single:{device}"] = (lambda d=device: core.compile_model(model, d, props),
-                                                candidate if device == cand_single else None)
+        if device != plain_single:  # a single device compiled alone, with the keys of the config it knows
+            alternatives[f"single:{device}"] = lambda d=device: core.compile_model(model, d,
+                                                                                   properties_for(core, d, props))
     compiled = {PLAIN: core.compile_model(model, device_name, props)}
     inputs = random_inputs(compiled[PLAIN])
-    for label, (build, _) in alternatives.items():
+    for label, build in alternatives.items():
         try:
             compiled[label] = build()
             if not _outputs_sane(compiled[label], inputs):

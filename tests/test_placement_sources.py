@@ -84,8 +84,12 @@ def test_profile_now_measures_and_verifies(thread_core, tmp_path, caplog):
         compiled = oa.compile_model(sg.residual(blocks=2, channels=32, size=64), DISTINCT, core=thread_core,
                                     cache_dir=tmp_path, profile="now")
     source = _source(caplog)
-    assert source.startswith("profile -> ") and "verification (" in source and "paired rounds" in source
-    assert list((tmp_path / "profiles").glob("model-*.json"))
+    assert source.startswith("profile -> ") and list((tmp_path / "profiles").glob("model-*.json"))
+    if "loaded machine" in source:  # a profile taken under load proposes nothing: the plain call, unverified
+        assert source.startswith("profile -> CPUS") and "verification (" not in source
+        assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
+        return
+    assert "verification (" in source and "paired rounds" in source
     (entry,) = PlacementCache(tmp_path).entries()
     stored = json.loads(entry.read_text())["payload"]
     assert stored["verification"]["decision"] in ("kept", "plain") and stored["verification"]["digest"]
