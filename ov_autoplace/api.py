@@ -178,7 +178,7 @@ def _request(model, device_name, config, core, strategy, pins, exclude_devices, 
     placement_shapes = resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit
     if placement_shapes is not None and not is_dynamic(ov_model):
         placement_shapes = None  # shapes= only repeated the static model's own shapes
-    excluded = tuple(exclude_devices or ())
+    excluded = normalized_exclusions(exclude_devices) or ()  # "CPUF" is one device, place() and compile_model
     unknown = [d for d in excluded if d not in spec.devices]
     if unknown:
         raise ExcludedDeviceError(f"exclude_devices names {unknown}, which are not in {spec.text!r}; "

@@ -155,3 +155,9 @@ def test_damaged_shipped_policy_keeps_the_users_pins(f32_testbed, tmp_path, monk
     assert sorted(compiled.get_property("EXECUTION_DEVICES")) == ["CPU", "CPUF"]  # the pinned convolutions
     x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
     np.testing.assert_allclose(compiled(x)[0], f32_testbed.core.compile_model(model, "CPU")(x)[0], atol=1e-5)
+
+
+def test_place_takes_a_single_excluded_device_as_a_string(testbed):
+    placement = oa.place(sg.residual(), testbed.hetero, core=testbed.core, strategy="priority",
+                         exclude_devices="CPUF")
+    assert set(placement.assignment.values()) == {"CPU"}
