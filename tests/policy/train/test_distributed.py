@@ -1,0 +1,60 @@
+"""Target generation on a local Ray (issue 22): a small task set, resume, bad input never gives a partial set."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from ov_autoplace.policy.train.distributed import generate_targets  # noqa: E402
+from ov_autoplace.policy.train.targets import (TargetCheckpointError, TargetGenerationError, TargetOptions,  # noqa: E402
+                                               TargetSpec, generate_target, load_targets, target_path)
+
+FAST = TargetOptions(sigma=0.46, max_evaluations=200, local_search_seconds=5.0, policy=None)
+SPECS = [TargetSpec("family:0", "paper"), TargetSpec("family:1", "npu_cpu", 0), TargetSpec("family:2", "laptop", 1)]
+
+
+def test_unreachable_address_is_a_clear_error(tmp_path):
+    with pytest.raises(TargetGenerationError, match="cannot reach the Ray cluster at '127.0.0.1:1'"):
+        generate_targets(tmp_path, SPECS, FAST, address="127.0.0.1:1", progress=False)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_small_task_set_runs_and_resumes(tmp_path, local_ray):
+    counts = generate_targets(tmp_path, SPECS[:2], FAST, progress=False)
+    assert counts == {"total": 2, "resumed": 0, "generated": 2}
+    counts = generate_targets(tmp_path, SPECS, FAST, progress=False)  # resumes: only the new spec runs
+    assert counts == {"total": 3, "resumed": 2, "generated": 1}
+    assert [t["key"] for t in load_targets(tmp_path, SPECS)] == [s.key for s in SPECS]
+
+
+def test_damaged_checkpoint_stops_the_run(tmp_path, local_ray):
+    generate_targets(tmp_path, SPECS[:1], FAST, progress=False)
+    target_path(tmp_path, SPECS[0]).write_bytes(b"\x00garbage")
+    with pytest.raises(TargetCheckpointError, match="damaged"):
+        generate_targets(tmp_path, SPECS, FAST, progress=False)
+
+
+def test_dying_worker_fails_loudly_and_the_rest_is_saved(tmp_path, local_ray):
+    doomed = SPECS[1]
+
+    def dies_on_one(args):  # a real worker process exiting mid-task (retried, then reported)
+        spec, options = args
+        if spec == doomed:
+            os._exit(1)
+        return generate_target(spec, options)
+
+    with pytest.raises(TargetGenerationError, match=f"1 of 3 targets failed.*{doomed.key}"):
+        generate_targets(tmp_path, SPECS, FAST, progress=False, task=dies_on_one)
+    assert not target_path(tmp_path, doomed).exists()
+    assert all(target_path(tmp_path, s).exists() for s in SPECS if s != doomed)
+    with pytest.raises(TargetCheckpointError, match="missing"):
+        load_targets(tmp_path, SPECS)  # training refuses the incomplete set

@@ -1,0 +1,67 @@
+"""Imitation targets (issue 22): the search on one case, variants, storage, the held-out split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.legalize import legalize
+from ov_autoplace.policy.train.amortise import (HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs,
+                                                 is_held_out, training_specs)
+from ov_autoplace.policy.train.targets import (TargetCheckpointError, TargetOptions, TargetSpec, case_cost,
+                                               check_manifest, generate_target, load_target, save_target,
+                                               target_path, variant_platform)
+
+FAST = TargetOptions(sigma=0.46, max_evaluations=300, local_search_seconds=5.0, policy=None)
+
+
+def test_target_is_legal_feasible_and_no_slower_than_any_single_device():
+    spec = TargetSpec("family:1", "npu_cpu", 0)
+    target = generate_target(spec, FAST)
+    graph, cost, support = case_cost(spec, FAST.sigma)
+    row = np.asarray(target["placement"])
+    devices = tuple(cost.devices)
+    again = legalize(graph, row, devices, support, max_submodels=8, strategy="check")
+    assert [devices[d] for d in row] == [again.assignment[n] for n in graph.names]  # legal as stored
+    assert not (~support[np.arange(graph.num_nodes), row]).any()  # op support respected
+    simulator = Simulator(cost, graph)
+    assert bool(simulator.memory_ok(row)) and float(simulator(row)) == pytest.approx(target["latency_ms"])
+    assert target["latency_ms"] <= target["best_single_ms"] * (1 + 1e-9)
+    assert target["devices"] == list(devices) and target["source"] in target["candidates"]
+
+
+def test_variants_are_deterministic_perturbed_and_reordered():
+    a, fa = variant_platform(TargetSpec("family:0", "laptop", 3), 0.46)
+    b, fb = variant_platform(TargetSpec("family:0", "laptop", 3), 0.46)
+    assert a.device_names == b.device_names and np.array_equal(fa, fb)
+    fitted, none = variant_platform(TargetSpec("family:0", "laptop"), 0.46)
+    assert none is None and fitted.device_names == ("CPU", "GPU", "NPU")
+    orders = {variant_platform(TargetSpec("family:0", "laptop", v), 0.46)[0].device_names for v in range(12)}
+    assert len(orders) > 2 and any(len(o) == 2 for o in orders)  # shuffled, and sometimes a device dropped
+    assert not np.allclose(fa, 1.0)
+
+
+def test_damaged_target_file_is_an_error_naming_it(tmp_path):
+    spec = TargetSpec("family:2", "paper")
+    path = save_target(tmp_path, generate_target(spec, FAST))
+    assert load_target(path)["key"] == spec.key
+    path.write_bytes(b"not an npz")
+    with pytest.raises(TargetCheckpointError, match=path.name):
+        load_target(path)
+    assert target_path(tmp_path, spec) == path
+
+
+def test_manifest_refuses_a_resume_with_other_options(tmp_path):
+    check_manifest(tmp_path, FAST, [TargetSpec("family:0", "paper")])
+    check_manifest(tmp_path, FAST, [TargetSpec("family:1", "paper")])  # same options: fine
+    with pytest.raises(TargetCheckpointError, match="other|asks for"):
+        check_manifest(tmp_path, TargetOptions(sigma=0.1), [])
+
+
+def test_training_never_sees_a_held_out_architecture_or_platform():
+    train = training_specs(zoo_variants=2, family_count=3, family_variants=1)
+    assert train and not any(is_held_out(s) for s in train)
+    held = [s for s in evaluation_specs() if is_held_out(s)]
+    assert {s.model for s in held} >= set(HELD_OUT_ARCHITECTURES)
+    assert {s.platform for s in held} >= set(HELD_OUT_PLATFORMS)
