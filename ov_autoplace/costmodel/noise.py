@@ -17,8 +17,8 @@ need to say how far to trust their numbers:
 
   - other processes kept more than :data:`LOADED_OTHER_CORES` of this process's cores busy on average
     (Linux ``/proc/stat``: busy time of the cores in this process's affinity mask minus this process's
-    own CPU time, over the window; the window is stretched to :data:`MIN_LOAD_WINDOW_S` by waiting, since
-    the kernel counts in 10 ms ticks). Measured on the 2-core testbed with a one-core busy loop running:
+    own CPU time, over the window - the device's compile and its profiled runs; a window shorter than
+    :data:`MIN_LOAD_WINDOW_S` is stretched by waiting, since the kernel counts in 10 ms ticks). Measured on the 2-core testbed with a one-core busy loop running:
     0.8-1.04 cores; without it -0.3..0.28 (tick rounding on 40 ms windows);
   - or the end-to-end IQR exceeds :data:`LOADED_RELATIVE_SPREAD` of the median (a bursty load; quiet
     windows measured 1-13 %).
@@ -170,11 +170,12 @@ def noise_fields(noise, remeasured: bool) -> dict:
                 load_reason=noise.reason, remeasured=remeasured)
 
 
-def measured_window(device: str, run):
+def measured_window(device: str, run, probe: LoadProbe | None = None):
     """``run()`` -> ``(node_ms, walls_ms, per_run)`` measured under a :class:`LoadProbe`, and once
     more when the window was loaded (:func:`assess_load`); returns ``(output, WindowNoise, remeasured)``.
-    Still loaded the second time: a WARNING, and the caller marks the profile loaded."""
-    probe = LoadProbe().start()
+    Still loaded the second time: a WARNING, and the caller marks the profile loaded. ``probe``: one
+    started earlier (before the compile: a longer window needs no waiting to fill ``MIN_LOAD_WINDOW_S``)."""
+    probe = probe or LoadProbe().start()
     output = run()
     noise = assess_load(output[1], probe.other_cores())
     if not noise.loaded:

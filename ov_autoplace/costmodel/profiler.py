@@ -92,7 +92,7 @@ from ..progress import progress_bar
 from ..timing import measure_latency, random_inputs
 from .cost_model import CostModel
 from .link_calibration import LinkProfile, check_devices, profile_links
-from .noise import (UNKNOWN_RELATIVE_SPREAD, assumed_spread, iqr, measured_window, noise_fields,
+from .noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window, noise_fields,
                     per_run_node_ms)
 from .profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
 
@@ -527,10 +527,11 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
     with progress_bar(num_devices, f"profiling {graph.num_nodes} nodes", unit="device") as bar:
         for d, device in enumerate(devices):
             bar.set_postfix_str(device)
+            probe = LoadProbe().start()  # the compiles count towards the load window
             compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
             window = _window(compiled, reports_running_average(core, device), warmup, iterations,
                              companion=_single_device_compile(core, prepared, device))
-            (node_ms, _, per_run), noise, remeasured = measured_window(device, window)
+            (node_ms, _, per_run), noise, remeasured = measured_window(device, window, probe)
             times, fused, stats, run_times = _map_times(compiled, graph, node_ms, runs=per_run)
             e2e = noise.e2e_ms
             del compiled

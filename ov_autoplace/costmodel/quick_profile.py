@@ -43,7 +43,7 @@ from ..graph import NodeRole
 from ..timing import random_inputs
 from .cost_model import CostModel
 from .link_calibration import LINK_PROFILE_FORMAT, LinkProfile
-from .noise import iqr, measured_window, noise_fields, per_run_node_ms
+from .noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
 from .profile_store import ProfileStore, profile_key
 from .profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
                        _node_memory_bytes, e2e_scale, executed_ms, merge_fusion, profile_request,
@@ -178,9 +178,10 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
             logger.info("quick profile of %s: reports the same properties as %s; its costs are %s's", device,
                         devices[t], devices[t])
             continue
+        probe = LoadProbe().start()  # the compile counts towards the load window (no waiting for small models)
         compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
         window = _window(compiled, reports_running_average(core, device), warmup, iterations, budget_ms)
-        (node_ms, _, per_run), noise, remeasured = measured_window(device, window)
+        (node_ms, _, per_run), noise, remeasured = measured_window(device, window, probe)
         times, fused, stats, run_times = _map_times(compiled, graph, node_ms, runs=per_run)
         del compiled
         e2e = noise.e2e_ms
