@@ -1,8 +1,9 @@
 """``ov-autoplace``: the command line, in benchmark_app's conventions.
 
-    ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json]
+    ov-autoplace place -m model.xml                     # over this machine's devices (OpenVINO's default)
+    ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json] [-t 10 -hint latency]
     ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
-    ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png
+    ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png .dot
     ov-autoplace compare -m model.xml --testbed [--strategies hsdag,heft,random]
     ov-autoplace strategies                             # every --strategy name, one line each
     ov-autoplace profile -m model.xml --testbed
@@ -10,7 +11,8 @@
     ov-autoplace cache list | clear
     ov-autoplace whatif -m bert_base --platform laptop  # which devices pay for a model (simulated)
 
-Every subcommand has its own ``--help``.
+Every subcommand has its own ``--help``; flags benchmark_app has keep its spelling and meaning
+(``cli_args.py``, docs/cli.md).
 """
 
 from __future__ import annotations
@@ -26,14 +28,15 @@ from typing import Sequence
 from . import api
 from .bench.command import add_bench_parser
 from .cache import PlacementCache
-from .devices import parse_device_string
+from .device_targets import target_devices
 from .errors import OVAutoplaceError
 from .graph import extract_graph
 from .picture_commands import add_picture_parsers
 from .prepare import prepare_model
 from .shapes import resolve_shapes, static_clone
 from .whatif import add_whatif_parser
-from .cli_args import _add_model_device_args, _core_and_device, _placed_and_measured
+from .cli_args import _add_model_device_args, _config, _core_and_device, _placed_and_measured, add_device_args, \
+    add_run_args
 
 
 def cmd_place(args) -> int:
@@ -61,7 +64,7 @@ def cmd_profile(args) -> int:
     from .costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
     core, device = _core_and_device(args)
-    devices = parse_device_string(device).devices
+    devices = target_devices(core, device, _config(args))
     store = ProfileStore(args.profile_dir) if not args.no_store else None
     model = api.load_model(args.model, core)
     shapes = resolve_shapes(model, args.shape)
@@ -134,6 +137,7 @@ def cmd_cache(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ov-autoplace", description="Learned device placement for OpenVINO HETERO.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the library decides")
+    parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", required=True)
 
     place = sub.add_parser("place", help="place a model and print the summary",
@@ -141,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "submodels and measured latency against every single device.")
     _add_model_device_args(place)
     place.add_argument("-o", "--output", type=Path, help="write the placement as JSON")
-    place.add_argument("-niter", "--niter", type=int, default=20, help="timed inferences per measurement")
+    add_run_args(place)
     place.add_argument("--no-measure", action="store_true", help="only place; do not compile and time")
     place.set_defaults(func=cmd_place)
 
@@ -152,8 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "the model's ops; link and submodel costs from real splits), print per-op-type "
                                          "times per device; reused from the profile store when nothing changed.")
     profile.add_argument("-m", "--model", required=True, help="model file OpenVINO can read")
-    profile.add_argument("-d", "--device", default=None, help="devices, e.g. HETERO:GPU,CPU or CPU (default: testbed)")
-    profile.add_argument("--testbed", action="store_true", help="register the standard testbed devices")
+    add_device_args(profile)
     profile.add_argument("-niter", "--niter", type=int, default=None,
                          help="profiled inferences per device (default 6 quick, 20 with --full)")
     profile.add_argument("--full", action="store_true",
@@ -181,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default: the user cache)")
     cache.set_defaults(func=cmd_cache)
     return parser
+
+
+def version_line() -> str:
+    import openvino as ov
+
+    from ._version import __version__
+
+    return f"ov-autoplace {__version__} (OpenVINO {ov.get_version()})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 import openvino as ov
 
 from . import api
-from .devices import parse_device_string
+from .device_targets import target_devices
 from .placement import Placement
 from .timing import measure_latency, random_inputs
 
@@ -124,7 +124,7 @@ def compare_strategies(model: ov.Model, device: str, *, core: ov.Core, strategie
 
     if rounds < 1 or runs < rounds:
         raise ValueError(f"need rounds >= 1 and runs >= rounds, got runs={runs}, rounds={rounds}")
-    graph, cost = measured_cost_model(model, parse_device_string(device).devices, core)
+    graph, cost = measured_cost_model(model, target_devices(core, device), core)
     sim = Simulator(cost, graph)
     rows: list[CompareRow] = []
     for name in strategies:

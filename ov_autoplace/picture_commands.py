@@ -7,8 +7,10 @@ registers them with :func:`add_picture_parsers`.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
+from .cli_args import DEFAULT_NITER
 from .compare import measured_cost_model
 from .shapes import resolve_shapes, static_clone
 from .strategies.registry import strategy_listing, strategy_names
@@ -39,10 +41,13 @@ def cmd_show(args) -> int:
     measured = None
     if not args.no_measure:
         measured = measured_timeline(analyze(graph, placement), placement, model, core, cost=cost,
-                                     iterations=args.niter, total_ms=placement.measured_latency_ms)
+                                     iterations=args.niter or DEFAULT_NITER, total_ms=placement.measured_latency_ms)
     title = f"{Path(args.model).stem} on {placement.device_string}, strategy {placement.strategy}"
     picture = placement_picture(graph, placement, title=title, cost=cost, measured=measured)
     written, skipped = write_picture(picture, args.output, png=not args.no_png)
+    dot_path = Path(f"{args.output}.dot")
+    dot_path.write_text(placement_dot(graph, placement, title))
+    written = [*written, dot_path]
     print(placement.summary())
     for block in picture.text_blocks[:-1]:
         print(block)
@@ -52,6 +57,33 @@ def cmd_show(args) -> int:
         print(f"note: {note}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+#: Fill colours of the devices in the .dot graph, in the placement's device order.
+DOT_COLOURS = ("#8ecae6", "#ffb703", "#b5e48c", "#f4a3a8", "#cdb4db", "#d9d9d9")
+
+
+def placement_dot(graph, placement, title: str) -> str:
+    """The placed graph in Graphviz's language: one node per op filled by device, edges that cross devices red.
+
+    The same picture OpenVINO's ``OPENVINO_HETERO_VISUALIZE=1`` writes for a HETERO compile (``dot -Tsvg``).
+    """
+    colour = {d: DOT_COLOURS[i % len(DOT_COLOURS)] for i, d in enumerate(placement.devices)}
+    quote = json.dumps  # a JSON string is a valid DOT quoted ID (backslashes and quotes escaped)
+    lines = [f"digraph placement {{", f"  label={quote(title)};", "  node [shape=box, style=filled, fontsize=10];"]
+    for device in placement.devices:
+        lines.append(f"  {quote('legend ' + device)} [label={quote(device)}, fillcolor={quote(colour[device])}, "
+                     "shape=note];")
+    device_of = [placement.assignment.get(name) for name in graph.names]
+    for i, name in enumerate(graph.names):
+        fill = colour.get(device_of[i], "#ffffff")
+        label = f"{name}\n{graph.op_types[i]} @ {device_of[i]}"
+        lines.append(f"  n{i} [label={quote(label)}, fillcolor={quote(fill)}];")  # JSON's \n is DOT's line break
+    for src, dst in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        cut = device_of[src] != device_of[dst]
+        lines.append(f"  n{src} -> n{dst}" + (" [color=red, penwidth=2];" if cut else ";"))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def cmd_strategies(args) -> int:
@@ -80,7 +112,7 @@ def cmd_compare(args) -> int:
     model = api.load_model(args.model, core)
     result = compare_strategies(model, device, core=core, strategies=args.strategies, runs=args.niter,
                                 rounds=args.rounds, measure=not args.no_measure, max_submodels=args.max_submodels)
-    title = f"{Path(args.model).stem} on {device}: {len(result.rows)} strategies"
+    title = f"{Path(args.model).stem} on {device or 'this machine'}: {len(result.rows)} strategies"
     written, skipped = write_comparison(result, args.output, title=title, png=not args.no_png)
     print(result.table())
     if skipped:
@@ -91,6 +123,8 @@ def cmd_compare(args) -> int:
 
 def add_picture_parsers(sub, add_model_device_args) -> None:
     """Register ``show``, ``compare`` and ``strategies`` on the CLI's subparsers."""
+    from .cli_args import add_device_args, add_run_args
+
     show = sub.add_parser("show", help="draw the placement: timeline, per-device summary and graph (SVG, PNG, HTML)",
                           description="Place a model (or load --placement) and draw what deciding on it needs: a "
                                       "per-device summary against each single device, the timeline of one inference "
@@ -99,9 +133,10 @@ def add_picture_parsers(sub, add_model_device_args) -> None:
                                       "cut edges in red. The HTML page is self-contained and interactive.")
     add_model_device_args(show)
     show.add_argument("-o", "--output", type=Path, default=Path("placement"),
-                      help="output path prefix; writes PREFIX.svg, PREFIX.html and PREFIX.png (default: ./placement)")
+                      help="output path prefix; writes PREFIX.svg, PREFIX.html, PREFIX.png and PREFIX.dot "
+                           "(Graphviz, as OPENVINO_HETERO_VISUALIZE; default: ./placement)")
     show.add_argument("--placement", type=Path, help="draw this placement JSON (from `place -o`) instead of placing")
-    show.add_argument("-niter", "--niter", type=int, default=20, help="timed inferences per measurement")
+    add_run_args(show)
     show.add_argument("--no-measure", action="store_true", help="do not run the model: simulated timeline only")
     show.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib, the dev extra)")
     show.set_defaults(func=cmd_show)
@@ -116,8 +151,7 @@ def add_picture_parsers(sub, add_model_device_args) -> None:
                                          "single device interleaved (native timer), and write one picture and one "
                                          "table (PREFIX.svg/.html/.png/.md).")
     compare.add_argument("-m", "--model", required=True, help="model file OpenVINO can read (IR .xml, .onnx, ...)")
-    compare.add_argument("-d", "--device", default=None, help="HETERO device string (default: the testbed's)")
-    compare.add_argument("--testbed", action="store_true", help="register the standard CPU/CPUF testbed")
+    add_device_args(compare)
     compare.add_argument("--strategies", type=_strategy_list, default=_strategy_list(DEFAULT_COMPARE),
                          help=f"comma-separated registered strategies (default: {DEFAULT_COMPARE})")
     compare.add_argument("--max-submodels", type=int, default=8, help="bound on HETERO submodels (default 8)")

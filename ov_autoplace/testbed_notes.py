@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import openvino as ov
 
+from .device_targets import target_devices
 from .devices import parse_device_string
 from .testbed import ACCEL_DEVICE, HOST_DEVICE, cpu_supports_bf16
 
@@ -21,8 +22,9 @@ SAME_DEVICE_NOTE = (f"{ACCEL_DEVICE} and {HOST_DEVICE} are the same f32 device o
 
 def same_device_note(device_string: str, core: ov.Core | None = None) -> str | None:
     """``SAME_DEVICE_NOTE`` when ``device_string`` places on both testbed devices and the CPU lacks bf16."""
-    try:
-        devices = set(parse_device_string(device_string).devices)
+    try:  # a bare "AUTO" lists no devices until a core is asked (device_targets.py)
+        devices = set(target_devices(core, device_string) if core is not None
+                      else parse_device_string(device_string).devices)
     except Exception:  # noqa: BLE001 - a note must never break the command that prints it
         return None
     if {ACCEL_DEVICE, HOST_DEVICE} <= devices and not cpu_supports_bf16(core):

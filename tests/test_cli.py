@@ -24,16 +24,28 @@ def test_place_prints_summary_and_writes_json(ir_path, tmp_path, capsys):
 
 
 def test_place_with_pins_no_measure(ir_path, capsys):
-    assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "--pin", "type:Convolution=CPUF"]) == 0
-    assert "measured latency" not in capsys.readouterr().out
+    assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "--pin-node", "type:Convolution=CPUF"]) == 0
+    captured = capsys.readouterr()
+    assert "measured latency" not in captured.out and "CPUF " in captured.out and "deprecated" not in captured.err
+
+
+def test_deprecated_pin_still_pins_with_one_warning_line(ir_path, tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "--pin", "type:Convolution=CPUF",
+                 "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("deprecated") == 1 and "--pin-node" in err
+    data = json.loads(out.read_text())
+    convolutions = [n for n in data["assignment"] if n.startswith("Convolution")]
+    assert convolutions and all(data["assignment"][n] == "CPUF" for n in convolutions)
 
 
 def test_errors_are_reported_not_raised(ir_path, capsys):
     assert main(["place", "-m", str(ir_path), "-d", "HETERO:GPU,CPU", "--no-measure"]) == 2
     assert "not available" in capsys.readouterr().err
     assert main(["place", "-m", "/does/not/exist.xml", "--testbed", "--no-measure"]) == 2
-    assert main(["place", "-m", str(ir_path), "--testbed", "--pin", "nodevice"]) == 2
-    assert "--pin expects NODE=DEVICE" in capsys.readouterr().err
+    assert main(["place", "-m", str(ir_path), "--testbed", "--pin-node", "nodevice"]) == 2
+    assert "--pin-node expects NODE=DEVICE" in capsys.readouterr().err
 
 
 def test_cache_list_and_clear(tmp_path, capsys):
@@ -59,6 +71,9 @@ def test_show_writes_svg_html_png(ir_path, tmp_path, capsys):
     page = prefix.with_suffix(".html").read_text()
     assert "<svg" in page and "measured latency" in page and "compute ops in" in page
     assert prefix.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    dot = prefix.with_suffix(".dot").read_text()
+    assert dot.startswith("digraph placement {") and "->" in dot and dot.rstrip().endswith("}")
+    assert dot.count("fillcolor") >= 26  # every compute node, filled by its device
 
 
 def test_show_a_saved_placement(ir_path, tmp_path):
@@ -108,3 +123,75 @@ def test_missing_extra_is_named_in_one_line(ir_path, tmp_path, monkeypatch, caps
     lines = [line for line in out.splitlines() if "matplotlib" in line]
     assert len(lines) == 1 and "ov_autoplace[dev]" in lines[0]
     assert (tmp_path / "p.svg").is_file() and (tmp_path / "p.html").is_file() and not (tmp_path / "p.png").exists()
+
+
+def test_version_names_the_package_and_openvino(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ov-autoplace 0.") and ov.get_version().split("-")[0] in out
+
+
+def test_defaults_are_the_librarys_device_and_strategy(ir_path, capsys):
+    """No -d: this machine's devices (here CPU alone, as compile_model(model) places), not the testbed."""
+    args = build_parser().parse_args(["place", "-m", str(ir_path)])
+    assert args.device is None and args.strategy is None and not args.testbed
+    assert main(["place", "-m", str(ir_path), "--no-measure"]) == 0
+    out = capsys.readouterr().out
+    assert "Placement on HETERO:CPU (" in out and "CPUF" not in out
+
+
+@pytest.mark.parametrize("hint", ["latency", "throughput", "tput", "cumulative_throughput", "ctput", "none"])
+def test_every_openvino_hint_is_accepted(hint):
+    assert build_parser().parse_args(["place", "-m", "x.xml", "-hint", hint]).hint == hint
+
+
+def test_bare_auto_and_hetero_place_over_their_devices(ir_path, tmp_path, capsys):
+    assert main(["place", "-m", str(ir_path), "--testbed", "-d", "AUTO", "--no-measure"]) == 0
+    assert "Placement on HETERO:CPU,CPUF" in capsys.readouterr().out
+    # benchmark_app's -load_config: a HETERO section is the compile config of -d HETERO (its priorities)
+    config = tmp_path / "hetero.json"
+    config.write_text(json.dumps({"HETERO": {"MULTI_DEVICE_PRIORITIES": "CPUF,CPU"}}))
+    assert main(["place", "-m", str(ir_path), "--testbed", "-d", "HETERO", "-load_config", str(config),
+                 "--no-measure"]) == 0
+    assert "Placement on HETERO:CPUF,CPU" in capsys.readouterr().out
+    assert main(["place", "-m", str(ir_path), "--testbed", "-d", "HETERO", "--no-measure"]) == 2
+    assert "MULTI_DEVICE_PRIORITIES" in capsys.readouterr().err
+
+
+def test_time_nireq_nstreams_dump_and_load_config(ir_path, tmp_path, capsys):
+    dumped = tmp_path / "dump.json"
+    assert main(["place", "-m", str(ir_path), "--testbed", "-t", "0.2", "-nireq", "2", "-hint", "ctput",
+                 "-nstreams", "CPU:1,CPUF:2", "-pin", "NO", "-dump_config", str(dumped)]) == 0
+    out = capsys.readouterr().out
+    assert "throughput with 2 requests" in out and "CPUF-only latency" in out
+    config = json.loads(dumped.read_text())
+    assert config["CPU"] == {"NUM_STREAMS": "1", "PERFORMANCE_HINT": "CUMULATIVE_THROUGHPUT",
+                             "ENABLE_CPU_PINNING": "NO"}
+    assert config["CPUF"]["NUM_STREAMS"] == "2"
+    again = tmp_path / "again.json"  # benchmark_app's round trip: the dumped file loads back to the same config
+    assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "-hint", "ctput", "-nstreams",
+                 "CPU:1,CPUF:2", "-pin", "NO", "-load_config", str(dumped), "-dump_config", str(again)]) == 0
+    assert json.loads(again.read_text()) == config
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"CPU": 3}))
+    assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "-load_config", str(bad)]) == 2
+    assert "-load_config" in capsys.readouterr().err
+
+
+def test_reports_csv_counters_and_json(ir_path, tmp_path, capsys):
+    folder = tmp_path / "reports"
+    assert main(["place", "-m", str(ir_path), "--testbed", "-niter", "3", "-report_type", "average_counters",
+                 "-report_folder", str(folder), "-cdir", str(tmp_path / "blobs")]) == 0
+    report = (folder / "ov_autoplace_report.csv").read_text()
+    assert "Command line parameters" in report and "Execution results" in report and "median latency (ms)" in report
+    assert "CACHE_DIR" in report
+    counters = (folder / "ov_autoplace_average_counters_report.csv").read_text().splitlines()
+    assert counters[0].startswith("layerName;execStatus;layerType") and any(";Convolution;" in c for c in counters)
+    assert main(["place", "-m", str(ir_path), "--testbed", "-niter", "3", "-report_type", "detailed_counters",
+                 "-json_stats", "-report_folder", str(folder)]) == 0
+    data = json.loads((folder / "ov_autoplace_report.json").read_text())
+    assert data["execution_results"]["device"] == "HETERO:CPU,CPUF"
+    runs = {row["run"] for row in data["detailed_counters"]}
+    assert len(runs) > 1  # every run's rows, not an average

@@ -83,3 +83,12 @@ def test_picture_commands_have_help(command, capsys):
         build_parser().parse_args([command, "--help"])
     assert info.value.code == 0
     assert "usage: ov-autoplace " + command in capsys.readouterr().out
+
+
+def test_compare_takes_a_bare_auto(ir_path, tmp_path, capsys):
+    """`-d AUTO` compares over AUTO's candidates (parse_device_string("AUTO").devices is empty)."""
+    prefix = tmp_path / "cmp"
+    assert main(["compare", "-m", str(ir_path), "--testbed", "-d", "AUTO", "--strategies", "heavy_ops,random",
+                 "--no-measure", "--no-png", "-o", str(prefix)]) == 0
+    out = capsys.readouterr().out
+    assert "heavy_ops" in out and "random" in out and prefix.with_suffix(".md").is_file()
