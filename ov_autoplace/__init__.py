@@ -44,6 +44,7 @@ from .errors import (  # noqa: E402
 from .graph import GraphArrays, NodeRole, extract_graph  # noqa: E402
 from .legalize import Pin, legalize  # noqa: E402
 from .placement import Placement  # noqa: E402
+from .saved_model import load_placed, save_model  # noqa: E402
 from .strategies import PlacementContext, PlacementStrategy  # noqa: E402
 from .testbed import Testbed, make_testbed  # noqa: E402
 from .timing import LatencyStats, measure_latency, random_inputs  # noqa: E402
@@ -86,10 +87,12 @@ __all__ = [
     "extract_graph",
     "legalize",
     "load_model",
+    "load_placed",
     "make_testbed",
     "measure_latency",
     "parse_device_string",
     "place",
     "random_inputs",
     "register_virtual_device",
+    "save_model",
 ]

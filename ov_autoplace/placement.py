@@ -10,7 +10,13 @@ from typing import Any, Mapping
 
 import openvino as ov
 
+from .errors import PlacementError
+
 AFFINITY_KEY = "affinity"
+
+
+class PlacementCoverageError(PlacementError, ValueError):
+    """``Placement.apply`` on a model whose nodes the placement does not name (e.g. the user's unprepared model)."""
 
 
 @dataclasses.dataclass
@@ -53,6 +59,10 @@ class Placement:
     def apply(self, model: ov.Model) -> None:
         """Write ``rt_info['affinity']`` on every node of ``model`` (the prepared model placed).
 
+        On any other model (the user's own, unprepared) it raises PlacementCoverageError naming the one
+        call that works there, :func:`ov_autoplace.compile_placement`. ``ov.save_model`` writes no
+        affinity; :func:`ov_autoplace.save_model` stores the placement in the IR's rt_info instead.
+
         A Constant whose consumers sit on several devices is duplicated, one
         copy per device, so no constant value crosses a device boundary.
         Works for any assignment, legal or not (a Constant on a device none of
@@ -60,9 +70,12 @@ class Placement:
         """
         missing = [op.get_friendly_name() for op in model.get_ops() if op.get_friendly_name() not in self.assignment]
         if missing:
-            raise ValueError(
-                f"placement does not cover {len(missing)} node(s) of the model, e.g. {missing[:3]}; "
-                "place this exact (prepared) model again"
+            raise PlacementCoverageError(
+                f"placement does not cover {len(missing)} node(s) of the model, e.g. {missing[:3]}: a placement names "
+                "the nodes of the *prepared* model (ov_autoplace.prepare.prepare_model folds constant subgraphs), "
+                "not of the model you pass. Compile your own model with it: "
+                "ov_autoplace.compile_placement(model, placement, config) (it prepares a clone and applies the "
+                "placement there); or place this exact model again"
             )
         for op in model.get_ordered_ops():
             op.get_rt_info()[AFFINITY_KEY] = self.assignment[op.get_friendly_name()]
@@ -150,4 +163,4 @@ class Placement:
         return read_json_file(path, "placement", cls.from_dict)
 
 
-__all__ = ["AFFINITY_KEY", "Placement"]
+__all__ = ["AFFINITY_KEY", "Placement", "PlacementCoverageError"]

@@ -56,6 +56,27 @@ def test_apply_rejects_other_model():
         placement.apply(sg.residual())
 
 
+def test_apply_on_the_users_unprepared_model_names_compile_placement():
+    """A placement names the prepared model's nodes; on the user's own model apply says which call works."""
+    import numpy as np
+
+    import ov_autoplace
+    from ov_autoplace.errors import PlacementError
+    from ov_autoplace.testbed import make_testbed
+
+    testbed = make_testbed()
+    model = sg.folded_constants() if hasattr(sg, "folded_constants") else sg.residual()
+    placement = ov_autoplace.place(model, testbed.hetero, core=testbed.core, pins={"type:Convolution": "CPUF"})
+    users = model.clone()
+    users.get_ordered_ops()[-1].set_friendly_name("renamed_result")  # any node the placement does not name
+    with pytest.raises(PlacementError, match=r"compile_placement\(model, placement"):
+        placement.apply(users)
+    compiled = ov_autoplace.compile_placement(model, placement, core=testbed.core)  # the call it names works
+    inputs = ov_autoplace.random_inputs(compiled)
+    reference = testbed.core.compile_model(model, "CPUF")(inputs)[0]
+    assert np.allclose(compiled(inputs)[0], reference, rtol=0.05, atol=0.05)
+
+
 def test_summary_and_lookup():
     placement = Placement({"a": "CPU", "b": "CPUF", "p": "CPU"}, ("CPU", "CPUF"), "manual",
                           frozenset({"a", "b"}), 2, measured_latency_ms=1.5, reference_latency_ms={"CPU": 2.0})

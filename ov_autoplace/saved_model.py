@@ -1,0 +1,66 @@
+"""``ov_autoplace.save_model``: an IR that carries its placement, for ``compile_model`` on another machine.
+
+``ov.save_model`` of a placed model keeps no affinity: the IR serializer writes
+no node's ``rt_info["affinity"]`` (and ``compile_model`` sets the affinities on
+a prepared clone, never on the user's model). ``save_model`` writes the user's
+model unchanged plus the placement in the model's own rt_info
+(``portable_placement.py``: ``<rt_info><ov_autoplace><placement value=...>``),
+keyed by node identity, so a re-conversion of the same architecture under new
+friendly names still finds it. :func:`load_placed` reads it back.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+import openvino as ov
+
+from . import api
+from .errors import PlacementError, ShapeError
+from .graph import extract_graph
+from .placement import Placement
+from .portable_placement import attach, stored_placement
+from .prepare import prepare_model
+from .shapes import is_dynamic
+
+
+def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placement | None = None,
+               device_name: str | None = None, config: Mapping[str, Any] | None = None, *,
+               core: ov.Core | None = None, compress_to_fp16: bool = False, **place_options: Any) -> Placement:
+    """Write ``model`` as an IR at ``path`` with its placement stored in rt_info; return the placement.
+
+    ``placement``: one made by :func:`ov_autoplace.place` for this model; when None the model is placed
+    here over ``device_name`` (``place``'s default strategy, or ``place_options`` such as ``strategy=``,
+    ``pins=``). ``compress_to_fp16`` is ``ov.save_model``'s (default False here: the IR holds the weights
+    as given). The file is read back and its stored placement matched before returning; a mismatch raises
+    PlacementError. The user's model object is not changed (a clone is written).
+    """
+    core = core if core is not None else api.default_core()
+    ov_model = api.load_model(model, core)
+    if is_dynamic(ov_model):
+        raise ShapeError("save_model stores the placement of a static model; this model has dynamic dimensions. "
+                         "Reshape it to the shapes you serve (model.reshape(...)) and save that, or compile it "
+                         "with ov_autoplace.compile_model(model, device, shapes=...)")
+    prepared = prepare_model(ov_model)
+    graph = extract_graph(prepared)
+    if placement is None:
+        placement = api.place(ov_model, device_name, config, core=core, **place_options)
+    clone = ov_model.clone()
+    attach(clone, placement, graph)
+    ov.save_model(clone, os.fspath(path), compress_to_fp16=compress_to_fp16)
+    read_back, stored = load_placed(path, core=core)
+    if stored is None or stored.assignment != placement.assignment:
+        raise PlacementError(f"the IR written at {os.fspath(path)} does not read back with its placement (OpenVINO "
+                             "prepares the saved graph differently); save with compress_to_fp16=False")
+    return placement
+
+
+def load_placed(path: str | os.PathLike, *, core: ov.Core | None = None) -> tuple[ov.Model, Placement | None]:
+    """(the model at ``path``, the placement it carries keyed by its prepared nodes' names, or None)."""
+    core = core if core is not None else api.default_core()
+    model = api.load_model(path, core)
+    return model, stored_placement(model)
+
+
+__all__ = ["load_placed", "save_model"]
