@@ -55,15 +55,16 @@ class _SourceLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
-        if text.startswith(("placement source:", "verification (", "placement path failed")):
+        if text.startswith(("placement source:", "placed ", "verification (", "placement path failed")):
             self.lines.append(text)
 
 
 def _wait_for_workers(cache_dir: Path, timeout_s: float) -> bool:
     deadline = time.time() + timeout_s
-    while list((cache_dir / "workers").glob("*.lock")) and time.time() < deadline:
+    time.sleep(1.0)  # the app's spawner thread writes the model copy, then starts the worker
+    while list((cache_dir / "workers").glob("*/lock")) and time.time() < deadline:
         time.sleep(1.0)
-    return not list((cache_dir / "workers").glob("*.lock"))
+    return not list((cache_dir / "workers").glob("*/lock"))
 
 
 def place_by_path(path: str, model, testbed, cache_dir: Path, search_budget) -> tuple[object, float, str]:
@@ -79,7 +80,10 @@ def place_by_path(path: str, model, testbed, cache_dir: Path, search_budget) -> 
         oa.compile_model(model, testbed.hetero, profile="background", **kwargs)
         waited = time.perf_counter()
         finished = _wait_for_workers(cache_dir, 900)
-        note = f"worker {'finished' if finished else 'still running'} after {time.perf_counter() - waited:.0f} s"
+        logs = sorted((cache_dir / "workers").glob("*/worker.log"))
+        tail = logs[0].read_text().strip().splitlines()[-1][:300] if logs else "no worker was started"
+        note = (f"worker {'finished' if finished else 'still running'} after {time.perf_counter() - waited:.0f} s"
+                f": {tail}")
         started = time.perf_counter()
         compiled = oa.compile_model(model, testbed.hetero, profile="background", **kwargs)  # the next start
     elif path == "search_budget":
@@ -162,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hog", action="store_true", help="keep one core busy for the whole run")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().handlers[0].setLevel(logging.WARNING)  # the console shows warnings ...
+    logging.getLogger("ov_autoplace").setLevel(logging.INFO)  # ... the rows keep the INFO lines on the source
     testbed = make_testbed()
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
     rows = []
