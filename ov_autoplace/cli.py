@@ -52,6 +52,11 @@ def cmd_place(args) -> int:
     if args.output:
         placement.save(args.output)
         print(f"placement written to {args.output}")
+    if args.save_model:  # the IR with the placement in its rt_info (saved_model.py); ov.save_model keeps none
+        from .saved_model import save_model
+
+        save_model(model, args.save_model, placement, core=core)
+        print(f"model with its placement written to {args.save_model}")
     return 0
 
 
@@ -145,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "submodels and measured latency against every single device.")
     _add_model_device_args(place)
     place.add_argument("-o", "--output", type=Path, help="write the placement as JSON")
+    place.add_argument("--save-model", type=Path, metavar="IR.xml",
+                       help="write the model as an IR carrying this placement (rt_info ov_autoplace/placement, "
+                            "keyed by node identity: ov_autoplace.save_model)")
     add_run_args(place)
     place.add_argument("--no-measure", action="store_true", help="only place; do not compile and time")
     place.set_defaults(func=cmd_place)

@@ -69,7 +69,10 @@ def placement_dot(graph, placement, title: str) -> str:
     The same picture OpenVINO's ``OPENVINO_HETERO_VISUALIZE=1`` writes for a HETERO compile (``dot -Tsvg``).
     """
     colour = {d: DOT_COLOURS[i % len(DOT_COLOURS)] for i, d in enumerate(placement.devices)}
-    quote = json.dumps  # a JSON string is a valid DOT quoted ID (backslashes and quotes escaped)
+
+    def quote(text: str) -> str:  # a JSON string is a valid DOT quoted ID (backslashes and quotes escaped)
+        return json.dumps(text, ensure_ascii=False)
+
     lines = [f"digraph placement {{", f"  label={quote(title)};", "  node [shape=box, style=filled, fontsize=10];"]
     for device in placement.devices:
         lines.append(f"  {quote('legend ' + device)} [label={quote(device)}, fillcolor={quote(colour[device])}, "

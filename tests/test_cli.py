@@ -195,3 +195,15 @@ def test_reports_csv_counters_and_json(ir_path, tmp_path, capsys):
     assert data["execution_results"]["device"] == "HETERO:CPU,CPUF"
     runs = {row["run"] for row in data["detailed_counters"]}
     assert len(runs) > 1  # every run's rows, not an average
+
+
+def test_place_save_model_writes_an_ir_that_carries_the_placement(ir_path, tmp_path, capsys):
+    from ov_autoplace.saved_model import load_placed
+    from ov_autoplace.testbed import make_testbed
+
+    saved, placed_ir = tmp_path / "p.json", tmp_path / "placed.xml"
+    assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "--pin-node", "type:Convolution=CPUF",
+                 "-o", str(saved), "--save-model", str(placed_ir)]) == 0
+    assert f"written to {placed_ir}" in capsys.readouterr().out
+    _, stored = load_placed(placed_ir, core=make_testbed().core)
+    assert stored.assignment == json.loads(saved.read_text())["assignment"]
