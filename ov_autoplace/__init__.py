@@ -43,7 +43,7 @@ from .errors import (  # noqa: E402
 )
 from .graph import GraphArrays, NodeRole, extract_graph  # noqa: E402
 from .legalize import Pin, legalize  # noqa: E402
-from .placement import Placement  # noqa: E402
+from .placement import Placement, PlacementCoverageError  # noqa: E402
 from .saved_model import load_placed, save_model  # noqa: E402
 from .strategies import PlacementContext, PlacementStrategy  # noqa: E402
 from .testbed import Testbed, make_testbed  # noqa: E402
@@ -70,6 +70,7 @@ __all__ = [
     "PinError",
     "Placement",
     "PlacementContext",
+    "PlacementCoverageError",
     "PlacementError",
     "PlacementStrategy",
     "PolicyFormatError",

@@ -23,17 +23,24 @@ from .placement import Placement
 from .portable_placement import attach, stored_placement
 from .prepare import prepare_model
 from .shapes import is_dynamic
+from .verification import evidence_intact
 
 
 def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placement | None = None,
                device_name: str | None = None, config: Mapping[str, Any] | None = None, *,
-               core: ov.Core | None = None, compress_to_fp16: bool = False, **place_options: Any) -> Placement:
+               core: ov.Core | None = None, compress_to_fp16: bool = False, verify: bool = True,
+               **place_options: Any) -> Placement:
     """Write ``model`` as an IR at ``path`` with its placement stored in rt_info; return the placement.
 
     ``placement``: one made by :func:`ov_autoplace.place` for this model; when None the model is placed
     here over ``device_name`` (``place``'s default strategy, or ``place_options`` such as ``strategy=``,
     ``pins=``). ``compress_to_fp16`` is ``ov.save_model``'s (default False here: the IR holds the weights
-    as given). The file is read back and its stored placement matched before returning; a mismatch raises
+    as given). ``verify`` (default): a placement that differs from the plain call's and carries no intact
+    evidence is measured against the plain call now (``verification.py``) and the winner is stored, sealed,
+    so ``compile_model`` of the IR on a machine with these devices uses it without measuring (the returned
+    placement is the one stored). ``verify=False`` stores it as given; ``compile_model`` then verifies it on
+    every load. Pins are not stored: there a pinned placement is a proposal like any other.
+    The file is read back and its stored placement matched before returning; a mismatch raises
     PlacementError. The user's model object is not changed (a clone is written).
     """
     core = core if core is not None else api.default_core()
@@ -46,11 +53,15 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     graph = extract_graph(prepared)
     if placement is None:
         placement = api.place(ov_model, device_name, config, core=core, **place_options)
+    if verify and not evidence_intact(placement):
+        req = api._request(ov_model, placement.device_string, config, core, api.StrategyName.PRIORITY, None, None,
+                           api.DEFAULT_MAX_SUBMODELS, 0)
+        placement = api._verified(req, prepared, graph, placement)
     clone = ov_model.clone()
     attach(clone, placement, graph)
     ov.save_model(clone, os.fspath(path), compress_to_fp16=compress_to_fp16)
     read_back, stored = load_placed(path, core=core)
-    if stored is None or stored.assignment != placement.assignment:
+    if stored is None or stored.assignment != placement.assignment or stored.verification != placement.verification:
         raise PlacementError(f"the IR written at {os.fspath(path)} does not read back with its placement (OpenVINO "
                              "prepares the saved graph differently); save with compress_to_fp16=False")
     return placement

@@ -44,7 +44,7 @@ def test_saved_placement_reads_back_with_its_names_and_evidence(testbed, tmp_pat
     placement = ov_autoplace.place(model, testbed.hetero, core=testbed.core, pins=PINS)
     placement.verification = {"kept": "as stored"}  # stored verbatim: the digest check is verification.py's
     path = tmp_path / "placed.xml"
-    assert ov_autoplace.save_model(model, path, placement, core=testbed.core) is placement
+    assert ov_autoplace.save_model(model, path, placement, core=testbed.core, verify=False) is placement
     assert not model.has_rt_info(RT_INFO_PATH), "the user's model object is not changed"
     read, stored = ov_autoplace.load_placed(path, core=testbed.core)
     assert stored.assignment == placement.assignment and stored.verification == placement.verification
@@ -57,7 +57,7 @@ def test_placement_survives_a_reconversion_under_new_names(testbed, tmp_path):
     """The same architecture built again gets new friendly names; the stored identities still match."""
     first = sg.residual()
     placement = ov_autoplace.place(first, testbed.hetero, core=testbed.core, pins=PINS)
-    ov_autoplace.save_model(first, tmp_path / "first.xml", placement, core=testbed.core)
+    ov_autoplace.save_model(first, tmp_path / "first.xml", placement, core=testbed.core, verify=False)
     text = ov.Core().read_model(tmp_path / "first.xml").get_rt_info(RT_INFO_PATH).astype(str)
     second = sg.residual()  # "re-converted": same graph, new names from OpenVINO's counter
     ov.save_model(second, tmp_path / "second.xml", compress_to_fp16=False)
@@ -78,7 +78,7 @@ def test_placement_survives_a_reconversion_under_new_names(testbed, tmp_path):
 def test_another_graph_or_device_list_is_not_used_and_damage_is_named(testbed, tmp_path):
     model = sg.residual()
     placement = ov_autoplace.place(model, testbed.hetero, core=testbed.core, pins=PINS)
-    ov_autoplace.save_model(model, tmp_path / "placed.xml", placement, core=testbed.core)
+    ov_autoplace.save_model(model, tmp_path / "placed.xml", placement, core=testbed.core, verify=False)
     text = ov.Core().read_model(tmp_path / "placed.xml").get_rt_info(RT_INFO_PATH).astype(str)
     for other in (sg.residual(blocks=2), sg.residual(channels=4)):  # a block less; the same ops, other shapes
         other.set_rt_info(text, RT_INFO_PATH)
@@ -99,3 +99,18 @@ def test_save_model_places_when_no_placement_is_given_and_refuses_dynamic(testbe
     with pytest.raises(ShapeError, match="dynamic"):
         ov_autoplace.save_model(sg.dynamic_attention(), tmp_path / "d.xml", device_name=testbed.hetero,
                                 core=testbed.core)
+
+
+def test_save_model_verifies_so_the_ir_carries_intact_evidence(testbed, tmp_path):
+    """verify=True (default): the split is measured against the plain call now; the winner is stored, sealed."""
+    from ov_autoplace.verification import evidence_intact
+
+    model = sg.residual()
+    proposal = ov_autoplace.place(model, testbed.hetero, core=testbed.core, pins=PINS)
+    assert not evidence_intact(proposal)
+    stored = ov_autoplace.save_model(model, tmp_path / "placed.xml", proposal, core=testbed.core)
+    decision = stored.verification["decision"]
+    # kept or plain: a verdict, sealed; abstained (the plain call's rounds too noisy): no verdict to carry
+    assert evidence_intact(stored) == (decision in ("kept", "plain")), stored.verification
+    _, read = ov_autoplace.load_placed(tmp_path / "placed.xml", core=testbed.core)
+    assert read.assignment == stored.assignment and evidence_intact(read) == evidence_intact(stored)
