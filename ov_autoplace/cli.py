@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "the model's ops; link and submodel costs from real splits), print per-op-type "
                                          "times per device; reused from the profile store when nothing changed.")
     profile.add_argument("-m", "--model", required=True, help="model file OpenVINO can read")
-    add_device_args(profile)
+    add_device_args(profile, properties=False)
     profile.add_argument("-niter", "--niter", type=int, default=None,
                          help="profiled inferences per device (default 6 quick, 20 with --full)")
     profile.add_argument("--full", action="store_true",

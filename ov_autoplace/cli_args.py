@@ -45,14 +45,20 @@ class _DeprecatedPin(argparse.Action):
         getattr(namespace, self.dest).append(values)
 
 
-def add_device_args(parser: argparse.ArgumentParser) -> None:
-    """``-d``, ``--testbed`` and the OpenVINO properties benchmark_app sets from its flags."""
+def add_device_args(parser: argparse.ArgumentParser, *, properties: bool = True) -> None:
+    """``-d``, ``--testbed``, ``-load_config`` and (``properties``) the compile properties benchmark_app's flags set."""
     parser.add_argument("-d", "--device", default=None,
                         help="device string as benchmark_app's -d / core.compile_model's: HETERO:GPU,CPU, AUTO, "
                              "CPU... (default: no device, OpenVINO's default: the devices this machine has, as "
                              "ov_autoplace.compile_model(model) places over them; --testbed: the testbed's HETERO)")
     parser.add_argument("--testbed", action="store_true",
                         help="register the standard testbed (CPU bf16 + virtual CPUF f32, all cores each)")
+    parser.add_argument("-load_config", "--load-config", dest="load_config", type=Path, default=None,
+                        help="JSON {device: {property: value}} as benchmark_app's: each device's properties are "
+                             "set on the core; a HETERO/AUTO/MULTI/BATCH section is the compile config of a -d "
+                             "string of that kind. Flags win over the file")
+    if not properties:  # the command compiles with its own settings (profile): no flag it would ignore
+        return
     parser.add_argument("-hint", "--hint", choices=list(HINTS), default="latency",
                         help="PERFORMANCE_HINT of the compile (benchmark_app's -hint; default: latency, what a "
                              "placement minimises; none: no hint set)")
@@ -62,10 +68,6 @@ def add_device_args(parser: argparse.ArgumentParser) -> None:
                         default=None, help="ENABLE_CPU_PINNING for CPU devices (benchmark_app's -pin)")
     parser.add_argument("-cdir", "--cache_dir", dest="cdir", default=None,
                         help="OpenVINO's model cache (CACHE_DIR); ov_autoplace's own cache is separate (docs/cache.md)")
-    parser.add_argument("-load_config", "--load-config", dest="load_config", type=Path, default=None,
-                        help="JSON {device: {property: value}} as benchmark_app's: each device's properties are "
-                             "set on the core; a HETERO/AUTO/MULTI/BATCH section is the compile config of a -d "
-                             "string of that kind. Flags win over the file")
     parser.add_argument("-dump_config", "--dump-config", dest="dump_config", type=Path, default=None,
                         help="write the properties this run set, in -load_config's format")
 
@@ -136,6 +138,8 @@ def _config(args) -> dict[str, object]:
     meta = (args.device or "").split(":")[0]
     if meta in META_DEVICES:
         config.update(loaded.get(meta, {}))
+    if not hasattr(args, "hint"):  # a command without the property flags (profile)
+        return config
     hint = HINTS[args.hint]
     if hint is not None:
         config["PERFORMANCE_HINT"] = hint
