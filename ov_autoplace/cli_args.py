@@ -42,7 +42,7 @@ class _DeprecatedPin(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         print("ov-autoplace: warning: --pin NODE=DEVICE is deprecated and will be removed after 0.1; use "
               "--pin-node NODE=DEVICE (-pin YES|NO is benchmark_app's thread pinning)", file=sys.stderr)
-        getattr(namespace, self.dest).append(values)
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])  # never the default
 
 
 def add_device_args(parser: argparse.ArgumentParser, *, properties: bool = True) -> None:
