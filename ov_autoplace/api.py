@@ -36,6 +36,7 @@ from .first_start import Profiling, check_profiling, compile_default  # light: e
 from .legalize import Pin, legalize, parse_pins, query_support
 from .placed_compile import compile_placed
 from .placement import Placement
+from .stored_compile import compile_stored
 from .verification import evidence_intact, needs_verification, verify_placement
 from .prepare import prepare_model
 from .shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
@@ -426,8 +427,12 @@ def compile_model(
                              "search_budget unset to use it")
     try:
         if default:
-            compiled = compile_default(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
-                                       cache_blobs=cache_blobs)
+            compiled = None
+            if profiling is Profiling.STORED:  # an IR that carries its placement (save_model): used, not placed again
+                compiled = compile_stored(req, _verified, cache_dir=cache_dir, cache_blobs=cache_blobs)
+            if compiled is None:
+                compiled = compile_default(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
+                                           cache_blobs=cache_blobs)
             return compiled
         cache = PlacementCache(cache_dir) if use_cache else None
         prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone
