@@ -1,6 +1,14 @@
-"""The exact command that produced the shipped policy ``ov_autoplace/policy/pretrained/hsdag_v1.npz``.
+"""The exact commands behind the shipped policy ``ov_autoplace/policy/pretrained/hsdag_v1.npz``.
 
-    python benchmarks/pretrain.py [--output PATH] [--workdir DIR]
+    python benchmarks/pretrain.py [--output PATH] [--workdir DIR]            # the REINFORCE recipe (v1)
+    python benchmarks/pretrain.py --amortise [--output PATH] [--workdir DIR] [--address HOST:PORT]
+
+``--amortise`` runs issue 22's three steps on top of the policy at ``--init`` (default: the shipped one):
+target generation as Ray tasks, imitation + REINFORCE, and the held-out evaluation against the start
+policy (``python -m ov_autoplace.policy.train.amortise``; see TRAINING.md). It writes the policy to
+``--output`` (default ``<workdir>/amortised.npz``: never into the package unless ``--output`` names it).
+
+The first form is
 
 equivalent to
 
@@ -31,21 +39,54 @@ from ov_autoplace.train import main as train_main  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=pathlib.Path, default=REPO / "ov_autoplace/policy/pretrained/hsdag_v1.npz")
+    parser.add_argument("--output", type=pathlib.Path,
+                        help="default: the package's hsdag_v1.npz (REINFORCE recipe), <workdir>/amortised.npz "
+                             "(--amortise)")
     parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path.home() / ".cache/ov_autoplace/pretrain")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--simulated-only", action="store_true",
                         help="leave out the measured-testbed tasks (profiling needs a quiet machine)")
     parser.add_argument("--with-suite", action="store_true",
                         help="add the calibrated suite platforms to the tasks (the issue #10 experiment)")
+    parser.add_argument("--amortise", action="store_true", help="issue 22: targets (Ray), imitation, evaluation")
+    parser.add_argument("--address", help="with --amortise: a Ray cluster (default: a local Ray with 2 CPUs)")
+    parser.add_argument("--init", default="pretrained", help="with --amortise: the start policy")
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    command = ["--pretrain", "--seed", "0", "--threads", "1", "--output", str(args.output),
+    if args.amortise:
+        return amortise(args)
+    output = args.output or REPO / "ov_autoplace/policy/pretrained/hsdag_v1.npz"
+    command = ["--pretrain", "--seed", "0", "--threads", "1", "--output", str(output),
                "--log", str(args.workdir / "pretrain.jsonl"), "--checkpoint", str(args.workdir / "pretrain.ckpt"),
                "--checkpoint-every", "500"] + (["--resume"] if args.resume else []) \
         + (["--simulated-only"] if args.simulated_only else []) + (["--with-suite"] if args.with_suite else [])
     print("python -m ov_autoplace.train " + " ".join(command), flush=True)
     return train_main(command)
+
+
+def amortise(args) -> int:
+    """The three steps of issue 22, each printed before it runs (each resumes where it stopped)."""
+    from ov_autoplace.policy.train.amortise import main as amortise_main
+
+    run = args.workdir / "amortise"
+    output = args.output or args.workdir / "amortised.npz"
+    ray = ["--address", args.address] if args.address else []
+    start = args.init
+    if start == "pretrained":
+        from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+
+        start = str(PRETRAINED_POLICY)
+    steps = [["targets", "--dir", str(run), *ray],
+             ["train", "--dir", str(run), "--output", str(output), "--init", args.init, "--seed", "0",
+              "--log", str(run / "train.jsonl")],
+             ["evaluate", "--dir", str(run), *ray, "--policy", f"start={start}", "--policy", f"amortised={output}",
+              "--json", str(run / "evaluation.json")]]
+    for step in steps:
+        print("python -m ov_autoplace.policy.train.amortise " + " ".join(step), flush=True)
+        code = amortise_main(step)
+        if code:
+            return code
+    return 0
 
 
 if __name__ == "__main__":

@@ -98,7 +98,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .imitation import ImitationConfig, train_amortised
 
     config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
-                             reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr)
+                             reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
+                             split_weight=args.split_weight)
     out = train_amortised(args.dir, args.output, config, init=args.init, log_path=args.log,
                           progress=not args.no_progress)
     print(f"wrote {out}")
@@ -140,18 +141,20 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("train", parents=[ray_args], help="imitation, then REINFORCE")
     r.add_argument("--output", type=Path, required=True, help="the exported policy (.npz)")
     r.add_argument("--init", default="pretrained", help="start weights: 'pretrained', a .npz, or 'scratch'")
-    r.add_argument("--imitation-steps", type=int, default=1500)
-    r.add_argument("--reinforce-steps", type=int, default=300)
+    r.add_argument("--imitation-steps", type=int, default=3000)
+    r.add_argument("--reinforce-steps", type=int, default=600)
     r.add_argument("--no-imitation", action="store_true", help="the ablation: REINFORCE only")
     r.add_argument("--lr", type=float, default=1e-3)
+    r.add_argument("--split-weight", type=float, default=3.0, help="draw split-paying targets 1 + this as often")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--log", type=Path)
     r.set_defaults(run=cmd_train)
     e = sub.add_parser("evaluate", parents=[ray_args], help="held-out evaluation")
     e.add_argument("--policy", action="append", required=True, help="NAME=PATH of an exported policy (repeatable)")
     e.add_argument("--json", required=True)
-    e.add_argument("--rows", default="split", choices=["split", "all"],
-                   help="split: the rows where a split pays (by the targets); all: every row")
+    e.add_argument("--rows", default="all", choices=["split", "all"],
+                   help="all (default): every row (the tables keep the rows where a split pays); split: only rows "
+                        "whose target beats the legalised single-device starts by 5 %%")
     e.set_defaults(run=cmd_evaluate)
     return p
 

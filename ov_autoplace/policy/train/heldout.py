@@ -109,6 +109,32 @@ def evaluate_row(args: tuple) -> dict:
     return out
 
 
+def one_pass_ratios(directory: str | Path, policy: str, specs: list[TargetSpec]) -> dict[str, float | None]:
+    """A quick check (no Ray, no search): the policy alone, one pass + legalize + guard, over each spec's target
+    (simulated; None where infeasible). For validation during training, on training specs."""
+    from ...costmodel.simulator import Simulator
+    from ...guard import guard_placement
+    from ...legalize import legalize
+    from ...strategies.base import PlacementContext
+    from ..numpy_policy import NumpyHSDAGPolicy
+    from ..strategy import HSDAGStrategy
+    from .imitation import _sigma
+
+    sigma, loaded, out = _sigma(directory), NumpyHSDAGPolicy.load(policy), {}
+    for spec in specs:
+        target = load_target(target_path(directory, spec))
+        graph, cost, support = case_cost(spec, sigma)
+        devices = tuple(cost.devices)
+        proposal = HSDAGStrategy(loaded, cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
+        placement = guard_placement(legalize(graph, proposal, devices, support, max_submodels=MAX_SUBMODELS,
+                                             strategy="hsdag"), graph, cost, support)
+        row = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+        simulator = Simulator(cost, graph)
+        ms = float(simulator(row))
+        out[spec.key] = ms / target["latency_ms"] if math.isfinite(ms) and bool(simulator.memory_ok(row)) else None
+    return out
+
+
 def _subset(row: dict) -> str:
     a, p = row["held_out_architecture"], row["held_out_platform"]
     return "held-out arch + platform" if a and p else "held-out architecture" if a else \
@@ -141,7 +167,7 @@ def summary_table(rows: list[dict], names: list[str]) -> list[str]:
 
 
 def evaluate_policies(directory: str | Path, policies: dict[str, str], *, address: str | None = None,
-                      num_cpus: int = 2, progress: bool = True, rows: str = "split") -> dict:
+                      num_cpus: int = 2, progress: bool = True, rows: str = "all") -> dict:
     """Every evaluation row as a Ray task (``rows='split'``: only where the target says a split pays)."""
     from ...bench import truth
     from .distributed import run_tasks
@@ -185,4 +211,4 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
             "rows": results, "truth_summary": truth_summary, "table": table}
 
 
-__all__ = ["evaluate_policies", "evaluate_row", "summary_table"]
+__all__ = ["evaluate_policies", "evaluate_row", "one_pass_ratios", "summary_table"]

@@ -212,9 +212,13 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     if not math.isfinite(candidates[best]):
         raise TargetGenerationError(f"{spec.key}: no candidate placement can run (every one is infinite or "
                                     f"overflows a device's memory): {candidates}")
+    # best_single_ms: the fastest single-device start *after* legalize (nodes a device cannot run fall back as in
+    # HETERO); raw_single_ms: the whole model on one device, inf where it cannot run it (the headroom table's)
     singles = [candidates[f"single:{d}"] for d in devices]
+    raw = [latency(np.full(graph.num_nodes, k, np.int64)) for k in range(len(devices))]
     return {"spec": dataclasses.asdict(spec), "key": spec.key, "devices": list(devices), "placement": rows[best],
             "latency_ms": candidates[best], "source": best, "best_single_ms": float(min(singles)),
+            "raw_single_ms": [v if math.isfinite(v) else None for v in raw],
             "candidates": {k: (v if math.isfinite(v) else None) for k, v in candidates.items()},
             "milp_proven": milp_proven, "priced": priced, "nodes": graph.num_nodes,
             "seconds": round(time.perf_counter() - started, 3)}
