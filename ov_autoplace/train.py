@@ -11,6 +11,9 @@ Examples::
 
     # the recipe of the shipped policy (see ov_autoplace/policy/pretrained/TRAINING.md)
     python -m ov_autoplace.train --pretrain --output hsdag_v1.npz --log pretrain.jsonl
+
+    # imitation of the search's best placements (targets as Ray tasks), then REINFORCE, then the held-out
+    # evaluation: python -m ov_autoplace.policy.train.amortise {targets,train,evaluate} --help
 """
 
 from __future__ import annotations
