@@ -97,9 +97,9 @@ def imitation_loss(policy, task: ImitationTask) -> torch.Tensor:
 
 def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config) -> list[ImitationTask]:
     """The imitation tasks of ``specs`` (their targets must exist in ``directory``)."""
-    tasks = []
+    tasks, sigma = [], _sigma(directory)
     for spec, target in zip(specs, load_targets(directory, specs)):
-        graph, cost, support = case_cost(spec, _sigma(directory), load_graph(spec.graph))
+        graph, cost, support = case_cost(spec, sigma, load_graph(spec.graph))
         if list(cost.devices) != list(target["devices"]):
             raise ValueError(f"{spec.key}: the target was searched on {target['devices']}, the case now has "
                              f"{list(cost.devices)}; regenerate the targets")

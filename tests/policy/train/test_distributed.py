@@ -9,8 +9,8 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from ov_autoplace.policy.train.distributed import generate_targets  # noqa: E402
-from ov_autoplace.policy.train.targets import (TargetCheckpointError, TargetGenerationError, TargetOptions,  # noqa: E402
-                                               TargetSpec, generate_target, load_targets, target_path)
+from ov_autoplace.policy.train.targets import (  # noqa: E402
+    TargetCheckpointError, TargetGenerationError, TargetOptions, TargetSpec, generate_target, load_targets, target_path)
 
 FAST = TargetOptions(sigma=0.46, max_evaluations=200, local_search_seconds=5.0, policy=None)
 SPECS = [TargetSpec("family:0", "paper"), TargetSpec("family:1", "npu_cpu", 0), TargetSpec("family:2", "laptop", 1)]
