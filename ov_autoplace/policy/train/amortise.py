@@ -9,7 +9,7 @@ Three steps, each resumable, each on Ray where it is parallel:
     # 3. held-out evaluation: the policy alone, policy + local search, the search alone (Ray tasks)
     python -m ov_autoplace.policy.train.amortise evaluate --dir runs/amortise --policy runs/amortise/policy.npz
 
-The split (:data:`HELD_OUT_ARCHITECTURES`, :data:`HELD_OUT_PLATFORMS`) is fixed
+The split (``splits.py``: :data:`HELD_OUT_ARCHITECTURES`, :data:`HELD_OUT_PLATFORMS`) is fixed
 before any training: targets on a held-out architecture or platform (any
 variant of it) are generated as references but never trained on. Nothing is
 written into the package unless ``--output`` names it.
@@ -25,41 +25,10 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .targets import TargetOptions, TargetSpec, task_specs
+from .splits import evaluation_specs, training_specs
+from .targets import TargetOptions
 
 log = logging.getLogger(__name__)
-
-#: Zoo architectures never trained on (leave-architecture-out): a speech transformer with a conv front end and a
-#: densely connected CNN; both have split rows in the headroom table.
-HELD_OUT_ARCHITECTURES = ("wav2vec2_speech", "densenet121")
-#: Suite platforms never trained on, in any variant (leave-platform-out).
-HELD_OUT_PLATFORMS = ("small_memory",)
-SUITE_PLATFORMS = ("paper", "laptop", "npu_cpu", "small_memory", "cpu_igpu")
-
-
-def zoo_models() -> tuple[str, ...]:
-    from ... import zoo
-
-    return tuple(zoo.ALL_MODELS)
-
-
-def training_specs(zoo_variants: int = 8, family_count: int = 30, family_variants: int = 2) -> list[TargetSpec]:
-    """The training cases: the zoo minus the held-out architectures and the random DAG family, on the suite
-    platforms minus the held-out ones, as fitted and in perturbed variants."""
-    platforms = [p for p in SUITE_PLATFORMS if p not in HELD_OUT_PLATFORMS]
-    zoo = [f"zoo:{m}" for m in zoo_models() if m not in HELD_OUT_ARCHITECTURES]
-    family = [f"family:{s}" for s in range(family_count)]
-    return task_specs(zoo, platforms, zoo_variants) + task_specs(family, platforms, family_variants)
-
-
-def evaluation_specs() -> list[TargetSpec]:
-    """Every zoo model on every suite platform as fitted: the rows of the headroom table."""
-    return task_specs([f"zoo:{m}" for m in zoo_models()], list(SUITE_PLATFORMS), 0)
-
-
-def is_held_out(spec: TargetSpec) -> bool:
-    return spec.model in HELD_OUT_ARCHITECTURES or spec.platform in HELD_OUT_PLATFORMS
-
 
 def _options(args: argparse.Namespace) -> TargetOptions:
     policy = args.start_policy

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .amortise import HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs
+from .splits import HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs
 from .targets import MAX_SUBMODELS, TargetSpec, case_cost, load_target, target_path
 
 PLATFORMS_JSON = Path(__file__).resolve().parents[3] / "docs" / "bench" / "platforms.json"

@@ -209,7 +209,7 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
                     init: str = "pretrained", specs: list[TargetSpec] | None = None,
                     log_path: str | Path | None = None, progress: bool = True) -> Path:
     """Imitation on the training targets of ``directory``, then REINFORCE; exports the policy to ``output``."""
-    from .amortise import is_held_out, training_specs
+    from .splits import is_held_out, training_specs
 
     started = time.perf_counter()
     torch.set_num_threads(config.threads)

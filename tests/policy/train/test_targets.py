@@ -7,8 +7,8 @@ import pytest
 
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.legalize import legalize
-from ov_autoplace.policy.train.amortise import (HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs,
-                                                 is_held_out, training_specs)
+from ov_autoplace.policy.train.splits import (HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs,
+                                               is_held_out, training_specs)
 from ov_autoplace.policy.train.targets import (TargetCheckpointError, TargetOptions, TargetSpec, case_cost,
                                                check_manifest, generate_target, load_target, save_target,
                                                target_path, variant_platform)
