@@ -57,8 +57,6 @@ def test_assess_load():
     assert not quiet.loaded and quiet.reason == "" and quiet.e2e_ms == pytest.approx(10.0)
     busy = assess_load([10.0, 10.1, 9.9, 10.05, 10.0], other_cores=1.0)
     assert busy.loaded and "other processes kept 1.00" in busy.reason
-    roomy = assess_load([10.0, 10.1, 9.9, 10.05, 10.0], other_cores=1.0, idle_cores=6.0)
-    assert not roomy.loaded, "other tenants of a large host that leave cores idle do not compete"
     bursty = assess_load([10.0, 19.0, 10.0, 21.0, 10.5, 20.0], other_cores=float("nan"))
     assert bursty.loaded and "IQR" in bursty.reason
     assert not assess_load([10.0, 10.1], other_cores=float("nan")).loaded, "unknown CPU use alone proves nothing"
