@@ -257,3 +257,22 @@ def test_a_measured_winner_needs_to_win_every_paired_round(results):
     assert ("- **inception_v3**: HEFT, OpenVINO HETERO auto at 28.3 ms, +4.6 % vs CPU only, faster in all 5 paired "
             "rounds (paired ratio 0.940–0.990); not distinguishable from OpenVINO HETERO auto") in md
     assert md.count("| **") == 2
+
+
+def test_a_paired_win_below_the_minimum_gain_is_no_difference(results):
+    """TEST DATA modelled on 2026-11-25's resnet50: AUTO (which runs on that very CPU) faster than CPU only in all
+    five rounds, but by ~1.5 %: not named a winner."""
+    for row in results["settings"][0]["rows"]:
+        for m in list(row["cells"]):
+            if m != "resnet50":
+                del row["cells"][m]
+    results["settings"] = results["settings"][:1]
+    results["settings"][0].update(models=["resnet50"], curves={})
+    cpu = [21.3, 21.5, 21.0, 21.4, 21.2]
+    rounds = {"CPU only": {"resnet50": cpu}, "HEFT": {"resnet50": [v * 0.985 for v in cpu]},
+              "CPUF only": {"resnet50": [41.0] * 5}, "Optimum": {"resnet50": [28.0] * 5},
+              "HSDAG": {"resnet50": [v * 1.001 for v in cpu]}}
+    md = markdown_report(_with_rounds(results, rounds))
+    assert "- **resnet50**: no difference: no method was faster than CPU only in every one of the 5 paired rounds " \
+           "by at least 2 % in the median round (lowest median: HEFT" in md
+    assert "| **" not in md
