@@ -53,9 +53,9 @@ def dynamic_ir_path(tmp_path):
 
 
 @pytest.mark.parametrize("args, text", [
-    (["--pin", "nope=CPUF"], "'nope' -> CPUF matches no node"),
-    (["--pin", "stem=GPU"], "names device 'GPU'"),
-    (["--pin", "stem=CPU", "--exclude", "CPU"], "which exclude_devices=['CPU'] excludes"),
+    (["--pin-node", "nope=CPUF"], "'nope' -> CPUF matches no node"),
+    (["--pin-node", "stem=GPU"], "names device 'GPU'"),
+    (["--pin-node", "stem=CPU", "--exclude", "CPU"], "which exclude_devices=['CPU'] excludes"),
     (["--exclude", "GPU"], "exclude_devices names ['GPU']"),
     (["--shape", "[1,3,32,32]"], "axis 2 is 32"),
     (["--shape", "input[1,3"], "cannot parse shapes"),
