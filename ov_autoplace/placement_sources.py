@@ -56,7 +56,9 @@ class Decision:
     prepared: "ov.Model | None" = None
     spawn_worker: bool = False  # profile="background": the worker should measure this model
     reason: str = ""
-    calibrated: bool = False  # the prior recognized every device: its deviation may go live before verification
+    #: the prior recognized every device and its deviation beat the plain call in every draw of the prior's own
+    #: error (``survives_prior_error``): it may run before it is verified
+    calibrated: bool = False
     pending: bool = False  # a deviation from the plain call awaits verification by the background worker
     evidence: "dict | None" = None  # the measured verdict this decision rests on (verification.py)
     stored_as: "Placement | None" = None  # a demoted cache entry: what to store instead
@@ -122,11 +124,52 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
     single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
                                               lambda c: _policy_proposal(c, graph, devices, policy_path),
                                               pins=req.pins, max_submodels=req.max_submodels, margin=prior.margin)
-    calibrated = set(prior.recognized) == set(devices)
+    live, note = False, ""
+    if set(prior.recognized) == set(devices) and (placement is not None or single != devices[0]):
+        matrix = support()
+        index = {d: k for k, d in enumerate(devices)}
+        candidate = (np.full(graph.num_nodes, index[single], dtype=np.int64) if placement is None else
+                     np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64))
+        share = survives_prior_error(prior.cost, graph, matrix, candidate, np.argmax(matrix, axis=1))
+        live = share >= 1.0
+        note = f"; faster than the plain call in {share:.0%} of {LIVE_DRAWS} draws of the prior's error"
     if placement is None:
-        return Decision("prior", single_device=single, spawn_worker=True, reason=reason, calibrated=calibrated)
-    return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason,
-                    calibrated=calibrated)
+        return Decision("prior", single_device=single, spawn_worker=True, reason=reason + note, calibrated=live)
+    return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason + note,
+                    calibrated=live)
+
+
+#: The prior's error on the log scale: the sigma of log(simulated / published) over the held-out calibration
+#: points (``bench/truth.held_out_sigma``; 0.463 in docs/bench/headroom.md's truth model).
+PRIOR_LOG_SIGMA = 0.463
+#: Draws of that error a calibrated prior's deviation must win, every one, to run before it is verified.
+LIVE_DRAWS = 40
+
+
+def survives_prior_error(cost, graph: "GraphArrays", support, candidate, plain, *, sigma: float = PRIOR_LOG_SIGMA,
+                         draws: int = LIVE_DRAWS, seed: int = 0) -> float:
+    """Share of ``draws`` draws of the prior's error in which ``candidate`` is predicted faster than ``plain``.
+
+    A draw scales every node's compute on device d by a log-normal factor per (device, op category), median 1, as
+    the calibration error is spread (the same error model as the benchmarks' truth draws, with its own seed).
+    ``candidate`` and ``plain`` are device indices per node.
+    """
+    import numpy as np
+
+    from .costmodel.cost_terms import CostTerms
+    from .costmodel.platforms import CATEGORIES
+    from .costmodel.sim_costs import op_category
+
+    category = np.array([CATEGORIES.index(op_category(t)) for t in graph.op_types], np.int64)
+    rng = np.random.default_rng(seed)
+    wins = 0
+    for _ in range(draws):
+        scale = np.exp(sigma * rng.standard_normal((len(cost.devices), len(CATEGORIES))))[:, category].T
+        drawn = dataclasses.replace(cost, compute_ms=np.asarray(cost.compute_ms) * scale,
+                                    unfused_ms=np.asarray(cost.unfused_ms) * scale)
+        terms = CostTerms(drawn, graph, support)
+        wins += bool(terms.latency_ms(np.asarray(candidate)) < terms.latency_ms(np.asarray(plain)))
+    return wins / draws
 
 
 def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support, propose, *, pins=None,
@@ -387,4 +430,4 @@ def decision_from_cache(req: Any, placement: "Placement", prepared, graph: "Grap
 
 __all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "PriorChoice", "cache_key", "decision_from_cache", "decision_to_placement",
            "fast_single_device", "measure_profile_now", "place_from_prior", "place_from_profile", "place_with_cost",
-           "prior_choice", "prior_outcome", "settle", "single_device_of"]
+           "prior_choice", "prior_outcome", "settle", "single_device_of", "survives_prior_error"]

@@ -270,3 +270,17 @@ def test_settle_lets_only_a_calibrated_prior_deviate_before_verification(thread_
     bare = dataclasses.replace(live.stored_as, strategy="hsdag:profile")
     demoted = placement_sources.decision_from_cache(req, bare, prepared, graph)
     assert demoted.single_device == "CPUS" and demoted.pending and demoted.stored_as is not None
+
+
+def test_only_a_gain_beyond_the_priors_error_may_run_before_verification():
+    """A calibrated prior's deviation runs at once only when it wins in every draw of the prior's own error."""
+    graph = extract_graph(prepare_model(sg.residual()))
+    devices = ("CPUS", "CPU")
+    support = np.ones((graph.num_nodes, 2), dtype=bool)
+    plain, other = np.zeros(graph.num_nodes, np.int64), np.ones(graph.num_nodes, np.int64)
+    clear = _fixture_cost(graph, devices, [3.0, 1.0])  # CPU predicted 3x faster: beyond a 46 % per-category error
+    assert placement_sources.survives_prior_error(clear, graph, support, other, plain) == 1.0
+    close = _fixture_cost(graph, devices, [1.02, 1.0])  # 2 % faster: the error decides it either way
+    share = placement_sources.survives_prior_error(close, graph, support, other, plain)
+    assert 0.0 < share < 1.0
+    assert placement_sources.survives_prior_error(close, graph, support, other, plain, sigma=1e-6) == 1.0
