@@ -289,8 +289,13 @@ def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", pol
         return None
     placement = place_with_cost(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
     device = single_device_of(placement)
-    return Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared,
-                    reason="; ".join(placement.notes) if device else "")
+    decision = Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared,
+                        reason="; ".join(placement.notes) if device else "")
+    if getattr(profile.cost_model, "loaded", False):  # proves nothing: the plain call, and measured again
+        return dataclasses.replace(decision, pending=True, spawn_worker=True,
+                                   reason=f"{decision.reason}; the profile was taken on a loaded machine: the "
+                                          "background worker measures it again")
+    return decision
 
 
 def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str) -> "Placement":
