@@ -46,7 +46,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
@@ -56,7 +55,7 @@ import openvino as ov
 from ..cache_root import (PROFILE_DIR_ENV, UntrustedDirectoryError, private_store_dir, profile_dir,
                           refusal_message, warn_once)
 from ..file_loading import (DAMAGED_FILE_ERRORS, PLACEMENT_ENTRY_MAX_BYTES, PROFILE_MAX_BYTES, RefusedFileError,
-                            read_json_bounded, remove_refused)
+                            read_json_bounded, remove_refused, write_private_atomic)
 from ..graph import GraphArrays
 
 logger = logging.getLogger(__name__)
@@ -254,16 +253,8 @@ class ProfileStore:
         path = self.path_for(key)
         if os.path.isdir(path) and not os.path.islink(path):  # a directory where the file belongs: out of the way
             remove_refused(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"key": dict(key), "payload": dict(payload)}, f)  # streams: may fail half-written
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # serialised first (a failure leaves no file), then written 0600 and renamed into place
+        write_private_atomic(path, json.dumps({"key": dict(key), "payload": dict(payload)}))
         logger.info("saved %s to %s", _words(key)[0], path)
         return path
 
