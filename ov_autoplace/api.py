@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence, Union
 import numpy as np
 import openvino as ov
 
-from .device_requests import check_property_values, compile_plain, resolve_device_request
+from .device_requests import check_property_values, compile_plain, properties_for, resolve_device_request
 from .devices import DeviceSpec, check_properties, normalized_exclusions
 from .errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
                      PolicyFormatError)
@@ -37,7 +37,7 @@ from .legalize import Pin, legalize, parse_pins, query_support
 from .placed_compile import compile_placed
 from .placement import Placement
 from .stored_compile import compile_stored
-from .verification import evidence_intact, needs_verification, verify_placement
+from .verification import evidence_intact, needs_verification, single_device_of, verify_placement
 from .prepare import prepare_model
 from .shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
 from .user_checks import USER_ERRORS, check_pins_devices
@@ -438,7 +438,10 @@ def compile_model(
         prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone
         placement = _cached_or_new_placement(req, prepared, cache)
         props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
-        if req.shapes is None:
+        device = single_device_of(placement)
+        if device is not None:  # one device: exactly the plain call on it (the user's model, not through HETERO)
+            compiled = req.core.compile_model(req.model, device, properties_for(req.core, device, props))
+        elif req.shapes is None:
             placement.apply(prepared)
             compiled = req.core.compile_model(prepared, req.spec.hetero_string, props)
         else:  # carried over to the dynamic model, compiled dynamic, run once (DynamicSplitError -> fallback)
