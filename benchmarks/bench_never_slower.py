@@ -108,6 +108,9 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
     try:
         with tempfile.TemporaryDirectory(prefix="never-slower-") as scratch:
             compiled, seconds, note = place_by_path(path, model, testbed, Path(scratch), args.search_budget)
+            # any path may have handed a pending deviation (or a loaded profile) to the background worker: let it
+            # finish before timing (it would load the machine) and before its folder is removed
+            _wait_for_workers(Path(scratch), 900)
     except Exception as exc:  # noqa: BLE001 - a row that fails is reported, not hidden
         return {"model": name, "path": path, "error": f"{type(exc).__name__}: {exc}"}
     finally:
