@@ -296,12 +296,13 @@ def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: Placement
                     req.strategy.name)
     else:
         placement = _place(req, prepared, graph, cache.directory / "support")
-    placement = _verified(req, prepared, graph, placement)
+    placement = _verified(req, prepared, graph, placement, support)
     cache.put(key, placement, graph)
     return placement
 
 
-def _verified(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement) -> Placement:
+def _verified(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement,
+              support: np.ndarray | None = None) -> Placement:
     """The measured verification (``verification.py``) of a placement that differs from the plain call's.
 
     Pinned placements are the user's call and are compiled as asked. Anything else that is not what
@@ -309,7 +310,8 @@ def _verified(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: 
     """
     if req.pins:
         return placement
-    support = query_support(req.core, prepared, graph, req.devices)
+    if support is None:  # the caller's support matrix when it has one (a query_model per device otherwise)
+        support = query_support(req.core, prepared, graph, req.devices)
     if not needs_verification(placement, graph, support):
         return placement
     verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,

@@ -31,7 +31,7 @@ from .legalize import query_support
 from .placement import Placement
 from .portable_placement import RT_INFO_PATH, stored_placement
 from .prepare import prepare_model
-from .verification import evidence_intact, needs_verification
+from .verification import evidence_intact, needs_verification, single_device_of
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -40,7 +40,7 @@ def compile_stored(req: Any, verify: Callable[..., Placement], *, cache_dir=None
                    cache_blobs: bool = False) -> ov.CompiledModel | None:
     """The model compiled with the placement its rt_info carries, or None when there is none to use.
 
-    ``req`` is ``api._Request``; ``verify(req, prepared, graph, placement)`` is ``api._verified``.
+    ``req`` is ``api._Request``; ``verify(req, prepared, graph, placement, support)`` is ``api._verified``.
     """
     if req.pins or req.shapes is not None or not req.model.has_rt_info(RT_INFO_PATH):
         return None
@@ -53,13 +53,12 @@ def compile_stored(req: Any, verify: Callable[..., Placement], *, cache_dir=None
     support = query_support(req.core, prepared, graph, req.devices)
     placement = ensure_legal(placement, graph, req.devices, support, max_submodels=req.max_submodels, source="stored")
     if not evidence_intact(placement) and needs_verification(placement, graph, support):
-        placement = verify(req, prepared, graph, placement)  # a proposal: measured against the plain call
+        placement = verify(req, prepared, graph, placement, support)  # a proposal: measured against the plain call
     logger.info("placement source: the model's rt_info (%s) -> %s (%.0f ms to decide)", placement.strategy,
                 placement.counts_per_device(), 1e3 * (time.perf_counter() - started))
     props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
-    used = {placement.assignment[n] for n in placement.compute_nodes}
-    if len(used) == 1:  # one device: exactly the plain call on it, as the default path compiles it (first_start)
-        (device,) = used
+    device = single_device_of(placement)
+    if device is not None:  # one device: exactly the plain call on it, as the default path compiles it (first_start)
         return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
     placement.apply(prepared)
     return req.core.compile_model(prepared, req.spec.hetero_string, props)

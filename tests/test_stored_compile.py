@@ -30,9 +30,9 @@ class RecordingVerify:
     def __init__(self):
         self.seen = []
 
-    def __call__(self, req, prepared, graph, placement):
+    def __call__(self, req, prepared, graph, placement, support=None):
         self.seen.append(placement)
-        return api._verified(req, prepared, graph, placement)
+        return api._verified(req, prepared, graph, placement, support)
 
 
 def test_a_model_without_a_stored_placement_takes_the_normal_path(testbed):
