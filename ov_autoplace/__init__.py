@@ -8,11 +8,11 @@ Data flow: model -> graph arrays (``extract_graph``, C++) -> strategy proposal
 -> ``legalize`` -> affinities -> HETERO compile.
 """
 
-from ._native_loader import check_openvino_version as _check_openvino_version
+from ov_autoplace._native_loader import check_openvino_version as _check_openvino_version
 
 _check_openvino_version()  # a mismatched build fails here, with the command that fixes it
 
-from .api import (  # noqa: E402
+from ov_autoplace.api import (  # noqa: E402
     DEFAULT_MAX_SUBMODELS,
     DEFAULT_STRATEGY,
     Profiling,
@@ -23,8 +23,8 @@ from .api import (  # noqa: E402
     load_model,
     place,
 )
-from .devices import available_devices, parse_device_string, register_virtual_device  # noqa: E402
-from .errors import (  # noqa: E402
+from ov_autoplace.devices import available_devices, parse_device_string, register_virtual_device  # noqa: E402
+from ov_autoplace.errors import (  # noqa: E402
     CalibrationDataError,
     DeviceError,
     DynamicSplitError,
@@ -41,15 +41,15 @@ from .errors import (  # noqa: E402
     ShapeError,
     UnsupportedOpError,
 )
-from .graph import GraphArrays, NodeRole, extract_graph  # noqa: E402
-from .legalize import Pin, legalize  # noqa: E402
-from .placement import Placement, PlacementCoverageError  # noqa: E402
-from .saved_model import load_placed, save_model  # noqa: E402
-from .strategies import PlacementContext, PlacementStrategy  # noqa: E402
-from .testbed import Testbed, make_testbed  # noqa: E402
-from .timing import LatencyStats, measure_latency, random_inputs  # noqa: E402
+from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph  # noqa: E402
+from ov_autoplace.legalize import Pin, legalize  # noqa: E402
+from ov_autoplace.placement import Placement, PlacementCoverageError  # noqa: E402
+from ov_autoplace.saved_model import load_placed, save_model  # noqa: E402
+from ov_autoplace.strategies import PlacementContext, PlacementStrategy  # noqa: E402
+from ov_autoplace.testbed import Testbed, make_testbed  # noqa: E402
+from ov_autoplace.timing import LatencyStats, measure_latency, random_inputs  # noqa: E402
 
-from ._version import __version__  # noqa: E402
+from ov_autoplace._version import __version__  # noqa: E402
 
 __all__ = [
     "CalibrationDataError",

@@ -14,7 +14,7 @@ from types import ModuleType
 
 import openvino as ov
 
-from .errors import NativeExtensionError
+from ov_autoplace.errors import NativeExtensionError
 
 #: The command that rebuilds the extension against the OpenVINO installed *in this environment*: without
 #: build isolation (pip would otherwise build in a fresh environment with the release pyproject.toml pins, and

@@ -22,27 +22,27 @@ from typing import Any, Mapping, Sequence, Union
 import numpy as np
 import openvino as ov
 
-from .device_requests import check_property_values, compile_plain, properties_for, resolve_device_request
-from .devices import DeviceSpec, check_properties, normalized_exclusions
-from .errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
+from ov_autoplace.device_requests import check_property_values, compile_plain, properties_for, resolve_device_request
+from ov_autoplace.devices import DeviceSpec, check_properties, normalized_exclusions
+from ov_autoplace.errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
                      PolicyFormatError)
-from .cache import PlacementCache
-from .graph import GraphArrays, extract_graph
-from .guard import guard_placement
-from .legality import ensure_legal
-from .support_store import device_support
-from .cache_root import blob_cache_props, cache_root
-from .first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
-from .legalize import Pin, legalize, parse_pins, query_support
-from .placed_compile import compile_placed
-from .placement import Placement
-from .stored_compile import compile_stored
-from .verification import evidence_intact, needs_verification, single_device_of, verify_placement
-from .prepare import prepare_model
-from .shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
-from .user_checks import USER_ERRORS, check_pins_devices
-from .strategies.base import PlacementContext, PlacementStrategy
-from .strategies.registry import make_strategy, strategy_names
+from ov_autoplace.cache import PlacementCache
+from ov_autoplace.graph import GraphArrays, extract_graph
+from ov_autoplace.guard import guard_placement
+from ov_autoplace.legality import ensure_legal
+from ov_autoplace.support_store import device_support
+from ov_autoplace.cache_root import blob_cache_props, cache_root
+from ov_autoplace.first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
+from ov_autoplace.legalize import Pin, legalize, parse_pins, query_support
+from ov_autoplace.placed_compile import compile_placed
+from ov_autoplace.placement import Placement
+from ov_autoplace.stored_compile import compile_stored
+from ov_autoplace.verification import evidence_intact, needs_verification, single_device_of, verify_placement
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
+from ov_autoplace.user_checks import USER_ERRORS, check_pins_devices
+from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
+from ov_autoplace.strategies.registry import make_strategy, strategy_names
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -80,7 +80,7 @@ def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None, s
 
 def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrategy:
     """The budgeted, measured fine-tuning of the pretrained policy (needs torch, the ``train`` extra)."""
-    from .policy.search_strategy import HSDAGSearchStrategy, check_search_budget
+    from ov_autoplace.policy.search_strategy import HSDAGSearchStrategy, check_search_budget
 
     try:
         check_search_budget(search_budget)
@@ -92,7 +92,7 @@ def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrateg
     if importlib.util.find_spec("torch") is None:
         raise PlacementError("search_budget fine-tunes the policy with torch, which is not installed; install it "
                              "with pip install 'ov_autoplace[train]' or leave search_budget unset")
-    from .costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.costmodel.providers import MeasuredCostProvider
 
     return HSDAGSearchStrategy(pretrained_policy_path(), MeasuredCostProvider(), search_budget,
                                max_submodels=max_submodels)
@@ -100,7 +100,7 @@ def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrateg
 
 def pretrained_policy_path() -> Path:
     """The HSDAG policy shipped inside the package."""
-    from .policy.pretrained import PRETRAINED_POLICY as path  # data only: no torch
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY as path  # data only: no torch
 
     if not path.is_file():
         raise PlacementError(f"the pretrained policy {path} is missing from this installation; reinstall ov_autoplace")
@@ -257,7 +257,7 @@ def place(
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     prepared = prepare_model(req.placement_model)
     if default:  # what compile_model's default path would place: a stored profile, else the prior; nothing run
-        from .first_start import default_placement
+        from ov_autoplace.first_start import default_placement
 
         return default_placement(req, prepared, extract_graph(prepared))
     return _place(req, prepared, extract_graph(prepared))

@@ -50,11 +50,11 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .cache_root import UntrustedDirectoryError, refusal_message, warn_once
-from .file_loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded,
+from ov_autoplace.cache_root import UntrustedDirectoryError, refusal_message, warn_once
+from ov_autoplace.file_loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded,
                            remove_refused, write_private_atomic)
-from .property_values import decode_property, encode_property
-from .worker_files import (MAX_FAILURES, acquire_lock, holder_died, lock_pid, pid_alive, private_worker_dir,
+from ov_autoplace.property_values import decode_property, encode_property
+from ov_autoplace.worker_files import (MAX_FAILURES, acquire_lock, holder_died, lock_pid, pid_alive, private_worker_dir,
                            read_failure, record_failure, release_lock, report_failure, worker_digest, worker_files)
 
 logger = logging.getLogger("ov_autoplace")
@@ -96,7 +96,7 @@ def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
 
 def restore_devices(core: Any, setup: Mapping[str, Mapping[str, Any]]) -> None:
     """Register and configure the app's devices on ``core``; WorkerFailure naming a property a device rejects."""
-    from .devices import register_virtual_device
+    from ov_autoplace.devices import register_virtual_device
 
     for device, entry in setup.items():
         if entry.get("base"):
@@ -281,14 +281,14 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
 
     import openvino as ov
 
-    from .cache_root import profile_dir
-    from .costmodel.profile_store import ProfileStore, _differences, profile_key
-    from .costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
-    from .graph import extract_graph
-    from .legalize import Pin
-    from .placement_sources import measure_profile_now, place_with_cost
-    from .policy.pretrained import PRETRAINED_POLICY  # not via the api: the api imports this module
-    from .prepare import prepare_model
+    from ov_autoplace.cache_root import profile_dir
+    from ov_autoplace.costmodel.profile_store import ProfileStore, _differences, profile_key
+    from ov_autoplace.costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
+    from ov_autoplace.graph import extract_graph
+    from ov_autoplace.legalize import Pin
+    from ov_autoplace.placement_sources import measure_profile_now, place_with_cost
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY  # not via the api: the api imports this module
+    from ov_autoplace.prepare import prepare_model
 
     core = ov.Core()
     devices = tuple(spec["devices"])
@@ -330,9 +330,9 @@ def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any,
     or why the plain call's placement stays unverified (the verification abstained); WorkerFailure if nothing
     could be stored.
     """
-    from .cache import PlacementCache
-    from .legalize import query_support
-    from .verification import needs_verification, verify_placement
+    from ov_autoplace.cache import PlacementCache
+    from ov_autoplace.legalize import query_support
+    from ov_autoplace.verification import needs_verification, verify_placement
 
     support = query_support(core, prepared, graph, candidate.devices)
     if pinned or not needs_verification(candidate, graph, support):
@@ -358,8 +358,8 @@ def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any,
 
 def model_state(root: str | os.PathLike, key: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
     """pending / failed (reason) / verified / profiled / prior, for one placement-cache entry."""
-    from .placement import Placement
-    from .verification import evidence_intact
+    from ov_autoplace.placement import Placement
+    from ov_autoplace.verification import evidence_intact
 
     files = worker_files(root, worker_digest(key))
     pid = lock_pid(files["lock"]) if os.path.lexists(files["lock"]) else 0

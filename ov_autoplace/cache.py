@@ -31,12 +31,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import openvino as ov
 
-from .cache_root import CACHE_DIR_ENV, cache_root
-from .costmodel.profile_store import ProfileStore, profile_key
-from .graph import GraphArrays
-from .errors import PlacementError, UnsupportedOpError
-from .legality import LEGALIZER_VERSION, ensure_legal
-from .placement import Placement
+from ov_autoplace.cache_root import CACHE_DIR_ENV, cache_root
+from ov_autoplace.costmodel.profile_store import ProfileStore, profile_key
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.errors import PlacementError, UnsupportedOpError
+from ov_autoplace.legality import LEGALIZER_VERSION, ensure_legal
+from ov_autoplace.placement import Placement
 
 logger = logging.getLogger(__name__)
 

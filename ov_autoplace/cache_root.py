@@ -42,7 +42,7 @@ import stat
 from pathlib import Path
 from typing import Any, Mapping
 
-from .file_loading import file_kind, remove_refused
+from ov_autoplace.file_loading import file_kind, remove_refused
 
 logger = logging.getLogger(__name__)
 

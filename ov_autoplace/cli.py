@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Sequence
 
 
-from . import api
-from .bench.command import add_bench_parser
-from .cache import PlacementCache
-from .device_targets import target_devices
-from .errors import OVAutoplaceError
-from .graph import extract_graph
-from .picture_commands import add_picture_parsers
-from .prepare import prepare_model
-from .shapes import resolve_shapes, static_clone
-from .whatif import add_whatif_parser
-from .cli_args import _add_model_device_args, _config, _core_and_device, _placed_and_measured, add_device_args, \
+from ov_autoplace import api
+from ov_autoplace.bench.command import add_bench_parser
+from ov_autoplace.cache import PlacementCache
+from ov_autoplace.device_targets import target_devices
+from ov_autoplace.errors import OVAutoplaceError
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.picture_commands import add_picture_parsers
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.shapes import resolve_shapes, static_clone
+from ov_autoplace.whatif import add_whatif_parser
+from ov_autoplace.cli_args import _add_model_device_args, _config, _core_and_device, _placed_and_measured, add_device_args, \
     add_run_args
 
 
@@ -44,7 +44,7 @@ def cmd_place(args) -> int:
     model, placement, place_s = _placed_and_measured(args, (core, device))
     print(placement.summary())
     if not args.no_measure:  # the same transfer numbers `show` draws
-        from .picture_commands import simulated_timeline_line
+        from ov_autoplace.picture_commands import simulated_timeline_line
 
         shapes = resolve_shapes(model, args.shape)  # a dynamic model is timed as placed: its static clone
         print("  " + simulated_timeline_line(static_clone(model, shapes) if shapes else model, placement, core))
@@ -53,7 +53,7 @@ def cmd_place(args) -> int:
         placement.save(args.output)
         print(f"placement written to {args.output}")
     if args.save_model:  # the IR with the placement in its rt_info (saved_model.py); ov.save_model keeps none
-        from .saved_model import save_model
+        from ov_autoplace.saved_model import save_model
 
         stored = save_model(model, args.save_model, placement, core=core)  # verified first (saved_model.py)
         verdict = (stored.verification or {}).get("decision", "not needed: the plain call's placement")
@@ -65,10 +65,10 @@ def cmd_place(args) -> int:
 def cmd_profile(args) -> int:
     from collections import defaultdict
 
-    from .costmodel.link_calibration import profile_links
-    from .costmodel.profile_store import ProfileStore
-    from .costmodel.profiler import measure_model_profile
-    from .costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
+    from ov_autoplace.costmodel.link_calibration import profile_links
+    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.costmodel.profiler import measure_model_profile
+    from ov_autoplace.costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
     core, device = _core_and_device(args)
     devices = target_devices(core, device, _config(args))
@@ -82,7 +82,7 @@ def cmd_profile(args) -> int:
                               seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
         profile = measure_model_profile(model, core, devices, iterations=args.niter or 20, store=store, links=links)
     else:  # one compile and a few PERF_COUNT runs per device (costmodel/quick_profile.py)
-        from .costmodel.quick_profile import quick_model_profile
+        from ov_autoplace.costmodel.quick_profile import quick_model_profile
 
         # -niter asks for exactly that many profiled runs; without it a slow model stops at the time budget
         profile = quick_model_profile(model, core, devices, iterations=args.niter or 6, store=store,
@@ -112,11 +112,11 @@ def cmd_profile(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from .cache_root import UntrustedDirectoryError, cache_root, clear_cache, private_root
+    from ov_autoplace.cache_root import UntrustedDirectoryError, cache_root, clear_cache, private_root
 
     if args.action == "list":
-        from .background import model_state
-        from .file_loading import DAMAGED_FILE_ERRORS, PLACEMENT_ENTRY_MAX_BYTES, read_json_bounded
+        from ov_autoplace.background import model_state
+        from ov_autoplace.file_loading import DAMAGED_FILE_ERRORS, PLACEMENT_ENTRY_MAX_BYTES, read_json_bounded
 
         root = cache_root(args.cache_dir)
         entries = PlacementCache(root).entries()
@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
 def version_line() -> str:
     import openvino as ov
 
-    from ._version import __version__
+    from ov_autoplace._version import __version__
 
     return f"ov-autoplace {__version__} (OpenVINO {ov.get_version()})"
 
@@ -207,7 +207,7 @@ def version_line() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:  # everything after `train` belongs to the trainer's own parser
-        from .train import main as train_main  # torch is imported only on this path (it names the extra itself)
+        from ov_autoplace.train import main as train_main  # torch is imported only on this path (it names the extra itself)
 
         return train_main(argv[1:])
     args = build_parser().parse_args(argv)

@@ -17,17 +17,17 @@ from typing import Any, Sequence
 
 import openvino as ov
 
-from . import api
-from .device_targets import placement_target
-from .errors import PinError, PropertyError
-from .file_loading import read_json_file
-from .graph import extract_graph
-from .placement import Placement
-from .prepare import prepare_model
-from .shapes import DEFAULT_BATCH, DEFAULT_DIM, resolve_shapes
-from .strategies.registry import strategy_names
-from .testbed import make_testbed
-from .timing import measure_latency, random_inputs
+from ov_autoplace import api
+from ov_autoplace.device_targets import placement_target
+from ov_autoplace.errors import PinError, PropertyError
+from ov_autoplace.file_loading import read_json_file
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.placement import Placement
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.shapes import DEFAULT_BATCH, DEFAULT_DIM, resolve_shapes
+from ov_autoplace.strategies.registry import strategy_names
+from ov_autoplace.testbed import make_testbed
+from ov_autoplace.timing import measure_latency, random_inputs
 
 #: Every PERFORMANCE_HINT OpenVINO has, with benchmark_app's short forms.
 HINTS = {"latency": "LATENCY", "throughput": "THROUGHPUT", "tput": "THROUGHPUT",
@@ -239,7 +239,7 @@ def _placed_and_measured(args, core_and_device: tuple[ov.Core, str | None] | Non
     config = _config(args)
     t0 = time.perf_counter()
     if getattr(args, "placement", None):
-        from .viz.placed import check_placement_matches
+        from ov_autoplace.viz.placed import check_placement_matches
 
         placement = Placement.load(args.placement)
         check_placement_matches(placement, extract_graph(prepare_model(model)), source=f"placement {args.placement}")
@@ -260,7 +260,7 @@ def _placed_and_measured(args, core_and_device: tuple[ov.Core, str | None] | Non
             single = core.compile_model(model, dev, single_device_config(config, dev))
             placement.reference_latency_ms[dev] = _timed(single, inputs, args).median_ms
     if getattr(args, "report_type", None):
-        from .cli_report import write_report
+        from ov_autoplace.cli_report import write_report
 
         write_report(args, placement, config, place_s, model, core, None if args.no_measure else inputs)
     return model, placement, place_s

@@ -19,7 +19,7 @@ from typing import Any
 
 import openvino as ov
 
-from .placement import Placement
+from ov_autoplace.placement import Placement
 
 #: Runs whose PERF_COUNT counters are collected (benchmark_app collects over its whole run; a few suffice here).
 COUNTER_RUNS = 10
@@ -46,7 +46,7 @@ def _results(placement: Placement, place_s: float) -> dict[str, Any]:
 
 def _counters(model, placement: Placement, config: dict, core: ov.Core, inputs, runs: int) -> list[dict[str, Any]]:
     """Each node's PERF_COUNT times over ``runs`` inferences of the placed model (``run`` says which)."""
-    from . import api
+    from ov_autoplace import api
 
     placed = api.compile_placement(model, placement, {**config, "PERF_COUNT": True}, core=core)
     request = placed.create_infer_request()

@@ -20,10 +20,10 @@ from typing import Sequence
 import numpy as np
 import openvino as ov
 
-from . import api
-from .device_targets import target_devices
-from .placement import Placement
-from .timing import measure_latency, random_inputs
+from ov_autoplace import api
+from ov_autoplace.device_targets import target_devices
+from ov_autoplace.placement import Placement
+from ov_autoplace.timing import measure_latency, random_inputs
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -82,7 +82,7 @@ class Comparison:
                      + (f"{self.runs} runs per row, interleaved rounds, native timer" if self.measured
                         else "not run (--no-measure)"))
         if {"CPU", "CPUF"} <= set(self.devices):
-            from .viz import SAME_DEVICE_NOTE
+            from ov_autoplace.viz import SAME_DEVICE_NOTE
 
             lines.append("note: " + SAME_DEVICE_NOTE)
         return "\n".join(lines)
@@ -90,11 +90,11 @@ class Comparison:
 
 def measured_cost_model(model, placement_devices, core):
     """The measured per-op CostModel of ``model`` on the devices (profiled once, then read from the profile store)."""
-    from .costmodel.providers import MeasuredCostProvider
-    from .graph import extract_graph
-    from .prepare import prepare_model
-    from .strategies.base import PlacementContext
-    from .strategies.cost_based import resolve_cost
+    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.graph import extract_graph
+    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.strategies.cost_based import resolve_cost
 
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
@@ -117,10 +117,10 @@ def _interleaved(compiled: list[ov.CompiledModel], inputs, runs: int, rounds: in
 def compare_strategies(model: ov.Model, device: str, *, core: ov.Core, strategies: Sequence[str], runs: int = 30,
                        rounds: int = 3, measure: bool = True, max_submodels: int | None = 8) -> Comparison:
     """Place with each strategy, simulate each, and (``measure``) time them and each single device interleaved."""
-    from .costmodel.simulator import Simulator
-    from .viz.placed import analyze
-    from .viz.summary import single_device_ms
-    from .viz.timeline import simulated_timeline
+    from ov_autoplace.costmodel.simulator import Simulator
+    from ov_autoplace.viz.placed import analyze
+    from ov_autoplace.viz.summary import single_device_ms
+    from ov_autoplace.viz.timeline import simulated_timeline
 
     if rounds < 1 or runs < rounds:
         raise ValueError(f"need rounds >= 1 and runs >= rounds, got runs={runs}, rounds={rounds}")
@@ -160,9 +160,9 @@ def _single(graph, devices: tuple[str, ...], device: str) -> Placement:
 
 def write_comparison(result: Comparison, prefix: Path, *, title: str, png: bool = True):
     """PREFIX.md (the table), PREFIX.svg, PREFIX.html and (with matplotlib) PREFIX.png."""
-    from .viz.compare_picture import draw_comparison
-    from .viz.html_page import render_html
-    from .viz.scene import matplotlib_available, to_png, to_svg
+    from ov_autoplace.viz.compare_picture import draw_comparison
+    from ov_autoplace.viz.html_page import render_html
+    from ov_autoplace.viz.scene import matplotlib_available, to_png, to_svg
 
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)

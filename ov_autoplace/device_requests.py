@@ -30,8 +30,8 @@ from typing import Any
 
 import openvino as ov
 
-from .devices import DeviceSpec, available_devices, check_devices_present, parse_device_string
-from .errors import DeviceError, PropertyError
+from ov_autoplace.devices import DeviceSpec, available_devices, check_devices_present, parse_device_string
+from ov_autoplace.errors import DeviceError, PropertyError
 
 logger = logging.getLogger("ov_autoplace")
 

@@ -13,8 +13,8 @@ from typing import Any, Mapping
 
 import openvino as ov
 
-from .device_requests import resolve_device_request
-from .devices import DeviceSpec
+from ov_autoplace.device_requests import resolve_device_request
+from ov_autoplace.devices import DeviceSpec
 
 
 def placement_target(core: ov.Core, device: str | None, config: Mapping[str, Any] | None = None

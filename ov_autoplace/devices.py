@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 
 import openvino as ov
 
-from .errors import DeviceError, PropertyError
+from ov_autoplace.errors import DeviceError, PropertyError
 
 # Meta devices that schedule over other devices. Placement only makes sense for
 # HETERO; the others are handed to OpenVINO unchanged (docs/call-forms.md).

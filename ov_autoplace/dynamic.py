@@ -21,9 +21,9 @@ from typing import Sequence
 import numpy as np
 import openvino as ov
 
-from .graph import NodeRole, extract_graph
-from .legalize import legalize, query_support
-from .placement import Placement
+from ov_autoplace.graph import NodeRole, extract_graph
+from ov_autoplace.legalize import legalize, query_support
+from ov_autoplace.placement import Placement
 
 logger = logging.getLogger("ov_autoplace")
 

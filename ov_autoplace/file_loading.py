@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from .errors import FileFormatError
+from ov_autoplace.errors import FileFormatError
 
 T = TypeVar("T")
 

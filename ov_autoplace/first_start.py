@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cache_root import blob_cache_props, cache_root, profile_dir
-from .device_facts import identical_devices
-from .device_requests import properties_for
+from ov_autoplace.cache_root import blob_cache_props, cache_root, profile_dir
+from ov_autoplace.device_facts import identical_devices
+from ov_autoplace.device_requests import properties_for
 
 if TYPE_CHECKING:
-    from .placement_sources import Decision
+    from ov_autoplace.placement_sources import Decision
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -42,7 +42,7 @@ def check_profiling(value: Any) -> Profiling:
     try:
         return Profiling(value)
     except ValueError:
-        from .errors import PlacementError
+        from ov_autoplace.errors import PlacementError
 
         raise PlacementError(f"profile must be one of {[p.value for p in Profiling]}, got {value!r}") from None
 
@@ -70,7 +70,7 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
         return req.core.compile_model(req.model, first, properties_for(req.core, first, props))  # see _compile
     index = None
     if use_cache and profiling is Profiling.STORED and not req.pins:  # a one-device decision needs no clone
-        from . import single_device_index
+        from ov_autoplace import single_device_index
 
         try:
             index = single_device_index.index_key(req, _policy_digest(POLICY_FILE))
@@ -96,7 +96,7 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
             logger.warning("%s needs the placement cache (use_cache=False): not measuring",
                            "verifying the placement" if decision.pending else "profile='background'")
         else:
-            from .background import spawn_worker
+            from ov_autoplace.background import spawn_worker
 
             spawn_worker(req, root, key, graph)
     return compiled
@@ -119,11 +119,11 @@ def decide(req, root, profiling, cache_dir, use_cache):
     Returns ``(decision, cache, key, graph, profile_path)``; the decision carries its source, the reason, and its
     evidence (``decision.evidence``) or that it awaits verification (``decision.pending``).
     """
-    from .cache import PlacementCache
-    from .costmodel.profile_store import ProfileStore
-    from .graph import extract_graph
-    from .placement_sources import cache_key, decision_from_cache, decision_to_placement, settle
-    from .prepare import prepare_model
+    from ov_autoplace.cache import PlacementCache
+    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.graph import extract_graph
+    from ov_autoplace.placement_sources import cache_key, decision_from_cache, decision_to_placement, settle
+    from ov_autoplace.prepare import prepare_model
 
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone (shapes.py)
     graph = extract_graph(prepared)
@@ -142,7 +142,7 @@ def decide(req, root, profiling, cache_dir, use_cache):
                     cache.put(key, decision.stored_as, graph)
                 return decision, cache, key, graph, profile_path
     if profiling is Profiling.NOW:
-        from .placement_sources import measure_profile_now
+        from ov_autoplace.placement_sources import measure_profile_now
 
         measure_profile_now(req, prepared, store)
     decision = _profile_or_prior(req, prepared, graph, store)
@@ -154,7 +154,7 @@ def decide(req, root, profiling, cache_dir, use_cache):
 
 def _profile_or_prior(req, prepared, graph, store) -> "Decision":
     """Sources 3 and 4: the policy on a stored profile, else on the prior."""
-    from .placement_sources import place_from_prior, place_from_profile
+    from ov_autoplace.placement_sources import place_from_prior, place_from_profile
 
     decision = place_from_profile(req, prepared, graph, POLICY_FILE, store)
     return decision if decision is not None else place_from_prior(req, prepared, graph, POLICY_FILE)
@@ -162,8 +162,8 @@ def _profile_or_prior(req, prepared, graph, store) -> "Decision":
 
 def default_placement(req, prepared, graph, cache_dir=None):
     """What the default path would place (stored profile, else prior) as a Placement; nothing is compiled or run."""
-    from .costmodel.profile_store import ProfileStore
-    from .placement_sources import decision_to_placement
+    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.placement_sources import decision_to_placement
 
     decision = _profile_or_prior(req, prepared, graph, ProfileStore(profile_dir(cache_dir)))
     logger.info("placement source: %s -> %s%s", decision.source,
@@ -174,7 +174,7 @@ def default_placement(req, prepared, graph, cache_dir=None):
 
 def _profile_path(req, graph, store) -> Path:
     """Where a measured profile of this (prepared) model on these devices is stored, if one is."""
-    from .costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
+    from ov_autoplace.costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
 
     return store.path_for(profile_key(req.core, req.devices, kind="model", graph=graph,
                                       extra={"format": MODEL_PROFILE_FORMAT}))
@@ -186,7 +186,7 @@ def _compile(req, decision: Decision, props: dict):
         return req.core.compile_model(req.model, decision.single_device,
                                       properties_for(req.core, decision.single_device, props))
     if req.shapes is not None:  # carried over to the dynamic model, compiled dynamic, run once (placed_compile.py)
-        from .placed_compile import compile_placed
+        from ov_autoplace.placed_compile import compile_placed
 
         return compile_placed(req.core, req.model, decision.placement, req.spec.hetero_string, props,
                               shapes=req.shapes)

@@ -295,6 +295,6 @@ def extract_graph(model, *, pos_dim: int = 16, fractal_radius: int = 4) -> Graph
     if fractal_radius < 2:
         raise ValueError(f"fractal_radius must be >= 2 (the slope needs two radii), got {fractal_radius}")
 
-    from ._native_loader import load_native
+    from ov_autoplace._native_loader import load_native
 
     return GraphArrays.from_dict(load_native().extract_graph(model, pos_dim=pos_dim, fractal_radius=fractal_radius))

@@ -27,11 +27,11 @@ import logging
 
 import numpy as np
 
-from .costmodel.cost_model import CostModel
-from .costmodel.cost_terms import CostTerms
-from .graph import GraphArrays
-from .legalize import legalize
-from .placement import Placement
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.legalize import legalize
+from ov_autoplace.placement import Placement
 
 logger = logging.getLogger(__name__)
 

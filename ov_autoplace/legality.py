@@ -33,10 +33,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import PlacementError
-from .graph import GraphArrays
-from .legalize import Pin, legalize
-from .placement import Placement
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.legalize import Pin, legalize
+from ov_autoplace.placement import Placement
 
 logger = logging.getLogger(__name__)
 

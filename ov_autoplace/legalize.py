@@ -30,11 +30,11 @@ from typing import Mapping, Sequence
 import numpy as np
 import openvino as ov
 
-from .errors import PinError, PlacementError, UnsupportedOpError
-from .graph import GraphArrays, NodeRole
-from .placement import Placement
-from .quant_patterns import keep_groups_together, quantization_groups
-from .submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
+from ov_autoplace.errors import PinError, PlacementError, UnsupportedOpError
+from ov_autoplace.graph import GraphArrays, NodeRole
+from ov_autoplace.placement import Placement
+from ov_autoplace.quant_patterns import keep_groups_together, quantization_groups
+from ov_autoplace.submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
 
 
 @dataclasses.dataclass(frozen=True)

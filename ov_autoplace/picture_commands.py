@@ -10,27 +10,27 @@ import argparse
 import json
 from pathlib import Path
 
-from .cli_args import DEFAULT_NITER
-from .compare import measured_cost_model
-from .shapes import resolve_shapes, static_clone
-from .strategies.registry import strategy_listing, strategy_names
-from .testbed_notes import same_device_note
+from ov_autoplace.cli_args import DEFAULT_NITER
+from ov_autoplace.compare import measured_cost_model
+from ov_autoplace.shapes import resolve_shapes, static_clone
+from ov_autoplace.strategies.registry import strategy_listing, strategy_names
+from ov_autoplace.testbed_notes import same_device_note
 
 
 def simulated_timeline_line(model, placement, core) -> str:
     """The simulated timeline's one-line summary (submodels, transfer time and share) that ``show`` also prints."""
-    from .viz.placed import analyze
-    from .viz.timeline import simulated_timeline
+    from ov_autoplace.viz.placed import analyze
+    from ov_autoplace.viz.timeline import simulated_timeline
 
     graph, cost = measured_cost_model(model, placement.devices, core)
     return simulated_timeline(analyze(graph, placement), cost).summary_line()
 
 
 def cmd_show(args) -> int:
-    from .cli_args import _core_and_device, _placed_and_measured
-    from .viz import placement_picture, write_picture
-    from .viz.measured import measured_timeline
-    from .viz.placed import analyze
+    from ov_autoplace.cli_args import _core_and_device, _placed_and_measured
+    from ov_autoplace.viz import placement_picture, write_picture
+    from ov_autoplace.viz.measured import measured_timeline
+    from ov_autoplace.viz.placed import analyze
 
     core, device = _core_and_device(args)
     model, placement, _ = _placed_and_measured(args, (core, device))
@@ -107,9 +107,9 @@ DEFAULT_COMPARE = "hsdag,heft,critical_path,optimum,heavy_ops,openvino_hetero_au
 
 
 def cmd_compare(args) -> int:
-    from .cli_args import _core_and_device
-    from . import api
-    from .compare import compare_strategies, write_comparison
+    from ov_autoplace.cli_args import _core_and_device
+    from ov_autoplace import api
+    from ov_autoplace.compare import compare_strategies, write_comparison
 
     core, device = _core_and_device(args)
     model = api.load_model(args.model, core)
@@ -126,7 +126,7 @@ def cmd_compare(args) -> int:
 
 def add_picture_parsers(sub, add_model_device_args) -> None:
     """Register ``show``, ``compare`` and ``strategies`` on the CLI's subparsers."""
-    from .cli_args import add_device_args, add_run_args
+    from ov_autoplace.cli_args import add_device_args, add_run_args
 
     show = sub.add_parser("show", help="draw the placement: timeline, per-device summary and graph (SVG, PNG, HTML)",
                           description="Place a model (or load --placement) and draw what deciding on it needs: a "

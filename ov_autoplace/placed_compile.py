@@ -22,14 +22,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import openvino as ov
 
-from .dynamic import transfer_placement
-from .errors import DynamicSplitError, ShapeError
-from .graph import extract_graph
-from .legality import ensure_legal
-from .legalize import query_support
-from .placement import Placement
-from .prepare import prepare_model
-from .shapes import PlacementShapes, input_name, is_dynamic, resolve_shapes
+from ov_autoplace.dynamic import transfer_placement
+from ov_autoplace.errors import DynamicSplitError, ShapeError
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.legality import ensure_legal
+from ov_autoplace.legalize import query_support
+from ov_autoplace.placement import Placement
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.shapes import PlacementShapes, input_name, is_dynamic, resolve_shapes
 
 
 def _smoke_inputs(model: ov.Model, shapes: PlacementShapes) -> list[np.ndarray]:

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import openvino as ov
 
-from .errors import PlacementError
+from ov_autoplace.errors import PlacementError
 
 AFFINITY_KEY = "affinity"
 
@@ -158,7 +158,7 @@ class Placement:
     @classmethod
     def load(cls, path: str | Path) -> "Placement":
         """Read a file written by :meth:`save`; a damaged file raises FileFormatError saying what is wrong."""
-        from .file_loading import read_json_file
+        from ov_autoplace.file_loading import read_json_file
 
         return read_json_file(path, "placement", cls.from_dict)
 

@@ -28,15 +28,15 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
-from .device_facts import indistinguishable, read_device_facts
-from .verification import single_device_of
+from ov_autoplace.device_facts import indistinguishable, read_device_facts
+from ov_autoplace.verification import single_device_of
 
 if TYPE_CHECKING:  # imported lazily: the fast paths never need them
     import openvino as ov
 
-    from .cache import PlacementCache
-    from .graph import GraphArrays
-    from .placement import Placement
+    from ov_autoplace.cache import PlacementCache
+    from ov_autoplace.graph import GraphArrays
+    from ov_autoplace.placement import Placement
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -84,8 +84,8 @@ def fast_single_device(core: "ov.Core", devices: tuple[str, ...]) -> Decision | 
 
 
 def _single_placement(graph: "GraphArrays", devices: tuple[str, ...], device: str, strategy: str) -> "Placement":
-    from .graph import NodeRole
-    from .placement import Placement
+    from ov_autoplace.graph import NodeRole
+    from ov_autoplace.placement import Placement
 
     # what the legalizer makes of "everything on one device", built directly (it is on every first start)
     compute = frozenset(n for n, r in zip(graph.names, graph.role) if r == NodeRole.COMPUTE)
@@ -97,7 +97,7 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
     """Source 4: the HSDAG policy on the prior's costs, kept only beyond the margin."""
     import numpy as np
 
-    from .costmodel.prior import prior_cost_model
+    from ov_autoplace.costmodel.prior import prior_cost_model
 
     devices = req.devices
     prior = prior_cost_model(graph, [read_device_facts(req.core, d) for d in devices])
@@ -107,7 +107,7 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
                        "to measure them", list(prior.unknown), "DEVICE_TYPE, OPTIMIZATION_CAPABILITIES, ...",
                        devices[0])
         if req.pins:  # the user's pins still hold: HETERO's priority order for the rest
-            from .legalize import legalize, query_support
+            from ov_autoplace.legalize import legalize, query_support
 
             support = query_support(req.core, prepared, graph, devices)
             placement = legalize(graph, np.zeros(graph.num_nodes, dtype=np.int64), devices, support, pins=req.pins,
@@ -117,7 +117,7 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
                         reason=f"{list(prior.unknown)} unknown to the prior")
 
     def support():
-        from .legalize import query_support
+        from ov_autoplace.legalize import query_support
 
         return query_support(req.core, prepared, graph, devices)
 
@@ -156,9 +156,9 @@ def survives_prior_error(cost, graph: "GraphArrays", support, candidate, plain, 
     """
     import numpy as np
 
-    from .costmodel.cost_terms import CostTerms
-    from .costmodel.platforms import CATEGORIES
-    from .costmodel.sim_costs import op_category
+    from ov_autoplace.costmodel.cost_terms import CostTerms
+    from ov_autoplace.costmodel.platforms import CATEGORIES
+    from ov_autoplace.costmodel.sim_costs import op_category
 
     category = np.array([CATEGORIES.index(op_category(t)) for t in graph.op_types], np.int64)
     rng = np.random.default_rng(seed)
@@ -183,7 +183,7 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
     """
     import numpy as np
 
-    from .costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
+    from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
 
     margin = PRIOR_SPLIT_MARGIN if margin is None else margin
     if pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
@@ -192,9 +192,9 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
         choice = prior_choice(cost, graph, devices, lambda: propose(cost), margin=margin)
     if choice.single is not None:
         return choice.single, None, choice.reason
-    from .costmodel.cost_terms import CostTerms
-    from .guard import guard_placement
-    from .legalize import legalize
+    from ov_autoplace.costmodel.cost_terms import CostTerms
+    from ov_autoplace.guard import guard_placement
+    from ov_autoplace.legalize import legalize
 
     matrix = support()
     placement = legalize(graph, choice.proposal, devices, matrix, pins=tuple(pins or ()), max_submodels=max_submodels,
@@ -237,10 +237,10 @@ def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, 
     """
     import numpy as np
 
-    from .costmodel.cost_terms import CostTerms
-    from .costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
-    from .costmodel.sim_costs import simulated_support
-    from .graph import NodeRole
+    from ov_autoplace.costmodel.cost_terms import CostTerms
+    from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+    from ov_autoplace.graph import NodeRole
 
     margin = PRIOR_SPLIT_MARGIN if margin is None else margin
     singles = predicted_single_ms(cost)
@@ -267,9 +267,9 @@ def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, 
 
 
 def _policy_proposal(cost, graph, devices, policy_path):
-    from .costmodel.sim_costs import simulated_support
-    from .policy.strategy import HSDAGStrategy
-    from .strategies.base import PlacementContext
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.base import PlacementContext
 
     context = PlacementContext(graph=graph, devices=devices, support=simulated_support(cost, graph))
     return HSDAGStrategy(policy_path, cost).propose(context)
@@ -277,12 +277,12 @@ def _policy_proposal(cost, graph, devices, policy_path):
 
 def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path, store) -> Decision | None:
     """Source 3: a stored measured profile (None if there is none)."""
-    from .costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
+    from ov_autoplace.costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
 
     key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
     if not store.path_for(key).exists():
         return None
-    from .costmodel.profiler import ModelProfile
+    from ov_autoplace.costmodel.profiler import ModelProfile
 
     profile = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
@@ -306,10 +306,10 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
     table where one pays, policy + local search in all 17 (``docs/bench/headroom.md``). It costs up to
     ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.
     """
-    from .guard import guard_placement
-    from .legalize import legalize, query_support
-    from .policy.strategy import HSDAGStrategy
-    from .strategies.base import PlacementContext
+    from ov_autoplace.guard import guard_placement
+    from ov_autoplace.legalize import legalize, query_support
+    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.base import PlacementContext
 
     support = query_support(req.core, prepared, graph, req.devices)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
@@ -349,13 +349,13 @@ def decision_to_placement(decision: Decision, graph: "GraphArrays", devices: tup
 
 def measure_profile_now(req: Any, prepared, store) -> None:
     """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start."""
-    from .costmodel.quick_profile import quick_model_profile
+    from ov_autoplace.costmodel.quick_profile import quick_model_profile
 
     quick_model_profile(prepared, req.core, req.devices, store=store)
 
 
 def _support(req: Any, prepared, graph):
-    from .legalize import query_support
+    from ov_autoplace.legalize import query_support
 
     return query_support(req.core, prepared, graph, req.devices)
 
@@ -372,7 +372,7 @@ def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, veri
     else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
     Pinned decisions are the user's call and are not verified.
     """
-    from .verification import needs_verification, plain_placement, verify_placement
+    from ov_autoplace.verification import needs_verification, plain_placement, verify_placement
 
     if req.pins or decision.single_device == req.devices[0]:
         return decision  # the user's call, or HETERO's own first device: the plain call's placement
@@ -406,7 +406,7 @@ def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, veri
 
 def decision_from_cache(req: Any, placement: "Placement", prepared, graph: "GraphArrays") -> Decision:
     """A cached decision, trusted only as the rule allows (see ``first_start.decide``)."""
-    from .verification import evidence_intact, needs_verification, plain_placement
+    from ov_autoplace.verification import evidence_intact, needs_verification, plain_placement
 
     tags = _tags(placement.strategy)
     source = "+".join(tags)

@@ -29,10 +29,10 @@ from typing import Any, Sequence
 
 import openvino as ov
 
-from .errors import FileFormatError
-from .graph import GraphArrays, NodeRole, extract_graph
-from .placement import Placement
-from .prepare import prepare_model
+from ov_autoplace.errors import FileFormatError
+from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.placement import Placement
+from ov_autoplace.prepare import prepare_model
 
 logger = logging.getLogger("ov_autoplace")
 

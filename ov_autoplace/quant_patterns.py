@@ -27,7 +27,7 @@ from typing import Iterator
 import numpy as np
 import openvino as ov
 
-from .graph import GraphArrays, NodeRole
+from ov_autoplace.graph import GraphArrays, NodeRole
 
 #: Element types a dequantization Convert starts from.
 LOW_PRECISION_TYPES = frozenset({"i8", "u8", "i4", "u4", "i16", "u16", "nf4", "f8e4m3", "f8e5m2"})

@@ -16,14 +16,14 @@ from typing import Any, Mapping
 
 import openvino as ov
 
-from . import api
-from .errors import PlacementError, ShapeError
-from .graph import extract_graph
-from .placement import Placement
-from .portable_placement import attach, stored_placement
-from .prepare import prepare_model
-from .shapes import is_dynamic
-from .verification import evidence_intact
+from ov_autoplace import api
+from ov_autoplace.errors import PlacementError, ShapeError
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.placement import Placement
+from ov_autoplace.portable_placement import attach, stored_placement
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.shapes import is_dynamic
+from ov_autoplace.verification import evidence_intact
 
 
 def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placement | None = None,

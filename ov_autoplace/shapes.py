@@ -29,7 +29,7 @@ from typing import Mapping, Sequence, Union
 
 import openvino as ov
 
-from .errors import ShapeError
+from ov_autoplace.errors import ShapeError
 
 #: A dynamic axis 0 (the batch in almost every model) is placed at this size.
 DEFAULT_BATCH = 1

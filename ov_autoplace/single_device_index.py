@@ -37,8 +37,8 @@ def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
     """The key of the caller's model on these devices (JSON-able)."""
     import openvino as ov
 
-    from .costmodel.profile_store import device_properties, structural_hash
-    from .graph import extract_graph
+    from ov_autoplace.costmodel.profile_store import device_properties, structural_hash
+    from ov_autoplace.graph import extract_graph
 
     key = {"format": INDEX_FORMAT, "structure": structural_hash(extract_graph(req.model)),
            "devices": list(req.devices), "excluded": sorted(req.exclude_devices),
@@ -56,8 +56,8 @@ def _path(root: Path, key: dict[str, Any]) -> Path:
 
 def lookup(root: Path, key: dict[str, Any]) -> tuple[str, str] | None:
     """(device, source) stored for ``key``, or None (miss, stale, or a profile arrived after the prior)."""
-    from .cache_root import UntrustedDirectoryError, private_subdir, refusal_message, warn_once
-    from .file_loading import INDEX_ENTRY_MAX_BYTES, RefusedFileError, read_json_bounded, remove_refused
+    from ov_autoplace.cache_root import UntrustedDirectoryError, private_subdir, refusal_message, warn_once
+    from ov_autoplace.file_loading import INDEX_ENTRY_MAX_BYTES, RefusedFileError, read_json_bounded, remove_refused
 
     path = _path(root, key)
     try:
@@ -81,8 +81,8 @@ def lookup(root: Path, key: dict[str, Any]) -> tuple[str, str] | None:
 
 def store(root: Path, key: dict[str, Any], device: str, source: str, profile_path: str | None) -> None:
     """Record a one-device decision (best effort: a failure is logged at DEBUG and ignored)."""
-    from .cache_root import private_subdir
-    from .file_loading import write_private_atomic
+    from ov_autoplace.cache_root import private_subdir
+    from ov_autoplace.file_loading import write_private_atomic
 
     path = _path(root, key)
     try:

@@ -23,15 +23,15 @@ from typing import Any, Callable
 
 import openvino as ov
 
-from .cache_root import blob_cache_props, cache_root
-from .device_requests import properties_for
-from .graph import extract_graph
-from .legality import ensure_legal
-from .legalize import query_support
-from .placement import Placement
-from .portable_placement import RT_INFO_PATH, stored_placement
-from .prepare import prepare_model
-from .verification import evidence_intact, needs_verification, single_device_of
+from ov_autoplace.cache_root import blob_cache_props, cache_root
+from ov_autoplace.device_requests import properties_for
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.legality import ensure_legal
+from ov_autoplace.legalize import query_support
+from ov_autoplace.placement import Placement
+from ov_autoplace.portable_placement import RT_INFO_PATH, stored_placement
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.verification import evidence_intact, needs_verification, single_device_of
 
 logger = logging.getLogger("ov_autoplace")
 

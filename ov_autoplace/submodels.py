@@ -45,7 +45,7 @@ import heapq
 
 import numpy as np
 
-from .graph import GraphArrays, NodeRole
+from ov_autoplace.graph import GraphArrays, NodeRole
 
 
 class _UnionFind:

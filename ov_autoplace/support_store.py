@@ -20,9 +20,9 @@ from typing import Any, Sequence
 import numpy as np
 import openvino as ov
 
-from .costmodel.profile_store import ProfileStore, profile_key
-from .graph import GraphArrays
-from .legalize import query_support
+from ov_autoplace.costmodel.profile_store import ProfileStore, profile_key
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.legalize import query_support
 
 SUPPORT_FORMAT = 1
 

@@ -30,7 +30,7 @@ from typing import Mapping
 
 import openvino as ov
 
-from .devices import register_virtual_device
+from ov_autoplace.devices import register_virtual_device
 
 ACCEL_DEVICE = "CPU"
 HOST_DEVICE = "CPUF"

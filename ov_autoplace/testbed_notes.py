@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import openvino as ov
 
-from .device_targets import target_devices
-from .devices import parse_device_string
-from .testbed import ACCEL_DEVICE, HOST_DEVICE, cpu_supports_bf16
+from ov_autoplace.device_targets import target_devices
+from ov_autoplace.devices import parse_device_string
+from ov_autoplace.testbed import ACCEL_DEVICE, HOST_DEVICE, cpu_supports_bf16
 
 SAME_DEVICE_NOTE = (f"{ACCEL_DEVICE} and {HOST_DEVICE} are the same f32 device on this machine (the CPU has no bf16): "
                     "a difference between them, or a speed-up of a placement over either, is timing noise, "
@@ -35,8 +35,8 @@ def same_device_note(device_string: str, core: ov.Core | None = None) -> str | N
 def simulated_headroom_lines(model_name: str, graph, *, platforms: tuple[str, ...] | None = None,
                              milp_seconds: float = 5.0) -> list[str]:
     """One line per suite platform: best single device, optimum and HSDAG one pass, all SIMULATED."""
-    from .bench.headroom import headroom_row
-    from .costmodel.suite import load_suite
+    from ov_autoplace.bench.headroom import headroom_row
+    from ov_autoplace.costmodel.suite import load_suite
 
     suite = load_suite()
     lines = [f"headroom of {model_name} on the simulated platforms (SIMULATED: batch-1 device model fitted to "

@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import openvino as ov
 
-from ._native_loader import load_native
+from ov_autoplace._native_loader import load_native
 
 
 @dataclasses.dataclass(frozen=True)

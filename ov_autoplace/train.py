@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _train_config(args: argparse.Namespace, base):
-    from .policy.train import TrainConfig
+    from ov_autoplace.policy.train import TrainConfig
 
     config = TrainConfig.paper(seed=args.seed, threads=args.threads) if args.paper else dataclasses.replace(
         base, seed=args.seed, threads=args.threads)
@@ -100,11 +100,11 @@ def _load_models(specs: Sequence[str]):
     out = {}
     for spec in specs:
         if spec.startswith("zoo:"):
-            from . import zoo  # needs the zoo extra to build a missing IR
+            from ov_autoplace import zoo  # needs the zoo extra to build a missing IR
 
             out[spec[4:]] = zoo.load(spec[4:])
         elif spec.startswith("family:"):
-            from .policy.train.graph_family import build
+            from ov_autoplace.policy.train.graph_family import build
 
             out[f"family_{spec[7:]}"] = build(int(spec[7:]))
         else:
@@ -116,20 +116,20 @@ def _load_models(specs: Sequence[str]):
 
 
 def _envs(args: argparse.Namespace):
-    from .policy.train.env import MeasuredEnv
-    from .policy.train.tasks import PlatformDraw, base_platforms, prepared_graph, sim_envs
+    from ov_autoplace.policy.train.env import MeasuredEnv
+    from ov_autoplace.policy.train.tasks import PlatformDraw, base_platforms, prepared_graph, sim_envs
 
     models = _load_models(args.model)
     if args.measured:
         if args.device == "testbed":
-            from .testbed import make_testbed
+            from ov_autoplace.testbed import make_testbed
 
             tb = make_testbed()
             core, devices = tb.core, tb.devices
         else:
             import openvino as ov
 
-            from .devices import parse_device_string
+            from ov_autoplace.devices import parse_device_string
 
             core, devices = ov.Core(), parse_device_string(args.device).devices
         bound = 8 if args.max_submodels is None else args.max_submodels
@@ -149,15 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError:
         print("error: training needs torch: pip install 'ov_autoplace[train]'", file=sys.stderr)
         return 2
-    from .policy.train import TrainConfig, Trainer, make_policy, torch_policy
-    from .policy.train.pretrain import PRETRAIN_CONFIG, PRETRAIN_POLICY, pretrain
+    from ov_autoplace.policy.train import TrainConfig, Trainer, make_policy, torch_policy
+    from ov_autoplace.policy.train.pretrain import PRETRAIN_CONFIG, PRETRAIN_POLICY, pretrain
 
     if args.resume and not args.checkpoint:
         print("error: --resume needs --checkpoint PATH", file=sys.stderr)
         return 2
     if args.pretrain:
         config = _train_config(args, PRETRAIN_CONFIG)
-        from .policy.train.pretrain import PretrainTasks
+        from ov_autoplace.policy.train.pretrain import PretrainTasks
 
         out = pretrain(args.output or Path("hsdag_pretrained.npz"), config=config,
                        tasks=PretrainTasks(use_measured=not args.simulated_only, use_suite=args.with_suite),
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             trainer.config = dataclasses.replace(trainer.config, steps=args.steps)
     else:
         if args.init:
-            from .policy.pretrained import PRETRAINED_POLICY
+            from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
             policy = torch_policy(PRETRAINED_POLICY if args.init == "pretrained" else Path(args.init))
         else:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .errors import PinError, ShapeError, UnsupportedOpError
-from .legalize import Pin
+from ov_autoplace.errors import PinError, ShapeError, UnsupportedOpError
+from ov_autoplace.legalize import Pin
 
 #: Raised through ``compile_model``'s fallback: the request is wrong (or plain OpenVINO cannot compile it either).
 USER_ERRORS = (PinError, ShapeError, UnsupportedOpError)

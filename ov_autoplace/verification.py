@@ -160,7 +160,7 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
     Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
     not bias the test; fewer rounds only widen its bound).
     """
-    from .timing import measure_latency
+    from ov_autoplace.timing import measure_latency
 
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
@@ -176,7 +176,7 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
 
 def plain_placement(graph, devices: Sequence[str], support: np.ndarray, *, strategy: str = "plain"):
     """HETERO's own affinity as a Placement: every node on the first listed device that supports it."""
-    from .legalize import legalize
+    from ov_autoplace.legalize import legalize
 
     return legalize(graph, np.argmax(support, axis=1).astype(np.int64), tuple(devices), support,
                     max_submodels=None, strategy=strategy)
@@ -213,9 +213,9 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     Compile or run failures of an alternative drop it (WARNING naming the device); a failure of the plain call
     itself propagates (the caller's fallback is the plain call, which would fail the same way).
     """
-    from .device_requests import properties_for
-    from .legalize import legalize
-    from .timing import random_inputs
+    from ov_autoplace.device_requests import properties_for
+    from ov_autoplace.legalize import legalize
+    from ov_autoplace.timing import random_inputs
 
     devices = tuple(candidate.devices)
     device_name = device_name or candidate.device_string

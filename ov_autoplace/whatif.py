@@ -24,16 +24,16 @@ import json
 import math
 from pathlib import Path
 
-from .errors import ModelNotFoundError
+from ov_autoplace.errors import ModelNotFoundError
 
 
 def load_model_graph(model: str):
     """The prepared graph of a model file or zoo model name."""
     import openvino as ov
 
-    from . import zoo
-    from .graph import extract_graph
-    from .prepare import prepare_model
+    from ov_autoplace import zoo
+    from ov_autoplace.graph import extract_graph
+    from ov_autoplace.prepare import prepare_model
 
     path = Path(model)
     if path.exists():
@@ -72,7 +72,7 @@ def proof_cell(row: dict) -> str:
 
 def rank_subsets(platform, graph, *, finetune_budget: int = 0, seed: int = 0, milp_seconds: float = 20.0) -> list[dict]:
     """One row per non-empty device subset, fastest best-known placement first (infeasible subsets last)."""
-    from .bench.headroom import headroom_row, single_device_latencies
+    from ov_autoplace.bench.headroom import headroom_row, single_device_latencies
 
     rows = []
     names = platform.device_names
@@ -127,7 +127,7 @@ def format_table(platform, model: str, rows: list[dict], finetune_budget: int) -
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
-    from .costmodel.suite import get_platform
+    from ov_autoplace.costmodel.suite import get_platform
 
     platform = get_platform(args.platform)
     graph = load_model_graph(args.model)

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .cache_root import private_subdir
-from .file_loading import (DAMAGED_FILE_ERRORS, SMALL_RECORD_MAX_BYTES, RefusedFileError, read_bounded,
+from ov_autoplace.cache_root import private_subdir
+from ov_autoplace.file_loading import (DAMAGED_FILE_ERRORS, SMALL_RECORD_MAX_BYTES, RefusedFileError, read_bounded,
                            read_json_bounded, remove_refused, write_private_atomic)
 
 logger = logging.getLogger("ov_autoplace")
@@ -34,7 +34,7 @@ _FILES = {"lock": "lock", "spec": "spec.json", "model": "model.xml", "weights": 
 
 
 def worker_digest(key: Mapping[str, Any]) -> str:
-    from .costmodel.profile_store import key_digest
+    from ov_autoplace.costmodel.profile_store import key_digest
 
     return key_digest(key)[:32]
 

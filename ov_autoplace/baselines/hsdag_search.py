@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from .search import LearnedSearch
+from ov_autoplace.baselines.search import LearnedSearch
 
 
 class HSDAGPaperSearch(LearnedSearch):
@@ -28,7 +28,7 @@ class HSDAGPaperSearch(LearnedSearch):
         self.samples, self.max_steps = samples, max_steps
 
     def explore(self, env, *, budget_samples: int, seed: int, out_of_time: Callable[[], bool]) -> list[str]:
-        from ..policy.train.trainer import TrainConfig, Trainer, make_policy
+        from ov_autoplace.policy.train.trainer import TrainConfig, Trainer, make_policy
 
         config = TrainConfig.paper(samples=self.samples, seed=seed)
         trainer = Trainer(make_policy(config, [env]), [env], config, progress=False)
@@ -52,7 +52,7 @@ class HSDAGFineTuneSearch(LearnedSearch):
     def __init__(self, policy: str | Path | None = None, *, refine: bool = False,
                  refine_options: dict | None = None) -> None:
         if policy is None:
-            from ..policy.pretrained import PRETRAINED_POLICY
+            from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
             policy = PRETRAINED_POLICY
         self.policy = Path(policy)
@@ -61,7 +61,7 @@ class HSDAGFineTuneSearch(LearnedSearch):
             self.name = "HSDAG (pretrained + fine-tune) + local search"
 
     def explore(self, env, *, budget_samples: int, seed: int, out_of_time: Callable[[], bool]) -> list[str]:
-        from ..policy.train.finetune import FINE_TUNE_CONFIG, fine_tune
+        from ov_autoplace.policy.train.finetune import FINE_TUNE_CONFIG, fine_tune
 
         placement, records = fine_tune(self.policy, env, budget_samples=budget_samples, seed=seed,
                                        refine=self.refine, refine_options=self.refine_options)

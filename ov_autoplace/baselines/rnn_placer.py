@@ -36,9 +36,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..graph import GraphArrays, NodeRole
-from ..policy.coarsen import Coarsening, chain_coarsen
-from .search import LearnedSearch
+from ov_autoplace.graph import GraphArrays, NodeRole
+from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
+from ov_autoplace.baselines.search import LearnedSearch
 
 log = logging.getLogger(__name__)
 

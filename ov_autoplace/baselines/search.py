@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..strategies.base import PlacementContext, PlacementStrategy
+from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
 
 log = logging.getLogger(__name__)
 

@@ -42,8 +42,8 @@ def add_bench_parser(sub) -> None:
 
 
 def cmd_bench(args) -> int:
-    from .report import markdown_report, validate_results, write_report
-    from .runner import BenchConfig, run_bench
+    from ov_autoplace.bench.report import markdown_report, validate_results, write_report
+    from ov_autoplace.bench.runner import BenchConfig, run_bench
 
     overrides = {k: v for k, v in dict(budget=args.budget, sim_budget=args.sim_budget, runs=args.runs,
                                        seed=args.seed).items() if v is not None}

@@ -21,13 +21,13 @@ import time
 
 import numpy as np
 
-from ..costmodel.device_model import SuitePlatform
-from ..costmodel.optimum import proven_optimal
-from ..costmodel.sim_costs import simulated_support
-from ..costmodel.simulator import Simulator
-from ..graph import GraphArrays
-from ..legalize import effective_max_submodels
-from .methods import MAX_SUBMODELS, Case, default_methods, local_search_methods
+from ov_autoplace.costmodel.device_model import SuitePlatform
+from ov_autoplace.costmodel.optimum import proven_optimal
+from ov_autoplace.costmodel.sim_costs import simulated_support
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.legalize import effective_max_submodels
+from ov_autoplace.bench.methods import MAX_SUBMODELS, Case, default_methods, local_search_methods
 
 #: The optimum must beat the best single device by this fraction for a split to count as paying.
 SPLIT_PAYS = 0.05
@@ -129,8 +129,8 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
 
 def _run_milp(case: Case, milp_seconds: float, seed: int):
     """The exact optimum (as ``default_methods`` runs it), keeping whether HiGHS proved it optimal."""
-    from ..strategies import OptimumStrategy
-    from .methods import Outcome
+    from ov_autoplace.strategies import OptimumStrategy
+    from ov_autoplace.bench.methods import Outcome
 
     strategy = OptimumStrategy(case.cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=milp_seconds)
     placement = case.legal(strategy.propose(case.context(seed)), "Optimum (MILP)")
@@ -142,7 +142,7 @@ def _run_milp(case: Case, milp_seconds: float, seed: int):
 def plain_call_placement(case: Case) -> np.ndarray:
     """What ``core.compile_model(model, "HETERO:<devices>")`` runs: each node on the first device of the list that
     supports it (HETERO's own affinity, emulated from its rule on simulated devices; not bounded in submodels)."""
-    from ..strategies.openvino_modes import OpenVINOHeteroAutoStrategy
+    from ov_autoplace.strategies.openvino_modes import OpenVINOHeteroAutoStrategy
 
     placement = case.legal(OpenVINOHeteroAutoStrategy().propose(case.context()), "plain call", bound=None)
     return np.array([case.devices.index(placement.assignment[n]) for n in case.graph.names], np.int64)
@@ -173,8 +173,8 @@ def _best_known(row: dict, placements: dict, simulator, graph, devices, best_dev
 
 
 def _active(graph: GraphArrays) -> np.ndarray:
-    from ..graph import NodeRole
-    from ..legalize import constant_subgraph_mask
+    from ov_autoplace.graph import NodeRole
+    from ov_autoplace.legalize import constant_subgraph_mask
 
     return (np.asarray(graph.role) == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
 

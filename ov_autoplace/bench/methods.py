@@ -20,12 +20,12 @@ from typing import Callable
 import numpy as np
 import openvino as ov
 
-from ..costmodel.cost_model import CostModel
-from ..graph import GraphArrays
-from ..guard import guard_placement
-from ..legalize import legalize
-from ..placement import Placement
-from ..strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.guard import guard_placement
+from ov_autoplace.legalize import legalize
+from ov_autoplace.placement import Placement
+from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,
                           PlacementContext, PlacementStrategy)
 
 #: The legalizer's bound for every method (compile_model's default); legalize, the local search and the MILP raise it
@@ -57,7 +57,7 @@ class Case:
 
     def make_env(self):
         """A fresh environment (nothing evaluated) for one learned method."""
-        from ..policy.train.env import MeasuredEnv, SimEnv
+        from ov_autoplace.policy.train.env import MeasuredEnv, SimEnv
 
         if self.simulated:
             return SimEnv(self.graph, self.cost, name=self.model_name, support=self.support,
@@ -124,7 +124,7 @@ def _single(device: str) -> Method:
 
 def _learned(name: str, make_search: Callable[[], object]) -> Method:
     def run(case: Case, budget: int, seed: int) -> Outcome:
-        from ..baselines.search import run_search
+        from ov_autoplace.baselines.search import run_search
 
         env = case.make_env()
         result = run_search(make_search(), env, budget_samples=budget, seed=seed)
@@ -138,18 +138,18 @@ def _learned(name: str, make_search: Callable[[], object]) -> Method:
 
 
 def _hsdag_one_pass(case: Case, refine: bool = False) -> PlacementStrategy:
-    from ..api import pretrained_policy_path
-    from ..policy.strategy import HSDAGStrategy
+    from ov_autoplace.api import pretrained_policy_path
+    from ov_autoplace.policy.strategy import HSDAGStrategy
 
     return HSDAGStrategy(pretrained_policy_path(), case.cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS)
 
 
 def default_methods(devices: tuple[str, ...]) -> list[Method]:
     """Every row, in table order, for a device set (the first device is the accelerator by priority)."""
-    from ..baselines.hsdag_search import HSDAGFineTuneSearch, HSDAGPaperSearch
-    from ..baselines.placeto import PlacetoSearch
-    from ..baselines.rnn_placer import RNNPlacerSearch
-    from ..strategies.openvino_modes import (OpenVINOAutoStrategy, OpenVINOHeteroAutoStrategy,
+    from ov_autoplace.baselines.hsdag_search import HSDAGFineTuneSearch, HSDAGPaperSearch
+    from ov_autoplace.baselines.placeto import PlacetoSearch
+    from ov_autoplace.baselines.rnn_placer import RNNPlacerSearch
+    from ov_autoplace.strategies.openvino_modes import (OpenVINOAutoStrategy, OpenVINOHeteroAutoStrategy,
                                              OpenVINOPipelineParallelStrategy)
 
     methods = [_single(d) for d in devices]
@@ -177,7 +177,7 @@ def default_methods(devices: tuple[str, ...]) -> list[Method]:
 def local_search_methods() -> list[Method]:
     """The two HSDAG rows again with the cost-model local search after the policy (``costmodel/local_search.py``);
     the headroom table runs them beside the policy alone (``bench.headroom``)."""
-    from ..baselines.hsdag_search import HSDAGFineTuneSearch
+    from ov_autoplace.baselines.hsdag_search import HSDAGFineTuneSearch
 
     return [
         _strategy_method("HSDAG (pretrained, one pass) + local search", "learned",

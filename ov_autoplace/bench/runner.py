@@ -27,16 +27,16 @@ from typing import Callable, Sequence
 import numpy as np
 import openvino as ov
 
-from ..costmodel.platforms import PLATFORMS
-from ..costmodel.sim_costs import cost_model_for, simulated_support
-from ..costmodel.simulator import Simulator
-from ..graph import extract_graph
-from ..legalize import query_support
-from ..prepare import prepare_model
-from ..strategies.base import PlacementContext
-from ..testbed import ACCEL_DEVICE, HOST_DEVICE, make_testbed, usable_cores
-from ..timing import measure_latency, random_inputs
-from .methods import Case, Method, Outcome, default_methods
+from ov_autoplace.costmodel.platforms import PLATFORMS
+from ov_autoplace.costmodel.sim_costs import cost_model_for, simulated_support
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.graph import extract_graph
+from ov_autoplace.legalize import query_support
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.testbed import ACCEL_DEVICE, HOST_DEVICE, make_testbed, usable_cores
+from ov_autoplace.timing import measure_latency, random_inputs
+from ov_autoplace.bench.methods import Case, Method, Outcome, default_methods
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class BenchConfig:
         if min(self.budget, self.sim_budget, self.runs, self.rounds, self.search_iterations) < 1:
             raise ValueError(f"budgets, runs, rounds and search_iterations must be >= 1, got {self}")
         if self.strategies:
-            from ..strategies.registry import REGISTRY
+            from ov_autoplace.strategies.registry import REGISTRY
 
             benched = [name for name, info in REGISTRY.items() if info.bench_method]
             wrong = [name for name in self.strategies if name not in benched]
@@ -89,7 +89,7 @@ def _methods(config: BenchConfig, devices) -> list[Method]:
     methods = default_methods(devices)
     if not config.strategies:
         return methods
-    from ..strategies.registry import REGISTRY
+    from ov_autoplace.strategies.registry import REGISTRY
 
     wanted = {REGISTRY[name].bench_method for name in config.strategies}
     return [m for m in methods if m.kind == "single" or m.name in wanted]
@@ -158,8 +158,8 @@ def _time_interleaved(compiled: list[ov.CompiledModel], inputs: list, runs: int,
 
 def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model], tick: Callable[[str], None]
                      ) -> dict:
-    from ..api import compile_placement
-    from ..costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.api import compile_placement
+    from ov_autoplace.costmodel.providers import MeasuredCostProvider
 
     tb = make_testbed()
     f32_device = next(d for d in tb.devices if tb.properties[d].get("INFERENCE_PRECISION_HINT") == "f32")

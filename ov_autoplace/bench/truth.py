@@ -38,14 +38,14 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ..costmodel.calibration_data import load_calibration
-from ..costmodel.cost_model import CostModel
-from ..costmodel.device_model import SuitePlatform
-from ..costmodel.optimum import proven_optimal
-from ..costmodel.platforms import CATEGORIES, op_category
-from ..costmodel.sim_costs import simulated_support
-from ..costmodel.simulator import Simulator
-from ..graph import GraphArrays
+from ov_autoplace.costmodel.calibration_data import load_calibration
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.device_model import SuitePlatform
+from ov_autoplace.costmodel.optimum import proven_optimal
+from ov_autoplace.costmodel.platforms import CATEGORIES, op_category
+from ov_autoplace.costmodel.sim_costs import simulated_support
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.graph import GraphArrays
 
 #: Draws of the perturbed device model per row (issue 19: at least 20).
 TRUTH_DRAWS = 20
@@ -57,7 +57,7 @@ PLAIN_CALL, SINGLE_PREFIX = "plain_call", "single:"
 
 def held_out_log_errors(suite: Mapping[str, SuitePlatform], load_graph) -> np.ndarray:
     """``log(simulated / published)`` of every held-out calibration point whose device the suite models."""
-    from ..costmodel.fit_terms import prepare_load, single_device_ms
+    from ov_autoplace.costmodel.fit_terms import prepare_load, single_device_ms
 
     devices = {d.calibration_key: d for p in suite.values() if p.kind == "calibrated" for d in p.devices
                if d.calibration_key}
@@ -133,10 +133,10 @@ def _latencies(cost: CostModel, graph: GraphArrays, placements: Mapping[str, np.
 def _truth_optimum(cost: CostModel, graph: GraphArrays, known: dict[str, float | None],
                    milp_seconds: float) -> tuple[float | None, bool, str]:
     """(optimum ms, proven, whose) under ``cost``: a MILP on it, or the best known placement when faster."""
-    from ..strategies import OptimumStrategy
-    from ..strategies.base import PlacementContext
-    from .methods import MAX_SUBMODELS
-    from ..legalize import legalize
+    from ov_autoplace.strategies import OptimumStrategy
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.bench.methods import MAX_SUBMODELS
+    from ov_autoplace.legalize import legalize
 
     support = simulated_support(cost, graph)
     best_key = min((k for k, v in known.items() if v is not None), key=lambda k: known[k], default=None)
@@ -203,7 +203,7 @@ def score_leave_platform_out(platform: SuitePlatform, graph: GraphArrays, placem
                              milp_seconds: float = TRUTH_MILP_SECONDS) -> dict | None:
     """The row's ``"truth_leave_platform_out"`` entry (one truth, scalars), or None when the prior cannot model
     some device without the left-out fits."""
-    from ..costmodel.prior import prior_cost_model
+    from ov_autoplace.costmodel.prior import prior_cost_model
 
     excluded = leave_out_platforms(platform)
     cpu = next((d.spec for d in platform.devices if d.spec.kind == "cpu"), None)
@@ -288,7 +288,7 @@ REPORTED_NAMES = {"paper/CPU": "12th Gen Intel(R) Core(TM) i9-12900K",
 
 def platform_facts(platform: SuitePlatform) -> list:
     """What each simulated device would report to the prior: the properties ``read_device_facts`` reads."""
-    from ..costmodel.prior import DeviceFacts
+    from ov_autoplace.costmodel.prior import DeviceFacts
 
     facts = []
     for device in platform.devices:

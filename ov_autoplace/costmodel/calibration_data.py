@@ -17,8 +17,8 @@ import io
 import re
 from pathlib import Path
 
-from ..errors import CalibrationDataError
-from .platforms import PRECISIONS
+from ov_autoplace.errors import CalibrationDataError
+from ov_autoplace.costmodel.platforms import PRECISIONS
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CALIBRATION_CSV = DATA_DIR / "calibration.csv"

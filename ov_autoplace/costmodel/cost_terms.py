@@ -53,12 +53,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import PlacementError
-from ..graph import GraphArrays, NodeRole
-from ..legalize import constant_subgraph_mask, legalize
-from ..submodels import island_sets
-from ..placement import Placement
-from .cost_model import CostModel
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph import GraphArrays, NodeRole
+from ov_autoplace.legalize import constant_subgraph_mask, legalize
+from ov_autoplace.submodels import island_sets
+from ov_autoplace.placement import Placement
+from ov_autoplace.costmodel.cost_model import CostModel
 
 
 class CostTerms:

@@ -42,12 +42,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import CalibrationDataError
-from ..graph import GraphArrays, NodeRole
-from ..legalize import constant_subgraph_mask
-from .cost_model import CostModel
-from .platforms import CATEGORIES, SimDevice, SimPlatform
-from .sim_costs import FUSABLE_POST_OPS, _graph_load, cost_model_for, post_op_fusion
+from ov_autoplace.errors import CalibrationDataError
+from ov_autoplace.graph import GraphArrays, NodeRole
+from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.platforms import CATEGORIES, SimDevice, SimPlatform
+from ov_autoplace.costmodel.sim_costs import FUSABLE_POST_OPS, _graph_load, cost_model_for, post_op_fusion
 
 #: Ops that write nothing of their own in OpenVINO's CPU / GPU plugins (producers write into the buffer).
 IN_PLACE_OP_TYPES = frozenset({"Concat"})

@@ -30,11 +30,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..graph import GraphArrays
-from .calibration_data import CalibrationPoint
-from .device_model import Batch1Terms, ModelDevice, SuitePlatform, batch1_fusion
-from .platforms import CATEGORIES
-from .sim_costs import _graph_load
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.costmodel.calibration_data import CalibrationPoint
+from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform, batch1_fusion
+from ov_autoplace.costmodel.platforms import CATEGORIES
+from ov_autoplace.costmodel.sim_costs import _graph_load
 
 #: ``matmul_scale`` is ``category_scale`` of matmul and attention: transformer kernels against convolutions.
 FREE_TERMS = ("compute_scale", "memory_scale", "dispatch_ms", "occupancy_mflop", "matmul_scale")
@@ -91,11 +91,11 @@ def _single_device(device: ModelDevice, ignore_support: bool) -> ModelDevice:
 
 def prepare_load(graph: GraphArrays) -> _ModelLoad:
     """What the fit needs of a graph, computed once: loads, fusion and the one-device submodel count."""
-    from .simulator import Simulator
-    from .device_model import Batch1Terms as _T
+    from ov_autoplace.costmodel.simulator import Simulator
+    from ov_autoplace.costmodel.device_model import Batch1Terms as _T
 
     probe_terms = _T(0.0, 0.0, 1.0, 1.0, 0.0, 0.0, math.inf)
-    from .platforms import CORE_ULTRA_7_155H
+    from ov_autoplace.costmodel.platforms import CORE_ULTRA_7_155H
 
     probe = SuitePlatform("probe", "probe", (ModelDevice(CORE_ULTRA_7_155H, probe_terms),), "f32")
     submodels = int(Simulator(probe.cost_model(graph), graph).num_submodels(np.zeros(graph.num_nodes, np.int64)))

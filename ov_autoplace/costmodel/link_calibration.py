@@ -55,8 +55,8 @@ import numpy as np
 import openvino as ov
 from openvino import opset13 as ops
 
-from ..errors import DeviceError
-from ..timing import measure_latency, random_inputs
+from ov_autoplace.errors import DeviceError
+from ov_autoplace.timing import measure_latency, random_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +261,7 @@ def profile_links(core: ov.Core, devices: Sequence[str], *, sizes: Sequence[int]
                   cuts: Sequence[int] = DEFAULT_CUTS, rounds: int = 6, seconds_per_variant: float = 0.6,
                   store=None) -> LinkProfile:
     """Measure (or load from ``store``) the link and submodel costs of ``devices``; see the module doc."""
-    from .profile_store import profile_key
+    from ov_autoplace.costmodel.profile_store import profile_key
 
     devices = tuple(devices)
     check_devices(core, devices)

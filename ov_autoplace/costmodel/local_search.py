@@ -82,12 +82,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..graph import GraphArrays
-from ..legalize import Pin, effective_max_submodels, legalize
-from ..submodels import island_sets
-from .cost_model import CostModel
-from .cost_terms import CostTerms, move_spread_ms
-from .search_moves import repeated_layer_classes, structural_classes
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.legalize import Pin, effective_max_submodels, legalize
+from ov_autoplace.submodels import island_sets
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.cost_terms import CostTerms, move_spread_ms
+from ov_autoplace.costmodel.search_moves import repeated_layer_classes, structural_classes
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class LocalSearchRefiner:
     def _tools(self):
         """The simulator and the batched anchor fixer (built on first use)."""
         if self._sim is None:
-            from .simulator import AnchorFixer, Simulator
+            from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator
 
             self._sim = Simulator(self.cost, self.graph)
             self._fixer = AnchorFixer(self.graph, len(self.devices), self.terms.allowed | ~self.terms.compute[:, None])

@@ -22,12 +22,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import PlacementError
-from ..graph import GraphArrays
-from ..legalize import effective_max_submodels
-from .cost_model import CostModel
-from .cost_terms import CostTerms
-from .optimum import OptimumResult, finish_result, require_scipy
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.legalize import effective_max_submodels
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.optimum import OptimumResult, finish_result, require_scipy
 
 logger = logging.getLogger("ov_autoplace.optimum")
 
@@ -177,9 +177,9 @@ _MILP_STATUS = {0: "optimal", 1: "time limit", 2: "infeasible", 3: "unbounded"}
 def _heuristic_fallback(terms: CostTerms, start: float, notes: list[str], max_submodels: int | None, *,
                         quiet: bool = False) -> OptimumResult:
     """The best heuristic placement, clearly marked: for a MILP stopped with no (or a weak) incumbent."""
-    from ..strategies.base import PlacementContext
-    from ..strategies.critical_path import CriticalPathGreedyStrategy  # the strategies import cost_terms
-    from ..strategies.heft import HeftStrategy
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy  # the strategies import cost_terms
+    from ov_autoplace.strategies.heft import HeftStrategy
 
     context = PlacementContext(graph=terms.graph, devices=tuple(terms.cost.devices),
                                support=terms.allowed | ~terms.compute[:, None])

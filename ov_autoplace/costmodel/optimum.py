@@ -16,11 +16,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import PlacementError
-from ..graph import GraphArrays
-from ..placement import Placement
-from .cost_model import CostModel
-from .cost_terms import CostTerms
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.placement import Placement
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.cost_terms import CostTerms
 
 logger = logging.getLogger("ov_autoplace.optimum")
 
@@ -84,7 +84,7 @@ class OptimumResult:
 def _simulate(cost: CostModel, graph: GraphArrays, device: np.ndarray) -> float | None:
     """The independent simulator's latency, when that module is present."""
     try:
-        from .simulator import Simulator
+        from ov_autoplace.costmodel.simulator import Simulator
     except ImportError:
         return None
     return float(Simulator(cost, graph)(device))

@@ -37,12 +37,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..device_facts import FACT_PROPERTIES, DeviceFacts, indistinguishable, read_device_facts
-from ..graph import GraphArrays
-from .cost_model import CostModel
-from .device_model import Batch1Terms, ModelDevice, SuitePlatform
-from .platforms import SimDevice
-from .sim_costs import _graph_load, host_cpu_device
+from ov_autoplace.device_facts import FACT_PROPERTIES, DeviceFacts, indistinguishable, read_device_facts
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
+from ov_autoplace.costmodel.platforms import SimDevice
+from ov_autoplace.costmodel.sim_costs import _graph_load, host_cpu_device
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ PRIOR_SPLIT_MARGIN_RECOGNIZED = 0.10
 @functools.lru_cache(maxsize=2)
 def _suite(use_fit: bool):
     """The shipped suite (two JSON files parsed), once per process: every prior_device call reads it."""
-    from .suite import load_suite
+    from ov_autoplace.costmodel.suite import load_suite
 
     return load_suite(use_fit=use_fit)
 

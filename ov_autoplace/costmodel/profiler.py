@@ -85,16 +85,16 @@ import numpy as np
 import openvino as ov
 from openvino import opset13 as ops
 
-from ..errors import DeviceError
-from ..graph import GraphArrays, NodeRole, extract_graph
-from ..prepare import prepare_model
-from ..progress import progress_bar
-from ..timing import measure_latency, random_inputs
-from .cost_model import CostModel
-from .link_calibration import LinkProfile, check_devices, profile_links
-from .noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window, noise_fields,
+from ov_autoplace.errors import DeviceError
+from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.progress import progress_bar
+from ov_autoplace.timing import measure_latency, random_inputs
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.link_calibration import LinkProfile, check_devices, profile_links
+from ov_autoplace.costmodel.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window, noise_fields,
                     per_run_node_ms)
-from .profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
+from ov_autoplace.costmodel.profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
 
 logger = logging.getLogger(__name__)
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import DeviceError
-from .cost_model import CostModel
-from .link_calibration import profile_links
-from .platforms import PLATFORMS, SimPlatform
-from .profile_store import ProfileStore
-from .profiler import profile_model
-from .sim_costs import cost_model_for
+from ov_autoplace.errors import DeviceError
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.link_calibration import profile_links
+from ov_autoplace.costmodel.platforms import PLATFORMS, SimPlatform
+from ov_autoplace.costmodel.profile_store import ProfileStore
+from ov_autoplace.costmodel.profiler import profile_model
+from ov_autoplace.costmodel.sim_costs import cost_model_for
 
 if TYPE_CHECKING:  # the strategies package imports the cost model; avoid the cycle at run time
-    from ..strategies.base import PlacementContext
+    from ov_autoplace.strategies.base import PlacementContext
 
 #: A short link calibration: links are cheap on host-memory devices and the
 #: result is cached per device set, but the first compile on a machine pays it.

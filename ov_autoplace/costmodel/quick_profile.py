@@ -39,16 +39,16 @@ from typing import Sequence
 import numpy as np
 import openvino as ov
 
-from ..graph import NodeRole
-from ..timing import random_inputs
-from .cost_model import CostModel
-from .link_calibration import LINK_PROFILE_FORMAT, LinkProfile
-from .noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
-from .profile_store import ProfileStore, profile_key
-from .profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
+from ov_autoplace.graph import NodeRole
+from ov_autoplace.timing import random_inputs
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.link_calibration import LINK_PROFILE_FORMAT, LinkProfile
+from ov_autoplace.costmodel.noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
+from ov_autoplace.costmodel.profile_store import ProfileStore, profile_key
+from ov_autoplace.costmodel.profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
                        _node_memory_bytes, e2e_scale, executed_ms, merge_fusion, profile_request,
                        reports_running_average, window_ms)
-from .providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
+from ov_autoplace.costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +70,8 @@ def stored_or_prior_links(core: ov.Core, devices: Sequence[str], store: ProfileS
             cached = store.load(key, LinkProfile.from_dict)
             if cached is not None and cached.devices == devices:
                 return cached
-    from .prior import prior_device, read_device_facts
-    from .platforms import SimPlatform
+    from ov_autoplace.costmodel.prior import prior_device, read_device_facts
+    from ov_autoplace.costmodel.platforms import SimPlatform
 
     models = [prior_device(read_device_facts(core, d)) for d in devices]
     n = len(devices)
@@ -86,7 +86,7 @@ def stored_or_prior_links(core: ov.Core, devices: Sequence[str], store: ProfileS
 
 def _twins(core: ov.Core, devices: Sequence[str]) -> dict[int, int]:
     """{d: t} for each device d whose facts (``device_facts``) equal an earlier device t's."""
-    from ..device_facts import read_device_facts
+    from ov_autoplace.device_facts import read_device_facts
 
     seen: dict[tuple, int] = {}
     twins = {}

@@ -42,10 +42,10 @@ import math
 
 import numpy as np
 
-from ..graph import GraphArrays, NodeRole
-from ..legalize import constant_subgraph_mask
-from .cost_model import CostModel
-from .platforms import (
+from ov_autoplace.graph import GraphArrays, NodeRole
+from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.platforms import (
     CATEGORIES,
     CPU_COMPUTE_EFFICIENCY,
     CPU_MEMORY_EFFICIENCY,

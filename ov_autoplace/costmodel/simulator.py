@@ -42,11 +42,11 @@ import logging
 
 import numpy as np
 
-from ..errors import PlacementError, UnsupportedOpError
-from ..graph import GraphArrays, NodeRole
-from ..legalize import constant_subgraph_mask
-from .cost_model import CostModel
-from .islands import IslandLabeller
+from ov_autoplace.errors import PlacementError, UnsupportedOpError
+from ov_autoplace.graph import GraphArrays, NodeRole
+from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.islands import IslandLabeller
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import CalibrationDataError
-from . import platforms as spec_sheets
-from .calibration_data import DATA_DIR
-from .device_model import Batch1Terms, ModelDevice, SuitePlatform
+from ov_autoplace.errors import CalibrationDataError
+from ov_autoplace.costmodel import platforms as spec_sheets
+from ov_autoplace.costmodel.calibration_data import DATA_DIR
+from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 
 PLATFORMS_JSON = DATA_DIR / "platforms.json"
 FITTED_TERMS_JSON = DATA_DIR / "fitted_terms.json"

@@ -9,10 +9,10 @@ Training side (needs torch, import explicitly): :mod:`.hsdag` (``HSDAGPolicy``)
 and :mod:`.layers` (``GCNConv``, ``GraphParsingPool``, ``DevicePlacer``).
 """
 
-from .coarsen import Coarsening, chain_coarsen
-from .config import HSDAGConfig
-from .export import ExportedPolicy, PolicyFormatError, export_policy, load_policy_file
-from .features import (
+from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
+from ov_autoplace.policy.config import HSDAGConfig
+from ov_autoplace.policy.export import ExportedPolicy, PolicyFormatError, export_policy, load_policy_file
+from ov_autoplace.policy.features import (
     OP_VOCAB,
     NodeFeatureConfig,
     device_features,
@@ -20,9 +20,9 @@ from .features import (
     node_feature_names,
     node_features,
 )
-from .inputs import PolicyArrays, build_policy_arrays
-from .numpy_policy import NumpyHSDAGPolicy, NumpyPolicyOutput
-from .strategy import HSDAGStrategy
+from ov_autoplace.policy.inputs import PolicyArrays, build_policy_arrays
+from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy, NumpyPolicyOutput
+from ov_autoplace.policy.strategy import HSDAGStrategy
 
 __all__ = [
     "OP_VOCAB",

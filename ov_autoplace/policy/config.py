@@ -6,7 +6,7 @@ import dataclasses
 import math
 from typing import Any
 
-from .features import (
+from ov_autoplace.policy.features import (
     DEVICE_FEATURE_NAMES,
     NODE_DEVICE_FEATURE_NAMES,
     OP_VOCAB,
@@ -14,7 +14,7 @@ from .features import (
     NodeFeatureConfig,
     node_feature_names,
 )
-from .inputs import COARSE_EXTRA_NAMES
+from ov_autoplace.policy.inputs import COARSE_EXTRA_NAMES
 
 #: Per-(group, device) placer inputs besides the mean node-device features:
 #: ``log1p(sum of members' compute_us on d) / 10`` and that minus its minimum over devices.

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PolicyFormatError
-from .config import GROUP_COST_FEATURE_NAMES, HSDAGConfig
-from .features import DEVICE_FEATURE_NAMES, NODE_DEVICE_FEATURE_NAMES, node_feature_names
-from .inputs import COARSE_EXTRA_NAMES
+from ov_autoplace.errors import PolicyFormatError
+from ov_autoplace.policy.config import GROUP_COST_FEATURE_NAMES, HSDAGConfig
+from ov_autoplace.policy.features import DEVICE_FEATURE_NAMES, NODE_DEVICE_FEATURE_NAMES, node_feature_names
+from ov_autoplace.policy.inputs import COARSE_EXTRA_NAMES
 
 FORMAT = "ov_autoplace.hsdag_policy"
 FORMAT_VERSION = 1
@@ -60,7 +60,7 @@ def expected_feature_names(config: HSDAGConfig) -> dict[str, list[str]]:
 
 def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None = None) -> Path:
     """Write ``policy`` (an ``HSDAGPolicy``) to ``path`` (``.npz`` is appended by numpy if missing)."""
-    from .._version import __version__
+    from ov_autoplace._version import __version__
 
     config: HSDAGConfig = policy.config
     weights = {name: t.detach().cpu().numpy().astype(np.float32) for name, t in policy.state_dict().items()}

@@ -50,9 +50,9 @@ import dataclasses
 
 import numpy as np
 
-from ..costmodel.cost_model import CostModel
-from ..graph import MAX_RANK, GraphArrays, NodeRole
-from ..strategies.heavy_ops import HEAVY_OP_TYPES
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.graph import MAX_RANK, GraphArrays, NodeRole
+from ov_autoplace.strategies.heavy_ops import HEAVY_OP_TYPES
 
 #: The op types with their own one-hot column; anything else is ``other``.
 #: Fixed (a trained policy's header stores the list it was trained with).

@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from ..costmodel.islands import connected_labels
+from ov_autoplace.costmodel.islands import connected_labels
 
 
 def undirected_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -30,12 +30,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..costmodel.cost_model import CostModel
-from ..graph import GraphArrays
-from .config import HSDAGConfig
-from .features import NodeFeatureConfig
-from .inputs import PolicyArrays, build_policy_arrays
-from .layers import DevicePlacer, GCNConv, GraphParsingPool, gcn_norm
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.policy.config import HSDAGConfig
+from ov_autoplace.policy.features import NodeFeatureConfig
+from ov_autoplace.policy.inputs import PolicyArrays, build_policy_arrays
+from ov_autoplace.policy.layers import DevicePlacer, GCNConv, GraphParsingPool, gcn_norm
 
 
 @dataclasses.dataclass

@@ -23,10 +23,10 @@ import dataclasses
 
 import numpy as np
 
-from ..costmodel.cost_model import CostModel
-from ..graph import GraphArrays
-from .coarsen import Coarsening, chain_coarsen
-from .features import (
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
+from ov_autoplace.policy.features import (
     OP_VOCAB,
     POS_DIM,
     NodeFeatureConfig,
@@ -35,7 +35,7 @@ from .features import (
     node_device_features,
     node_features,
 )
-from .graph_ops import segment_sum
+from ov_autoplace.policy.graph_ops import segment_sum
 
 COARSE_EXTRA_NAMES = ("log_member_count", "log_group_flops", "log_group_bytes")
 

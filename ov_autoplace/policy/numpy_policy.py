@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..costmodel.cost_model import CostModel
-from ..graph import GraphArrays
-from .config import HSDAGConfig
-from .export import ExportedPolicy, PolicyFormatError, load_policy_file
-from .features import NodeFeatureConfig
-from .graph_ops import parse_groups, pooled_edges, segment_sum, undirected_edges
-from .inputs import PolicyArrays, build_policy_arrays
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.policy.config import HSDAGConfig
+from ov_autoplace.policy.export import ExportedPolicy, PolicyFormatError, load_policy_file
+from ov_autoplace.policy.features import NodeFeatureConfig
+from ov_autoplace.policy.graph_ops import parse_groups, pooled_edges, segment_sum, undirected_edges
+from ov_autoplace.policy.inputs import PolicyArrays, build_policy_arrays
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..placement import Placement
-from ..progress import progress_bar
-from ..strategies.base import PlacementContext, PlacementStrategy
-from ..strategies.cost_based import CostProvider, resolve_cost
+from ov_autoplace.placement import Placement
+from ov_autoplace.progress import progress_bar
+from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
+from ov_autoplace.strategies.cost_based import CostProvider, resolve_cost
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,8 @@ class HSDAGSearchStrategy(PlacementStrategy):
         self.last_outcome: SearchOutcome | None = None
 
     def propose(self, context: PlacementContext) -> np.ndarray:
-        from .train.env import MeasuredEnv
-        from .train.finetune import fine_tune
+        from ov_autoplace.policy.train.env import MeasuredEnv
+        from ov_autoplace.policy.train.finetune import fine_tune
 
         if context.core is None or context.model is None:
             raise ValueError("a measured search needs the context's core and prepared model")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..strategies.cost_based import CostProvider, resolve_cost
-from ..strategies.base import PlacementContext, PlacementStrategy
-from .features import NodeFeatureConfig
-from .numpy_policy import NumpyHSDAGPolicy, NumpyPolicyOutput
+from ov_autoplace.strategies.cost_based import CostProvider, resolve_cost
+from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
+from ov_autoplace.policy.features import NodeFeatureConfig
+from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy, NumpyPolicyOutput
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class HSDAGStrategy(PlacementStrategy):
         proposal = output.node_placement()
         if not self.refine:
             return proposal
-        from ..costmodel.local_search import LocalSearchRefiner  # numpy only, never torch
+        from ov_autoplace.costmodel.local_search import LocalSearchRefiner  # numpy only, never torch
 
         self.last_refine = LocalSearchRefiner(cost, context.graph, context.support,
                                               **self.refine_options).refine(proposal)

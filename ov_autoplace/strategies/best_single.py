@@ -13,8 +13,8 @@ import logging
 
 import numpy as np
 
-from .cost_based import CostModelStrategy
-from .base import PlacementContext
+from ov_autoplace.strategies.cost_based import CostModelStrategy
+from ov_autoplace.strategies.base import PlacementContext
 
 logger = logging.getLogger("ov_autoplace.strategies")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Callable, Union
 
-from ..costmodel.cost_model import CostModel
-from ..costmodel.cost_terms import CostTerms
-from ..errors import PlacementError
-from .base import PlacementContext, PlacementStrategy
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
 
 
 #: A CostModel, or a function building one for the context being placed.

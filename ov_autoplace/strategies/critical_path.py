@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..costmodel.cost_terms import CostTerms
-from .cost_based import CostModelStrategy
-from .base import PlacementContext
-from .heft import IncrementalPlacer
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.strategies.cost_based import CostModelStrategy
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.strategies.heft import IncrementalPlacer
 
 
 def critical_path(terms: CostTerms) -> list[int]:

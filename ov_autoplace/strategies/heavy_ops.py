@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import NodeRole
-from .base import PlacementContext, PlacementStrategy
+from ov_autoplace.graph import NodeRole
+from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
 
 HEAVY_OP_TYPES = frozenset({
     "Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData",

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..costmodel.cost_terms import CostTerms
-from .cost_based import CostModelStrategy
-from .base import PlacementContext
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.strategies.cost_based import CostModelStrategy
+from ov_autoplace.strategies.base import PlacementContext
 
 
 class IncrementalPlacer:

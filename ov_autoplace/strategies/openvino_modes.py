@@ -26,10 +26,10 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from ..devices import devices_present
-from ..graph import NodeRole
-from .base import PlacementContext, PlacementStrategy
-from .cost_based import CostProvider, resolve_cost
+from ov_autoplace.devices import devices_present
+from ov_autoplace.graph import NodeRole
+from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
+from ov_autoplace.strategies.cost_based import CostProvider, resolve_cost
 
 log = logging.getLogger(__name__)
 

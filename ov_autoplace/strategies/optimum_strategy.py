@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cost_based import CostModelStrategy, CostProvider
-from ..costmodel.milp import milp_placement
-from ..costmodel.optimum import OptimumResult, min_cut_placement
-from .base import PlacementContext
+from ov_autoplace.strategies.cost_based import CostModelStrategy, CostProvider
+from ov_autoplace.costmodel.milp import milp_placement
+from ov_autoplace.costmodel.optimum import OptimumResult, min_cut_placement
+from ov_autoplace.strategies.base import PlacementContext
 
 
 class OptimumStrategy(CostModelStrategy):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PlacementContext, PlacementStrategy
+from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
 
 
 class DevicePriorityStrategy(PlacementStrategy):

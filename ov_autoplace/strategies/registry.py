@@ -17,12 +17,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from .base import PlacementStrategy
+from ov_autoplace.strategies.base import PlacementStrategy
 # the light heuristics are imported up front, as api.py always did: compile_model's fast start uses
 # "priority" and must not import anything during the call
-from .heavy_ops import HeavyOpsStrategy
-from .priority import DevicePriorityStrategy
-from .random_strategy import RandomStrategy
+from ov_autoplace.strategies.heavy_ops import HeavyOpsStrategy
+from ov_autoplace.strategies.priority import DevicePriorityStrategy
+from ov_autoplace.strategies.random_strategy import RandomStrategy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,17 +39,17 @@ class StrategyInfo:
 
 
 def _measured_cost():
-    from ..costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.costmodel.providers import MeasuredCostProvider
 
     return MeasuredCostProvider()
 
 
 def _hsdag(refine: bool = False) -> PlacementStrategy:
-    from ..policy.pretrained import PRETRAINED_POLICY
-    from ..policy.strategy import HSDAGStrategy
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+    from ov_autoplace.policy.strategy import HSDAGStrategy
 
     if not PRETRAINED_POLICY.is_file():
-        from ..errors import PlacementError
+        from ov_autoplace.errors import PlacementError
 
         raise PlacementError(f"the pretrained policy {PRETRAINED_POLICY} is missing from this installation; "
                              "reinstall ov_autoplace")
@@ -73,43 +73,43 @@ def _random() -> PlacementStrategy:
 
 
 def _heft() -> PlacementStrategy:
-    from .heft import HeftStrategy
+    from ov_autoplace.strategies.heft import HeftStrategy
 
     return HeftStrategy(_measured_cost())
 
 
 def _critical_path() -> PlacementStrategy:
-    from .critical_path import CriticalPathGreedyStrategy
+    from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
 
     return CriticalPathGreedyStrategy(_measured_cost())
 
 
 def _optimum() -> PlacementStrategy:
-    from .optimum_strategy import OptimumStrategy
+    from ov_autoplace.strategies.optimum_strategy import OptimumStrategy
 
     return OptimumStrategy(_measured_cost())
 
 
 def _best_single() -> PlacementStrategy:
-    from .best_single import BestSingleDeviceStrategy
+    from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
 
     return BestSingleDeviceStrategy(_measured_cost())
 
 
 def _openvino_hetero_auto() -> PlacementStrategy:
-    from .openvino_modes import OpenVINOHeteroAutoStrategy
+    from ov_autoplace.strategies.openvino_modes import OpenVINOHeteroAutoStrategy
 
     return OpenVINOHeteroAutoStrategy()
 
 
 def _openvino_auto() -> PlacementStrategy:
-    from .openvino_modes import OpenVINOAutoStrategy
+    from ov_autoplace.strategies.openvino_modes import OpenVINOAutoStrategy
 
     return OpenVINOAutoStrategy()
 
 
 def _openvino_pipeline_parallel() -> PlacementStrategy:
-    from .openvino_modes import OpenVINOPipelineParallelStrategy
+    from ov_autoplace.strategies.openvino_modes import OpenVINOPipelineParallelStrategy
 
     return OpenVINOPipelineParallelStrategy(_measured_cost())
 
@@ -154,7 +154,7 @@ def strategy_info(name: str) -> StrategyInfo:
     try:
         return REGISTRY[str(getattr(name, "value", name))]
     except KeyError:
-        from ..errors import PlacementError
+        from ov_autoplace.errors import PlacementError
 
         raise PlacementError(f"unknown strategy {name!r}; expected one of {strategy_names()} "
                              "(`ov-autoplace strategies` lists them) or a PlacementStrategy instance") from None

@@ -18,16 +18,16 @@ from typing import Sequence
 
 import numpy as np
 
-from ..costmodel.cost_model import CostModel
-from ..costmodel.simulator import Simulator
-from ..graph import GraphArrays
-from ..placement import Placement
-from .graph_layout import MAX_BOXES, box_details, collapse, draw_graph
-from .html_page import render_html
-from .placed import PlacedGraph, analyze, check_placement_matches, with_partition
-from .scene import Scene, Text, matplotlib_available, stack, to_png, to_svg
-from .summary import DeviceSummary, device_summary, draw_summary
-from .timeline import Timeline, draw_timeline, simulated_timeline
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.placement import Placement
+from ov_autoplace.viz.graph_layout import MAX_BOXES, box_details, collapse, draw_graph
+from ov_autoplace.viz.html_page import render_html
+from ov_autoplace.viz.placed import PlacedGraph, analyze, check_placement_matches, with_partition
+from ov_autoplace.viz.scene import Scene, Text, matplotlib_available, stack, to_png, to_svg
+from ov_autoplace.viz.summary import DeviceSummary, device_summary, draw_summary
+from ov_autoplace.viz.timeline import Timeline, draw_timeline, simulated_timeline
 
 #: The testbed's two devices are the same f32 CPU when the CPU has no bf16 (this machine): say so on pictures.
 SAME_DEVICE_NOTE = ("CPU and CPUF are the CPU plugin under two names; on a CPU without bf16 both are the same "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .scene import Line, Rect, Scene, Text, device_colour, fit_text
+from ov_autoplace.viz.scene import Line, Rect, Scene, Text, device_colour, fit_text
 
 _NAME_W, _STRIP_W, _INFO_W, _ROW_H = 190, 360, 170, 30
 
@@ -75,7 +75,7 @@ def draw_comparison(result, *, title: str, width: float = 1150.0) -> tuple[Scene
                             "measured median ms": None if r.median_ms is None else round(r.median_ms, 3),
                             "placing s": round(r.place_s, 3)}
     if {"CPU", "CPUF"} <= set(result.devices):
-        from . import SAME_DEVICE_NOTE
+        from ov_autoplace.viz import SAME_DEVICE_NOTE
 
         scene.add(Text(0, top + _ROW_H * len(rows) + 20, "note: " + SAME_DEVICE_NOTE, size=10.5, colour="#555"))
     return scene, hover

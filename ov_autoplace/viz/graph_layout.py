@@ -26,9 +26,9 @@ from collections import Counter
 
 import numpy as np
 
-from ..policy.coarsen import chain_coarsen
-from .placed import PlacedGraph, group_label, name_scope
-from .scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, fit_text_end, short_ops
+from ov_autoplace.policy.coarsen import chain_coarsen
+from ov_autoplace.viz.placed import PlacedGraph, group_label, name_scope
+from ov_autoplace.viz.scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, fit_text_end, short_ops
 
 MAX_BOXES = 140
 

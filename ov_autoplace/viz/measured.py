@@ -17,12 +17,12 @@ from collections import Counter, defaultdict
 import numpy as np
 import openvino as ov
 
-from ..costmodel.cost_model import CostModel
-from ..costmodel.profiler import _profile_runs, reports_running_average  # the profiler's own run protocol
-from ..placement import Placement
-from ..prepare import prepare_model
-from .placed import PlacedGraph, repartition
-from .timeline import Timeline, lay_out
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.profiler import _profile_runs, reports_running_average  # the profiler's own run protocol
+from ov_autoplace.placement import Placement
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.viz.placed import PlacedGraph, repartition
+from ov_autoplace.viz.timeline import Timeline, lay_out
 
 
 def _by_subgraph(node_ms: dict[str, float]) -> dict[str, list[tuple[str, float]]]:

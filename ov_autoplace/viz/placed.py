@@ -22,11 +22,11 @@ from collections import Counter
 
 import numpy as np
 
-from ..errors import PlacementError
-from ..graph import GraphArrays, NodeRole
-from ..legalize import constant_subgraph_mask
-from ..placement import Placement
-from ..submodels import submodel_partition
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph import GraphArrays, NodeRole
+from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.placement import Placement
+from ov_autoplace.submodels import submodel_partition
 
 
 @dataclasses.dataclass(frozen=True)

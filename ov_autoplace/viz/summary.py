@@ -6,13 +6,13 @@ import dataclasses
 
 import numpy as np
 
-from ..costmodel.cost_model import CostModel
-from ..costmodel.simulator import Simulator
-from ..graph import NodeRole
-from ..placement import Placement
-from .placed import PlacedGraph
-from .scene import Rect, Scene, Text, device_colour
-from .timeline import Timeline
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.graph import NodeRole
+from ov_autoplace.placement import Placement
+from ov_autoplace.viz.placed import PlacedGraph
+from ov_autoplace.viz.scene import Rect, Scene, Text, device_colour
+from ov_autoplace.viz.timeline import Timeline
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,10 +24,10 @@ import dataclasses
 
 import numpy as np
 
-from ..costmodel.cost_model import CostModel
-from ..costmodel.simulator import Simulator
-from .placed import PlacedGraph, group_label, name_scope
-from .scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, short_ops, wrap_text
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.viz.placed import PlacedGraph, group_label, name_scope
+from ov_autoplace.viz.scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, short_ops, wrap_text
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,7 @@ ZOO = ("inception_v3", "resnet50", "bert_base")
 #: Environment variable that overrides the cache directory.
 ENV_VAR = "OV_AUTOPLACE_ZOO_DIR"
 
-from ._optional import optional_import as _import  # noqa: E402
+from ov_autoplace.zoo._optional import optional_import as _import  # noqa: E402
 # In a source checkout the package sits at <repo>/ov_autoplace/zoo; an installed
 # wheel has no repository around it (then nothing is refused).
 _PKG_PARENT = pathlib.Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ _BUILDERS: dict[str, Callable[[], tuple[Any, Any, dict]]] = {
 }
 
 # More architectures (detection, segmentation, decoder LLM block, speech, ...) share the table; see extra.py.
-from .extra import EXTRA, EXTRA_BUILDERS  # noqa: E402
+from ov_autoplace.zoo.extra import EXTRA, EXTRA_BUILDERS  # noqa: E402
 
 _BUILDERS.update(EXTRA_BUILDERS)
 #: Every model ``build`` knows: the zoo first, then the extra architectures.

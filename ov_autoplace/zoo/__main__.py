@@ -11,7 +11,7 @@ import logging
 import sys
 import time
 
-from . import ALL_MODELS, ZOO, build, cache_dir, info
+from ov_autoplace.zoo import ALL_MODELS, ZOO, build, cache_dir, info
 
 
 def main(argv: list[str] | None = None) -> int:

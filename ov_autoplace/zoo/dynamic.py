@@ -20,7 +20,7 @@ import warnings
 
 import openvino as ov
 
-from . import _BUILDERS, build, cache_dir
+from ov_autoplace.zoo import _BUILDERS, build, cache_dir
 
 #: name -> list of input shapes to check outputs at (input name -> shape).
 DYNAMIC_ZOO: dict[str, list[dict[str, list[int]]]] = {

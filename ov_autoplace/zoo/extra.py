@@ -17,7 +17,7 @@ import openvino as ov
 
 
 def _imports():
-    from ._optional import optional_import as _import
+    from ov_autoplace.zoo._optional import optional_import as _import
 
     return _import("torch"), _import("torchvision")
 
@@ -86,7 +86,7 @@ def _fcos_detector() -> tuple[Any, Any, dict]:
 
 
 def _transformers():
-    from ._optional import optional_import as _import
+    from ov_autoplace.zoo._optional import optional_import as _import
 
     os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported, as for bert_base
     return _import("torch"), _import("transformers")

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..graph_ops import parse_groups, pooled_edges, undirected_edges
+from ov_autoplace.policy.graph_ops import parse_groups, pooled_edges, undirected_edges
 
 
 def standardize_edges(e: Tensor, eps: float = 1e-5) -> Tensor:

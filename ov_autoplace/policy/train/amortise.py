@@ -25,22 +25,22 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .splits import evaluation_specs, training_specs
-from .targets import TargetOptions
+from ov_autoplace.policy.train.splits import evaluation_specs, training_specs
+from ov_autoplace.policy.train.targets import TargetOptions
 
 log = logging.getLogger(__name__)
 
 def _options(args: argparse.Namespace) -> TargetOptions:
     policy = args.start_policy
     if policy == "pretrained":
-        from ..pretrained import PRETRAINED_POLICY
+        from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
         policy = str(PRETRAINED_POLICY)
     sigma = args.sigma
     if sigma is None:
-        from ...bench import truth
-        from ...costmodel.suite import load_suite
-        from .targets import load_graph
+        from ov_autoplace.bench import truth
+        from ov_autoplace.costmodel.suite import load_suite
+        from ov_autoplace.policy.train.targets import load_graph
 
         sigma = round(truth.held_out_sigma(truth.held_out_log_errors(load_suite(), lambda m: load_graph(f"zoo:{m}"))),
                       4)
@@ -49,7 +49,7 @@ def _options(args: argparse.Namespace) -> TargetOptions:
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
-    from .distributed import generate_targets
+    from ov_autoplace.policy.train.distributed import generate_targets
 
     specs = evaluation_specs() + training_specs(args.zoo_variants, args.family_count, args.family_variants)
     if args.limit:
@@ -64,7 +64,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .imitation import ImitationConfig, train_amortised
+    from ov_autoplace.policy.train.imitation import ImitationConfig, train_amortised
 
     config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
                              reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
@@ -76,7 +76,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .heldout import evaluate_policies
+    from ov_autoplace.policy.train.heldout import evaluate_policies
 
     policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
     result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from .targets import TargetCheckpointError, TargetGenerationError
+    from ov_autoplace.policy.train.targets import TargetCheckpointError, TargetGenerationError
 
     try:
         return args.run(args)

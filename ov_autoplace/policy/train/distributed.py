@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .targets import (TargetCheckpointError, TargetGenerationError, TargetOptions, TargetSpec, check_manifest,
+from ov_autoplace.policy.train.targets import (TargetCheckpointError, TargetGenerationError, TargetOptions, TargetSpec, check_manifest,
                       generate_target, load_target, save_target, target_path)
 
 log = logging.getLogger(__name__)

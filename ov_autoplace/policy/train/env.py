@@ -28,14 +28,14 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import openvino as ov
 
-from ...costmodel.cost_model import CostModel
-from ...costmodel.sim_costs import simulated_support
-from ...costmodel.simulator import AnchorFixer, Simulator
-from ...errors import PlacementError
-from ...graph import GraphArrays, extract_graph
-from ...legalize import legalize, query_support
-from ...placement import Placement
-from ...prepare import prepare_model
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.sim_costs import simulated_support
+from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph import GraphArrays, extract_graph
+from ov_autoplace.legalize import legalize, query_support
+from ov_autoplace.placement import Placement
+from ov_autoplace.prepare import prepare_model
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +203,8 @@ class MeasuredEnv(PlacementEnv):
                  max_submodels: int | None = 8, warmup: int = 2, iterations: int = 10, max_seconds: float = 2.0,
                  name: str | None = None, store=None) -> None:
         super().__init__()
-        from ...placed_compile import compile_placed  # not the public api: it imports this package (search)
-        from ...timing import measure_latency
+        from ov_autoplace.placed_compile import compile_placed  # not the public api: it imports this package (search)
+        from ov_autoplace.timing import measure_latency
 
         self._compile_placed, self._measure_latency = compile_placed, measure_latency
         self.core, self.devices = core, tuple(devices)
@@ -213,7 +213,7 @@ class MeasuredEnv(PlacementEnv):
         self.name = name or self.prepared.get_friendly_name()
         self.support = query_support(core, self.prepared, self.graph, self.devices)
         if cost is None:
-            from ...costmodel.profiler import profile_model
+            from ov_autoplace.costmodel.profiler import profile_model
 
             cost = profile_model(self.prepared, core, self.devices, store=store)
         if tuple(cost.node_names) != tuple(self.graph.names) or tuple(cost.devices) != self.devices:

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ...legalize import legalize
-from ...strategies.base import PlacementContext
-from ..features import NodeFeatureConfig
-from ..numpy_policy import NumpyHSDAGPolicy
-from .env import PlacementEnv, SimEnv
+from ov_autoplace.legalize import legalize
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.policy.features import NodeFeatureConfig
+from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
+from ov_autoplace.policy.train.env import PlacementEnv, SimEnv
 
 DEFAULT_MAX_SUBMODELS = 8  # the api's default bound; kept here so training does not import the api
 
@@ -29,7 +29,7 @@ def greedy_proposal(policy, env: PlacementEnv, feature_config: NodeFeatureConfig
         return policy.place(env.graph, env.cost, feature_config)
     import torch
 
-    from ..hsdag import PolicyInputs, greedy, to_node_placement
+    from ov_autoplace.policy.hsdag import PolicyInputs, greedy, to_node_placement
 
     with torch.no_grad():
         inputs = PolicyInputs.from_graph(env.graph, env.cost, feature_config, config=policy.config)
@@ -53,10 +53,10 @@ def greedy_latency(policy, env: SimEnv, *, max_submodels: int | None = DEFAULT_M
 
 def reference_latencies(env: SimEnv, *, time_limit: float = 30.0, unbounded: bool = True) -> dict[str, Any]:
     """Exact optima (MILP with max_submodels=8 and, if ``unbounded``, without a bound) and heuristics on ``env``."""
-    from ...costmodel.milp import milp_placement
-    from ...strategies.best_single import BestSingleDeviceStrategy
-    from ...strategies.critical_path import CriticalPathGreedyStrategy
-    from ...strategies.heft import HeftStrategy
+    from ov_autoplace.costmodel.milp import milp_placement
+    from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
+    from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
+    from ov_autoplace.strategies.heft import HeftStrategy
 
     out: dict[str, Any] = {}
     for key, bound in (("optimum_8", DEFAULT_MAX_SUBMODELS), ("optimum", None)):

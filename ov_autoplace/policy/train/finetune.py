@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ...placement import Placement
-from .env import MeasuredEnv, PlacementEnv
-from .reinforce import greedy_coarse, to_nodes
-from .trainer import TrainConfig, Trainer, torch_policy
+from ov_autoplace.placement import Placement
+from ov_autoplace.policy.train.env import MeasuredEnv, PlacementEnv
+from ov_autoplace.policy.train.reinforce import greedy_coarse, to_nodes
+from ov_autoplace.policy.train.trainer import TrainConfig, Trainer, torch_policy
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def fine_tune(policy, env: PlacementEnv, *, budget_samples: int = 50, budget_sec
     trainer._write(first)
     refiner, priced = None, 0
     if refine and budget_samples >= 2:
-        from ...costmodel.local_search import LocalSearchRefiner
+        from ov_autoplace.costmodel.local_search import LocalSearchRefiner
 
         options = {"max_submodels": env.max_submodels, **(refine_options or {})}
         refiner = LocalSearchRefiner(env.cost, env.graph, env.support, **options)

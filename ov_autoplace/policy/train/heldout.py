@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .splits import HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs
-from .targets import MAX_SUBMODELS, TargetSpec, case_cost, load_target, target_path
+from ov_autoplace.policy.train.splits import HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs
+from ov_autoplace.policy.train.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_target, target_path
 
 PLATFORMS_JSON = Path(__file__).resolve().parents[3] / "docs" / "bench" / "platforms.json"
 SPLIT_PAYS = 0.05
@@ -41,16 +41,16 @@ def _table_optima() -> dict[tuple[str, str], float]:
 
 def evaluate_row(args: tuple) -> dict:
     """One row (a Ray task): ``args`` = (spec, {name: policy path}, sigma, reference ms)."""
-    from ...bench import truth
-    from ...bench.methods import LOCAL_SEARCH_OPTIONS, Case
-    from ...bench.headroom import plain_call_placement
-    from ...costmodel.local_search import LocalSearchRefiner
-    from ...costmodel.simulator import Simulator
-    from ...guard import guard_placement
-    from ...legalize import legalize
-    from ...strategies.base import PlacementContext
-    from ..strategy import HSDAGStrategy
-    from .targets import variant_platform
+    from ov_autoplace.bench import truth
+    from ov_autoplace.bench.methods import LOCAL_SEARCH_OPTIONS, Case
+    from ov_autoplace.bench.headroom import plain_call_placement
+    from ov_autoplace.costmodel.local_search import LocalSearchRefiner
+    from ov_autoplace.costmodel.simulator import Simulator
+    from ov_autoplace.guard import guard_placement
+    from ov_autoplace.legalize import legalize
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.policy.train.targets import variant_platform
 
     spec, policies, sigma, reference = args
     graph, cost, support = case_cost(spec, sigma)
@@ -112,13 +112,13 @@ def evaluate_row(args: tuple) -> dict:
 def one_pass_ratios(directory: str | Path, policy: str, specs: list[TargetSpec]) -> dict[str, float | None]:
     """A quick check (no Ray, no search): the policy alone, one pass + legalize + guard, over each spec's target
     (simulated; None where infeasible). For validation during training, on training specs."""
-    from ...costmodel.simulator import Simulator
-    from ...guard import guard_placement
-    from ...legalize import legalize
-    from ...strategies.base import PlacementContext
-    from ..numpy_policy import NumpyHSDAGPolicy
-    from ..strategy import HSDAGStrategy
-    from .imitation import _sigma
+    from ov_autoplace.costmodel.simulator import Simulator
+    from ov_autoplace.guard import guard_placement
+    from ov_autoplace.legalize import legalize
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
+    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.policy.train.imitation import _sigma
 
     sigma, loaded, out = _sigma(directory), NumpyHSDAGPolicy.load(policy), {}
     for spec in specs:
@@ -169,9 +169,9 @@ def summary_table(rows: list[dict], names: list[str]) -> list[str]:
 def evaluate_policies(directory: str | Path, policies: dict[str, str], *, address: str | None = None,
                       num_cpus: int = 2, progress: bool = True, rows: str = "all") -> dict:
     """Every evaluation row as a Ray task (``rows='split'``: only where the target says a split pays)."""
-    from ...bench import truth
-    from .distributed import run_tasks
-    from .imitation import _sigma
+    from ov_autoplace.bench import truth
+    from ov_autoplace.policy.train.distributed import run_tasks
+    from ov_autoplace.policy.train.imitation import _sigma
 
     sigma = _sigma(directory)
     optima = _table_optima()
@@ -189,7 +189,7 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
     failures = run_tasks(evaluate_row, items, lambda item, row: results.append(row), address=address,
                          num_cpus=num_cpus, progress=progress, description="evaluation")
     if failures:
-        from .targets import TargetGenerationError
+        from ov_autoplace.policy.train.targets import TargetGenerationError
 
         raise TargetGenerationError(f"{len(failures)} evaluation rows failed: "
                                     + "; ".join(f"{i[0].key}: {e}" for i, e in failures[:5]))

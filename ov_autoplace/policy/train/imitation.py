@@ -39,10 +39,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...graph import GraphArrays, NodeRole
-from .env import SimEnv
-from .targets import MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
-from .trainer import TrainConfig, Trainer, make_policy, policy_inputs, torch_policy
+from ov_autoplace.graph import GraphArrays, NodeRole
+from ov_autoplace.policy.train.env import SimEnv
+from ov_autoplace.policy.train.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
+from ov_autoplace.policy.train.trainer import TrainConfig, Trainer, make_policy, policy_inputs, torch_policy
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class ImitationConfig:
 
 def active_mask(graph: GraphArrays) -> np.ndarray:
     """bool [N]: the nodes whose device the search decides (compute, not constant folding)."""
-    from ...legalize import constant_subgraph_mask
+    from ov_autoplace.legalize import constant_subgraph_mask
 
     return (np.asarray(graph.role) == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
 
@@ -161,11 +161,11 @@ def _sigma(directory: str | Path) -> float:
 
 def _start_policy(init: str, config: ImitationConfig, envs):
     if init == "scratch":
-        from .pretrain import PRETRAIN_POLICY
+        from ov_autoplace.policy.train.pretrain import PRETRAIN_POLICY
 
         return make_policy(TrainConfig(seed=config.seed, calibrate_fraction=0.1), envs, PRETRAIN_POLICY)
     if init == "pretrained":
-        from ..pretrained import PRETRAINED_POLICY
+        from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
         return torch_policy(PRETRAINED_POLICY)
     return torch_policy(Path(init))
@@ -209,7 +209,7 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
                     init: str = "pretrained", specs: list[TargetSpec] | None = None,
                     log_path: str | Path | None = None, progress: bool = True) -> Path:
     """Imitation on the training targets of ``directory``, then REINFORCE; exports the policy to ``output``."""
-    from .splits import is_held_out, training_specs
+    from ov_autoplace.policy.train.splits import is_held_out, training_specs
 
     started = time.perf_counter()
     torch.set_num_threads(config.threads)

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..config import HSDAGConfig
-from .env import SimEnv
-from .tasks import family_graphs, measured_testbed_envs, platform_draws, sim_envs, suite_envs, zoo_graphs
-from .trainer import TrainConfig, Trainer, make_policy
+from ov_autoplace.policy.config import HSDAGConfig
+from ov_autoplace.policy.train.env import SimEnv
+from ov_autoplace.policy.train.tasks import family_graphs, measured_testbed_envs, platform_draws, sim_envs, suite_envs, zoo_graphs
+from ov_autoplace.policy.train.trainer import TrainConfig, Trainer, make_policy
 
 log = logging.getLogger(__name__)
 

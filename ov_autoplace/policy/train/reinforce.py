@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..hsdag import PolicyInputs, PolicyOutput
+from ov_autoplace.policy.hsdag import PolicyInputs, PolicyOutput
 
 
 @dataclasses.dataclass

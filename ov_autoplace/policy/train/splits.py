@@ -6,7 +6,7 @@ trained on. A module of its own so that ``imitation`` and ``heldout`` read the s
 
 from __future__ import annotations
 
-from .targets import TargetSpec, task_specs
+from ov_autoplace.policy.train.targets import TargetSpec, task_specs
 
 #: Zoo architectures never trained on (leave-architecture-out): a speech transformer with a conv front end and a
 #: densely connected CNN; both have split rows in the headroom table.
@@ -17,7 +17,7 @@ SUITE_PLATFORMS = ("paper", "laptop", "npu_cpu", "small_memory", "cpu_igpu")
 
 
 def zoo_models() -> tuple[str, ...]:
-    from ... import zoo
+    from ov_autoplace import zoo
 
     return tuple(zoo.ALL_MODELS)
 

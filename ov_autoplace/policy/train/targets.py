@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import OVAutoplaceError
-from ...graph import GraphArrays
+from ov_autoplace.errors import OVAutoplaceError
+from ov_autoplace.graph import GraphArrays
 
 #: Seed stream of the perturbed training variants (the benchmark's truth draws use ``TruthSpec.seed``, 0 by default,
 #: under another key: ``truth.category_factors`` seeds with ``[seed, draw, crc32(device)]``).
@@ -95,16 +95,16 @@ class TargetOptions:
 @functools.lru_cache(maxsize=64)
 def load_graph(name: str) -> GraphArrays:
     """The prepared graph of ``zoo:<model>`` or ``family:<seed>`` (cached per process: Ray reuses workers)."""
-    from ...graph import extract_graph
-    from ...prepare import prepare_model
+    from ov_autoplace.graph import extract_graph
+    from ov_autoplace.prepare import prepare_model
 
     source, _, rest = name.partition(":")
     if source == "zoo":
-        from ... import zoo
+        from ov_autoplace import zoo
 
         return extract_graph(prepare_model(zoo.load(rest)))
     if source == "family":
-        from .graph_family import build
+        from ov_autoplace.policy.train.graph_family import build
 
         return extract_graph(prepare_model(build(int(rest))))
     raise ValueError(f"graph {name!r}: expected 'zoo:<model>' or 'family:<seed>'")
@@ -112,14 +112,14 @@ def load_graph(name: str) -> GraphArrays:
 
 @functools.lru_cache(maxsize=1)
 def _suite():
-    from ...costmodel.suite import load_suite
+    from ov_autoplace.costmodel.suite import load_suite
 
     return load_suite()
 
 
 def variant_platform(spec: TargetSpec, sigma: float):
     """(SuitePlatform, per-category factors [D, categories] or None) of ``spec`` (see the module docstring)."""
-    from ...costmodel.platforms import CATEGORIES
+    from ov_autoplace.costmodel.platforms import CATEGORIES
 
     suite = _suite()
     if spec.platform not in suite:
@@ -138,8 +138,8 @@ def variant_platform(spec: TargetSpec, sigma: float):
 
 def case_cost(spec: TargetSpec, sigma: float, graph: GraphArrays | None = None):
     """(graph, CostModel, support [N, D]) of ``spec``: the simulated case the target is searched on."""
-    from ...bench.truth import perturbed_cost
-    from ...costmodel.sim_costs import simulated_support
+    from ov_autoplace.bench.truth import perturbed_cost
+    from ov_autoplace.costmodel.sim_costs import simulated_support
 
     graph = graph if graph is not None else load_graph(spec.graph)
     platform, factors = variant_platform(spec, sigma)
@@ -151,7 +151,7 @@ def case_cost(spec: TargetSpec, sigma: float, graph: GraphArrays | None = None):
 
 # ---------------------------------------------------------------------------------------------------- the search
 def _legal_row(graph, proposal, devices, support) -> np.ndarray:
-    from ...legalize import legalize
+    from ov_autoplace.legalize import legalize
 
     placement = legalize(graph, np.asarray(proposal, np.int64), devices, support, max_submodels=MAX_SUBMODELS,
                          strategy="target")
@@ -160,10 +160,10 @@ def _legal_row(graph, proposal, devices, support) -> np.ndarray:
 
 def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     """Search the best placement known of ``spec`` (see the module docstring); returns the target as a dict."""
-    from ...bench.headroom import plain_call_placement
-    from ...bench.methods import Case
-    from ...costmodel.local_search import LocalSearchRefiner
-    from ...costmodel.simulator import Simulator
+    from ov_autoplace.bench.headroom import plain_call_placement
+    from ov_autoplace.bench.methods import Case
+    from ov_autoplace.costmodel.local_search import LocalSearchRefiner
+    from ov_autoplace.costmodel.simulator import Simulator
 
     started = time.perf_counter()
     graph, cost, support = case_cost(spec, options.sigma)
@@ -177,8 +177,8 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     starts = {f"single:{d}": np.full(graph.num_nodes, k, np.int64) for k, d in enumerate(devices)}
     starts["plain_call"] = plain_call_placement(Case(spec.key, graph, devices, support, cost, True))
     if options.policy:
-        from ..strategy import HSDAGStrategy
-        from ...strategies.base import PlacementContext
+        from ov_autoplace.policy.strategy import HSDAGStrategy
+        from ov_autoplace.strategies.base import PlacementContext
 
         context = PlacementContext(graph=graph, devices=devices, support=support)
         starts["policy"] = HSDAGStrategy(options.policy, cost).propose(context)
@@ -196,8 +196,8 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
         rows[f"{name}+ls"], candidates[f"{name}+ls"] = refined, latency(refined)
     milp_proven = False
     if options.milp_seconds > 0:
-        from ...strategies import OptimumStrategy
-        from ...strategies.base import PlacementContext
+        from ov_autoplace.strategies import OptimumStrategy
+        from ov_autoplace.strategies.base import PlacementContext
 
         strategy = OptimumStrategy(cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=options.milp_seconds)
         try:

@@ -24,11 +24,11 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import openvino as ov
 
-from ...costmodel.platforms import CATEGORIES, PLATFORMS, SimDevice, SimPlatform
-from ...costmodel.sim_costs import cost_model_for, host_cpu_device
-from ...graph import GraphArrays, extract_graph
-from ...prepare import prepare_model
-from .env import SimEnv
+from ov_autoplace.costmodel.platforms import CATEGORIES, PLATFORMS, SimDevice, SimPlatform
+from ov_autoplace.costmodel.sim_costs import cost_model_for, host_cpu_device
+from ov_autoplace.graph import GraphArrays, extract_graph
+from ov_autoplace.prepare import prepare_model
+from ov_autoplace.policy.train.env import SimEnv
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def zoo_graphs(names: Sequence[str] = ("inception_v3", "resnet50", "bert_base"))
 
 
 def family_graphs(split: str = "train", count: int | None = None) -> dict[str, GraphArrays]:
-    from .graph_family import family
+    from ov_autoplace.policy.train.graph_family import family
 
     return {name: prepared_graph(build()) for name, build in family(split, count)}
 
@@ -151,7 +151,7 @@ def sim_envs(graphs: dict[str, GraphArrays], draws: Iterable[PlatformDraw], *,
 def suite_envs(graphs: dict[str, GraphArrays], *, max_submodels: int | None = None) -> list[SimEnv]:
     """One :class:`SimEnv` per (graph, named suite platform): the batch-1 device model fitted to published
     latencies (``costmodel/suite.py``), where splits pay (NPU op gaps, small memory, close devices)."""
-    from ...costmodel.suite import load_suite
+    from ov_autoplace.costmodel.suite import load_suite
 
     envs = []
     for name, platform in load_suite().items():
@@ -164,9 +164,9 @@ def suite_envs(graphs: dict[str, GraphArrays], *, max_submodels: int | None = No
 def measured_testbed_envs(models: dict[str, Callable[[], ov.Model]], *, store=None) -> list[SimEnv]:
     """SimEnvs over *measured* testbed CostModels (``profile_model``), or [] with a warning if profiling fails."""
     try:
-        from ...costmodel.profile_store import ProfileStore
-        from ...costmodel.profiler import profile_model
-        from ...testbed import shared_testbed
+        from ov_autoplace.costmodel.profile_store import ProfileStore
+        from ov_autoplace.costmodel.profiler import profile_model
+        from ov_autoplace.testbed import shared_testbed
 
         store = store if store is not None else ProfileStore()  # profiles are cached per model and device setup
         testbed = shared_testbed(False)

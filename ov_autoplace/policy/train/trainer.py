@@ -45,16 +45,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from ...graph import GraphArrays
-from ..coarsen import Coarsening
-from ..config import HSDAGConfig
-from ..features import NodeFeatureConfig
-from ..inputs import build_policy_arrays
-from ..export import ExportedPolicy, export_policy, load_policy_file
-from ..hsdag import HSDAGPolicy, PolicyInputs
-from ..numpy_policy import NumpyHSDAGPolicy
-from . import reinforce as rl
-from .env import PlacementEnv, SimEnv
+from ov_autoplace.graph import GraphArrays
+from ov_autoplace.policy.coarsen import Coarsening
+from ov_autoplace.policy.config import HSDAGConfig
+from ov_autoplace.policy.features import NodeFeatureConfig
+from ov_autoplace.policy.inputs import build_policy_arrays
+from ov_autoplace.policy.export import ExportedPolicy, export_policy, load_policy_file
+from ov_autoplace.policy.hsdag import HSDAGPolicy, PolicyInputs
+from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
+from ov_autoplace.policy.train import reinforce as rl
+from ov_autoplace.policy.train.env import PlacementEnv, SimEnv
 
 log = logging.getLogger(__name__)
 
