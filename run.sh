@@ -52,7 +52,7 @@ cmd="${1:-main}"
 case "$cmd" in
   main)
     setup
-    python -m ov_autoplace.zoo build
+    python -m ov_autoplace_lab.models build
     python benchmarks/main_job.py
     ;;
   test)

@@ -23,10 +23,10 @@ if str(REPO) not in sys.path:
 import ov_autoplace as oa  # noqa: E402
 from ov_autoplace.costmodel import CostModel, ProfileStore, measure_model_profile  # noqa: E402
 from ov_autoplace.costmodel.simulator import Simulator  # noqa: E402
-from ov_autoplace.graph import GraphArrays, extract_graph  # noqa: E402
-from ov_autoplace.legalize import query_support  # noqa: E402
-from ov_autoplace.placement import Placement  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
+from ov_autoplace.graph.arrays import GraphArrays, extract_graph  # noqa: E402
+from ov_autoplace.placement.legalizer import query_support  # noqa: E402
+from ov_autoplace.placement.assignment import Placement  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 
 ZOO_MODELS = ("inception_v3", "resnet50", "bert_base")
 
@@ -60,7 +60,7 @@ class ZooCase:
 
 def load_case(name: str, tb: oa.Testbed, store: ProfileStore, *, iterations: int = 20) -> ZooCase:
     """Load zoo model ``name`` and its measured testbed CostModel (from ``store`` when already profiled)."""
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     model = zoo.load(name)
     prepared = prepare_model(model)

@@ -31,16 +31,16 @@ if str(REPO) not in sys.path:
 import numpy as np  # noqa: E402
 
 from benchmarks.bench_hsdag import References  # noqa: E402
-from ov_autoplace.graph import GraphArrays  # noqa: E402
-from ov_autoplace.legalize import constant_subgraph_mask  # noqa: E402
+from ov_autoplace.graph.arrays import GraphArrays  # noqa: E402
+from ov_autoplace.placement.legalizer import constant_subgraph_mask  # noqa: E402
 from ov_autoplace.policy.coarsen import Coarsening, unique_pairs  # noqa: E402
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
 from ov_autoplace.policy.features import NodeFeatureConfig  # noqa: E402
-from ov_autoplace.policy.train import TrainConfig, Trainer, make_policy  # noqa: E402
-from ov_autoplace.policy.train.env import SimEnv  # noqa: E402
-from ov_autoplace.policy.train.evaluate import legal_latency  # noqa: E402
-from ov_autoplace.policy.train.reinforce import greedy_coarse, to_nodes  # noqa: E402
-from ov_autoplace.policy.train.tasks import measured_testbed_envs, platform_draws, sim_envs, zoo_graphs  # noqa: E402
+from ov_autoplace_lab.training import TrainConfig, Trainer, make_policy  # noqa: E402
+from ov_autoplace_lab.training.env import SimEnv  # noqa: E402
+from ov_autoplace_lab.training.evaluate import legal_latency  # noqa: E402
+from ov_autoplace_lab.training.reinforce import greedy_coarse, to_nodes  # noqa: E402
+from ov_autoplace_lab.training.tasks import measured_testbed_envs, platform_draws, sim_envs, zoo_graphs  # noqa: E402
 
 
 def every_node_its_own_group(graph: GraphArrays) -> Coarsening:
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = args.platforms.split(",")
     envs = sim_envs(zoo, [d for d in platform_draws(np.random.default_rng(0), 0) if d.tag in wanted])
     if "testbed" in wanted:
-        envs += measured_testbed_envs({n: (lambda n=n: __import__("ov_autoplace.zoo", fromlist=["load"]).load(n)) for n in zoo})
+        envs += measured_testbed_envs({n: (lambda n=n: __import__("ov_autoplace_lab.models", fromlist=["load"]).load(n)) for n in zoo})
     print(f"HSDAG ablation: {args.steps} steps x {args.samples} samples per run, {args.seeds} seed(s), "
           "latencies relative to the exact optimum (MILP, max_submodels=8); SIMULATED from each task's CostModel")
     names = list(VARIANTS)

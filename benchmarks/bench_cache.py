@@ -23,8 +23,8 @@ import openvino as ov
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace import zoo  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
+from ov_autoplace_lab import models as zoo
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

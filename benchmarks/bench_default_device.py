@@ -9,7 +9,7 @@ compiled both ways (wall time of the first compile in the process, ov_autoplace 
 a first start) and both compiled models are timed interleaved in paired rounds on the native timer (the order
 alternates every round). A row reports both medians over the rounds and the median of the per-round ratios
 ov_autoplace / AUTO with its range; the "never slower" rule asks for a median ratio <= 1.02.
-The models come from the zoo IR cache (``python -m ov_autoplace.zoo build NAME``).
+The models come from the zoo IR cache (``python -m ov_autoplace_lab.models build NAME``).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import openvino as ov
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace import zoo  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
-from ov_autoplace.timing import measure_latency, random_inputs  # noqa: E402
+from ov_autoplace_lab import models as zoo
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
+from ov_autoplace.devices.timing import measure_latency, random_inputs  # noqa: E402
 
 from _common import load_average  # noqa: E402
 

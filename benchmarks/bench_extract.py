@@ -3,7 +3,7 @@
     python benchmarks/bench_extract.py [--runs 7] [--model bert_base] [--blocks 2500]
 
 Prints, for one zoo model (BERT-base by default, needs the ``zoo`` extras), the
-median/min/max wall time of ``ov_autoplace.graph.extract_graph`` and of
+median/min/max wall time of ``ov_autoplace.graph.arrays.extract_graph`` and of
 ``tests.reference_graph.reference_extract`` and their ratio (target: native at
 least 10x faster), then the native time on a synthetic ~20,000-node graph (a
 chain of residual MLP blocks). Times include everything a caller pays
@@ -24,7 +24,7 @@ if str(REPO) not in sys.path:
 
 from _common import fmt_samples, time_runs  # noqa: E402
 
-from ov_autoplace.graph import extract_graph  # noqa: E402
+from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 from tests.reference_graph import reference_extract  # noqa: E402
 
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = max(5, args.runs)
 
     try:
-        import ov_autoplace.zoo as zoo
+        import ov_autoplace_lab.models as zoo
 
         model = zoo.load(args.model)
     except Exception as exc:  # torch/transformers missing or broken

@@ -69,8 +69,8 @@ from _common import (REPO, ZOO_MODELS, ZooCase, load_average, load_case, markdow
                      write_json)
 import ov_autoplace as oa
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.legalize import legalize
-from ov_autoplace.placement import Placement
+from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeftStrategy, OptimumStrategy, PlacementContext,
                                      RandomStrategy)
 

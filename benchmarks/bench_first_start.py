@@ -51,11 +51,11 @@ if side == "ours":
 t_import = time.perf_counter()
 core = ov.Core()
 if devices == "testbed":
-    from ov_autoplace.testbed import make_testbed  # the app's device setup, both sides
+    from ov_autoplace.devices.testbed import make_testbed  # the app's device setup, both sides
     tb = make_testbed(core=core)
     hetero = tb.hetero
 else:
-    from ov_autoplace.devices import register_virtual_device
+    from ov_autoplace.devices.device_strings import register_virtual_device
     register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
     hetero = "HETERO:CPUS,CPU"
 if blob_dir:
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every sample here")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     work = Path(tempfile.mkdtemp(prefix="bench_first_start_"))
     samples: dict = {}

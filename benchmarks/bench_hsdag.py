@@ -36,9 +36,9 @@ import numpy as np  # noqa: E402
 
 from ov_autoplace.policy import NumpyHSDAGPolicy  # noqa: E402
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY  # noqa: E402
-from ov_autoplace.policy.train.env import SimEnv  # noqa: E402
-from ov_autoplace.policy.train.evaluate import greedy_latency, reference_latencies  # noqa: E402
-from ov_autoplace.policy.train.tasks import (  # noqa: E402
+from ov_autoplace_lab.training.env import SimEnv  # noqa: E402
+from ov_autoplace_lab.training.evaluate import greedy_latency, reference_latencies  # noqa: E402
+from ov_autoplace_lab.training.tasks import (  # noqa: E402
     family_graphs, measured_testbed_envs, platform_draws, sim_envs, zoo_graphs)
 
 HELD_OUT_PLATFORM_SEED = 777  # never used by the pretraining recipe (platform_seed 12345)
@@ -105,9 +105,9 @@ def _hits(label: str, hits: list, budget: int) -> str:
 def finetune_rows(envs: list[SimEnv], policy_path: pathlib.Path, refs: References, budget: int, seeds: int) -> None:
     """n@5% for: the pretrained start (fine_tune defaults), a random start with the same fine_tune, and the
     paper's algorithm from a random start (REINFORCE, no baseline, 1/latency, 20 samples/step, budget 500)."""
-    from ov_autoplace.policy.train import TrainConfig, make_policy
-    from ov_autoplace.policy.train.finetune import fine_tune
-    from ov_autoplace.policy.train.pretrain import PRETRAIN_POLICY
+    from ov_autoplace_lab.training import TrainConfig, make_policy
+    from ov_autoplace_lab.training.finetune import fine_tune
+    from ov_autoplace_lab.training.pretrain import PRETRAIN_POLICY
 
     print(f"\n(b) sample efficiency: distinct placements evaluated until within 5% of optimum(8) "
           f"(median over {seeds} seeds, hits/seeds); budget {budget} (paper mode: 500)")
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     table("(a) zoo models, simulated paper platform (target: <= 2% above optimum(8))",
           sim_envs(zoo, paper), policy, refs, 0.02)
     table("(a') zoo models, simulated laptop platform", sim_envs(zoo, laptop), policy, refs, 0.02)
-    measured = measured_testbed_envs({n: (lambda n=n: __import__("ov_autoplace.zoo", fromlist=["load"]).load(n)) for n in zoo})
+    measured = measured_testbed_envs({n: (lambda n=n: __import__("ov_autoplace_lab.models", fromlist=["load"]).load(n)) for n in zoo})
     if measured:
         table("(a'') zoo models, measured testbed profile (CostModel from measured per-op times)", measured,
               policy, refs, 0.02)

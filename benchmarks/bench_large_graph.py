@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 from tests.synthetic_graphs import long_chain  # noqa: E402
 
 
@@ -52,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     model = stage("build model", lambda: long_chain(args.blocks))
     if args.strategy == oa.StrategyName.HSDAG.value:  # the first compile's profile, then reused by place()
         from ov_autoplace.costmodel.providers import MeasuredCostProvider
-        from ov_autoplace.graph import extract_graph
-        from ov_autoplace.legalize import query_support
-        from ov_autoplace.prepare import prepare_model
+        from ov_autoplace.graph.arrays import extract_graph
+        from ov_autoplace.placement.legalizer import query_support
+        from ov_autoplace.model.prepare import prepare_model
         from ov_autoplace.strategies import PlacementContext
 
         def profile():

@@ -44,10 +44,10 @@ from ov_autoplace.costmodel.optimum import min_cut_placement
 from ov_autoplace.costmodel.platforms import PLATFORMS
 from ov_autoplace.costmodel.sim_costs import cost_model_for, simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.graph import GraphArrays, extract_graph
-from ov_autoplace.legalize import legalize
-from ov_autoplace.placement import Placement
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import GraphArrays, extract_graph
+from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import (BestSingleDeviceStrategy, CriticalPathGreedyStrategy, HeftStrategy,
                                      PlacementContext)
 
@@ -183,7 +183,7 @@ def main() -> None:
         print(f"\n{platform.describe()}")
         by_model = {}
         for name in models:
-            from ov_autoplace import zoo
+            from ov_autoplace_lab import models as zoo
 
             graph = extract_graph(prepare_model(zoo.load(name)))
             cost = cost_model_for(graph, platform)

@@ -13,7 +13,7 @@ device (the best by median over the rounds) with its interquartile range, and pa
 <= 1.02. ``--hog`` keeps one core busy with a spinning process for the whole run (placing and timing), as a
 loaded machine would. Writes the rows to ``--json`` and a Markdown table beside it (``.md``).
 
-The models come from the zoo (``python -m ov_autoplace.zoo build NAME``; needs the zoo extra to build).
+The models come from the zoo (``python -m ov_autoplace_lab.models build NAME``; needs the zoo extra to build).
 Nothing here is predicted: every number is a measurement of compiled models on this machine.
 """
 
@@ -34,9 +34,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace import zoo  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
-from ov_autoplace.timing import measure_latency, random_inputs  # noqa: E402
+from ov_autoplace_lab import models as zoo
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
+from ov_autoplace.devices.timing import measure_latency, random_inputs  # noqa: E402
 
 from _common import load_average  # noqa: E402
 

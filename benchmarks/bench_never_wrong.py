@@ -28,14 +28,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace import zoo  # noqa: E402
-from ov_autoplace.graph import extract_graph  # noqa: E402
-from ov_autoplace.legality import ensure_legal  # noqa: E402
-from ov_autoplace.legalize import legalize, query_support  # noqa: E402
-from ov_autoplace.verification import verify_placement  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
-from ov_autoplace.support_store import device_support  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
+from ov_autoplace_lab import models as zoo
+from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
+from ov_autoplace.placement.legality_check import ensure_legal  # noqa: E402
+from ov_autoplace.placement.legalizer import legalize, query_support  # noqa: E402
+from ov_autoplace.decision.verification import verify_placement  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
+from ov_autoplace.cache.support_store import device_support  # noqa: E402
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 
 from _common import load_average  # noqa: E402
 

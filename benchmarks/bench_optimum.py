@@ -31,8 +31,8 @@ from ov_autoplace.costmodel.cost_model import CostModel  # noqa: E402
 from ov_autoplace.costmodel.cost_terms import CostTerms  # noqa: E402
 from ov_autoplace.costmodel.milp import milp_placement  # noqa: E402
 from ov_autoplace.costmodel.optimum import min_cut_placement  # noqa: E402
-from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.strategies.base import PlacementContext  # noqa: E402
 from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy  # noqa: E402
 from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy  # noqa: E402
@@ -87,7 +87,7 @@ def row(label: str, seconds: float, objective: float | None, predicted: float, s
 
 
 def bench(model_name: str, time_limit: float) -> None:
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     graph = extract_graph(prepare_model(zoo.load(model_name)))
     active = int((CostTerms(synthetic_cost_model(graph), graph).active).sum())

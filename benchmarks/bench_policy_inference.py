@@ -8,7 +8,7 @@ of
 
 * ``inputs``: features + chain coarsening + device features (``NumpyHSDAGPolicy.inputs``),
 * ``forward``: the numpy forward pass with greedy decoding,
-* ``legalize``: ``ov_autoplace.legalize.legalize`` of the proposal,
+* ``legalize``: ``ov_autoplace.placement.legalizer.legalize`` of the proposal,
 * ``total``: the three together, what a placement costs after ``extract_graph``.
 
 Targets: total <= 100 ms on BERT-base, <= 5 s on the 20,000-node graph.
@@ -37,7 +37,7 @@ from _common import fmt_samples, time_runs  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ov_autoplace.legalize import legalize  # noqa: E402
+from ov_autoplace.placement.legalizer import legalize  # noqa: E402
 from ov_autoplace.policy import NumpyHSDAGPolicy  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 from tests.policy.conftest import prepared_graph, stand_in_cost_model  # noqa: E402
@@ -50,8 +50,8 @@ TARGETS_MS = {"bert_base": 100.0, "long_chain": 5000.0}
 def random_policy(graph, path: pathlib.Path) -> NumpyHSDAGPolicy:
     import torch
 
-    from ov_autoplace.policy.export import export_policy
-    from ov_autoplace.policy.hsdag import HSDAGPolicy, PolicyInputs
+    from ov_autoplace.policy.policy_file import export_policy
+    from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs
 
     torch.manual_seed(0)
     policy = HSDAGPolicy()
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
         try:
-            import ov_autoplace.zoo as zoo
+            import ov_autoplace_lab.models as zoo
 
             bert = zoo.load("bert_base")
         except Exception as exc:  # torch/transformers missing or broken

@@ -31,7 +31,7 @@ in the headroom table). Target (issue #13): the prior <= 1.05x the optimum
 wherever the profiled policy is, and never slower than the best single device.
 All Part B numbers are simulated.
 
-Part B's truth (``ov_autoplace/bench/truth.py``, issue 19): the table above
+Part B's truth (``lab/ov_autoplace_lab/bench/truth.py``, issue 19): the table above
 scores the profiled policy and the optimum with the model they optimised, so
 every placement is also scored under models nobody optimised: ``--truth-draws``
 (default 20) draws of the fitted model with a per-device, per-op-category
@@ -56,22 +56,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ov_autoplace import zoo  # noqa: E402
+from ov_autoplace_lab import models as zoo
 from ov_autoplace.api import DEFAULT_MAX_SUBMODELS  # noqa: E402
-from ov_autoplace.bench import truth  # noqa: E402
-from ov_autoplace.bench.headroom import headroom_row  # noqa: E402
-from ov_autoplace.bench.truth import platform_facts  # noqa: E402
+from ov_autoplace_lab.bench import truth  # noqa: E402
+from ov_autoplace_lab.bench.headroom import headroom_row  # noqa: E402
+from ov_autoplace_lab.bench.truth import platform_facts  # noqa: E402
 from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, DeviceFacts, prior_cost_model  # noqa: E402
 from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import simulated_support  # noqa: E402
 from ov_autoplace.costmodel.simulator import Simulator  # noqa: E402
 from ov_autoplace.costmodel.suite import load_suite  # noqa: E402
-from ov_autoplace.device_facts import read_device_facts  # noqa: E402
-from ov_autoplace.first_start import POLICY_FILE  # noqa: E402
-from ov_autoplace.graph import NodeRole, extract_graph  # noqa: E402
-from ov_autoplace.placement_sources import _policy_proposal, prior_outcome, survives_prior_error  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
+from ov_autoplace.devices.facts import read_device_facts  # noqa: E402
+from ov_autoplace.decision.first_start import POLICY_FILE  # noqa: E402
+from ov_autoplace.graph.arrays import NodeRole, extract_graph  # noqa: E402
+from ov_autoplace.decision.placement_sources import _policy_proposal, prior_outcome, survives_prior_error  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 
 
 def share_errors(predicted: np.ndarray, measured: np.ndarray) -> list[float]:

@@ -36,12 +36,12 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace import zoo  # noqa: E402
+from ov_autoplace_lab import models as zoo
 from ov_autoplace.costmodel import ProfileStore, measure_model_profile, profile_links  # noqa: E402
 from ov_autoplace.costmodel.link_calibration import DEFAULT_SIZES  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.strategies import RandomStrategy  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 
 MIN_SHARE = 0.01  # op types below 1 % of both devices' time go to "other"
 

@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ov_autoplace.costmodel.cost_terms import CostTerms  # noqa: E402
 from ov_autoplace.costmodel.local_search import LocalSearchRefiner  # noqa: E402
 from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
-from ov_autoplace.graph import extract_graph  # noqa: E402
-from ov_autoplace.legalize import query_support  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
+from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
+from ov_autoplace.placement.legalizer import query_support  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 from tests import synthetic_graphs as sg  # noqa: E402
 
 #: The hog never outlives this.
@@ -46,7 +46,7 @@ def _model(name: str, core):
         return sg.attention_like(seq=128, hidden=256, heads=4, layers=4)
     if name == "residual":
         return sg.residual(blocks=6, channels=32, size=56)
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     return zoo.load(name, core)
 

@@ -25,11 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ov_autoplace import zoo  # noqa: E402
+from ov_autoplace_lab import models as zoo
 from ov_autoplace.costmodel.profile_store import ProfileStore  # noqa: E402
 from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
-from ov_autoplace.timing import random_inputs  # noqa: E402
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
+from ov_autoplace.devices.timing import random_inputs  # noqa: E402
 from tests.synthetic_graphs import long_chain  # noqa: E402
 
 

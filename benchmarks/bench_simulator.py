@@ -25,12 +25,12 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from ov_autoplace import zoo  # noqa: E402
+from ov_autoplace_lab import models as zoo
 from ov_autoplace.costmodel.platforms import PLATFORMS  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import cost_model_for  # noqa: E402
 from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator  # noqa: E402
-from ov_autoplace.graph import extract_graph  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
+from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 
 MODELS = ("inception_v3", "resnet50", "bert_base")
 BATCHES = (1, 100, 10_000)

@@ -63,7 +63,7 @@ def main() -> None:
     print(f"{'model':<22} {'placement':<28} {'islands':>7} {'submodels.py':>14} {'HETERO compiled':>15}")
     rows = []
     try:
-        from ov_autoplace import zoo
+        from ov_autoplace_lab import models as zoo
 
         bert = zoo.load("bert_base")
         rows += rows_for(testbed, "BERT-base", bert, by_name({

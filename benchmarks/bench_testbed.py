@@ -35,9 +35,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace import zoo  # noqa: E402
+from ov_autoplace_lab import models as zoo
 from ov_autoplace.strategies import RandomStrategy  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 
 MIN_SHARE = 0.01  # op types below 1 % of a device's profiled time go to "other"
 

@@ -26,12 +26,12 @@ import openvino as ov
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace import zoo  # noqa: E402
-from ov_autoplace.devices import register_virtual_device  # noqa: E402
-from ov_autoplace.graph import extract_graph  # noqa: E402
-from ov_autoplace.legalize import legalize, query_support  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
-from ov_autoplace.testbed import usable_cores  # noqa: E402
+from ov_autoplace_lab import models as zoo
+from ov_autoplace.devices.device_strings import register_virtual_device  # noqa: E402
+from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
+from ov_autoplace.placement.legalizer import legalize, query_support  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
+from ov_autoplace.devices.testbed import usable_cores  # noqa: E402
 
 
 def _cpu_seconds() -> float:

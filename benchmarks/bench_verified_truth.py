@@ -4,7 +4,7 @@
 
 Reads the truth draws that ``bench_platforms.py`` wrote per headroom row (``truth``: per draw the truth optimum,
 the plain call, the best single device and every method's placement) and models the verification
-(``ov_autoplace/verification.py``) as a perfect measurement under each draw: the candidate (HSDAG one pass + local
+(``ov_autoplace/decision/verification.py``) as a perfect measurement under each draw: the candidate (HSDAG one pass + local
 search) or the best single device is kept only when at least ``MIN_GAIN`` faster than the plain call, the
 fastest such, else the plain call. It prints, for the split rows and for all rows, the share of draws where the
 kept placement is within 5 % of the truth optimum, its median ratio to it, and how many draws end slower than
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ov_autoplace.verification import MIN_GAIN  # noqa: E402
+from ov_autoplace.decision.verification import MIN_GAIN  # noqa: E402
 
 
 def kept_under_truth(truth: dict, draw: int, candidate_key: str = "hsdag_refined_ms") -> float | None:

@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ov_autoplace.costmodel.platforms import PLATFORMS  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import cost_model_for  # noqa: E402
-from ov_autoplace.graph import extract_graph  # noqa: E402
-from ov_autoplace.legalize import legalize  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
-from ov_autoplace.viz import placement_picture, write_picture  # noqa: E402
-from ov_autoplace.viz.scene import to_png  # noqa: E402
+from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
+from ov_autoplace.placement.legalizer import legalize  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
+from ov_autoplace_lab.viz import placement_picture, write_picture  # noqa: E402
+from ov_autoplace_lab.viz.scene import to_png  # noqa: E402
 from tests import synthetic_graphs as sg  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def _models(zoo: bool):
     yield "long_chain(150) ~1,200 nodes", sg.long_chain(150)
     yield "long_chain(375) ~3,000 nodes", sg.long_chain(375)
     if zoo:
-        from ov_autoplace import zoo as model_zoo
+        from ov_autoplace_lab import models as model_zoo
 
         for name in ("resnet50", "inception_v3", "bert_base"):
             try:

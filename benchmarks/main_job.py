@@ -22,10 +22,10 @@ import openvino as ov
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace import zoo  # noqa: E402
-from ov_autoplace.prepare import prepare_model  # noqa: E402
-from ov_autoplace.testbed import make_testbed  # noqa: E402
-from ov_autoplace.testbed_notes import SAME_DEVICE_NOTE, simulated_headroom_lines  # noqa: E402
+from ov_autoplace_lab import models as zoo
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
+from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
+from ov_autoplace_lab.same_device_note import SAME_DEVICE_NOTE, simulated_headroom_lines  # noqa: E402
 
 
 def interleaved_latency(compiled: dict[str, ov.CompiledModel], inputs, rounds: int, per_round: int):

@@ -5,21 +5,21 @@
 
 ``--amortise`` runs issue 22's three steps on top of the policy at ``--init`` (default: the shipped one):
 target generation as Ray tasks, imitation + REINFORCE, and the held-out evaluation against the start
-policy (``python -m ov_autoplace.policy.train.amortise``; see TRAINING.md). It writes the policy to
+policy (``python -m ov_autoplace_lab.training.amortise``; see TRAINING.md). It writes the policy to
 ``--output`` (default ``<workdir>/amortised.npz``: never into the package unless ``--output`` names it).
 
 The first form is
 
 equivalent to
 
-    python -m ov_autoplace.train --pretrain --seed 0 --threads 1 \\
+    python -m ov_autoplace_lab.commands.train_command --pretrain --seed 0 --threads 1 \\
         --output ov_autoplace/policy/pretrained/hsdag_v1.npz \\
         --log <workdir>/pretrain.jsonl --checkpoint <workdir>/pretrain.ckpt --checkpoint-every 500
 
-The recipe (tasks, weights, hyper-parameters) is ``ov_autoplace/policy/train/pretrain.py``
+The recipe (tasks, weights, hyper-parameters) is ``lab/ov_autoplace_lab/training/pretrain.py``
 (``PRETRAIN_CONFIG``, ``PRETRAIN_POLICY``, ``PretrainTasks``); how it was run, on what and how
 long it took is in ``ov_autoplace/policy/pretrained/TRAINING.md``. Needs the zoo IRs
-(``python -m ov_autoplace.zoo``) and, for the measured-testbed tasks, the testbed profiles
+(``python -m ov_autoplace_lab.models``) and, for the measured-testbed tasks, the testbed profiles
 (``costmodel.profiler``; profiled on first use, cached). Interrupted runs continue with
 ``--resume``.
 """
@@ -34,7 +34,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from ov_autoplace.train import main as train_main  # noqa: E402
+from ov_autoplace_lab.commands.train_command import main as train_main  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,13 +60,13 @@ def main(argv: list[str] | None = None) -> int:
                "--log", str(args.workdir / "pretrain.jsonl"), "--checkpoint", str(args.workdir / "pretrain.ckpt"),
                "--checkpoint-every", "500"] + (["--resume"] if args.resume else []) \
         + (["--simulated-only"] if args.simulated_only else []) + (["--with-suite"] if args.with_suite else [])
-    print("python -m ov_autoplace.train " + " ".join(command), flush=True)
+    print("python -m ov_autoplace_lab.commands.train_command " + " ".join(command), flush=True)
     return train_main(command)
 
 
 def amortise(args) -> int:
     """The three steps of issue 22, each printed before it runs (each resumes where it stopped)."""
-    from ov_autoplace.policy.train.amortise import main as amortise_main
+    from ov_autoplace_lab.training.amortise import main as amortise_main
 
     run = args.workdir / "amortise"
     output = args.output or args.workdir / "amortised.npz"
@@ -82,7 +82,7 @@ def amortise(args) -> int:
              ["evaluate", "--dir", str(run), *ray, "--policy", f"start={start}", "--policy", f"amortised={output}",
               "--json", str(run / "evaluation.json")]]
     for step in steps:
-        print("python -m ov_autoplace.policy.train.amortise " + " ".join(step), flush=True)
+        print("python -m ov_autoplace_lab.training.amortise " + " ".join(step), flush=True)
         code = amortise_main(step)
         if code:
             return code

@@ -23,7 +23,7 @@ from ov_autoplace.api import (  # noqa: E402
     load_model,
     place,
 )
-from ov_autoplace.devices import available_devices, parse_device_string, register_virtual_device  # noqa: E402
+from ov_autoplace.devices.device_strings import available_devices, parse_device_string, register_virtual_device  # noqa: E402
 from ov_autoplace.errors import (  # noqa: E402
     CalibrationDataError,
     DeviceError,
@@ -41,13 +41,13 @@ from ov_autoplace.errors import (  # noqa: E402
     ShapeError,
     UnsupportedOpError,
 )
-from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph  # noqa: E402
-from ov_autoplace.legalize import Pin, legalize  # noqa: E402
-from ov_autoplace.placement import Placement, PlacementCoverageError  # noqa: E402
-from ov_autoplace.saved_model import load_placed, save_model  # noqa: E402
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph  # noqa: E402
+from ov_autoplace.placement.legalizer import Pin, legalize  # noqa: E402
+from ov_autoplace.placement.assignment import Placement, PlacementCoverageError  # noqa: E402
+from ov_autoplace.compile.saved_model import load_placed, save_model  # noqa: E402
 from ov_autoplace.strategies import PlacementContext, PlacementStrategy  # noqa: E402
-from ov_autoplace.testbed import Testbed, make_testbed  # noqa: E402
-from ov_autoplace.timing import LatencyStats, measure_latency, random_inputs  # noqa: E402
+from ov_autoplace.devices.testbed import Testbed, make_testbed  # noqa: E402
+from ov_autoplace.devices.timing import LatencyStats, measure_latency, random_inputs  # noqa: E402
 
 from ov_autoplace._version import __version__  # noqa: E402
 

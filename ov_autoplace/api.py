@@ -22,27 +22,27 @@ from typing import Any, Mapping, Sequence, Union
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.device_requests import check_property_values, compile_plain, properties_for, resolve_device_request
-from ov_autoplace.devices import DeviceSpec, check_properties, normalized_exclusions
+from ov_autoplace.devices.call_forms import check_property_values, compile_plain, properties_for, resolve_device_request
+from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
 from ov_autoplace.errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
                      PolicyFormatError)
-from ov_autoplace.cache import PlacementCache
-from ov_autoplace.graph import GraphArrays, extract_graph
-from ov_autoplace.guard import guard_placement
-from ov_autoplace.legality import ensure_legal
-from ov_autoplace.support_store import device_support
-from ov_autoplace.cache_root import blob_cache_props, cache_root
-from ov_autoplace.first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
-from ov_autoplace.legalize import Pin, legalize, parse_pins, query_support
-from ov_autoplace.placed_compile import compile_placed
-from ov_autoplace.placement import Placement
-from ov_autoplace.stored_compile import compile_stored
-from ov_autoplace.verification import evidence_intact, needs_verification, single_device_of, verify_placement
-from ov_autoplace.prepare import prepare_model
-from ov_autoplace.shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
-from ov_autoplace.user_checks import USER_ERRORS, check_pins_devices
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.graph.arrays import GraphArrays, extract_graph
+from ov_autoplace.decision.prediction_guard import guard_placement
+from ov_autoplace.placement.legality_check import ensure_legal
+from ov_autoplace.cache.support_store import device_support
+from ov_autoplace.cache.root import blob_cache_props, cache_root
+from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
+from ov_autoplace.placement.legalizer import Pin, legalize, parse_pins, query_support
+from ov_autoplace.compile.placed_compile import compile_placed
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.compile.stored_compile import compile_stored
+from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verify_placement
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
+from ov_autoplace.placement.user_checks import USER_ERRORS, check_pins_devices
 from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
-from ov_autoplace.strategies.registry import make_strategy, strategy_names
+from ov_autoplace.strategies.registry import REGISTRY, make_strategy, search_budget_factory
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -51,7 +51,7 @@ ModelLike = Union[ov.Model, str, os.PathLike]
 
 #: Built-in placement strategies selectable by name, generated from the strategy registry
 #: (``ov_autoplace/strategies/registry.py``: one line of description each; ``ov-autoplace strategies`` lists them).
-StrategyName = enum.Enum("StrategyName", {name.upper(): name for name in strategy_names()}, type=str,
+StrategyName = enum.Enum("StrategyName", {name.upper(): name for name in REGISTRY}, type=str,
                          module=__name__)
 StrategyName.__doc__ = "Built-in placement strategies selectable by name (see strategies.registry.REGISTRY)."
 
@@ -79,23 +79,28 @@ def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None, s
 
 
 def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrategy:
-    """The budgeted, measured fine-tuning of the pretrained policy (needs torch, the ``train`` extra)."""
-    from ov_autoplace.policy.search_strategy import HSDAGSearchStrategy, check_search_budget
-
-    try:
-        check_search_budget(search_budget)
-    except ValueError as exc:
-        raise PlacementError(str(exc)) from None
+    """The budgeted, measured fine-tuning of the pretrained policy (the lab's, entry-point group
+    ``ov_autoplace.search_budget``; needs torch)."""
+    check_search_budget(search_budget)
     if strategy is not None and strategy != StrategyName.HSDAG and strategy != StrategyName.HSDAG.value:
         raise PlacementError(f"search_budget fine-tunes the HSDAG policy; it cannot be combined with strategy="
                              f"{strategy!r} (leave strategy unset or use {StrategyName.HSDAG.value!r})")
+    make_search = search_budget_factory()  # LabNotInstalledError naming pip install ov-autoplace-lab
     if importlib.util.find_spec("torch") is None:
         raise PlacementError("search_budget fine-tunes the policy with torch, which is not installed; install it "
-                             "with pip install 'ov_autoplace[train]' or leave search_budget unset")
+                             "with pip install 'ov-autoplace-lab[train]' or leave search_budget unset")
     from ov_autoplace.costmodel.providers import MeasuredCostProvider
 
-    return HSDAGSearchStrategy(pretrained_policy_path(), MeasuredCostProvider(), search_budget,
-                               max_submodels=max_submodels)
+    return make_search(pretrained_policy_path(), MeasuredCostProvider(), search_budget, max_submodels=max_submodels)
+
+
+def check_search_budget(budget: object) -> None:
+    """Raise PlacementError unless ``budget`` is an int >= 1 (placements) or a float > 0 (seconds)."""
+    ok = (isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1) or (
+        isinstance(budget, float) and np.isfinite(budget) and budget > 0)
+    if not ok:
+        raise PlacementError(f"search_budget must be an int >= 1 (measured placements) or a float > 0 (seconds), "
+                             f"got {budget!r}")
 
 
 def pretrained_policy_path() -> Path:
@@ -257,7 +262,7 @@ def place(
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     prepared = prepare_model(req.placement_model)
     if default:  # what compile_model's default path would place: a stored profile, else the prior; nothing run
-        from ov_autoplace.first_start import default_placement
+        from ov_autoplace.decision.first_start import default_placement
 
         return default_placement(req, prepared, extract_graph(prepared))
     return _place(req, prepared, extract_graph(prepared))
@@ -386,7 +391,7 @@ def compile_model(
     ``shapes`` (``{"input_ids": [1, 128], ...}``, benchmark_app's
     ``"input_ids[1,128],..."``, or one shape for a one-input model; default:
     1 for a dynamic axis 0, 128 for other dynamic axes, within the bounds, see
-    :mod:`ov_autoplace.shapes`); the affinities are carried over and the
+    :mod:`ov_autoplace.model.shapes`); the affinities are carried over and the
     returned model stays dynamic. The placement shapes are part of the cache key.
 
     The placement is cached (``cache_dir``, default

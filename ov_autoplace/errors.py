@@ -38,6 +38,11 @@ class PlacementError(OVAutoplaceError):
     """A placement cannot be made legal (e.g. a pin contradicts device support)."""
 
 
+class LabNotInstalledError(PlacementError):
+    """A strategy, ``search_budget`` or a command that the lab distribution provides, asked for where only the
+    runtime is installed. The message names the one fix: ``pip install ov-autoplace-lab``."""
+
+
 class PinError(PlacementError, ValueError):
     """A pin matches no node of the model, or names a device outside the device string."""
 

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from ov_autoplace.testbed import Testbed, shared_testbed
+from ov_autoplace.devices.testbed import Testbed, shared_testbed
 
 ZOO_MODELS = ("inception_v3", "resnet50", "bert_base")
 
@@ -33,7 +33,7 @@ def thread_core():
     """Two devices the prior can tell apart: the CPU plugin on one thread (CPUS) and on all cores (CPU)."""
     import openvino as ov
 
-    from ov_autoplace.devices import register_virtual_device
+    from ov_autoplace.devices.device_strings import register_virtual_device
 
     core = ov.Core()
     register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
@@ -55,6 +55,6 @@ def zoo_model(request):
     """Each zoo model as an ov.Model (built once, then read from the IR cache)."""
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     return request.param, zoo.load(request.param)

@@ -44,7 +44,7 @@ POLICY_DAMAGES = ("truncated", "empty", "not_zip", "header_not_json", "header_a_
 
 def damaged_policy(tmp_path: Path, kind: str) -> Path:
     """A copy of the shipped policy damaged in one of :data:`POLICY_DAMAGES` ways."""
-    from ov_autoplace.policy.export import HEADER_KEY
+    from ov_autoplace.policy.policy_file import HEADER_KEY
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
     path = tmp_path / f"policy_{kind}.npz"

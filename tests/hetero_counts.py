@@ -12,10 +12,10 @@ import numpy as np
 import openvino as ov
 
 import ov_autoplace as oa
-from ov_autoplace.graph import GraphArrays, NodeRole
-from ov_autoplace.legalize import constant_subgraph_mask, query_support
-from ov_autoplace.prepare import prepare_model
-from ov_autoplace.submodels import count_islands, submodel_partition
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.placement.legalizer import constant_subgraph_mask, query_support
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.placement.submodels import count_islands, submodel_partition
 
 
 def hetero_subgraphs(core: ov.Core, prepared: ov.Model, placement: oa.Placement) -> int:

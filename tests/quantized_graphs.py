@@ -53,7 +53,7 @@ def quantize_convolutions(model: ov.Model, inputs: list[np.ndarray]) -> ov.Model
     preset on one sample); weights are quantized symmetrically per output
     channel and dequantized by Convert -> Subtract -> Multiply.
     """
-    from ov_autoplace.prepare import prepare_model  # folds f16 weight decompression into f32 Constants
+    from ov_autoplace.model.prepare import prepare_model  # folds f16 weight decompression into f32 Constants
 
     quantized = prepare_model(model)
     convs = [op for op in quantized.get_ordered_ops() if op.get_type_name() == "Convolution"

@@ -9,7 +9,7 @@ import openvino as ov
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import PlacementStrategy
 from tests import synthetic_graphs as sg
 

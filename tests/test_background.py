@@ -17,8 +17,8 @@ import openvino as ov
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace import background
-from ov_autoplace.background import (MAX_FAILURES, WORKER_PROPERTIES, acquire_lock, decode_property, device_setup,
+from ov_autoplace.decision import background_worker as background
+from ov_autoplace.decision.background_worker import (MAX_FAILURES, WORKER_PROPERTIES, acquire_lock, decode_property, device_setup,
                                      encode_property, read_failure, release_lock, restore_devices, run_worker,
                                      worker_digest, worker_files)
 from ov_autoplace.costmodel.profile_store import device_properties
@@ -135,11 +135,11 @@ def test_the_worker_verifies_a_deviation_and_cache_list_shows_the_state(testbed,
     before storing it. On a loaded machine the verification may abstain; the state says which happened."""
     import numpy as np
 
-    from ov_autoplace.cache import PlacementCache
-    from ov_autoplace.cli import main
-    from ov_autoplace.graph import extract_graph
-    from ov_autoplace.legalize import legalize, query_support
-    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from ov_autoplace.cli.main import main
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.placement.legalizer import legalize, query_support
+    from ov_autoplace.model.prepare import prepare_model
 
     devices = ("CPUF", "CPU")
     model = sg.residual(blocks=2, channels=16, size=32)
@@ -162,13 +162,13 @@ def test_the_worker_verifies_a_deviation_and_cache_list_shows_the_state(testbed,
 
 
 def test_cache_list_says_pending_and_failed(thread_core, tmp_path, capsys):
-    from ov_autoplace.cli import main
+    from ov_autoplace.cli.main import main
 
     import numpy as np
 
-    from ov_autoplace.cache import PlacementCache
-    from ov_autoplace.graph import extract_graph
-    from ov_autoplace.legalize import legalize
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.placement.legalizer import legalize
 
     graph = extract_graph(sg.residual())
     cache = PlacementCache(tmp_path)

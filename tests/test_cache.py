@@ -9,7 +9,7 @@ import openvino as ov
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.cache import CACHE_DIR_ENV, PlacementCache, default_cache_dir
+from ov_autoplace.cache.placement_cache import CACHE_DIR_ENV, PlacementCache, default_cache_dir
 from ov_autoplace.strategies import HeavyOpsStrategy
 from tests import synthetic_graphs as sg
 

@@ -10,7 +10,7 @@ import openvino as ov
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.cache_root import (CACHE_DIR_ENV, PROFILE_DIR_ENV, blob_cache_props, cache_root, clear_cache,
+from ov_autoplace.cache.root import (CACHE_DIR_ENV, PROFILE_DIR_ENV, blob_cache_props, cache_root, clear_cache,
                                      profile_dir, user_blob_cache_dir)
 from ov_autoplace.costmodel.profile_store import ProfileStore
 from tests import synthetic_graphs as sg
@@ -114,7 +114,7 @@ def test_clear_removes_everything_ov_autoplace_wrote(clean_env, tmp_path, caplog
 
 
 def test_cli_cache_clear(tmp_path, capsys):
-    from ov_autoplace.cli import main
+    from ov_autoplace.cli.main import main
 
     (tmp_path / "placements").mkdir()
     (tmp_path / "placements" / "placement-a.json").write_text("{}")
@@ -138,7 +138,7 @@ def test_unwritable_root_still_compiles(testbed, tmp_path, caplog):
 
 def test_folders_of_ours_inside_a_private_root_are_tightened(tmp_path):
     """A 0775 folder an older version made under umask 002: only we can reach it through our 0700 root."""
-    from ov_autoplace.cache_root import private_subdir
+    from ov_autoplace.cache.root import private_subdir
 
     os.chmod(tmp_path, 0o700)
     (tmp_path / "placements").mkdir()

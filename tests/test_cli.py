@@ -3,7 +3,7 @@ import json
 import openvino as ov
 import pytest
 
-from ov_autoplace.cli import build_parser, main
+from ov_autoplace.cli.main import build_parser, main
 from tests import synthetic_graphs as sg
 
 
@@ -109,7 +109,7 @@ def test_train_subcommand_hands_over_to_the_trainer(capsys):
     with pytest.raises(SystemExit) as info:
         main(["train", "--help"])
     assert info.value.code == 0
-    assert "ov_autoplace.train" in capsys.readouterr().out
+    assert "ov_autoplace_lab.commands.train_command" in capsys.readouterr().out
 
 
 
@@ -198,8 +198,8 @@ def test_reports_csv_counters_and_json(ir_path, tmp_path, capsys):
 
 
 def test_place_save_model_writes_an_ir_that_carries_the_placement(ir_path, tmp_path, capsys):
-    from ov_autoplace.saved_model import load_placed
-    from ov_autoplace.testbed import make_testbed
+    from ov_autoplace.compile.saved_model import load_placed
+    from ov_autoplace.devices.testbed import make_testbed
 
     saved, placed_ir = tmp_path / "p.json", tmp_path / "placed.xml"
     assert main(["place", "-m", str(ir_path), "--testbed", "--no-measure", "--pin-node", "type:Convolution=CPUF",

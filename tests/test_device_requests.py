@@ -10,9 +10,9 @@ import openvino.properties.device as device_props
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.device_requests import (auto_candidates, check_property_values, openvino_auto_excludes,
+from ov_autoplace.devices.call_forms import (auto_candidates, check_property_values, openvino_auto_excludes,
                                           resolve_device_request)
-from ov_autoplace.devices import register_virtual_device
+from ov_autoplace.devices.device_strings import register_virtual_device
 from tests import synthetic_graphs as sg
 
 
@@ -149,7 +149,7 @@ def test_exclude_devices_as_a_string_is_one_device(testbed, tmp_path):
 
 
 def test_a_device_compiled_alone_gets_the_keys_it_knows(testbed, tmp_path):
-    from ov_autoplace.device_requests import properties_for
+    from ov_autoplace.devices.call_forms import properties_for
 
     props = {"PERFORMANCE_HINT": "LATENCY", "GPU_HOST_TASK_PRIORITY": "HIGH", "CACHE_DIR": str(tmp_path)}
     kept = properties_for(testbed.core, "CPU", props)

@@ -1,9 +1,9 @@
 import pytest
 
-from ov_autoplace.device_targets import placement_target, target_devices
+from ov_autoplace.devices.targets import placement_target, target_devices
 from ov_autoplace.errors import DeviceError
-from ov_autoplace.testbed import make_testbed
-from ov_autoplace.testbed_notes import SAME_DEVICE_NOTE, same_device_note
+from ov_autoplace.devices.testbed import make_testbed
+from ov_autoplace_lab.same_device_note import SAME_DEVICE_NOTE, same_device_note
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_no_device_lists_autos_candidates_and_bad_strings_raise(core):
 
 
 def test_same_device_note_reads_a_bare_auto_through_the_core(core, monkeypatch):
-    import ov_autoplace.testbed_notes as notes
+    import ov_autoplace_lab.same_device_note as notes
 
     monkeypatch.setattr(notes, "cpu_supports_bf16", lambda core=None: False)  # the note's own condition
     assert same_device_note("AUTO", core) == SAME_DEVICE_NOTE

@@ -5,7 +5,7 @@ import openvino.properties as props
 import openvino.properties.hint as hints
 
 from ov_autoplace import DeviceError, PropertyError
-from ov_autoplace.devices import (
+from ov_autoplace.devices.device_strings import (
     check_devices_present,
     check_properties,
     devices_present,

@@ -10,8 +10,8 @@ import openvino as ov
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.dynamic import transfer_placement
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.model.dynamic_placement import transfer_placement
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 #: (batch, seq) at which every dynamic compile is checked; none of them is the placement shape.
@@ -94,9 +94,9 @@ def test_default_strategy_places_dynamic_model_without_fallback(f32_testbed, cap
 
 def test_device_refusing_dynamic_nodes_is_named_and_they_move(f32_testbed, caplog):
     """What a device without dynamic-shape support would report (query_model leaving ops out): named, moved."""
-    from ov_autoplace.dynamic import _warn_dynamic_unsupported
-    from ov_autoplace.graph import extract_graph
-    from ov_autoplace.legalize import legalize, query_support
+    from ov_autoplace.model.dynamic_placement import _warn_dynamic_unsupported
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.placement.legalizer import legalize, query_support
 
     prepared = prepare_model(sg.dynamic_attention())
     graph = extract_graph(prepared)

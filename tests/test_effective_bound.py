@@ -10,9 +10,9 @@ from openvino import opset13 as ops
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.local_search import LocalSearchRefiner
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import constant_subgraph_mask, effective_max_submodels, legalize
-from ov_autoplace.submodels import submodel_partition
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import constant_subgraph_mask, effective_max_submodels, legalize
+from ov_autoplace.placement.submodels import submodel_partition
 
 DEVICES = ("NPU", "CPU")
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ov_autoplace.errors import FileFormatError
-from ov_autoplace.file_loading import read_json_file
+from ov_autoplace.model.loading import read_json_file
 from tests.damaged_files import JSON_DAMAGES, damage_json
 
 

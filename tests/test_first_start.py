@@ -35,7 +35,7 @@ def test_bad_profile_value_raises(testbed):
 
 
 def test_policy_file_named_for_the_cache_key_is_the_shipped_one():
-    from ov_autoplace.first_start import POLICY_FILE
+    from ov_autoplace.decision.first_start import POLICY_FILE
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
     assert POLICY_FILE == PRETRAINED_POLICY and POLICY_FILE.is_file()
@@ -48,7 +48,7 @@ def test_fast_start_imports_nothing_it_does_not_use(tmp_path):
 
     script = (
         "import sys, openvino as ov, ov_autoplace as oa\n"
-        "from ov_autoplace.testbed import make_testbed\n"
+        "from ov_autoplace.devices.testbed import make_testbed\n"
         "from tests import synthetic_graphs as sg\n"
         "tb = make_testbed()\n"
         "before = set(sys.modules)\n"

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ov_autoplace as oa
-from ov_autoplace.cache import PlacementCache
-from ov_autoplace.devices import parse_device_string
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.devices.device_strings import parse_device_string
 from tests import synthetic_graphs as sg
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -12,7 +12,7 @@ import openvino as ov
 import pytest
 from openvino import opset13 as ops
 
-from ov_autoplace.graph import MAX_RANK, GraphArrays, NodeRole, extract_graph
+from ov_autoplace.graph.arrays import MAX_RANK, GraphArrays, NodeRole, extract_graph
 from tests import synthetic_graphs as sg
 from tests.reference_graph import reference_extract
 
@@ -161,7 +161,7 @@ def zoo():
         import torch  # noqa: F401
     except Exception as exc:  # a broken torch install raises OSError, not ImportError
         pytest.skip(f"zoo models need torch (pip install ov_autoplace[zoo]); `import torch` failed: {exc}")
-    import ov_autoplace.zoo as zoo
+    import ov_autoplace_lab.models as zoo
 
     return zoo
 

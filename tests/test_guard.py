@@ -6,10 +6,10 @@ import numpy as np
 
 import ov_autoplace as oa
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.guard import guard_placement
-from ov_autoplace.legalize import legalize, query_support
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.decision.prediction_guard import guard_placement
+from ov_autoplace.placement.legalizer import legalize, query_support
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import HeftStrategy, RandomStrategy
 from tests import synthetic_graphs as sg
 

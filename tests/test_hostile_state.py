@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.cache import PlacementCache
-from ov_autoplace.cache_root import clear_cache
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.cache.root import clear_cache
 from tests import synthetic_graphs as sg
 
 BOUND_S = 10.0  # the target: a correct compile or a typed error within 10 s each
@@ -178,7 +178,7 @@ def test_a_root_that_is_not_private_is_refused_and_placement_goes_on(testbed, tm
     assert snapshot(root) == before, "a refused root is neither read nor written"
     assert "refused" in caplog.text and ("owned by uid 65534" in caplog.text or "writable by group" in caplog.text)
     assert "falling back" not in caplog.text
-    from ov_autoplace.cli import main
+    from ov_autoplace.cli.main import main
 
     assert main(["cache", "list", "--cache-dir", str(root)]) == 0
     assert "compile_model refuses this cache root" in capsys.readouterr().out
@@ -211,7 +211,7 @@ def test_umask_000_leaves_nothing_writable_by_others(testbed, tmp_path):
 
 
 def test_cache_clear_tells_the_truth_about_links_and_fifos(tmp_path, outside, capsys):
-    from ov_autoplace.cli import main
+    from ov_autoplace.cli.main import main
 
     root = tmp_path / "root"
     root.mkdir(mode=0o700)
@@ -242,7 +242,7 @@ def test_cache_clear_leaves_another_users_root_alone(tmp_path):
 
 
 def _run_worker_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ov_autoplace.background", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ov_autoplace.decision.background_worker", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=Path(__file__).resolve().parents[1])
 
 
@@ -325,9 +325,9 @@ def test_hostile_files_in_a_worker_folder_are_never_followed(testbed, tmp_path, 
     import time
     from types import SimpleNamespace
 
-    from ov_autoplace import background
-    from ov_autoplace.graph import extract_graph
-    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.decision import background_worker as background
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
 
     root = tmp_path / "root"
     model = sg.residual(blocks=2)
@@ -369,8 +369,8 @@ def test_a_hostile_entry_never_costs_the_users_pins(testbed, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         compile_checked(testbed, root, pins=pins)
     assert "refused" in caplog.text and "placement path failed" not in caplog.text
-    from ov_autoplace.graph import extract_graph
-    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
 
     graph = extract_graph(prepare_model(sg.residual()))
     devices = json.loads(_entry(root).read_text())["payload"]["device_by_index"]

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.cache import PlacementCache
+from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.legality import LEGALIZER_VERSION, ensure_legal, placement_problems
-from ov_autoplace.legalize import legalize, query_support
-from ov_autoplace.placement import Placement
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.legality_check import LEGALIZER_VERSION, ensure_legal, placement_problems
+from ov_autoplace.placement.legalizer import legalize, query_support
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 ATOL = 1e-4
@@ -278,7 +278,7 @@ def test_random_raw_placements_of_an_int8_zoo_model_stay_int8(f32_testbed):
 
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     f32 = zoo.load("resnet50")
     model = quantize_convolutions(f32, oa.random_inputs(f32_testbed.core.compile_model(f32, "CPU"), seed=5))

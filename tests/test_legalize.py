@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import Pin, constant_subgraph_mask, legalize, parse_pins, query_support
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import Pin, constant_subgraph_mask, legalize, parse_pins, query_support
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import RandomStrategy
-from ov_autoplace.submodels import submodel_partition
+from ov_autoplace.placement.submodels import submodel_partition
 from tests import synthetic_graphs as sg
 from tests.hetero_counts import hetero_subgraphs
 

@@ -1,4 +1,4 @@
-"""Tests of the model zoo (ov_autoplace/zoo).
+"""Tests of the model zoo (models/).
 
 The fast tests use a tiny hand-made graph in place of the torch conversion.
 The zoo builds themselves are slow (about 10-20 s each) and write to the real
@@ -18,7 +18,7 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from ov_autoplace import zoo
+from ov_autoplace_lab import models as zoo
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -112,7 +112,7 @@ def test_missing_torch_gives_install_hint(name, tmp_path):
     code = textwrap.dedent(f"""
         import sys
         sys.modules["torch"] = None
-        from ov_autoplace import zoo
+        from ov_autoplace_lab import models as zoo
         try:
             zoo.build({name!r})
         except ImportError as exc:

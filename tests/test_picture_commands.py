@@ -8,7 +8,7 @@ import re
 import openvino as ov
 import pytest
 
-from ov_autoplace.cli import main
+from ov_autoplace.cli.main import main
 from tests import synthetic_graphs as sg
 
 
@@ -77,7 +77,7 @@ def test_compare_rejects_an_unknown_strategy(ir_path, capsys):
 
 @pytest.mark.parametrize("command", ["show", "compare", "strategies"])
 def test_picture_commands_have_help(command, capsys):
-    from ov_autoplace.cli import build_parser
+    from ov_autoplace.cli.main import build_parser
 
     with pytest.raises(SystemExit) as info:
         build_parser().parse_args([command, "--help"])

@@ -5,8 +5,8 @@ import openvino as ov
 from openvino import opset13 as ops
 
 import ov_autoplace as oa
-from ov_autoplace.placement import AFFINITY_KEY, Placement
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.placement.assignment import AFFINITY_KEY, Placement
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 from tests.damaged_files import JSON_DAMAGES, damage_json
 
@@ -62,7 +62,7 @@ def test_apply_on_the_users_unprepared_model_names_compile_placement():
 
     import ov_autoplace
     from ov_autoplace.errors import PlacementError
-    from ov_autoplace.testbed import make_testbed
+    from ov_autoplace.devices.testbed import make_testbed
 
     testbed = make_testbed()
     model = sg.folded_constants() if hasattr(sg, "folded_constants") else sg.residual()

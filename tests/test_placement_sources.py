@@ -10,13 +10,13 @@ import numpy as np
 import openvino as ov
 
 import ov_autoplace as oa
-from ov_autoplace import placement_sources
-from ov_autoplace.cache import PlacementCache
+from ov_autoplace.decision import placement_sources
+from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.costmodel.profile_store import ProfileStore
 from ov_autoplace.costmodel.prior import DeviceFacts
 from ov_autoplace.costmodel.quick_profile import quick_model_profile
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 DISTINCT = "HETERO:CPUS,CPU"
@@ -50,7 +50,7 @@ def test_prior_deviation_runs_the_plain_call_until_verified(thread_core, tmp_pat
     The first start runs the plain call's placement (CPUS, what core.compile_model would run) and hands the
     proposal to the background worker; until a verdict exists, later starts keep the plain call.
     """
-    from ov_autoplace import background
+    from ov_autoplace.decision import background_worker as background
 
     spawned = []
     monkeypatch.setattr(background, "spawn_worker", lambda req, root, key, graph: spawned.append(key) or True)
@@ -156,7 +156,7 @@ def test_outputs_equal_plain_compile(thread_core, tmp_path):
 
 
 def test_one_device_placement_built_directly_equals_the_legalized_one():
-    from ov_autoplace.legalize import legalize
+    from ov_autoplace.placement.legalizer import legalize
 
     graph = extract_graph(prepare_model(sg.attention_like()))
     devices = ("CPUS", "CPU")
@@ -193,7 +193,7 @@ def test_place_without_a_strategy_uses_the_default_sources_and_measures_nothing(
 
 def _fixture_cost(graph, devices, per_node_ms, link_ms=0.0):
     from ov_autoplace.costmodel.cost_model import CostModel
-    from ov_autoplace.graph import NodeRole
+    from ov_autoplace.graph.arrays import NodeRole
 
     n, d = graph.num_nodes, len(devices)
     compute = np.where((graph.role == NodeRole.COMPUTE)[:, None], np.asarray(per_node_ms, float), 0.0)
@@ -205,7 +205,7 @@ def _fixture_cost(graph, devices, per_node_ms, link_ms=0.0):
 
 
 def test_prior_outcome_is_pure_and_keeps_only_splits_beyond_the_margin(thread_core):
-    from ov_autoplace.legalize import query_support
+    from ov_autoplace.placement.legalizer import query_support
 
     devices = ("CPUS", "CPU")
     model = prepare_model(sg.residual())
@@ -245,7 +245,7 @@ def _request(core, devices, model):
     """What compile_model's default path hands the sources (api._Request's fields they read)."""
     import types
 
-    from ov_autoplace.devices import parse_device_string
+    from ov_autoplace.devices.device_strings import parse_device_string
 
     return types.SimpleNamespace(core=core, devices=devices, pins=[], props={}, placement_model=model,
                                  spec=parse_device_string("HETERO:" + ",".join(devices)), max_submodels=8, seed=0)

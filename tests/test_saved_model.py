@@ -10,11 +10,11 @@ import pytest
 
 import ov_autoplace
 from ov_autoplace.errors import FileFormatError, ShapeError
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.placement import AFFINITY_KEY
-from ov_autoplace.portable_placement import RT_INFO_PATH, stored_placement
-from ov_autoplace.prepare import prepare_model
-from ov_autoplace.testbed import make_testbed
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.assignment import AFFINITY_KEY
+from ov_autoplace.placement.portable import RT_INFO_PATH, stored_placement
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.devices.testbed import make_testbed
 from tests import synthetic_graphs as sg
 
 PINS = {"type:Convolution": "CPUF"}  # a real split: convolutions on CPUF, the rest where the strategy puts it
@@ -103,7 +103,7 @@ def test_save_model_places_when_no_placement_is_given_and_refuses_dynamic(testbe
 
 def test_save_model_verifies_so_the_ir_carries_intact_evidence(testbed, tmp_path):
     """verify=True (default): the split is measured against the plain call now; the winner is stored, sealed."""
-    from ov_autoplace.verification import evidence_intact
+    from ov_autoplace.decision.verification import evidence_intact
 
     model = sg.residual()
     proposal = ov_autoplace.place(model, testbed.hetero, core=testbed.core, pins=PINS)

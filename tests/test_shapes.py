@@ -10,7 +10,7 @@ import pytest
 from openvino import opset13 as ops
 
 import ov_autoplace as oa
-from ov_autoplace.shapes import DEFAULT_BATCH, DEFAULT_DIM, format_shapes, resolve_shapes, static_clone
+from ov_autoplace.model.shapes import DEFAULT_BATCH, DEFAULT_DIM, format_shapes, resolve_shapes, static_clone
 from tests import synthetic_graphs as sg
 
 

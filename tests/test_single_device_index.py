@@ -12,7 +12,7 @@ def test_warm_one_device_start_skips_the_clone_and_the_cache_machinery(tmp_path)
 
     script = (
         "import sys, logging, openvino as ov, ov_autoplace as oa\n"
-        "from ov_autoplace.devices import register_virtual_device\n"
+        "from ov_autoplace.devices.device_strings import register_virtual_device\n"
         "from tests import synthetic_graphs as sg\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(message)s')\n"
         "core = ov.Core()\n"
@@ -32,13 +32,13 @@ def test_warm_one_device_start_skips_the_clone_and_the_cache_machinery(tmp_path)
     assert list((tmp_path / "placements").glob("single-*.json"))
     assert "placement source: cache (prior) -> CPU" in runs[1].stdout
     loaded = next(line for line in runs[1].stdout.splitlines() if line.startswith("LOADED"))
-    for heavy in ("ov_autoplace.prepare", "ov_autoplace.cache'", "ov_autoplace.placement_sources",
+    for heavy in ("ov_autoplace.model.prepare", "ov_autoplace.cache.placement_cache'", "ov_autoplace.decision.placement_sources",
                   "ov_autoplace.policy", "ov_autoplace.costmodel.prior"):
         assert heavy not in loaded, loaded
 
 
 def test_entries_round_trip_and_damage_is_a_miss(tmp_path):
-    from ov_autoplace import single_device_index as index
+    from ov_autoplace.decision import single_device_index as index
 
     key = {"format": index.INDEX_FORMAT, "structure": "abc", "devices": ["CPUS", "CPU"]}
     assert index.lookup(tmp_path, key) is None

@@ -8,9 +8,9 @@ import pytest
 
 import ov_autoplace
 from ov_autoplace import api
-from ov_autoplace.stored_compile import compile_stored
-from ov_autoplace.testbed import make_testbed
-from ov_autoplace.verification import evidence_intact
+from ov_autoplace.compile.stored_compile import compile_stored
+from ov_autoplace.devices.testbed import make_testbed
+from ov_autoplace.decision.verification import evidence_intact
 from tests import synthetic_graphs as sg
 
 

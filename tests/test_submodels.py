@@ -13,10 +13,10 @@ import openvino.opset13 as ops
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.graph import NodeRole
-from ov_autoplace.legalize import constant_subgraph_mask, query_support
-from ov_autoplace.prepare import prepare_model
-from ov_autoplace.submodels import count_islands, submodel_partition
+from ov_autoplace.graph.arrays import NodeRole
+from ov_autoplace.placement.legalizer import constant_subgraph_mask, query_support
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.placement.submodels import count_islands, submodel_partition
 from tests import synthetic_graphs as sg
 from tests.conftest import zoo_available
 from tests.hetero_counts import compare_counts, hetero_subgraphs
@@ -143,7 +143,7 @@ def test_the_legalizer_bounds_the_submodels_hetero_compiles(testbed):
 def test_bert_splits_match_hetero_exactly(testbed):
     """BERT-base with the attention cores, the FFNs or every other layer on the second device: islands count
     14 / 25 / 8, HETERO compiles 26 / 49 / 13, and so does the partition."""
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     model = zoo.load("bert_base")
     for pattern, expected in ((r"attention\.self", 26), (r"intermediate|output\.dense", 49),

@@ -7,10 +7,10 @@ import logging
 import numpy as np
 import pytest
 
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.legalize import query_support
-from ov_autoplace.prepare import prepare_model
-from ov_autoplace.support_store import device_support
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.legalizer import query_support
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.cache.support_store import device_support
 from tests import synthetic_graphs as sg
 from tests.damaged_files import damage_json
 
@@ -31,7 +31,7 @@ def test_stored_support_equals_the_query(testbed, tmp_path, prepared_graph, monk
     def no_query(*args, **kwargs):
         raise AssertionError("a stored support matrix must not be queried again")
 
-    monkeypatch.setattr("ov_autoplace.support_store.query_support", no_query)
+    monkeypatch.setattr("ov_autoplace.cache.support_store.query_support", no_query)
     np.testing.assert_array_equal(device_support(testbed.core, prepared, graph, testbed.devices, tmp_path), expected)
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from ov_autoplace import testbed as testbed_module
-from ov_autoplace.testbed import ACCEL_DEVICE, HOST_DEVICE, make_testbed, usable_cores
+from ov_autoplace.devices import testbed as testbed_module
+from ov_autoplace.devices.testbed import ACCEL_DEVICE, HOST_DEVICE, make_testbed, usable_cores
 
 
 def test_testbed_devices_differ(testbed):

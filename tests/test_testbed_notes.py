@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
-from ov_autoplace.testbed import cpu_supports_bf16
-from ov_autoplace.testbed_notes import SAME_DEVICE_NOTE, same_device_note, simulated_headroom_lines
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.devices.testbed import cpu_supports_bf16
+from ov_autoplace_lab.same_device_note import SAME_DEVICE_NOTE, same_device_note, simulated_headroom_lines
 from tests import synthetic_graphs as sg
 
 

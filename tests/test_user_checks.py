@@ -8,7 +8,7 @@ import openvino as ov
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.cli import main
+from ov_autoplace.cli.main import main
 from tests import synthetic_graphs as sg
 
 # (keyword arguments, error class, text the message must contain: the bad value and what would be right)

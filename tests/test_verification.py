@@ -11,12 +11,12 @@ import pytest
 from openvino import opset13 as ops
 
 import ov_autoplace as oa
-from ov_autoplace.cache import PlacementCache
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import legalize, query_support
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import legalize, query_support
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
-from ov_autoplace.verification import (MIN_GAIN, decide, evidence_intact, needs_verification, plain_placement, seal,
+from ov_autoplace.decision.verification import (MIN_GAIN, decide, evidence_intact, needs_verification, plain_placement, seal,
                                        t_quantile, verify_placement)
 from tests import synthetic_graphs as sg
 

@@ -7,12 +7,12 @@ import math
 import openvino as ov
 import pytest
 
-from ov_autoplace import cli
+from ov_autoplace.cli import main as cli
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 from ov_autoplace.costmodel.platforms import ARC_IGPU_155H, CORE_ULTRA_7_155H, NPU_155H
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
-from ov_autoplace.whatif import format_table, load_model_graph, rank_subsets
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace_lab.whatif import format_table, load_model_graph, rank_subsets
 from tests import synthetic_graphs as sg
 
 pytest.importorskip("scipy")
@@ -75,7 +75,7 @@ def test_subsets_rank_by_the_best_placement_any_method_found_and_say_whose():
 
 
 def test_an_unproven_optimum_is_said_so():
-    from ov_autoplace.whatif import proof_cell
+    from ov_autoplace_lab.whatif import proof_cell
 
     base = {"devices": ["CPU", "GPU"], "optimum_ms": 1.0, "optimum_devices": ["CPU", "GPU"], "notes": []}
     assert proof_cell({**base, "optimum_exact": True, "optimum_source": "milp_ms"}) == "proven"

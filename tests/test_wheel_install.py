@@ -26,7 +26,7 @@ from pathlib import Path
 import openvino as ov
 import pytest
 
-from ov_autoplace import zoo
+from ov_autoplace_lab import models as zoo
 from ov_autoplace._native_loader import BUILD_TOOLS, REBUILD_COMMAND
 from tests import synthetic_graphs as sg
 from tests.conftest import zoo_available

@@ -141,7 +141,7 @@ class CostModel:
     @classmethod
     def load(cls, path: str | Path) -> "CostModel":
         """Read a file written by :meth:`save`; a damaged file raises FileFormatError saying what is wrong."""
-        from ov_autoplace.file_loading import read_json_file
+        from ov_autoplace.model.loading import read_json_file
 
         return read_json_file(path, "cost model", cls.from_dict)
 

@@ -54,10 +54,10 @@ from __future__ import annotations
 import numpy as np
 
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.graph import GraphArrays, NodeRole
-from ov_autoplace.legalize import constant_subgraph_mask, legalize
-from ov_autoplace.submodels import island_sets
-from ov_autoplace.placement import Placement
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
+from ov_autoplace.placement.submodels import island_sets
+from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.costmodel.cost_model import CostModel
 
 
@@ -74,7 +74,7 @@ class CostTerms:
         if tuple(cost.node_names) != tuple(graph.names):
             raise PlacementError(
                 f"the CostModel describes {cost.num_nodes} nodes that do not match the graph's {graph.num_nodes} "
-                "(names differ); build the CostModel for the prepared model (ov_autoplace.prepare.prepare_model)"
+                "(names differ); build the CostModel for the prepared model (ov_autoplace.model.prepare.prepare_model)"
             )
         self.cost, self.graph = cost, graph
         self.num_nodes, self.num_devices = graph.num_nodes, len(cost.devices)

@@ -43,8 +43,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from ov_autoplace.errors import CalibrationDataError
-from ov_autoplace.graph import GraphArrays, NodeRole
-from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.platforms import CATEGORIES, SimDevice, SimPlatform
 from ov_autoplace.costmodel.sim_costs import FUSABLE_POST_OPS, _graph_load, cost_model_for, post_op_fusion

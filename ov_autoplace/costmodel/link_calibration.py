@@ -56,7 +56,7 @@ import openvino as ov
 from openvino import opset13 as ops
 
 from ov_autoplace.errors import DeviceError
-from ov_autoplace.timing import measure_latency, random_inputs
+from ov_autoplace.devices.timing import measure_latency, random_inputs
 
 logger = logging.getLogger(__name__)
 

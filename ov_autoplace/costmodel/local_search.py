@@ -82,9 +82,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ov_autoplace.graph import GraphArrays
-from ov_autoplace.legalize import Pin, effective_max_submodels, legalize
-from ov_autoplace.submodels import island_sets
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.legalizer import Pin, effective_max_submodels, legalize
+from ov_autoplace.placement.submodels import island_sets
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms, move_spread_ms
 from ov_autoplace.costmodel.search_moves import repeated_layer_classes, structural_classes

@@ -23,8 +23,8 @@ from typing import Sequence
 import numpy as np
 
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.graph import GraphArrays
-from ov_autoplace.legalize import effective_max_submodels
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.legalizer import effective_max_submodels
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.optimum import OptimumResult, finish_result, require_scipy

@@ -17,8 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.graph import GraphArrays
-from ov_autoplace.placement import Placement
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
 
@@ -49,7 +49,7 @@ def require_scipy():
         import scipy  # noqa: F401
     except ImportError:  # pragma: no cover - scipy is in the dev extra the tests run with
         raise ImportError("the exact optimum needs scipy: pip install scipy "
-                          "(or pip install 'ov_autoplace[dev]')") from None
+                          "(or pip install 'ov_autoplace[optimum]')") from None
 
 
 @dataclasses.dataclass

@@ -37,8 +37,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ov_autoplace.device_facts import FACT_PROPERTIES, DeviceFacts, indistinguishable, read_device_facts
-from ov_autoplace.graph import GraphArrays
+from ov_autoplace.devices.facts import FACT_PROPERTIES, DeviceFacts, indistinguishable, read_device_facts
+from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 from ov_autoplace.costmodel.platforms import SimDevice

@@ -52,11 +52,11 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.cache_root import (PROFILE_DIR_ENV, UntrustedDirectoryError, private_store_dir, profile_dir,
+from ov_autoplace.cache.root import (PROFILE_DIR_ENV, UntrustedDirectoryError, private_store_dir, profile_dir,
                           refusal_message, warn_once)
-from ov_autoplace.file_loading import (DAMAGED_FILE_ERRORS, PLACEMENT_ENTRY_MAX_BYTES, PROFILE_MAX_BYTES, RefusedFileError,
+from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, PLACEMENT_ENTRY_MAX_BYTES, PROFILE_MAX_BYTES, RefusedFileError,
                             read_json_bounded, remove_refused, write_private_atomic)
-from ov_autoplace.graph import GraphArrays
+from ov_autoplace.graph.arrays import GraphArrays
 
 logger = logging.getLogger(__name__)
 

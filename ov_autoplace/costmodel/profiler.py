@@ -86,10 +86,10 @@ import openvino as ov
 from openvino import opset13 as ops
 
 from ov_autoplace.errors import DeviceError
-from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.progress import progress_bar
-from ov_autoplace.timing import measure_latency, random_inputs
+from ov_autoplace.devices.timing import measure_latency, random_inputs
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.link_calibration import LinkProfile, check_devices, profile_links
 from ov_autoplace.costmodel.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window, noise_fields,

@@ -39,8 +39,8 @@ from typing import Sequence
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.graph import NodeRole
-from ov_autoplace.timing import random_inputs
+from ov_autoplace.graph.arrays import NodeRole
+from ov_autoplace.devices.timing import random_inputs
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.link_calibration import LINK_PROFILE_FORMAT, LinkProfile
 from ov_autoplace.costmodel.noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
@@ -86,7 +86,7 @@ def stored_or_prior_links(core: ov.Core, devices: Sequence[str], store: ProfileS
 
 def _twins(core: ov.Core, devices: Sequence[str]) -> dict[int, int]:
     """{d: t} for each device d whose facts (``device_facts``) equal an earlier device t's."""
-    from ov_autoplace.device_facts import read_device_facts
+    from ov_autoplace.devices.facts import read_device_facts
 
     seen: dict[tuple, int] = {}
     twins = {}

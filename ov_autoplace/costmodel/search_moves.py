@@ -27,7 +27,7 @@ import re
 
 import numpy as np
 
-from ov_autoplace.graph import GraphArrays
+from ov_autoplace.graph.arrays import GraphArrays
 
 _DIGITS = re.compile(r"\d+")
 #: Separators of a module path in an op's name (PyTorch/ONNX frontends: ``a.b.0.c/aten::op/Op_1``).

@@ -42,8 +42,8 @@ import math
 
 import numpy as np
 
-from ov_autoplace.graph import GraphArrays, NodeRole
-from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.platforms import (
     CATEGORIES,

@@ -11,7 +11,7 @@ and :mod:`.layers` (``GCNConv``, ``GraphParsingPool``, ``DevicePlacer``).
 
 from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
 from ov_autoplace.policy.config import HSDAGConfig
-from ov_autoplace.policy.export import ExportedPolicy, PolicyFormatError, export_policy, load_policy_file
+from ov_autoplace.policy.policy_file import ExportedPolicy, PolicyFormatError, export_policy, load_policy_file
 from ov_autoplace.policy.features import (
     OP_VOCAB,
     NodeFeatureConfig,

@@ -31,8 +31,8 @@ import dataclasses
 
 import numpy as np
 
-from ov_autoplace.graph import GraphArrays, NodeRole
-from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.placement.legalizer import constant_subgraph_mask
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -23,7 +23,7 @@ GROUP_COST_FEATURE_NAMES = ("log_group_compute_us", "log_group_vs_best_device")
 
 @dataclasses.dataclass(frozen=True)
 class HSDAGConfig:
-    """Sizes and rules of :class:`~ov_autoplace.policy.hsdag.HSDAGPolicy`.
+    """Sizes and rules of :class:`~ov_autoplace_lab.hsdag_torch.model.HSDAGPolicy`.
 
     ``score_threshold``: an edge can be kept by graph parsing only if its score
     ``sigmoid(MLP(z_u * z_v))`` is at least this (0.5 = non-negative logit);

@@ -51,7 +51,7 @@ import dataclasses
 import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.graph import MAX_RANK, GraphArrays, NodeRole
+from ov_autoplace.graph.arrays import MAX_RANK, GraphArrays, NodeRole
 from ov_autoplace.strategies.heavy_ops import HEAVY_OP_TYPES
 
 #: The op types with their own one-hot column; anything else is ``other``.

@@ -24,7 +24,7 @@ import dataclasses
 import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.graph import GraphArrays
+from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
 from ov_autoplace.policy.features import (
     OP_VOCAB,
@@ -86,7 +86,7 @@ def build_policy_arrays(graph: GraphArrays, cost: CostModel, config: NodeFeature
     if tuple(cost.node_names) != tuple(graph.names):
         raise ValueError(
             f"the CostModel describes {cost.num_nodes} nodes that are not the {graph.num_nodes} nodes of this graph; "
-            "build it for the same prepared model (ov_autoplace.prepare.prepare_model)")
+            "build it for the same prepared model (ov_autoplace.model.prepare.prepare_model)")
     coarse = coarsening if coarsening is not None else chain_coarsen(graph)
     group, num = coarse.group_of_node, coarse.num_groups
     count = coarse.member_count.astype(np.float64)

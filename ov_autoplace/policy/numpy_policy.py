@@ -1,6 +1,6 @@
 """The HSDAG policy's forward pass in numpy: what inference runs (no torch).
 
-It mirrors :class:`~ov_autoplace.policy.hsdag.HSDAGPolicy` operation for
+It mirrors :class:`~ov_autoplace_lab.hsdag_torch.model.HSDAGPolicy` operation for
 operation on the weights of an exported policy (``export.load_policy_file``),
 and decodes greedily (the most likely device of every group). The discrete
 steps of graph parsing are literally the same code (``graph_ops``); the tests
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.graph import GraphArrays
+from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.policy.config import HSDAGConfig
-from ov_autoplace.policy.export import ExportedPolicy, PolicyFormatError, load_policy_file
+from ov_autoplace.policy.policy_file import ExportedPolicy, PolicyFormatError, load_policy_file
 from ov_autoplace.policy.features import NodeFeatureConfig
 from ov_autoplace.policy.graph_ops import parse_groups, pooled_edges, segment_sum, undirected_edges
 from ov_autoplace.policy.inputs import PolicyArrays, build_policy_arrays

@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.graph import GraphArrays
+from ov_autoplace.graph.arrays import GraphArrays
 
 
 @dataclasses.dataclass

@@ -26,7 +26,7 @@ def resolve_cost(provider: CostProvider, context: PlacementContext) -> CostModel
     if tuple(cost.node_names) != tuple(context.graph.names):
         raise PlacementError(
             f"the CostModel describes {cost.num_nodes} nodes, not the {context.graph.num_nodes} of the model being "
-            "placed; build it for the prepared model (ov_autoplace.prepare.prepare_model)")
+            "placed; build it for the prepared model (ov_autoplace.model.prepare.prepare_model)")
     if tuple(cost.devices) == tuple(context.devices):
         return cost
     missing = [d for d in context.devices if d not in cost.devices]
@@ -52,4 +52,21 @@ class CostModelStrategy(PlacementStrategy):
         return CostTerms(self.resolved_cost(context), context.graph, context.support)
 
 
-__all__ = ["CostModelStrategy", "CostProvider", "resolve_cost"]
+def measured_cost_model(model, placement_devices, core):
+    """The measured per-op CostModel of ``model`` on the devices (profiled once, then read from the profile store)."""
+    import numpy as np
+
+    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace.strategies.base import PlacementContext
+
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    devices = tuple(placement_devices)
+    context = PlacementContext(graph=graph, devices=devices, support=np.ones((graph.num_nodes, len(devices)), bool),
+                               core=core, model=prepared)
+    return graph, resolve_cost(MeasuredCostProvider(), context)
+
+
+__all__ = ["CostModelStrategy", "CostProvider", "measured_cost_model", "resolve_cost"]

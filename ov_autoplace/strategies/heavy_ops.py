@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ov_autoplace.graph import NodeRole
+from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
 
 HEAVY_OP_TYPES = frozenset({

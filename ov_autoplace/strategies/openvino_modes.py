@@ -26,8 +26,8 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from ov_autoplace.devices import devices_present
-from ov_autoplace.graph import NodeRole
+from ov_autoplace.devices.device_strings import devices_present
+from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
 from ov_autoplace.strategies.cost_based import CostProvider, resolve_cost
 

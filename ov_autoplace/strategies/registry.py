@@ -15,6 +15,7 @@ in the profile store). Factories import their strategy lazily so that
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 from ov_autoplace.strategies.base import PlacementStrategy
@@ -140,24 +141,79 @@ _ENTRIES = (
                  _openvino_pipeline_parallel, True, "OpenVINO PIPELINE_PARALLEL"),
 )
 
-#: Every selectable strategy by name, in the order ``ov-autoplace strategies`` lists them.
+#: The runtime's own strategies by name, in the order ``ov-autoplace strategies`` lists them.
 REGISTRY: dict[str, StrategyInfo] = {entry.name: entry for entry in _ENTRIES}
+
+#: Where other installed distributions add strategies: each entry point is a function returning a StrategyInfo
+#: of the entry point's name. The lab (``ov-autoplace-lab``, ``lab/pyproject.toml``) adds its baselines there.
+STRATEGY_ENTRY_POINTS = "ov_autoplace.strategies"
+#: The lab's ``search_budget`` fine-tuner (one entry point, ``hsdag``).
+SEARCH_BUDGET_ENTRY_POINTS = "ov_autoplace.search_budget"
+#: The distribution to install for the lab's strategies, commands and ``search_budget``.
+LAB_DISTRIBUTION = "ov-autoplace-lab"
+#: The lab's strategy names, known here only so that asking for one without the lab says what to install.
+LAB_STRATEGIES = ("placeto", "rnn_placer", "hsdag_paper")
+
+
+def _entry_points(group: str) -> list:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=group))
+
+
+@functools.lru_cache(maxsize=1)
+def plugin_strategies() -> dict[str, StrategyInfo]:
+    """The strategies installed distributions register (entry-point group ``ov_autoplace.strategies``)."""
+    found = {}
+    for point in _entry_points(STRATEGY_ENTRY_POINTS):
+        if point.name in REGISTRY:
+            continue  # a plugin never shadows a runtime strategy
+        info = point.load()()
+        if not isinstance(info, StrategyInfo) or info.name != point.name:
+            from ov_autoplace.errors import PlacementError
+
+            raise PlacementError(f"the entry point {point.name} = {point.value} (group {STRATEGY_ENTRY_POINTS}) "
+                                 f"returned {info!r}, expected a StrategyInfo named {point.name!r}; reinstall the "
+                                 "distribution that provides it")
+        found[point.name] = info
+    return found
+
+
+def lab_missing(what: str) -> str:
+    """The one line that says ``what`` needs the lab and how to install it."""
+    return f"{what} is part of the lab, which is not installed; install it with pip install {LAB_DISTRIBUTION}"
 
 
 def strategy_names() -> list[str]:
-    """The registered names, in listing order."""
-    return list(REGISTRY)
+    """The selectable names, in listing order: the runtime's, then those of installed distributions."""
+    return list(REGISTRY) + [n for n in plugin_strategies() if n not in REGISTRY]
 
 
 def strategy_info(name: str) -> StrategyInfo:
-    """The entry for ``name``; raises PlacementError naming the valid choices."""
-    try:
-        return REGISTRY[str(getattr(name, "value", name))]
-    except KeyError:
-        from ov_autoplace.errors import PlacementError
+    """The entry for ``name``; raises PlacementError naming the valid choices (LabNotInstalledError for a lab
+    strategy where the lab is not installed)."""
+    key = str(getattr(name, "value", name))
+    if key in REGISTRY:
+        return REGISTRY[key]
+    plugins = plugin_strategies()
+    if key in plugins:
+        return plugins[key]
+    from ov_autoplace.errors import LabNotInstalledError, PlacementError
 
-        raise PlacementError(f"unknown strategy {name!r}; expected one of {strategy_names()} "
-                             "(`ov-autoplace strategies` lists them) or a PlacementStrategy instance") from None
+    if key in LAB_STRATEGIES:
+        raise LabNotInstalledError(lab_missing(f"the strategy {key!r}"))
+    raise PlacementError(f"unknown strategy {name!r}; expected one of {strategy_names()} "
+                         "(`ov-autoplace strategies` lists them) or a PlacementStrategy instance")
+
+
+def search_budget_factory() -> Callable:
+    """The lab's ``search_budget`` fine-tuner; LabNotInstalledError where the lab is not installed."""
+    for point in _entry_points(SEARCH_BUDGET_ENTRY_POINTS):
+        if point.name == "hsdag":
+            return point.load()
+    from ov_autoplace.errors import LabNotInstalledError
+
+    raise LabNotInstalledError(lab_missing("search_budget (fine-tuning the policy on the real devices)"))
 
 
 def make_strategy(name: str) -> PlacementStrategy:
@@ -169,10 +225,11 @@ def strategy_listing() -> str:
     """One line per strategy, for ``ov-autoplace strategies``."""
     width = max(len(n) for n in REGISTRY)
     lines = []
-    for entry in _ENTRIES:
+    for entry in (*_ENTRIES, *(plugin_strategies()[n] for n in strategy_names() if n not in REGISTRY)):
         tag = " [profiles the model]" if entry.needs_profile else ""
         lines.append(f"{entry.name:<{width}}  {entry.summary}{tag}")
     return "\n".join(lines)
 
 
-__all__ = ["REGISTRY", "StrategyInfo", "make_strategy", "strategy_info", "strategy_listing", "strategy_names"]
+__all__ = ["LAB_DISTRIBUTION", "LAB_STRATEGIES", "REGISTRY", "StrategyInfo", "lab_missing", "plugin_strategies",
+           "search_budget_factory", "make_strategy", "strategy_info", "strategy_listing", "strategy_names"]

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ov_autoplace.baselines.placeto import (
+from ov_autoplace_lab.baselines.placeto import (
     PlacetoGraph,
     PlacetoPolicy,
     PlacetoSearch,
@@ -17,9 +17,9 @@ from ov_autoplace.baselines.placeto import (
     keep_bias_for,
     parallel_matrix,
 )
-from ov_autoplace.baselines.search import run_search
+from ov_autoplace_lab.baselines.search import run_search
 from ov_autoplace.policy.coarsen import Coarsening
-from ov_autoplace.policy.train import SimEnv
+from ov_autoplace_lab.training import SimEnv
 from tests.policy import conftest as policy_conftest
 from tests.policy.train.conftest import sim_env
 

@@ -9,17 +9,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ov_autoplace.baselines.rnn_placer import (
+from ov_autoplace_lab.baselines.rnn_placer import (
     GroupInputs,
     RNNPlacerPolicy,
     RNNPlacerSearch,
     build_group_inputs,
     topological_group_order,
 )
-from ov_autoplace.baselines.search import run_search
+from ov_autoplace_lab.baselines.search import run_search
 from ov_autoplace.costmodel.optimum import min_cut_placement
 from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
-from ov_autoplace.policy.train import SimEnv
+from ov_autoplace_lab.training import SimEnv
 from tests.policy.conftest import stand_in_cost_model
 from tests.policy.train.conftest import sim_env
 

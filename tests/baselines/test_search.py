@@ -8,9 +8,9 @@ import pytest
 pytest.importorskip("torch")
 
 import ov_autoplace  # noqa: E402
-from ov_autoplace.baselines.hsdag_search import HSDAGFineTuneSearch, HSDAGPaperSearch  # noqa: E402
-from ov_autoplace.baselines.search import LearnedSearch, LearnedSearchStrategy, run_search  # noqa: E402
-from ov_autoplace.policy.train import SimEnv  # noqa: E402
+from ov_autoplace_lab.baselines.hsdag_search import HSDAGFineTuneSearch, HSDAGPaperSearch  # noqa: E402
+from ov_autoplace_lab.baselines.search import LearnedSearch, LearnedSearchStrategy, run_search  # noqa: E402
+from ov_autoplace_lab.training import SimEnv  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 from tests.policy.conftest import stand_in_cost_model  # noqa: E402
 from tests.policy.train.conftest import sim_env  # noqa: E402

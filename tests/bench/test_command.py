@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ov_autoplace.bench.runner import BenchConfig, _methods
-from ov_autoplace.cli import main
+from ov_autoplace_lab.bench.runner import BenchConfig, _methods
+from ov_autoplace.cli.main import main
 from ov_autoplace.strategies.registry import REGISTRY
 
 

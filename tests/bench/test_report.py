@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ov_autoplace.bench.report import markdown_report, validate_results, write_report
+from ov_autoplace_lab.bench.report import markdown_report, validate_results, write_report
 
 MODELS = ["inception_v3", "resnet50", "bert_base"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -200,7 +200,7 @@ def test_write_report_writes_all_files(results, tmp_path):
 def test_write_report_without_matplotlib_still_writes_the_text(results, tmp_path, monkeypatch, caplog):
     for module in ("matplotlib", "matplotlib.figure", "matplotlib.backends", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(__import__("sys").modules, module, None)
-    with caplog.at_level(logging.WARNING, logger="ov_autoplace.bench.report"):
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace_lab.bench.report"):
         written = write_report(results, tmp_path)
     assert set(written) == {"json", "markdown"}
     assert "matplotlib is not installed" in caplog.text

@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ov_autoplace.bench.report import markdown_report, validate_results  # noqa: E402
-from ov_autoplace.bench.runner import REFERENCE, BenchConfig, run_bench  # noqa: E402
+from ov_autoplace_lab.bench.report import markdown_report, validate_results  # noqa: E402
+from ov_autoplace_lab.bench.runner import REFERENCE, BenchConfig, run_bench  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ def test_quick_bench_command_on_the_zoo(tmp_path):
     """The CI smoke test: `ov-autoplace bench --quick` writes a valid, complete table (not a speed check)."""
     pytest.importorskip("torchvision")
     env = dict(os.environ)
-    run = subprocess.run([sys.executable, "-m", "ov_autoplace.cli", "bench", "--quick", "-o", str(tmp_path)],
+    run = subprocess.run([sys.executable, "-m", "ov_autoplace.cli.main", "bench", "--quick", "-o", str(tmp_path)],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from ov_autoplace.bench import truth
-from ov_autoplace.bench.headroom import headroom_row
+from ov_autoplace_lab.bench import truth
+from ov_autoplace_lab.bench.headroom import headroom_row
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 from ov_autoplace.costmodel.platforms import ARC_IGPU_155H, CATEGORIES, CORE_ULTRA_7_155H
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 pytest.importorskip("scipy")

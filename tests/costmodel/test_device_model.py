@@ -12,11 +12,11 @@ from openvino import opset13 as ops
 
 from ov_autoplace import CalibrationDataError
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform, batch1_fusion
-from ov_autoplace.costmodel.fit_terms import prepare_load, single_device_ms
+from ov_autoplace_lab.calibration.fit_terms import prepare_load, single_device_ms
 from ov_autoplace.costmodel.platforms import CORE_ULTRA_7_155H, FLEX_170, NPU_155H
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 TERMS = dict(dispatch_ms=0.01, occupancy_mflop=10.0, compute_scale=1.0, memory_scale=1.0, submodel_ms=0.05,

@@ -8,10 +8,10 @@ import pytest
 
 from ov_autoplace.costmodel.calibration_data import CalibrationPoint
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
-from ov_autoplace.costmodel.fit_terms import fit_suite, prepare_load, single_device_ms
+from ov_autoplace_lab.calibration.fit_terms import fit_suite, prepare_load, single_device_ms
 from ov_autoplace.costmodel.platforms import FLEX_170
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 pytest.importorskip("scipy")

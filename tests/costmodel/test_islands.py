@@ -9,9 +9,9 @@ import pytest
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.islands import IslandLabeller, connected_labels
 from ov_autoplace.costmodel.simulator import Simulator, fix_anchors
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.submodels import count_islands
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.submodels import count_islands
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 sparse = pytest.importorskip("scipy.sparse")

@@ -13,9 +13,9 @@ import pytest
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.local_search import LocalSearchRefiner, refine_placement
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import Pin, legalize
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import Pin, legalize
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 from tests.costmodel.test_optimum import active_mask, random_cost, random_dag
 
@@ -111,8 +111,8 @@ class NoScipy:
             raise ImportError("scipy is blocked in this test")
 sys.meta_path.insert(0, NoScipy())
 import numpy as np
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.registry import make_strategy
 from tests import synthetic_graphs as sg
 from tests.costmodel.test_local_search import _split_pays_cost

@@ -18,8 +18,8 @@ from ov_autoplace.costmodel.noise import LoadProbe, assess_load, iqr, per_run_no
 from ov_autoplace.costmodel.profile_store import ProfileStore
 from ov_autoplace.costmodel.profiler import ModelProfile
 from ov_autoplace.costmodel.quick_profile import quick_model_profile
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 #: The CPU hog never outlives this, whatever happens to the test.
@@ -123,7 +123,7 @@ def test_two_identical_devices_measured_separately_keep_one_device(f32_testbed):
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
     from ov_autoplace.costmodel.profiler import measure_model_profile
     from ov_autoplace.costmodel.quick_profile import stored_or_prior_links
-    from ov_autoplace.legalize import query_support
+    from ov_autoplace.placement.legalizer import query_support
 
     model = prepare_model(sg.attention_like(seq=64, hidden=64))
     graph = extract_graph(model)

@@ -11,10 +11,10 @@ import pytest
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.local_search import refine_placement
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.guard import guard_placement
-from ov_autoplace.legalize import legalize
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.decision.prediction_guard import guard_placement
+from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 from tests.costmodel.test_local_search import _legal_ms, _split_pays_cost
 from tests.costmodel.test_optimum import active_mask

@@ -22,10 +22,10 @@ from ov_autoplace.costmodel.milp import milp_placement
 from ov_autoplace.costmodel.optimum import min_cut_placement
 from ov_autoplace.strategies.optimum_strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph
-from ov_autoplace.legalize import constant_subgraph_mask, legalize
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
 from ov_autoplace.strategies.base import PlacementContext
-from ov_autoplace.submodels import count_islands
+from ov_autoplace.placement.submodels import count_islands
 
 REL = 1e-6
 SHAPE = [2, 4]
@@ -297,7 +297,7 @@ def test_milp_respects_max_submodels(seed):
 def test_milp_equals_min_cut_when_the_models_coincide():
     """Two devices, no overhead, no memory limit, no constant-subgraph nodes: both solve the same problem."""
     from tests import synthetic_graphs as sg
-    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.model.prepare import prepare_model
 
     graph = extract_graph(prepare_model(sg.attention_like()))
     cost = random_cost(graph, 2, 11, overhead=False)
@@ -336,7 +336,7 @@ def test_cost_model_for_another_graph_is_rejected():
 
 def test_no_solution_in_time_falls_back_to_the_best_heuristic():
     from tests import synthetic_graphs as sg
-    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.model.prepare import prepare_model
     from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
     from ov_autoplace.strategies.heft import HeftStrategy
 

@@ -12,8 +12,8 @@ from ov_autoplace.costmodel.prior import (PRIOR_SPLIT_MARGIN, PRIOR_SPLIT_MARGIN
                                           predicted_single_ms, prior_cost_model, prior_device, read_device_facts,
                                           recognize_devices)
 from ov_autoplace.costmodel.suite import load_suite
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 

@@ -20,8 +20,8 @@ from ov_autoplace.costmodel.profile_store import (
     profile_key,
     structural_hash,
 )
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from tests.damaged_files import JSON_DAMAGES, damage_json
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ from openvino import opset13 as ops
 from ov_autoplace.costmodel import ProfileStore, measure_model_profile, profile_links
 from ov_autoplace.costmodel.link_calibration import _features, _variants, calibration_chain, fit_links
 from ov_autoplace.errors import DeviceError
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.model.prepare import prepare_model
 
 from ..conftest import zoo_available
 
@@ -228,7 +228,7 @@ def test_calibration_chain_maps_one_to_one_on_every_device(testbed):
 def test_zoo_profile(name, testbed, links):
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     profile = measure_model_profile(zoo.load(name), testbed.core, testbed.devices, links=links, iterations=10)
     graph = extract_graph(prepare_model(zoo.load(name)))

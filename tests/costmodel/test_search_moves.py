@@ -9,9 +9,9 @@ from openvino import opset13 as ops
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.local_search import LocalSearchRefiner
 from ov_autoplace.costmodel.search_moves import repeated_layer_classes
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import constant_subgraph_mask
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import constant_subgraph_mask
+from ov_autoplace.model.prepare import prepare_model
 
 
 def _named(node, name: str):

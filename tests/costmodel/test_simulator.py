@@ -12,10 +12,10 @@ from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.sim_costs import post_op_fusion
 from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator, fix_anchors, memory_ok, simulate
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import constant_subgraph_mask, legalize
-from ov_autoplace.submodels import count_islands
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
+from ov_autoplace.placement.submodels import count_islands
+from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
 

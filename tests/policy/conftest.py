@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.graph import GraphArrays, NodeRole, extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.heavy_ops import HEAVY_OP_TYPES
 from tests import synthetic_graphs
 
@@ -70,6 +70,6 @@ def bert_prepared():
 
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
-    from ov_autoplace import zoo
+    from ov_autoplace_lab import models as zoo
 
     return prepared_graph(zoo.load("bert_base"))

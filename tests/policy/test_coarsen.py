@@ -7,8 +7,8 @@ import openvino as ov
 import pytest
 from openvino import opset13 as ops
 
-from ov_autoplace.graph import NodeRole
-from ov_autoplace.legalize import constant_subgraph_mask
+from ov_autoplace.graph.arrays import NodeRole
+from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.policy.coarsen import chain_coarsen
 from tests import synthetic_graphs
 from tests.policy.conftest import prepared_graph

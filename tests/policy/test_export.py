@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from ov_autoplace.errors import OVAutoplaceError
-from ov_autoplace.policy.export import FORMAT, FORMAT_VERSION, PolicyFormatError, load_policy_file
+from ov_autoplace.policy.policy_file import FORMAT, FORMAT_VERSION, PolicyFormatError, load_policy_file
 from tests.damaged_files import POLICY_DAMAGES, damaged_policy
 
 torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
-from ov_autoplace.policy.export import export_policy  # noqa: E402
+from ov_autoplace.policy.policy_file import export_policy  # noqa: E402
 from ov_autoplace.policy.features import NodeFeatureConfig  # noqa: E402
-from ov_autoplace.policy.hsdag import HSDAGPolicy  # noqa: E402
+from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy  # noqa: E402
 
 
 @pytest.fixture()

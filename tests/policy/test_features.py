@@ -9,7 +9,7 @@ import openvino as ov
 import pytest
 from openvino import opset13 as ops
 
-from ov_autoplace.graph import NodeRole, extract_graph
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.policy.features import (
     DEVICE_FEATURE_NAMES,
     NODE_DEVICE_FEATURE_NAMES,

@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
-from ov_autoplace.policy.hsdag import HSDAGPolicy, PolicyInputs, greedy, sample, to_node_placement  # noqa: E402
+from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs, greedy, sample, to_node_placement  # noqa: E402
 from tests.policy.conftest import stand_in_cost_model  # noqa: E402
 
 

@@ -17,8 +17,8 @@ from tests.policy.conftest import stand_in_cost_model
 torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
-from ov_autoplace.policy.export import export_policy  # noqa: E402
-from ov_autoplace.policy.hsdag import HSDAGPolicy, PolicyInputs, greedy  # noqa: E402
+from ov_autoplace.policy.policy_file import export_policy  # noqa: E402
+from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs, greedy  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -101,7 +101,7 @@ NO_TORCH_SCRIPT = textwrap.dedent("""
     import numpy as np
     import ov_autoplace
     from ov_autoplace.policy import HSDAGStrategy, NumpyHSDAGPolicy
-    from ov_autoplace.testbed import make_testbed
+    from ov_autoplace.devices.testbed import make_testbed
     from tests import synthetic_graphs
     from tests.policy.conftest import stand_in_cost_model
 

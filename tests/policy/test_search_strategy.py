@@ -14,7 +14,7 @@ import pytest
 
 import ov_autoplace
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.policy.search_strategy import check_search_budget
+from ov_autoplace_lab.training.search_strategy import check_search_budget
 from tests import synthetic_graphs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ sys.modules["torch"] = None  # any import of torch now raises ImportError
 logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s", stream=sys.stdout)
 import numpy as np, openvino as ov
 import ov_autoplace
-from ov_autoplace.testbed import make_testbed
+from ov_autoplace.devices.testbed import make_testbed
 from tests import synthetic_graphs
 assert ov_autoplace.DEFAULT_STRATEGY == ov_autoplace.StrategyName.HSDAG
 tb = make_testbed()

@@ -14,8 +14,8 @@ from tests.policy.conftest import stand_in_cost_model
 
 torch = pytest.importorskip("torch")
 
-from ov_autoplace.policy.export import export_policy  # noqa: E402
-from ov_autoplace.policy.hsdag import HSDAGPolicy  # noqa: E402
+from ov_autoplace.policy.policy_file import export_policy  # noqa: E402
+from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_cost_model_errors_and_cache_token(synthetic_prepared, policy_path):
 
 def test_refine_runs_the_local_search_on_the_policy_proposal(synthetic_prepared, policy_path):
     from ov_autoplace.costmodel.cost_terms import CostTerms
-    from ov_autoplace.legalize import legalize
+    from ov_autoplace.placement.legalizer import legalize
 
     prepared, graph = synthetic_prepared["branching"]
     support = np.ones((graph.num_nodes, 2), bool)

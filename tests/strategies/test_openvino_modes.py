@@ -9,9 +9,9 @@ import pytest
 
 from ov_autoplace.costmodel.platforms import PLATFORMS
 from ov_autoplace.costmodel.sim_costs import cost_model_for
-from ov_autoplace.graph import NodeRole, extract_graph
-from ov_autoplace.legalize import query_support
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import query_support
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.openvino_modes import (
     OpenVINOAutoStrategy,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ov_autoplace
-from ov_autoplace.cli import build_parser, main
+from ov_autoplace.cli.main import build_parser, main
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.strategies.registry import REGISTRY, make_strategy, strategy_names

@@ -7,9 +7,9 @@ import pytest
 
 from ov_autoplace.costmodel.platforms import PLATFORMS
 from ov_autoplace.costmodel.sim_costs import cost_model_for
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.legalize import legalize
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace.model.prepare import prepare_model
 
 
 class SimCase:

@@ -7,9 +7,9 @@ import re
 from html.parser import HTMLParser
 from xml.etree import ElementTree
 
-from ov_autoplace.viz import placement_picture
-from ov_autoplace.viz.html_page import render_html
-from ov_autoplace.viz.scene import to_svg
+from ov_autoplace_lab.viz import placement_picture
+from ov_autoplace_lab.viz.html_page import render_html
+from ov_autoplace_lab.viz.scene import to_svg
 from tests import synthetic_graphs as sg
 
 
@@ -74,7 +74,7 @@ def test_page_runs_in_a_headless_browser(sim_case, tmp_path):
 
     import pytest
 
-    from ov_autoplace.viz import write_picture
+    from ov_autoplace_lab.viz import write_picture
 
     browser = _browser()
     if browser is None:

@@ -9,8 +9,8 @@ import pytest
 
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.viz import placement_picture, write_picture
-from ov_autoplace.viz.scene import matplotlib_available, to_svg
+from ov_autoplace_lab.viz import placement_picture, write_picture
+from ov_autoplace_lab.viz.scene import matplotlib_available, to_svg
 from tests import synthetic_graphs as sg
 
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import ov_autoplace
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.random_strategy import RandomStrategy
-from ov_autoplace.viz.measured import measured_timeline, submodel_times
-from ov_autoplace.viz.placed import analyze
+from ov_autoplace_lab.viz.measured import measured_timeline, submodel_times
+from ov_autoplace.placement.placed_graph import analyze
 from tests import synthetic_graphs as sg
 
 
@@ -27,8 +27,8 @@ def test_perf_count_entries_are_summed_per_submodel(sim_case):
 
 
 def test_hetero_partition_replaces_the_estimated_one(sim_case):
-    from ov_autoplace.viz.measured import hetero_partition
-    from ov_autoplace.viz.placed import repartition
+    from ov_autoplace_lab.viz.measured import hetero_partition
+    from ov_autoplace.placement.placed_graph import repartition
 
     case = sim_case(sg.residual(blocks=3))
     placed = analyze(case.graph, case.alternating(6))

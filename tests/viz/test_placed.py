@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.legalize import constant_subgraph_mask
-from ov_autoplace.submodels import count_islands
-from ov_autoplace.prepare import prepare_model
-from ov_autoplace.viz.placed import analyze, check_placement_matches, group_label, name_scope
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.legalizer import constant_subgraph_mask
+from ov_autoplace.placement.submodels import count_islands
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.placement.placed_graph import analyze, check_placement_matches, group_label, name_scope
 from tests import synthetic_graphs as sg
 
 

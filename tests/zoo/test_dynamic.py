@@ -1,7 +1,7 @@
 """The zoo and its dynamic-shape variants, placed by the default HSDAG policy with no fallback.
 
 Dynamic batch for the CNNs, dynamic batch and sequence length for BERT
-(``ov_autoplace.zoo.dynamic``). Each model is compiled once by
+(``ov_autoplace_lab.models.dynamic_models``). Each model is compiled once by
 ``compile_model`` (placed on its static clone, compiled dynamic) and its
 outputs are compared with a plain CPU compile at every shape in
 ``DYNAMIC_ZOO`` (batch 1 and 4; BERT also sequence lengths 32 and 200):
@@ -32,8 +32,8 @@ def _inputs(name: str, shapes: dict[str, list[int]], rng: np.random.Generator) -
 @pytest.mark.parametrize("variant", ["static", "dynamic"])
 @pytest.mark.parametrize("name", ZOO_MODELS)
 def test_policy_places_without_fallback_and_outputs_match_at_every_shape(f32_testbed, caplog, name, variant):
-    from ov_autoplace import zoo
-    from ov_autoplace.zoo.dynamic import DYNAMIC_ZOO, load_dynamic
+    from ov_autoplace_lab import models as zoo
+    from ov_autoplace_lab.models.dynamic_models import DYNAMIC_ZOO, load_dynamic
 
     core = f32_testbed.core
     model = load_dynamic(name, core) if variant == "dynamic" else zoo.load(name, core)
@@ -60,7 +60,7 @@ def test_policy_places_without_fallback_and_outputs_match_at_every_shape(f32_tes
 @pytest.mark.parametrize("name", ZOO_MODELS)
 def test_split_placement_carried_over_to_dynamic_variant(f32_testbed, caplog, name):
     """A placement that really splits (heavy ops on one device) keeps outputs right at every shape."""
-    from ov_autoplace.zoo.dynamic import DYNAMIC_ZOO, load_dynamic
+    from ov_autoplace_lab.models.dynamic_models import DYNAMIC_ZOO, load_dynamic
 
     core = f32_testbed.core
     model = load_dynamic(name, core)

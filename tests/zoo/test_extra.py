@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ov_autoplace import zoo
-from ov_autoplace.zoo.extra import EXTRA
+from ov_autoplace_lab import models as zoo
+from ov_autoplace_lab.models.extra_models import EXTRA
 
 
 def test_extra_models_are_registered_beside_the_zoo():

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ov_autoplace.policy.layers.device_placer import DevicePlacer  # noqa: E402
+from ov_autoplace_lab.hsdag_torch.layers.device_placer import DevicePlacer  # noqa: E402
 
 
 def test_scores_each_pair_with_shared_weights():

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ov_autoplace.policy.layers.gcn_conv import GCNConv, gcn_norm  # noqa: E402
+from ov_autoplace_lab.hsdag_torch.layers.gcn_conv import GCNConv, gcn_norm  # noqa: E402
 
 
 def test_matches_the_hand_computed_normalised_adjacency_on_a_path():

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ov_autoplace.policy.layers.graph_parsing_pool import GraphParsingPool  # noqa: E402
+from ov_autoplace_lab.hsdag_torch.layers.graph_parsing_pool import GraphParsingPool  # noqa: E402
 
 
 def _random_dag(n: int, extra: int, seed: int = 0) -> torch.Tensor:

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("torch")
 
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
-from ov_autoplace.policy.train import SimEnv, TrainConfig, make_policy  # noqa: E402
+from ov_autoplace_lab.training import SimEnv, TrainConfig, make_policy  # noqa: E402
 from tests.policy.conftest import stand_in_cost_model  # noqa: E402
 
 #: A small policy keeps every test fast.

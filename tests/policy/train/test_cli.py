@@ -1,4 +1,4 @@
-"""python -m ov_autoplace.train: help, a tiny run end to end, errors."""
+"""python -m ov_autoplace_lab.commands.train_command: help, a tiny run end to end, errors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import openvino as ov
 import pytest
 
 from ov_autoplace.policy import NumpyHSDAGPolicy
-from ov_autoplace.train import main
+from ov_autoplace_lab.commands.train_command import main
 from tests import synthetic_graphs
 
 

@@ -8,8 +8,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from ov_autoplace.policy.train.distributed import generate_targets  # noqa: E402
-from ov_autoplace.policy.train.targets import (  # noqa: E402
+from ov_autoplace_lab.training.distributed import generate_targets  # noqa: E402
+from ov_autoplace_lab.training.targets import (  # noqa: E402
     TargetCheckpointError, TargetGenerationError, TargetOptions, TargetSpec, generate_target, load_targets, target_path)
 
 FAST = TargetOptions(sigma=0.46, max_evaluations=200, local_search_seconds=5.0, policy=None)

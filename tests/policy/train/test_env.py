@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from ov_autoplace.costmodel.simulator import Simulator, fix_anchors
-from ov_autoplace.legalize import legalize
-from ov_autoplace.policy.train.env import MeasuredEnv, SimEnv
+from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace_lab.training.env import MeasuredEnv, SimEnv
 from tests import synthetic_graphs
 from tests.policy.conftest import stand_in_cost_model
 from tests.policy.train.conftest import sim_env
@@ -52,8 +52,8 @@ def test_uncounted_evaluation_and_state_round_trip(synthetic_prepared):
 @pytest.mark.slow
 def test_measured_env_compiles_each_distinct_placement_once(testbed):
     model = synthetic_graphs.residual(blocks=1)
-    from ov_autoplace.graph import extract_graph
-    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
 
     graph = extract_graph(prepare_model(model))
     env = MeasuredEnv(model, testbed.core, testbed.devices, cost=stand_in_cost_model(graph), iterations=3,

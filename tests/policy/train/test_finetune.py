@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from ov_autoplace.placement import Placement
-from ov_autoplace.policy.train import fine_tune
-from ov_autoplace.policy.train.evaluate import greedy_latency
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace_lab.training import fine_tune
+from ov_autoplace_lab.training.evaluate import greedy_latency
 from tests.policy.train.conftest import sim_env, small_policy
 
 
@@ -48,7 +48,7 @@ def test_time_budget_stops_early(start):
 
 
 def test_fine_tune_accepts_an_exported_file(start, tmp_path):
-    from ov_autoplace.policy.export import export_policy
+    from ov_autoplace.policy.policy_file import export_policy
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
 
     policy, env = start
@@ -63,9 +63,9 @@ def test_fine_tune_accepts_an_exported_file(start, tmp_path):
 
 @pytest.mark.slow
 def test_fine_tune_on_real_devices_returns_a_measured_placement(testbed):
-    from ov_autoplace.graph import extract_graph
-    from ov_autoplace.policy.train.env import MeasuredEnv
-    from ov_autoplace.prepare import prepare_model
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace_lab.training.env import MeasuredEnv
+    from ov_autoplace.model.prepare import prepare_model
     from tests import synthetic_graphs
     from tests.policy.conftest import stand_in_cost_model
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import openvino as ov
 import pytest
 
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.policy.train import graph_family as gf
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace_lab.training import graph_family as gf
+from ov_autoplace.model.prepare import prepare_model
 
 
 def test_same_seed_same_graph_other_seed_other_graph():

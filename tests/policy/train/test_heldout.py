@@ -7,9 +7,9 @@ import pytest
 pytest.importorskip("torch")
 
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY  # noqa: E402
-from ov_autoplace.policy.train.amortise import main  # noqa: E402
-from ov_autoplace.policy.train.heldout import evaluate_row, summary_table  # noqa: E402
-from ov_autoplace.policy.train.targets import TargetSpec  # noqa: E402
+from ov_autoplace_lab.training.amortise import main  # noqa: E402
+from ov_autoplace_lab.training.heldout import evaluate_row, summary_table  # noqa: E402
+from ov_autoplace_lab.training.targets import TargetSpec  # noqa: E402
 
 
 def test_row_has_the_bench_keys_and_the_search_is_never_slower_than_the_plain_call():

@@ -8,11 +8,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy  # noqa: E402
-from ov_autoplace.policy.train.imitation import (ImitationConfig, build_tasks, imitate, imitation_loss,  # noqa: E402
+from ov_autoplace_lab.training.imitation import (ImitationConfig, build_tasks, imitate, imitation_loss,  # noqa: E402
                                                  set_inputs, train_amortised)
-from ov_autoplace.policy.train.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,  # noqa: E402
+from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,  # noqa: E402
                                                save_target)
-from ov_autoplace.policy.train.trainer import TrainConfig, make_policy  # noqa: E402
+from ov_autoplace_lab.training.trainer import TrainConfig, make_policy  # noqa: E402
 from tests.policy.train.conftest import SMALL  # noqa: E402
 
 FAST = TargetOptions(sigma=0.46, max_evaluations=300, local_search_seconds=5.0, policy=None)

@@ -16,11 +16,11 @@ NO_TORCH = """
 import sys
 sys.modules["torch"] = None  # any import of torch now fails
 import numpy as np
-from ov_autoplace.graph import extract_graph
-from ov_autoplace.prepare import prepare_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.policy import NumpyHSDAGPolicy
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
-from ov_autoplace.policy.train.graph_family import build
+from ov_autoplace_lab.training.graph_family import build
 from tests.policy.conftest import stand_in_cost_model
 graph = extract_graph(prepare_model(build(1003)))  # a held-out graph
 placement = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).place(graph, stand_in_cost_model(graph, ("CPU", "CPUF", "NPU")))
@@ -33,7 +33,7 @@ def test_shipped_policy_is_small_and_documented():
     assert PRETRAINED_POLICY.is_file() and PRETRAINED_POLICY.stat().st_size < 1_000_000
     assert (PRETRAINED_POLICY.parent / "TRAINING.md").is_file()
     header = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).header
-    assert header["metadata"]["recipe"] == "ov_autoplace.policy.train.pretrain"
+    assert header["metadata"]["recipe"] == "ov_autoplace_lab.training.pretrain"
 
 
 def test_places_a_held_out_graph_without_torch():

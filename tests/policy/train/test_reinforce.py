@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from ov_autoplace.policy.hsdag import PolicyInputs
-from ov_autoplace.policy.train import reinforce as rl
+from ov_autoplace_lab.hsdag_torch.model import PolicyInputs
+from ov_autoplace_lab.training import reinforce as rl
 from tests.policy.train.conftest import sim_env, small_policy
 
 

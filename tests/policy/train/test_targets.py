@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.legalize import legalize
-from ov_autoplace.policy.train.splits import (HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs,
+from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace_lab.training.splits import (HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs,
                                                is_held_out, training_specs)
-from ov_autoplace.policy.train.targets import (TargetCheckpointError, TargetOptions, TargetSpec, case_cost,
+from ov_autoplace_lab.training.targets import (TargetCheckpointError, TargetOptions, TargetSpec, case_cost,
                                                check_manifest, generate_target, load_target, save_target,
                                                target_path, variant_platform)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ov_autoplace.policy.train import TrainConfig, Trainer, torch_policy
+from ov_autoplace_lab.training import TrainConfig, Trainer, torch_policy
 from tests.policy.train.conftest import sim_env, small_policy
 
 

@@ -1,0 +1,192 @@
+"""Placement headroom of one model on one simulated suite platform: does a split pay, and who finds it?
+
+``headroom_row(platform, model, graph)`` simulates (never measures) the best
+feasible single device, the exact optimum (MILP, the legalizer's submodel
+bound), HEFT, the shipped HSDAG policy in one pass (with the guard, as
+``compile_model`` runs it), the policy fine-tuned on at most ``finetune_budget``
+evaluated placements, both again with the cost-model local search after the
+policy (``costmodel/local_search.py``: it prices placements on the same
+CostModel, which on these platforms is the simulator's), and OpenVINO's HETERO auto and PIPELINE_PARALLEL
+(emulated from their rules: the devices are simulated). Every latency is the
+:class:`Simulator`'s on the platform's batch-1 CostModel.
+
+A split *pays* when the optimum is at least ``SPLIT_PAYS`` faster than the best
+feasible single device, or when no single device can run the model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ov_autoplace.costmodel.device_model import SuitePlatform
+from ov_autoplace.costmodel.optimum import proven_optimal
+from ov_autoplace.costmodel.sim_costs import simulated_support
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.legalizer import effective_max_submodels
+from ov_autoplace_lab.bench.methods import MAX_SUBMODELS, Case, default_methods, local_search_methods
+
+#: The optimum must beat the best single device by this fraction for a split to count as paying.
+SPLIT_PAYS = 0.05
+#: Methods of the headroom table, as named in ``bench.methods.default_methods``, and their JSON keys.
+METHOD_KEYS = {
+    "Optimum (MILP)": "milp_ms",
+    "HSDAG (pretrained, one pass)": "hsdag_ms",
+    "HSDAG (pretrained + fine-tune)": "hsdag_finetuned_ms",
+    "HSDAG (pretrained, one pass) + local search": "hsdag_refined_ms",
+    "HSDAG (pretrained + fine-tune) + local search": "hsdag_finetuned_refined_ms",
+    "HEFT": "heft_ms",
+    "OpenVINO HETERO auto": "openvino_hetero_auto_ms",
+    "OpenVINO PIPELINE_PARALLEL": "openvino_pipeline_parallel_ms",
+    "Placeto": "placeto_ms",
+    "RNN placer": "rnn_placer_ms",
+}
+#: What a row runs unless told otherwise (the learned baselines cost a search each: ``bench_platforms --baselines``).
+DEFAULT_METHODS = tuple(m for m in METHOD_KEYS if m not in ("Placeto", "RNN placer"))
+
+
+def single_device_latencies(platform: SuitePlatform, graph: GraphArrays, cost=None) -> dict[str, float | None]:
+    """Simulated latency of the whole model on each device alone; None where the device cannot run it
+    (an unsupported op, a dynamic shape on the NPU, or weights + largest activation beyond its memory)."""
+    cost = cost if cost is not None else platform.cost_model(graph)
+    simulator = Simulator(cost, graph)
+    out: dict[str, float | None] = {}
+    for d, name in enumerate(cost.devices):
+        row = np.full(graph.num_nodes, d, np.int64)
+        ms = float(simulator(row))
+        out[name] = ms if math.isfinite(ms) and bool(simulator.memory_ok(row)) else None
+    return out
+
+
+def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, finetune_budget: int = 50,
+                 seed: int = 0, milp_seconds: float = 20.0, methods: tuple[str, ...] | None = None,
+                 placements_out: dict | None = None) -> dict:
+    """One row of the headroom table (all latencies simulated, in ms; None where a method failed).
+
+    ``placements_out`` (a dict) receives every method's placement under its JSON key (device index per node),
+    ``"plain_call"`` (HETERO's own affinity: what ``core.compile_model`` with the HETERO string runs) and
+    ``"single:<DEVICE>"`` per device: what ``bench.truth`` scores under models other than this one.
+    """
+    cost = platform.cost_model(graph)
+    support = simulated_support(cost, graph)
+    singles = single_device_latencies(platform, graph, cost)
+    feasible = {d: ms for d, ms in singles.items() if ms is not None}
+    best_device = min(feasible, key=feasible.get) if feasible else None
+    row: dict = {"platform": platform.name, "platform_kind": platform.kind, "model": model,
+                 "nodes": graph.num_nodes, "simulated": True, "single_device_ms": singles,
+                 "best_single_device": best_device,
+                 "best_single_device_ms": feasible[best_device] if best_device else None}
+    case = Case(model, graph, platform.device_names, support, cost, True, milp_seconds=milp_seconds)
+    # the bound every bounded method gets from legalize / the local search / the MILP (raised when the devices'
+    # op support forces more submodels than MAX_SUBMODELS)
+    row["max_submodels"], raised = effective_max_submodels(graph, support, MAX_SUBMODELS)
+    simulator = Simulator(cost, graph)
+    wanted = set(methods or DEFAULT_METHODS)
+    notes, seconds = [raised] if raised else [], {}
+    row["optimum_exact"], row["optimum_proof"] = False, "the MILP did not run or failed"
+    placements: dict[str, np.ndarray] = {}
+    for method in default_methods(platform.device_names) + local_search_methods():
+        if method.name not in wanted or method.name not in METHOD_KEYS:
+            continue
+        key = METHOD_KEYS[method.name]
+        start = time.perf_counter()
+        try:
+            outcome = _run_milp(case, milp_seconds, seed) if key == "milp_ms" else method.run(case, finetune_budget,
+                                                                                              seed)
+        except Exception as exc:  # a failed method is a cell of the table, not the end of the run
+            row[key] = None
+            notes.append(f"{method.name}: {type(exc).__name__}: {exc}")
+            continue
+        finally:
+            seconds[key] = round(time.perf_counter() - start, 2)
+        placement = np.array([case.devices.index(outcome.placement.assignment[n]) for n in graph.names])
+        ms = float(simulator(placement))
+        feasible_ms = ms if math.isfinite(ms) and bool(simulator.memory_ok(placement)) else None
+        row[key] = feasible_ms
+        if key in ("hsdag_refined_ms", "hsdag_finetuned_refined_ms"):  # what the local search priced, and when
+            row.setdefault("local_search", {})[key] = [n for n in outcome.notes if "local search" in n]
+        if feasible_ms is not None:
+            placements[key] = placement
+        if placements_out is not None:
+            placements_out[key] = placement
+        if key == "milp_ms":  # proven only when the solver is optimal AND its objective is the simulator's latency
+            result = outcome.milp_result
+            row["optimum_exact"], row["optimum_proof"] = proven_optimal(
+                result is not None and result.optimal, None if result is None else result.objective_ms, feasible_ms)
+            row["milp_objective_ms"] = None if result is None else float(result.objective_ms)
+    if placements_out is not None:
+        placements_out["plain_call"] = plain_call_placement(case)
+        for d, name in enumerate(case.devices):
+            placements_out[f"single:{name}"] = np.full(graph.num_nodes, d, np.int64)
+    _best_known(row, placements, simulator, graph, case.devices, best_device, notes)
+    row["split_pays"] = split_pays(row)
+    row["seconds"], row["notes"] = seconds, notes
+    return row
+
+
+def _run_milp(case: Case, milp_seconds: float, seed: int):
+    """The exact optimum (as ``default_methods`` runs it), keeping whether HiGHS proved it optimal."""
+    from ov_autoplace.strategies import OptimumStrategy
+    from ov_autoplace_lab.bench.methods import Outcome
+
+    strategy = OptimumStrategy(case.cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=milp_seconds)
+    placement = case.legal(strategy.propose(case.context(seed)), "Optimum (MILP)")
+    outcome = Outcome(placement)
+    outcome.milp_result = strategy.last_result
+    return outcome
+
+
+def plain_call_placement(case: Case) -> np.ndarray:
+    """What ``core.compile_model(model, "HETERO:<devices>")`` runs: each node on the first device of the list that
+    supports it (HETERO's own affinity, emulated from its rule on simulated devices; not bounded in submodels)."""
+    from ov_autoplace.strategies.openvino_modes import OpenVINOHeteroAutoStrategy
+
+    placement = case.legal(OpenVINOHeteroAutoStrategy().propose(case.context()), "plain call", bound=None)
+    return np.array([case.devices.index(placement.assignment[n]) for n in case.graph.names], np.int64)
+
+
+def _best_known(row: dict, placements: dict, simulator, graph, devices, best_device, notes: list) -> None:
+    """``optimum_ms``: the MILP's placement, or - when its time limit stopped it above another feasible
+    placement (a single device or another method's) - the best one known, flagged ``optimum_exact=False``."""
+    candidates = {k: row[k] for k in placements}
+    if row["best_single_device_ms"] is not None:
+        candidates["best single device"] = row["best_single_device_ms"]
+    if not candidates:
+        row["optimum_ms"], row["optimum_devices"] = None, []
+        return
+    source = min(candidates, key=candidates.get)
+    if "milp_ms" in candidates and candidates[source] >= candidates["milp_ms"] * (1 - 1e-9):
+        source = "milp_ms"
+    row["optimum_ms"], row["optimum_source"] = candidates[source], source
+    if source == "best single device":
+        row["optimum_devices"] = [best_device]
+    else:
+        placement = placements[source]
+        row["optimum_devices"] = sorted({devices[d] for d in np.unique(placement[_active(graph)])})
+    if source != "milp_ms":
+        row["optimum_exact"] = False
+        row["optimum_proof"] = f"the best known placement is {source}'s, not the MILP's"
+        notes.append(f"the MILP (time limit) did not reach the best known placement; optimum = {source}")
+
+
+def _active(graph: GraphArrays) -> np.ndarray:
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace.placement.legalizer import constant_subgraph_mask
+
+    return (np.asarray(graph.role) == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
+
+
+def split_pays(row: dict) -> bool | None:
+    """True when the optimum beats the best feasible single device by ``SPLIT_PAYS`` (or none can run the model)."""
+    if row.get("optimum_ms") is None:
+        return None
+    if row["best_single_device_ms"] is None:
+        return True
+    return row["optimum_ms"] <= (1.0 - SPLIT_PAYS) * row["best_single_device_ms"]
+
+
+__all__ = ["DEFAULT_METHODS", "METHOD_KEYS", "SPLIT_PAYS", "headroom_row", "plain_call_placement",
+           "single_device_latencies", "split_pays"]

@@ -1,0 +1,190 @@
+"""The benchmark's rows: every placement method behind one small interface.
+
+A :class:`Case` is one model on one device set with its CostModel - measured
+(the testbed: a profile of this model on these devices, real compiles) or
+simulated (a platform's roofline CostModel, no device). A :class:`Method`
+turns a case into an :class:`Outcome`: a legal :class:`Placement`, or - for
+OpenVINO's own modes - also the device string and properties OpenVINO
+compiles it with, plus what the method spent (distinct placements evaluated,
+compiles, seconds) and, for learned methods, the learning curve. Learned
+methods share one sample budget (distinct legal placements, see
+``baselines.search``) and get a fresh environment each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable
+
+import numpy as np
+import openvino as ov
+
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.decision.prediction_guard import guard_placement
+from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,
+                          PlacementContext, PlacementStrategy)
+
+#: The legalizer's bound for every method (compile_model's default); legalize, the local search and the MILP raise it
+#: to the submodels the devices' op support forces where that is more (legalize.effective_max_submodels).
+MAX_SUBMODELS = 8
+#: The local search's budget in the benchmark: bounded by placements priced, not by seconds, so a table does not
+#: depend on how loaded the machine was (the time limit is only a safety net).
+LOCAL_SEARCH_OPTIONS = {"max_submodels": MAX_SUBMODELS, "max_evaluations": 20_000, "max_seconds": 60.0}
+
+
+@dataclasses.dataclass
+class Case:
+    """One model on one device set. ``core``/``prepared`` are None for simulated platforms."""
+
+    model_name: str
+    graph: GraphArrays
+    devices: tuple[str, ...]
+    support: np.ndarray
+    cost: CostModel
+    simulated: bool
+    core: ov.Core | None = None
+    prepared: ov.Model | None = None
+    env_options: dict = dataclasses.field(default_factory=dict)  # MeasuredEnv timing settings
+    milp_seconds: float = 10.0  # the exact optimum's solver time limit
+
+    def context(self, seed: int = 0) -> PlacementContext:
+        return PlacementContext(graph=self.graph, devices=self.devices, support=self.support, core=self.core,
+                                model=self.prepared, seed=seed)
+
+    def make_env(self):
+        """A fresh environment (nothing evaluated) for one learned method."""
+        from ov_autoplace_lab.training.env import MeasuredEnv, SimEnv
+
+        if self.simulated:
+            return SimEnv(self.graph, self.cost, name=self.model_name, support=self.support,
+                          max_submodels=MAX_SUBMODELS)
+        return MeasuredEnv(self.prepared, self.core, self.devices, cost=self.cost, max_submodels=MAX_SUBMODELS,
+                           name=self.model_name, **self.env_options)
+
+    def legal(self, proposal: np.ndarray, method: str, bound: int | None = MAX_SUBMODELS) -> Placement:
+        return legalize(self.graph, np.asarray(proposal, dtype=np.int64), self.devices, self.support,
+                        max_submodels=bound, strategy=method)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What a method produced on a case and what it spent."""
+
+    placement: Placement
+    openvino_compile: tuple[str, dict] | None = None  # OpenVINO's own modes compile without affinities
+    evaluated: int = 0
+    compiles: int = 0
+    search_s: float = 0.0
+    budget: int | None = None
+    curve: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Method:
+    """A row of the table: ``run(case, budget, seed) -> Outcome``."""
+
+    name: str
+    kind: str  # single | openvino | heuristic | optimum | learned
+    run: Callable[[Case, int, int], Outcome]
+
+
+def _strategy_method(name: str, kind: str, make: Callable[[Case], PlacementStrategy], *, guard: bool = False,
+                     bound: int | None = MAX_SUBMODELS) -> Method:
+    def run(case: Case, budget: int, seed: int) -> Outcome:
+        strategy = make(case)
+        start = time.perf_counter()
+        proposal = strategy.propose(case.context(seed))
+        placement = case.legal(proposal, name, bound)
+        if guard and strategy.last_cost is not None:  # what compile_model does with the policy's proposal
+            placement = guard_placement(placement, case.graph, strategy.last_cost, case.support)
+        notes = list(placement.notes)
+        if getattr(strategy, "last_refine", None) is not None:  # the cost-model local search after the policy
+            notes.append(strategy.last_refine.note(case.cost.label))
+        openvino = None
+        if hasattr(strategy, "openvino_compile"):
+            openvino = strategy.openvino_compile(case.devices)
+            notes.append(strategy.last_note)  # real OpenVINO call, or emulated from its rule (simulated devices)
+        return Outcome(placement, openvino, search_s=time.perf_counter() - start, notes=notes)
+
+    return Method(name, kind, run)
+
+
+def _single(device: str) -> Method:
+    def run(case: Case, budget: int, seed: int) -> Outcome:
+        d = case.devices.index(device)
+        return Outcome(case.legal(np.full(case.graph.num_nodes, d), f"{device} only"))
+
+    return Method(f"{device} only", "single", run)
+
+
+def _learned(name: str, make_search: Callable[[], object]) -> Method:
+    def run(case: Case, budget: int, seed: int) -> Outcome:
+        from ov_autoplace_lab.baselines.search import run_search
+
+        env = case.make_env()
+        result = run_search(make_search(), env, budget_samples=budget, seed=seed)
+        if result.best_row is None:
+            raise RuntimeError(f"{name} found no placement with a finite latency")
+        placement = case.legal(result.best_row, name)
+        return Outcome(placement, None, result.evaluated, getattr(env, "num_compiles", 0), result.seconds, budget,
+                       result.curve, result.notes)
+
+    return Method(name, "learned", run)
+
+
+def _hsdag_one_pass(case: Case, refine: bool = False) -> PlacementStrategy:
+    from ov_autoplace.api import pretrained_policy_path
+    from ov_autoplace.policy.strategy import HSDAGStrategy
+
+    return HSDAGStrategy(pretrained_policy_path(), case.cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS)
+
+
+def default_methods(devices: tuple[str, ...]) -> list[Method]:
+    """Every row, in table order, for a device set (the first device is the accelerator by priority)."""
+    from ov_autoplace_lab.baselines.hsdag_search import HSDAGFineTuneSearch, HSDAGPaperSearch
+    from ov_autoplace_lab.baselines.placeto import PlacetoSearch
+    from ov_autoplace_lab.baselines.rnn_placer import RNNPlacerSearch
+    from ov_autoplace.strategies.openvino_modes import (OpenVINOAutoStrategy, OpenVINOHeteroAutoStrategy,
+                                             OpenVINOPipelineParallelStrategy)
+
+    methods = [_single(d) for d in devices]
+    methods += [
+        # OpenVINO's own splits are not bounded by our legalizer's submodel limit (measured: compiled as OpenVINO does)
+        _strategy_method("OpenVINO HETERO auto", "openvino", lambda c: OpenVINOHeteroAutoStrategy(), bound=None),
+        _strategy_method("OpenVINO AUTO", "openvino", lambda c: OpenVINOAutoStrategy(), bound=None),
+        _strategy_method("OpenVINO PIPELINE_PARALLEL", "openvino",
+                         lambda c: OpenVINOPipelineParallelStrategy(c.cost), bound=None),
+        _strategy_method("Heavy ops", "heuristic", lambda c: HeavyOpsStrategy()),
+        _strategy_method("HEFT", "heuristic", lambda c: HeftStrategy(c.cost)),
+        _strategy_method("Critical path", "heuristic", lambda c: CriticalPathGreedyStrategy(c.cost)),
+        _strategy_method("Optimum (MILP)", "optimum",
+                         lambda c: OptimumStrategy(c.cost, method="milp", max_submodels=MAX_SUBMODELS,
+                                                   time_limit=c.milp_seconds)),
+        _learned("Placeto", lambda: PlacetoSearch()),
+        _learned("RNN placer", lambda: RNNPlacerSearch()),
+        _learned("HSDAG (paper mode)", lambda: HSDAGPaperSearch()),
+        _strategy_method("HSDAG (pretrained, one pass)", "learned", _hsdag_one_pass, guard=True),
+        _learned("HSDAG (pretrained + fine-tune)", lambda: HSDAGFineTuneSearch()),
+    ]
+    return methods
+
+
+def local_search_methods() -> list[Method]:
+    """The two HSDAG rows again with the cost-model local search after the policy (``costmodel/local_search.py``);
+    the headroom table runs them beside the policy alone (``bench.headroom``)."""
+    from ov_autoplace_lab.baselines.hsdag_search import HSDAGFineTuneSearch
+
+    return [
+        _strategy_method("HSDAG (pretrained, one pass) + local search", "learned",
+                         lambda c: _hsdag_one_pass(c, refine=True), guard=True),
+        _learned("HSDAG (pretrained + fine-tune) + local search",
+                 lambda: HSDAGFineTuneSearch(refine=True, refine_options=LOCAL_SEARCH_OPTIONS)),
+    ]
+
+
+__all__ = ["Case", "MAX_SUBMODELS", "Method", "Outcome", "default_methods", "local_search_methods"]

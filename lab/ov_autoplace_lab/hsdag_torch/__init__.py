@@ -1,0 +1,1 @@
+"""The HSDAG policy in torch (the paper's model: GCN, graph parsing pooling, device-conditioned placer), trained by ``ov_autoplace_lab.training`` and exported to the file the runtime's numpy twin reads."""

@@ -1,0 +1,144 @@
+"""``python -m ov_autoplace_lab.training.amortise``: amortise the search into the policy (issue 22).
+
+Three steps, each resumable, each on Ray where it is parallel:
+
+    # 1. targets: the best placement known per (graph, platform, variant), as Ray tasks
+    python -m ov_autoplace_lab.training.amortise targets --dir runs/amortise [--address HOST:PORT]
+    # 2. imitation (cross-entropy on the targets) then REINFORCE on the simulator; --no-imitation for the ablation
+    python -m ov_autoplace_lab.training.amortise train --dir runs/amortise --output runs/amortise/policy.npz
+    # 3. held-out evaluation: the policy alone, policy + local search, the search alone (Ray tasks)
+    python -m ov_autoplace_lab.training.amortise evaluate --dir runs/amortise --policy runs/amortise/policy.npz
+
+The split (``splits.py``: :data:`HELD_OUT_ARCHITECTURES`, :data:`HELD_OUT_PLATFORMS`) is fixed
+before any training: targets on a held-out architecture or platform (any
+variant of it) are generated as references but never trained on. Nothing is
+written into the package unless ``--output`` names it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ov_autoplace_lab.training.splits import evaluation_specs, training_specs
+from ov_autoplace_lab.training.targets import TargetOptions
+
+log = logging.getLogger(__name__)
+
+def _options(args: argparse.Namespace) -> TargetOptions:
+    policy = args.start_policy
+    if policy == "pretrained":
+        from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+
+        policy = str(PRETRAINED_POLICY)
+    sigma = args.sigma
+    if sigma is None:
+        from ov_autoplace_lab.bench import truth
+        from ov_autoplace.costmodel.suite import load_suite
+        from ov_autoplace_lab.training.targets import load_graph
+
+        sigma = round(truth.held_out_sigma(truth.held_out_log_errors(load_suite(), lambda m: load_graph(f"zoo:{m}"))),
+                      4)
+    return TargetOptions(sigma=sigma, max_evaluations=args.max_evaluations, local_search_seconds=args.ls_seconds,
+                         milp_seconds=args.milp_seconds, policy=policy)
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    from ov_autoplace_lab.training.distributed import generate_targets
+
+    specs = evaluation_specs() + training_specs(args.zoo_variants, args.family_count, args.family_variants)
+    if args.limit:
+        specs = specs[:args.limit]
+    options = _options(args)
+    started = time.perf_counter()
+    counts = generate_targets(args.dir, specs, options, address=args.address, num_cpus=args.num_cpus,
+                              progress=not args.no_progress)
+    print(f"targets: {counts['total']} specs, {counts['resumed']} resumed, {counts['generated']} generated in "
+          f"{time.perf_counter() - started:.0f} s (sigma {options.sigma}) -> {args.dir}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ov_autoplace_lab.training.imitation import ImitationConfig, train_amortised
+
+    config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
+                             reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
+                             split_weight=args.split_weight)
+    out = train_amortised(args.dir, args.output, config, init=args.init, log_path=args.log,
+                          progress=not args.no_progress)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from ov_autoplace_lab.training.heldout import evaluate_policies
+
+    policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
+    result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
+                               progress=not args.no_progress, rows=args.rows)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    print("\n".join(result["table"]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ov_autoplace_lab.training.amortise",
+                                description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    ray_args = argparse.ArgumentParser(add_help=False)
+    ray_args.add_argument("--dir", type=Path, required=True, help="run directory (targets, manifest)")
+    ray_args.add_argument("--address", help="Ray cluster (host:port or auto); default: a local Ray")
+    ray_args.add_argument("--num-cpus", type=int, default=2, help="CPUs of the local Ray (default 2)")
+    ray_args.add_argument("--no-progress", action="store_true")
+    t = sub.add_parser("targets", parents=[ray_args], help="generate the imitation targets")
+    t.add_argument("--zoo-variants", type=int, default=8)
+    t.add_argument("--family-count", type=int, default=30)
+    t.add_argument("--family-variants", type=int, default=2)
+    t.add_argument("--limit", type=int, default=0, help="only the first N specs (a smoke run)")
+    t.add_argument("--sigma", type=float, help="perturbation sigma (default: the held-out calibration error)")
+    t.add_argument("--max-evaluations", type=int, default=6000, help="placements the local search prices per start")
+    t.add_argument("--ls-seconds", type=float, default=30.0)
+    t.add_argument("--milp-seconds", type=float, default=0.0, help="also the MILP with this time limit (0: off)")
+    t.add_argument("--start-policy", default="pretrained", help="policy whose one pass is a start ('' for none)")
+    t.set_defaults(run=cmd_targets)
+    r = sub.add_parser("train", parents=[ray_args], help="imitation, then REINFORCE")
+    r.add_argument("--output", type=Path, required=True, help="the exported policy (.npz)")
+    r.add_argument("--init", default="pretrained", help="start weights: 'pretrained', a .npz, or 'scratch'")
+    r.add_argument("--imitation-steps", type=int, default=3000)
+    r.add_argument("--reinforce-steps", type=int, default=600)
+    r.add_argument("--no-imitation", action="store_true", help="the ablation: REINFORCE only")
+    r.add_argument("--lr", type=float, default=1e-3)
+    r.add_argument("--split-weight", type=float, default=3.0, help="draw split-paying targets 1 + this as often")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--log", type=Path)
+    r.set_defaults(run=cmd_train)
+    e = sub.add_parser("evaluate", parents=[ray_args], help="held-out evaluation")
+    e.add_argument("--policy", action="append", required=True, help="NAME=PATH of an exported policy (repeatable)")
+    e.add_argument("--json", required=True)
+    e.add_argument("--rows", default="all", choices=["split", "all"],
+                   help="all (default): every row (the tables keep the rows where a split pays); split: only rows "
+                        "whose target beats the legalised single-device starts by 5 %%")
+    e.set_defaults(run=cmd_evaluate)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from ov_autoplace_lab.training.targets import TargetCheckpointError, TargetGenerationError
+
+    try:
+        return args.run(args)
+    except (TargetGenerationError, TargetCheckpointError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

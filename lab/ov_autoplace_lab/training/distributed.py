@@ -1,0 +1,155 @@
+"""Target generation and evaluation as Ray tasks (``ray`` is in the ``[train]`` extra).
+
+``ray.init()`` starts a local Ray with ``num_cpus`` CPUs (2 by default: the
+development machine has two cores); ``address="host:port"`` (or ``"auto"``)
+connects to an existing cluster instead and runs the same tasks there. Each
+target is one task (one CPU); the driver saves every finished target at once
+(``targets.save_target``), so an interrupted run resumes with the missing ones
+only. A worker that dies is retried (``max_retries``); a task that still fails
+is reported at the end in a :class:`~.targets.TargetGenerationError` listing
+the specs, after every other target was saved - never a silently partial set.
+An address that cannot be reached raises the same error naming the address.
+
+The workers import ``ov_autoplace`` from the driver's environment: on a
+cluster every node needs the package installed (the same version) and the
+zoo's IR cache or the ``zoo`` extra to build it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ov_autoplace_lab.training.targets import (TargetCheckpointError, TargetGenerationError, TargetOptions, TargetSpec, check_manifest,
+                      generate_target, load_target, save_target, target_path)
+
+log = logging.getLogger(__name__)
+
+#: CPUs a local Ray gets by default (the machine's two cores; a cluster decides for itself).
+DEFAULT_NUM_CPUS = 2
+
+
+def init_ray(address: str | None = None, num_cpus: int = DEFAULT_NUM_CPUS):
+    """``ray.init`` (local with ``num_cpus``, or the cluster at ``address``); a clear error when it fails."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise TargetGenerationError("target generation runs on Ray: pip install 'ov-autoplace-lab[train]' "
+                                    "(or pip install ray)") from exc
+    if address and address != "auto":
+        _reachable(address)
+    if ray.is_initialized():
+        return ray
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    try:
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=num_cpus, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError depending on the failure
+        where = f"the Ray cluster at {address!r}" if address else f"a local Ray with {num_cpus} CPUs"
+        raise TargetGenerationError(f"cannot start or reach {where} ({type(exc).__name__}: {exc}); check the "
+                                    "address (host:port of the head node, or 'auto' on a cluster node) and that "
+                                    "the cluster runs the same Ray version, or leave --address out to run "
+                                    "locally") from exc
+    return ray
+
+
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail in ``timeout`` seconds on an address nobody listens on (``ray.init`` itself retries for minutes)."""
+    import socket
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise TargetGenerationError(f"Ray address {address!r}: expected host:port of the head node (e.g. "
+                                    "10.0.0.5:6379), ray://host:port, or 'auto'")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise TargetGenerationError(f"cannot reach the Ray cluster at {address!r} ({type(exc).__name__}: {exc}) "
+                                    f"within {timeout:g} s; start the head node (ray start --head) or fix the "
+                                    "address, or leave --address out to run locally") from exc
+
+
+def run_tasks(fn: Callable[[Any], Any], items: Sequence[Any], on_result: Callable[[Any, Any], None], *,
+              address: str | None = None, num_cpus: int = DEFAULT_NUM_CPUS, max_retries: int = 2,
+              progress: bool = True, description: str = "tasks", total: int | None = None,
+              done: int = 0) -> list[tuple[Any, str]]:
+    """Run ``fn(item)`` for every item as a Ray task; ``on_result(item, result)`` in the driver as each finishes.
+
+    Returns the (item, error) pairs that failed after ``max_retries`` retries of a dead worker (a Python
+    exception inside ``fn`` is not retried: it would fail again)."""
+    ray = init_ray(address, num_cpus)
+    remote = ray.remote(num_cpus=1, max_retries=max_retries)(fn)
+    pending = {remote.remote(item): item for item in items}
+    failures: list[tuple[Any, str]] = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total if total is not None else len(items), initial=done, desc=description, unit="task")
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                item = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayError as exc:  # the task raised, or its worker died max_retries + 1 times
+                    failures.append((item, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+                    log.warning("%s failed: %s", item, failures[-1][1])
+                    continue
+                on_result(item, result)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        for ref in pending:  # interrupted: do not leave tasks running on the cluster
+            ray.cancel(ref, force=True)
+    return failures
+
+
+def _generate(args: tuple[TargetSpec, TargetOptions]) -> dict:
+    return generate_target(*args)
+
+
+def finished_specs(directory: str | Path, specs: Sequence[TargetSpec]) -> set[TargetSpec]:
+    """The specs whose target is stored (each file is read: a damaged one raises, it is never skipped)."""
+    done = set()
+    for spec in specs:
+        path = target_path(directory, spec)
+        if path.exists():
+            load_target(path)
+            done.add(spec)
+    return done
+
+
+def generate_targets(directory: str | Path, specs: Sequence[TargetSpec], options: TargetOptions, *,
+                     address: str | None = None, num_cpus: int = DEFAULT_NUM_CPUS, progress: bool = True,
+                     task: Callable[[tuple[TargetSpec, TargetOptions]], dict] = _generate) -> dict:
+    """Generate (or resume) every target of ``specs`` into ``directory``; returns counts. Raises
+    :class:`TargetGenerationError` listing the failed specs when any failed (the others are saved)."""
+    specs = list(dict.fromkeys(specs))
+    check_manifest(directory, options, specs)
+    done = finished_specs(directory, specs)
+    todo = [s for s in specs if s not in done]
+    log.info("targets: %d of %d already in %s, %d to generate", len(done), len(specs), directory, len(todo))
+    saved = []
+    failures = []
+    if todo:
+        failures = run_tasks(task, [(s, options) for s in todo], lambda item, target: saved.append(
+            save_target(directory, target)), address=address, num_cpus=num_cpus, progress=progress,
+            description="targets", total=len(specs), done=len(done))
+    if failures:
+        listed = "; ".join(f"{spec.key}: {error}" for (spec, _), error in failures[:5])
+        raise TargetGenerationError(f"{len(failures)} of {len(todo)} targets failed ({listed}"
+                                    f"{'; ...' if len(failures) > 5 else ''}); the {len(done) + len(saved)} "
+                                    f"finished are saved in {directory}. Rerun the same command to generate only "
+                                    "the missing ones")
+    return {"total": len(specs), "resumed": len(done), "generated": len(saved)}
+
+
+__all__ = ["DEFAULT_NUM_CPUS", "TargetCheckpointError", "finished_specs", "generate_targets", "init_ray", "run_tasks"]

@@ -1,0 +1,258 @@
+"""Imitation of the search, then REINFORCE: the policy learns the splits the search finds (issue 22).
+
+The targets (``targets.py``) hold, per training case, the best legal placement
+known. The policy cannot express every placement: chain coarsening
+(``policy/coarsen.py``) puts a chain of nodes on one device, and the search
+often splits inside a chain (gpt2_decoder on ``paper``: the search's 1.417 ms
+needs split chains; the best chain-constant placement is 1.611 ms, and the
+per-chain majority of the search's placement is 2.51 ms, slower than the GPU
+alone). So what is imitated is :func:`expressible_target`: the fastest
+chain-constant placement found from the search's per-chain majority and from
+every single device by steepest descent over single chain moves. Imitation
+minimises the cross-entropy of that target's device of every
+active node (compute nodes that are not constant folding: the decision
+variables of ``cost_terms``) under the device distribution of the node's group:
+
+    L = - sum_n w_n log softmax(logits)[group(n), target(n)] / sum_n w_n
+
+with ``w_n`` 1 on active nodes, 0 elsewhere (anchors follow their neighbours in
+the legalizer; the target says nothing about them). This is Post's
+cross-entropy step with the search's placement as the single elite. The
+policy places whole groups, so a group that mixes target devices can only
+match its majority; the loss still moves the group embeddings (and through
+them the GCN) toward the split.
+
+Then REINFORCE on the simulator as in pretraining (``Trainer``, reward
+``-log(latency)``, legalised with the inference bound of 8 submodels), with one
+imitation step after every policy-gradient step so the policy-gradient noise
+does not wash the imitated splits out. ``imitation_steps=0`` is the ablation:
+REINFORCE alone, on the same tasks, from the same start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace_lab.training.env import SimEnv
+from ov_autoplace_lab.training.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
+from ov_autoplace_lab.training.trainer import TrainConfig, Trainer, make_policy, policy_inputs, torch_policy
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImitationConfig:
+    """Steps and rates of :func:`train_amortised`."""
+
+    imitation_steps: int = 3000
+    reinforce_steps: int = 600
+    tasks_per_step: int = 8
+    lr: float = 1e-3
+    reinforce_lr: float = 3e-4
+    samples: int = 16
+    split_weight: float = 3.0  # tasks whose target beats the best single device by >= 2 % are drawn 1 + this as often
+    seed: int = 0
+    threads: int = 1
+
+
+def active_mask(graph: GraphArrays) -> np.ndarray:
+    """bool [N]: the nodes whose device the search decides (compute, not constant folding)."""
+    from ov_autoplace.placement.legalizer import constant_subgraph_mask
+
+    return (np.asarray(graph.role) == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
+
+
+@dataclasses.dataclass
+class ImitationTask:
+    """One training case: its environment, the policy's inputs, the target device per node and the node weights."""
+
+    env: SimEnv
+    inputs: object
+    search_target: torch.Tensor  # int64 [N]: the search's best placement (targets.py)
+    weight: torch.Tensor  # float [N]
+    search_ms: float
+    best_single_ms: float = float("inf")
+    target: torch.Tensor | None = None  # int64 [N]: what is imitated (expressible_target), set with the inputs
+    target_ms: float = float("inf")
+
+    @property
+    def split_pays(self) -> bool:
+        return self.target_ms <= 0.98 * self.best_single_ms
+
+
+def imitation_loss(policy, task: ImitationTask) -> torch.Tensor:
+    """The weighted cross-entropy of the module docstring on one task."""
+    output = policy(task.inputs)
+    log_p = torch.log_softmax(output.logits, dim=-1)[output.node_group]  # [N, D]
+    picked = log_p.gather(1, task.target.unsqueeze(1)).squeeze(1)
+    return -(task.weight * picked).sum() / task.weight.sum().clamp(min=1.0)
+
+
+def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config) -> list[ImitationTask]:
+    """The imitation tasks of ``specs`` (their targets must exist in ``directory``)."""
+    tasks, sigma = [], _sigma(directory)
+    for spec, target in zip(specs, load_targets(directory, specs)):
+        graph, cost, support = case_cost(spec, sigma, load_graph(spec.graph))
+        if list(cost.devices) != list(target["devices"]):
+            raise ValueError(f"{spec.key}: the target was searched on {target['devices']}, the case now has "
+                             f"{list(cost.devices)}; regenerate the targets")
+        env = SimEnv(graph, cost, name=spec.key, support=support, max_submodels=MAX_SUBMODELS)
+        weight = torch.as_tensor(active_mask(graph), dtype=torch.float32)
+        tasks.append(ImitationTask(env, None, torch.as_tensor(target["placement"]), weight,
+                                   float(target["latency_ms"]), float(target["best_single_ms"])))
+    for t in tasks:
+        set_inputs(t, policy_config)
+    return tasks
+
+
+def set_inputs(task: ImitationTask, policy_config) -> None:
+    """The policy's inputs on ``task`` and the target it can express under that coarsening."""
+    task.inputs = policy_inputs(policy_config, task.env)
+    coarse = task.inputs.node_coarse.cpu().numpy()
+    row, ms = expressible_target(task.env, coarse, task.search_target.numpy(), task.weight.numpy() > 0)
+    task.target, task.target_ms = torch.as_tensor(row), ms
+
+
+def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray, active: np.ndarray,
+                       rounds: int = 40) -> tuple[np.ndarray, float]:
+    """The fastest placement with one device per coarse node (what the policy can place: a chain is never
+    split) found from the search target's per-chain majority and from every single device, then improved by
+    steepest descent over single chain moves (simulated; the legalizer's anchors placed by the batched twin,
+    memory enforced). Imitating the search's placement itself would teach, for a chain the search split, a
+    majority that can be slower than any single device."""
+    num_devices, num_coarse = len(env.devices), int(node_coarse.max()) + 1
+
+    def price(coarse_rows: np.ndarray) -> np.ndarray:
+        rows = env.fixer(coarse_rows[:, node_coarse])
+        ms = np.asarray(env.simulator(rows), np.float64)
+        return np.where(np.asarray(env.simulator.memory_ok(rows), bool), ms, np.inf)
+
+    counts = np.zeros((num_coarse, num_devices))
+    np.add.at(counts, (node_coarse[active], target[active]), 1.0)
+    starts = np.stack([counts.argmax(1)] + [np.full(num_coarse, d) for d in range(num_devices)])
+    ms = price(starts)
+    best = int(np.argmin(ms))
+    current, current_ms = starts[best].copy(), float(ms[best])
+    for _ in range(rounds):
+        moves = [(c, d) for c in range(num_coarse) for d in range(num_devices) if d != current[c]]
+        batch = np.repeat(current[None], len(moves), axis=0)
+        for i, (c, d) in enumerate(moves):
+            batch[i, c] = d
+        ms = price(batch)
+        j = int(np.argmin(ms))
+        if not ms[j] < current_ms * (1 - 1e-6):
+            break
+        current, current_ms = batch[j], float(ms[j])
+    return current[node_coarse], current_ms
+
+
+def _sigma(directory: str | Path) -> float:
+    import json
+
+    return float(json.loads((Path(directory) / "manifest.json").read_text())["options"]["sigma"])
+
+
+def _start_policy(init: str, config: ImitationConfig, envs):
+    if init == "scratch":
+        from ov_autoplace_lab.training.pretrain import PRETRAIN_POLICY
+
+        return make_policy(TrainConfig(seed=config.seed, calibrate_fraction=0.1), envs, PRETRAIN_POLICY)
+    if init == "pretrained":
+        from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+
+        return torch_policy(PRETRAINED_POLICY)
+    return torch_policy(Path(init))
+
+
+def task_weights(tasks: list[ImitationTask], split_weight: float) -> np.ndarray:
+    """How often each task is drawn: 1, or ``1 + split_weight`` where the target is a split that pays."""
+    return np.array([1.0 + split_weight * t.split_pays for t in tasks])
+
+
+def imitate(policy, tasks: list[ImitationTask], steps: int, optimizer, rng: np.random.Generator,
+            tasks_per_step: int, progress: bool = True, weights: np.ndarray | None = None) -> list[float]:
+    """``steps`` cross-entropy updates on random batches of ``tasks``; returns the loss per step."""
+    from tqdm import tqdm
+
+    losses = []
+    with tqdm(total=steps, disable=not progress, desc="imitation", unit="step") as bar:
+        for _ in range(steps):
+            losses.append(imitation_step(policy, tasks, optimizer, rng, tasks_per_step, weights))
+            bar.update(1)
+            if len(losses) % 25 == 0:
+                bar.set_postfix(loss=f"{np.mean(losses[-25:]):.4f}")
+    return losses
+
+
+def imitation_step(policy, tasks, optimizer, rng, tasks_per_step: int, weights: np.ndarray | None = None) -> float:
+    p = None if weights is None else weights / weights.sum()
+    batch = rng.choice(len(tasks), size=min(tasks_per_step, len(tasks)), replace=False, p=p)
+    optimizer.zero_grad()
+    total = 0.0
+    for i in batch:
+        loss = imitation_loss(policy, tasks[int(i)]) / len(batch)
+        loss.backward()
+        total += float(loss.detach())
+    torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+    optimizer.step()
+    return total
+
+
+def train_amortised(directory: str | Path, output: str | Path, config: ImitationConfig = ImitationConfig(), *,
+                    init: str = "pretrained", specs: list[TargetSpec] | None = None,
+                    log_path: str | Path | None = None, progress: bool = True) -> Path:
+    """Imitation on the training targets of ``directory``, then REINFORCE; exports the policy to ``output``."""
+    from ov_autoplace_lab.training.splits import is_held_out, training_specs
+
+    started = time.perf_counter()
+    torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    specs = [s for s in (specs if specs is not None else training_specs()) if not is_held_out(s)]
+    probe = _start_policy(init if init != "scratch" else "pretrained", config, [])
+    tasks = build_tasks(directory, specs, probe.config)
+    policy = _start_policy(init, config, [t.env for t in tasks]) if init == "scratch" else probe
+    if init == "scratch":
+        for t in tasks:
+            set_inputs(t, policy.config)
+    built = time.perf_counter() - started
+    rng = np.random.default_rng(config.seed)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
+    weights = task_weights(tasks, config.split_weight)
+    losses = imitate(policy, tasks, config.imitation_steps, optimizer, rng, config.tasks_per_step, progress, weights)
+    imitated = time.perf_counter() - started
+    rl_config = TrainConfig(mode="reinforce", steps=config.reinforce_steps, samples=config.samples,
+                            lr=config.reinforce_lr, entropy_weight=0.02, logit_penalty=0.001,
+                            single_device_samples=True, tasks_per_step=4, grad_clip=1.0, seed=config.seed,
+                            threads=config.threads)
+    trainer = Trainer(policy, [t.env for t in tasks], rl_config, log_path=log_path, progress=progress,
+                      weights=list(weights))
+    from tqdm import tqdm
+
+    with tqdm(total=config.reinforce_steps, disable=not progress, desc="reinforce", unit="step") as bar:
+        for _ in range(config.reinforce_steps):
+            trainer.step()
+            if config.imitation_steps:  # keep the imitated splits (see the module docstring)
+                losses.append(imitation_step(policy, tasks, trainer.optimizer, rng, config.tasks_per_step, weights))
+            bar.update(1)
+    meta = {"recipe": "ov_autoplace_lab.training.amortise (issue 22)", "init": init,
+            "imitation": dataclasses.asdict(config), "targets_dir": str(directory), "num_tasks": len(tasks),
+            "split_tasks": int(sum(t.split_pays for t in tasks)),
+            "expressible_over_search": round(float(np.median([t.target_ms / t.search_ms for t in tasks])), 4),
+            "imitation_loss_first_last": [round(float(np.mean(losses[:25])), 4) if losses else None,
+                                          round(float(np.mean(losses[-25:])), 4) if losses else None],
+            "seconds": {"build": round(built, 1), "imitation": round(imitated - built, 1),
+                        "reinforce": round(time.perf_counter() - started - imitated, 1)}}
+    log.info("trained on %d tasks: %s", len(tasks), meta["seconds"])
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    return trainer.export(output, metadata=meta)
+
+
+__all__ = ["ImitationConfig", "ImitationTask", "active_mask", "build_tasks", "imitate", "imitation_loss",
+           "imitation_step", "task_weights", "train_amortised"]

@@ -1,0 +1,44 @@
+"""The fixed training / held-out split of the amortised policy (``amortise.py``), apart from its command line.
+
+Targets on a held-out architecture or platform (any variant of it) are generated as references but never
+trained on. A module of its own so that ``imitation`` and ``heldout`` read the split without importing the CLI.
+"""
+
+from __future__ import annotations
+
+from ov_autoplace_lab.training.targets import TargetSpec, task_specs
+
+#: Zoo architectures never trained on (leave-architecture-out): a speech transformer with a conv front end and a
+#: densely connected CNN; both have split rows in the headroom table.
+HELD_OUT_ARCHITECTURES = ("wav2vec2_speech", "densenet121")
+#: Suite platforms never trained on, in any variant (leave-platform-out).
+HELD_OUT_PLATFORMS = ("small_memory",)
+SUITE_PLATFORMS = ("paper", "laptop", "npu_cpu", "small_memory", "cpu_igpu")
+
+
+def zoo_models() -> tuple[str, ...]:
+    from ov_autoplace_lab import models as zoo
+
+    return tuple(zoo.ALL_MODELS)
+
+
+def training_specs(zoo_variants: int = 8, family_count: int = 30, family_variants: int = 2) -> list[TargetSpec]:
+    """The training cases: the zoo minus the held-out architectures and the random DAG family, on the suite
+    platforms minus the held-out ones, as fitted and in perturbed variants."""
+    platforms = [p for p in SUITE_PLATFORMS if p not in HELD_OUT_PLATFORMS]
+    zoo = [f"zoo:{m}" for m in zoo_models() if m not in HELD_OUT_ARCHITECTURES]
+    family = [f"family:{s}" for s in range(family_count)]
+    return task_specs(zoo, platforms, zoo_variants) + task_specs(family, platforms, family_variants)
+
+
+def evaluation_specs() -> list[TargetSpec]:
+    """Every zoo model on every suite platform as fitted: the rows of the headroom table."""
+    return task_specs([f"zoo:{m}" for m in zoo_models()], list(SUITE_PLATFORMS), 0)
+
+
+def is_held_out(spec: TargetSpec) -> bool:
+    return spec.model in HELD_OUT_ARCHITECTURES or spec.platform in HELD_OUT_PLATFORMS
+
+
+__all__ = ["HELD_OUT_ARCHITECTURES", "HELD_OUT_PLATFORMS", "SUITE_PLATFORMS", "evaluation_specs", "is_held_out",
+           "training_specs", "zoo_models"]

@@ -1,0 +1,308 @@
+"""Imitation targets: the best placement known of one graph on one platform, found by search (issue 22).
+
+A :class:`TargetSpec` names a graph (``zoo:<model>`` or ``family:<seed>``), a
+suite platform (``costmodel/suite.py``: the calibrated ``paper``/``laptop``
+and the split settings ``npu_cpu``/``small_memory``/``cpu_igpu``) and a
+variant: ``-1`` is the platform as fitted; ``k >= 0`` is a perturbed variant
+(:func:`variant_platform`): every device's compute cost scaled per op category
+by a log-normal factor with the sigma of the held-out calibration error (the
+same error model as ``bench.truth``, but drawn from a separate seed stream, so
+training never sees the truth draws of the benchmark), on 3-device platforms a
+device dropped with probability 0.3, and the device order shuffled.
+
+:func:`generate_target` runs, on that case, exactly what inference runs
+around a proposal: the simulated op support, ``legalize()`` with the submodel
+bound of ``compile_model`` (8, raised where the support forces more) and the
+simulator's memory check. Its candidates are the cost-model local search
+(``costmodel/local_search.py``) from every feasible single device, from
+HETERO's own affinity and from the policy's one pass (``TargetOptions.policy``),
+plus the MILP when ``milp_seconds > 0``. The fastest feasible legal placement
+is the target. Everything is simulated; nothing is compiled.
+
+Targets are stored one ``.npz`` per spec (:func:`save_target`, written
+atomically) so a run that stops resumes with what is finished; a file that
+cannot be read raises :class:`TargetCheckpointError` naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+import re
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ov_autoplace.errors import OVAutoplaceError
+from ov_autoplace.graph.arrays import GraphArrays
+
+#: Seed stream of the perturbed training variants (the benchmark's truth draws use ``TruthSpec.seed``, 0 by default,
+#: under another key: ``truth.category_factors`` seeds with ``[seed, draw, crc32(device)]``).
+VARIANT_STREAM = 22_000
+#: Fallback sigma of the perturbations when the held-out calibration error cannot be computed.
+DEFAULT_SIGMA = 0.46
+#: The legalizer's bound at inference (``compile_model``'s default), as ``bench.methods.MAX_SUBMODELS``.
+MAX_SUBMODELS = 8
+
+
+class TargetCheckpointError(OVAutoplaceError, ValueError):
+    """A stored target (or the run's manifest) is unreadable or belongs to another run."""
+
+
+class TargetGenerationError(OVAutoplaceError, RuntimeError):
+    """Target generation could not finish every target (the Ray cluster, a worker, a failed search)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetSpec:
+    """One (graph, platform, variant) case. ``variant`` -1: the suite platform as fitted."""
+
+    graph: str
+    platform: str
+    variant: int = -1
+
+    @property
+    def key(self) -> str:
+        tail = "" if self.variant < 0 else f"~{self.variant}"
+        return re.sub(r"[^A-Za-z0-9_.@~+-]", "_", f"{self.graph}@{self.platform}{tail}")
+
+    @property
+    def model(self) -> str:
+        """The graph's name without its source prefix (the architecture, for leave-architecture-out)."""
+        return self.graph.split(":", 1)[1] if ":" in self.graph else self.graph
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetOptions:
+    """How a target is searched. ``policy``: an exported policy whose one pass is one more start (None: none)."""
+
+    sigma: float = DEFAULT_SIGMA
+    max_evaluations: int = 6000
+    local_search_seconds: float = 30.0
+    milp_seconds: float = 0.0
+    policy: str | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------------------------------------------- the case
+@functools.lru_cache(maxsize=64)
+def load_graph(name: str) -> GraphArrays:
+    """The prepared graph of ``zoo:<model>`` or ``family:<seed>`` (cached per process: Ray reuses workers)."""
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+
+    source, _, rest = name.partition(":")
+    if source == "zoo":
+        from ov_autoplace_lab import models as zoo
+
+        return extract_graph(prepare_model(zoo.load(rest)))
+    if source == "family":
+        from ov_autoplace_lab.training.graph_family import build
+
+        return extract_graph(prepare_model(build(int(rest))))
+    raise ValueError(f"graph {name!r}: expected 'zoo:<model>' or 'family:<seed>'")
+
+
+@functools.lru_cache(maxsize=1)
+def _suite():
+    from ov_autoplace.costmodel.suite import load_suite
+
+    return load_suite()
+
+
+def variant_platform(spec: TargetSpec, sigma: float):
+    """(SuitePlatform, per-category factors [D, categories] or None) of ``spec`` (see the module docstring)."""
+    from ov_autoplace.costmodel.platforms import CATEGORIES
+
+    suite = _suite()
+    if spec.platform not in suite:
+        raise ValueError(f"{spec.key}: unknown suite platform {spec.platform!r}; the suite has {sorted(suite)}")
+    platform = suite[spec.platform]
+    if spec.variant < 0:
+        return platform, None
+    rng = np.random.default_rng([VARIANT_STREAM, spec.variant, zlib.crc32(spec.platform.encode())])
+    names = list(platform.device_names)
+    if len(names) > 2 and rng.random() < 0.3:
+        names.pop(int(rng.integers(len(names))))
+    names = [names[i] for i in rng.permutation(len(names))]
+    factors = np.exp(sigma * rng.standard_normal((len(names), len(CATEGORIES))))
+    return platform.subset(tuple(names)), factors
+
+
+def case_cost(spec: TargetSpec, sigma: float, graph: GraphArrays | None = None):
+    """(graph, CostModel, support [N, D]) of ``spec``: the simulated case the target is searched on."""
+    from ov_autoplace_lab.bench.truth import perturbed_cost
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+
+    graph = graph if graph is not None else load_graph(spec.graph)
+    platform, factors = variant_platform(spec, sigma)
+    cost = platform.cost_model(graph)
+    if factors is not None:
+        cost = perturbed_cost(cost, graph, factors)
+    return graph, cost, simulated_support(cost, graph)
+
+
+# ---------------------------------------------------------------------------------------------------- the search
+def _legal_row(graph, proposal, devices, support) -> np.ndarray:
+    from ov_autoplace.placement.legalizer import legalize
+
+    placement = legalize(graph, np.asarray(proposal, np.int64), devices, support, max_submodels=MAX_SUBMODELS,
+                         strategy="target")
+    return np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+
+
+def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
+    """Search the best placement known of ``spec`` (see the module docstring); returns the target as a dict."""
+    from ov_autoplace_lab.bench.headroom import plain_call_placement
+    from ov_autoplace_lab.bench.methods import Case
+    from ov_autoplace.costmodel.local_search import LocalSearchRefiner
+    from ov_autoplace.costmodel.simulator import Simulator
+
+    started = time.perf_counter()
+    graph, cost, support = case_cost(spec, options.sigma)
+    devices = tuple(cost.devices)
+    simulator = Simulator(cost, graph)
+
+    def latency(row: np.ndarray) -> float:
+        ms = float(simulator(row))
+        return ms if math.isfinite(ms) and bool(simulator.memory_ok(row)) else math.inf
+
+    starts = {f"single:{d}": np.full(graph.num_nodes, k, np.int64) for k, d in enumerate(devices)}
+    starts["plain_call"] = plain_call_placement(Case(spec.key, graph, devices, support, cost, True))
+    if options.policy:
+        from ov_autoplace.policy.strategy import HSDAGStrategy
+        from ov_autoplace.strategies.base import PlacementContext
+
+        context = PlacementContext(graph=graph, devices=devices, support=support)
+        starts["policy"] = HSDAGStrategy(options.policy, cost).propose(context)
+    refiner = LocalSearchRefiner(cost, graph, support, max_submodels=MAX_SUBMODELS,
+                                 max_evaluations=options.max_evaluations, max_seconds=options.local_search_seconds)
+    candidates: dict[str, float] = {}
+    rows: dict[str, np.ndarray] = {}
+    priced = 0
+    for name, start in starts.items():
+        legal = _legal_row(graph, start, devices, support)
+        rows[name], candidates[name] = legal, latency(legal)
+        result = refiner.refine(start)
+        priced += result.evaluations
+        refined = _legal_row(graph, result.proposal, devices, support)
+        rows[f"{name}+ls"], candidates[f"{name}+ls"] = refined, latency(refined)
+    milp_proven = False
+    if options.milp_seconds > 0:
+        from ov_autoplace.strategies import OptimumStrategy
+        from ov_autoplace.strategies.base import PlacementContext
+
+        strategy = OptimumStrategy(cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=options.milp_seconds)
+        try:
+            proposal = strategy.propose(PlacementContext(graph=graph, devices=devices, support=support))
+            rows["milp"] = _legal_row(graph, proposal, devices, support)
+            candidates["milp"] = latency(rows["milp"])
+            milp_proven = bool(strategy.last_result is not None and strategy.last_result.optimal)
+        except Exception as exc:  # noqa: BLE001 - the MILP is one candidate among several
+            candidates["milp"] = math.inf
+            candidates[f"milp failed: {type(exc).__name__}"] = math.inf
+    best = min(candidates, key=candidates.get)
+    if not math.isfinite(candidates[best]):
+        raise TargetGenerationError(f"{spec.key}: no candidate placement can run (every one is infinite or "
+                                    f"overflows a device's memory): {candidates}")
+    # best_single_ms: the fastest single-device start *after* legalize (nodes a device cannot run fall back as in
+    # HETERO); raw_single_ms: the whole model on one device, inf where it cannot run it (the headroom table's)
+    singles = [candidates[f"single:{d}"] for d in devices]
+    raw = [latency(np.full(graph.num_nodes, k, np.int64)) for k in range(len(devices))]
+    return {"spec": dataclasses.asdict(spec), "key": spec.key, "devices": list(devices), "placement": rows[best],
+            "latency_ms": candidates[best], "source": best, "best_single_ms": float(min(singles)),
+            "raw_single_ms": [v if math.isfinite(v) else None for v in raw],
+            "candidates": {k: (v if math.isfinite(v) else None) for k, v in candidates.items()},
+            "milp_proven": milp_proven, "priced": priced, "nodes": graph.num_nodes,
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+# ---------------------------------------------------------------------------------------------------- storage
+def target_path(directory: str | Path, spec: TargetSpec) -> Path:
+    return Path(directory) / "targets" / f"{spec.key}.npz"
+
+
+def save_target(directory: str | Path, target: dict) -> Path:
+    """Write ``target`` atomically (a temporary file renamed over the final name)."""
+    spec = TargetSpec(**target["spec"])
+    path = target_path(directory, spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {k: v for k, v in target.items() if k != "placement"}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, placement=np.asarray(target["placement"], np.int64), meta=np.array(json.dumps(meta)))
+    os.replace(tmp, path)
+    return path
+
+
+def load_target(path: str | Path) -> dict:
+    """A stored target, or :class:`TargetCheckpointError` naming the file and the fix."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            placement = np.asarray(data["placement"], np.int64)
+            meta = json.loads(str(data["meta"]))
+        if placement.ndim != 1 or len(placement) != meta["nodes"] or placement.min(initial=0) < 0 \
+                or placement.max(initial=0) >= len(meta["devices"]):
+            raise ValueError(f"placement of shape {placement.shape} does not fit {meta['nodes']} nodes on "
+                             f"{len(meta['devices'])} devices")
+    except Exception as exc:  # noqa: BLE001 - every way a file can be damaged ends in the same message
+        raise TargetCheckpointError(f"target file {path} is damaged ({type(exc).__name__}: {exc}); expected an .npz "
+                                    "written by save_target with 'placement' and 'meta'. Delete it and rerun the "
+                                    "same command: only the missing targets are generated again") from exc
+    return {**meta, "placement": placement}
+
+
+def check_manifest(directory: str | Path, options: TargetOptions, specs: list[TargetSpec]) -> None:
+    """Write the run's manifest, or check that the one there was written with the same options (a resumed run
+    must not mix targets searched differently)."""
+    path = Path(directory) / "manifest.json"
+    wanted = {"options": options.to_dict()}
+    if path.exists():
+        try:
+            found = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise TargetCheckpointError(f"{path} is damaged ({exc}); delete the directory or the file to start "
+                                        "a new run") from exc
+        if found.get("options") != wanted["options"]:
+            raise TargetCheckpointError(f"{path} was written with options {found.get('options')}, this run asks "
+                                        f"for {wanted['options']}; use another --targets directory or the same "
+                                        "options")
+        known = {tuple(s) for s in found.get("specs", [])}
+    else:
+        known = set()
+    known |= {(s.graph, s.platform, s.variant) for s in specs}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**wanted, "specs": sorted(known)}, indent=1) + "\n")
+
+
+def load_targets(directory: str | Path, specs: list[TargetSpec] | None = None) -> list[dict]:
+    """Every stored target of ``directory`` (or of ``specs``: then each must exist)."""
+    if specs is None:
+        paths = sorted((Path(directory) / "targets").glob("*.npz"))
+    else:
+        paths = [target_path(directory, s) for s in specs]
+        missing = [p.name for p in paths if not p.exists()]
+        if missing:
+            raise TargetCheckpointError(f"{len(missing)} targets missing in {directory} (e.g. {missing[:3]}); "
+                                        "run the target generation first")
+    return [load_target(p) for p in paths]
+
+
+# ---------------------------------------------------------------------------------------------------- task sets
+def task_specs(graphs: list[str], platforms: list[str], variants: int, *, variant_offset: int = 0) -> list[TargetSpec]:
+    """Every graph on every platform as fitted and in ``variants`` perturbed variants."""
+    return [TargetSpec(g, p, v) for p in platforms for v in [-1, *range(variant_offset, variant_offset + variants)]
+            for g in graphs]
+
+
+__all__ = ["DEFAULT_SIGMA", "MAX_SUBMODELS", "TargetCheckpointError", "TargetGenerationError", "TargetOptions",
+           "TargetSpec", "case_cost", "check_manifest", "generate_target", "load_graph", "load_target", "load_targets",
+           "save_target", "target_path", "task_specs", "variant_platform"]

@@ -1,0 +1,124 @@
+"""The timeline of one inference: submodels as bars on their device's row, transfers as arrows between them.
+
+HETERO runs submodels one after another (``CostModel``'s execution model), so
+the bars follow each other on one time axis; a transfer into a submodel is
+drawn just before it on the "transfers" row, with an arrow from the producing
+submodel's bar, labelled with its bytes and time.
+
+Two sources, always labelled:
+
+* **simulated** (:func:`simulated_timeline`): every number from the simulator
+  on a CostModel (per-node compute with the fusion rules, submodel overhead,
+  link costs). The bars and transfers add up to ``Simulator``'s prediction.
+* **measured** (:func:`ov_autoplace_lab.viz.measured.measured_timeline`): each
+  bar is the sum of HETERO's ``PERF_COUNT`` times of that submodel's runtime
+  nodes; the total is the measured end-to-end median. Transfers are not in
+  ``PERF_COUNT``: their times come from the cost model's link calibration
+  (itself measured on the devices) and say so; what is left of the end-to-end
+  time is drawn as "other" (submodel switches, scheduling).
+"""
+
+from __future__ import annotations
+import dataclasses
+import numpy as np
+from ov_autoplace_lab.viz.scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, short_ops, wrap_text
+
+from ov_autoplace.costmodel.placement_timeline import (  # noqa: F401 - the model part, re-read here by the pictures
+    SubmodelBar, Timeline, TransferArrow, lay_out, simulated_timeline)
+
+
+# ---- drawing -----------------------------------------------------------------------------------------
+_LABEL_W, _ROW_H, _BAR_H, _AXIS_H = 96, 34, 22, 26
+
+
+def _ms_fmt(ms: float) -> str:
+    if ms >= 10:
+        return f"{ms:.1f} ms"
+    return f"{ms:.2f} ms" if ms >= 0.1 else f"{ms:.3f} ms"
+
+
+def _bytes_fmt(n: float) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+
+
+def draw_timeline(timeline: Timeline, *, width: float = 1100.0) -> Scene:
+    """The Gantt chart: one row per device, a transfers row, a time axis, and a heading with the source."""
+    rows = list(timeline.devices) + ["transfers"]
+    source = wrap_text(f"source: {timeline.source}", width, 10.5, max_lines=2)
+    top = 26 + 14 * len(source)
+    height = top + len(rows) * _ROW_H + _AXIS_H + 30
+    scene = Scene(width, height)
+    kind = "MEASURED" if timeline.measured else "SIMULATED"
+    scene.add(Text(0, 14, f"Timeline of one inference ({kind}): {len(timeline.bars)} submodel(s) run one after "
+                          f"another, total {_ms_fmt(timeline.total_ms)}; transfers {_ms_fmt(timeline.transfer_ms)} "
+                          f"= {100 * timeline.transfer_share:.1f} % of the time", size=13, bold=True))
+    for k, line in enumerate(source):
+        scene.add(Text(0, 30 + 14 * k, line, size=10.5, colour="#555"))
+    bars_end = max((b.start_ms + b.ms for b in timeline.bars), default=0.0)
+    span = max(timeline.total_ms, bars_end, 1e-9)  # PERF_COUNT sums can exceed a loaded machine's median
+    plot_w = width - _LABEL_W - 10
+    x_of = lambda ms: _LABEL_W + plot_w * ms / span  # noqa: E731
+    row_y = {name: top + k * _ROW_H for k, name in enumerate(rows)}
+    for k, name in enumerate(rows):
+        y = row_y[name]
+        scene.add(Rect(_LABEL_W, y, plot_w, _ROW_H - 2, "#f4f4f4" if k % 2 == 0 else "#fafafa"))
+        colour = device_colour(k) if name != "transfers" else CUT_COLOUR
+        scene.add(Rect(4, y + 10, 10, 10, colour))
+        scene.add(Text(18, y + 20, name, size=11.5, bold=True))
+    for bar in timeline.bars:
+        d = timeline.devices.index(bar.device)
+        x0, x1, y = x_of(bar.start_ms), x_of(bar.start_ms + bar.ms), row_y[bar.device] + (_ROW_H - _BAR_H) / 2 - 1
+        what = f"{bar.label}" + (f" in {bar.scope}" if bar.scope else "")
+        hover = (f"submodel {bar.index} on {bar.device}: {_ms_fmt(bar.ms)} "
+                 f"({'PERF_COUNT' if timeline.measured else 'simulated'}), {bar.nodes} ops: {what}")
+        scene.add(Rect(x0, y, max(x1 - x0, 1.0), _BAR_H, device_colour(d), "white", hover, f"sub{bar.index}", 2))
+        caption = fit_text(f"#{bar.index} {_ms_fmt(bar.ms)} {short_ops(bar.label)}", x1 - x0 - 4, 10)
+        if caption:
+            scene.add(Text(x0 + 3, y + 15, caption, size=10, colour="white"))
+    ty = row_y["transfers"] + (_ROW_H - _BAR_H) / 2 - 1
+    bar_end = {b.index: (x_of(b.start_ms + b.ms), row_y[b.device] + _ROW_H / 2) for b in timeline.bars}
+    caption_end = -1e9
+    for t in timeline.transfers:
+        x0, x1 = x_of(t.start_ms), x_of(t.start_ms + t.ms)
+        hover = (f"{t.tensors} tensor(s) submodel {'input' if t.src < 0 else t.src} -> {t.dst}: "
+                 f"{_bytes_fmt(t.nbytes)}, {t.ms:.3f} ms")
+        scene.add(Rect(x0, ty, max(x1 - x0, 1.5), _BAR_H, CUT_COLOUR, "none", hover, f"tr{t.src}_{t.dst}", 1))
+        if t.src in bar_end:  # arrow from the producer's bar end down to the transfer, then to the consumer
+            sx, sy = bar_end[t.src]
+            scene.add(Line(sx, sy, x0 + 1, ty, CUT_COLOUR, 1.2, arrow=True, hover=hover))
+        dst = timeline.bars[t.dst]
+        scene.add(Line(x1, ty + _BAR_H / 2, x_of(dst.start_ms) + 1, row_y[dst.device] + _ROW_H / 2, CUT_COLOUR, 1.2,
+                       arrow=True, hover=hover))
+        caption = f"{_bytes_fmt(t.nbytes)}, {_ms_fmt(t.ms)}"
+        if x0 > caption_end + 6:  # captions that would overlap the previous one are left to the hover text
+            scene.add(Text(x0, ty + _BAR_H + 10, caption, size=9.5, colour=CUT_COLOUR))
+            caption_end = x0 + 0.58 * 9.5 * len(caption)
+    if timeline.other_ms > 0.005 * span:
+        x0 = x_of(timeline.total_ms - timeline.other_ms)
+        scene.add(Rect(x0, ty, x_of(timeline.total_ms) - x0, _BAR_H, "#bbbbbb", "none",
+                       f"other: {_ms_fmt(timeline.other_ms)} of the end-to-end time not in any bar or transfer "
+                       "(submodel switches, scheduling)", "other", 1))
+    axis_y = top + len(rows) * _ROW_H + 4
+    scene.add(Line(_LABEL_W, axis_y, _LABEL_W + plot_w, axis_y, "#444", 1))
+    step = _nice_step(span / 8)
+    tick = 0.0
+    while tick <= span + 1e-9:
+        x = x_of(tick)
+        scene.add(Line(x, axis_y, x, axis_y + 4, "#444", 1))
+        scene.add(Text(x, axis_y + 16, f"{tick:g}", size=9.5, anchor="middle"))
+        tick += step
+    scene.add(Text(_LABEL_W + plot_w, axis_y + 28, "time in one inference (ms)", size=10, anchor="end", colour="#555"))
+    return scene
+
+
+def _nice_step(raw: float) -> float:
+    if raw <= 0:
+        return 1.0
+    magnitude = 10 ** np.floor(np.log10(raw))
+    for m in (1, 2, 5, 10):
+        if raw <= m * magnitude:
+            return float(m * magnitude)
+    return float(10 * magnitude)
+
+
+__all__ = ["SubmodelBar", "Timeline", "TransferArrow", "draw_timeline", "lay_out", "simulated_timeline"]

@@ -1,0 +1,274 @@
+"""``ov-autoplace``: the command line, in benchmark_app's conventions.
+
+    ov-autoplace place -m model.xml                     # over this machine's devices (OpenVINO's default)
+    ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json] [-t 10 -hint latency]
+    ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
+    ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png .dot
+    ov-autoplace compare -m model.xml --testbed [--strategies hsdag,heft,random]
+    ov-autoplace strategies                             # every --strategy name, one line each
+    ov-autoplace profile -m model.xml --testbed
+    ov-autoplace bench [--quick]                        # the paper's Table 2, every method
+    ov-autoplace cache list | clear
+    ov-autoplace whatif -m bert_base --platform laptop  # which devices pay for a model (simulated)
+
+Every subcommand has its own ``--help``; flags benchmark_app has keep its spelling and meaning
+(``cli_args.py``, docs/cli.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+
+from ov_autoplace import api
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.devices.targets import target_devices
+from ov_autoplace.errors import OVAutoplaceError
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.shapes import resolve_shapes, static_clone
+from ov_autoplace.cli.args import _add_model_device_args, _config, _core_and_device, _placed_and_measured, add_device_args, \
+    add_run_args
+
+
+def cmd_place(args) -> int:
+    core, device = _core_and_device(args)
+    model, placement, place_s = _placed_and_measured(args, (core, device))
+    print(placement.summary())
+    if not args.no_measure:  # the same transfer numbers `show` draws
+        shapes = resolve_shapes(model, args.shape)  # a dynamic model is timed as placed: its static clone
+        print("  " + simulated_timeline_line(static_clone(model, shapes) if shapes else model, placement, core))
+    print(f"  placing took {place_s:.2f} s")
+    if args.output:
+        placement.save(args.output)
+        print(f"placement written to {args.output}")
+    if args.save_model:  # the IR with the placement in its rt_info (saved_model.py); ov.save_model keeps none
+        from ov_autoplace.compile.saved_model import save_model
+
+        stored = save_model(model, args.save_model, placement, core=core)  # verified first (saved_model.py)
+        verdict = (stored.verification or {}).get("decision", "not needed: the plain call's placement")
+        print(f"model with its placement written to {args.save_model} (verification: {verdict}; "
+              f"{stored.counts_per_device()})")
+    return 0
+
+
+def simulated_timeline_line(model, placement, core) -> str:
+    """The simulated timeline's one-line summary (submodels, transfer time and share) that ``show`` also prints."""
+    from ov_autoplace.costmodel.placement_timeline import simulated_timeline
+    from ov_autoplace.placement.placed_graph import analyze
+    from ov_autoplace.strategies.cost_based import measured_cost_model
+
+    graph, cost = measured_cost_model(model, placement.devices, core)
+    return simulated_timeline(analyze(graph, placement), cost).summary_line()
+
+
+def cmd_profile(args) -> int:
+    from collections import defaultdict
+
+    from ov_autoplace.costmodel.link_calibration import profile_links
+    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.costmodel.profiler import measure_model_profile
+    from ov_autoplace.costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
+
+    core, device = _core_and_device(args)
+    devices = target_devices(core, device, _config(args))
+    store = ProfileStore(args.profile_dir) if not args.no_store else None
+    model = api.load_model(args.model, core)
+    shapes = resolve_shapes(model, args.shape)
+    if shapes is not None:  # a dynamic model is profiled (and placed) at static shapes
+        model = static_clone(model, shapes)
+    if args.full:  # three compiles per device and a measured link calibration (minutes on big graphs)
+        links = profile_links(core, devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
+                              seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
+        profile = measure_model_profile(model, core, devices, iterations=args.niter or 20, store=store, links=links)
+    else:  # one compile and a few PERF_COUNT runs per device (costmodel/quick_profile.py)
+        from ov_autoplace.costmodel.quick_profile import quick_model_profile
+
+        # -niter asks for exactly that many profiled runs; without it a slow model stops at the time budget
+        profile = quick_model_profile(model, core, devices, iterations=args.niter or 6, store=store,
+                                      **({"budget_ms": None} if args.niter else {}))
+    cost = profile.cost_model
+    print(f"{Path(args.model).name} on {', '.join(devices)}: {cost.label}")
+    for report in profile.reports:
+        print(f"  {report.device}: end-to-end {report.e2e_ms:.2f} ms, per-op sum {report.profiled_sum_ms:.2f} ms "
+              f"(ratio {report.ratio:.2f}), unmapped {100 * report.unmapped_fraction:.1f} %, "
+              f"ops named {report.named_nodes}/{report.compute_nodes}, fused {report.fused_nodes}")
+    graph = extract_graph(prepare_model(model))
+    per_type: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(devices))
+    for i, op_type in enumerate(graph.op_types):
+        for d in range(len(devices)):
+            per_type[op_type][d] += float(cost.compute_ms[i, d])
+    total = [sum(v[d] for v in per_type.values()) for d in range(len(devices))]
+    print("  op type".ljust(30) + "".join(f"{d:>12}" for d in devices) + "   (ms per inference)")
+    for op_type, values in sorted(per_type.items(), key=lambda kv: -max(kv[1])):
+        if max(values) >= 0.01 * max(total):
+            print(f"  {op_type:<28}" + "".join(f"{v:12.3f}" for v in values))
+    print(f"  {'total':<28}" + "".join(f"{v:12.3f}" for v in total))
+    print(f"  profiler time {profile.profiler_seconds:.1f} s")
+    if args.output:
+        args.output.write_text(json.dumps(profile.to_dict()))
+        print(f"profile written to {args.output}")
+    return 0
+
+
+def cmd_cache(args) -> int:
+    from ov_autoplace.cache.root import UntrustedDirectoryError, cache_root, clear_cache, private_root
+
+    if args.action == "list":
+        from ov_autoplace.decision.background_worker import model_state
+        from ov_autoplace.model.loading import DAMAGED_FILE_ERRORS, PLACEMENT_ENTRY_MAX_BYTES, read_json_bounded
+
+        root = cache_root(args.cache_dir)
+        entries = PlacementCache(root).entries()
+        print(f"{len(entries)} placement(s) in {root / 'placements'}")
+        try:
+            private_root(root, create=False)
+        except UntrustedDirectoryError as exc:
+            print(f"  note: compile_model refuses this cache root ({exc}); fix: `chmod 700 {root}` if it is yours")
+        except OSError:
+            pass
+        for path in entries:
+            try:  # bounded and typed: a FIFO or a link to /dev/zero is named, never read
+                data = read_json_bounded(path, PLACEMENT_ENTRY_MAX_BYTES)
+                key, payload = data["key"], data["payload"]
+                print(f"  {path.name}  devices={','.join(key['devices'])}  strategy={payload.get('strategy')}  "
+                      f"nodes={len(payload['device_by_index'])}  submodels={payload.get('num_submodels')}\n"
+                      f"    state: {model_state(root, key, payload)}")
+            except DAMAGED_FILE_ERRORS as exc:
+                print(f"  {path.name}  (unreadable: {exc})")
+    else:  # everything ov_autoplace wrote: placements, profiles, opted-in blobs, worker files (cache_root.py)
+        print(clear_cache(args.cache_dir).summary())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ov-autoplace", description="Learned device placement for OpenVINO HETERO.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the library decides")
+    parser.add_argument("--version", action="version", version=version_line())
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    place = sub.add_parser("place", help="place a model and print the summary",
+                           description="Place every node of a model on a device, print nodes per device, "
+                                       "submodels and measured latency against every single device.")
+    _add_model_device_args(place)
+    place.add_argument("-o", "--output", type=Path, help="write the placement as JSON")
+    place.add_argument("--save-model", type=Path, metavar="IR.xml",
+                       help="write the model as an IR carrying this placement (rt_info ov_autoplace/placement, "
+                            "keyed by node identity: ov_autoplace.save_model)")
+    add_run_args(place)
+    place.add_argument("--no-measure", action="store_true", help="only place; do not compile and time")
+    place.set_defaults(func=cmd_place)
+
+    strategies = sub.add_parser("strategies", help="list every placement strategy, one line each",
+                                description="The registered placement strategies (ov_autoplace.strategies.registry, "
+                                            "plus the lab's where it is installed); each name works with --strategy "
+                                            "of place and show, and in compare.")
+    strategies.set_defaults(func=cmd_strategies)
+
+    profile = sub.add_parser("profile", help="measure per-op latency on each device (a measured cost model)",
+                             description="Profile a model on every listed device (PERF_COUNT per op, mapped back to "
+                                         "the model's ops; link and submodel costs from real splits), print per-op-type "
+                                         "times per device; reused from the profile store when nothing changed.")
+    profile.add_argument("-m", "--model", required=True, help="model file OpenVINO can read")
+    add_device_args(profile, properties=False)
+    profile.add_argument("-niter", "--niter", type=int, default=None,
+                         help="profiled inferences per device (default 6 quick, 20 with --full)")
+    profile.add_argument("--full", action="store_true",
+                         help="the full profiler: fused ops compiled alone and measured links (slower)")
+    profile.add_argument("-shape", "--shape", default=None, metavar="SHAPES",
+                         help="static shapes to profile a dynamic model at, as for `place --shape`")
+    profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
+    profile.add_argument("--profile-dir", type=Path, default=None,
+                         help="profile store (default $OV_AUTOPLACE_PROFILE_DIR or ~/.cache/ov_autoplace/profiles)")
+    profile.add_argument("--no-store", action="store_true", help="always measure; do not read or write the store")
+    profile.set_defaults(func=cmd_profile)
+
+    for add_parser in lab_commands().values():  # show, compare, whatif, bench, train: where the lab is installed
+        add_parser(sub)
+
+    cache = sub.add_parser("cache", help="list cached placements, or clear everything ov_autoplace wrote",
+                           description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")
+    cache.add_argument("action", choices=["list", "clear"])
+    cache.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default: the user cache)")
+    cache.set_defaults(func=cmd_cache)
+    return parser
+
+
+def version_line() -> str:
+    import openvino as ov
+
+    from ov_autoplace._version import __version__
+
+    return f"ov-autoplace {__version__} (OpenVINO {ov.get_version()})"
+
+
+def cmd_strategies(args) -> int:
+    from ov_autoplace.strategies.registry import strategy_listing
+
+    print(strategy_listing())
+    return 0
+
+
+#: Where other installed distributions add commands: each entry point is a function ``add_parser(subparsers)``;
+#: one with a ``run_raw(argv)`` attribute gets every argument after its name unparsed (``train``).
+COMMAND_ENTRY_POINTS = "ov_autoplace.commands"
+#: The lab's commands, known here only so that asking for one without the lab says what to install.
+LAB_COMMANDS = ("show", "compare", "whatif", "bench", "train")
+
+
+def lab_commands() -> dict:
+    """``{name: add_parser}`` of the commands installed distributions register (the lab's)."""
+    from importlib.metadata import entry_points
+
+    runtime = {"place", "profile", "cache", "strategies"}
+    return {p.name: p.load() for p in entry_points(group=COMMAND_ENTRY_POINTS) if p.name not in runtime}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in LAB_COMMANDS:
+        commands = lab_commands()
+        if argv[0] not in commands:
+            from ov_autoplace.strategies.registry import lab_missing
+
+            print(f"ov-autoplace: error: {lab_missing(f'`ov-autoplace {argv[0]}`')}", file=sys.stderr)
+            return 2
+        run_raw = getattr(commands[argv[0]], "run_raw", None)
+        if run_raw is not None:  # everything after `train` belongs to the trainer's own parser
+            return run_raw(argv[1:])
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        return args.func(args)
+    except (OVAutoplaceError, FileNotFoundError) as exc:  # LabNotInstalledError too: one line, exit 2
+        print(f"ov-autoplace: error: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:  # an optional dependency of this subcommand: name the extra, no traceback
+        return _missing_extra(args.command, exc)
+
+
+#: Optional dependency -> the extra that installs it (the runtime needs only openvino and numpy).
+EXTRA_OF = {"torch": "ov-autoplace-lab[train]", "scipy": "ov-autoplace-lab[train]", "tqdm": "ov-autoplace-lab[train]",
+            "matplotlib": "ov-autoplace-lab[pictures]", "torchvision": "ov-autoplace-lab[zoo]",
+            "transformers": "ov-autoplace-lab[zoo]"}
+
+
+def _missing_extra(command: str, exc: ImportError) -> int:
+    top = (exc.name or "").split(".")[0]
+    if top in EXTRA_OF:
+        print(f"ov-autoplace: error: `{command}` needs {top!r}, which is not installed; install it with "
+              f"pip install '{EXTRA_OF[top]}'", file=sys.stderr)
+    elif "ov-autoplace-lab[" in str(exc):  # our own message already names the extra
+        print(f"ov-autoplace: error: `{command}`: {exc}", file=sys.stderr)
+    else:
+        raise exc
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

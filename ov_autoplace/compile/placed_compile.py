@@ -1,0 +1,98 @@
+"""Compile a model with a given placement: the one step every caller shares.
+
+``api.compile_placement`` (validated, public), ``api.compile_model`` and the
+training environment (``policy/train/env.py``, which compiles hundreds of
+candidate placements) all end here, so the training package never imports the
+public API and the import graph stays one-way.
+
+A model with dynamic dimensions gets the placement carried over from its
+static clone (:func:`ov_autoplace.model.dynamic_placement.transfer_placement`) and stays
+dynamic. HETERO in OpenVINO 2026.4 compiles some dynamic splits it then
+cannot run (the first inference fails with "Can't set the input tensor ...
+(shape=(0.0.0.0))": a submodel is handed an empty tensor by the one before
+it; seen with 8-24 submodels of a transformer block), so a dynamic split is
+run once at the placement shapes before it is returned, and a failure raises
+:class:`~ov_autoplace.errors.DynamicSplitError` naming the split and the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import openvino as ov
+
+from ov_autoplace.model.dynamic_placement import transfer_placement
+from ov_autoplace.errors import DynamicSplitError, ShapeError
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.legality_check import ensure_legal
+from ov_autoplace.placement.legalizer import query_support
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.shapes import PlacementShapes, input_name, is_dynamic, resolve_shapes
+
+
+def _smoke_inputs(model: ov.Model, shapes: PlacementShapes) -> list[np.ndarray]:
+    """Inputs at the placement shapes: token-like 0/1 integers, standard-normal floats."""
+    rng = np.random.default_rng(0)
+    arrays = []
+    for port in model.inputs:
+        shape = shapes[input_name(port)]
+        dtype = port.get_element_type().to_dtype()
+        if np.issubdtype(dtype, np.floating):
+            arrays.append(rng.standard_normal(shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(0, 2, size=shape).astype(dtype))
+    return arrays
+
+
+def check_dynamic_split_runs(compiled: ov.CompiledModel, model: ov.Model, placement: Placement,
+                             shapes: PlacementShapes | None) -> None:
+    """Run a dynamic split once at ``shapes``; DynamicSplitError if HETERO cannot run it."""
+    if shapes is None:
+        return
+    try:
+        inputs = _smoke_inputs(model, shapes)
+    except (KeyError, TypeError, ValueError):
+        return  # inputs the smoke run cannot make (e.g. strings): the compile itself is all we can check
+    try:
+        compiled.create_infer_request().infer(inputs)
+    except Exception as exc:  # noqa: BLE001 - the runtime's message is what we report
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        reason = next((line for line in lines if "Can't" in line or "cannot" in line.lower()), lines[-1] if lines
+                      else type(exc).__name__)
+        raise DynamicSplitError(
+            f"HETERO compiled the dynamic model split into {placement.num_submodels} submodel(s) over "
+            f"{list(placement.devices)} ({placement.counts_per_device()}) but cannot run it with dynamic shapes: "
+            f"{reason}. Place for static shapes (reshape the model first) or use one device") from exc
+
+
+def compile_placed(core: ov.Core, model: ov.Model, placement: Placement, device_string: str,
+                   props: Mapping[str, Any] | None = None, *,
+                   shapes: PlacementShapes | None = None) -> ov.CompiledModel:
+    """Set ``placement``'s affinities on a prepared clone of ``model`` and compile it on ``device_string``.
+
+    ``shapes``: a dynamic model's placement shapes (default: the documented
+    default shapes), at which a split is run once before it is returned.
+    """
+    prepared = prepare_model(model)
+    dynamic = is_dynamic(model)
+    if dynamic:  # legalized on the dynamic model, with its device support
+        placement = transfer_placement(placement, prepared, core)
+    else:  # every placement that reaches a compile is legality-checked (re-legalized with a WARNING)
+        graph = extract_graph(prepared)
+        support = query_support(core, prepared, graph, placement.devices)
+        placement = ensure_legal(placement, graph, placement.devices, support, source="given")
+    placement.apply(prepared)
+    compiled = core.compile_model(prepared, device_string, dict(props or {}))
+    if dynamic and len(set(placement.assignment.values())) > 1:
+        if shapes is None:
+            try:
+                shapes = resolve_shapes(model, None)
+            except ShapeError:
+                shapes = None  # a dynamic rank: no default shape to run it at
+        check_dynamic_split_runs(compiled, model, placement, shapes)
+    return compiled
+
+
+__all__ = ["check_dynamic_split_runs", "compile_placed"]

@@ -1,0 +1,67 @@
+"""``compile_model`` of an IR that carries its placement (``save_model``): use it, without placing again.
+
+The hook ``api.compile_model`` calls on the default path (no strategy, no
+search budget) before deciding a placement of its own. It costs nothing for a
+model without the rt_info entry (one ``has_rt_info`` lookup). With one, and
+with the same device list, the stored placement is matched to the model by
+node identity (``portable_placement.py``), checked legal for these devices,
+and then held to the same rule as every other placement (``verification.py``):
+one that differs from the plain call's is compiled only if it carries intact
+measured evidence (read back under its own names, as written), otherwise it
+is a proposal and is verified now (measured against the plain call; the
+winner is compiled). Pins and dynamic models take the normal path.
+
+Kept out of ``api`` (which imports this module) so that it imports no ``api``:
+the verification step is passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+import openvino as ov
+
+from ov_autoplace.cache.root import blob_cache_props, cache_root
+from ov_autoplace.devices.call_forms import properties_for
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.legality_check import ensure_legal
+from ov_autoplace.placement.legalizer import query_support
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.placement.portable import RT_INFO_PATH, stored_placement
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of
+
+logger = logging.getLogger("ov_autoplace")
+
+
+def compile_stored(req: Any, verify: Callable[..., Placement], *, cache_dir=None,
+                   cache_blobs: bool = False) -> ov.CompiledModel | None:
+    """The model compiled with the placement its rt_info carries, or None when there is none to use.
+
+    ``req`` is ``api._Request``; ``verify(req, prepared, graph, placement, support)`` is ``api._verified``.
+    """
+    if req.pins or req.shapes is not None or not req.model.has_rt_info(RT_INFO_PATH):
+        return None
+    started = time.perf_counter()
+    prepared = prepare_model(req.placement_model)
+    graph = extract_graph(prepared)
+    placement = stored_placement(req.model, graph, req.devices)
+    if placement is None:
+        return None
+    support = query_support(req.core, prepared, graph, req.devices)
+    placement = ensure_legal(placement, graph, req.devices, support, max_submodels=req.max_submodels, source="stored")
+    if not evidence_intact(placement) and needs_verification(placement, graph, support):
+        placement = verify(req, prepared, graph, placement, support)  # a proposal: measured against the plain call
+    logger.info("placement source: the model's rt_info (%s) -> %s (%.0f ms to decide)", placement.strategy,
+                placement.counts_per_device(), 1e3 * (time.perf_counter() - started))
+    props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
+    device = single_device_of(placement)
+    if device is not None:  # one device: exactly the plain call on it, as the default path compiles it (first_start)
+        return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
+    placement.apply(prepared)
+    return req.core.compile_model(prepared, req.spec.hetero_string, props)
+
+
+__all__ = ["compile_stored"]

@@ -1,0 +1,1 @@
+"""Decision and verification: which placement ``compile_model`` uses without a strategy (first start, cache, stored profile, prior), the predicted-speed guard, the measured verification against the plain call, the background profiling worker."""

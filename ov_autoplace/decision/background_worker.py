@@ -1,0 +1,403 @@
+"""Background profiling and verification: the app runs now; a detached worker measures for the next start.
+
+``spawn_worker`` (called by ``compile_model`` after the app's model is
+compiled, with ``profile="background"`` or when a placement awaits its
+verification) gives the model its own private folder,
+``<root>/workers/<digest>/`` (0700; ``<digest>``: the first 32 hex digits of
+the placement-cache key's sha256), takes its ``lock`` (``O_EXCL``: never two
+workers for one key), writes a copy of the model and ``spec.json`` there in a
+thread (the app does not wait), and starts ``python -m ov_autoplace.decision.background_worker
+<cache root> <digest>`` in its own session.
+
+The worker takes no path from data: it recomputes its folder from the root and
+the digest, refuses a root or folder that is not private (``cache_root.py``),
+refuses a spec whose key does not hash to the digest (a foreign spec), reads
+the spec bounded (1 MiB), measures the model copy in its folder, and deletes
+only the files of its folder. It rebuilds the devices (a virtual device is
+registered again from its plugin) with the app's properties restored as
+OpenVINO *values* (``encode_property``: an ``ov.Type`` by its name, an enum by
+its name; their ``str()`` - ``"<Type: 'bfloat16'>"`` - set on a CPU plugin not
+yet loaded was accepted and left every property ``<unsupported>``), checks that
+it sees the same model structure and device properties as the app, profiles
+the model (or reuses a stored profile), places it with the HSDAG policy on the
+measured costs, verifies the placement by measurement against the plain call
+and the single devices (``verification.verify_placement``), and overwrites the
+cache entry the app reads on its next start, with the evidence.
+
+The folder, its lock and failure record are ``worker_files.py``; the
+property codec is ``property_values.py``.
+
+A worker that fails writes ``failure.json`` (count and reason) in its folder;
+the next start logs the reason once as a WARNING; after ``MAX_FAILURES`` the
+model is not tried again until ``ov-autoplace cache clear``. A verification
+that abstains (machine too noisy) counts as a failure with that reason: the
+plain call's placement stays. A lock whose process is gone is stale and taken
+over (and counted). ``model_state`` says where a model stands, for
+``ov-autoplace cache list``: pending, failed (reason), profiled, verified.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from ov_autoplace.cache.root import UntrustedDirectoryError, refusal_message, warn_once
+from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded,
+                           remove_refused, write_private_atomic)
+from ov_autoplace.devices.properties import decode_property, encode_property
+from ov_autoplace.decision.worker_files import (MAX_FAILURES, acquire_lock, holder_died, lock_pid, pid_alive, private_worker_dir,
+                           read_failure, record_failure, release_lock, report_failure, worker_digest, worker_files)
+
+logger = logging.getLogger("ov_autoplace")
+
+#: Properties the worker sets on its devices to match the app's (the profile key's properties).
+WORKER_PROPERTIES = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS")
+SPEC_FORMAT = 2
+LOG_MAX_BYTES = 1 << 20  # the log is started afresh beyond this
+_BASES = {"intel_cpu": "CPU", "intel_gpu": "GPU", "intel_npu": "NPU"}
+
+
+class WorkerFailure(Exception):
+    """Why a worker stopped without storing a placement (the reason goes into ``failure.json``)."""
+
+
+# --- the devices as the app had them --------------------------------------------------------------------
+
+
+def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
+    """How the worker rebuilds each device: its base plugin if it is a virtual device, and its properties."""
+    import openvino as ov
+
+    builtin = set(ov.Core().available_devices)
+    setup = {}
+    for device in devices:
+        base = None
+        if device not in builtin:
+            description = core.get_versions(device)[device].description
+            base = next((b for tag, b in _BASES.items() if tag in description), None)
+        props = {}
+        for prop in WORKER_PROPERTIES:
+            try:
+                props[prop] = encode_property(core.get_property(device, prop))
+            except Exception as exc:  # noqa: BLE001 - not every plugin has every property
+                logger.debug("%s: %s not handed to the worker (%s)", device, prop, exc)
+        setup[device] = {"base": base, "properties": props}
+    return setup
+
+
+def restore_devices(core: Any, setup: Mapping[str, Mapping[str, Any]]) -> None:
+    """Register and configure the app's devices on ``core``; WorkerFailure naming a property a device rejects."""
+    from ov_autoplace.devices.device_strings import register_virtual_device
+
+    for device, entry in setup.items():
+        if entry.get("base"):
+            register_virtual_device(core, device, base_device=str(entry["base"]))
+        else:
+            core.get_property(device, "FULL_DEVICE_NAME")  # load the plugin: a bad value then raises, not lingers
+        for prop, stored in dict(entry.get("properties", {})).items():
+            value = decode_property(stored)
+            try:
+                core.set_property(device, {prop: value})
+            except Exception as exc:  # noqa: BLE001 - the reason is the worker's failure record
+                raise WorkerFailure(f"{device} rejected {prop}={value!r} ({type(exc).__name__}: {exc})") from exc
+
+
+# --- the app side ---------------------------------------------------------------------------------------
+
+
+def spawn_worker(req: Any, root: Path, key: dict, graph: Any) -> bool:
+    """Start the worker for ``key`` unless one runs or it failed too often; never raises."""
+    try:
+        digest = worker_digest(key)
+        private_worker_dir(root, digest)
+        files = worker_files(root, digest)
+        pid = holder_died(files["lock"])
+        if pid:  # killed (OOM, SIGKILL) before it could write its own record
+            record_failure(files["failed"], f"the worker (pid {pid}) died without finishing (killed?)")
+        failures = report_failure(files)
+        if failures >= MAX_FAILURES:
+            logger.info("background profiling of this model failed %d times (log %s); not retrying", failures,
+                        files["log"])
+            return False
+        if not acquire_lock(files["lock"]):
+            logger.info("background profiling: a worker is already measuring this model (%s)", files["lock"])
+            return False
+        spec = {"format": SPEC_FORMAT, "key": key, "devices": list(req.devices),
+                "setup": device_setup(req.core, req.devices), "config": _encoded_config(req.props),
+                "device_name": req.spec.text if getattr(req, "spec", None) is not None else None,
+                "max_submodels": req.max_submodels, "seed": req.seed,
+                "pins": [dataclasses.asdict(p) for p in req.pins]}
+    except UntrustedDirectoryError as exc:
+        warn_once(refusal_message("background profiling is off: its folder is refused", exc))
+        return False
+    except Exception as exc:  # noqa: BLE001 - the app must never be hurt by the refinement
+        logger.warning("background profiling not started (%s: %s)", type(exc).__name__, exc)
+        return False
+    thread = threading.Thread(target=_write_and_start, args=(req.placement_model, spec, Path(root), digest),
+                              name="ov_autoplace-bg", daemon=False)  # the app's exit waits for the model write
+    thread.start()
+    logger.info("background profiling started for this model; the next start uses its placement (log %s)",
+                files["log"])
+    return True
+
+
+def _encoded_config(props: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, value in dict(props or {}).items():
+        try:
+            out[name] = encode_property(value)
+        except TypeError as exc:
+            logger.debug("config %s not handed to the worker (%s)", name, exc)
+    return out
+
+
+def _open_log(path: Path) -> int:
+    """The worker log, appended, 0600; never through a symlink, never a FIFO (O_NONBLOCK: ENXIO, not a hang)."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a link where the log belongs: out of the way (not followed)
+            logger.warning("worker log %s is not a regular file; %s", path, remove_refused(path))
+        elif st.st_size > LOG_MAX_BYTES:
+            os.unlink(path)
+    except OSError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RefusedFileError(f"{path} is not a regular file")
+    os.fchmod(fd, 0o600)
+    return fd
+
+
+def _write_and_start(model: Any, spec: dict, root: Path, digest: str) -> None:
+    import openvino as ov
+
+    files = worker_files(root, digest)
+    try:
+        for name in ("model", "weights"):  # save_model writes through a symlink: remove whatever is there first
+            if os.path.lexists(files[name]):
+                remove_refused(files[name])
+        ov.save_model(model, str(files["model"]), compress_to_fp16=False)
+        for name in ("model", "weights"):
+            os.chmod(files[name], 0o600)  # save_model follows the umask
+        write_private_atomic(files["spec"], json.dumps(spec))
+        log = _open_log(files["log"])
+        try:
+            process = subprocess.Popen([sys.executable, "-m", "ov_autoplace.decision.background_worker", str(root), digest],
+                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True, close_fds=True)
+        finally:
+            os.close(log)
+        # the worker writes its own pid into the lock when it starts (run_worker): written here, a worker that
+        # finished first would leave a lock naming a dead pid, counted as a death on the next start
+        threading.Thread(target=process.wait, name="ov_autoplace-bg-reaper", daemon=True).start()
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("background profiling could not start (%s: %s); the app is unaffected", type(exc).__name__,
+                       exc)
+        for name in ("model", "weights", "spec"):
+            files[name].unlink(missing_ok=True)
+        release_lock(files["lock"])
+
+
+# --- the worker -----------------------------------------------------------------------------------------
+
+
+def read_spec(path: Path, digest: str) -> dict[str, Any]:
+    """The spec in the worker's folder, checked (WorkerFailure naming what is wrong)."""
+    try:
+        spec = read_json_bounded(path, WORKER_SPEC_MAX_BYTES)
+    except DAMAGED_FILE_ERRORS as exc:
+        raise WorkerFailure(f"the spec {path} is unreadable ({type(exc).__name__}: {exc})") from exc
+    checks = [  # each check runs only after the ones before it passed
+        (lambda: isinstance(spec, dict) and spec.get("format") == SPEC_FORMAT, f"a JSON object of format {SPEC_FORMAT}"),
+        (lambda: isinstance(spec.get("key"), dict) and worker_digest(spec["key"]) == digest,
+         "a key that hashes to its folder's name (a foreign spec otherwise)"),
+        (lambda: isinstance(spec.get("devices"), list) and spec["devices"] == spec["key"].get("devices")
+         and all(isinstance(d, str) for d in spec["devices"]), "the key's device list"),
+        (lambda: isinstance(spec.get("setup"), dict) and set(spec["setup"]) <= set(spec["devices"])
+         and all(isinstance(s, dict) and s.get("base") in (None, *_BASES.values()) for s in spec["setup"].values()),
+         "a setup per listed device"),
+        (lambda: isinstance(spec.get("config", {}), dict), "a config object"),
+        (lambda: spec.get("max_submodels") is None or type(spec.get("max_submodels")) is int,
+         "an integer max_submodels"),
+        (lambda: type(spec.get("seed")) is int, "an integer seed"),
+        (lambda: isinstance(spec.get("pins"), list) and all(isinstance(p, dict) for p in spec["pins"]),
+         "a list of pins"),
+    ]
+    for ok, expected in checks:
+        if not ok():
+            raise WorkerFailure(f"the spec {path} is not one the app wrote: expected {expected}; not measuring")
+    return spec
+
+
+def run_worker(root: str | os.PathLike, digest: str) -> int:
+    """The worker: measure, place, verify, store. Returns a process exit code; touches only its own folder."""
+    try:
+        folder = private_worker_dir(root, digest, create=False)
+    except (OSError, ValueError) as exc:  # not ours, not private, not there: touch nothing
+        logger.error("not running: the worker folder for %r under %s is unusable (%s)", digest, root, exc)
+        return 2
+    files = worker_files(root, digest)
+    reason = None
+    try:
+        write_private_atomic(files["lock"], str(os.getpid()))  # the worker holds the lock the app took for it
+        spec = read_spec(files["spec"], digest)
+        for name in ("model", "weights"):
+            if not stat.S_ISREG(os.lstat(files[name]).st_mode):
+                raise WorkerFailure(f"{files[name]} is not a regular file; not measuring")
+        reason = _measure_and_store(spec, Path(root), files["model"])
+        return 0 if reason is None else 3
+    except WorkerFailure as exc:
+        reason = str(exc)
+        return 3
+    except Exception as exc:  # noqa: BLE001 - recorded, so the app can say why
+        logger.exception("the worker failed")
+        reason = f"{type(exc).__name__}: {exc}"
+        return 3
+    finally:
+        if reason is not None:
+            logger.error("background profiling failed: %s", reason)
+            record_failure(files["failed"], reason)
+        else:
+            files["failed"].unlink(missing_ok=True)
+        for name in ("model", "weights", "spec"):
+            if files[name].parent == folder:
+                files[name].unlink(missing_ok=True)
+        release_lock(files["lock"])
+
+
+def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
+    """Measure, place, verify and store; None on success, else why the plain placement stays (WorkerFailure raises)."""
+    import types
+
+    import openvino as ov
+
+    from ov_autoplace.cache.root import profile_dir
+    from ov_autoplace.costmodel.profile_store import ProfileStore, _differences, profile_key
+    from ov_autoplace.costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.placement.legalizer import Pin
+    from ov_autoplace.decision.placement_sources import measure_profile_now, place_with_cost
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY  # not via the api: the api imports this module
+    from ov_autoplace.model.prepare import prepare_model
+
+    core = ov.Core()
+    devices = tuple(spec["devices"])
+    restore_devices(core, spec["setup"])
+    model = core.read_model(str(model_path))
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    key = spec["key"]
+    mine = profile_key(core, devices, kind="placement", graph=graph)
+    for part in ("device_properties", "model_structure", "openvino_version"):
+        if mine[part] != key.get(part):
+            diff = "; ".join(_differences({part: key.get(part)}, {part: mine[part]}))
+            raise WorkerFailure(f"the worker sees another {part} than the app ({diff}); not measuring")
+    req = types.SimpleNamespace(core=core, devices=devices, pins=[Pin(**p) for p in spec["pins"]],
+                                max_submodels=spec["max_submodels"], seed=spec["seed"])
+    store = ProfileStore(profile_dir(root))
+    profile_k = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    started = time.perf_counter()
+    profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
+    if profile is None:
+        measure_profile_now(req, prepared, store)
+        profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
+    if profile is None:
+        raise WorkerFailure(f"the profile could not be stored in {store.directory}")
+    candidate = place_with_cost(req, prepared, graph, PRETRAINED_POLICY, profile.cost_model, "hsdag:profile")
+    candidate.notes.append(f"placed by the background worker after {time.perf_counter() - started:.1f} s of "
+                           "profiling")
+    config = {name: decode_property(value) for name, value in spec.get("config", {}).items()}
+    return store_verified(core, root, key, prepared, graph, model, candidate, pinned=bool(req.pins), config=config,
+                          device_name=spec.get("device_name"))
+
+
+def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any, graph: Any, model: Any,
+                   candidate: Any, *, pinned: bool = False, config: Mapping[str, Any] | None = None,
+                   device_name: str | None = None) -> str | None:
+    """Verify ``candidate`` by measurement (``verification.py``) and store what wins under ``key``.
+
+    A pinned candidate (the user's call) or the plain call's own placement is stored as it is. Returns None,
+    or why the plain call's placement stays unverified (the verification abstained); WorkerFailure if nothing
+    could be stored.
+    """
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from ov_autoplace.placement.legalizer import query_support
+    from ov_autoplace.decision.verification import needs_verification, verify_placement
+
+    support = query_support(core, prepared, graph, candidate.devices)
+    if pinned or not needs_verification(candidate, graph, support):
+        placement, evidence, reason = candidate, None, None
+    else:
+        placement, evidence = verify_placement(core, prepared, graph, candidate, support=support,
+                                               properties=config, model=model,
+                                               device_name=device_name or candidate.device_string)
+        reason = None
+        if not evidence.verified:  # too noisy to decide: the plain call's placement stays, verified again later
+            placement.strategy = placement.strategy.split("+")[0] + "+pending"
+            reason = f"verification abstained: {evidence.reason}"
+    if PlacementCache(root).put(key, placement, graph) is None:
+        raise WorkerFailure(f"the placement could not be stored under {root}")
+    logger.info("stored the %s placement %s (%s)", "plain call's" if reason else "profiled",
+                placement.counts_per_device(), evidence.describe() if evidence else
+                "pinned: not verified" if pinned else "the plain call's placement: nothing to verify")
+    return reason
+
+
+# --- where a model stands (ov-autoplace cache list) -----------------------------------------------------
+
+
+def model_state(root: str | os.PathLike, key: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
+    """pending / failed (reason) / verified / profiled / prior, for one placement-cache entry."""
+    from ov_autoplace.placement.assignment import Placement
+    from ov_autoplace.decision.verification import evidence_intact
+
+    files = worker_files(root, worker_digest(key))
+    pid = lock_pid(files["lock"]) if os.path.lexists(files["lock"]) else 0
+    if pid and pid_alive(pid):
+        return f"pending (worker pid {pid} is measuring)"
+    record = read_failure(files["failed"]) if os.path.lexists(files["failed"]) else {"failures": 0}
+    if record.get("failures"):
+        return f"failed {record['failures']}x ({record.get('reason', 'no reason recorded')})"
+    try:
+        placement = Placement.from_dict(payload)
+    except DAMAGED_FILE_ERRORS:
+        return "unreadable"
+    tags = (placement.strategy.split(":", 1)[-1]).split("+")
+    evidence = placement.verification or {}
+    if evidence_intact(placement):
+        return f"verified ({evidence.get('decision')}: {evidence.get('chosen')})"
+    if evidence.get("decision") == "abstained":
+        return f"pending (the last verification abstained: {evidence.get('reason')})"
+    if evidence:
+        return "evidence edited or of another rule (verified again on the next start)"
+    if "pending" in tags or "live" in tags:
+        return "pending (awaiting verification by the background worker)"
+    if tags[0] == "profile":
+        return "profiled (not verified)"
+    if tags[0] == "prior":
+        return "prior (not measured; profile='background' or 'now' measures it)"
+    return f"placed by {placement.strategy}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python -m ov_autoplace.decision.background_worker <cache root> <digest>  (the app starts this; a spec path "
+              "is not accepted: the worker takes no paths from data)", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return run_worker(Path(argv[0]), argv[1])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

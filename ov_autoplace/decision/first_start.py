@@ -1,0 +1,197 @@
+"""``compile_model``'s default path: a first start close to a plain compile, a warm start as fast as one.
+
+``compile_default`` picks the source (``placement_sources.py``), compiles, and,
+with ``profile="background"``, hands the measuring to a detached worker
+(``background.py``). It imports only what the chosen source needs: the
+identical-devices path reads a few device properties and calls
+``core.compile_model`` on the caller's own model; the graph, the policy and the
+legalizer are imported only when a placement has to be made or looked up.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ov_autoplace.cache.root import blob_cache_props, cache_root, profile_dir
+from ov_autoplace.devices.facts import identical_devices
+from ov_autoplace.devices.call_forms import properties_for
+
+if TYPE_CHECKING:
+    from ov_autoplace.decision.placement_sources import Decision
+
+logger = logging.getLogger("ov_autoplace")
+
+class Profiling(str, enum.Enum):
+    """When ``compile_model``'s default placement measures the devices."""
+
+    #: Use a stored profile when there is one; never measure during the call (the default).
+    STORED = "stored"
+    #: As STORED, and when no profile is stored a detached worker measures one and stores a better
+    #: placement for the next start (``background.py``); this start runs on the prior's placement.
+    BACKGROUND = "background"
+    #: Measure now, blocking (the quick profile: one compile and a few runs per device).
+    NOW = "now"
+
+
+def check_profiling(value: Any) -> Profiling:
+    try:
+        return Profiling(value)
+    except ValueError:
+        from ov_autoplace.errors import PlacementError
+
+        raise PlacementError(f"profile must be one of {[p.value for p in Profiling]}, got {value!r}") from None
+
+
+#: The shipped policy (``policy.pretrained.PRETRAINED_POLICY``), named here so that the cache-hit path does not
+#: import the policy package just to key the cache (tests/test_first_start.py checks they agree).
+POLICY_FILE = Path(__file__).parent / "policy" / "pretrained" / "hsdag_v1.npz"
+
+
+def _policy_digest(path) -> str:
+    """sha256 of the shipped policy file (cheaper than loading it; changes whenever its weights do)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
+    """Decide (fast path, single-device index, then :func:`decide`), log the source, compile, hand off."""
+    started = time.perf_counter()
+    root = cache_root(cache_dir)
+    props = blob_cache_props(req.core, req.props, root, cache_blobs)
+    if profiling is not Profiling.NOW and not req.pins and identical_devices(req.core, req.devices):
+        first = req.devices[0]
+        logger.info("placement source: prior -> %s (%.0f ms to decide); %s report identical properties, so no split "
+                    "can be predicted faster than one device; %s is HETERO's own choice", first,
+                    1e3 * (time.perf_counter() - started), ", ".join(req.devices), first)
+        return req.core.compile_model(req.model, first, properties_for(req.core, first, props))  # see _compile
+    index = None
+    if use_cache and profiling is Profiling.STORED and not req.pins:  # a one-device decision needs no clone
+        from ov_autoplace.decision import single_device_index
+
+        try:
+            index = single_device_index.index_key(req, _policy_digest(POLICY_FILE))
+            hit = single_device_index.lookup(root, index)
+        except Exception as exc:  # noqa: BLE001 - the full path below decides instead
+            logger.debug("single-device index unusable (%s: %s)", type(exc).__name__, exc)
+            index, hit = None, None
+        if hit is not None:
+            device, source = hit
+            logger.info("placement source: cache (%s) -> %s (%.0f ms to decide)", source, device,
+                        1e3 * (time.perf_counter() - started))
+            return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
+    decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache)
+    if index is not None and decision.single_device is not None and decision.final:
+        source = decision.source[len("cache ("):-1] if decision.source.startswith("cache (") else decision.source
+        single_device_index.store(root, index, decision.single_device, source, profile_path)
+    logger.info("placement source: %s -> %s (%.0f ms to decide)%s", decision.source,
+                decision.single_device or decision.placement.counts_per_device(),
+                1e3 * (time.perf_counter() - started), f"; {decision.reason}" if decision.reason else "")
+    compiled = _compile(req, decision, props)
+    if decision.pending or (profiling is Profiling.BACKGROUND and decision.spawn_worker):
+        if cache is None:
+            logger.warning("%s needs the placement cache (use_cache=False): not measuring",
+                           "verifying the placement" if decision.pending else "profile='background'")
+        else:
+            from ov_autoplace.decision.background_worker import spawn_worker
+
+            spawn_worker(req, root, key, graph)
+    return compiled
+
+
+def decide(req, root, profiling, cache_dir, use_cache):
+    """The default placement, in this order; the first source that applies decides.
+
+    1. **cache hit** (not with ``profile="now"``): a stored decision is used when it is the plain call's
+       placement, carries intact verification evidence (``verification.evidence_intact``), or is a calibrated
+       prior's deviation still awaiting its verification (``+live``); anything else (evidence edited, missing)
+       runs the plain call's placement and is verified again in the background;
+    2. **measured profile**: with ``profile="now"`` the model is profiled now and a placement that deviates from
+       the plain call's is verified now, by measurement (``verification.py``); a profile stored earlier
+       (``ov-autoplace profile``) proposes, and its deviation is verified by the background worker first;
+    3. **prior**: the policy on the prior's costs proposes (beyond the prior's margin); a deviation goes live at
+       once only when the prior recognizes every device (calibrated), and is verified in the background;
+    4. else **the plain call's placement**: what ``core.compile_model(model, device_name, config)`` runs.
+
+    Returns ``(decision, cache, key, graph, profile_path)``; the decision carries its source, the reason, and its
+    evidence (``decision.evidence``) or that it awaits verification (``decision.pending``).
+    """
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.decision.placement_sources import cache_key, decision_from_cache, decision_to_placement, settle
+    from ov_autoplace.model.prepare import prepare_model
+
+    prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone (shapes.py)
+    graph = extract_graph(prepared)
+    cache = PlacementCache(root) if use_cache else None
+    key = cache_key(req, cache, graph, _policy_digest(POLICY_FILE)) if cache is not None else None
+    store = ProfileStore(profile_dir(cache_dir))
+    profile_path = str(_profile_path(req, graph, store))
+    if cache is not None and profiling is not Profiling.NOW:
+        cached = cache.get(key, graph, pins=req.pins)  # legality-checked (legality.py)
+        if cached is not None:
+            decision = decision_from_cache(req, cached, prepared, graph)
+            if decision.source == "cache (prior)" and Path(profile_path).exists():
+                decision = None  # a profile arrived since the prior placed it (ov-autoplace profile): use it
+            if decision is not None:
+                if decision.stored_as is not None:  # demoted (edited evidence): store what runs now
+                    cache.put(key, decision.stored_as, graph)
+                return decision, cache, key, graph, profile_path
+    if profiling is Profiling.NOW:
+        from ov_autoplace.decision.placement_sources import measure_profile_now
+
+        measure_profile_now(req, prepared, store)
+    decision = _profile_or_prior(req, prepared, graph, store)
+    decision = settle(req, decision, prepared, graph, verify_now=profiling is Profiling.NOW)
+    if cache is not None:
+        cache.put(key, decision_to_placement(decision, graph, req.devices), graph)
+    return decision, cache, key, graph, profile_path
+
+
+def _profile_or_prior(req, prepared, graph, store) -> "Decision":
+    """Sources 3 and 4: the policy on a stored profile, else on the prior."""
+    from ov_autoplace.decision.placement_sources import place_from_prior, place_from_profile
+
+    decision = place_from_profile(req, prepared, graph, POLICY_FILE, store)
+    return decision if decision is not None else place_from_prior(req, prepared, graph, POLICY_FILE)
+
+
+def default_placement(req, prepared, graph, cache_dir=None):
+    """What the default path would place (stored profile, else prior) as a Placement; nothing is compiled or run."""
+    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.decision.placement_sources import decision_to_placement
+
+    decision = _profile_or_prior(req, prepared, graph, ProfileStore(profile_dir(cache_dir)))
+    logger.info("placement source: %s -> %s%s", decision.source,
+                decision.single_device or decision.placement.counts_per_device(),
+                f"; {decision.reason}" if decision.reason else "")
+    return decision_to_placement(decision, graph, req.devices)
+
+
+def _profile_path(req, graph, store) -> Path:
+    """Where a measured profile of this (prepared) model on these devices is stored, if one is."""
+    from ov_autoplace.costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
+
+    return store.path_for(profile_key(req.core, req.devices, kind="model", graph=graph,
+                                      extra={"format": MODEL_PROFILE_FORMAT}))
+
+
+def _compile(req, decision: Decision, props: dict):
+    if decision.single_device is not None:
+        # exactly plain OpenVINO: the caller's model object, the device, the caller's config (the keys it knows)
+        return req.core.compile_model(req.model, decision.single_device,
+                                      properties_for(req.core, decision.single_device, props))
+    if req.shapes is not None:  # carried over to the dynamic model, compiled dynamic, run once (placed_compile.py)
+        from ov_autoplace.compile.placed_compile import compile_placed
+
+        return compile_placed(req.core, req.model, decision.placement, req.spec.hetero_string, props,
+                              shapes=req.shapes)
+    decision.placement.apply(decision.prepared)
+    return req.core.compile_model(decision.prepared, req.spec.hetero_string, props)
+
+
+__all__ = ["compile_default"]

@@ -1,0 +1,438 @@
+"""The default placement of ``compile_model``: from the cache, a stored profile, or the prior - never a blocking profile.
+
+Order of the sources (the one used is logged at INFO as ``placement source: ...``):
+
+1. **prior, no graph** - every device reports the same facts (``costmodel/prior.py``; e.g. the CPU
+   plugin under two names with the same precision): the prior predicts every split slower than one
+   device (a split only adds transfers and submodel switches), so the model goes to the first
+   device, the one HETERO itself would pick, without reading the graph;
+2. **cache** - a placement stored for this model structure, devices and properties;
+3. **profile** - a measured profile of this model on these devices is stored (``ov-autoplace
+   profile``, a ``profile="background"`` worker, or ``profile="now"``): the HSDAG policy places it
+   on the measured costs and the guard checks it (``guard.guard_placement``);
+4. **prior** - the HSDAG policy on the prior's costs; the split is kept only if the prior predicts
+   it faster than the best single device by more than the prior's margin (``Prior.margin``: its
+   measured error, 25 %, or 10 % when it recognizes every device by name); otherwise one device: the first (HETERO's choice) unless another is predicted faster by
+   more than the margin. A device that reports none of the properties leaves the prior blind: the
+   first device, with a WARNING saying so (and the background worker, if asked, measures it).
+
+A placement on one device is compiled exactly as plain OpenVINO compiles it: the caller's own
+model object, the device name and the caller's config (``compile_single``), so it hits the same
+``CACHE_DIR`` blob as ``core.compile_model(model, device)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from ov_autoplace.devices.facts import indistinguishable, read_device_facts
+from ov_autoplace.decision.verification import single_device_of
+
+if TYPE_CHECKING:  # imported lazily: the fast paths never need them
+    import openvino as ov
+
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from ov_autoplace.graph.arrays import GraphArrays
+    from ov_autoplace.placement.assignment import Placement
+
+logger = logging.getLogger("ov_autoplace")
+
+#: Cache token of the default placement (bump when its decision rule changes).
+DEFAULT_SOURCE_TOKEN = "default-sources-v3"  # v3: deviations from the plain call verified by measurement
+#: Time budget of the local search on the profile path (BERT-base takes 1.2-2.0 s, 20,002 nodes stop here).
+REFINE_SECONDS = 2.0
+
+
+@dataclasses.dataclass
+class Decision:
+    """Where the model goes: one device (compiled as plain OpenVINO would) or a HETERO placement."""
+
+    source: str  # prior / profile / cache (...) / search
+    single_device: str | None = None
+    placement: "Placement | None" = None
+    prepared: "ov.Model | None" = None
+    spawn_worker: bool = False  # profile="background": the worker should measure this model
+    reason: str = ""
+    #: the prior recognized every device and its deviation beat the plain call in every draw of the prior's own
+    #: error (``survives_prior_error``): it may run before it is verified
+    calibrated: bool = False
+    pending: bool = False  # a deviation from the plain call awaits verification by the background worker
+    evidence: "dict | None" = None  # the measured verdict this decision rests on (verification.py)
+    stored_as: "Placement | None" = None  # a demoted cache entry: what to store instead
+
+    @property
+    def final(self) -> bool:
+        """Whether nothing about this decision is left to verify (a warm start may skip the graph for it)."""
+        return not self.pending
+
+
+def _fmt(singles: dict[str, float]) -> str:
+    return ", ".join(f"{d} {ms:.3f} ms" for d, ms in singles.items())
+
+
+def fast_single_device(core: "ov.Core", devices: tuple[str, ...]) -> Decision | None:
+    """Source 1: identical devices (by their reported facts) -> the first device, without the graph."""
+    facts = [read_device_facts(core, d) for d in devices]
+    if indistinguishable(facts):
+        return Decision("prior", single_device=devices[0],
+                        reason=f"{', '.join(devices)} report identical properties, so no split can be predicted "
+                               f"faster than one device; {devices[0]} is HETERO's own choice")
+    return None
+
+
+def _single_placement(graph: "GraphArrays", devices: tuple[str, ...], device: str, strategy: str) -> "Placement":
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace.placement.assignment import Placement
+
+    # what the legalizer makes of "everything on one device", built directly (it is on every first start)
+    compute = frozenset(n for n, r in zip(graph.names, graph.role) if r == NodeRole.COMPUTE)
+    return Placement(assignment=dict.fromkeys(graph.names, device), devices=tuple(devices), strategy=strategy,
+                     compute_nodes=compute, num_submodels=1 if compute else 0)
+
+
+def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path) -> Decision:
+    """Source 4: the HSDAG policy on the prior's costs, kept only beyond the margin."""
+    import numpy as np
+
+    from ov_autoplace.costmodel.prior import prior_cost_model
+
+    devices = req.devices
+    prior = prior_cost_model(graph, [read_device_facts(req.core, d) for d in devices])
+    if prior.cost is None:
+        logger.warning("device(s) %s report none of the properties the prior reads (%s); placing everything on %s, "
+                       "the device HETERO itself would pick; use profile='background' or `ov-autoplace profile` "
+                       "to measure them", list(prior.unknown), "DEVICE_TYPE, OPTIMIZATION_CAPABILITIES, ...",
+                       devices[0])
+        if req.pins:  # the user's pins still hold: HETERO's priority order for the rest
+            from ov_autoplace.placement.legalizer import legalize, query_support
+
+            support = query_support(req.core, prepared, graph, devices)
+            placement = legalize(graph, np.zeros(graph.num_nodes, dtype=np.int64), devices, support, pins=req.pins,
+                                 max_submodels=req.max_submodels, strategy="hsdag:prior")
+            return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True)
+        return Decision("prior", single_device=devices[0], spawn_worker=True,
+                        reason=f"{list(prior.unknown)} unknown to the prior")
+
+    def support():
+        from ov_autoplace.placement.legalizer import query_support
+
+        return query_support(req.core, prepared, graph, devices)
+
+    single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
+                                              lambda c: _policy_proposal(c, graph, devices, policy_path),
+                                              pins=req.pins, max_submodels=req.max_submodels, margin=prior.margin)
+    live, note = False, ""
+    if set(prior.recognized) == set(devices) and (placement is not None or single != devices[0]):
+        matrix = support()
+        index = {d: k for k, d in enumerate(devices)}
+        candidate = (np.full(graph.num_nodes, index[single], dtype=np.int64) if placement is None else
+                     np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64))
+        share = survives_prior_error(prior.cost, graph, matrix, candidate, np.argmax(matrix, axis=1))
+        live = share >= 1.0
+        note = f"; faster than the plain call in {share:.0%} of {LIVE_DRAWS} draws of the prior's error"
+    if placement is None:
+        return Decision("prior", single_device=single, spawn_worker=True, reason=reason + note, calibrated=live)
+    return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason + note,
+                    calibrated=live)
+
+
+#: The prior's error on the log scale: the sigma of log(simulated / published) over the held-out calibration
+#: points (``bench/truth.held_out_sigma``; 0.463 in docs/bench/headroom.md's truth model).
+PRIOR_LOG_SIGMA = 0.463
+#: Draws of that error a calibrated prior's deviation must win, every one, to run before it is verified.
+LIVE_DRAWS = 40
+
+
+def survives_prior_error(cost, graph: "GraphArrays", support, candidate, plain, *, sigma: float = PRIOR_LOG_SIGMA,
+                         draws: int = LIVE_DRAWS, seed: int = 0) -> float:
+    """Share of ``draws`` draws of the prior's error in which ``candidate`` is predicted faster than ``plain``.
+
+    A draw scales every node's compute on device d by a log-normal factor per (device, op category), median 1, as
+    the calibration error is spread (the same error model as the benchmarks' truth draws, with its own seed).
+    ``candidate`` and ``plain`` are device indices per node.
+    """
+    import numpy as np
+
+    from ov_autoplace.costmodel.cost_terms import CostTerms
+    from ov_autoplace.costmodel.platforms import CATEGORIES
+    from ov_autoplace.costmodel.sim_costs import op_category
+
+    category = np.array([CATEGORIES.index(op_category(t)) for t in graph.op_types], np.int64)
+    rng = np.random.default_rng(seed)
+    wins = 0
+    for _ in range(draws):
+        scale = np.exp(sigma * rng.standard_normal((len(cost.devices), len(CATEGORIES))))[:, category].T
+        drawn = dataclasses.replace(cost, compute_ms=np.asarray(cost.compute_ms) * scale,
+                                    unfused_ms=np.asarray(cost.unfused_ms) * scale)
+        terms = CostTerms(drawn, graph, support)
+        wins += bool(terms.latency_ms(np.asarray(candidate)) < terms.latency_ms(np.asarray(plain)))
+    return wins / draws
+
+
+def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support, propose, *, pins=None,
+                  max_submodels=None, margin: float | None = None) -> tuple[str | None, "Placement | None", str]:
+    """The prior's whole decision on ``cost``: ``(device, None, reason)`` or ``(None, split, reason)``.
+
+    Pure given its inputs (``benchmarks/bench_prior.py`` runs it on simulated platforms): ``support()``
+    gives the device-support matrix (called only when a split is considered), ``propose(cost)`` the policy's
+    proposal. The margin (default ``PRIOR_SPLIT_MARGIN``; ``Prior.margin``) applies to the policy's split and
+    again after legalizing it; pins skip the margin.
+    """
+    import numpy as np
+
+    from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
+
+    margin = PRIOR_SPLIT_MARGIN if margin is None else margin
+    if pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
+        choice = PriorChoice(None, propose(cost), math.nan, predicted_single_ms(cost), math.nan)
+    else:
+        choice = prior_choice(cost, graph, devices, lambda: propose(cost), margin=margin)
+    if choice.single is not None:
+        return choice.single, None, choice.reason
+    from ov_autoplace.costmodel.cost_terms import CostTerms
+    from ov_autoplace.decision.prediction_guard import guard_placement
+    from ov_autoplace.placement.legalizer import legalize
+
+    matrix = support()
+    placement = legalize(graph, choice.proposal, devices, matrix, pins=tuple(pins or ()), max_submodels=max_submodels,
+                         strategy="hsdag:prior")
+    if not pins:  # pinned placements are the user's call, not the guard's
+        index = {d: k for k, d in enumerate(devices)}
+        legal_ms = CostTerms(cost, graph, matrix).latency_ms(
+            np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64))
+        if not legal_ms < min(choice.singles.values()) * (1.0 - margin):  # legalizing cost the gain
+            return choice.fallback, None, f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin"
+        placement = guard_placement(placement, graph, cost, matrix)
+    placement.notes.append(choice.reason)
+    device = single_device_of(placement)
+    if device is not None:
+        return device, None, choice.reason
+    return None, placement, choice.reason
+
+
+@dataclasses.dataclass
+class PriorChoice:
+    """What the prior decides: one device (``single``), or keep the policy's ``proposal``."""
+
+    single: str | None
+    proposal: Any  # int64 [N] or None
+    predicted_ms: float  # the proposal's predicted latency (nan if the policy did not run)
+    singles: dict  # predicted latency of each device alone
+    bound_ms: float  # no placement is predicted below this
+    fallback: str = ""  # the one device to use if the split is dropped later
+    reason: str = ""
+
+
+def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, *,
+                 margin: float | None = None) -> PriorChoice:
+    """The prior's rule (pure: no device is touched; ``propose()`` gives the policy's proposal on ``cost``).
+
+    One device: HETERO's first unless another is predicted faster by more than ``margin`` (default
+    ``PRIOR_SPLIT_MARGIN``). A split: only when predicted faster than the best single device by more than the
+    margin. When even the bound (every op on its fastest device, nothing transferred) misses the margin, the
+    policy does not run.
+    """
+    import numpy as np
+
+    from ov_autoplace.costmodel.cost_terms import CostTerms
+    from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+    from ov_autoplace.graph.arrays import NodeRole
+
+    margin = PRIOR_SPLIT_MARGIN if margin is None else margin
+    singles = predicted_single_ms(cost)
+    first, best = devices[0], min(singles, key=singles.get)
+    single = best if singles[best] < singles[first] * (1.0 - margin) else first
+    reference = singles[best]
+    compute_mask = np.asarray(graph.role) == NodeRole.COMPUTE
+    with np.errstate(invalid="ignore"):
+        bound = float(np.min(np.asarray(cost.compute_ms)[compute_mask], axis=1).sum()) + float(
+            np.min(cost.submodel_overhead_ms))
+    if not bound < reference * (1.0 - margin):
+        return PriorChoice(single, None, math.nan, singles, bound, single,
+                           f"prior (simulated) predicts {_fmt(singles)} alone; no split can beat {bound:.3f} ms, "
+                           f"within the {margin:.0%} margin")
+    proposal = np.asarray(propose(), dtype=np.int64)
+    terms = CostTerms(cost, graph, simulated_support(cost, graph))
+    used = set(proposal[terms.compute].tolist())
+    predicted = terms.latency_ms(proposal)
+    reason = (f"prior (simulated) predicts {_fmt(singles)} alone and {predicted:.3f} ms for the policy's placement; "
+              f"a split must win by more than {margin:.0%}")
+    if len(used) > 1 and predicted < reference * (1.0 - margin):
+        return PriorChoice(None, proposal, predicted, singles, bound, single, reason)
+    return PriorChoice(single, None, predicted, singles, bound, single, reason)
+
+
+def _policy_proposal(cost, graph, devices, policy_path):
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.base import PlacementContext
+
+    context = PlacementContext(graph=graph, devices=devices, support=simulated_support(cost, graph))
+    return HSDAGStrategy(policy_path, cost).propose(context)
+
+
+def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path, store) -> Decision | None:
+    """Source 3: a stored measured profile (None if there is none)."""
+    from ov_autoplace.costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
+
+    key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    if not store.path_for(key).exists():
+        return None
+    from ov_autoplace.costmodel.profiler import ModelProfile
+
+    profile = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
+    if profile is None:
+        return None
+    placement = place_with_cost(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
+    device = single_device_of(placement)
+    decision = Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared,
+                        reason="; ".join(placement.notes) if device else "")
+    if getattr(profile.cost_model, "loaded", False):  # proves nothing: the plain call, and measured again
+        return dataclasses.replace(decision, pending=True, spawn_worker=True,
+                                   reason=f"{decision.reason}; the profile was taken on a loaded machine: the "
+                                          "background worker measures it again")
+    return decision
+
+
+def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str) -> "Placement":
+    """The HSDAG policy on ``cost`` refined by the local search, legalized and guarded (profile path, worker).
+
+    The local search (``costmodel/local_search.py``) prices region moves on the same measured ``cost`` and keeps
+    its result only if predicted no slower: the policy alone finds the split in 3 of the 17 rows of the headroom
+    table where one pays, policy + local search in all 17 (``docs/bench/headroom.md``). It costs up to
+    ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.
+    """
+    from ov_autoplace.decision.prediction_guard import guard_placement
+    from ov_autoplace.placement.legalizer import legalize, query_support
+    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.base import PlacementContext
+
+    support = query_support(req.core, prepared, graph, req.devices)
+    context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
+                               seed=req.seed)
+    hsdag = HSDAGStrategy(policy_path, cost, refine=True,
+                          refine_options={"pins": tuple(req.pins or ()), "max_submodels": req.max_submodels,
+                                          "max_seconds": REFINE_SECONDS})
+    proposal = hsdag.propose(context)
+    placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
+                         strategy=strategy)
+    if hsdag.last_refine is not None:
+        note = hsdag.last_refine.note(cost.label)
+        placement.notes.append(note)
+        logger.info("placement of the profile path: %s", note)
+    if not req.pins:
+        placement = guard_placement(placement, graph, cost, support)
+    return placement
+
+
+def cache_key(req: Any, cache: "PlacementCache", graph: "GraphArrays", policy_digest: str) -> dict:
+    return cache.key(req.core, graph, req.devices, strategy=f"{DEFAULT_SOURCE_TOKEN}(weights={policy_digest[:16]})",
+                     pins=req.pins, exclude_devices=req.exclude_devices, max_submodels=req.max_submodels,
+                     shapes=getattr(req, "shapes", None))
+
+
+def decision_to_placement(decision: Decision, graph: "GraphArrays", devices: tuple[str, ...]) -> "Placement":
+    """The placement to cache for ``decision`` (a one-device decision becomes a one-device placement)."""
+    if decision.stored_as is not None:  # carries its tags (+pending, +live) or its verification evidence
+        return decision.stored_as
+    if decision.placement is not None:
+        return decision.placement
+    placement = _single_placement(graph, devices, decision.single_device, f"hsdag:{decision.source}")
+    if decision.reason:
+        placement.notes.append(decision.reason)
+    return placement
+
+
+def measure_profile_now(req: Any, prepared, store) -> None:
+    """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start."""
+    from ov_autoplace.costmodel.quick_profile import quick_model_profile
+
+    quick_model_profile(prepared, req.core, req.devices, store=store)
+
+
+def _support(req: Any, prepared, graph):
+    from ov_autoplace.placement.legalizer import query_support
+
+    return query_support(req.core, prepared, graph, req.devices)
+
+
+def _tags(strategy: str) -> list[str]:
+    """``"hsdag:prior+live"`` -> ``["prior", "live"]``."""
+    return (strategy.split(":", 1)[1] if ":" in strategy else strategy).split("+")
+
+
+def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, verify_now: bool) -> Decision:
+    """Apply the rule to a new decision: a deviation from the plain call is measured before it is trusted.
+
+    ``verify_now`` (``profile="now"``): verified now. Else a calibrated prior's deviation goes live, anything
+    else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
+    Pinned decisions are the user's call and are not verified.
+    """
+    from ov_autoplace.decision.verification import needs_verification, plain_placement, verify_placement
+
+    if req.pins or decision.single_device == req.devices[0]:
+        return decision  # the user's call, or HETERO's own first device: the plain call's placement
+    candidate = decision_to_placement(decision, graph, req.devices)
+    support = _support(req, prepared, graph)
+    if not needs_verification(candidate, graph, support):
+        return decision
+    if verify_now:
+        verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
+                                              properties=req.props, model=req.placement_model,
+                                              device_name=req.spec.text)
+        device = single_device_of(verified)
+        return Decision(decision.source, single_device=device, placement=None if device else verified,
+                        prepared=prepared, reason=evidence.describe(), evidence=verified.verification,
+                        stored_as=verified)
+    if decision.source == "prior" and decision.calibrated:
+        candidate.strategy = f"hsdag:{decision.source}+live"
+        device = single_device_of(candidate)
+        return dataclasses.replace(decision, single_device=device, placement=None if device else candidate,
+                                   pending=True, stored_as=candidate, reason=f"{decision.reason}; every device is calibrated: live now, "
+                                                        "verified by measurement in the background")
+    plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{decision.source}+pending")
+    proposed = candidate.counts_per_device()
+    plain.notes.append(f"{decision.source} proposed {proposed}; the plain call's placement runs until it is verified")
+    device = single_device_of(plain)
+    return Decision(decision.source, single_device=device, placement=None if device else plain, prepared=prepared,
+                    spawn_worker=True, pending=True, stored_as=plain,
+                    reason=f"{decision.source} proposes {proposed}, not yet verified by measurement: the plain call's "
+                           "placement runs now and the background worker verifies the proposal")
+
+
+def decision_from_cache(req: Any, placement: "Placement", prepared, graph: "GraphArrays") -> Decision:
+    """A cached decision, trusted only as the rule allows (see ``first_start.decide``)."""
+    from ov_autoplace.decision.verification import evidence_intact, needs_verification, plain_placement
+
+    tags = _tags(placement.strategy)
+    source = "+".join(tags)
+    device = single_device_of(placement)
+    base = Decision(f"cache ({source})", single_device=device, placement=None if device else placement,
+                    prepared=prepared, spawn_worker=tags[0] == "prior")
+    if evidence_intact(placement):
+        return dataclasses.replace(base, evidence=placement.verification, spawn_worker=False)
+    if "live" in tags or "pending" in tags:
+        return dataclasses.replace(base, pending=True)
+    if device == req.devices[0] or req.pins:
+        return base
+    support = _support(req, prepared, graph)
+    if not needs_verification(placement, graph, support):
+        return base
+    plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{tags[0]}+pending")
+    plain.notes.append("a cached deviation from the plain call without intact verification evidence was demoted")
+    device = single_device_of(plain)
+    logger.warning("the cached placement %s differs from the plain call's and its verification evidence is missing "
+                   "or was edited; running the plain call's placement and verifying again in the background",
+                   placement.counts_per_device())
+    return Decision(f"cache ({tags[0]}, demoted)", single_device=device, placement=None if device else plain,
+                    prepared=prepared, pending=True, stored_as=plain,
+                    reason="verification evidence missing or edited")
+
+
+__all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "PriorChoice", "cache_key", "decision_from_cache", "decision_to_placement",
+           "fast_single_device", "measure_profile_now", "place_from_prior", "place_from_profile", "place_with_cost",
+           "prior_choice", "prior_outcome", "settle", "single_device_of", "survives_prior_error"]

@@ -1,0 +1,96 @@
+"""The warm start of a one-device placement: a small index keyed on the caller's own model.
+
+The placement cache is keyed on the *prepared* model (a folded clone), so a
+lookup pays a clone, constant folding and the imports of the cache and the
+placement machinery. When the decision was "everything on one device" none of
+that is needed to compile: the caller's model goes to that device as it is.
+This index maps the structure of the caller's model (``extract_graph`` on it
+directly, no clone) plus the devices, their properties, the OpenVINO version,
+the policy, the submodel bound and the excluded devices to that device, in
+``<root>/placements/single-<digest>.json`` (so ``cache clear`` removes it).
+
+An entry written by the prior stops applying as soon as a measured profile of
+the model exists (it stores the profile's path and checks it with one
+``stat``); the full path then places from the profile and rewrites the entry.
+Reads never raise (a bad entry is a miss) and are bounded: an entry that is
+not a regular file or is over 1 MiB (``file_loading.py``) is refused unread,
+removed with a WARNING, and rewritten by the full path. Writes are atomic,
+0600 in a private folder, and best effort; a cache root that is not private
+(``cache_root.py``) is neither read nor written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+INDEX_FORMAT = 1
+
+
+def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
+    """The key of the caller's model on these devices (JSON-able)."""
+    import openvino as ov
+
+    from ov_autoplace.costmodel.profile_store import device_properties, structural_hash
+    from ov_autoplace.graph.arrays import extract_graph
+
+    key = {"format": INDEX_FORMAT, "structure": structural_hash(extract_graph(req.model)),
+           "devices": list(req.devices), "excluded": sorted(req.exclude_devices),
+           "properties": {d: device_properties(req.core, d) for d in req.devices},
+           "openvino": ov.get_version(), "policy": policy_digest[:16], "max_submodels": req.max_submodels}
+    if getattr(req, "shapes", None) is not None:  # a dynamic model: the decision was made at these placement shapes
+        key["placement_shapes"] = req.shapes
+    return key
+
+
+def _path(root: Path, key: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+    return Path(root) / "placements" / f"single-{digest}.json"
+
+
+def lookup(root: Path, key: dict[str, Any]) -> tuple[str, str] | None:
+    """(device, source) stored for ``key``, or None (miss, stale, or a profile arrived after the prior)."""
+    from ov_autoplace.cache.root import UntrustedDirectoryError, private_subdir, refusal_message, warn_once
+    from ov_autoplace.model.loading import INDEX_ENTRY_MAX_BYTES, RefusedFileError, read_json_bounded, remove_refused
+
+    path = _path(root, key)
+    try:
+        private_subdir(root, "placements", create=False)
+        data = read_json_bounded(path, INDEX_ENTRY_MAX_BYTES)
+        if data["key"] != key or data["device"] not in key["devices"]:
+            return None
+        watch = data.get("profile_path")
+        if data["source"].startswith("prior") and watch and os.path.lexists(str(watch)):
+            return None  # measured since: let the full path use the profile
+        return str(data["device"]), str(data["source"])
+    except UntrustedDirectoryError as exc:
+        warn_once(refusal_message("the placement cache is refused", exc))
+    except RefusedFileError as exc:
+        logger.warning("single-device index entry refused (%s); %s and placing through the full path", exc,
+                       remove_refused(path))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        pass
+    return None
+
+
+def store(root: Path, key: dict[str, Any], device: str, source: str, profile_path: str | None) -> None:
+    """Record a one-device decision (best effort: a failure is logged at DEBUG and ignored)."""
+    from ov_autoplace.cache.root import private_subdir
+    from ov_autoplace.model.loading import write_private_atomic
+
+    path = _path(root, key)
+    try:
+        private_subdir(root, "placements")
+        write_private_atomic(path, json.dumps({"key": key, "device": device, "source": source,
+                                               "profile_path": profile_path}))
+    except (OSError, TypeError, ValueError) as exc:  # an untrusted root was warned about by the lookup
+        logger.debug("single-device index not written (%s)", exc)
+
+
+__all__ = ["INDEX_FORMAT", "index_key", "lookup", "store"]

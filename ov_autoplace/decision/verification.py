@@ -1,0 +1,310 @@
+"""Verification by measurement: a placement other than the plain call's is kept only if it measurably wins.
+
+The rule ("never slower"): what ``compile_model`` returns is never slower than what the call it replaces,
+``core.compile_model(model, device_name, config)``, would run, unless a measurement on this machine showed
+the alternative faster. Predictions (the prior, a profile, the local search) only *propose*; this module
+decides. For a candidate placement it:
+
+1. compiles the contenders as the user would get them: the **plain call** itself (the same model, device
+   string and config: for ``HETERO:<list>`` that is HETERO's own affinity, each node on the first listed
+   device that supports it), the **candidate** (a one-device placement compiled on that device directly, a
+   split through HETERO with its affinities), and **each single device** that can run the whole model;
+2. times them interleaved in paired rounds on the native timer (every contender once per round, the order
+   rotated, ``iterations`` runs each; a round's median is one sample), so a drifting machine load hits all
+   contenders alike;
+3. tests each alternative against the plain call on the per-round log ratios ``d_r = ln(t_alt / t_plain)``:
+   it wins when the one-sided upper confidence bound ``mean(d) + t * sd(d) / sqrt(R)`` lies below
+   ``ln(1 - MIN_GAIN)``, i.e. it is at least 2 % faster at 95 % confidence. The confidence is Bonferroni-split
+   over the alternatives, so the chance that *any* alternative that is in truth no faster is declared the
+   winner (the false-win rate) is at most 5 % per decision under the paired t model;
+4. **abstains** (keeps the plain call) when the machine is too noisy to decide: the plain call's rounds spread
+   by more than ``MAX_ROUND_CV``, or no contender could be measured. An abstention is not a verdict: the
+   placement is not marked verified, and a later start verifies again.
+
+The winner is the fastest (median ratio) among the alternatives that won; with none, the plain call's
+placement. The evidence (medians, spreads, the ratio and its bound, the rule, the decision) is logged at INFO
+and carried by the returned placement (``Placement.verification``), so the cache stores it; its digest covers
+the assignment, so an edited entry is verified again (:func:`evidence_intact`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import statistics
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+logger = logging.getLogger("ov_autoplace")
+
+#: An alternative must be this much faster than the plain call (at the confidence below) to be kept.
+MIN_GAIN = 0.02
+#: One-sided confidence of the paired test (split over the alternatives: Bonferroni).
+CONFIDENCE = 0.95
+#: Rounds of interleaved timing (each contender once per round); fewer when the time budget runs out.
+ROUNDS = 9
+MIN_ROUNDS = 4
+#: Timed runs of a contender per round (its median is the round's sample).
+ITERATIONS = 5
+#: Default time budget of the timing rounds (compiles excluded), seconds.
+BUDGET_S = 20.0
+#: Abstain when the plain call's per-round medians vary by more than this (coefficient of variation).
+MAX_ROUND_CV = 0.15
+#: Bumped when the rule changes: evidence of another version is verified again.
+RULE_VERSION = 1
+RULE = (f"v{RULE_VERSION}: kept only if at least {MIN_GAIN:.0%} faster than the plain call at {CONFIDENCE:.0%} "
+        "one-sided confidence (paired t on per-round log ratios, Bonferroni over the alternatives); "
+        f"abstain when the plain call's rounds vary by more than {MAX_ROUND_CV:.0%}")
+
+PLAIN = "plain"
+CANDIDATE = "candidate"
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What a verification measured and decided (JSON-able through :meth:`to_dict`)."""
+
+    decision: str  # "kept" (an alternative won) | "plain" (none won) | "abstained" (too noisy to decide)
+    chosen: str  # "candidate", "single:<DEVICE>" or "plain"
+    rule: str
+    rounds: int
+    median_ms: Mapping[str, float]  # contender -> median of its round medians
+    spread: Mapping[str, float]  # contender -> coefficient of variation of its round medians
+    ratio: Mapping[str, float]  # alternative -> median paired ratio to the plain call
+    upper: Mapping[str, float]  # alternative -> the one-sided upper confidence bound of that ratio
+    reason: str
+    measured_at: float  # unix time
+
+    @property
+    def verified(self) -> bool:
+        """Whether the decision rests on a verdict (an abstention does not)."""
+        return self.decision in ("kept", "plain")
+
+    def describe(self) -> str:
+        alts = ", ".join(f"{c} {self.median_ms[c]:.3f} ms (x{self.ratio[c]:.3f}, <= x{self.upper[c]:.3f})"
+                         for c in self.ratio)
+        plain = self.median_ms.get(PLAIN)
+        head = f"plain call {plain:.3f} ms" if plain is not None else "plain call not measured"
+        return f"verification ({self.rounds} paired rounds): {head}; {alts or 'no alternative'} -> {self.chosen}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"median_ms": dict(self.median_ms), "spread": dict(self.spread),
+                                           "ratio": dict(self.ratio), "upper": dict(self.upper)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Evidence":
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: data[k] for k in fields})
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher; < 0.5 % off for df >= 3)."""
+    z = statistics.NormalDist().inv_cdf(p)
+    if df <= 0:
+        return math.inf
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    g1 = (z ** 3 + z) / 4
+    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
+    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
+    g4 = (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160
+    return z + g1 / df + g2 / df ** 2 + g3 / df ** 3 + g4 / df ** 4
+
+
+def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GAIN, confidence: float = CONFIDENCE,
+           max_round_cv: float = MAX_ROUND_CV, measured_at: float | None = None) -> Evidence:
+    """The rule on per-round medians (ms) of ``"plain"`` and the alternatives (same round order for all)."""
+    plain = np.asarray(rounds_ms.get(PLAIN, ()), dtype=np.float64)
+    alts = {c: np.asarray(s, dtype=np.float64) for c, s in rounds_ms.items() if c != PLAIN}
+    stamp = time.time() if measured_at is None else measured_at
+    medians = {c: float(np.median(s)) for c, s in rounds_ms.items() if len(s)}
+    spread = {c: float(np.std(s, ddof=1) / np.mean(s)) if len(s) > 1 else math.inf
+              for c, s in rounds_ms.items() if len(s)}
+    n = len(plain)
+    if n < 2 or any(len(s) != n for s in alts.values()):
+        return Evidence("abstained", PLAIN, RULE, n, medians, spread, {}, {},
+                        "too few paired rounds to decide", stamp)
+    ratio, upper = {}, {}
+    t = t_quantile(1 - (1 - confidence) / max(1, len(alts)), n - 1)
+    for c, s in alts.items():
+        d = np.log(s / plain)
+        ratio[c] = float(np.exp(np.median(d)))
+        upper[c] = float(np.exp(d.mean() + t * d.std(ddof=1) / math.sqrt(n)))
+    if spread.get(PLAIN, math.inf) > max_round_cv:
+        return Evidence("abstained", PLAIN, RULE, n, medians, spread, ratio, upper,
+                        f"the machine is too noisy to decide (the plain call's rounds vary by "
+                        f"{spread[PLAIN]:.0%} > {max_round_cv:.0%}); kept the plain call", stamp)
+    winners = [c for c in alts if upper[c] < 1.0 - min_gain]
+    if not winners:
+        return Evidence("plain", PLAIN, RULE, n, medians, spread, ratio, upper,
+                        f"no alternative is {min_gain:.0%} faster at {confidence:.0%} confidence; kept the plain call",
+                        stamp)
+    best = min(winners, key=lambda c: ratio[c])
+    return Evidence("kept", best, RULE, n, medians, spread, ratio, upper,
+                    f"{best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} at "
+                    f"{confidence:.0%}), beyond the {min_gain:.0%} threshold", stamp)
+
+
+def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, rounds: int = ROUNDS,
+                min_rounds: int = MIN_ROUNDS, iterations: int = ITERATIONS, budget_s: float = BUDGET_S
+                ) -> dict[str, list[float]]:
+    """Per-round medians (ms) of each compiled contender, interleaved, the order rotated every round.
+
+    Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
+    not bias the test; fewer rounds only widen its bound).
+    """
+    from ov_autoplace.devices.timing import measure_latency
+
+    labels = list(contenders)
+    out: dict[str, list[float]] = {c: [] for c in labels}
+    started = time.perf_counter()
+    for r in range(rounds):
+        for c in labels[r % len(labels):] + labels[:r % len(labels)]:
+            stats = measure_latency(contenders[c], inputs, warmup=1, iterations=iterations)
+            out[c].append(stats.median_ms)
+        if r + 1 >= min_rounds and time.perf_counter() - started > budget_s:
+            break
+    return out
+
+
+def plain_placement(graph, devices: Sequence[str], support: np.ndarray, *, strategy: str = "plain"):
+    """HETERO's own affinity as a Placement: every node on the first listed device that supports it."""
+    from ov_autoplace.placement.legalizer import legalize
+
+    return legalize(graph, np.argmax(support, axis=1).astype(np.int64), tuple(devices), support,
+                    max_submodels=None, strategy=strategy)
+
+
+def single_device_of(placement) -> str | None:
+    """The device when every compute node of ``placement`` is on one device, else None."""
+    used = {placement.assignment[n] for n in placement.compute_nodes}
+    return next(iter(used)) if len(used) == 1 else (placement.devices[0] if not used else None)
+
+
+def _able_devices(graph, placement, support: np.ndarray) -> list[str]:
+    compute = np.array([n in placement.compute_nodes for n in graph.names])
+    return [d for k, d in enumerate(placement.devices) if support[compute, k].all()]
+
+
+def _outputs_sane(compiled, inputs) -> bool:
+    """Whether one inference gives finite outputs (a broken split shows up here before it is timed)."""
+    request = compiled.create_infer_request()
+    result = request.infer(list(inputs))
+    return all(np.all(np.isfinite(np.asarray(v))) for v in result.values()
+               if np.issubdtype(np.asarray(v).dtype, np.floating))
+
+
+def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, properties: Mapping[str, Any] | None = None,
+                     budget_s: float | None = None, model=None, device_name: str | None = None,
+                     rounds: int = ROUNDS, iterations: int = ITERATIONS):
+    """Measure ``candidate`` against the plain call and the single devices; return ``(placement, Evidence)``.
+
+    ``prepared``/``graph``/``support``: the prepared model the candidate names, its graph and device support.
+    ``model``: what the plain call compiles (the user's own model; default ``prepared``); ``device_name``: the
+    plain call's device string (default the candidate's ``HETERO:<devices>``). The returned placement is the
+    candidate, a single-device placement, or the plain call's placement, with the evidence in ``verification``.
+    Compile or run failures of an alternative drop it (WARNING naming the device); a failure of the plain call
+    itself propagates (the caller's fallback is the plain call, which would fail the same way).
+    """
+    from ov_autoplace.devices.call_forms import properties_for
+    from ov_autoplace.placement.legalizer import legalize
+    from ov_autoplace.devices.timing import random_inputs
+
+    devices = tuple(candidate.devices)
+    device_name = device_name or candidate.device_string
+    props = {k: v for k, v in dict(properties or {}).items() if k != "CACHE_DIR"}  # measure; cache no blobs
+    model = prepared if model is None else model
+    plain = plain_placement(graph, devices, support)
+    plain_single = single_device_of(plain)
+    cand_single = single_device_of(candidate)
+
+    def single(device: str):
+        return legalize(graph, np.full(graph.num_nodes, devices.index(device), dtype=np.int64), devices, support,
+                        max_submodels=None, strategy=f"{candidate.strategy}+verified")
+
+    alternatives: dict[str, Callable[[], Any]] = {}
+    if cand_single is None:
+        def compile_split():
+            clone = prepared.clone()
+            candidate.apply(clone)
+            return core.compile_model(clone, candidate.device_string, props)
+        alternatives[CANDIDATE] = compile_split
+    for device in _able_devices(graph, candidate, support):
+        if device != plain_single:  # a single device compiled alone, with the keys of the config it knows
+            alternatives[f"single:{device}"] = lambda d=device: core.compile_model(model, d,
+                                                                                   properties_for(core, d, props))
+    compiled = {PLAIN: core.compile_model(model, device_name, props)}
+    inputs = random_inputs(compiled[PLAIN])
+    for label, build in alternatives.items():
+        try:
+            compiled[label] = build()
+            if not _outputs_sane(compiled[label], inputs):
+                raise RuntimeError("non-finite outputs")
+        except Exception as exc:  # noqa: BLE001 - an alternative that cannot run is not an alternative
+            compiled.pop(label, None)
+            logger.warning("verification: %s cannot be compiled or run on %s (%s: %s); it is not considered",
+                           label, label.split(":", 1)[-1] if label.startswith("single:") else devices,
+                           type(exc).__name__, exc)
+    rounds_ms = time_rounds(compiled, inputs, rounds=rounds, iterations=iterations,
+                            budget_s=BUDGET_S if budget_s is None else budget_s) if len(compiled) > 1 else {}
+    evidence = decide(rounds_ms) if rounds_ms else Evidence(
+        "plain", PLAIN, RULE, 0, {}, {}, {}, {}, "no alternative to the plain call could be measured", time.time())
+    logger.info("%s (%s)", evidence.describe(), candidate.strategy)
+    if evidence.chosen == CANDIDATE:
+        chosen = candidate
+    elif evidence.chosen.startswith("single:"):
+        device = evidence.chosen.split(":", 1)[1]
+        chosen = candidate if device == cand_single else single(device)
+    else:
+        chosen = plain if plain_single is None else single(plain_single)
+        chosen.strategy = f"{candidate.strategy}+plain"
+    chosen = dataclasses.replace(chosen, notes=list(candidate.notes) + [evidence.describe()],
+                                 measured_latency_ms=evidence.median_ms.get(evidence.chosen),
+                                 reference_latency_ms={c.split(":", 1)[1]: ms for c, ms in evidence.median_ms.items()
+                                                       if c.startswith("single:")})
+    chosen.verification = seal(evidence, chosen)
+    return chosen, evidence
+
+
+def _assignment_digest(placement) -> str:
+    text = json.dumps(sorted(placement.assignment.items()), separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def seal(evidence: Evidence, placement) -> dict[str, Any]:
+    """The evidence as stored with ``placement``, with a digest over both (edits are detected)."""
+    body = evidence.to_dict() | {"assignment_sha256": _assignment_digest(placement)}
+    return body | {"digest": hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()}
+
+
+def evidence_intact(placement) -> bool:
+    """Whether ``placement`` carries a verdict of this rule version whose digest matches it."""
+    stored = getattr(placement, "verification", None)
+    if not isinstance(stored, Mapping) or "digest" not in stored:
+        return False
+    body = {k: v for k, v in stored.items() if k != "digest"}
+    try:
+        ok = (hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest() == stored["digest"]
+              and body.get("assignment_sha256") == _assignment_digest(placement)
+              and body.get("rule") == RULE and body.get("decision") in ("kept", "plain"))
+    except (TypeError, ValueError):
+        return False
+    return bool(ok)
+
+
+def needs_verification(placement, graph, support: np.ndarray) -> bool:
+    """Whether ``placement`` differs from the plain call's (a split, or another single device than HETERO's)."""
+    plain = plain_placement(graph, placement.devices, support)
+    return any(placement.assignment[n] != plain.assignment.get(n) for n in placement.compute_nodes)
+
+
+__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MIN_GAIN", "RULE", "decide", "evidence_intact",
+           "needs_verification", "plain_placement", "seal", "single_device_of", "t_quantile", "time_rounds",
+           "verify_placement"]

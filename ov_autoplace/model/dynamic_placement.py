@@ -1,0 +1,85 @@
+"""Carry a placement found on a static clone over to the dynamic model it came from.
+
+The static clone (:func:`ov_autoplace.model.shapes.static_clone`) and the dynamic
+model share every op the user wrote; they differ only where shapes were
+constant-folded: the clone has a Constant where the dynamic model computes a
+shape at run time (``ShapeOf -> Gather -> Concat -> Reshape``). Nodes known by
+name keep their device; a node only the dynamic model has takes the device
+most of its consumers have (else its producers'; these are tiny shape
+computations). The result goes through the same legalizer as any proposal,
+with device support queried on the *dynamic* model: a device that cannot run
+an op with dynamic shapes (``query_model`` leaves it out) does not get it, and
+the legalizer says how many nodes it moved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+import openvino as ov
+
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.placement.legalizer import legalize, query_support
+from ov_autoplace.placement.assignment import Placement
+
+logger = logging.getLogger("ov_autoplace")
+
+
+def _proposal(names: Sequence[str], edges_src: np.ndarray, edges_dst: np.ndarray, placement: Placement) -> np.ndarray:
+    """Device index per dynamic-model node: by name, else by consumers, else by producers, else device 0."""
+    devices = list(placement.devices)
+    n = len(names)
+    proposal = np.full(n, -1, dtype=np.int64)
+    for i, name in enumerate(names):
+        device = placement.assignment.get(name)
+        if device is not None:
+            proposal[i] = devices.index(device)
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    producers: list[list[int]] = [[] for _ in range(n)]
+    for s, t in zip(edges_src.tolist(), edges_dst.tolist()):
+        consumers[s].append(t)
+        producers[t].append(s)
+    for order, links in ((range(n - 1, -1, -1), consumers), (range(n), producers)):
+        for i in order:
+            if proposal[i] < 0:
+                known = [int(proposal[j]) for j in links[i] if proposal[j] >= 0]
+                if known:
+                    proposal[i] = Counter(known).most_common(1)[0][0]
+    proposal[proposal < 0] = 0
+    return proposal
+
+
+def transfer_placement(placement: Placement, dynamic_prepared: ov.Model, core: ov.Core, *,
+                       max_submodels: int | None = None) -> Placement:
+    """``placement`` (made on the static clone) as a legal placement of ``dynamic_prepared``'s nodes."""
+    graph = extract_graph(dynamic_prepared)
+    proposal = _proposal(graph.names, graph.edge_src, graph.edge_dst, placement)
+    unknown = sum(1 for name in graph.names if name not in placement.assignment)
+    support = query_support(core, dynamic_prepared, graph, placement.devices)
+    # Submodel bound: never force more merging than the static placement had (it was legal there).
+    bound = None if max_submodels is None else max(max_submodels, placement.num_submodels)
+    dynamic = legalize(graph, proposal, placement.devices, support, max_submodels=bound, strategy=placement.strategy)
+    dynamic.notes = list(placement.notes) + [f"carried over to the dynamic model ({unknown} shape-computation "
+                                             "node(s) placed with their consumers)"] + dynamic.notes
+    dynamic.measured_latency_ms = placement.measured_latency_ms
+    dynamic.reference_latency_ms = dict(placement.reference_latency_ms)
+    _warn_dynamic_unsupported(graph, proposal, support, placement.devices, dynamic)
+    return dynamic
+
+
+def _warn_dynamic_unsupported(graph, proposal, support, devices, dynamic: Placement) -> None:
+    """Say which device could not take which nodes once shapes are dynamic, and where they went instead."""
+    compute = graph.role == NodeRole.COMPUTE
+    for d, device in enumerate(devices):
+        refused = np.flatnonzero(compute & (proposal == d) & ~support[:, d])
+        if refused.size:
+            examples = ", ".join(f"{graph.names[i]!r} ({graph.op_types[i]})" for i in refused[:3])
+            went = Counter(dynamic.assignment[graph.names[i]] for i in refused)
+            logger.warning("dynamic shapes: %s cannot run %d node(s) with dynamic shapes (query_model leaves them "
+                           "out), e.g. %s; they run on %s instead", device, refused.size, examples, dict(went))
+
+
+__all__ = ["transfer_placement"]

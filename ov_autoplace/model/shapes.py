@@ -1,0 +1,189 @@
+"""Placement shapes for models with dynamic dimensions.
+
+A placement is chosen from a graph with known tensor sizes (the profiler
+times it, the policy reads output shapes and FLOPs), so a model with dynamic
+dimensions is placed on a *static clone*: the same model reshaped to the
+placement shapes. The affinities found there are then carried over to the
+dynamic model (:mod:`ov_autoplace.model.dynamic_placement`), which is compiled dynamic.
+
+The placement shapes come, in this order, from
+
+1. ``shapes=`` (``compile_model``/``place``) or ``--shape`` (CLI), in
+   benchmark_app's ``-shape``/``-data_shape`` conventions: a mapping
+   ``{"input_ids": [1, 128], ...}``, a string ``"input_ids[1,128],attention_mask[1,128]"``,
+   or one shape (``[1, 3, 224, 224]`` / ``"[1,3,224,224]"``) for a model with one input;
+2. else the documented default: every dynamic dimension takes
+   :data:`DEFAULT_BATCH` on axis 0 and :data:`DEFAULT_DIM` on the other axes,
+   clamped into the dimension's bounds (``[1..8]`` gives 8 on a non-batch axis).
+
+A model whose inputs are all static needs none of this (``shapes=`` may then
+only repeat its own shapes). Anything that does not fit the model raises
+:class:`~ov_autoplace.errors.ShapeError` naming the input, the value and what
+the model accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping, Sequence, Union
+
+import openvino as ov
+
+from ov_autoplace.errors import ShapeError
+
+#: A dynamic axis 0 (the batch in almost every model) is placed at this size.
+DEFAULT_BATCH = 1
+#: Any other dynamic axis (sequence length, image side, ...) is placed at this size, clamped into its bounds.
+DEFAULT_DIM = 128
+
+ShapesLike = Union[Mapping[str, Sequence[int]], Sequence[int], str, None]
+#: The resolved placement shapes: input name -> static dims, for every input of the model.
+PlacementShapes = dict[str, list[int]]
+
+_ENTRY = re.compile(r"\s*([^\[\],]*?)\s*\[([^\]]*)\]\s*(?:,|$)")
+
+
+def is_dynamic(model: ov.Model) -> bool:
+    """Whether any input of ``model`` has a dynamic dimension or rank."""
+    return any(port.get_partial_shape().is_dynamic for port in model.inputs)
+
+
+def input_name(port: ov.Output) -> str:
+    """The name ``shapes=`` uses for an input: its first tensor name, else its Parameter's friendly name."""
+    names = port.get_names()
+    return port.get_any_name() if names else port.get_node().get_friendly_name()
+
+
+def _parse_text(text: str) -> dict[str, list[int]] | list[int]:
+    """``"a[1,3],b[2]"`` -> {a: [1,3], b: [2]}; ``"[1,3]"`` -> [1, 3] (benchmark_app's syntax)."""
+    entries, pos = {}, 0
+    unnamed: list[int] | None = None
+    while pos < len(text):
+        match = _ENTRY.match(text, pos)
+        if match is None or match.end() == pos:
+            raise ShapeError(f"cannot parse shapes {text!r}: expected 'name[d0,d1,...],...' or '[d0,d1,...]' "
+                             f"(benchmark_app's -shape syntax), e.g. 'input_ids[1,128],attention_mask[1,128]'")
+        name, dims_text = match.group(1), match.group(2)
+        try:
+            dims = [int(d) for d in dims_text.replace(" ", "").split(",") if d != ""]
+        except ValueError:
+            raise ShapeError(f"shape [{dims_text}] in {text!r} has a non-integer dimension; "
+                             "placement shapes are static, e.g. [1,128]") from None
+        if name:
+            entries[name] = dims
+        else:
+            unnamed = dims
+        pos = match.end()
+    if unnamed is not None:
+        if entries:
+            raise ShapeError(f"shapes {text!r} mixes named and unnamed shapes; name every input or give one shape")
+        return unnamed
+    return entries
+
+
+def _as_mapping(shapes: ShapesLike, ports: Sequence[ov.Output]) -> dict[str, list[int]]:
+    if isinstance(shapes, str):
+        shapes = _parse_text(shapes)
+    if isinstance(shapes, Mapping):
+        return {str(k): v for k, v in shapes.items()}
+    if isinstance(shapes, Sequence) and all(isinstance(d, int) for d in shapes):
+        if len(ports) != 1:
+            raise ShapeError(f"shapes={list(shapes)} is one shape but the model has {len(ports)} inputs "
+                             f"{[input_name(p) for p in ports]}; give a mapping input name -> shape")
+        return {input_name(ports[0]): list(shapes)}
+    raise ShapeError(f"shapes must map input names to static shapes (e.g. {{'x': [1, 3, 224, 224]}}), be one "
+                     f"shape for a one-input model, or a benchmark_app string 'x[1,3,224,224]'; got {shapes!r}")
+
+
+def _port_for(name: str, ports: Sequence[ov.Output]) -> ov.Output | None:
+    for port in ports:
+        if name in port.get_names() or name == port.get_node().get_friendly_name():
+            return port
+    return None
+
+
+def _check_fits(name: str, dims: object, pshape: ov.PartialShape) -> list[int]:
+    if not isinstance(dims, Sequence) or isinstance(dims, str) or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise ShapeError(f"shape for input {name!r} must be a list of ints, got {dims!r}")
+    dims = list(dims)
+    if pshape.rank.is_static and len(dims) != pshape.rank.get_length():
+        raise ShapeError(f"shape {dims} for input {name!r} has rank {len(dims)}, but the input is {pshape} "
+                         f"(rank {pshape.rank.get_length()})")
+    if any(d < 1 for d in dims):
+        raise ShapeError(f"shape {dims} for input {name!r} has a dimension < 1; placement shapes are static "
+                         f"and positive (the input is {pshape})")
+    if pshape.rank.is_static:
+        for axis, (dim, value) in enumerate(zip(pshape, dims)):
+            if not dim.compatible(ov.Dimension(value)):
+                raise ShapeError(f"shape {dims} for input {name!r} does not fit the model: axis {axis} is {value}, "
+                                 f"but the input is {pshape} (axis {axis} accepts {dim})")
+    return dims
+
+
+def default_dims(pshape: ov.PartialShape, name: str) -> list[int]:
+    """The documented default for one input: :data:`DEFAULT_BATCH` / :data:`DEFAULT_DIM`, clamped into bounds."""
+    if pshape.rank.is_dynamic:
+        raise ShapeError(f"input {name!r} has a dynamic rank ({pshape}); pass shapes={{{name!r}: [...]}} "
+                         f"(or --shape '{name}[...]') to say which shape to place for")
+    dims = []
+    for axis, dim in enumerate(pshape):
+        if dim.is_static:
+            dims.append(dim.get_length())
+            continue
+        wanted = DEFAULT_BATCH if axis == 0 else DEFAULT_DIM
+        low = max(1, dim.get_min_length())
+        high = dim.get_max_length()  # -1 when unbounded
+        dims.append(max(low, wanted if high < 0 else min(wanted, high)))
+    return dims
+
+
+def resolve_shapes(model: ov.Model, shapes: ShapesLike) -> PlacementShapes | None:
+    """The placement shape of every input, or None for a static model given no ``shapes``.
+
+    Raises ShapeError if ``shapes`` names an input the model does not have,
+    misses a dynamic input, or gives a shape the input cannot take.
+    """
+    ports = list(model.inputs)
+    if shapes is None:
+        if not is_dynamic(model):
+            return None
+        return {input_name(p): default_dims(p.get_partial_shape(), input_name(p)) for p in ports}
+    given = _as_mapping(shapes, ports)
+    resolved: PlacementShapes = {}
+    for name, dims in given.items():
+        port = _port_for(name, ports)
+        if port is None:
+            raise ShapeError(f"shapes names input {name!r}, which the model does not have; its inputs are "
+                             f"{[input_name(p) for p in ports]}")
+        resolved[input_name(port)] = _check_fits(name, dims, port.get_partial_shape())
+    missing = [input_name(p) for p in ports if input_name(p) not in resolved and p.get_partial_shape().is_dynamic]
+    if missing:
+        raise ShapeError(f"shapes gives no shape for the dynamic input(s) {missing}; give one for every dynamic "
+                         f"input (given: {sorted(resolved)})")
+    for port in ports:  # static inputs keep their own shape
+        if input_name(port) not in resolved:
+            resolved[input_name(port)] = [int(d) for d in port.get_partial_shape().to_shape()]
+    return resolved
+
+
+def static_clone(model: ov.Model, shapes: PlacementShapes) -> ov.Model:
+    """A clone of ``model`` reshaped to ``shapes`` (``model`` itself keeps its dynamic shapes)."""
+    clone = model.clone()
+    by_index = {i: ov.PartialShape(shapes[input_name(port)]) for i, port in enumerate(clone.inputs)}
+    try:
+        clone.reshape(by_index)
+    except Exception as exc:  # OpenVINO reports a failed shape inference as a RuntimeError with a long trace
+        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise ShapeError(f"the model cannot be reshaped to the placement shapes {format_shapes(shapes)}: {first}; "
+                         "give shapes the model accepts (shapes= / --shape)") from exc
+    return clone
+
+
+def format_shapes(shapes: PlacementShapes) -> str:
+    """benchmark_app's syntax: ``input_ids[1,128],attention_mask[1,128]``."""
+    return ",".join(f"{name}[{','.join(str(d) for d in dims)}]" for name, dims in shapes.items())
+
+
+__all__ = ["DEFAULT_BATCH", "DEFAULT_DIM", "PlacementShapes", "ShapesLike", "default_dims", "format_shapes",
+           "input_name", "is_dynamic", "resolve_shapes", "static_clone"]

@@ -1,0 +1,1 @@
+"""Placement: ``Placement`` (node -> device), the legalizer that makes a proposal legal for HETERO, the one legality check, the submodels HETERO compiles, pins and excluded devices, portable placements."""

@@ -1,0 +1,166 @@
+"""The result of placing a model: which device runs each node, and a summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Mapping
+
+import openvino as ov
+
+from ov_autoplace.errors import PlacementError
+
+AFFINITY_KEY = "affinity"
+
+
+class PlacementCoverageError(PlacementError, ValueError):
+    """``Placement.apply`` on a model whose nodes the placement does not name (e.g. the user's unprepared model)."""
+
+
+@dataclasses.dataclass
+class Placement:
+    """A legal node -> device assignment for one model and one device list.
+
+    ``assignment`` covers every node (Parameters, Constants and Results too),
+    keyed by friendly name, as HETERO requires. ``compute_nodes`` counts the
+    nodes that do work (everything but Parameter/Constant/Result), which is
+    what the per-device counts report.
+    """
+
+    assignment: dict[str, str]
+    devices: tuple[str, ...]
+    strategy: str
+    compute_nodes: frozenset[str]
+    num_submodels: int
+    notes: list[str] = dataclasses.field(default_factory=list)
+    measured_latency_ms: float | None = None
+    reference_latency_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: The measured verdict that made this the chosen placement (``verification.py``; None: not verified).
+    verification: dict[str, Any] | None = None
+
+    @property
+    def device_string(self) -> str:
+        return "HETERO:" + ",".join(self.devices)
+
+    def counts_per_device(self, *, compute_only: bool = True) -> dict[str, int]:
+        """Number of nodes on each device (every listed device appears, possibly with 0)."""
+        names = self.compute_nodes if compute_only else self.assignment.keys()
+        counts = Counter(self.assignment[n] for n in names)
+        return {d: counts.get(d, 0) for d in self.devices}
+
+    def device_of(self, name: str) -> str:
+        try:
+            return self.assignment[name]
+        except KeyError:
+            raise KeyError(f"node {name!r} is not in this placement ({len(self.assignment)} nodes)") from None
+
+    def apply(self, model: ov.Model) -> None:
+        """Write ``rt_info['affinity']`` on every node of ``model`` (the prepared model placed).
+
+        On any other model (the user's own, unprepared) it raises PlacementCoverageError naming the one
+        call that works there, :func:`ov_autoplace.compile_placement`. ``ov.save_model`` writes no
+        affinity; :func:`ov_autoplace.save_model` stores the placement in the IR's rt_info instead.
+
+        A Constant whose consumers sit on several devices is duplicated, one
+        copy per device, so no constant value crosses a device boundary.
+        Works for any assignment, legal or not (a Constant on a device none of
+        its consumers use is moved, not copied).
+        """
+        missing = [op.get_friendly_name() for op in model.get_ops() if op.get_friendly_name() not in self.assignment]
+        if missing:
+            raise PlacementCoverageError(
+                f"placement does not cover {len(missing)} node(s) of the model, e.g. {missing[:3]}: a placement names "
+                "the nodes of the *prepared* model (ov_autoplace.model.prepare.prepare_model folds constant subgraphs), "
+                "not of the model you pass. Compile your own model with it: "
+                "ov_autoplace.compile_placement(model, placement, config) (it prepares a clone and applies the "
+                "placement there); or place this exact model again"
+            )
+        for op in model.get_ordered_ops():
+            op.get_rt_info()[AFFINITY_KEY] = self.assignment[op.get_friendly_name()]
+            if op.get_type_name() == "Constant":
+                self._split_constant(op)
+
+    def _split_constant(self, const: ov.Node) -> None:
+        own = self.assignment[const.get_friendly_name()]
+        by_device: dict[str, list] = {}
+        for target in const.output(0).get_target_inputs():
+            consumer = target.get_node()
+            device = self.assignment.get(consumer.get_friendly_name(), own)
+            by_device.setdefault(device, []).append(target)
+        if by_device and own not in by_device:
+            # No consumer on the Constant's own device: move it to one of theirs. Copying every consumer
+            # away would leave the original with no consumers, dropped from the graph while copies still
+            # pointed into its buffer (that dangling read made alternating placements return garbage).
+            own = max(by_device, key=lambda d: len(by_device[d]))
+            const.get_rt_info()[AFFINITY_KEY] = own
+        for device, targets in by_device.items():
+            if device == own:
+                continue
+            # A deep copy: a shared-memory copy does not keep the original's buffer alive.
+            copy = ov.op.Constant(const.get_tensor_view(), shared_memory=False)
+            copy.set_friendly_name(f"{const.get_friendly_name()}/on_{device}")
+            copy.get_rt_info()[AFFINITY_KEY] = device
+            for target in targets:
+                target.replace_source_output(copy.output(0))
+
+    def summary(self) -> str:
+        counts = self.counts_per_device()
+        total = max(1, sum(counts.values()))
+        lines = [
+            f"Placement on {self.device_string} (strategy: {self.strategy})",
+            f"  compute nodes: {sum(counts.values())}, all nodes: {len(self.assignment)}, "
+            f"submodels: {self.num_submodels}",
+        ]
+        for device, n in counts.items():
+            lines.append(f"  {device:<8} {n:>6} nodes  {100.0 * n / total:5.1f} %")
+        if self.measured_latency_ms is not None:
+            lines.append(f"  measured latency: {self.measured_latency_ms:.2f} ms (median)")
+        for device, ms in self.reference_latency_ms.items():
+            lines.append(f"  {device}-only latency: {ms:.2f} ms (median)")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "devices": list(self.devices),
+            "strategy": self.strategy,
+            "num_submodels": self.num_submodels,
+            "assignment": self.assignment,
+            "compute_nodes": sorted(self.compute_nodes),
+            "notes": self.notes,
+            "measured_latency_ms": self.measured_latency_ms,
+            "reference_latency_ms": self.reference_latency_ms,
+            "verification": self.verification,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Placement":
+        return cls(
+            assignment=dict(data["assignment"]),
+            devices=tuple(data["devices"]),
+            strategy=str(data["strategy"]),
+            compute_nodes=frozenset(data["compute_nodes"]),
+            num_submodels=int(data["num_submodels"]),
+            notes=list(data.get("notes", [])),
+            measured_latency_ms=data.get("measured_latency_ms"),
+            reference_latency_ms=dict(data.get("reference_latency_ms", {})),
+            verification=dict(data["verification"]) if isinstance(data.get("verification"), Mapping) else None,
+        )
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Placement":
+        """Read a file written by :meth:`save`; a damaged file raises FileFormatError saying what is wrong."""
+        from ov_autoplace.model.loading import read_json_file
+
+        return read_json_file(path, "placement", cls.from_dict)
+
+
+__all__ = ["AFFINITY_KEY", "Placement", "PlacementCoverageError"]

@@ -1,0 +1,101 @@
+"""One legality check for every placement that reaches a compile.
+
+A placement can come from a strategy (legalized when it was made), from the
+placement cache, from a JSON file or from a search. Only the first is legal
+by construction: a cache entry may be stale (written by an older legalizer)
+or edited, a JSON file may have been written by hand. HETERO compiles many
+illegal placements without complaint and some of them run wrong (a Constant
+on another device than its consumers, a quantized op split from its
+FakeQuantize), so :func:`ensure_legal` runs the legalizer again on the
+placement's own compute assignment and compares:
+
+* the same assignment comes back: the placement is legal and is returned
+  with its compute nodes and submodel count recomputed from the graph (a
+  cached count is not trusted);
+* another assignment comes back: a WARNING says how many nodes moved and the
+  re-legalized placement is returned (its measured latencies are dropped:
+  they were of another placement);
+* the placement cannot be read onto the graph at all (nodes missing, unknown
+  devices, a device list other than the requested one): ``PlacementError``
+  naming what is wrong, which the caller turns into a rejection (cache: place
+  again) or raises (the user's own placement).
+
+The legalizer is idempotent on its own output, so a legal placement passes
+unchanged; :data:`LEGALIZER_VERSION` is part of the placement cache key, so
+entries of an older legalizer are placed again rather than patched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Sequence
+
+import numpy as np
+
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.legalizer import Pin, legalize
+from ov_autoplace.placement.assignment import Placement
+
+logger = logging.getLogger(__name__)
+
+#: Bumped whenever the legalizer's rules change (2: quantization patterns stay on one device; 3: the submodel
+#: bound is never below what the devices' op support forces, ``legalize.effective_max_submodels``; 4: the bound
+#: and ``Placement.num_submodels`` count the submodels HETERO compiles, not same-device islands, ``submodels.py``).
+LEGALIZER_VERSION = 4
+
+
+def placement_problems(placement: Placement, graph: GraphArrays, devices: Sequence[str]) -> list[str]:
+    """Why ``placement`` cannot be read onto ``graph`` over ``devices`` (empty when it can)."""
+    problems = []
+    if not isinstance(placement.assignment, dict):
+        return [f"assignment must map node names to devices, got {type(placement.assignment).__name__}"]
+    if sorted(placement.devices) != sorted(devices):
+        problems.append(f"placement is for devices {list(placement.devices)}, the compile for {list(devices)}")
+    missing = [n for n in graph.names if n not in placement.assignment]
+    if missing:
+        problems.append(f"{len(missing)} node(s) of the model have no device, e.g. {missing[:3]}")
+    unknown = sorted({str(d) for n, d in placement.assignment.items() if d not in devices})
+    if unknown:
+        problems.append(f"devices {unknown[:5]} are not among {list(devices)}")
+    return problems
+
+
+def ensure_legal(
+    placement: Placement,
+    graph: GraphArrays,
+    devices: Sequence[str],
+    support: np.ndarray,
+    *,
+    pins: Sequence[Pin] = (),
+    max_submodels: int | None = None,
+    source: str = "given",
+) -> Placement:
+    """``placement`` if it is what the legalizer makes of it, else the re-legalized placement (with a WARNING).
+
+    ``source`` names where the placement came from in the log ("cached",
+    "loaded", "new"). Raises PlacementError when the placement does not fit
+    ``graph`` and ``devices`` at all (see :func:`placement_problems`).
+    """
+    problems = placement_problems(placement, graph, devices)
+    if problems:
+        raise PlacementError(f"{source} placement does not fit this model: " + "; ".join(problems))
+    devices = tuple(devices)
+    index = {d: k for k, d in enumerate(devices)}
+    proposal = np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64)
+    legal = legalize(graph, proposal, devices, support, pins=pins, max_submodels=max_submodels,
+                     strategy=placement.strategy)
+    moved = [n for n in graph.names if legal.assignment[n] != placement.assignment[n]]
+    if not moved and tuple(placement.devices) == devices:
+        return dataclasses.replace(placement, assignment=legal.assignment, compute_nodes=legal.compute_nodes,
+                                   num_submodels=legal.num_submodels, notes=list(placement.notes))
+    logger.warning("%s placement (%s) was not legal for HETERO: %d of %d node(s) re-legalized (e.g. %s)%s",
+                   source, placement.strategy, len(moved), graph.num_nodes, moved[:3],
+                   "; device order restored" if tuple(placement.devices) != devices else "")
+    legal.notes = list(placement.notes) + legal.notes + [
+        f"re-legalized the {source} placement: {len(moved)} node(s) moved (legalizer v{LEGALIZER_VERSION})"]
+    return legal
+
+
+__all__ = ["LEGALIZER_VERSION", "ensure_legal", "placement_problems"]

@@ -1,0 +1,122 @@
+"""A placement carried inside an OpenVINO IR: ``rt_info["ov_autoplace"]["placement"]``, keyed by node identity.
+
+A placement names the nodes of the *prepared* model by friendly name
+(``Constant_11``), and friendly names change between two conversions of the
+same architecture (they come from a process-wide counter). The IR therefore
+stores, next to the placement, the identity of every prepared node in the
+prepared graph's order (``extract_graph``: a topological order that depends
+only on the graph's structure): its position, op type, output count, element
+type and output shape. Reading it back prepares the model again and matches
+node by node: the same positions, types and shapes are the same graph,
+whatever its names. A stored placement whose identities do not match (another
+model, another OpenVINO whose prepare folds differently) is ignored, with a
+log line saying why.
+
+Verification (``verification.py``): the placement's measured verdict is stored
+with it. Read back under the same names, the assignment and its digest are
+unchanged, so the evidence stays intact; matched by identity under new names
+the assignment is a new dict whose digest differs, so it carries no evidence
+and ``compile_model`` must treat it as a proposal (verify it again).
+
+This module imports no ``api`` (``api`` reads stored placements through it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Sequence
+
+import openvino as ov
+
+from ov_autoplace.errors import FileFormatError
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.model.prepare import prepare_model
+
+logger = logging.getLogger("ov_autoplace")
+
+RT_INFO_PATH = ["ov_autoplace", "placement"]
+FORMAT = 1
+
+
+def node_identities(graph: GraphArrays) -> list[list[Any]]:
+    """One ``[op type, outputs, element type, output shape]`` per prepared node, in the graph's order."""
+    return [[graph.op_types[i], int(graph.num_outputs[i]), graph.out_element_type[i],
+             [int(d) for d in graph.out_shape[i, :int(graph.out_rank[i])]]] for i in range(graph.num_nodes)]
+
+
+def encode(placement: Placement, graph: GraphArrays) -> str:
+    """The rt_info text for ``placement`` of the prepared graph ``graph`` (JSON)."""
+    missing = [n for n in graph.names if n not in placement.assignment]
+    if missing:
+        raise FileFormatError(f"the placement does not cover {len(missing)} node(s) of the prepared model, e.g. "
+                              f"{missing[:3]}; place this model (ov_autoplace.place) and store that placement")
+    return json.dumps({"format": FORMAT, "names": list(graph.names), "nodes": node_identities(graph),
+                       "placement": placement.to_dict()}, separators=(",", ":"))
+
+
+def attach(model: ov.Model, placement: Placement, graph: GraphArrays | None = None) -> None:
+    """Store ``placement`` in ``model``'s rt_info (``ov.save_model`` keeps it in the IR)."""
+    graph = graph if graph is not None else extract_graph(prepare_model(model))
+    model.set_rt_info(encode(placement, graph), RT_INFO_PATH)
+
+
+def _stored_text(model: ov.Model) -> str | None:
+    if not model.has_rt_info(RT_INFO_PATH):
+        return None
+    value = model.get_rt_info(RT_INFO_PATH)
+    return value.astype(str) if hasattr(value, "astype") else str(value)
+
+
+def _decode(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"format {data.get('format') if isinstance(data, dict) else None!r}, expected {FORMAT}")
+        if len(data["names"]) != len(data["nodes"]):
+            raise ValueError("names and nodes differ in length")
+        Placement.from_dict(data["placement"])  # every field present and typed
+        return data
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise FileFormatError(f"the model's rt_info {'/'.join(RT_INFO_PATH)} is not a placement ov_autoplace wrote: "
+                              f"{exc}; save the model again with ov_autoplace.save_model") from None
+
+
+def stored_placement(model: ov.Model, graph: GraphArrays | None = None,
+                     devices: Sequence[str] | None = None) -> Placement | None:
+    """The placement stored in ``model``'s rt_info, keyed by the names of ``prepare_model(model)``; else None.
+
+    ``graph`` is ``extract_graph(prepare_model(model))`` when the caller has it. ``devices``: a placement
+    for another device list is not used (None, INFO line). Identities that do not match: None, WARNING.
+    A damaged entry raises FileFormatError.
+    """
+    text = _stored_text(model)
+    if text is None:
+        return None
+    data = _decode(text)
+    stored = Placement.from_dict(data["placement"])
+    if devices is not None and tuple(devices) != stored.devices:
+        logger.info("the model carries a placement for %s, not for %s: placing again", stored.devices, tuple(devices))
+        return None
+    graph = graph if graph is not None else extract_graph(prepare_model(model))
+    identities = node_identities(graph)
+    if identities != data["nodes"]:
+        differ = next((i for i, (a, b) in enumerate(zip(identities, data["nodes"])) if a != b),
+                      min(len(identities), len(data["nodes"])))
+        logger.warning("the model carries a placement of another graph (%d stored nodes, %d now; first difference "
+                       "at node %d): placing again", len(data["nodes"]), len(identities), differ)
+        return None
+    if list(graph.names) == data["names"]:
+        return stored  # the same names: the same assignment, its verification evidence intact
+    rename = dict(zip(data["names"], graph.names))
+    compute = frozenset(graph.names[i] for i in range(graph.num_nodes) if int(graph.role[i]) == NodeRole.COMPUTE)
+    return Placement(assignment={rename[n]: d for n, d in stored.assignment.items() if n in rename},
+                     devices=stored.devices, strategy=stored.strategy, compute_nodes=compute,
+                     num_submodels=stored.num_submodels,
+                     notes=[*stored.notes, "read from the model's rt_info by node identity (names changed): "
+                                           "a proposal, its verification evidence does not carry over"],
+                     verification=None)
+
+
+__all__ = ["FORMAT", "RT_INFO_PATH", "attach", "encode", "node_identities", "stored_placement"]

@@ -1,0 +1,254 @@
+"""The submodels HETERO compiles for a placement: same-device groups with no cycle between them.
+
+HETERO cuts the model at every edge between two devices and compiles each
+connected same-device part as one submodel, then runs the submodels one after
+another. A part that feeds another device and is fed back by it (in a
+transformer: layer norm -> Q/K/V on device A, attention on B, output
+projection + residual add on A again, the residual edge joining both A ends)
+cannot run as one submodel, so HETERO splits it. Counting connected
+same-device *islands* misses those splits: on BERT-base with the attention
+cores on the second device the islands are 14 and HETERO compiles 26
+(the FFNs: 25 vs 49).
+
+:func:`submodel_partition` finds HETERO's parts the way OpenVINO 2026.4's
+hetero plugin (its SubgraphCollector) does, re-derived here:
+
+1. every edge between two devices is cut; the parts are the nodes joined by
+   the remaining edges (so two same-device parts that share a Parameter or
+   Constant are one part, which islands of active nodes are not);
+2. while this adds cuts: a node that depends on a cut edge leaving its own
+   part (a cycle through another device) has those of its input edges cut
+   whose source depends on the cut inputs the cycle came through.
+
+Checked by compiling on the testbed (``benchmarks/bench_submodels.py``,
+tests/test_submodels.py): HETERO's count in 8 of 10 placements (BERT-base
+with the attention cores, the FFNs or every other layer on the second device:
+26 / 49 / 13 against 14 / 25 / 8 islands; random placements of BERT-base and
+ResNet-50). Where it differs HETERO splits more (a small attention graph
+with only its softmaxes moved: 5 here, 10 compiled), so the count is a lower
+bound there. Should the split ever leave a cycle, the *stage* groups (same
+device and the same largest number of device changes on a path reaching the
+node), which never have one, stand in. Inactive nodes (Parameters, Results,
+Constants and constant subgraphs) are placed but carry no submodel number.
+
+The legalizer bounds and reports this count (``max_submodels``,
+``Placement.num_submodels``) and the pictures (``viz/placed.py``) draw these
+submodels. The simulator, the cost terms and the MILP price same-device
+islands (:func:`count_islands`; the simulator vectorised over many
+placements, ``costmodel/islands.py``): cheaper, and mostly a lower bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+
+import numpy as np
+
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> int:
+        """Joins the sets of ``a`` and ``b``; the smaller root stays the root (roots are lowest members)."""
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            ra, rb = min(ra, rb), max(ra, rb)
+            self.parent[rb] = ra
+        return ra
+
+
+def island_sets(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> _UnionFind:
+    """Connected components of active nodes joined by same-device edges (cycles through other devices kept)."""
+    uf = _UnionFind(graph.num_nodes)
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        if active[s] and active[t] and device[s] == device[t]:
+            uf.union(s, t)
+    return uf
+
+
+def count_islands(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
+    """Same-device islands: a lower bound on the submodels (what the batched simulator counts)."""
+    uf = island_sets(graph, device, active)
+    return len({uf.find(i) for i in np.flatnonzero(active).tolist()})
+
+
+@dataclasses.dataclass(frozen=True)
+class SubmodelPartition:
+    """``submodel[i]``: the submodel of node ``i`` in execution (topological) order, -1 for inactive nodes."""
+
+    submodel: np.ndarray  # int64 [N]
+    device: np.ndarray  # int64 [num_submodels], each submodel's device
+    islands: int  # connected same-device islands of active nodes (count_islands)
+
+    @property
+    def num_submodels(self) -> int:
+        return int(self.device.size)
+
+    def per_device(self, num_devices: int) -> np.ndarray:
+        return np.bincount(self.device, minlength=num_devices)
+
+
+def _components(n: int, src: list[int], dst: list[int], cut: set[int]) -> _UnionFind:
+    """Nodes joined by every edge that is not ``cut``."""
+    uf = _UnionFind(n)
+    for e, (s, t) in enumerate(zip(src, dst)):
+        if e not in cut:
+            uf.union(s, t)
+    return uf
+
+
+def _bits(mask: int):
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
+    """The parts HETERO compiles, found as OpenVINO 2026.4's hetero SubgraphCollector finds them (module
+    docstring): edges between devices are cut; then, while it adds cuts, every node that depends on a cut
+    edge leaving its own part (a cycle) has those of its input edges cut whose source depends on the part's
+    cut inputs the cycle came through. Dependency sets are Python ints used as bitsets over the cut edges."""
+    n, role = graph.num_nodes, graph.role.tolist()
+    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    is_input = [r in (NodeRole.PARAMETER, NodeRole.CONSTANT) for r in role]
+    in_edges: list[list[int]] = [[] for _ in range(n)]
+    for e, t in enumerate(dst):
+        in_edges[t].append(e)
+    dev = list(dev)
+    for e, (s, t) in enumerate(zip(src, dst)):  # edges by destination in topological order
+        if role[t] == NodeRole.RESULT:
+            dev[t] = dev[s]  # a Result runs where its producer does
+    cut = {e for e, (s, t) in enumerate(zip(src, dst)) if dev[s] != dev[t]}
+    while True:
+        part = _components(n, src, dst, cut)
+        if not cut:
+            return part  # one device: nothing leaves a part, so there is no cycle to split
+        sg = [part.find(i) for i in range(n)]
+        # bits: the cut edges, then each Parameter/Constant (HETERO counts a graph input as a part's input too)
+        order = sorted(cut)
+        bit = {e: k for k, e in enumerate(order)}
+        owner_mask: dict[int, int] = {}  # part -> the bits that enter it
+        leave_mask: dict[int, int] = {}  # part -> the cut edges that leave it
+        for k, e in enumerate(order):
+            owner_mask[sg[dst[e]]] = owner_mask.get(sg[dst[e]], 0) | (1 << k)
+            leave_mask[sg[src[e]]] = leave_mask.get(sg[src[e]], 0) | (1 << k)
+        deps = [0] * n
+        k = len(order)
+        for v in range(n):
+            if is_input[v]:
+                deps[v] = 1 << k
+                owner_mask[sg[v]] = owner_mask.get(sg[v], 0) | (1 << k)
+                k += 1
+                continue
+            d = 0
+            for e in in_edges[v]:
+                d |= deps[src[e]] | (1 << bit[e] if e in bit else 0)
+            deps[v] = d
+        entered = [deps[v] & owner_mask.get(sg[v], 0) for v in range(n)]
+        cyclic = [deps[v] & leave_mask.get(sg[v], 0) for v in range(n)]
+        added = False
+        for v in range(n):
+            if not cyclic[v]:
+                continue
+            through = 0
+            for k in _bits(cyclic[v]):
+                through |= entered[src[order[k]]]
+            for k in _bits(entered[v]):
+                if k < len(order) and sg[src[order[k]]] != sg[v]:  # the cycle re-enters the part here
+                    through |= entered[dst[order[k]]]
+            for e in in_edges[v]:
+                s = src[e]
+                if e not in cut and not (cyclic[v] & cyclic[s]) and (through & entered[s]):
+                    cut.add(e)
+                    added = True
+        if not added:
+            return part
+
+
+def _stage_groups(src: list[int], dst: list[int], dev: list[int], n: int) -> _UnionFind:
+    """Same-device neighbours of equal *stage* (the most device changes on a path reaching a node): every edge
+    between two groups goes to a higher stage or stays on one device, so the groups can always be ordered."""
+    stage = [0] * n
+    for s, t in zip(src, dst):  # edges are listed by destination in topological order
+        stage[t] = max(stage[t], stage[s] + (dev[s] != dev[t]))
+    uf = _UnionFind(n)
+    for s, t in zip(src, dst):
+        if dev[s] == dev[t] and stage[s] == stage[t]:
+            uf.union(s, t)
+    return uf
+
+
+def _execution_order(uf: _UnionFind, src: list[int], dst: list[int], nodes: list[int]) -> dict[int, int] | None:
+    """Part root -> position in a topological order of the parts (Kahn, lowest first node first); None on a
+    cycle."""
+    roots = sorted({uf.find(i) for i in nodes})
+    succ: dict[int, set[int]] = {r: set() for r in roots}
+    indegree = dict.fromkeys(roots, 0)
+    for s, t in zip(src, dst):
+        a, b = uf.find(s), uf.find(t)
+        if a != b and b not in succ[a]:
+            succ[a].add(b)
+            indegree[b] += 1
+    ready = [r for r in roots if indegree[r] == 0]
+    heapq.heapify(ready)
+    order: dict[int, int] = {}
+    while ready:
+        r = heapq.heappop(ready)
+        order[r] = len(order)
+        for b in succ[r]:
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                heapq.heappush(ready, b)
+    return order if len(order) == len(roots) else None
+
+
+def submodel_partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> SubmodelPartition:
+    """HETERO's submodels for ``device`` (index per node, every node placed) over the ``active`` nodes; see the
+    module docstring. Should the split leave a cycle (not seen; HETERO itself would then refuse to compile),
+    the stage groups, which never have one, are returned instead."""
+    return _partition(graph, device, active, count_islands(graph, device, active))
+
+
+def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islands: int) -> SubmodelPartition:
+    n = graph.num_nodes
+    dev = np.asarray(device).tolist()
+    act = np.asarray(active, dtype=bool)
+    keep = act[graph.edge_src] & act[graph.edge_dst]
+    src, dst = graph.edge_src[keep].tolist(), graph.edge_dst[keep].tolist()
+    nodes = np.flatnonzero(act).tolist()
+    uf = _hetero_split(graph, dev)
+    order = _execution_order(uf, src, dst, nodes)
+    if order is None:
+        uf = _stage_groups(src, dst, dev, n)
+        order = _execution_order(uf, src, dst, nodes)
+        assert order is not None  # stages increase along every edge between groups
+    submodel = np.full(n, -1, dtype=np.int64)
+    for i in nodes:
+        submodel[i] = order[uf.find(i)]
+    sub_device = np.zeros(len(order), dtype=np.int64)
+    for r, k in order.items():
+        sub_device[k] = dev[r]
+    return SubmodelPartition(submodel=submodel, device=sub_device, islands=islands)
+
+
+def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
+    """The number of submodels HETERO compiles for ``device`` (index per node, every node placed) over the
+    ``active`` nodes. Zero or one island is that many submodels, without the split (which costs several
+    times the island count: it runs on every legalize)."""
+    islands = count_islands(graph, device, active)
+    return islands if islands <= 1 else _partition(graph, device, active, islands).num_submodels
+
+
+__all__ = ["SubmodelPartition", "count_hetero_submodels", "count_islands", "island_sets", "submodel_partition"]

@@ -1,0 +1,139 @@
+"""A trained HSDAG policy as one ``.npz`` file that inference can read without torch.
+
+Layout: every parameter of ``HSDAGPolicy.state_dict()`` as a float32 array under
+its state-dict name (``input_proj.weight``, ``convs.0.lin.weight``, ...) plus
+one entry ``__header__``: a JSON string holding
+
+* ``format`` / ``format_version`` (:data:`FORMAT`, :data:`FORMAT_VERSION`),
+* ``ov_autoplace_version`` that wrote it,
+* ``config`` (:class:`~ov_autoplace.policy.config.HSDAGConfig` as a dict: sizes,
+  pooling rule, op vocabulary, positional-encoding width, feature switches),
+* ``feature_names`` of the node, device and pair inputs (for humans and checks),
+* ``parameters``: name -> shape, and free-form ``metadata`` (training run, ...).
+
+:func:`export_policy` takes the torch module but this file never imports torch
+(it only calls ``.detach().cpu().numpy()`` on the tensors it is given);
+:func:`load_policy_file` is pure numpy + json. Files are read with
+``allow_pickle=False``: a policy file cannot run code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ov_autoplace.errors import PolicyFormatError
+from ov_autoplace.policy.config import GROUP_COST_FEATURE_NAMES, HSDAGConfig
+from ov_autoplace.policy.features import DEVICE_FEATURE_NAMES, NODE_DEVICE_FEATURE_NAMES, node_feature_names
+from ov_autoplace.policy.inputs import COARSE_EXTRA_NAMES
+
+FORMAT = "ov_autoplace.hsdag_policy"
+FORMAT_VERSION = 1
+HEADER_KEY = "__header__"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ExportedPolicy:
+    """The contents of a policy file: its header, its config and its float32 weights by state-dict name."""
+
+    header: dict[str, Any]
+    config: HSDAGConfig
+    weights: dict[str, np.ndarray]
+
+    def __repr__(self) -> str:
+        count = sum(int(w.size) for w in self.weights.values())
+        return f"ExportedPolicy(parameters={count}, config={self.config})"
+
+
+def expected_feature_names(config: HSDAGConfig) -> dict[str, list[str]]:
+    return {
+        "node": node_feature_names(config.vocab, config.pos_dim) + list(COARSE_EXTRA_NAMES),
+        "device": list(DEVICE_FEATURE_NAMES),
+        "pair": list(NODE_DEVICE_FEATURE_NAMES) + list(GROUP_COST_FEATURE_NAMES),
+    }
+
+
+def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None = None) -> Path:
+    """Write ``policy`` (an ``HSDAGPolicy``) to ``path`` (``.npz`` is appended by numpy if missing)."""
+    from ov_autoplace._version import __version__
+
+    config: HSDAGConfig = policy.config
+    weights = {name: t.detach().cpu().numpy().astype(np.float32) for name, t in policy.state_dict().items()}
+    if HEADER_KEY in weights:
+        raise PolicyFormatError(f"a parameter is named {HEADER_KEY!r}, which the file format reserves")
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "ov_autoplace_version": __version__,
+        "config": config.to_dict(),
+        "feature_names": expected_feature_names(config),
+        "parameters": {name: list(w.shape) for name, w in weights.items()},
+        "metadata": metadata or {},
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        np.savez(f, **{HEADER_KEY: np.array(json.dumps(header))}, **weights)
+    return path
+
+
+def load_policy_file(path: str | Path) -> ExportedPolicy:
+    """Read and check a file written by :func:`export_policy`.
+
+    Every way the file can be damaged (missing, a directory, empty, truncated,
+    not a zip, a header that is not JSON or not an object, a config of the
+    wrong form) raises PolicyFormatError naming the file and what was wrong.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise PolicyFormatError(f"policy file {path} is a directory; expected a .npz written by export_policy")
+    if not path.is_file():
+        raise FileNotFoundError(f"no policy file at {path}; export one with ov_autoplace.policy.policy_file.export_policy")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:  # empty/truncated: EOF/BadZip
+        raise PolicyFormatError(f"{path} is not a readable .npz policy file ({type(exc).__name__}: {exc}); "
+                                "expected a file written by export_policy (reinstall or re-export it)") from exc
+    if HEADER_KEY not in arrays:
+        raise PolicyFormatError(f"{path} has no {HEADER_KEY!r} entry; expected a file written by export_policy")
+    try:
+        header = json.loads(str(arrays.pop(HEADER_KEY)))
+    except (ValueError, RecursionError) as exc:
+        raise PolicyFormatError(f"{path}: the {HEADER_KEY!r} entry is not valid JSON ({exc})") from exc
+    if not isinstance(header, dict):
+        raise PolicyFormatError(f"{path}: the {HEADER_KEY!r} entry must be a JSON object, got "
+                                f"{type(header).__name__}")
+    return _checked(path, header, arrays)
+
+
+def _checked(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> ExportedPolicy:
+    if header.get("format") != FORMAT:
+        raise PolicyFormatError(f"{path} has format {header.get('format')!r}, expected {FORMAT!r}")
+    if header.get("format_version") != FORMAT_VERSION:
+        raise PolicyFormatError(
+            f"{path} is policy format version {header.get('format_version')}, this ov_autoplace reads version "
+            f"{FORMAT_VERSION}; re-export the policy with this version")
+    try:
+        config = HSDAGConfig.from_dict(header["config"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PolicyFormatError(f"{path}: the header's 'config' is missing or malformed "
+                                f"({type(exc).__name__}: {exc})") from exc
+    wanted = expected_feature_names(config)
+    if header.get("feature_names") != wanted:
+        raise PolicyFormatError(
+            f"{path} was trained on other input features than this ov_autoplace computes "
+            f"(written by ov_autoplace {header.get('ov_autoplace_version')}); retrain or re-export it")
+    shapes = {name: list(a.shape) for name, a in arrays.items()}
+    if shapes != header.get("parameters"):
+        raise PolicyFormatError(f"{path}: the stored weights do not match the shapes its header lists")
+    return ExportedPolicy(header=header, config=config,
+                          weights={name: a.astype(np.float32, copy=False) for name, a in arrays.items()})
+
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "ExportedPolicy", "PolicyFormatError", "export_policy", "load_policy_file"]
