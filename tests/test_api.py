@@ -12,6 +12,8 @@ import ov_autoplace as oa
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import PlacementStrategy
 from tests import synthetic_graphs as sg
+from ov_autoplace.api import DEFAULT_MAX_SUBMODELS
+from ov_autoplace.devices.timing import random_inputs
 
 
 def test_single_device_is_plain_compile(testbed):
@@ -19,7 +21,7 @@ def test_single_device_is_plain_compile(testbed):
     compiled = oa.compile_model(model, "CPU", core=testbed.core)
     assert isinstance(compiled, ov.CompiledModel)
     plain = testbed.core.compile_model(model, "CPU")
-    inputs = oa.random_inputs(plain)
+    inputs = random_inputs(plain)
     np.testing.assert_array_equal(compiled(inputs)[0], plain(inputs)[0])
 
 
@@ -28,14 +30,14 @@ def test_hetero_returns_compiled_model_and_leaves_model_untouched(testbed):
     compiled = oa.compile_model(model, testbed.hetero, core=testbed.core)
     assert isinstance(compiled, ov.CompiledModel)
     assert all("affinity" not in op.get_rt_info() for op in model.get_ops())
-    assert compiled(oa.random_inputs(compiled))[0].shape == (1, 10)
+    assert compiled(random_inputs(compiled))[0].shape == (1, 10)
 
 
 def test_place_returns_summary(testbed):
     placement = oa.place(sg.attention_like(), testbed.hetero, core=testbed.core, strategy="heavy_ops")
     counts = placement.counts_per_device()
     assert set(counts) == set(testbed.devices) and sum(counts.values()) == len(placement.compute_nodes)
-    assert placement.num_submodels <= oa.DEFAULT_MAX_SUBMODELS
+    assert placement.num_submodels <= DEFAULT_MAX_SUBMODELS
     text = str(placement)
     assert "CPUF" in text and "submodels" in text
 

@@ -23,6 +23,7 @@ import ov_autoplace as oa
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.root import clear_cache
 from tests import synthetic_graphs as sg
+from ov_autoplace.devices.timing import random_inputs
 
 BOUND_S = 10.0  # the target: a correct compile or a typed error within 10 s each
 NOBODY = 65534
@@ -52,7 +53,7 @@ def compile_checked(testbed, root: Path, model=None, **kw):
     model = model if model is not None else sg.residual()
     compiled = bounded(lambda: oa.compile_model(model, testbed.hetero, core=testbed.core, cache_dir=root, **kw))
     plain = testbed.core.compile_model(model, testbed.hetero)
-    inputs = oa.random_inputs(plain, seed=1)
+    inputs = random_inputs(plain, seed=1)
     ours, ref = compiled(inputs)[0], plain(inputs)[0]
     scale = float(np.max(np.abs(ref))) or 1.0
     assert np.max(np.abs(ours - ref)) <= 0.05 * scale, "outputs differ beyond bf16 precision"  # CPU runs bf16

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 import ov_autoplace
+from ov_autoplace.devices.testbed import make_testbed
+from ov_autoplace.devices.timing import random_inputs
 
 FORBIDDEN = ("ov_autoplace_lab.training", "ov_autoplace_lab.baselines", "ov_autoplace_lab.bench", "ov_autoplace_lab.commands.train_command",
              "ov_autoplace.cli.main", "ov_autoplace_lab.viz", "torch")
@@ -26,11 +28,11 @@ import json, sys
 import numpy as np
 import ov_autoplace as oa
 from tests import synthetic_graphs as sg
-tb = oa.make_testbed(like_for_like=True)
+tb = make_testbed(like_for_like=True)
 model = sg.residual()
 compiled = oa.compile_model(model, tb.hetero, core=tb.core, use_cache=False, profile="now")
 dynamic = oa.compile_model(sg.dynamic_attention(), tb.hetero, core=tb.core, use_cache=False, profile="now")
-compiled(oa.random_inputs(compiled))
+compiled(random_inputs(compiled))
 dynamic(np.zeros((2, 5, 32), dtype=np.float32))
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ov_autoplace", "torch")))))
 """

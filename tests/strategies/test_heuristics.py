@@ -17,6 +17,7 @@ from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy, cr
 from ov_autoplace.strategies.heft import HeftStrategy, IncrementalPlacer, upward_rank
 from tests import synthetic_graphs as sg
 from tests.costmodel.test_optimum import brute_latency, legal, random_cost, small_graph
+from ov_autoplace.api import DEFAULT_MAX_SUBMODELS
 
 HEURISTICS = (BestSingleDeviceStrategy, HeftStrategy, CriticalPathGreedyStrategy)
 
@@ -136,6 +137,6 @@ def test_strategies_plug_into_place(testbed, strategy_type):
     placement = oa.place(sg.residual(), testbed.hetero, core=testbed.core, strategy=strategy)
     assert placement.strategy == strategy.name
     assert set(placement.assignment) == set(built[-1].node_names)
-    assert placement.num_submodels <= oa.DEFAULT_MAX_SUBMODELS
+    assert placement.num_submodels <= DEFAULT_MAX_SUBMODELS
     if isinstance(strategy, OptimumStrategy):  # the legalizer had nothing left to change
         assert placement.assignment == strategy.last_result.legal.assignment

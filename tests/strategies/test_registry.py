@@ -9,6 +9,7 @@ from ov_autoplace.cli.main import build_parser, main
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.strategies.registry import REGISTRY, make_strategy, strategy_names
+from ov_autoplace.api import DEFAULT_STRATEGY
 
 
 def test_every_strategy_in_the_package_is_registered():
@@ -16,7 +17,7 @@ def test_every_strategy_in_the_package_is_registered():
                 "openvino_hetero_auto", "openvino_auto", "openvino_pipeline_parallel"}
     assert expected <= set(strategy_names())
     assert [s.value for s in ov_autoplace.StrategyName] == strategy_names()
-    assert ov_autoplace.StrategyName.HSDAG.value == "hsdag" and ov_autoplace.DEFAULT_STRATEGY.value == "hsdag"
+    assert ov_autoplace.StrategyName.HSDAG.value == "hsdag" and DEFAULT_STRATEGY.value == "hsdag"
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))

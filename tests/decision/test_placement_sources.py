@@ -1,0 +1,287 @@
+"""The placement sources on devices the prior can tell apart: prior, cache, stored profile, pins, blind devices."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+
+import numpy as np
+import openvino as ov
+
+import ov_autoplace as oa
+from ov_autoplace.decision import placement_sources
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.costmodel.profile_store import ProfileStore
+from ov_autoplace.costmodel.prior import DeviceFacts
+from ov_autoplace.costmodel.quick_profile import quick_model_profile
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from tests import synthetic_graphs as sg
+from ov_autoplace.devices.timing import random_inputs
+
+DISTINCT = "HETERO:CPUS,CPU"
+#: The same devices with the one the prior prefers first: the prior agrees with the plain call.
+PLAIN_FIRST = "HETERO:CPU,CPUS"
+
+
+def _source(caplog) -> str:
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("placement source: ")]
+    assert lines, f"no 'placement source' INFO line in {caplog.text!r}"
+    return lines[-1].split(": ", 1)[1]
+
+
+def test_prior_agreeing_with_the_plain_call_then_cache(thread_core, tmp_path, caplog):
+    """The prior prefers the all-cores CPU; listed first it is the plain call's device: no verification needed."""
+    model = sg.residual()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("prior -> CPU")
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
+    assert not (tmp_path / "profiles").exists() and not (tmp_path / "workers").exists(), "nothing was measured"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(sg.residual(seed=5), PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("cache (prior) -> CPU")
+
+
+def test_prior_deviation_runs_the_plain_call_until_verified(thread_core, tmp_path, caplog, monkeypatch):
+    """CPUS listed first: the prior's CPU is a deviation from the plain call, unverified on uncalibrated devices.
+
+    The first start runs the plain call's placement (CPUS, what core.compile_model would run) and hands the
+    proposal to the background worker; until a verdict exists, later starts keep the plain call.
+    """
+    from ov_autoplace.decision import background_worker as background
+
+    spawned = []
+    monkeypatch.setattr(background, "spawn_worker", lambda req, root, key, graph: spawned.append(key) or True)
+    model = sg.residual()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    source = _source(caplog)
+    assert source.startswith("prior -> CPUS") and "not yet verified" in source
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"] and len(spawned) == 1
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("cache (prior+pending) -> CPUS") and len(spawned) == 2
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
+
+
+def test_stored_profile_is_used_and_logged(thread_core, tmp_path, caplog):
+    model = sg.attention_like()
+    store = ProfileStore(tmp_path / "profiles")
+    profile = quick_model_profile(model, thread_core, ("CPUS", "CPU"), store=store)
+    assert profile.reports[0].isolated_nodes == 0
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("profile -> ")
+    assert compiled(random_inputs(compiled))[0].shape[0] == 1
+
+
+def test_profile_now_measures_and_verifies(thread_core, tmp_path, caplog):
+    """profile="now": the profile proposes the all-cores CPU; the deviation from CPUS is verified now, by timing."""
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(sg.residual(blocks=2, channels=32, size=64), DISTINCT, core=thread_core,
+                                    cache_dir=tmp_path, profile="now")
+    source = _source(caplog)
+    assert source.startswith("profile -> ") and list((tmp_path / "profiles").glob("model-*.json"))
+    if "loaded machine" in source:  # a profile taken under load proposes nothing: the plain call, unverified
+        assert source.startswith("profile -> CPUS") and "verification (" not in source
+        assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
+        return
+    assert "verification (" in source and "paired rounds" in source
+    (entry,) = PlacementCache(tmp_path).entries()
+    stored = json.loads(entry.read_text())["payload"]
+    assert stored["verification"]["decision"] in ("kept", "plain") and stored["verification"]["digest"]
+    device = compiled.get_property("EXECUTION_DEVICES")
+    assert device == (["CPU"] if stored["verification"]["chosen"] == "single:CPU" else ["CPUS"])
+
+
+def test_prior_placed_entry_yields_to_a_later_profile(thread_core, tmp_path, caplog):
+    model = sg.residual(blocks=4)
+    oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
+    quick_model_profile(model, thread_core, ("CPU", "CPUS"), store=ProfileStore(tmp_path / "profiles"))
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("profile -> ")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path)
+    assert _source(caplog).startswith("cache (profile")  # "profile" or "profile+guard"
+
+
+def test_device_reporting_no_properties_warns_and_uses_the_first(thread_core, tmp_path, caplog, monkeypatch):
+    """A plugin that reports none of the facts (simulated here: no such plugin is installed)."""
+    real = placement_sources.read_device_facts
+
+    def blind(core, device):
+        facts = real(core, device)
+        if device != "CPUS":
+            return facts
+        return DeviceFacts(device, None, None, None, None, (), (), None, None, None)
+
+    monkeypatch.setattr(placement_sources, "read_device_facts", blind)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(sg.residual(), DISTINCT, core=thread_core, cache_dir=tmp_path)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("CPUS" in w and "report none of the properties" in w for w in warnings), warnings
+    assert _source(caplog).startswith("prior -> CPUS")
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
+
+
+def test_pins_are_honoured_on_the_default_path(thread_core, tmp_path):
+    model = sg.residual()
+    compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path,
+                                pins={"type:Convolution": "CPUS"})
+    (entry,) = PlacementCache(tmp_path).entries()
+    assignment = json.loads(entry.read_text())["payload"]["assignment"]
+    graph = extract_graph(prepare_model(model))
+    convs = [n for n, t in zip(graph.names, graph.op_types) if t == "Convolution"]
+    assert convs and all(assignment[n] == "CPUS" for n in convs)
+    assert compiled(random_inputs(compiled))[0].shape == (1, 10)
+
+
+def test_distinct_devices_are_not_decided_from_facts_alone(thread_core, testbed):
+    assert placement_sources.fast_single_device(thread_core, ("CPUS", "CPU")) is None
+    decision = placement_sources.fast_single_device(testbed.core, testbed.devices)
+    assert (decision is None) == testbed.bf16
+
+
+def test_outputs_equal_plain_compile(thread_core, tmp_path):
+    model = sg.residual()
+    inputs = random_inputs(thread_core.compile_model(model, "CPU"), seed=1)
+    ours = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path)
+    plain = thread_core.compile_model(model, "CPU")
+    np.testing.assert_array_equal(ours(inputs)[0], plain(inputs)[0])
+
+
+def test_one_device_placement_built_directly_equals_the_legalized_one():
+    from ov_autoplace.placement.legalizer import legalize
+
+    graph = extract_graph(prepare_model(sg.attention_like()))
+    devices = ("CPUS", "CPU")
+    direct = placement_sources._single_placement(graph, devices, "CPU", "hsdag:prior")
+    legal = legalize(graph, np.full(graph.num_nodes, 1), devices, np.ones((graph.num_nodes, 2), dtype=bool),
+                     strategy="hsdag:prior")
+    assert direct.assignment == legal.assignment and direct.compute_nodes == legal.compute_nodes
+    assert direct.num_submodels == legal.num_submodels
+
+
+def test_place_without_a_strategy_uses_the_default_sources_and_measures_nothing(thread_core, tmp_path, monkeypatch,
+                                                                                caplog):
+    monkeypatch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("OV_AUTOPLACE_PROFILE_DIR", raising=False)
+    model = sg.attention_like()
+    compiles = []
+    real_compile = ov.Core.compile_model
+    monkeypatch.setattr(ov.Core, "compile_model", lambda *a, **k: compiles.append(a) or real_compile(*a, **k))
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        placement = oa.place(model, DISTINCT, core=thread_core)
+    device = _source(caplog).split(" -> ", 1)[1].split(";")[0]
+    assert _source(caplog).startswith("prior -> ") and placement.strategy == "hsdag:prior"
+    assert set(placement.assignment.values()) == {device} and compiles == [], "nothing compiled, nothing run"
+    assert not (tmp_path / "profiles").exists()
+    monkeypatch.setattr(ov.Core, "compile_model", real_compile)
+    quick_model_profile(model, thread_core, ("CPUS", "CPU"), store=ProfileStore(tmp_path / "profiles"))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        placement = oa.place(model, DISTINCT, core=thread_core)
+    assert _source(caplog).startswith("profile -> ") and placement.strategy.startswith("hsdag:profile")
+    refined = [n for n in placement.notes if "local search: " in n]
+    assert len(refined) == 1 and "placements priced on the cost model" in refined[0], placement.notes
+
+
+def _fixture_cost(graph, devices, per_node_ms, link_ms=0.0):
+    from ov_autoplace.costmodel.cost_model import CostModel
+    from ov_autoplace.graph.arrays import NodeRole
+
+    n, d = graph.num_nodes, len(devices)
+    compute = np.where((graph.role == NodeRole.COMPUTE)[:, None], np.asarray(per_node_ms, float), 0.0)
+    return CostModel(devices=devices, node_names=graph.names, compute_ms=compute, unfused_ms=compute.copy(),
+                     fused_into=np.full(n, -1), link_latency_ms=np.full((d, d), link_ms) * (1 - np.eye(d)),
+                     link_ms_per_byte=np.zeros((d, d)), submodel_overhead_ms=np.zeros(d),
+                     node_memory_bytes=np.zeros(n, dtype=np.int64), device_memory_bytes=np.full(d, np.inf),
+                     simulated=True, source="test fixture")
+
+
+def test_prior_outcome_is_pure_and_keeps_only_splits_beyond_the_margin(thread_core):
+    from ov_autoplace.placement.legalizer import query_support
+
+    devices = ("CPUS", "CPU")
+    model = prepare_model(sg.residual())
+    graph = extract_graph(model)
+    support = query_support(thread_core, model, graph, devices)
+    asked = []
+
+    def support_fn():
+        asked.append(1)
+        return support
+
+    # CPU twice as fast on every node: one device, decided without the policy's split or the support matrix
+    cost = _fixture_cost(graph, devices, [2.0, 1.0])
+    single, placement, reason = placement_sources.prior_outcome(cost, graph, devices, support_fn,
+                                                                lambda c: np.zeros(graph.num_nodes, np.int64))
+    assert (single, placement, asked) == ("CPU", None, []) and "margin" in reason
+    # 10 % faster only: inside the margin, HETERO's first device stays
+    single, _, _ = placement_sources.prior_outcome(_fixture_cost(graph, devices, [1.1, 1.0]), graph, devices,
+                                                   support_fn, lambda c: np.zeros(graph.num_nodes, np.int64))
+    assert single == "CPUS"
+    # 20 % faster: inside the default 25 %, outside the 10 % of a prior that recognized both devices
+    for margin, expected in ((None, "CPUS"), (0.10, "CPU")):
+        single, _, reason = placement_sources.prior_outcome(
+            _fixture_cost(graph, devices, [1.25, 1.0]), graph, devices, support_fn,
+            lambda c: np.zeros(graph.num_nodes, np.int64), margin=margin)
+        assert single == expected and f"{margin or 0.25:.0%} margin" in reason
+    # Convolutions 10x faster on CPUS, the rest 10x faster on CPU, free links: the policy's split is kept
+    conv = np.array([t == "Convolution" for t in graph.op_types])
+    per_node = np.where(conv[:, None], [0.1, 1.0], [1.0, 0.1])
+    split = np.where(conv, 0, 1).astype(np.int64)
+    single, placement, _ = placement_sources.prior_outcome(_fixture_cost(graph, devices, per_node), graph, devices,
+                                                           support_fn, lambda c: split, max_submodels=None)
+    assert single is None and set(placement.assignment.values()) == {"CPUS", "CPU"} and asked
+
+
+def _request(core, devices, model):
+    """What compile_model's default path hands the sources (api._Request's fields they read)."""
+    import types
+
+    from ov_autoplace.devices.device_strings import parse_device_string
+
+    return types.SimpleNamespace(core=core, devices=devices, pins=[], props={}, placement_model=model,
+                                 spec=parse_device_string("HETERO:" + ",".join(devices)), max_submodels=8, seed=0)
+
+
+def test_settle_lets_only_a_calibrated_prior_deviate_before_verification(thread_core):
+    model = sg.residual()
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    req = _request(thread_core, ("CPUS", "CPU"), model)
+    proposal = placement_sources.Decision("prior", single_device="CPU", reason="prior predicts CPU")
+    plain = placement_sources.settle(req, proposal, prepared, graph, verify_now=False)
+    assert plain.single_device == "CPUS" and plain.pending and plain.stored_as.strategy == "hsdag:prior+pending"
+    calibrated = dataclasses.replace(proposal, calibrated=True)
+    live = placement_sources.settle(req, calibrated, prepared, graph, verify_now=False)
+    assert live.single_device == "CPU" and live.pending and live.stored_as.strategy == "hsdag:prior+live"
+    agrees = placement_sources.Decision("prior", single_device="CPUS")
+    assert placement_sources.settle(req, agrees, prepared, graph, verify_now=False) is agrees  # the plain call
+    # cached: the live entry keeps running (pending), a deviation without evidence is demoted to the plain call
+    hit = placement_sources.decision_from_cache(req, live.stored_as, prepared, graph)
+    assert hit.single_device == "CPU" and hit.pending and hit.source == "cache (prior+live)"
+    bare = dataclasses.replace(live.stored_as, strategy="hsdag:profile")
+    demoted = placement_sources.decision_from_cache(req, bare, prepared, graph)
+    assert demoted.single_device == "CPUS" and demoted.pending and demoted.stored_as is not None
+
+
+def test_only_a_gain_beyond_the_priors_error_may_run_before_verification():
+    """A calibrated prior's deviation runs at once only when it wins in every draw of the prior's own error."""
+    graph = extract_graph(prepare_model(sg.residual()))
+    devices = ("CPUS", "CPU")
+    support = np.ones((graph.num_nodes, 2), dtype=bool)
+    plain, other = np.zeros(graph.num_nodes, np.int64), np.ones(graph.num_nodes, np.int64)
+    clear = _fixture_cost(graph, devices, [3.0, 1.0])  # CPU predicted 3x faster: beyond a 46 % per-category error
+    assert placement_sources.survives_prior_error(clear, graph, support, other, plain) == 1.0
+    close = _fixture_cost(graph, devices, [1.02, 1.0])  # 2 % faster: the error decides it either way
+    share = placement_sources.survives_prior_error(close, graph, support, other, plain)
+    assert 0.0 < share < 1.0
+    assert placement_sources.survives_prior_error(close, graph, support, other, plain, sigma=1e-6) == 1.0

@@ -1,0 +1,50 @@
+import numpy as np
+import pytest
+
+import ov_autoplace as oa
+from ov_autoplace._native_loader import load_native
+from tests import synthetic_graphs as sg
+from ov_autoplace.devices.timing import measure_latency, random_inputs
+
+
+def test_native_timer_returns_every_sample(testbed):
+    compiled = testbed.core.compile_model(sg.residual(), "CPU")
+    stats = measure_latency(compiled, warmup=1, iterations=15)
+    assert stats.samples_ms.shape == (15,)
+    assert (stats.samples_ms > 0).all()
+    p25, p75 = stats.iqr_ms
+    assert stats.min_ms <= p25 <= stats.median_ms <= p75
+    assert "ms" in str(stats)
+
+
+def test_timer_budget_stops_early(testbed):
+    compiled = testbed.core.compile_model(sg.attention_like(), "CPU")
+    samples = load_native().time_inference(compiled, random_inputs(compiled), 0, 100000, 0.05)
+    assert 1 <= len(samples) < 100000
+
+
+def test_timer_bad_arguments(testbed):
+    compiled = testbed.core.compile_model(sg.residual(), "CPU")
+    native = load_native()
+    inputs = random_inputs(compiled)
+    with pytest.raises(ValueError, match="iterations"):
+        native.time_inference(compiled, inputs, 0, 0, 0.0)
+    with pytest.raises(ValueError, match="1 inputs, got 2"):
+        native.time_inference(compiled, inputs * 2, 0, 1, 0.0)
+    with pytest.raises(TypeError, match="CompiledModel"):
+        native.time_inference(sg.residual(), inputs, 0, 1, 0.0)
+    with pytest.raises(TypeError, match="dtype"):
+        native.time_inference(compiled, [np.array(["a"], dtype=object)], 0, 1, 0.0)
+    with pytest.raises(RuntimeError):  # wrong shape: OpenVINO's own message, not a crash
+        native.time_inference(compiled, [np.zeros((2, 2), np.float32)], 0, 1, 0.0)
+
+
+def test_random_inputs_match_model(testbed):
+    compiled = testbed.core.compile_model(sg.bool_and_string(), "CPU")
+    with pytest.raises(ValueError, match="element type"):
+        random_inputs(compiled)  # the string input cannot be generated
+    dynamic = testbed.core.compile_model(sg.dynamic_shapes(), "CPU")
+    with pytest.raises(ValueError, match="dynamic"):
+        random_inputs(dynamic)
+    arrays = random_inputs(testbed.core.compile_model(sg.with_if(), "CPU"))
+    assert arrays[0].dtype == np.float32 and arrays[1].dtype == np.bool_

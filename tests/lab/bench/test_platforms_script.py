@@ -1,0 +1,83 @@
+"""benchmarks/bench_platforms.py's Markdown: learned-baseline columns only when the rows have them; --render."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_platforms.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("bench_platforms_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(model, split, **extra):
+    row = {"platform": "paper", "model": model, "best_single_device_ms": 2.0, "best_single_device": "GPU",
+           "optimum_ms": 1.6 if split else 2.0, "optimum_devices": ["CPU", "GPU"] if split else ["GPU"],
+           "optimum_exact": True, "optimum_source": "milp_ms", "milp_ms": 1.6 if split else 2.0,
+           "split_pays": split, "hsdag_ms": 2.0, "hsdag_refined_ms": 1.6, "hsdag_finetuned_ms": 1.9,
+           "hsdag_finetuned_refined_ms": 1.6, "heft_ms": 1.7, "openvino_hetero_auto_ms": 3.0,
+           "openvino_pipeline_parallel_ms": 3.0}
+    row.update(extra)
+    return row
+
+
+def test_baseline_columns_appear_only_with_baseline_rows(script):
+    plain = "\n".join(script.headroom_tables([_row("a", True), _row("b", False)]))
+    assert "Placeto" not in plain and "RNN placer" not in plain
+    rows = [_row("a", True, placeto_ms=1.63, rnn_placer_ms=1.9), _row("b", False, placeto_ms=2.0, rnn_placer_ms=2.0)]
+    table = "\n".join(script.headroom_tables(rows))
+    assert "| Placeto | RNN placer |" in table and "1.630 (1.019x)" in table
+    targets = script.check_targets(rows)
+    assert "Placeto (1 rows, same budget): <= 1.02x in 1/1, not behind HEFT in 1/1" in targets
+    assert "RNN placer (1 rows, same budget): <= 1.02x in 0/1, not behind HEFT in 0/1" in targets
+
+
+def test_render_writes_the_markdown_from_the_json(script, tmp_path):
+    data = {"command": "python benchmarks/bench_platforms.py --json x.json", "date": "2026-11-23", "seconds": 12.0,
+            "fidelity": {"fitted": {"points": 14, "median_abs_error": 0.004, "max_abs_error": 0.095}},
+            "headroom": [_row("a", True)]}
+    source = tmp_path / "platforms.json"
+    source.write_text(json.dumps(data))
+    out = tmp_path / "headroom.md"
+    assert script.main(["--render", str(source), "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert "(2026-11-23, 12 s)" in text and "fitted: 14 points, median |error| 0.4 %" in text
+    assert "policy + local search: one pass <= 1.05x in 1/1" in text
+    with pytest.raises(SystemExit):
+        script.main(["--render", str(source)])  # no --markdown: a usage error, not a traceback
+
+
+def test_an_optimum_with_an_objective_gap_is_not_called_proven(script):
+    row = _row("a", True, optimum_exact=False,
+               optimum_proof="MILP objective 3.570256 ms differs from the simulator's 3.721341 ms by 4.06 %")
+    assert script._optimum_cell(row) == "1.600 (not proven: objective != simulator)"
+    stopped = _row("a", True, optimum_exact=False, optimum_proof="the MILP stopped before proving optimality")
+    assert script._optimum_cell(stopped) == "1.600 (not proven: MILP at its time limit)"
+
+
+def test_the_markdown_gains_the_truth_summary(script, tmp_path):
+    draws = {"draws": 2, "optimum_ms": [1.5, 1.8], "optimum_proven": [True, False], "plain_call_ms": [3.0, 2.0],
+             "best_single_device_ms": [1.9, 1.8], "milp_ms": [1.5, 1.9], "hsdag_ms": [1.9, 1.8],
+             "hsdag_refined_ms": [1.5, 1.9]}
+    loo = {"optimum_ms": 1.0, "optimum_proven": True, "plain_call_ms": 2.0, "best_single_device_ms": 1.2,
+           "milp_ms": 1.3, "hsdag_ms": 1.2, "hsdag_refined_ms": 1.3}
+    data = {"command": "c", "date": "2026-11-25", "seconds": 1.0, "fidelity": {},
+            "headroom": [_row("a", True, truth=draws, truth_leave_platform_out=loo)],
+            "truth_model": {"draws": 2, "sigma": 0.46, "seed": 0, "milp_seconds": 2.0,
+                            "held_out_log_errors": [0.1, -0.2]}}
+    out = tmp_path / "h.md"
+    script.write_markdown(str(out), data)
+    text = out.read_text()
+    assert "sigma = 0.460" in text and "proven (0.5 % rule) in 1 of 2 draws and 1 of 1" in text
+    # HSDAG + local search: ratios 1.0 and 1.9/1.8; slower than the best single device in 1 of 2 draws
+    assert "| HSDAG one pass + local search | 2 | 1.028x |" in text and "| 0.0 % | 50.0 % |" in text
+    assert "(b) leave-platform-out, one truth per row: split rows" in text

@@ -1,0 +1,107 @@
+"""The benchmark runner end to end on small synthetic models (every row, both kinds of setting),
+and ``ov-autoplace bench --quick`` on the zoo (the CI smoke test)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from ov_autoplace_lab.bench.report import markdown_report, validate_results  # noqa: E402
+from ov_autoplace_lab.bench.runner import REFERENCE, BenchConfig, run_bench  # noqa: E402
+from tests import synthetic_graphs  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+MODELS = {"residual": synthetic_graphs.residual, "attention": synthetic_graphs.attention_like}
+ROWS = ["CPU only", "OpenVINO HETERO auto", "OpenVINO AUTO", "OpenVINO PIPELINE_PARALLEL", "Heavy ops", "HEFT",
+        "Critical path", "Optimum (MILP)", "Placeto", "RNN placer", "HSDAG (paper mode)",
+        "HSDAG (pretrained, one pass)", "HSDAG (pretrained + fine-tune)"]
+
+
+@pytest.fixture(scope="module")
+def results():
+    config = BenchConfig(models=tuple(MODELS), settings=("measured", "laptop"), budget=3, sim_budget=12, runs=6,
+                         rounds=2, search_iterations=2)
+    return run_bench(config, command="test", load_model=lambda name: MODELS[name](), progress=False)
+
+
+def test_results_are_well_formed_and_complete(results):
+    validate_results(results)
+    measured, laptop = results["settings"]
+    assert not measured["simulated"] and laptop["simulated"]
+    for setting in (measured, laptop):
+        methods = [r["method"] for r in setting["rows"]]
+        assert set(ROWS) <= set(methods), set(ROWS) - set(methods)
+        for row in setting["rows"]:
+            for model in MODELS:
+                cell = row["cells"][model]
+                assert cell["error"] is None, (setting["name"], row["method"], model, cell["error"])
+                assert cell["median_ms"] > 0
+    assert {"CPUF only"} <= {r["method"] for r in measured["rows"]}
+    assert {"GPU only", "NPU only"} <= {r["method"] for r in laptop["rows"]}
+
+
+def test_measured_cells_have_runs_spread_and_correctness(results):
+    measured = results["settings"][0]
+    for row in measured["rows"]:
+        for model in MODELS:
+            cell = row["cells"][model]
+            assert cell["runs"] >= 6 and cell["q1_ms"] <= cell["median_ms"] <= cell["q3_ms"]
+            assert cell["cosine"] > 0.99 and cell["max_abs_diff"] >= 0.0
+            if row["method"] == REFERENCE:
+                assert cell["speedup"] == pytest.approx(0.0)
+
+
+def test_learned_methods_spend_their_budget_and_have_curves(results):
+    for setting, budget in zip(results["settings"], (3, 12)):
+        for row in setting["rows"]:
+            if row["kind"] != "learned" or "one pass" in row["method"]:
+                continue
+            for model in MODELS:
+                cell = row["cells"][model]
+                assert 1 <= cell["evaluated"] <= budget and cell["budget"] == budget
+                assert setting["curves"][row["method"]][model]
+            if not setting["simulated"]:
+                assert all(row["cells"][m]["compiles"] >= row["cells"][m]["evaluated"] for m in MODELS)
+
+
+def test_optimum_is_the_best_simulated_placement(results):
+    laptop = results["settings"][1]
+    for model in MODELS:
+        opt = next(r for r in laptop["rows"] if r["method"] == "Optimum (MILP)")["cells"][model]["median_ms"]
+        for row in laptop["rows"]:
+            if row["kind"] != "openvino":  # OpenVINO's splits are not bounded to 8 submodels like the rest
+                assert row["cells"][model]["median_ms"] >= opt * (1 - 1e-6), row["method"]
+
+
+def test_markdown_names_every_method_and_model(results):
+    text = markdown_report(results)
+    for name in ROWS + list(MODELS):
+        assert name in text
+    assert "simulated" in text.lower()
+
+
+@pytest.mark.slow
+def test_quick_bench_command_on_the_zoo(tmp_path):
+    """The CI smoke test: `ov-autoplace bench --quick` writes a valid, complete table (not a speed check)."""
+    pytest.importorskip("torchvision")
+    env = dict(os.environ)
+    run = subprocess.run([sys.executable, "-m", "ov_autoplace.cli.main", "bench", "--quick", "-o", str(tmp_path)],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    validate_results(results)
+    assert [s["name"] for s in results["settings"]] == ["measured", "paper", "laptop"]
+    for setting in results["settings"]:
+        assert setting["models"] == ["inception_v3", "resnet50", "bert_base"]
+        assert not [(r["method"], m) for r in setting["rows"] for m, c in r["cells"].items() if c["error"]]
+    md = (tmp_path / "results.md").read_text()
+    assert md.count("| Method |") >= 6 and all(m in md for m in ("inception_v3", "resnet50", "bert_base"))
+    for name in ("speedup_measured.png", "curves_measured.png", "speedup_paper.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

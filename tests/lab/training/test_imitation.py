@@ -1,0 +1,69 @@
+"""Imitation of the search's targets (issue 22): the cross-entropy pulls the policy's one pass toward the target."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy  # noqa: E402
+from ov_autoplace_lab.training.imitation import (ImitationConfig, build_tasks, imitate, imitation_loss,  # noqa: E402
+                                                 set_inputs, train_amortised)
+from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,  # noqa: E402
+                                               save_target)
+from ov_autoplace_lab.training.trainer import TrainConfig, make_policy  # noqa: E402
+from tests.lab.training.conftest import SMALL  # noqa: E402
+
+FAST = TargetOptions(sigma=0.46, max_evaluations=300, local_search_seconds=5.0, policy=None)
+SPECS = [TargetSpec("family:1", "npu_cpu", 0), TargetSpec("family:4", "laptop", 2), TargetSpec("family:7", "paper")]
+
+
+@pytest.fixture(scope="module")
+def target_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("targets")
+    check_manifest(directory, FAST, SPECS)
+    for spec in SPECS:
+        save_target(directory, generate_target(spec, FAST))
+    return directory
+
+
+def _agreement(policy, tasks) -> float:
+    """Share of the active nodes whose greedy device is the target's."""
+    hits = total = 0.0
+    with torch.no_grad():
+        for t in tasks:
+            out = policy(t.inputs)
+            greedy = out.logits.argmax(-1)[out.node_group]
+            hits += float(((greedy == t.target).float() * t.weight).sum())
+            total += float(t.weight.sum())
+    return hits / total
+
+
+def test_cross_entropy_falls_and_the_greedy_pass_moves_to_the_target(target_dir):
+    tasks = build_tasks(target_dir, SPECS, SMALL)
+    policy = make_policy(TrainConfig(seed=0, calibrate_fraction=0.5), [t.env for t in tasks], SMALL)
+    for t in tasks:
+        set_inputs(t, policy.config)
+        assert t.target_ms <= t.best_single_ms * (1 + 1e-9)  # the expressible target is never worse than one device
+    with torch.no_grad():
+        before = [float(imitation_loss(policy, t)) for t in tasks]
+    agree_before = _agreement(policy, tasks)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    imitate(policy, tasks, 60, optimizer, np.random.default_rng(0), 3, progress=False)
+    with torch.no_grad():
+        after = [float(imitation_loss(policy, t)) for t in tasks]
+    assert sum(after) < 0.7 * sum(before)
+    assert _agreement(policy, tasks) > agree_before
+
+
+def test_train_amortised_exports_a_torch_free_policy_outside_the_package(target_dir, tmp_path):
+    out = train_amortised(target_dir, tmp_path / "p.npz", ImitationConfig(imitation_steps=3, reinforce_steps=2,
+                                                                         tasks_per_step=2), specs=SPECS,
+                          progress=False)
+    policy = NumpyHSDAGPolicy.load(out)
+    assert out.parent == tmp_path and policy.config.hidden == 128  # the shipped architecture, fine-tuned
+    ablation = train_amortised(target_dir, tmp_path / "rl.npz", ImitationConfig(imitation_steps=0, reinforce_steps=2,
+                                                                               tasks_per_step=2), specs=SPECS,
+                               progress=False)
+    assert ablation.is_file()
