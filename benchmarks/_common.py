@@ -15,6 +15,7 @@ import time
 from typing import Any, Sequence
 
 import numpy as np
+from ov_autoplace.devices.testbed import Testbed
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -58,7 +59,7 @@ class ZooCase:
         return float(self.simulator(np.asarray(device, dtype=np.int64)))
 
 
-def load_case(name: str, tb: oa.Testbed, store: ProfileStore, *, iterations: int = 20) -> ZooCase:
+def load_case(name: str, tb: Testbed, store: ProfileStore, *, iterations: int = 20) -> ZooCase:
     """Load zoo model ``name`` and its measured testbed CostModel (from ``store`` when already profiled)."""
     from ov_autoplace_lab import models as zoo
 

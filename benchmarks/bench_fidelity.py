@@ -73,6 +73,8 @@ from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeftStrategy, OptimumStrategy, PlacementContext,
                                      RandomStrategy)
+from ov_autoplace.devices.testbed import Testbed, make_testbed
+from ov_autoplace.devices.timing import measure_latency, random_inputs
 
 NON_FRAGMENTED = 8  # submodels; place()'s default bound
 HEURISTIC_BOUND = 8  # place()'s default max_submodels, applied to the heuristics as place() would
@@ -113,7 +115,7 @@ class Sample:
         return out
 
 
-def candidate_placements(case: ZooCase, tb: oa.Testbed, count: int, seed: int) -> tuple[list[Sample], list[str]]:
+def candidate_placements(case: ZooCase, tb: Testbed, count: int, seed: int) -> tuple[list[Sample], list[str]]:
     """``count`` distinct legal placements of ``case`` (deterministic for a seed), predictions attached,
     and notes naming the deterministic placements that equal an earlier one (counted once)."""
     rng = np.random.default_rng(seed)
@@ -173,7 +175,7 @@ def make_batches(samples: list[Sample], size: int, rng: np.random.Generator) -> 
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def measure_batch(case: ZooCase, members: list[Sample], tb: oa.Testbed, cycles: int,
+def measure_batch(case: ZooCase, members: list[Sample], tb: Testbed, cycles: int,
                   rng: np.random.Generator) -> None:
     """Compile ``members``, then time them run by run in ``cycles`` shuffled cycles (appends to ``runs_ms``)."""
     compiled, inputs = [], []
@@ -181,12 +183,12 @@ def measure_batch(case: ZooCase, members: list[Sample], tb: oa.Testbed, cycles: 
         started = time.perf_counter()
         compiled.append(oa.compile_placement(case.model, s.placement, core=tb.core))
         s.compile_s = max(s.compile_s or 0.0, time.perf_counter() - started)
-        inputs.append(oa.random_inputs(compiled[-1]))
-        oa.measure_latency(compiled[-1], inputs[-1], warmup=WARMUP, iterations=1)  # warm-up, its run discarded
+        inputs.append(random_inputs(compiled[-1]))
+        measure_latency(compiled[-1], inputs[-1], warmup=WARMUP, iterations=1)  # warm-up, its run discarded
     for _ in range(cycles):
         for k in rng.permutation(len(members)):
             cpu, wall = _cpu_seconds(), time.perf_counter()
-            members[k].runs_ms.append(float(oa.measure_latency(compiled[k], inputs[k], warmup=0,
+            members[k].runs_ms.append(float(measure_latency(compiled[k], inputs[k], warmup=0,
                                                                iterations=1).samples_ms[0]))
             members[k].cores_busy.append((_cpu_seconds() - cpu) / (time.perf_counter() - wall))
     del compiled
@@ -205,7 +207,7 @@ def matched_simulator(case: ZooCase, factor: np.ndarray) -> Simulator:
     return Simulator(cost, case.graph)
 
 
-def run_batches(samples: list[Sample], cases: dict[str, ZooCase], tb: oa.Testbed, iterations: int, size: int,
+def run_batches(samples: list[Sample], cases: dict[str, ZooCase], tb: Testbed, iterations: int, size: int,
                 seed: int) -> list[dict]:
     """Measure every sample in batches; fill ``matched_ms``; return one record per batch (references, load)."""
     rng = np.random.default_rng(seed + 1)
@@ -378,7 +380,7 @@ def main() -> None:
     if args.quick:
         args.models, args.per_model, args.iterations, args.batch = "resnet50", 12, 10, 5
     started = time.perf_counter()
-    tb = oa.make_testbed()
+    tb = make_testbed()
     print(tb.describe())
     load_start = load_average()
     print(f"start: {load_start}")

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ov_autoplace.api import DEFAULT_STRATEGY
+from ov_autoplace.devices.timing import measure_latency
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -37,7 +39,7 @@ def peak_mb() -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=2500)
-    parser.add_argument("--strategy", default=oa.DEFAULT_STRATEGY.value, choices=[s.value for s in oa.StrategyName])
+    parser.add_argument("--strategy", default=DEFAULT_STRATEGY.value, choices=[s.value for s in oa.StrategyName])
     args = parser.parse_args(argv)
     os.environ["OV_AUTOPLACE_PROFILE_DIR"] = tempfile.mkdtemp(prefix="ov_autoplace_profiles_")
     testbed = make_testbed()
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     placement = stage("place (prepare, extract, query, strategy, legalize)",
                       lambda: oa.place(model, testbed.hetero, core=testbed.core, strategy=args.strategy))
     compiled = stage("HETERO compile", lambda: oa.compile_placement(model, placement, core=testbed.core))
-    stats = stage("time 5 inferences", lambda: oa.measure_latency(compiled, iterations=5, warmup=1))
+    stats = stage("time 5 inferences", lambda: measure_latency(compiled, iterations=5, warmup=1))
     print(f"long_chain({args.blocks}): {len(model.get_ordered_ops())} nodes, real testbed {testbed.hetero}")
     print(placement.summary())
     for name, seconds, mb in stages:

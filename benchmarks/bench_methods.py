@@ -50,6 +50,8 @@ from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import (BestSingleDeviceStrategy, CriticalPathGreedyStrategy, HeftStrategy,
                                      PlacementContext)
+from ov_autoplace.devices.testbed import Testbed, make_testbed
+from ov_autoplace.devices.timing import measure_latency, random_inputs
 
 PLACE_BOUND = 8  # place()'s default max_submodels
 
@@ -110,7 +112,7 @@ def evaluate_methods(cost: CostModel, graph: GraphArrays, support: np.ndarray, t
     return results
 
 
-def measure_results(case: ZooCase, results: list[MethodResult], tb: oa.Testbed, iterations: int, rounds: int,
+def measure_results(case: ZooCase, results: list[MethodResult], tb: Testbed, iterations: int, rounds: int,
                     seed: int) -> None:
     """Compile each distinct placement once, then time them in ``rounds`` shuffled rounds (pooled median)."""
     distinct: dict[bytes, list[MethodResult]] = {}
@@ -119,16 +121,16 @@ def measure_results(case: ZooCase, results: list[MethodResult], tb: oa.Testbed, 
         distinct.setdefault(key, []).append(r)
     groups = list(distinct.values())
     compiled = [oa.compile_placement(case.model, g[0].placement, core=tb.core) for g in groups]
-    inputs = [oa.random_inputs(c) for c in compiled]
+    inputs = [random_inputs(c) for c in compiled]
     per_round = -(-iterations // rounds)
     pooled: list[list[np.ndarray]] = [[] for _ in groups]
     busy: list[list[float]] = [[] for _ in groups]
     rng = np.random.default_rng(seed)
     for _ in range(rounds):
         for k in rng.permutation(len(groups)):
-            oa.measure_latency(compiled[k], inputs[k], warmup=2, iterations=1)  # warm-up after the others ran
+            measure_latency(compiled[k], inputs[k], warmup=2, iterations=1)  # warm-up after the others ran
             cpu, wall = _cpu_seconds(), time.perf_counter()
-            stats = oa.measure_latency(compiled[k], inputs[k], warmup=0, iterations=per_round)
+            stats = measure_latency(compiled[k], inputs[k], warmup=0, iterations=per_round)
             busy[k].append((_cpu_seconds() - cpu) / (time.perf_counter() - wall))
             pooled[k].append(stats.samples_ms)
             for r in groups[k]:
@@ -191,7 +193,7 @@ def main() -> None:
         print_table(f"{cost.label}: predicted latency per method (SIMULATED, not measured)", by_model, False)
         out["simulated"][pname] = {m: [r.to_dict() for r in rs] for m, rs in by_model.items()}
     if not args.no_testbed:
-        tb = oa.make_testbed()
+        tb = make_testbed()
         print(f"\n{tb.describe()}\nstart: {load_average()}")
         out["load_start"] = load_average()
         by_model = {}

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ov_autoplace.devices.timing import random_inputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -63,7 +64,7 @@ def legality_check_cost(testbed, rounds: int, scratch: Path) -> None:
 
 
 def guard_on_regnet(testbed) -> None:
-    from tests.test_verification import _forced_split, regnet_y_like
+    from tests.decision.test_verification import _forced_split, regnet_y_like
 
     prepared = prepare_model(regnet_y_like())
     graph = extract_graph(prepared)
@@ -80,10 +81,10 @@ def guard_on_regnet(testbed) -> None:
 
 def int8_precisions(testbed) -> None:
     from tests.quantized_graphs import quantize_convolutions
-    from tests.test_quant_patterns import conv_precisions
+    from tests.placement.test_quant_patterns import conv_precisions
 
     f32 = zoo.load("resnet50")
-    model = quantize_convolutions(f32, oa.random_inputs(testbed.core.compile_model(f32, "CPU"), seed=5))
+    model = quantize_convolutions(f32, random_inputs(testbed.core.compile_model(f32, "CPU"), seed=5))
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
     support = query_support(testbed.core, prepared, graph, testbed.devices)

@@ -30,6 +30,8 @@ import tempfile
 import time
 
 import numpy as np
+from ov_autoplace.devices.timing import measure_latency
+from ov_autoplace.graph.arrays import extract_graph
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -103,7 +105,7 @@ def validate(name, model, profile, graph, tb, seeds) -> None:
         started = time.perf_counter()
         compiled = oa.compile_placement(model, placement, core=tb.core)
         compile_s = time.perf_counter() - started
-        measured = oa.measure_latency(compiled, iterations=20).median_ms
+        measured = measure_latency(compiled, iterations=20).median_ms
         print(f"    {label:<28} submodels {placement.num_submodels:2d}  predicted {predicted:8.2f} ms  "
               f"measured {measured:8.2f} ms  ({100 * (predicted / measured - 1):+.1f} %, compile {compile_s:.1f} s)")
 
@@ -126,7 +128,7 @@ def main() -> None:
         print_links(links)
         for name in args.models.split(","):
             model = zoo.load(name)
-            graph = oa.extract_graph(prepare_model(model))
+            graph = extract_graph(prepare_model(model))
             profile = measure_model_profile(model, tb.core, tb.devices, iterations=iterations, store=store,
                                             links=links)
             print_profile(name, profile, graph)

@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ov_autoplace_lab import models as zoo
-from ov_autoplace.costmodel.profile_store import ProfileStore  # noqa: E402
+from ov_autoplace.cache.profile_store import ProfileStore  # noqa: E402
 from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
 from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 from ov_autoplace.devices.timing import random_inputs  # noqa: E402

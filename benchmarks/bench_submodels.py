@@ -20,6 +20,7 @@ import re
 import sys
 
 import numpy as np
+from ov_autoplace.devices.testbed import make_testbed
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -59,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, default=2, help="random placements per model")
     args = parser.parse_args()
-    testbed = oa.make_testbed()
+    testbed = make_testbed()
     print(f"{'model':<22} {'placement':<28} {'islands':>7} {'submodels.py':>14} {'HETERO compiled':>15}")
     rows = []
     try:

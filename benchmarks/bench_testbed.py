@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 import openvino as ov
+from ov_autoplace.devices.timing import measure_latency, random_inputs
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -50,13 +51,13 @@ def _stats(samples: np.ndarray) -> dict:
 def bench_latency(tb, model: ov.Model, rounds: int, iterations: int) -> dict:
     """(a) Interleaved rounds of measure_latency per device, samples pooled per device."""
     compiled = {d: tb.core.compile_model(model, d) for d in tb.devices}
-    inputs = oa.random_inputs(compiled[tb.devices[0]])  # same data for both devices
+    inputs = random_inputs(compiled[tb.devices[0]])  # same data for both devices
     samples: dict[str, list[np.ndarray]] = {d: [] for d in tb.devices}
     for r in range(rounds):
         # The other device just ran on the same cores, so each round re-warms
         # (caches, thread pool wake-up); the first round pays one-time setup too.
         for d in tb.devices:
-            stats = oa.measure_latency(compiled[d], inputs, warmup=3 if r == 0 else 1, iterations=iterations)
+            stats = measure_latency(compiled[d], inputs, warmup=3 if r == 0 else 1, iterations=iterations)
             samples[d].append(stats.samples_ms)
     result = {d: _stats(np.concatenate(s)) for d, s in samples.items()}
     for d, s in samples.items():  # per-round medians expose load from other processes (bimodal rounds)
@@ -92,7 +93,7 @@ def profile_op_types(core: ov.Core, model: ov.Model, device: str, inferences: in
     """
     compiled = core.compile_model(model, device, {"PERF_COUNT": True})
     request = compiled.create_infer_request()
-    inputs = oa.random_inputs(compiled)
+    inputs = random_inputs(compiled)
     for _ in range(2):  # warm-up: first inferences include lazy kernel/buffer setup
         request.infer(inputs)
     ms: dict[str, float] = collections.defaultdict(float)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import openvino as ov
+from ov_autoplace.devices.timing import measure_latency, random_inputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -70,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
                                    ("one op on CPUF", one_op)):
                 placement = legalize(graph, proposal, devices, support, max_submodels=8)
                 compiled = oa.compile_placement(model, placement, core=core)
-                inputs = oa.random_inputs(compiled)
-                oa.measure_latency(compiled, inputs, warmup=3, iterations=1)
+                inputs = random_inputs(compiled)
+                measure_latency(compiled, inputs, warmup=3, iterations=1)
                 cpu, wall = _cpu_seconds(), time.perf_counter()
-                stats = oa.measure_latency(compiled, inputs, warmup=0, iterations=args.iterations)
+                stats = measure_latency(compiled, inputs, warmup=0, iterations=args.iterations)
                 busy = (_cpu_seconds() - cpu) / (time.perf_counter() - wall)
                 print(f"| {label} | {name} | {what} | {placement.num_submodels} | {stats.median_ms:.1f} | {busy:.2f} |")
     return 0

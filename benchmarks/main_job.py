@@ -18,6 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import openvino as ov
+from ov_autoplace.api import DEFAULT_STRATEGY
+from ov_autoplace.devices.timing import LatencyStats, measure_latency, random_inputs
+from ov_autoplace.graph.arrays import extract_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -32,17 +35,17 @@ def interleaved_latency(compiled: dict[str, ov.CompiledModel], inputs, rounds: i
     """Median/IQR per candidate, timed round-robin so drifts in machine load are shared."""
     samples: dict[str, list[np.ndarray]] = {name: [] for name in compiled}
     for name, model in compiled.items():  # warm every candidate once before the rounds
-        oa.measure_latency(model, inputs, warmup=3, iterations=1)
+        measure_latency(model, inputs, warmup=3, iterations=1)
     for _ in range(rounds):
         for name, model in compiled.items():
-            samples[name].append(oa.measure_latency(model, inputs, warmup=1, iterations=per_round).samples_ms)
-    return {name: oa.LatencyStats(np.concatenate(s)) for name, s in samples.items()}
+            samples[name].append(measure_latency(model, inputs, warmup=1, iterations=per_round).samples_ms)
+    return {name: LatencyStats(np.concatenate(s)) for name, s in samples.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="bert_base", choices=zoo.ZOO)
-    parser.add_argument("--strategy", default=oa.DEFAULT_STRATEGY.value, choices=[s.value for s in oa.StrategyName])
+    parser.add_argument("--strategy", default=DEFAULT_STRATEGY.value, choices=[s.value for s in oa.StrategyName])
     parser.add_argument("--search-budget", type=int, default=None,
                         help="fine-tune the policy on the testbed with this many measured placements")
     parser.add_argument("--rounds", type=int, default=6, help="interleaved timing rounds")
@@ -67,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     compile_s = time.perf_counter() - t0
     for device in testbed.devices:
         candidates[device] = testbed.core.compile_model(model, device)
-    inputs = oa.random_inputs(candidates["placed"])
+    inputs = random_inputs(candidates["placed"])
     stats = interleaved_latency(candidates, inputs, args.rounds, args.per_round)
 
     placement.measured_latency_ms = stats["placed"].median_ms
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  placement / best single device ({best_single}): {ratio:.3f}x -- {SAME_DEVICE_NOTE}")
     if not args.no_simulated:
         t0 = time.perf_counter()
-        graph = oa.extract_graph(prepare_model(model))
+        graph = extract_graph(prepare_model(model))
         print("\n" + "\n".join(simulated_headroom_lines(args.model, graph)))
         print(f"  ({time.perf_counter() - t0:.1f} s)")
     if args.save:

@@ -36,7 +36,7 @@ from ov_autoplace.decision.first_start import Profiling, check_profiling, compil
 from ov_autoplace.placement.legalizer import Pin, legalize, parse_pins, query_support
 from ov_autoplace.compile.placed_compile import compile_placed
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.compile.stored_compile import compile_stored
+from ov_autoplace.decision.stored_placement import compile_stored
 from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verify_placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone

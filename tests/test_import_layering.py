@@ -1,11 +1,18 @@
-"""One-way layering: the runtime path never imports training, baselines or the benchmark.
+"""The architecture as the code draws it: rooms in layers, one direction, no cycles, the runtime without the lab.
 
-The runtime path is load -> graph -> policy inference -> legalize -> placement
--> cache -> HETERO compile. An inference app pays only for that: the check
-runs ``compile_model`` with the default (HSDAG policy, measured now) in a fresh
-interpreter and lists what got imported; a second check walks every import
-statement of those modules (lazy ones inside functions too) and finds no
-cycle through them.
+The import graph is read from the source (every ``import`` statement, lazy ones inside functions included,
+``TYPE_CHECKING`` blocks excluded) of both packages: the runtime ``ov_autoplace`` and the lab
+``ov_autoplace_lab``. The runtime's modules sit in rooms (its subpackages, or a top-level module) and the rooms
+in layers, from the facade (``ov_autoplace/__init__.py``) down to ``graph`` / ``devices`` and the base
+(``errors``, the native loader). The checks:
+
+* no import cycle between modules, anywhere in either package;
+* every import goes down (or stays in its room): 0 imports from a lower layer back up, and the two rooms of
+  the lowest shared layer (``graph``, ``devices``) do not import each other;
+* every runtime module is in a room of ``LAYERS`` (a new room must be given its place here);
+* the runtime never imports the lab (the lab plugs in through entry points), and ``compile_model`` in a fresh
+  interpreter imports neither the lab nor torch;
+* every runtime module is reachable from the runtime's entry points (nothing ships that no app can reach).
 """
 
 from __future__ import annotations
@@ -17,47 +24,49 @@ import sys
 from pathlib import Path
 
 import ov_autoplace
-from ov_autoplace.devices.testbed import make_testbed
-from ov_autoplace.devices.timing import random_inputs
+import ov_autoplace_lab
 
-FORBIDDEN = ("ov_autoplace_lab.training", "ov_autoplace_lab.baselines", "ov_autoplace_lab.bench", "ov_autoplace_lab.commands.train_command",
-             "ov_autoplace.cli.main", "ov_autoplace_lab.viz", "torch")
+RUNTIME, LAB = "ov_autoplace", "ov_autoplace_lab"
 
-_RUNTIME_SCRIPT = """
-import json, sys
-import numpy as np
-import ov_autoplace as oa
-from tests import synthetic_graphs as sg
-tb = make_testbed(like_for_like=True)
-model = sg.residual()
-compiled = oa.compile_model(model, tb.hetero, core=tb.core, use_cache=False, profile="now")
-dynamic = oa.compile_model(sg.dynamic_attention(), tb.hetero, core=tb.core, use_cache=False, profile="now")
-compiled(random_inputs(compiled))
-dynamic(np.zeros((2, 5, 32), dtype=np.float32))
-print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ov_autoplace", "torch")))))
-"""
+#: Top to bottom. A room is a subpackage of ov_autoplace or a top-level module; imports only go down a layer
+#: (or stay in their room). The facade re-exports the public API and may import anything.
+LAYERS: list[tuple[str, ...]] = [
+    ("<facade>",),
+    ("cli",),
+    ("api", "saved_model"),
+    ("decision",),
+    ("compile",),
+    ("strategies",),
+    ("policy",),
+    ("costmodel",),
+    ("cache",),
+    ("placement",),
+    ("model",),
+    ("graph", "devices"),
+    ("progress", "_version", "_build_info", "_native_loader", "errors"),
+]
+#: Rooms of one layer that may import each other (the base: the loader raises the typed errors).
+SHARED_LAYER_OK = {"progress", "_version", "_build_info", "_native_loader", "errors", "api", "saved_model"}
+
+#: What an app or the CLI starts from: the package, the commands, the background worker (run as a process).
+RUNTIME_ENTRY_POINTS = (RUNTIME, f"{RUNTIME}.cli.main", f"{RUNTIME}.decision.background_worker")
 
 
-def _runtime_modules() -> list[str]:
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-c", _RUNTIME_SCRIPT], cwd=root, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def test_compile_model_imports_no_training_baselines_or_bench():
-    modules = _runtime_modules()
-    assert "ov_autoplace.api" in modules and "ov_autoplace.policy.numpy_policy" in modules  # the policy ran
-    leaked = [m for m in modules if m.startswith(FORBIDDEN)]
-    assert leaked == [], f"the runtime path imported {leaked}"
+def _modules(package) -> dict[str, tuple[Path, bool]]:
+    root = Path(package.__file__).resolve().parent
+    found = {}
+    for path in root.rglob("*.py"):
+        parts = [package.__name__, *path.relative_to(root).with_suffix("").parts]
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
 
 
 def _imports_of(path: Path, module: str, is_package: bool, known: set[str]) -> set[str]:
-    """Every ov_autoplace module ``module`` imports, at the top or inside functions (not under TYPE_CHECKING)."""
+    """The modules of either package that ``module`` imports (not under TYPE_CHECKING)."""
     tree = ast.parse(path.read_text())
-    type_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                 for n in ast.walk(node)}
+    type_only = {id(n) for node in ast.walk(tree)
+                 if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
     found = set()
     for node in ast.walk(tree):
         if id(node) in type_only:
@@ -68,56 +77,32 @@ def _imports_of(path: Path, module: str, is_package: bool, known: set[str]) -> s
             parts = module.split(".") if is_package else module.split(".")[:-1]
             base = parts[:len(parts) - node.level + 1] if node.level else []
             target = ".".join(base + ([node.module] if node.module else []))
-            found.add(target)
-            found.update(f"{target}.{a.name}" for a in node.names)
-    return {m for m in found if m in known and m != module and m != "ov_autoplace"}  # the root package: re-exports
+            submodules = {f"{target}.{a.name}" for a in node.names} & known
+            found.update(submodules)
+            if len(submodules) < len(node.names):  # names that are not modules come from the package itself
+                found.add(target)
+    return {m for m in found if m in known and m != module}
 
 
-def _import_graph() -> dict[str, set[str]]:
-    root = Path(ov_autoplace.__file__).resolve().parent
-    files = {}
-    for path in root.rglob("*.py"):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
-        is_package = parts[-1] == "__init__"
-        files[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+def import_graph() -> dict[str, set[str]]:
+    files = {**_modules(ov_autoplace), **_modules(ov_autoplace_lab)}
     known = set(files)
     return {m: _imports_of(p, m, pkg, known) for m, (p, pkg) in files.items()}
 
 
-def _cycle_through(graph: dict[str, set[str]], start: str, allowed: set[str]) -> list[str] | None:
-    """A path start -> ... -> start inside ``allowed``, or None."""
-    stack, seen = [(start, [start])], set()
-    while stack:
-        node, path = stack.pop()
-        for nxt in graph[node]:
-            if nxt == start:
-                return path + [start]
-            if nxt in allowed and nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, path + [nxt]))
-    return None
+def room_of(module: str) -> str:
+    """``ov_autoplace.placement.legalizer`` -> ``placement``; ``ov_autoplace`` -> ``<facade>``; the lab: ``<lab>``."""
+    parts = module.split(".")
+    if parts[0] == LAB:
+        return "<lab>"
+    return parts[1] if len(parts) > 1 else "<facade>"
 
 
-def test_runtime_modules_import_nothing_forbidden_even_lazily():
-    graph = _import_graph()
-    runtime = {m for m in _runtime_modules() if m in graph}
-    # (search_budget's door, api -> policy.search_strategy, is allowed: it is not itself a forbidden module,
-    # and it reaches policy.train only from there.)
-    for module in sorted(runtime):
-        for dep in graph[module]:
-            assert not dep.startswith(FORBIDDEN), f"{module} imports {dep}"
+def _layer_index() -> dict[str, int]:
+    return {room: i for i, layer in enumerate(LAYERS) for room in layer}
 
 
-def test_no_import_cycles_through_api_or_legalize():
-    graph = _import_graph()
-    everything = set(graph)
-    for start in ("ov_autoplace.api", "ov_autoplace.placement.legalizer", "ov_autoplace.costmodel.cost_terms",
-                  "ov_autoplace_lab.training.env", "ov_autoplace.compile.placed_compile", "ov_autoplace.model.dynamic_placement"):
-        cycle = _cycle_through(graph, start, everything)
-        assert cycle is None, " -> ".join(cycle)
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan, iterative)."""
     index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], [0]
     for root in graph:
@@ -157,12 +142,87 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycle_anywhere_in_the_package():
-    """Every module, lazy imports included: the import graph is acyclic (modules that need each other share a
-    lower module instead, e.g. ``cli_args`` for ``cli`` and ``picture_commands``)."""
-    assert _cycles(_import_graph()) == []
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every runtime import that goes up a layer, or sideways between two rooms of one layer."""
+    layer = _layer_index()
+    bad = []
+    for module, deps in graph.items():
+        if room_of(module) == "<lab>":
+            continue
+        for dep in deps:
+            a, b = room_of(module), room_of(dep)
+            if a == b or a == "<facade>":
+                continue
+            if b == "<lab>":
+                bad.append(f"{module} -> {dep} (the runtime never imports the lab)")
+            elif layer[b] < layer[a]:
+                bad.append(f"{module} -> {dep} (layer {layer[a]} {a} imports layer {layer[b]} {b})")
+            elif layer[b] == layer[a] and not {a, b} <= SHARED_LAYER_OK:
+                bad.append(f"{module} -> {dep} ({a} and {b} share a layer and do not import each other)")
+    return sorted(bad)
 
 
-def test_the_cycle_finder_finds_cycles():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert _cycles({"a": {"b"}, "b": set()}) == []
+def test_no_import_cycle_anywhere_in_either_package():
+    assert cycles(import_graph()) == []
+
+
+def test_every_runtime_room_has_a_layer():
+    layer = _layer_index()
+    rooms = {room_of(m) for m in import_graph() if room_of(m) != "<lab>"}
+    assert sorted(rooms - set(layer)) == [], "give the new room its place in LAYERS (docs/architecture.md)"
+
+
+def test_runtime_imports_only_go_down_and_never_into_the_lab():
+    assert upward_imports(import_graph()) == []
+
+
+def test_every_runtime_module_is_reachable_from_the_runtime_entry_points():
+    graph = import_graph()
+    seen, todo = set(), list(RUNTIME_ENTRY_POINTS)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # importing a.b.c imports a and a.b
+        todo.extend(graph.get(module, ()))
+    runtime = {m for m in graph if room_of(m) != "<lab>"}
+    assert sorted(runtime - seen) == [], "modules no app or command reaches belong in the lab"
+
+
+def test_the_checks_find_what_they_look_for():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    drawn = {"ov_autoplace.graph.arrays": {"ov_autoplace.api"}, "ov_autoplace.api": {"ov_autoplace_lab.viz"},
+             "ov_autoplace.graph.op_kinds": {"ov_autoplace.devices.timing"}, "ov_autoplace.devices.timing": set(),
+             "ov_autoplace_lab.viz": {"ov_autoplace.api"}}
+    found = upward_imports(drawn)
+    assert len(found) == 3 and "never imports the lab" in found[0] and "layer 11 graph imports layer 2 api" in found[1]
+
+
+_RUNTIME_SCRIPT = """
+import json, sys
+import numpy as np
+import ov_autoplace as oa
+from ov_autoplace.devices.testbed import make_testbed
+from ov_autoplace.devices.timing import random_inputs
+from tests import synthetic_graphs as sg
+tb = make_testbed(like_for_like=True)
+compiled = oa.compile_model(sg.residual(), tb.hetero, core=tb.core, use_cache=False, profile="now")
+dynamic = oa.compile_model(sg.dynamic_attention(), tb.hetero, core=tb.core, use_cache=False, profile="now")
+compiled(random_inputs(compiled))
+dynamic(np.zeros((2, 5, 32), dtype=np.float32))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("ov_autoplace", "torch")))))
+"""
+
+
+def test_compile_model_imports_neither_the_lab_nor_torch():
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", _RUNTIME_SCRIPT], cwd=root, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    modules = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "ov_autoplace.api" in modules and "ov_autoplace.policy.numpy_policy" in modules  # the policy ran
+    leaked = [m for m in modules if m.startswith((LAB, "torch"))]
+    assert leaked == [], f"the runtime path imported {leaked}"

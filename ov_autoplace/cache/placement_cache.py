@@ -32,7 +32,7 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.cache.root import CACHE_DIR_ENV, cache_root
-from ov_autoplace.costmodel.profile_store import ProfileStore, profile_key
+from ov_autoplace.cache.profile_store import ProfileStore, profile_key
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.errors import PlacementError, UnsupportedOpError
 from ov_autoplace.placement.legality_check import LEGALIZER_VERSION, ensure_legal

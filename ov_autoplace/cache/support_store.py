@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.costmodel.profile_store import ProfileStore, profile_key
+from ov_autoplace.cache.profile_store import ProfileStore, profile_key
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import query_support
 

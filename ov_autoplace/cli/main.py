@@ -48,7 +48,7 @@ def cmd_place(args) -> int:
         placement.save(args.output)
         print(f"placement written to {args.output}")
     if args.save_model:  # the IR with the placement in its rt_info (saved_model.py); ov.save_model keeps none
-        from ov_autoplace.compile.saved_model import save_model
+        from ov_autoplace.saved_model import save_model
 
         stored = save_model(model, args.save_model, placement, core=core)  # verified first (saved_model.py)
         verdict = (stored.verification or {}).get("decision", "not needed: the plain call's placement")
@@ -71,7 +71,7 @@ def cmd_profile(args) -> int:
     from collections import defaultdict
 
     from ov_autoplace.costmodel.link_calibration import profile_links
-    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.cache.profile_store import ProfileStore
     from ov_autoplace.costmodel.profiler import measure_model_profile
     from ov_autoplace.costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 

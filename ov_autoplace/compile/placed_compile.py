@@ -6,7 +6,7 @@ candidate placements) all end here, so the training package never imports the
 public API and the import graph stays one-way.
 
 A model with dynamic dimensions gets the placement carried over from its
-static clone (:func:`ov_autoplace.model.dynamic_placement.transfer_placement`) and stays
+static clone (:func:`ov_autoplace.placement.dynamic_model.transfer_placement`) and stays
 dynamic. HETERO in OpenVINO 2026.4 compiles some dynamic splits it then
 cannot run (the first inference fails with "Can't set the input tensor ...
 (shape=(0.0.0.0))": a submodel is handed an empty tensor by the one before
@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.model.dynamic_placement import transfer_placement
+from ov_autoplace.placement.dynamic_model import transfer_placement
 from ov_autoplace.errors import DynamicSplitError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.legality_check import ensure_legal

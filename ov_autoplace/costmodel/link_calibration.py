@@ -261,7 +261,7 @@ def profile_links(core: ov.Core, devices: Sequence[str], *, sizes: Sequence[int]
                   cuts: Sequence[int] = DEFAULT_CUTS, rounds: int = 6, seconds_per_variant: float = 0.6,
                   store=None) -> LinkProfile:
     """Measure (or load from ``store``) the link and submodel costs of ``devices``; see the module doc."""
-    from ov_autoplace.costmodel.profile_store import profile_key
+    from ov_autoplace.cache.profile_store import profile_key
 
     devices = tuple(devices)
     check_devices(core, devices)

@@ -177,18 +177,14 @@ _MILP_STATUS = {0: "optimal", 1: "time limit", 2: "infeasible", 3: "unbounded"}
 def _heuristic_fallback(terms: CostTerms, start: float, notes: list[str], max_submodels: int | None, *,
                         quiet: bool = False) -> OptimumResult:
     """The best heuristic placement, clearly marked: for a MILP stopped with no (or a weak) incumbent."""
-    from ov_autoplace.strategies.base import PlacementContext
-    from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy  # the strategies import cost_terms
-    from ov_autoplace.strategies.heft import HeftStrategy
+    from ov_autoplace.costmodel.list_scheduling import critical_path_placement, heft_placement
 
-    context = PlacementContext(graph=terms.graph, devices=tuple(terms.cost.devices),
-                               support=terms.allowed | ~terms.compute[:, None])
     best = None
-    for strategy in (HeftStrategy(terms.cost), CriticalPathGreedyStrategy(terms.cost)):
-        proposal = strategy.propose(context)
+    for name, place in (("heft", heft_placement), ("critical_path", critical_path_placement)):
+        proposal = place(terms)
         latency = terms.latency_ms(terms.legal_devices(proposal, max_submodels=max_submodels)[0])
         if best is None or latency < best[0]:
-            best = (latency, proposal, strategy.name)
+            best = (latency, proposal, name)
     if quiet:
         notes.append(f"this is the {best[2]} heuristic's placement, better than the MILP's")
     else:

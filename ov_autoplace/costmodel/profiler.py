@@ -94,7 +94,7 @@ from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.link_calibration import LinkProfile, check_devices, profile_links
 from ov_autoplace.costmodel.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window, noise_fields,
                     per_run_node_ms)
-from ov_autoplace.costmodel.profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
+from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
 
 logger = logging.getLogger(__name__)
 

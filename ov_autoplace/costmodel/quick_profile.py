@@ -44,7 +44,7 @@ from ov_autoplace.devices.timing import random_inputs
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.link_calibration import LINK_PROFILE_FORMAT, LinkProfile
 from ov_autoplace.costmodel.noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
-from ov_autoplace.costmodel.profile_store import ProfileStore, profile_key
+from ov_autoplace.cache.profile_store import ProfileStore, profile_key
 from ov_autoplace.costmodel.profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
                        _node_memory_bytes, e2e_scale, executed_ms, merge_fusion, profile_request,
                        reports_running_average, window_ms)

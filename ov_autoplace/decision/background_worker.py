@@ -282,7 +282,7 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     import openvino as ov
 
     from ov_autoplace.cache.root import profile_dir
-    from ov_autoplace.costmodel.profile_store import ProfileStore, _differences, profile_key
+    from ov_autoplace.cache.profile_store import ProfileStore, _differences, profile_key
     from ov_autoplace.costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
     from ov_autoplace.graph.arrays import extract_graph
     from ov_autoplace.placement.legalizer import Pin

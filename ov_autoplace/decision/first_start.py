@@ -48,7 +48,7 @@ def check_profiling(value: Any) -> Profiling:
 
 
 #: The shipped policy (``policy.pretrained.PRETRAINED_POLICY``), named here so that the cache-hit path does not
-#: import the policy package just to key the cache (tests/test_first_start.py checks they agree).
+#: import the policy package just to key the cache (tests/decision/test_first_start.py checks they agree).
 POLICY_FILE = Path(__file__).parent / "policy" / "pretrained" / "hsdag_v1.npz"
 
 
@@ -120,7 +120,7 @@ def decide(req, root, profiling, cache_dir, use_cache):
     evidence (``decision.evidence``) or that it awaits verification (``decision.pending``).
     """
     from ov_autoplace.cache.placement_cache import PlacementCache
-    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.cache.profile_store import ProfileStore
     from ov_autoplace.graph.arrays import extract_graph
     from ov_autoplace.decision.placement_sources import cache_key, decision_from_cache, decision_to_placement, settle
     from ov_autoplace.model.prepare import prepare_model
@@ -162,7 +162,7 @@ def _profile_or_prior(req, prepared, graph, store) -> "Decision":
 
 def default_placement(req, prepared, graph, cache_dir=None):
     """What the default path would place (stored profile, else prior) as a Placement; nothing is compiled or run."""
-    from ov_autoplace.costmodel.profile_store import ProfileStore
+    from ov_autoplace.cache.profile_store import ProfileStore
     from ov_autoplace.decision.placement_sources import decision_to_placement
 
     decision = _profile_or_prior(req, prepared, graph, ProfileStore(profile_dir(cache_dir)))
@@ -174,7 +174,7 @@ def default_placement(req, prepared, graph, cache_dir=None):
 
 def _profile_path(req, graph, store) -> Path:
     """Where a measured profile of this (prepared) model on these devices is stored, if one is."""
-    from ov_autoplace.costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
+    from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
 
     return store.path_for(profile_key(req.core, req.devices, kind="model", graph=graph,
                                       extra={"format": MODEL_PROFILE_FORMAT}))

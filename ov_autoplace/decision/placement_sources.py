@@ -268,7 +268,7 @@ def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, 
 
 def _policy_proposal(cost, graph, devices, policy_path):
     from ov_autoplace.costmodel.sim_costs import simulated_support
-    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace.strategies.base import PlacementContext
 
     context = PlacementContext(graph=graph, devices=devices, support=simulated_support(cost, graph))
@@ -277,7 +277,7 @@ def _policy_proposal(cost, graph, devices, policy_path):
 
 def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path, store) -> Decision | None:
     """Source 3: a stored measured profile (None if there is none)."""
-    from ov_autoplace.costmodel.profile_store import MODEL_PROFILE_FORMAT, profile_key
+    from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
 
     key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
     if not store.path_for(key).exists():
@@ -308,7 +308,7 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
     """
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize, query_support
-    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace.strategies.base import PlacementContext
 
     support = query_support(req.core, prepared, graph, req.devices)

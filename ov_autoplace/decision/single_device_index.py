@@ -37,7 +37,7 @@ def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
     """The key of the caller's model on these devices (JSON-able)."""
     import openvino as ov
 
-    from ov_autoplace.costmodel.profile_store import device_properties, structural_hash
+    from ov_autoplace.cache.profile_store import device_properties, structural_hash
     from ov_autoplace.graph.arrays import extract_graph
 
     key = {"format": INDEX_FORMAT, "structure": structural_hash(extract_graph(req.model)),

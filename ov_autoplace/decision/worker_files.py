@@ -34,7 +34,7 @@ _FILES = {"lock": "lock", "spec": "spec.json", "model": "model.xml", "weights": 
 
 
 def worker_digest(key: Mapping[str, Any]) -> str:
-    from ov_autoplace.costmodel.profile_store import key_digest
+    from ov_autoplace.cache.profile_store import key_digest
 
     return key_digest(key)[:32]
 

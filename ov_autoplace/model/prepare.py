@@ -16,7 +16,7 @@ from __future__ import annotations
 import openvino as ov
 from openvino.passes import ConstantFolding, Manager
 
-from ov_autoplace.placement.quant_patterns import quantized_weights_hidden
+from ov_autoplace.model.quant_patterns import quantized_weights_hidden
 
 
 def prepare_model(model: ov.Model) -> ov.Model:

@@ -4,7 +4,7 @@ A placement is chosen from a graph with known tensor sizes (the profiler
 times it, the policy reads output shapes and FLOPs), so a model with dynamic
 dimensions is placed on a *static clone*: the same model reshaped to the
 placement shapes. The affinities found there are then carried over to the
-dynamic model (:mod:`ov_autoplace.model.dynamic_placement`), which is compiled dynamic.
+dynamic model (:mod:`ov_autoplace.placement.dynamic_model`), which is compiled dynamic.
 
 The placement shapes come, in this order, from
 

@@ -33,7 +33,7 @@ import openvino as ov
 from ov_autoplace.errors import PinError, PlacementError, UnsupportedOpError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.placement.quant_patterns import keep_groups_together, quantization_groups
+from ov_autoplace.model.quant_patterns import keep_groups_together, quantization_groups
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
 
 

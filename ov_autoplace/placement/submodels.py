@@ -21,7 +21,7 @@ hetero plugin (its SubgraphCollector) does, re-derived here:
    whose source depends on the cut inputs the cycle came through.
 
 Checked by compiling on the testbed (``benchmarks/bench_submodels.py``,
-tests/test_submodels.py): HETERO's count in 8 of 10 placements (BERT-base
+tests/placement/test_submodels.py): HETERO's count in 8 of 10 placements (BERT-base
 with the attention cores, the FFNs or every other layer on the second device:
 26 / 49 / 13 against 14 / 25 / 8 islands; random placements of BERT-base and
 ResNet-50). Where it differs HETERO splits more (a small attention graph

@@ -2,11 +2,11 @@
 
 Inference side (numpy only; importing this package never imports torch):
 features (:mod:`.features`), chain coarsening (:mod:`.coarsen`), the policy
-inputs (:mod:`.inputs`), the exported-weights file (:mod:`.export`), the numpy
-forward pass (:mod:`.numpy_policy`) and the :class:`HSDAGStrategy`.
+inputs (:mod:`.inputs`), the exported-weights file (:mod:`.policy_file`) and the numpy
+forward pass (:mod:`.numpy_policy`). The strategy that runs it is ``strategies/hsdag.py``.
 
-Training side (needs torch, import explicitly): :mod:`.hsdag` (``HSDAGPolicy``)
-and :mod:`.layers` (``GCNConv``, ``GraphParsingPool``, ``DevicePlacer``).
+Training side (torch) is the lab's: ``ov_autoplace_lab.hsdag_torch`` (``HSDAGPolicy``, the layers) and
+``ov_autoplace_lab.training``.
 """
 
 from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
@@ -22,14 +22,12 @@ from ov_autoplace.policy.features import (
 )
 from ov_autoplace.policy.inputs import PolicyArrays, build_policy_arrays
 from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy, NumpyPolicyOutput
-from ov_autoplace.policy.strategy import HSDAGStrategy
 
 __all__ = [
     "OP_VOCAB",
     "Coarsening",
     "ExportedPolicy",
     "HSDAGConfig",
-    "HSDAGStrategy",
     "NodeFeatureConfig",
     "NumpyHSDAGPolicy",
     "NumpyPolicyOutput",

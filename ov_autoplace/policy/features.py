@@ -52,7 +52,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import MAX_RANK, GraphArrays, NodeRole
-from ov_autoplace.strategies.heavy_ops import HEAVY_OP_TYPES
+from ov_autoplace.graph.op_kinds import HEAVY_OP_TYPES
 
 #: The op types with their own one-hot column; anything else is ``other``.
 #: Fixed (a trained policy's header stores the list it was trained with).

@@ -12,12 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ov_autoplace.graph.arrays import NodeRole
+from ov_autoplace.graph.op_kinds import HEAVY_OP_TYPES
 from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
-
-HEAVY_OP_TYPES = frozenset({
-    "Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData",
-    "MatMul", "ScaledDotProductAttention", "Einsum", "FullyConnected",
-})
 
 
 class HeavyOpsStrategy(PlacementStrategy):

@@ -1,164 +1,25 @@
-"""HEFT (Topcuoglu et al., 2002) adapted to HETERO's sequential submodels, and the greedy machinery it shares.
+"""HEFT (Topcuoglu et al., 2002) adapted to HETERO's sequential submodels, as a strategy.
 
-Classic HEFT orders tasks by *upward rank* (a task's mean compute time plus
-the costliest path of mean transfer + rank through its successors) and puts
-each task, in decreasing rank, on the processor where it would *finish*
-earliest, processors running in parallel.
-
-HETERO runs its submodels one after another, so there is one timeline: a
-node's earliest finish time on device d is the time already spent plus what
-placing it on d adds. The processor-availability term is the same for every
-device and drops out, and EFT becomes the *incremental cost* under the
-CostModel: the node's compute on d, the transfers it creates from
-already-placed producers (once per producer output and device) and towards
-already-placed consumers, the fusion discounts it breaks (its own and its
-partner's), and the submodel switches it adds (``+overhead`` when it starts
-an island, ``-overhead`` per extra island it joins). A device whose memory
-would overflow is skipped. The rank still decides the order, so the heaviest
-remaining work is placed first, and ties go to the earlier (higher-priority)
-device.
-
-Parameters and constant-subgraph nodes are not placed here: the legalizer puts
-them with their consumers, so their outputs are treated as free.
+The algorithm works on the cost model alone and lives there (``costmodel/list_scheduling.py``), so the exact
+optimum's fallback uses it without importing the strategies.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.strategies.cost_based import CostModelStrategy
+from ov_autoplace.costmodel.list_scheduling import heft_placement
 from ov_autoplace.strategies.base import PlacementContext
-
-
-class IncrementalPlacer:
-    """Places active nodes one at a time and prices each choice exactly under the CostModel (anchors aside)."""
-
-    def __init__(self, terms: CostTerms) -> None:
-        self.terms = terms
-        n, nd = terms.num_nodes, terms.num_devices
-        self.device = np.full(n, -1, dtype=np.int64)
-        self.total_ms = 0.0
-        self.links = [terms.link_ms(nbytes) for _, nbytes, _ in terms.outputs]
-        self.outputs_of: list[list[int]] = [[] for _ in range(n)]  # outputs a node produces
-        self.inputs_of: list[list[int]] = [[] for _ in range(n)]  # outputs a node consumes
-        for o, (s, _, consumers) in enumerate(terms.outputs):
-            self.outputs_of[s].append(o)
-            for c in consumers:
-                self.inputs_of[c].append(o)
-        self.holders: list[set[int]] = [set() for _ in terms.outputs]  # devices of placed consumers
-        self.neighbours: list[list[int]] = [[] for _ in range(n)]
-        for u, v in terms.active_edges:
-            self.neighbours[u].append(v), self.neighbours[v].append(u)
-        self.parent = list(range(n))  # union-find over placed active nodes: islands
-        self.partners = {k: sorted({i if j == k else j for i, j in pairs}) for k, pairs in terms.pairs_of.items()}
-        self.broken = np.zeros(n, dtype=bool)
-        self.constant_inputs: list[list[int]] = [[] for _ in range(n)]
-        for s, t in terms.edges:
-            if terms.constant[s] and terms.memory[s] > 0 and s not in self.constant_inputs[t]:
-                self.constant_inputs[t].append(s)
-        self.capacity = np.asarray(terms.cost.device_memory_bytes, dtype=np.float64)
-        self.weights = np.zeros(nd)
-        self.largest = np.zeros(nd)
-        self.constants_on: list[set[int]] = [set() for _ in range(nd)]
-
-    def _root(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def fits(self, i: int, d: int) -> bool:
-        if not np.isfinite(self.capacity[d]):
-            return True
-        weights = self.weights[d] + self.terms.memory[i] + sum(
-            self.terms.memory[c] for c in self.constant_inputs[i] if c not in self.constants_on[d])
-        return weights + max(self.largest[d], self.terms.activation[i]) <= self.capacity[d]
-
-    def delta_ms(self, i: int, d: int) -> float:
-        """What placing active node ``i`` on device ``d`` adds to the latency (inf where it cannot run)."""
-        t = self.terms
-        if not t.allowed[i, d]:
-            return float("inf")
-        cost = float(t.compute_cost[i, d])
-        broken_here = False
-        for g in self.partners.get(i, ()):
-            if self.device[g] >= 0 and self.device[g] != d:
-                broken_here = True
-                if not self.broken[g]:
-                    cost += float(t.unfused_delta[g, self.device[g]])
-        if broken_here and not self.broken[i]:
-            cost += float(t.unfused_delta[i, d])
-        for o in self.inputs_of[i]:
-            src = t.outputs[o][0]
-            a = self.device[src]
-            if a >= 0 and a != d and d not in self.holders[o]:
-                cost += float(self.links[o][a, d])
-        for o in self.outputs_of[i]:
-            cost += float(sum(self.links[o][d, b] for b in self.holders[o] if b != d))
-        islands = {self._root(j) for j in self.neighbours[i] if self.device[j] == d}
-        cost += float(t.cost.submodel_overhead_ms[d]) * (1 - len(islands))
-        return cost
-
-    def best_device(self, i: int) -> int:
-        """The device with the smallest incremental cost that fits in memory (any device if none fits)."""
-        costs = np.array([self.delta_ms(i, d) for d in range(self.terms.num_devices)])
-        fitting = np.array([self.fits(i, d) for d in range(self.terms.num_devices)])
-        if (fitting & np.isfinite(costs)).any():
-            costs = np.where(fitting, costs, np.inf)
-        return int(np.argmin(costs))  # first minimum: ties go to the higher-priority device
-
-    def place(self, i: int, d: int) -> None:
-        t = self.terms
-        self.total_ms += self.delta_ms(i, d)
-        for g in self.partners.get(i, ()):
-            if self.device[g] >= 0 and self.device[g] != d:
-                self.broken[g] = self.broken[i] = True
-        self.device[i] = d
-        for o in self.inputs_of[i]:
-            self.holders[o].add(d)
-        for j in self.neighbours[i]:
-            if self.device[j] == d:
-                self.parent[self._root(j)] = self._root(i)
-        new_constants = [c for c in self.constant_inputs[i] if c not in self.constants_on[d]]
-        self.weights[d] += t.memory[i] + sum(t.memory[c] for c in new_constants)
-        self.constants_on[d].update(self.constant_inputs[i])
-        self.largest[d] = max(self.largest[d], t.activation[i])
-
-    def proposal(self) -> np.ndarray:
-        return np.where(self.device >= 0, self.device, 0)
-
-
-def upward_rank(terms: CostTerms) -> np.ndarray:
-    """HEFT's rank_u over active nodes: mean compute + max over successors of (mean transfer + their rank)."""
-    allowed = terms.allowed
-    mean_compute = np.where(allowed, terms.compute_cost, 0.0).sum(axis=1) / np.maximum(allowed.sum(axis=1), 1)
-    nd = terms.num_devices
-    off_diagonal = ~np.eye(nd, dtype=bool)
-    rank = np.zeros(terms.num_nodes)
-    successors: list[list[tuple[int, float]]] = [[] for _ in range(terms.num_nodes)]
-    for s, nbytes, consumers in terms.outputs:
-        mean_link = float(terms.link_ms(nbytes)[off_diagonal].mean()) if nd > 1 else 0.0
-        successors[s].extend((c, mean_link) for c in consumers if terms.active[c])
-    for i in range(terms.num_nodes - 1, -1, -1):  # node indices are topological
-        if terms.active[i]:
-            rank[i] = mean_compute[i] + max((link + rank[c] for c, link in successors[i]), default=0.0)
-    return rank
+from ov_autoplace.strategies.cost_based import CostModelStrategy
 
 
 class HeftStrategy(CostModelStrategy):
-    """HEFT under HETERO's sequential execution (module docstring): rank order, least incremental cost."""
+    """HEFT under HETERO's sequential execution: rank order, least incremental cost."""
 
     name = "heft"
 
     def propose(self, context: PlacementContext) -> np.ndarray:
-        terms = self.terms(context)
-        rank = upward_rank(terms)
-        order = sorted(np.flatnonzero(terms.active).tolist(), key=lambda i: (-rank[i], i))
-        placer = IncrementalPlacer(terms)
-        for i in order:
-            placer.place(i, placer.best_device(i))
-        return placer.proposal()
+        return heft_placement(self.terms(context))
 
 
-__all__ = ["HeftStrategy", "IncrementalPlacer", "upward_rank"]
+__all__ = ["HeftStrategy"]

@@ -47,7 +47,7 @@ def _measured_cost():
 
 def _hsdag(refine: bool = False) -> PlacementStrategy:
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
-    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
 
     if not PRETRAINED_POLICY.is_file():
         from ov_autoplace.errors import PlacementError

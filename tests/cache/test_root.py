@@ -12,7 +12,7 @@ import pytest
 import ov_autoplace as oa
 from ov_autoplace.cache.root import (CACHE_DIR_ENV, PROFILE_DIR_ENV, blob_cache_props, cache_root, clear_cache,
                                      profile_dir, user_blob_cache_dir)
-from ov_autoplace.costmodel.profile_store import ProfileStore
+from ov_autoplace.cache.profile_store import ProfileStore
 from tests import synthetic_graphs as sg
 from ov_autoplace.devices.timing import random_inputs
 

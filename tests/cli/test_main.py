@@ -198,7 +198,7 @@ def test_reports_csv_counters_and_json(ir_path, tmp_path, capsys):
 
 
 def test_place_save_model_writes_an_ir_that_carries_the_placement(ir_path, tmp_path, capsys):
-    from ov_autoplace.compile.saved_model import load_placed
+    from ov_autoplace.saved_model import load_placed
     from ov_autoplace.devices.testbed import make_testbed
 
     saved, placed_ir = tmp_path / "p.json", tmp_path / "placed.xml"

@@ -15,7 +15,7 @@ import pytest
 
 from ov_autoplace.costmodel import noise
 from ov_autoplace.costmodel.noise import LoadProbe, assess_load, iqr, per_run_node_ms
-from ov_autoplace.costmodel.profile_store import ProfileStore
+from ov_autoplace.cache.profile_store import ProfileStore
 from ov_autoplace.costmodel.profiler import ModelProfile
 from ov_autoplace.costmodel.quick_profile import quick_model_profile
 from ov_autoplace.graph.arrays import NodeRole, extract_graph

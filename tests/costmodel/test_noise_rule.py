@@ -137,7 +137,7 @@ def test_the_guard_changes_the_single_device_only_beyond_the_spread(chain):
 
 def test_the_policy_refine_step_drops_an_unproven_split(chain):
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
-    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace.strategies.base import PlacementContext
 
     devices = ("D0", "D1")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from ov_autoplace.costmodel.profile_store import ProfileStore
+from ov_autoplace.cache.profile_store import ProfileStore
 from ov_autoplace.costmodel.quick_profile import quick_model_profile, stored_or_prior_links
 from tests import synthetic_graphs as sg
 

@@ -21,7 +21,7 @@ from ov_autoplace.decision import background_worker as background
 from ov_autoplace.decision.background_worker import (MAX_FAILURES, WORKER_PROPERTIES, acquire_lock, decode_property, device_setup,
                                      encode_property, read_failure, release_lock, restore_devices, run_worker,
                                      worker_digest, worker_files)
-from ov_autoplace.costmodel.profile_store import device_properties
+from ov_autoplace.cache.profile_store import device_properties
 from tests import synthetic_graphs as sg
 from ov_autoplace.devices.timing import random_inputs
 

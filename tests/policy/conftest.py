@@ -14,7 +14,7 @@ import pytest
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.strategies.heavy_ops import HEAVY_OP_TYPES
+from ov_autoplace.graph.op_kinds import HEAVY_OP_TYPES
 from tests import synthetic_graphs
 
 STAND_IN_SOURCE = "TEST FIXTURE: flops-based stand-in (tests/policy/conftest.py), not a device model"

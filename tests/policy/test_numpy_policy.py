@@ -100,7 +100,8 @@ NO_TORCH_SCRIPT = textwrap.dedent("""
     sys.modules["torch"] = None  # any "import torch" now raises ImportError
     import numpy as np
     import ov_autoplace
-    from ov_autoplace.policy import HSDAGStrategy, NumpyHSDAGPolicy
+    from ov_autoplace.policy import NumpyHSDAGPolicy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace.devices.testbed import make_testbed
     from tests import synthetic_graphs
     from tests.policy.conftest import stand_in_cost_model

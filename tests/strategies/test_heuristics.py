@@ -13,8 +13,9 @@ from ov_autoplace.strategies.optimum_strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
-from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy, critical_path
-from ov_autoplace.strategies.heft import HeftStrategy, IncrementalPlacer, upward_rank
+from ov_autoplace.costmodel.list_scheduling import IncrementalPlacer, critical_path, upward_rank
+from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
+from ov_autoplace.strategies.heft import HeftStrategy
 from tests import synthetic_graphs as sg
 from tests.costmodel.test_optimum import brute_latency, legal, random_cost, small_graph
 from ov_autoplace.api import DEFAULT_MAX_SUBMODELS

@@ -139,7 +139,7 @@ def _learned(name: str, make_search: Callable[[], object]) -> Method:
 
 def _hsdag_one_pass(case: Case, refine: bool = False) -> PlacementStrategy:
     from ov_autoplace.api import pretrained_policy_path
-    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
 
     return HSDAGStrategy(pretrained_policy_path(), case.cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS)
 

@@ -49,7 +49,7 @@ def evaluate_row(args: tuple) -> dict:
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
-    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace_lab.training.targets import variant_platform
 
     spec, policies, sigma, reference = args
@@ -117,7 +117,7 @@ def one_pass_ratios(directory: str | Path, policy: str, specs: list[TargetSpec])
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
-    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace_lab.training.imitation import _sigma
 
     sigma, loaded, out = _sigma(directory), NumpyHSDAGPolicy.load(policy), {}

@@ -177,7 +177,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     starts = {f"single:{d}": np.full(graph.num_nodes, k, np.int64) for k, d in enumerate(devices)}
     starts["plain_call"] = plain_call_placement(Case(spec.key, graph, devices, support, cost, True))
     if options.policy:
-        from ov_autoplace.policy.strategy import HSDAGStrategy
+        from ov_autoplace.strategies.hsdag import HSDAGStrategy
         from ov_autoplace.strategies.base import PlacementContext
 
         context = PlacementContext(graph=graph, devices=devices, support=support)

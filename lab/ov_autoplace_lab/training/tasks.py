@@ -164,7 +164,7 @@ def suite_envs(graphs: dict[str, GraphArrays], *, max_submodels: int | None = No
 def measured_testbed_envs(models: dict[str, Callable[[], ov.Model]], *, store=None) -> list[SimEnv]:
     """SimEnvs over *measured* testbed CostModels (``profile_model``), or [] with a warning if profiling fails."""
     try:
-        from ov_autoplace.costmodel.profile_store import ProfileStore
+        from ov_autoplace.cache.profile_store import ProfileStore
         from ov_autoplace.costmodel.profiler import profile_model
         from ov_autoplace.devices.testbed import shared_testbed
 

@@ -8,7 +8,7 @@ import pytest
 
 import ov_autoplace
 from ov_autoplace import api
-from ov_autoplace.compile.stored_compile import compile_stored
+from ov_autoplace.decision.stored_placement import compile_stored
 from ov_autoplace.devices.testbed import make_testbed
 from ov_autoplace.decision.verification import evidence_intact
 from tests import synthetic_graphs as sg

@@ -7,7 +7,8 @@ import pytest
 
 import ov_autoplace
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.policy import HSDAGStrategy, NumpyHSDAGPolicy
+from ov_autoplace.policy import NumpyHSDAGPolicy
+from ov_autoplace.strategies.hsdag import HSDAGStrategy
 from ov_autoplace.strategies.base import PlacementContext
 from tests import synthetic_graphs
 from tests.policy.conftest import stand_in_cost_model

@@ -11,7 +11,7 @@ import ov_autoplace as oa
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import Pin, constant_subgraph_mask, legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.placement.quant_patterns import quantization_groups, quantized_weights_hidden
+from ov_autoplace.model.quant_patterns import quantization_groups, quantized_weights_hidden
 from tests.quantized_graphs import int8_convnet
 
 INT8 = {"u8", "i8"}

@@ -10,7 +10,7 @@ import openvino as ov
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.model.dynamic_placement import transfer_placement
+from ov_autoplace.placement.dynamic_model import transfer_placement
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 
@@ -94,7 +94,7 @@ def test_default_strategy_places_dynamic_model_without_fallback(f32_testbed, cap
 
 def test_device_refusing_dynamic_nodes_is_named_and_they_move(f32_testbed, caplog):
     """What a device without dynamic-shape support would report (query_model leaving ops out): named, moved."""
-    from ov_autoplace.model.dynamic_placement import _warn_dynamic_unsupported
+    from ov_autoplace.placement.dynamic_model import _warn_dynamic_unsupported
     from ov_autoplace.graph.arrays import extract_graph
     from ov_autoplace.placement.legalizer import legalize, query_support
 

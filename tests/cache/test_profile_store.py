@@ -14,7 +14,7 @@ import openvino as ov
 import pytest
 from openvino import opset13 as ops
 
-from ov_autoplace.costmodel.profile_store import (
+from ov_autoplace.cache.profile_store import (
     PROFILE_DIR_ENV,
     ProfileStore,
     profile_key,
@@ -66,7 +66,7 @@ def test_structural_hash_changes_with_shape_and_wiring():
 def test_structural_hash_is_deterministic_across_processes():
     code = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
             "from tests.costmodel.test_profile_store import conv_net, graph_of; "
-            "from ov_autoplace.costmodel.profile_store import structural_hash; "
+            "from ov_autoplace.cache.profile_store import structural_hash; "
             "print(structural_hash(graph_of(conv_net(3))))")
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip() for seed in ("1", "2")}
@@ -122,7 +122,7 @@ def test_stored_key_mismatch_is_detected_and_named(tmp_path, key, caplog, compon
     data = json.loads(path.read_text())
     edit(data["key"])  # as if measured under another OpenVINO / other properties / another model
     path.write_text(json.dumps(data))
-    with caplog.at_level(logging.WARNING, logger="ov_autoplace.costmodel.profile_store"):
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace.cache.profile_store"):
         assert store.load(key, parse_payload) is None
     assert named in caplog.text and "re-measuring" in caplog.text
 
@@ -131,7 +131,7 @@ def test_miss_after_openvino_upgrade_names_the_difference(tmp_path, key, caplog)
     store = ProfileStore(tmp_path)
     store.save(key, {"values": [1.0, 2.0, 3.0]})
     upgraded = dict(key, openvino_version="2099.1.0-other")
-    with caplog.at_level(logging.WARNING, logger="ov_autoplace.costmodel.profile_store"):
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace.cache.profile_store"):
         assert store.load(upgraded, parse_payload) is None
     assert "openvino_version" in caplog.text and "2099.1.0-other" in caplog.text
 
@@ -148,7 +148,7 @@ def test_corrupt_file_gives_warning_and_none(tmp_path, key, caplog, text):
     if text is None:
         text = json.dumps({"key": key, "payload": {"values": [[1.0, 2.0]]}})
     path.write_text(text)
-    with caplog.at_level(logging.WARNING, logger="ov_autoplace.costmodel.profile_store"):
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace.cache.profile_store"):
         assert store.load(key, parse_payload) is None
     assert "corrupt" in caplog.text
 
@@ -175,7 +175,7 @@ def test_every_damaged_file_is_a_warning_then_rewritten(tmp_path, key, caplog, k
     store = ProfileStore(tmp_path)
     path = store.save(key, {"values": [1.0, 2.0, 3.0]})
     damage_json(path, kind)
-    with caplog.at_level(logging.WARNING, logger="ov_autoplace.costmodel.profile_store"):
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace.cache.profile_store"):
         assert store.load(key, parse_payload) is None  # never raises, whatever the damage
     # a directory is refused unread (not a regular file), JSON damage is corrupt; both are removed
     assert ("refused" if kind == "directory" else "corrupt") in caplog.text and "removed it" in caplog.text
@@ -211,7 +211,7 @@ def test_compile_model_places_when_the_profile_dir_is_a_file(f32_testbed, tmp_pa
     import ov_autoplace as oa
     from ov_autoplace.costmodel.providers import MeasuredCostProvider
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
-    from ov_autoplace.policy.strategy import HSDAGStrategy
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
 
     blocker = tmp_path / "my_profiles"
     blocker.write_text("I am a file")

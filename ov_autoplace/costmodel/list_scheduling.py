@@ -1,0 +1,218 @@
+"""List scheduling on the cost model: HEFT (Topcuoglu et al., 2002) adapted to HETERO's sequential submodels,
+critical-path-first greedy placement, and the incremental placer they share.
+
+The strategies ``heft`` and ``critical_path`` (``strategies/heft.py``, ``strategies/critical_path.py``) and the
+exact optimum's fallback (``costmodel/milp.py``) call these functions on ``CostTerms``.
+
+**HEFT.**
+
+Classic HEFT orders tasks by *upward rank* (a task's mean compute time plus
+the costliest path of mean transfer + rank through its successors) and puts
+each task, in decreasing rank, on the processor where it would *finish*
+earliest, processors running in parallel.
+
+HETERO runs its submodels one after another, so there is one timeline: a
+node's earliest finish time on device d is the time already spent plus what
+placing it on d adds. The processor-availability term is the same for every
+device and drops out, and EFT becomes the *incremental cost* under the
+CostModel: the node's compute on d, the transfers it creates from
+already-placed producers (once per producer output and device) and towards
+already-placed consumers, the fusion discounts it breaks (its own and its
+partner's), and the submodel switches it adds (``+overhead`` when it starts
+an island, ``-overhead`` per extra island it joins). A device whose memory
+would overflow is skipped. The rank still decides the order, so the heaviest
+remaining work is placed first, and ties go to the earlier (higher-priority)
+device.
+
+Parameters and constant-subgraph nodes are not placed here: the legalizer puts
+them with their consumers, so their outputs are treated as free.
+
+**Critical path first** (in the spirit of Baechi's m-TOPO / m-ETF family):
+
+1. The critical path is the longest path through the active nodes when each
+   node weighs its fastest compute time (compute-weighted depth).
+2. The whole path goes on one device - splitting it would put transfers and
+   submodel switches on the path every inference must walk. Every device that
+   can run all of it is tried in turn (path nodes that no longer fit in its
+   memory are placed like the rest).
+3. The remaining active nodes are then placed in topological order, each where
+   its incremental cost is smallest: compute, transfers from placed producers
+   *and* to placed consumers (the path's nodes are placed already), lost
+   fusion and submodel switches (``IncrementalPlacer``; memory-full
+   devices skipped; ties to the higher-priority device).
+4. Of the completed candidates, the one whose legal placement the CostModel
+   predicts fastest wins (ties to the earlier device).
+
+Parameters and constant-subgraph nodes are left to the legalizer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ov_autoplace.costmodel.cost_terms import CostTerms
+
+class IncrementalPlacer:
+    """Places active nodes one at a time and prices each choice exactly under the CostModel (anchors aside)."""
+
+    def __init__(self, terms: CostTerms) -> None:
+        self.terms = terms
+        n, nd = terms.num_nodes, terms.num_devices
+        self.device = np.full(n, -1, dtype=np.int64)
+        self.total_ms = 0.0
+        self.links = [terms.link_ms(nbytes) for _, nbytes, _ in terms.outputs]
+        self.outputs_of: list[list[int]] = [[] for _ in range(n)]  # outputs a node produces
+        self.inputs_of: list[list[int]] = [[] for _ in range(n)]  # outputs a node consumes
+        for o, (s, _, consumers) in enumerate(terms.outputs):
+            self.outputs_of[s].append(o)
+            for c in consumers:
+                self.inputs_of[c].append(o)
+        self.holders: list[set[int]] = [set() for _ in terms.outputs]  # devices of placed consumers
+        self.neighbours: list[list[int]] = [[] for _ in range(n)]
+        for u, v in terms.active_edges:
+            self.neighbours[u].append(v), self.neighbours[v].append(u)
+        self.parent = list(range(n))  # union-find over placed active nodes: islands
+        self.partners = {k: sorted({i if j == k else j for i, j in pairs}) for k, pairs in terms.pairs_of.items()}
+        self.broken = np.zeros(n, dtype=bool)
+        self.constant_inputs: list[list[int]] = [[] for _ in range(n)]
+        for s, t in terms.edges:
+            if terms.constant[s] and terms.memory[s] > 0 and s not in self.constant_inputs[t]:
+                self.constant_inputs[t].append(s)
+        self.capacity = np.asarray(terms.cost.device_memory_bytes, dtype=np.float64)
+        self.weights = np.zeros(nd)
+        self.largest = np.zeros(nd)
+        self.constants_on: list[set[int]] = [set() for _ in range(nd)]
+
+    def _root(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def fits(self, i: int, d: int) -> bool:
+        if not np.isfinite(self.capacity[d]):
+            return True
+        weights = self.weights[d] + self.terms.memory[i] + sum(
+            self.terms.memory[c] for c in self.constant_inputs[i] if c not in self.constants_on[d])
+        return weights + max(self.largest[d], self.terms.activation[i]) <= self.capacity[d]
+
+    def delta_ms(self, i: int, d: int) -> float:
+        """What placing active node ``i`` on device ``d`` adds to the latency (inf where it cannot run)."""
+        t = self.terms
+        if not t.allowed[i, d]:
+            return float("inf")
+        cost = float(t.compute_cost[i, d])
+        broken_here = False
+        for g in self.partners.get(i, ()):
+            if self.device[g] >= 0 and self.device[g] != d:
+                broken_here = True
+                if not self.broken[g]:
+                    cost += float(t.unfused_delta[g, self.device[g]])
+        if broken_here and not self.broken[i]:
+            cost += float(t.unfused_delta[i, d])
+        for o in self.inputs_of[i]:
+            src = t.outputs[o][0]
+            a = self.device[src]
+            if a >= 0 and a != d and d not in self.holders[o]:
+                cost += float(self.links[o][a, d])
+        for o in self.outputs_of[i]:
+            cost += float(sum(self.links[o][d, b] for b in self.holders[o] if b != d))
+        islands = {self._root(j) for j in self.neighbours[i] if self.device[j] == d}
+        cost += float(t.cost.submodel_overhead_ms[d]) * (1 - len(islands))
+        return cost
+
+    def best_device(self, i: int) -> int:
+        """The device with the smallest incremental cost that fits in memory (any device if none fits)."""
+        costs = np.array([self.delta_ms(i, d) for d in range(self.terms.num_devices)])
+        fitting = np.array([self.fits(i, d) for d in range(self.terms.num_devices)])
+        if (fitting & np.isfinite(costs)).any():
+            costs = np.where(fitting, costs, np.inf)
+        return int(np.argmin(costs))  # first minimum: ties go to the higher-priority device
+
+    def place(self, i: int, d: int) -> None:
+        t = self.terms
+        self.total_ms += self.delta_ms(i, d)
+        for g in self.partners.get(i, ()):
+            if self.device[g] >= 0 and self.device[g] != d:
+                self.broken[g] = self.broken[i] = True
+        self.device[i] = d
+        for o in self.inputs_of[i]:
+            self.holders[o].add(d)
+        for j in self.neighbours[i]:
+            if self.device[j] == d:
+                self.parent[self._root(j)] = self._root(i)
+        new_constants = [c for c in self.constant_inputs[i] if c not in self.constants_on[d]]
+        self.weights[d] += t.memory[i] + sum(t.memory[c] for c in new_constants)
+        self.constants_on[d].update(self.constant_inputs[i])
+        self.largest[d] = max(self.largest[d], t.activation[i])
+
+    def proposal(self) -> np.ndarray:
+        return np.where(self.device >= 0, self.device, 0)
+
+def upward_rank(terms: CostTerms) -> np.ndarray:
+    """HEFT's rank_u over active nodes: mean compute + max over successors of (mean transfer + their rank)."""
+    allowed = terms.allowed
+    mean_compute = np.where(allowed, terms.compute_cost, 0.0).sum(axis=1) / np.maximum(allowed.sum(axis=1), 1)
+    nd = terms.num_devices
+    off_diagonal = ~np.eye(nd, dtype=bool)
+    rank = np.zeros(terms.num_nodes)
+    successors: list[list[tuple[int, float]]] = [[] for _ in range(terms.num_nodes)]
+    for s, nbytes, consumers in terms.outputs:
+        mean_link = float(terms.link_ms(nbytes)[off_diagonal].mean()) if nd > 1 else 0.0
+        successors[s].extend((c, mean_link) for c in consumers if terms.active[c])
+    for i in range(terms.num_nodes - 1, -1, -1):  # node indices are topological
+        if terms.active[i]:
+            rank[i] = mean_compute[i] + max((link + rank[c] for c, link in successors[i]), default=0.0)
+    return rank
+
+def heft_placement(terms: CostTerms) -> np.ndarray:
+    """HEFT under HETERO's sequential execution (module docstring): rank order, least incremental cost."""
+    rank = upward_rank(terms)
+    order = sorted(np.flatnonzero(terms.active).tolist(), key=lambda i: (-rank[i], i))
+    placer = IncrementalPlacer(terms)
+    for i in order:
+        placer.place(i, placer.best_device(i))
+    return placer.proposal()
+
+def critical_path(terms: CostTerms) -> list[int]:
+    """Active nodes of the longest compute-weighted path, in topological order."""
+    weight = np.where(terms.allowed, terms.compute_cost, np.inf).min(axis=1)
+    predecessors: list[list[int]] = [[] for _ in range(terms.num_nodes)]
+    for s, _, consumers in terms.outputs:
+        if terms.active[s]:
+            for c in consumers:
+                if terms.active[c]:
+                    predecessors[c].append(s)
+    length = np.full(terms.num_nodes, -np.inf)
+    back = np.full(terms.num_nodes, -1, dtype=np.int64)
+    for i in np.flatnonzero(terms.active).tolist():  # indices are topological
+        best = max(predecessors[i], key=lambda p: (length[p], -p), default=-1)
+        length[i] = weight[i] + (length[best] if best >= 0 else 0.0)
+        back[i] = best
+    if not terms.active.any():
+        return []
+    path = [int(np.argmax(length))]
+    while back[path[-1]] >= 0:
+        path.append(int(back[path[-1]]))
+    return path[::-1]
+
+def critical_path_placement(terms: CostTerms) -> np.ndarray:
+    """Critical path on one device, the rest greedily by incremental cost (module docstring)."""
+    path = critical_path(terms)
+    on_path = set(path)
+    rest = [i for i in np.flatnonzero(terms.active).tolist() if i not in on_path]
+    best, best_ms = None, np.inf
+    candidates = [d for d in range(terms.num_devices) if terms.allowed[path, d].all()] or [None]
+    for d in candidates:
+        placer = IncrementalPlacer(terms)
+        for i in path:  # on d while it fits in memory; past that, like the rest
+            placer.place(i, d if d is not None and placer.fits(i, d) else placer.best_device(i))
+        for i in rest:
+            placer.place(i, placer.best_device(i))
+        device, _ = terms.legal_devices(placer.proposal())
+        latency = terms.latency_ms(device)
+        if best is None or latency < best_ms:
+            best, best_ms = placer.proposal(), latency
+    return best
+
+__all__ = ["IncrementalPlacer", "critical_path", "critical_path_placement", "heft_placement", "upward_rank"]
