@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         model = zoo.load(args.model)
     except Exception as exc:  # torch/transformers missing or broken
         print(f"[skip] cannot load zoo model {args.model!r} ({type(exc).__name__}: {exc}); "
-              "install the zoo extras: pip install 'ov_autoplace[zoo]'")
+              "install the zoo extras: pip install 'ov-autoplace-lab[zoo]'")
         model = None
 
     if model is not None:

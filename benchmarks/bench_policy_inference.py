@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             bert = zoo.load("bert_base")
         except Exception as exc:  # torch/transformers missing or broken
             print(f"[skip] cannot load zoo model 'bert_base' ({type(exc).__name__}: {exc}); "
-                  "install the zoo extras: pip install 'ov_autoplace[zoo]'")
+                  "install the zoo extras: pip install 'ov-autoplace-lab[zoo]'")
         else:
             ok &= bench("bert_base", prepared_graph(bert)[1], args.policy, runs, workdir)
         ok &= bench("long_chain", prepared_graph(synthetic_graphs.long_chain(args.blocks))[1], args.policy,

@@ -12,11 +12,11 @@ _LAZY = {
     "DeviceReport": ".profiler",
     "LinkProfile": ".link_calibration",
     "ModelProfile": ".profiler",
-    "ProfileStore": ".profile_store",
+    "ProfileStore": "ov_autoplace.cache.profile_store",
     "measure_model_profile": ".profiler",
     "profile_links": ".link_calibration",
     "profile_model": ".profiler",
-    "structural_hash": ".profile_store",
+    "structural_hash": "ov_autoplace.cache.profile_store",
 }
 
 

@@ -65,7 +65,7 @@ def test_structural_hash_changes_with_shape_and_wiring():
 
 def test_structural_hash_is_deterministic_across_processes():
     code = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-            "from tests.costmodel.test_profile_store import conv_net, graph_of; "
+            "from tests.cache.test_profile_store import conv_net, graph_of; "
             "from ov_autoplace.cache.profile_store import structural_hash; "
             "print(structural_hash(graph_of(conv_net(3))))")
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

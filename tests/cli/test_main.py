@@ -114,14 +114,14 @@ def test_train_subcommand_hands_over_to_the_trainer(capsys):
 
 
 def test_missing_extra_is_named_in_one_line(ir_path, tmp_path, monkeypatch, capsys):
-    """Without matplotlib (the dev extra), `show` still writes SVG and HTML and names the extra for the PNG in one line."""
+    """Without matplotlib (the lab's pictures extra), `show` still writes SVG and HTML and names the extra for the PNG in one line."""
     import sys as _sys
 
     monkeypatch.setitem(_sys.modules, "matplotlib", None)  # what an install without the dev extra looks like
     assert main(["show", "-m", str(ir_path), "--testbed", "--no-measure", "-o", str(tmp_path / "p")]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if "matplotlib" in line]
-    assert len(lines) == 1 and "ov_autoplace[dev]" in lines[0]
+    assert len(lines) == 1 and "ov-autoplace-lab[pictures]" in lines[0]
     assert (tmp_path / "p.svg").is_file() and (tmp_path / "p.html").is_file() and not (tmp_path / "p.png").exists()
 
 
@@ -212,3 +212,14 @@ def test_place_save_model_writes_an_ir_that_carries_the_placement(ir_path, tmp_p
     decision = stored.verification["decision"]
     assert decision in ("kept", "plain", "abstained")
     assert (stored.assignment == placed) == (decision == "kept")
+
+
+@pytest.mark.parametrize("command", ["show", "compare", "whatif", "bench", "train"])
+def test_a_lab_command_without_the_lab_is_one_line_and_exit_2(command, monkeypatch, capsys):
+    """Where only the runtime is installed no distribution registers commands: one line naming the install."""
+    from ov_autoplace.cli import main as cli_main
+
+    monkeypatch.setattr(cli_main, "lab_commands", lambda: {})
+    assert cli_main.main([command, "--help"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"`ov-autoplace {command}`" in err[0] and "pip install ov-autoplace-lab" in err[0]

@@ -8,7 +8,7 @@ import pytest
 
 import ov_autoplace as oa
 from tests import synthetic_graphs as sg
-from tests.model.test_dynamic_placement import _check_outputs
+from tests.placement.test_dynamic_model import _check_outputs
 
 
 def test_split_hetero_cannot_run_dynamic_is_named_and_compile_model_falls_back(f32_testbed, caplog):

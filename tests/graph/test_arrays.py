@@ -160,7 +160,7 @@ def zoo():
     try:
         import torch  # noqa: F401
     except Exception as exc:  # a broken torch install raises OSError, not ImportError
-        pytest.skip(f"zoo models need torch (pip install ov_autoplace[zoo]); `import torch` failed: {exc}")
+        pytest.skip(f"zoo models need torch (pip install ov-autoplace-lab[zoo]); `import torch` failed: {exc}")
     import ov_autoplace_lab.models as zoo
 
     return zoo

@@ -124,7 +124,7 @@ def test_missing_torch_gives_install_hint(name, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    assert "'torch'" in proc.stdout and "pip install 'ov_autoplace[zoo]'" in proc.stdout
+    assert "'torch'" in proc.stdout and "pip install 'ov-autoplace-lab[zoo]'" in proc.stdout
     assert list(tmp_path.iterdir()) == []
 
 

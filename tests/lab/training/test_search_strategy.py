@@ -27,6 +27,7 @@ sys.modules["torch"] = None  # any import of torch now raises ImportError
 logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s", stream=sys.stdout)
 import numpy as np, openvino as ov
 import ov_autoplace
+from ov_autoplace.api import DEFAULT_STRATEGY
 from ov_autoplace.devices.testbed import make_testbed
 from tests import synthetic_graphs
 assert DEFAULT_STRATEGY == ov_autoplace.StrategyName.HSDAG
@@ -56,7 +57,7 @@ def test_default_strategy_is_the_policy_and_needs_no_torch(tmp_path):
     assert "placement source: " in run.stdout  # the default path decided, no fallback
     assert "placed" in run.stdout and "with hsdag" in run.stdout  # the policy placed it, no fallback
     assert "falling back" not in run.stdout + run.stderr
-    assert "search refused:" in run.stdout and "ov_autoplace[train]" in run.stdout
+    assert "search refused:" in run.stdout and "ov-autoplace-lab[train]" in run.stdout
     assert "torch imported: False" in run.stdout
 
 
