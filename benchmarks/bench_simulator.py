@@ -28,7 +28,8 @@ if str(REPO) not in sys.path:
 from ov_autoplace_lab import models as zoo
 from ov_autoplace.costmodel.platforms import PLATFORMS  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import cost_model_for  # noqa: E402
-from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator  # noqa: E402
+from ov_autoplace.costmodel.simulator import Simulator  # noqa: E402
+from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 

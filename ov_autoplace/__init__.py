@@ -37,7 +37,7 @@ from ov_autoplace.errors import (  # noqa: E402
     UnsupportedOpError,
 )
 from ov_autoplace.placement.assignment import Placement  # noqa: E402
-from ov_autoplace.placement.legalizer import Pin  # noqa: E402
+from ov_autoplace.placement.pins import Pin  # noqa: E402
 
 from ov_autoplace._version import __version__  # noqa: E402
 

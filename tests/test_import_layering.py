@@ -33,7 +33,7 @@ RUNTIME, LAB = "ov_autoplace", "ov_autoplace_lab"
 LAYERS: list[tuple[str, ...]] = [
     ("<facade>",),
     ("cli",),
-    ("api", "saved_model"),
+    ("api", "saved_model", "call_request"),
     ("decision",),
     ("compile",),
     ("strategies",),
@@ -46,7 +46,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("progress", "_version", "_build_info", "_native_loader", "errors"),
 ]
 #: Rooms of one layer that may import each other (the base: the loader raises the typed errors).
-SHARED_LAYER_OK = {"progress", "_version", "_build_info", "_native_loader", "errors", "api", "saved_model"}
+SHARED_LAYER_OK = {"progress", "_version", "_build_info", "_native_loader", "errors", "api", "saved_model", "call_request"}
 
 #: What an app or the CLI starts from: the package, the commands, the background worker (run as a process).
 RUNTIME_ENTRY_POINTS = (RUNTIME, f"{RUNTIME}.cli.main", f"{RUNTIME}.decision.background_worker")

@@ -1,4 +1,6 @@
-"""Groups of nodes the local search moves together (``local_search.LocalSearchRefiner``'s class moves).
+"""The moves of the local search (``local_search.LocalSearchRefiner``): every candidate move from a placement
+(:func:`candidate_moves`: island, boundary, structural-class, repeated-layer and interval moves) and the groups of
+nodes it moves together (the class moves).
 
 A profitable split of a model built from repeated layers often moves *one role
 in every layer* at once (each layer alone does not pay: the transfers and the
@@ -28,6 +30,10 @@ import re
 import numpy as np
 
 from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.submodels import island_sets
+
+#: Active nodes above which interval moves use fewer, larger units (and pricing smaller batches).
+LARGE_GRAPH = 4096
 
 _DIGITS = re.compile(r"\d+")
 #: Separators of a module path in an op's name (PyTorch/ONNX frontends: ``a.b.0.c/aten::op/Op_1``).
@@ -94,4 +100,103 @@ def repeated_layer_classes(graph: GraphArrays, active: np.ndarray) -> list[np.nd
     return _dedup(groups)
 
 
-__all__ = ["repeated_layer_classes", "structural_classes"]
+def candidate_moves(search, cur: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Every move of the local search ``search`` (a ``LocalSearchRefiner``) from ``cur`` [A] as (target device, positions that move), in a fixed order (island,
+    boundary, structural-class, repeated-layer, interval moves), each once; a move never puts a node where it cannot run,
+    never moves a pinned node and always changes something."""
+    a, num_devices = cur.size, len(search.devices)
+    # per target: which nodes may move there, and which of those also run faster there than where they are
+    may = [~search.locked & search.allowed[:, t] & (cur != t) for t in range(num_devices)]
+    here = search.compute[np.arange(a), cur]
+    faster = [may[t] & (search.compute[:, t] < here) for t in range(num_devices)]
+    out: list[tuple[int, np.ndarray]] = []
+    seen: set[tuple[int, bytes]] = set()
+
+    def keep(t: int, nodes: np.ndarray) -> None:
+        if nodes.size:
+            key = (t, nodes.tobytes())
+            if key not in seen:
+                seen.add(key)
+                out.append((t, nodes))
+
+    def add(nodes: np.ndarray, t: int) -> None:
+        keep(t, nodes[may[t][nodes]])
+
+    def add_range(lo: int, hi: int, t: int) -> None:
+        keep(t, np.flatnonzero(may[t][lo:hi]) + lo)
+
+    def add_enclosed(nodes: np.ndarray, t: int) -> None:
+        """``nodes`` plus the nodes the move would leave surrounded by ``t`` (every active neighbour on it):
+        an op that is slower there but sits between moved ops costs two transfers if it stays."""
+        if nodes.size == 0:
+            return
+        on_t = cur == t
+        on_t[nodes] = True
+        around = np.bincount(search._nb_from, weights=on_t[search._nb_to], minlength=a)
+        enclosed = np.flatnonzero((around == search._degree) & (search._degree > 0) & ~on_t & may[t])
+        if enclosed.size:
+            keep(t, np.union1d(nodes, enclosed))
+
+    # island moves
+    full = np.zeros(search.graph.num_nodes, np.int64)
+    full[search.active] = cur
+    uf = island_sets(search.graph, full, search.terms.active)
+    roots = np.array([uf.find(int(i)) for i in search.active])
+    for root in np.unique(roots):
+        members = np.flatnonzero(roots == root)
+        for t in range(num_devices):
+            add(members, t)
+    # boundary shifts (topological order of the active nodes)
+    for k in np.flatnonzero(cur[1:] != cur[:-1]).tolist():
+        s = 1
+        while s <= a:
+            add_range(k + 1, min(k + 1 + s, a), int(cur[k]))  # left device grows rightwards
+            add_range(max(k + 1 - s, 0), k + 1, int(cur[k + 1]))  # right device grows leftwards
+            s *= 2
+    # structural classes (op type; op type and neighbours' types): the same op in every repeated layer at once
+    for members in search.classes:
+        for t in range(num_devices):
+            add(members, t)
+            add_enclosed(members[may[t][members]], t)
+    # repeated layers (names equal up to their digits): one role or module of every layer at once, also with
+    # only the nodes that run faster on the target (and the ones that would be left enclosed)
+    for members in search.layer_classes:
+        for t in range(num_devices):
+            add(members, t)
+            quick = members[faster[t][members]]
+            keep(t, quick)
+            add_enclosed(quick, t)
+    # interval moves over blocks of consecutive active nodes, at every scale, in overlapping windows; each
+    # also with only the nodes that run faster on the target than where they are (a window around a region
+    # that pays on another device holds a few heavy ops that should stay). Windows of one node are the
+    # single-node moves of small graphs.
+    # (on large graphs fewer units: a round must stay a few hundred placements when each costs milliseconds)
+    units = min(search.max_units, a, max(32, search.max_units * LARGE_GRAPH // max(a, 1)))
+    edges = np.linspace(0, a, units + 1).round().astype(np.int64)
+    fine = a <= search.max_units  # a unit is one node: windows of every length 1, 2, 3, 4, 6, 8, 12, ...
+    lengths = sorted({x for p in range(int(np.log2(units)) + 1) for x in (2 ** p, 3 * 2 ** p // 2)
+                      if 1 <= x <= units} | {units}, reverse=True)
+    for length in lengths if fine else [x for x in lengths if x & (x - 1) == 0 or x == units]:
+        stride = max(1, length // (4 if fine else 2))
+        for begin in range(0, units, stride):
+            stop = min(begin + length, units)
+            lo, hi = int(edges[begin]), int(edges[stop])
+            for t in range(num_devices):
+                add_range(lo, hi, t)
+                quick = np.flatnonzero(faster[t][lo:hi]) + lo
+                keep(t, quick)
+                add_enclosed(quick, t)
+            if stop == units:
+                break
+    return out
+
+
+def move_rows(cur: np.ndarray, moves: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """The assignments [len(moves), A] the moves lead to from ``cur``."""
+    rows = np.repeat(cur[None, :], len(moves), axis=0)
+    for r, (t, nodes) in enumerate(moves):
+        rows[r, nodes] = t
+    return rows
+
+
+__all__ = ["LARGE_GRAPH", "candidate_moves", "move_rows", "repeated_layer_classes", "structural_classes"]

@@ -8,7 +8,8 @@ import pytest
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.islands import IslandLabeller, connected_labels
-from ov_autoplace.costmodel.simulator import Simulator, fix_anchors
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.costmodel.anchors import fix_anchors
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.submodels import count_islands
 from ov_autoplace.model.prepare import prepare_model

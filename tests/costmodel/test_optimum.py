@@ -224,7 +224,8 @@ def test_cost_terms_and_simulator_agree_with_brute_force(seed):
     terms = CostTerms(cost, graph)
     rng = np.random.default_rng(seed)
     try:
-        from ov_autoplace.costmodel.simulator import Simulator, fix_anchors
+        from ov_autoplace.costmodel.simulator import Simulator
+        from ov_autoplace.costmodel.anchors import fix_anchors
     except ImportError:
         Simulator = fix_anchors = None
     feasible = 0

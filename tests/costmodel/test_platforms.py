@@ -13,7 +13,8 @@ from openvino import opset13 as ops
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.platforms import CATEGORIES, LAPTOP_PLATFORM, PAPER_PLATFORM, SimPlatform, op_category
 from ov_autoplace.costmodel.sim_costs import LAUNCH_BOUND_SHARE, calibrate, cost_model_for, post_op_fusion
-from ov_autoplace.costmodel.simulator import Simulator, fix_anchors
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.costmodel.anchors import fix_anchors
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg

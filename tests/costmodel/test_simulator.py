@@ -10,7 +10,8 @@ from openvino import opset13 as ops
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.sim_costs import post_op_fusion
-from ov_autoplace.costmodel.simulator import AnchorFixer, Simulator, fix_anchors, memory_ok, simulate
+from ov_autoplace.costmodel.simulator import Simulator, memory_ok, simulate
+from ov_autoplace.costmodel.anchors import AnchorFixer, fix_anchors
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize

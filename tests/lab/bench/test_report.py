@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from ov_autoplace_lab.bench.report import markdown_report, validate_results, write_report
+from ov_autoplace_lab.bench.report import markdown_report, write_report
+from ov_autoplace_lab.bench.results_schema import validate_results
 
 MODELS = ["inception_v3", "resnet50", "bert_base"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -13,7 +13,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ov_autoplace_lab.bench.report import markdown_report, validate_results  # noqa: E402
+from ov_autoplace_lab.bench.report import markdown_report  # noqa: E402
+from ov_autoplace_lab.bench.results_schema import validate_results  # noqa: E402
 from ov_autoplace_lab.bench.runner import REFERENCE, BenchConfig, run_bench  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 

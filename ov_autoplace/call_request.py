@@ -1,0 +1,187 @@
+"""A call's arguments, validated into one request before anything is compiled.
+
+``compile_model``, ``place`` and ``save_model`` start here: the core (given or the process-wide one), the device
+argument and config with OpenVINO's meaning (``devices/call_forms.py``), the model loaded (a path, an
+``ov.Model``, or XML + weights in memory), placement shapes of a dynamic model, excluded devices, the submodel
+bound, pins and the strategy (a name of the registry, an instance, or ``search_budget``'s fine-tuner from the
+lab) - every user mistake raised here as a typed error, never fallen back from. :class:`StrategyName` lists the
+runtime's own strategies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+import openvino as ov
+
+from ov_autoplace.devices.call_forms import check_property_values, resolve_device_request
+from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
+from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError
+from ov_autoplace.placement.pins import Pin, parse_pins
+from ov_autoplace.model.shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
+from ov_autoplace.placement.user_checks import check_pins_devices
+from ov_autoplace.strategies.base import PlacementStrategy
+from ov_autoplace.strategies.registry import REGISTRY, make_strategy, search_budget_factory
+
+ModelLike = Union[ov.Model, str, os.PathLike]
+
+
+#: Built-in placement strategies selectable by name, generated from the strategy registry
+#: (``ov_autoplace/strategies/registry.py``: one line of description each; ``ov-autoplace strategies`` lists them).
+StrategyName = enum.Enum("StrategyName", {name.upper(): name for name in REGISTRY}, type=str,
+                         module=__name__)
+StrategyName.__doc__ = "Built-in placement strategies selectable by name (see strategies.registry.REGISTRY)."
+
+
+DEFAULT_STRATEGY = StrategyName.HSDAG
+#: Default bound on HETERO submodels: each costs a switch and two tensor copies.
+DEFAULT_MAX_SUBMODELS = 8
+
+
+@functools.lru_cache(maxsize=1)
+def default_core() -> ov.Core:
+    """The process-wide core used when no ``core=`` is given."""
+    return ov.Core()
+
+
+def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None, search_budget: int | float | None,
+                      max_submodels: int | None) -> PlacementStrategy:
+    if search_budget is not None:
+        return _search_strategy(strategy, search_budget, max_submodels)
+    if isinstance(strategy, PlacementStrategy):
+        return strategy
+    if strategy is None:
+        strategy = DEFAULT_STRATEGY
+    return make_strategy(strategy)  # raises PlacementError naming the registered strategies
+
+
+def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrategy:
+    """The budgeted, measured fine-tuning of the pretrained policy (the lab's, entry-point group
+    ``ov_autoplace.search_budget``; needs torch)."""
+    check_search_budget(search_budget)
+    if strategy is not None and strategy != StrategyName.HSDAG and strategy != StrategyName.HSDAG.value:
+        raise PlacementError(f"search_budget fine-tunes the HSDAG policy; it cannot be combined with strategy="
+                             f"{strategy!r} (leave strategy unset or use {StrategyName.HSDAG.value!r})")
+    make_search = search_budget_factory()  # LabNotInstalledError naming pip install ov-autoplace-lab
+    if importlib.util.find_spec("torch") is None:
+        raise PlacementError("search_budget fine-tunes the policy with torch, which is not installed; install it "
+                             "with pip install 'ov-autoplace-lab[train]' or leave search_budget unset")
+    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+
+    return make_search(pretrained_policy_path(), MeasuredCostProvider(), search_budget, max_submodels=max_submodels)
+
+
+def check_search_budget(budget: object) -> None:
+    """Raise PlacementError unless ``budget`` is an int >= 1 (placements) or a float > 0 (seconds)."""
+    ok = (isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1) or (
+        isinstance(budget, float) and np.isfinite(budget) and budget > 0)
+    if not ok:
+        raise PlacementError(f"search_budget must be an int >= 1 (measured placements) or a float > 0 (seconds), "
+                             f"got {budget!r}")
+
+
+def pretrained_policy_path() -> Path:
+    """The HSDAG policy shipped inside the package."""
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY as path  # data only: no torch
+
+    if not path.is_file():
+        raise PlacementError(f"the pretrained policy {path} is missing from this installation; reinstall ov_autoplace")
+    return path
+
+
+def load_model(model: ModelLike, core: ov.Core, weights: Any = None) -> ov.Model:
+    """Accept an ``ov.Model``, a path OpenVINO can read (IR, ONNX, ..., a TensorFlow SavedModel directory), or
+    with ``weights`` (as ``core.compile_model(xml, weights=...)``) the IR's XML text and its weights in memory."""
+    if weights is not None:
+        return _model_from_memory(model, weights, core)
+    if isinstance(model, ov.Model):
+        return model
+    if not isinstance(model, (str, os.PathLike)):
+        raise ModelLoadError(f"model must be an openvino.Model or a path to a model file, got {type(model).__name__}")
+    path = Path(model)
+    if path.is_dir() and not (path / "saved_model.pb").is_file():
+        raise ModelLoadError(f"model path {str(path)!r} is a directory, not a model file; expected an IR .xml, "
+                             ".onnx, ... file (or a TensorFlow SavedModel directory, which holds saved_model.pb)")
+    if not path.exists():
+        raise ModelNotFoundError(f"model file {str(path)!r} does not exist (expected an IR .xml, .onnx, ... file)")
+    try:
+        return core.read_model(str(path))
+    except Exception as exc:  # OpenVINO raises RuntimeError subclasses with long traces
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"OpenVINO cannot read model file {str(path)!r}: {first_line}") from exc
+
+
+def _model_from_memory(xml: Any, weights: Any, core: ov.Core) -> ov.Model:
+    """``core.compile_model(xml, weights=...)``'s model: the IR's XML text (str or bytes) and its weights."""
+    if not isinstance(xml, (str, bytes, bytearray)) or (isinstance(xml, str) and not xml.lstrip().startswith("<")):
+        raise ModelLoadError(f"with weights=, model must be the IR's XML text (str or bytes), as for "
+                             f"core.compile_model(xml, weights=...), got {type(xml).__name__} {str(xml)[:60]!r}")
+    try:
+        if isinstance(weights, ov.Tensor):
+            return core.read_model(xml if isinstance(xml, str) else bytes(xml).decode(), weights)
+        return core.read_model(xml.encode() if isinstance(xml, str) else bytes(xml), bytes(weights))
+    except Exception as exc:  # noqa: BLE001 - OpenVINO's parse errors are RuntimeErrors with long traces
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"OpenVINO cannot read the in-memory IR (XML text + weights): {first_line}") from exc
+
+
+def _validated(model: ModelLike, device_name: str | None, config: Any, core: ov.Core | None):
+    """Core, DeviceSpec with OpenVINO's meaning (device_requests.py), checked props, model; nothing compiled."""
+    core = core if core is not None else default_core()
+    if not isinstance(core, ov.Core):
+        raise TypeError(f"core must be an openvino.Core, got {type(core).__name__}")
+    spec, props = resolve_device_request(core, device_name, check_properties(config))
+    check_property_values(core, spec, props)
+    return core, spec, props, load_model(model, core)
+
+
+@dataclasses.dataclass
+class _Request:
+    """Everything a placement depends on, validated."""
+
+    core: ov.Core
+    spec: DeviceSpec
+    props: dict[str, Any]
+    model: ov.Model
+    devices: tuple[str, ...]
+    strategy: PlacementStrategy
+    pins: list[Pin]
+    exclude_devices: tuple[str, ...]
+    max_submodels: int | None
+    seed: int
+    #: Dynamic models: the static shapes placed for (None for a static model).
+    shapes: PlacementShapes | None = None
+    #: What the strategy places: ``model`` itself, or its static clone at ``shapes``.
+    placement_model: ov.Model | None = None
+
+
+def _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
+             search_budget=None, shapes: ShapesLike = None) -> _Request:
+    core, spec, props, ov_model = _validated(model, device_name, config, core)
+    placement_shapes = resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit
+    if placement_shapes is not None and not is_dynamic(ov_model):
+        placement_shapes = None  # shapes= only repeated the static model's own shapes
+    excluded = normalized_exclusions(exclude_devices) or ()  # "CPUF" is one device, place() and compile_model
+    unknown = [d for d in excluded if d not in spec.devices]
+    if unknown:
+        raise ExcludedDeviceError(f"exclude_devices names {unknown}, which are not in {spec.text!r}; "
+                                  f"exclude some of {list(spec.devices)}")
+    devices = tuple(d for d in spec.devices if d not in excluded)
+    if not devices:
+        raise DeviceError(f"every device of {spec.text!r} is excluded by exclude_devices={list(excluded)}")
+    if max_submodels is not None and (not isinstance(max_submodels, int) or max_submodels < 1):
+        raise PlacementError(f"max_submodels must be a positive int or None, got {max_submodels!r}")
+    parsed_pins = parse_pins(pins)
+    if parsed_pins:
+        check_pins_devices(parsed_pins, spec.devices, excluded)
+    resolved = _resolve_strategy(strategy, search_budget, max_submodels)
+    placement_model = static_clone(ov_model, placement_shapes) if placement_shapes is not None else ov_model
+    return _Request(core, spec, props, ov_model, devices, resolved, parsed_pins, excluded, max_submodels, seed,
+                    placement_shapes, placement_model)
