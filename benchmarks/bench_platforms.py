@@ -22,7 +22,7 @@
    rows where a split pays. Targets in split rows: one pass <= 1.05x optimum,
    fine-tuned <= 1.02x, never behind HEFT, checked for both variants.
 
-3. Truth (``lab/ov_autoplace_lab/bench/truth.py``): every row's placements scored under
+3. Truth (``lab/ov_autoplace_lab/paper_bench/truth.py``): every row's placements scored under
    models the methods did not optimise - ``--truth-draws`` (default 20) draws of
    the fitted model with a log-normal per-device, per-op-category error whose
    sigma is fitted to the held-out calibration points, and leave-platform-out
@@ -50,8 +50,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ov_autoplace_lab import models as zoo
-from ov_autoplace_lab.bench import truth  # noqa: E402
-from ov_autoplace_lab.bench.headroom import DEFAULT_METHODS, headroom_row  # noqa: E402
+from ov_autoplace_lab.paper_bench import truth  # noqa: E402
+from ov_autoplace_lab.paper_bench.headroom import DEFAULT_METHODS, headroom_row  # noqa: E402
 from ov_autoplace.costmodel.calibration_data import load_calibration  # noqa: E402
 from ov_autoplace_lab.calibration.fit_terms import fit_suite, prepare_load, single_device_ms, write_fitted_terms  # noqa: E402
 from ov_autoplace.costmodel.suite import FITTED_TERMS_JSON, load_suite  # noqa: E402

@@ -31,7 +31,7 @@ in the headroom table). Target (issue #13): the prior <= 1.05x the optimum
 wherever the profiled policy is, and never slower than the best single device.
 All Part B numbers are simulated.
 
-Part B's truth (``lab/ov_autoplace_lab/bench/truth.py``, issue 19): the table above
+Part B's truth (``lab/ov_autoplace_lab/paper_bench/truth.py``, issue 19): the table above
 scores the profiled policy and the optimum with the model they optimised, so
 every placement is also scored under models nobody optimised: ``--truth-draws``
 (default 20) draws of the fitted model with a per-device, per-op-category
@@ -58,9 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ov_autoplace_lab import models as zoo
 from ov_autoplace.api import DEFAULT_MAX_SUBMODELS  # noqa: E402
-from ov_autoplace_lab.bench import truth  # noqa: E402
-from ov_autoplace_lab.bench.headroom import headroom_row  # noqa: E402
-from ov_autoplace_lab.bench.truth import platform_facts  # noqa: E402
+from ov_autoplace_lab.paper_bench import truth  # noqa: E402
+from ov_autoplace_lab.paper_bench.headroom import headroom_row  # noqa: E402
+from ov_autoplace_lab.paper_bench.truth import platform_facts  # noqa: E402
 from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, DeviceFacts, prior_cost_model  # noqa: E402
 from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import simulated_support  # noqa: E402

@@ -1,4 +1,4 @@
-"""The built wheel, installed into a fresh venv, runs the CLI from a directory outside the checkout.
+"""The built wheels, installed into a fresh venv, run the CLI from a directory outside the checkout.
 
 CI only ever imports the editable install inside the checkout, which hides
 files missing from the wheel and imports of repository-only modules. This
@@ -12,6 +12,11 @@ pip takes torch from the machine's local files) into a new venv, and runs
 directory, with the zoo IRs already built (``OV_AUTOPLACE_ZOO_DIR``).
 Then it runs the rebuild command that ``NativeExtensionError`` prints, in that
 venv, and checks the extension was rebuilt against the venv's OpenVINO.
+
+Two distributions (docs/architecture.md): the lab's wheel (pure Python) is built
+once beside the runtime's. The venv first gets the runtime wheel alone - it imports,
+places, and answers a lab strategy or command with one line naming the lab - and
+then the lab wheel, for the commands that need it (``show``, ``bench``).
 """
 
 from __future__ import annotations
@@ -70,6 +75,39 @@ def built_wheel(tmp_path_factory):
     return wheel
 
 
+@pytest.fixture(scope="module")
+def built_lab_wheel(tmp_path_factory):
+    """The lab's wheel (``lab/``, pure Python, ``models/`` inside as ``ov_autoplace_lab.models``), built once."""
+    root = tmp_path_factory.mktemp("built_lab")
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", root, REPO / "lab"],
+         cwd=root, env=_clean_env())
+    (wheel,) = root.glob("ov_autoplace_lab-*-py3-none-any.whl")
+    return wheel
+
+
+#: The shipped policy's float32 weights (hsdag_v1.npz, 478 KB, ~430 KB deflated) and the native extension
+#: (~104 KB deflated) leave no room for a runtime wheel under 600 KB: the size budget is the whole wheel under
+#: 900 KB, and everything but those two under 300 KB (the Python runtime, its data and metadata).
+RUNTIME_WHEEL_MAX_BYTES = 900_000
+RUNTIME_REST_MAX_BYTES = 300_000
+
+
+def test_the_two_wheels_hold_their_own_packages_and_the_runtime_stays_small(built_wheel, built_lab_wheel):
+    import zipfile
+
+    with zipfile.ZipFile(built_wheel) as wheel:
+        runtime = wheel.infolist()
+    with zipfile.ZipFile(built_lab_wheel) as wheel:
+        lab = wheel.namelist()
+    tops = {i.filename.split("/")[0] for i in runtime}
+    assert tops <= {"ov_autoplace", "ov_autoplace-0.1.0.dist-info"}, tops  # no lab, no top-level models
+    assert {n.split("/")[0] for n in lab} <= {"ov_autoplace_lab", "ov_autoplace_lab-0.1.0.dist-info"}
+    assert "ov_autoplace_lab/models/__init__.py" in lab and not any(n.endswith(".so") for n in lab)
+    size = built_wheel.stat().st_size
+    heavy = sum(i.compress_size for i in runtime if i.filename.endswith((".npz", ".so")))
+    assert size < RUNTIME_WHEEL_MAX_BYTES and size - heavy < RUNTIME_REST_MAX_BYTES, (size, heavy)
+
+
 def test_wheel_is_manylinux_and_needs_only_the_openvino_wheels_runtime(built_wheel):
     import json
     import re
@@ -117,16 +155,16 @@ def test_sdist_builds_and_a_wheel_builds_from_it(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory, built_wheel):
-    """(venv bin dir, environment, work dir outside the checkout) with the manylinux wheel installed."""
-    for name in zoo.ZOO:
-        zoo.build(name)  # reused when already built (CI builds them in run.sh's main job or the zoo tests)
+def runtime_only(tmp_path_factory, built_wheel):
+    """(venv bin dir, environment, work dir outside the checkout) with only the runtime wheel installed.
+
+    The same venv later gets the lab (``installed``): one venv per run, the runtime-only checks first.
+    """
     root = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    wheel = built_wheel
     venv.create(root / "venv", with_pip=True)
     bin_dir = root / "venv" / "bin"
-    _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[train,dev]"], cwd=root, env=env)
+    _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-compile", built_wheel], cwd=root, env=env)
     work = root / "work"  # not inside the checkout: nothing of the repository is importable from here
     work.mkdir()
     env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", VIRTUAL_ENV=str(root / "venv"),
@@ -140,10 +178,65 @@ def installed(tmp_path_factory, built_wheel):
     shutil.rmtree(root, ignore_errors=True)
 
 
+_RUNTIME_ONLY_SCRIPT = """
+import sys
+import ov_autoplace
+from ov_autoplace.devices.testbed import make_testbed
+from ov_autoplace.strategies.registry import strategy_names
+assert "ov_autoplace_lab" not in sys.modules and "torch" not in sys.modules
+tb = make_testbed(like_for_like=True)
+for name in ("placeto", "rnn_placer", "hsdag_paper"):
+    assert name not in strategy_names()
+    try:
+        ov_autoplace.place("residual.xml", tb.hetero, core=tb.core, strategy=name)
+    except ov_autoplace.LabNotInstalledError as exc:
+        print("refused:", exc)
+try:
+    ov_autoplace.place("residual.xml", tb.hetero, core=tb.core, search_budget=3)
+except ov_autoplace.LabNotInstalledError as exc:
+    print("refused:", exc)
+print("lab imported:", "ov_autoplace_lab" in sys.modules, "torch imported:", "torch" in sys.modules)
+"""
+
+
+def test_the_runtime_alone_imports_places_and_names_the_lab_for_what_it_lacks(runtime_only):
+    bin_dir, env, work = runtime_only
+    python = bin_dir / "python"
+    where = _run([python, "-c", "import importlib.util as u, ov_autoplace; "
+                                "print(ov_autoplace.__file__, u.find_spec('ov_autoplace_lab'), u.find_spec('torch'))"],
+                 cwd=work, env=env)
+    assert str(bin_dir.parent) in where and str(REPO) not in where and where.split()[1:] == ["None", "None"]
+    out = _run([python, "-c", _RUNTIME_ONLY_SCRIPT], cwd=work, env=env)
+    refused = [line for line in out.splitlines() if line.startswith("refused:")]
+    assert len(refused) == 4 and all("pip install ov-autoplace-lab" in line for line in refused), out
+    assert "lab imported: False torch imported: False" in out
+    cli = bin_dir / "ov-autoplace"
+    assert "submodel" in _run([cli, "place", "-m", "residual.xml", "--testbed", "-niter", "3"], cwd=work, env=env)
+    for command in ("show", "bench", "train"):
+        done = subprocess.run([cli, command, "-m", "residual.xml"], cwd=work, env=env, capture_output=True, text=True,
+                              timeout=600)
+        err = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(err) == 1 and "pip install ov-autoplace-lab" in err[0], done.stderr
+        assert "Traceback" not in done.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(runtime_only, built_wheel, built_lab_wheel):
+    """The runtime-only venv with the lab wheel added (and the extras ``bench --quick`` needs: torch, scipy,
+    matplotlib; pip takes torch from the machine's local files)."""
+    for name in zoo.ZOO:
+        zoo.build(name)  # reused when already built (CI builds them in run.sh's main job or the zoo tests)
+    bin_dir, env, work = runtime_only
+    _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-compile", f"{built_wheel}[optimum]",
+          f"{built_lab_wheel}[train,pictures]"], cwd=work, env=env)
+    return bin_dir, env, work
+
+
 def test_installed_package_is_the_wheel_not_the_checkout(installed):
     bin_dir, env, work = installed
-    where = _run([bin_dir / "python", "-c", "import ov_autoplace; print(ov_autoplace.__file__)"], cwd=work, env=env)
-    assert str(bin_dir.parent) in where and str(REPO) not in where
+    where = _run([bin_dir / "python", "-c", "import ov_autoplace, ov_autoplace_lab.models as m; "
+                                           "print(ov_autoplace.__file__, m.__file__)"], cwd=work, env=env)
+    assert where.count(str(bin_dir.parent)) == 2 and str(REPO) not in where
 
 
 def test_cli_help_place_show_from_outside_the_checkout(installed):

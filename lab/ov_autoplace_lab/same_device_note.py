@@ -35,7 +35,7 @@ def same_device_note(device_string: str, core: ov.Core | None = None) -> str | N
 def simulated_headroom_lines(model_name: str, graph, *, platforms: tuple[str, ...] | None = None,
                              milp_seconds: float = 5.0) -> list[str]:
     """One line per suite platform: best single device, optimum and HSDAG one pass, all SIMULATED."""
-    from ov_autoplace_lab.bench.headroom import headroom_row
+    from ov_autoplace_lab.paper_bench.headroom import headroom_row
     from ov_autoplace.costmodel.suite import load_suite
 
     suite = load_suite()

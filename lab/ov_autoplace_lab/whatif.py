@@ -72,7 +72,7 @@ def proof_cell(row: dict) -> str:
 
 def rank_subsets(platform, graph, *, finetune_budget: int = 0, seed: int = 0, milp_seconds: float = 20.0) -> list[dict]:
     """One row per non-empty device subset, fastest best-known placement first (infeasible subsets last)."""
-    from ov_autoplace_lab.bench.headroom import headroom_row, single_device_latencies
+    from ov_autoplace_lab.paper_bench.headroom import headroom_row, single_device_latencies
 
     rows = []
     names = platform.device_names

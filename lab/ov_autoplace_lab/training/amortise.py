@@ -38,7 +38,7 @@ def _options(args: argparse.Namespace) -> TargetOptions:
         policy = str(PRETRAINED_POLICY)
     sigma = args.sigma
     if sigma is None:
-        from ov_autoplace_lab.bench import truth
+        from ov_autoplace_lab.paper_bench import truth
         from ov_autoplace.costmodel.suite import load_suite
         from ov_autoplace_lab.training.targets import load_graph
 

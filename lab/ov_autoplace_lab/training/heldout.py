@@ -41,9 +41,9 @@ def _table_optima() -> dict[tuple[str, str], float]:
 
 def evaluate_row(args: tuple) -> dict:
     """One row (a Ray task): ``args`` = (spec, {name: policy path}, sigma, reference ms)."""
-    from ov_autoplace_lab.bench import truth
-    from ov_autoplace_lab.bench.methods import LOCAL_SEARCH_OPTIONS, Case
-    from ov_autoplace_lab.bench.headroom import plain_call_placement
+    from ov_autoplace_lab.paper_bench import truth
+    from ov_autoplace_lab.paper_bench.methods import LOCAL_SEARCH_OPTIONS, Case
+    from ov_autoplace_lab.paper_bench.headroom import plain_call_placement
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.decision.prediction_guard import guard_placement
@@ -169,7 +169,7 @@ def summary_table(rows: list[dict], names: list[str]) -> list[str]:
 def evaluate_policies(directory: str | Path, policies: dict[str, str], *, address: str | None = None,
                       num_cpus: int = 2, progress: bool = True, rows: str = "all") -> dict:
     """Every evaluation row as a Ray task (``rows='split'``: only where the target says a split pays)."""
-    from ov_autoplace_lab.bench import truth
+    from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.training.distributed import run_tasks
     from ov_autoplace_lab.training.imitation import _sigma
 

@@ -138,7 +138,7 @@ def variant_platform(spec: TargetSpec, sigma: float):
 
 def case_cost(spec: TargetSpec, sigma: float, graph: GraphArrays | None = None):
     """(graph, CostModel, support [N, D]) of ``spec``: the simulated case the target is searched on."""
-    from ov_autoplace_lab.bench.truth import perturbed_cost
+    from ov_autoplace_lab.paper_bench.truth import perturbed_cost
     from ov_autoplace.costmodel.sim_costs import simulated_support
 
     graph = graph if graph is not None else load_graph(spec.graph)
@@ -160,8 +160,8 @@ def _legal_row(graph, proposal, devices, support) -> np.ndarray:
 
 def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     """Search the best placement known of ``spec`` (see the module docstring); returns the target as a dict."""
-    from ov_autoplace_lab.bench.headroom import plain_call_placement
-    from ov_autoplace_lab.bench.methods import Case
+    from ov_autoplace_lab.paper_bench.headroom import plain_call_placement
+    from ov_autoplace_lab.paper_bench.methods import Case
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
     from ov_autoplace.costmodel.simulator import Simulator
 

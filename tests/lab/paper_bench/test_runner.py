@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ov_autoplace_lab.bench.report import markdown_report  # noqa: E402
-from ov_autoplace_lab.bench.results_schema import validate_results  # noqa: E402
-from ov_autoplace_lab.bench.runner import REFERENCE, BenchConfig, run_bench  # noqa: E402
+from ov_autoplace_lab.paper_bench.report import markdown_report  # noqa: E402
+from ov_autoplace_lab.paper_bench.results_schema import validate_results  # noqa: E402
+from ov_autoplace_lab.paper_bench.runner import REFERENCE, BenchConfig, run_bench  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ov_autoplace_lab.bench.headroom import headroom_row, single_device_latencies, split_pays
+from ov_autoplace_lab.paper_bench.headroom import headroom_row, single_device_latencies, split_pays
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 from ov_autoplace.costmodel.platforms import CORE_ULTRA_7_155H, NPU_155H
 from ov_autoplace.graph.arrays import extract_graph

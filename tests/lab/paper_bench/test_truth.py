@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from ov_autoplace_lab.bench import truth
-from ov_autoplace_lab.bench.headroom import headroom_row
+from ov_autoplace_lab.paper_bench import truth
+from ov_autoplace_lab.paper_bench.headroom import headroom_row
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 from ov_autoplace.costmodel.platforms import ARC_IGPU_155H, CATEGORIES, CORE_ULTRA_7_155H
 from ov_autoplace.costmodel.simulator import Simulator

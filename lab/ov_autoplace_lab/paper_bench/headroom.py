@@ -27,7 +27,7 @@ from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import effective_max_submodels
-from ov_autoplace_lab.bench.methods import MAX_SUBMODELS, Case, default_methods, local_search_methods
+from ov_autoplace_lab.paper_bench.methods import MAX_SUBMODELS, Case, default_methods, local_search_methods
 
 #: The optimum must beat the best single device by this fraction for a split to count as paying.
 SPLIT_PAYS = 0.05
@@ -130,7 +130,7 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
 def _run_milp(case: Case, milp_seconds: float, seed: int):
     """The exact optimum (as ``default_methods`` runs it), keeping whether HiGHS proved it optimal."""
     from ov_autoplace.strategies import OptimumStrategy
-    from ov_autoplace_lab.bench.methods import Outcome
+    from ov_autoplace_lab.paper_bench.methods import Outcome
 
     strategy = OptimumStrategy(case.cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=milp_seconds)
     placement = case.legal(strategy.propose(case.context(seed)), "Optimum (MILP)")

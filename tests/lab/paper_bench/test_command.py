@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ov_autoplace_lab.bench.runner import BenchConfig, _methods
+from ov_autoplace_lab.paper_bench.runner import BenchConfig, _methods
 from ov_autoplace.cli.main import main
 from ov_autoplace.strategies.registry import REGISTRY
 

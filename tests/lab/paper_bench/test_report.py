@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from ov_autoplace_lab.bench.report import markdown_report, write_report
-from ov_autoplace_lab.bench.results_schema import validate_results
+from ov_autoplace_lab.paper_bench.report import markdown_report, write_report
+from ov_autoplace_lab.paper_bench.results_schema import validate_results
 
 MODELS = ["inception_v3", "resnet50", "bert_base"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -201,7 +201,7 @@ def test_write_report_writes_all_files(results, tmp_path):
 def test_write_report_without_matplotlib_still_writes_the_text(results, tmp_path, monkeypatch, caplog):
     for module in ("matplotlib", "matplotlib.figure", "matplotlib.backends", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(__import__("sys").modules, module, None)
-    with caplog.at_level(logging.WARNING, logger="ov_autoplace_lab.bench.report"):
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace_lab.paper_bench.report"):
         written = write_report(results, tmp_path)
     assert set(written) == {"json", "markdown"}
     assert "matplotlib is not installed" in caplog.text

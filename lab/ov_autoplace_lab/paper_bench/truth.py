@@ -135,7 +135,7 @@ def _truth_optimum(cost: CostModel, graph: GraphArrays, known: dict[str, float |
     """(optimum ms, proven, whose) under ``cost``: a MILP on it, or the best known placement when faster."""
     from ov_autoplace.strategies import OptimumStrategy
     from ov_autoplace.strategies.base import PlacementContext
-    from ov_autoplace_lab.bench.methods import MAX_SUBMODELS
+    from ov_autoplace_lab.paper_bench.methods import MAX_SUBMODELS
     from ov_autoplace.placement.legalizer import legalize
 
     support = simulated_support(cost, graph)

@@ -36,7 +36,7 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.devices.testbed import ACCEL_DEVICE, HOST_DEVICE, make_testbed, usable_cores
 from ov_autoplace.devices.timing import measure_latency, random_inputs
-from ov_autoplace_lab.bench.methods import Case, Method, Outcome, default_methods
+from ov_autoplace_lab.paper_bench.methods import Case, Method, Outcome, default_methods
 
 log = logging.getLogger(__name__)
 

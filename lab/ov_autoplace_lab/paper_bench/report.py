@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-from ov_autoplace_lab.bench.results_schema import KINDS, validate_results  # noqa: F401 - KINDS: also read here
+from ov_autoplace_lab.paper_bench.results_schema import KINDS, validate_results  # noqa: F401 - KINDS: also read here
 
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,9 @@ def add_bench_parser(sub) -> None:
 
 
 def cmd_bench(args) -> int:
-    from ov_autoplace_lab.bench.report import markdown_report, write_report
-    from ov_autoplace_lab.bench.results_schema import validate_results
-    from ov_autoplace_lab.bench.runner import BenchConfig, run_bench
+    from ov_autoplace_lab.paper_bench.report import markdown_report, write_report
+    from ov_autoplace_lab.paper_bench.results_schema import validate_results
+    from ov_autoplace_lab.paper_bench.runner import BenchConfig, run_bench
 
     overrides = {k: v for k, v in dict(budget=args.budget, sim_budget=args.sim_budget, runs=args.runs,
                                        seed=args.seed).items() if v is not None}
