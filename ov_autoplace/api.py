@@ -96,6 +96,12 @@ def place(
     for (see :func:`compile_model`); the placement names the nodes of the
     prepared *static clone*, and ``compile_placement`` carries it over to the
     dynamic model.
+
+    Example::
+
+        placement = ov_autoplace.place("model.xml", "HETERO:GPU,CPU", pins={"MatMul": "GPU"})
+        print(placement.summary())          # nodes per device, submodels; nothing compiled
+        placement.save("placement.json")
     """
     default = strategy is None and search_budget is None
     req = _request(model, device_name, config, core, strategy if not default else StrategyName.PRIORITY, pins,
@@ -122,6 +128,11 @@ def compile_placement(
     For a model with dynamic dimensions, ``placement`` (made on its static
     clone by :func:`place`) is carried over to the dynamic model, which is
     compiled dynamic.
+
+    Example::
+
+        placement = ov_autoplace.Placement.load("placement.json")
+        compiled = ov_autoplace.compile_placement("model.xml", placement, {"PERFORMANCE_HINT": "LATENCY"})
     """
     core, spec, props, ov_model = _validated(model, placement.device_string, config, core)
     return compile_placed(core, ov_model, placement, spec.hetero_string, props)
@@ -205,7 +216,7 @@ def compile_model(
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
     Every device string and config ``core.compile_model`` takes keeps OpenVINO's
-    meaning (docs/call-forms.md, ``device_requests.py``). With no device (OpenVINO's
+    meaning (docs/call-forms.md, ``devices/call_forms.py``). With no device (OpenVINO's
     default, AUTO) it places over the devices AUTO chooses among, and on a
     machine with one of them it is exactly ``core.compile_model(model, "CPU",
     config)``. With one device, or an AUTO/MULTI/BATCH string, it is exactly
@@ -244,6 +255,13 @@ def compile_model(
     (then ``<cache_dir>/openvino``). Errors in the arguments raise before any compile; a
     failure while placing falls back to plain ``core.compile_model`` with a
     warning, so a model OpenVINO can compile is always returned compiled.
+
+    Example::
+
+        import openvino as ov, ov_autoplace
+        core = ov.Core()
+        compiled = ov_autoplace.compile_model("model.xml", "HETERO:GPU,CPU", {"PERFORMANCE_HINT": "LATENCY"}, core=core)
+        result = compiled(inputs)  # a real ov.CompiledModel
     """
     profiling = check_profiling(profile)
     default = strategy is None and search_budget is None
@@ -267,7 +285,7 @@ def compile_model(
                        "(reinstall ov_autoplace to restore placement)", exc, spec.text)
         return core.compile_model(ov_model, spec.without(exclude_devices), props)
     # From here on device_name is OpenVINO's meaning of the call ("AUTO" when none was given,
-    # "HETERO:CPU,GPU" for "HETERO" + MULTI_DEVICE_PRIORITIES): what a fallback compiles (device_requests.py).
+    # "HETERO:CPU,GPU" for "HETERO" + MULTI_DEVICE_PRIORITIES): what a fallback compiles (devices/call_forms.py).
     device_name = req.spec.text
     if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile
         return compile_plain(req.core, req.model, req.spec, req.spec.without(req.exclude_devices), req.props)

@@ -37,7 +37,14 @@ ModelLike = Union[ov.Model, str, os.PathLike]
 #: (``ov_autoplace/strategies/registry.py``: one line of description each; ``ov-autoplace strategies`` lists them).
 StrategyName = enum.Enum("StrategyName", {name.upper(): name for name in REGISTRY}, type=str,
                          module=__name__)
-StrategyName.__doc__ = "Built-in placement strategies selectable by name (see strategies.registry.REGISTRY)."
+StrategyName.__doc__ = """The runtime's placement strategies, selectable by name (``strategies/registry.py``; the lab's
+strategies, where it is installed, are selectable by their string names too).
+
+Example::
+
+    compiled = ov_autoplace.compile_model(model, "HETERO:GPU,CPU", strategy=ov_autoplace.StrategyName.HEFT)
+    [s.value for s in ov_autoplace.StrategyName]   # "hsdag", "hsdag_local_search", "heavy_ops", ...
+"""
 
 
 DEFAULT_STRATEGY = StrategyName.HSDAG
@@ -133,7 +140,7 @@ def _model_from_memory(xml: Any, weights: Any, core: ov.Core) -> ov.Model:
 
 
 def _validated(model: ModelLike, device_name: str | None, config: Any, core: ov.Core | None):
-    """Core, DeviceSpec with OpenVINO's meaning (device_requests.py), checked props, model; nothing compiled."""
+    """Core, DeviceSpec with OpenVINO's meaning (devices/call_forms.py), checked props, model; nothing compiled."""
     core = core if core is not None else default_core()
     if not isinstance(core, ov.Core):
         raise TypeError(f"core must be an openvino.Core, got {type(core).__name__}")

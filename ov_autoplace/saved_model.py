@@ -4,7 +4,7 @@
 no node's ``rt_info["affinity"]`` (and ``compile_model`` sets the affinities on
 a prepared clone, never on the user's model). ``save_model`` writes the user's
 model unchanged plus the placement in the model's own rt_info
-(``portable_placement.py``: ``<rt_info><ov_autoplace><placement value=...>``),
+(``placement/portable.py``: ``<rt_info><ov_autoplace><placement value=...>``),
 keyed by node identity, so a re-conversion of the same architecture under new
 friendly names still finds it. :func:`load_placed` reads it back.
 """
@@ -42,6 +42,11 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     every load. Pins are not stored: there a pinned placement is a proposal like any other.
     The file is read back and its stored placement matched before returning; a mismatch raises
     PlacementError. The user's model object is not changed (a clone is written).
+
+    Example::
+
+        placement = ov_autoplace.save_model("model.xml", "placed.xml", device_name="HETERO:GPU,CPU")  # verified first
+        compiled = ov_autoplace.compile_model("placed.xml", "HETERO:GPU,CPU")  # compiles the stored placement
     """
     core = core if core is not None else api.default_core()
     ov_model = api.load_model(model, core)
@@ -68,7 +73,13 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
 
 
 def load_placed(path: str | os.PathLike, *, core: ov.Core | None = None) -> tuple[ov.Model, Placement | None]:
-    """(the model at ``path``, the placement it carries keyed by its prepared nodes' names, or None)."""
+    """(the model at ``path``, the placement it carries keyed by its prepared nodes' names, or None).
+
+    Example::
+
+        model, placement = ov_autoplace.load_placed("placed.xml")
+        print(placement.counts_per_device() if placement else "no placement stored")
+    """
     core = core if core is not None else api.default_core()
     model = api.load_model(path, core)
     return model, stored_placement(model)

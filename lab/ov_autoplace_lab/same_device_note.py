@@ -22,7 +22,7 @@ SAME_DEVICE_NOTE = (f"{ACCEL_DEVICE} and {HOST_DEVICE} are the same f32 device o
 
 def same_device_note(device_string: str, core: ov.Core | None = None) -> str | None:
     """``SAME_DEVICE_NOTE`` when ``device_string`` places on both testbed devices and the CPU lacks bf16."""
-    try:  # a bare "AUTO" lists no devices until a core is asked (device_targets.py)
+    try:  # a bare "AUTO" lists no devices until a core is asked (devices/targets.py)
         devices = set(target_devices(core, device_string) if core is not None
                       else parse_device_string(device_string).devices)
     except Exception:  # noqa: BLE001 - a note must never break the command that prints it

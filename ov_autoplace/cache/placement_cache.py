@@ -14,11 +14,11 @@ valid entry. A corrupt, partial or other-version entry is ignored with a
 warning and rewritten; an entry that is not a regular file (a FIFO, a symlink
 to ``/dev/zero`` or elsewhere) or is over 16 MiB is refused unread and
 removed, and one whose indices are not integers within the model's node count
-is corrupt (``profile_store.py``); a directory that cannot be written, or a
-cache root that is another user's or writable by others (``cache_root.py``),
+is corrupt (``cache/profile_store.py``); a directory that cannot be written, or a
+cache root that is another user's or writable by others (``cache/root.py``),
 means no caching and a warning, never a failure. The compiled blob is cached by OpenVINO itself where the user enabled
 that (``CACHE_DIR``), or in ``<cache dir>/openvino`` with ``cache_blobs=True``
-(see ``cache_root.py``).
+(see ``cache/root.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ CACHE_FORMAT = 1
 
 def default_cache_dir() -> Path:
     """``$OV_AUTOPLACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ov_autoplace``, else ``~/.cache/ov_autoplace``."""
-    return cache_root()  # one root for placements, profiles and blobs (cache_root.py)
+    return cache_root()  # one root for placements, profiles and blobs (cache/root.py)
 
 
 class PlacementCache:

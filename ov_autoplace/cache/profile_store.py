@@ -20,7 +20,7 @@ components, so a change in any of them looks up another file. On load:
 Every read is bounded (``file_loading.read_bounded``): a file that is not a
 regular file (a FIFO, a symlink - to ``/dev/zero`` or anywhere -, a device, a
 directory) or is over the cap of its kind (16 MiB for a placement-cache entry,
-64 MiB for profiles, ``file_loading.py``) is refused before a byte is read,
+64 MiB for profiles, ``model/loading.py``) is refused before a byte is read,
 with a WARNING, and removed (a symlink loses the link, never its target), so
 the caller re-measures and the next start is healthy. A miss reads at most
 ``EXPLAIN_MAX_FILES`` other files to explain itself.

@@ -7,7 +7,7 @@ Layout under the root (``cache_dir=``, else ``$OV_AUTOPLACE_CACHE_DIR``, else
     profiles/     measured profiles and link profiles (unless $OV_AUTOPLACE_PROFILE_DIR says otherwise)
     support/      which device supports which node (support_store.py)
     openvino/     OpenVINO's compiled blobs, only when the caller opts in with cache_blobs=True
-    workers/      background profiling: one private folder per model (background.py)
+    workers/      background profiling: one private folder per model (decision/background_worker.py)
 
 Private by default, like ssh with its keys: the root and every folder under it
 are created 0700 and files 0600, whatever the umask. A root (or a store

@@ -1,6 +1,6 @@
 """The arguments and helpers every model command shares (``place``, ``profile``, ``show``, ``compare``).
 
-A module of its own so that ``cli.py`` and ``picture_commands.py`` both use it without importing each other.
+A module of its own so that ``cli/main.py`` and ``commands/pictures.py`` both use it without importing each other.
 Flags that benchmark_app has keep its spelling and meaning (``-d``, ``-hint``, ``-niter``, ``-t``, ``-nireq``,
 ``-nstreams``, ``-pin``, ``-cdir``, ``-shape``, ``-load_config``, ``-dump_config``, ``-report_type``,
 ``-report_folder``, ``-json_stats``); flags only ov_autoplace has are ``--kebab-case`` (docs/cli.md).

@@ -12,7 +12,7 @@
     ov-autoplace whatif -m bert_base --platform laptop  # which devices pay for a model (simulated)
 
 Every subcommand has its own ``--help``; flags benchmark_app has keep its spelling and meaning
-(``cli_args.py``, docs/cli.md).
+(``cli/args.py``, docs/cli.md).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def cmd_cache(args) -> int:
                       f"    state: {model_state(root, key, payload)}")
             except DAMAGED_FILE_ERRORS as exc:
                 print(f"  {path.name}  (unreadable: {exc})")
-    else:  # everything ov_autoplace wrote: placements, profiles, opted-in blobs, worker files (cache_root.py)
+    else:  # everything ov_autoplace wrote: placements, profiles, opted-in blobs, worker files (cache/root.py)
         print(clear_cache(args.cache_dir).summary())
     return 0
 

@@ -1,7 +1,7 @@
 """Compile a model with a given placement: the one step every caller shares.
 
 ``api.compile_placement`` (validated, public), ``api.compile_model`` and the
-training environment (``policy/train/env.py``, which compiles hundreds of
+training environment (``ov_autoplace_lab/training/env.py``, which compiles hundreds of
 candidate placements) all end here, so the training package never imports the
 public API and the import graph stays one-way.
 

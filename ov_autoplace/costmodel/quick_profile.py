@@ -7,7 +7,7 @@ links by timing real splits. ``quick_model_profile`` keeps what decides a
 placement and drops the rest:
 
 * **one compile per device** with ``PERF_COUNT`` - per distinct device: a device that reports the
-  same facts as an earlier one (``device_facts.py``: same plugin, precision, threads, ...) gets that
+  same facts as an earlier one (``devices/facts.py``: same plugin, precision, threads, ...) gets that
   device's costs, since measuring it again would only measure noise; the per-op times come from
   ``profiling_info`` exactly as in profiler.py (same mapping back to the
   prepared ops, same running-average arithmetic), and the end-to-end latency

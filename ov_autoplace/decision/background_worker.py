@@ -10,7 +10,7 @@ thread (the app does not wait), and starts ``python -m ov_autoplace.decision.bac
 <cache root> <digest>`` in its own session.
 
 The worker takes no path from data: it recomputes its folder from the root and
-the digest, refuses a root or folder that is not private (``cache_root.py``),
+the digest, refuses a root or folder that is not private (``cache/root.py``),
 refuses a spec whose key does not hash to the digest (a foreign spec), reads
 the spec bounded (1 MiB), measures the model copy in its folder, and deletes
 only the files of its folder. It rebuilds the devices (a virtual device is
@@ -25,7 +25,7 @@ and the single devices (``verification.verify_placement``), and overwrites the
 cache entry the app reads on its next start, with the evidence.
 
 The folder, its lock and failure record are ``worker_files.py``; the
-property codec is ``property_values.py``.
+property codec is ``devices/properties.py``.
 
 A worker that fails writes ``failure.json`` (count and reason) in its folder;
 the next start logs the reason once as a WARNING; after ``MAX_FAILURES`` the

@@ -2,7 +2,7 @@
 
 ``compile_default`` picks the source (``placement_sources.py``), compiles, and,
 with ``profile="background"``, hands the measuring to a detached worker
-(``background.py``). It imports only what the chosen source needs: the
+(``decision/background_worker.py``). It imports only what the chosen source needs: the
 identical-devices path reads a few device properties and calls
 ``core.compile_model`` on the caller's own model; the graph, the policy and the
 legalizer are imported only when a placement has to be made or looked up.
@@ -27,12 +27,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ov_autoplace")
 
 class Profiling(str, enum.Enum):
-    """When ``compile_model``'s default placement measures the devices."""
+    """When ``compile_model``'s default placement measures the devices.
+
+    Example::
+
+        compiled = ov_autoplace.compile_model(model, "HETERO:GPU,CPU", profile=ov_autoplace.Profiling.BACKGROUND)
+    """
 
     #: Use a stored profile when there is one; never measure during the call (the default).
     STORED = "stored"
     #: As STORED, and when no profile is stored a detached worker measures one and stores a better
-    #: placement for the next start (``background.py``); this start runs on the prior's placement.
+    #: placement for the next start (``decision/background_worker.py``); this start runs on the prior's placement.
     BACKGROUND = "background"
     #: Measure now, blocking (the quick profile: one compile and a few runs per device).
     NOW = "now"
@@ -132,7 +137,7 @@ def decide(req, root, profiling, cache_dir, use_cache):
     store = ProfileStore(profile_dir(cache_dir))
     profile_path = str(_profile_path(req, graph, store))
     if cache is not None and profiling is not Profiling.NOW:
-        cached = cache.get(key, graph, pins=req.pins)  # legality-checked (legality.py)
+        cached = cache.get(key, graph, pins=req.pins)  # legality-checked (placement/legality_check.py)
         if cached is not None:
             decision = decision_from_cache(req, cached, prepared, graph)
             if decision.source == "cache (prior)" and Path(profile_path).exists():

@@ -13,10 +13,10 @@ An entry written by the prior stops applying as soon as a measured profile of
 the model exists (it stores the profile's path and checks it with one
 ``stat``); the full path then places from the profile and rewrites the entry.
 Reads never raise (a bad entry is a miss) and are bounded: an entry that is
-not a regular file or is over 1 MiB (``file_loading.py``) is refused unread,
+not a regular file or is over 1 MiB (``model/loading.py``) is refused unread,
 removed with a WARNING, and rewritten by the full path. Writes are atomic,
 0600 in a private folder, and best effort; a cache root that is not private
-(``cache_root.py``) is neither read nor written.
+(``cache/root.py``) is neither read nor written.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The hook ``api.compile_model`` calls on the default path (no strategy, no
 search budget) before deciding a placement of its own. It costs nothing for a
 model without the rt_info entry (one ``has_rt_info`` lookup). With one, and
 with the same device list, the stored placement is matched to the model by
-node identity (``portable_placement.py``), checked legal for these devices,
+node identity (``placement/portable.py``), checked legal for these devices,
 and then held to the same rule as every other placement (``verification.py``):
 one that differs from the plain call's is compiled only if it carries intact
 measured evidence (read back under its own names, as written), otherwise it

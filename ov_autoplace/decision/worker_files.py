@@ -5,7 +5,7 @@ Each model (placement-cache key) has a private folder ``<root>/workers/<digest>/
 exactly that before it names a path) holding ``lock`` (the worker's pid,
 ``O_EXCL``: never two workers for one key), ``spec.json``, the model copy
 ``model.xml``/``model.bin``, ``worker.log`` and ``failure.json`` (count and
-reason). Every read is bounded and typed (``file_loading.py``: a FIFO or a
+reason). Every read is bounded and typed (``model/loading.py``: a FIFO or a
 symlink there is refused and removed, never read); every write is 0600.
 """
 

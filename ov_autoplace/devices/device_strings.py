@@ -209,7 +209,12 @@ def normalized_exclusions(exclude_devices: object) -> tuple[str, ...] | None:
 
 
 def available_devices(core: ov.Core) -> list[str]:
-    """The devices this OpenVINO core can use now (virtual devices included)."""
+    """The devices this OpenVINO core can use now (virtual devices included).
+
+    Example::
+
+        ov_autoplace.available_devices(ov.Core())   # e.g. ["CPU", "GPU.0", "NPU"]
+    """
     return list(core.available_devices)
 
 
@@ -320,6 +325,12 @@ def register_virtual_device(
     """Register ``base_device``'s plugin under ``name`` on ``core`` and set its properties.
 
     Registering the same name again only updates the properties. Returns the name.
+
+    Example::
+
+        core = ov.Core()
+        ov_autoplace.register_virtual_device(core, "CPUF", base_device="CPU", properties={"INFERENCE_PRECISION_HINT": "f32"})
+        compiled = ov_autoplace.compile_model(model, "HETERO:CPU,CPUF", core=core)
     """
     if not isinstance(name, str) or not _VIRTUAL_NAME.match(name):
         raise DeviceError(

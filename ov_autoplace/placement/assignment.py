@@ -27,6 +27,12 @@ class Placement:
     keyed by friendly name, as HETERO requires. ``compute_nodes`` counts the
     nodes that do work (everything but Parameter/Constant/Result), which is
     what the per-device counts report.
+
+    Example::
+
+        placement = ov_autoplace.place(model, "HETERO:GPU,CPU")
+        placement.assignment["encoder/MatMul_3"]   # -> "GPU"
+        placement.save("p.json"); same = ov_autoplace.Placement.load("p.json")
     """
 
     assignment: dict[str, str]

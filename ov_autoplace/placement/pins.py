@@ -18,7 +18,13 @@ from ov_autoplace.graph.arrays import GraphArrays
 
 @dataclasses.dataclass(frozen=True)
 class Pin:
-    """Pin nodes to a device: by exact friendly name, name pattern, or op type."""
+    """Pin nodes to a device: by exact friendly name, name pattern, or op type.
+
+    Example::
+
+        pins = [ov_autoplace.Pin(device="CPU", op_type="Softmax"), ov_autoplace.Pin(device="GPU", pattern="*attention*")]
+        compiled = ov_autoplace.compile_model(model, "HETERO:GPU,CPU", pins=pins)  # or pins={"Softmax": "CPU"}
+    """
 
     device: str
     name: str | None = None

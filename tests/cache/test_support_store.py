@@ -47,6 +47,6 @@ def test_damaged_support_file_is_queried_again_and_rewritten(testbed, tmp_path, 
     with caplog.at_level(logging.WARNING):
         again = device_support(testbed.core, prepared, graph, testbed.devices, tmp_path)
     np.testing.assert_array_equal(again, expected)
-    # damaged content is "corrupt"; a directory in the file's place is refused unread (file_loading.py)
+    # damaged content is "corrupt"; a directory in the file's place is refused unread (model/loading.py)
     assert "corrupt" in caplog.text or ("refused" in caplog.text and "is a directory" in caplog.text)
     assert path.is_file() and "support" in path.name
