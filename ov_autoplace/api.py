@@ -37,7 +37,7 @@ from .legalize import Pin, legalize, parse_pins, query_support
 from .placed_compile import compile_placed
 from .placement import Placement
 from .stored_compile import compile_stored
-from .verification import evidence_intact, needs_verification, single_device_of, verify_placement
+from .verification import evidence_intact, needs_verification, runner_ups, single_device_of, verify_placement
 from .prepare import prepare_model
 from .shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
 from .user_checks import USER_ERRORS, check_pins_devices
@@ -312,10 +312,13 @@ def _verified(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: 
         return placement
     if support is None:  # the caller's support matrix when it has one (a query_model per device otherwise)
         support = query_support(req.core, prepared, graph, req.devices)
-    if not needs_verification(placement, graph, support):
+    # the runner-up splits on the costs the strategy placed with (none on a cache hit: the strategy did not run)
+    alternatives = runner_ups(graph, req.devices, support, getattr(req.strategy, "last_cost", None),
+                              max_submodels=req.max_submodels)
+    if not any(needs_verification(p, graph, support) for p in (placement, *alternatives)):
         return placement
     verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,
-                                   model=req.placement_model, device_name=req.spec.text)
+                                   model=req.placement_model, device_name=req.spec.text, alternatives=alternatives)
     return verified
 
 

@@ -62,6 +62,7 @@ class Decision:
     pending: bool = False  # a deviation from the plain call awaits verification by the background worker
     evidence: "dict | None" = None  # the measured verdict this decision rests on (verification.py)
     stored_as: "Placement | None" = None  # a demoted cache entry: what to store instead
+    runner_up_cost: Any = None  # the costs it was placed on: their runner-up splits are verified beside it
 
     @property
     def final(self) -> bool:
@@ -290,7 +291,7 @@ def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", pol
     placement = place_with_cost(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
     device = single_device_of(placement)
     decision = Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared,
-                        reason="; ".join(placement.notes) if device else "")
+                        reason="; ".join(placement.notes) if device else "", runner_up_cost=profile.cost_model)
     if getattr(profile.cost_model, "loaded", False):  # proves nothing: the plain call, and measured again
         return dataclasses.replace(decision, pending=True, spawn_worker=True,
                                    reason=f"{decision.reason}; the profile was taken on a loaded machine: the "
@@ -372,18 +373,19 @@ def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, veri
     else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
     Pinned decisions are the user's call and are not verified.
     """
-    from .verification import needs_verification, plain_placement, verify_placement
+    from .verification import needs_verification, plain_placement, runner_ups, verify_placement
 
-    if req.pins or decision.single_device == req.devices[0]:
+    if req.pins or (decision.single_device == req.devices[0] and decision.runner_up_cost is None):
         return decision  # the user's call, or HETERO's own first device: the plain call's placement
     candidate = decision_to_placement(decision, graph, req.devices)
     support = _support(req, prepared, graph)
-    if not needs_verification(candidate, graph, support):
+    alternatives = runner_ups(graph, req.devices, support, decision.runner_up_cost, max_submodels=req.max_submodels)
+    if not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
         return decision
     if verify_now:
         verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
                                               properties=req.props, model=req.placement_model,
-                                              device_name=req.spec.text)
+                                              device_name=req.spec.text, alternatives=alternatives)
         device = single_device_of(verified)
         return Decision(decision.source, single_device=device, placement=None if device else verified,
                         prepared=prepared, reason=evidence.describe(), evidence=verified.verification,
