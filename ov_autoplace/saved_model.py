@@ -32,7 +32,7 @@ from .placed_compile import compile_placed
 from .placement import Placement
 from .portable_placement import attach, stored_placement
 from .prepare import prepare_model
-from .shapes import ShapesLike, format_shapes, resolve_shapes, static_clone
+from .shapes import ShapesLike, format_shapes, is_dynamic, resolve_shapes, static_clone
 from .verification import evidence_intact
 
 
@@ -52,14 +52,15 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     every load. Pins are not stored: there a pinned placement is a proposal like any other.
     ``shapes``: for a model with dynamic dimensions, the static shapes to place at (``compile_model``'s
     ``shapes=``; default 1 for a dynamic axis 0 and 128 for others, within bounds); a given ``placement``
-    must have been made at the same shapes (``place(model, ..., shapes=...)``). The IR stays dynamic.
+    must have been made at the same shapes (``place(model, ..., shapes=...)``). The IR stays dynamic; a
+    split is compiled dynamic and run once at those shapes first (``DynamicSplitError`` if HETERO cannot run it).
     The file is read back and its stored placement matched before returning; a mismatch raises
     PlacementError. The user's model object is not changed (a clone is written).
     """
     core = core if core is not None else api.default_core()
     ov_model = api.load_model(model, core)
     placement_shapes = resolve_shapes(ov_model, shapes)  # None for a static model given no shapes (ShapeError)
-    if placement_shapes is not None and not any(p.get_partial_shape().is_dynamic for p in ov_model.inputs):
+    if placement_shapes is not None and not is_dynamic(ov_model):
         placement_shapes = None  # shapes= only repeated the static model's own shapes
     placement_model = static_clone(ov_model, placement_shapes) if placement_shapes is not None else ov_model
     prepared = prepare_model(placement_model)
