@@ -161,3 +161,15 @@ def test_a_placement_made_at_the_wrong_inputs_is_refused_by_name(testbed, tmp_pa
     with pytest.raises(FileFormatError, match="same shapes="):
         ov_autoplace.save_model(sg.dynamic_attention(), tmp_path / "d.xml", foreign, core=testbed.core,
                                 shapes=SHAPES, verify=False)
+
+
+def test_a_split_hetero_cannot_run_dynamic_is_refused_before_anything_is_written(f32_testbed, tmp_path):
+    """The 20+-submodel random split of tests/test_placed_compile.py: OpenVINO 2026.4's HETERO compiles it
+    dynamic but cannot run it. save_model raises DynamicSplitError rather than write an IR that would fall back
+    to a plain compile on every load."""
+    model = sg.dynamic_attention()
+    placement = ov_autoplace.place(model, f32_testbed.hetero, core=f32_testbed.core, strategy="random", seed=0,
+                                   max_submodels=None)
+    with pytest.raises(ov_autoplace.DynamicSplitError, match="cannot run it with dynamic shapes"):
+        ov_autoplace.save_model(model, tmp_path / "split.xml", placement, core=f32_testbed.core, verify=False)
+    assert not (tmp_path / "split.xml").exists()
