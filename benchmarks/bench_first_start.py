@@ -98,6 +98,20 @@ def _start(side: str, xml: Path, devices: str, blob_dir: str, cache_root: Path) 
     return call, wall, 0.0
 
 
+def _bytecode_note() -> str:
+    """Whether ov_autoplace's modules start from bytecode: the imports made inside the call cost ~3x more without.
+
+    An installed wheel has its .pyc; an editable install run with PYTHONDONTWRITEBYTECODE set (this sandbox)
+    compiles every module it imports from source, in every new process.
+    """
+    import importlib.util
+
+    sources = sorted((REPO / "ov_autoplace").rglob("*.py"))
+    cached = sum(Path(importlib.util.cache_from_source(str(p))).exists() for p in sources)
+    writing = "off (PYTHONDONTWRITEBYTECODE)" if sys.flags.dont_write_bytecode else "on"
+    return f"bytecode: {cached}/{len(sources)} ov_autoplace modules have a .pyc, writing {writing}"
+
+
 def _stat(values: list[float]) -> str:
     v = np.asarray(values)
     return f"{np.median(v):7.3f} s [{v.min():.3f}-{v.max():.3f}]"
@@ -118,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_first_start_"))
     samples: dict = {}
     print(f"devices: {args.devices}; {args.starts} starts per side, alternating; load average "
-          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores; {_bytecode_note()}")
     rows = []
     try:
         for name in args.models:
