@@ -2,6 +2,8 @@
 # One entry point for people and CI.
 #   bash run.sh        set up (venv, build, zoo) and run the main job
 #   bash run.sh test   set up and run the test suite: the fast tier, then the slow tier
+#   bash run.sh wheels set up and build a manylinux wheel per CPython found, plus the sdist, into dist/
+#                      (each checked with auditwheel and in a fresh venv; tools/wheels.py, docs/development.md)
 # Nothing needs installing by hand: a venv is created in ./.venv (override with
 # OV_AUTOPLACE_VENV) and everything comes from the package registries.
 set -euo pipefail
@@ -65,8 +67,13 @@ case "$cmd" in
     python -m pytest tests "$@"
     python -m pytest tests -m slow "$@" || [ $? -eq 5 ]
     ;;
+  wheels)
+    setup
+    shift || true
+    python tools/wheels.py "$@"
+    ;;
   *)
-    echo "usage: bash run.sh [main|test [pytest args]]" >&2
+    echo "usage: bash run.sh [main|test [pytest args]|wheels [tools/wheels.py args]]" >&2
     exit 2
     ;;
 esac

@@ -1,7 +1,7 @@
 """First and warm start of an app: ov_autoplace.compile_model vs plain core.compile_model, a new process per start.
 
     python benchmarks/bench_first_start.py [--models resnet50 inception_v3 bert_base large] [--starts 5]
-                                           [--devices testbed|distinct] [--scenarios first warm]
+                                           [--devices testbed|distinct] [--scenarios first warm] [--bytecode]
 
 Each start is a fresh Python process, the way an app starts: it imports
 openvino (and ov_autoplace on our side), builds the core with the devices,
@@ -82,8 +82,15 @@ def _large_ir(folder: Path, blocks: int) -> Path:
     return path
 
 
+#: ``--bytecode``: the folder both sides' processes keep their .pyc in (PYTHONPYCACHEPREFIX), as an installed wheel has.
+PYCACHE: list[str] = []
+
+
 def _start(side: str, xml: Path, devices: str, blob_dir: str, cache_root: Path) -> tuple[float, float, float]:
     env = dict(os.environ, OV_AUTOPLACE_CACHE_DIR=str(cache_root), PYTHONPATH=str(REPO))
+    if PYCACHE:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = PYCACHE[0]
     env.pop("OV_AUTOPLACE_PROFILE_DIR", None)
     t0 = time.perf_counter()
     run = subprocess.run([sys.executable, "-c", START, side, str(xml), devices, blob_dir], env=env,
@@ -96,6 +103,20 @@ def _start(side: str, xml: Path, devices: str, blob_dir: str, cache_root: Path) 
     if "falling back" in run.stderr:
         raise RuntimeError(f"ov_autoplace fell back:\n{run.stderr[-2000:]}")
     return call, wall, 0.0
+
+
+def _bytecode_note() -> str:
+    """Whether ov_autoplace's modules start from bytecode: the imports made inside the call cost ~3x more without.
+
+    An installed wheel has its .pyc; an editable install run with PYTHONDONTWRITEBYTECODE set (this sandbox)
+    compiles every module it imports from source, in every new process.
+    """
+    import importlib.util
+
+    sources = sorted((REPO / "ov_autoplace").rglob("*.py"))
+    cached = sum(Path(importlib.util.cache_from_source(str(p))).exists() for p in sources)
+    writing = "off (PYTHONDONTWRITEBYTECODE)" if sys.flags.dont_write_bytecode else "on"
+    return f"bytecode: {cached}/{len(sources)} ov_autoplace modules have a .pyc, writing {writing}"
 
 
 def _stat(values: list[float]) -> str:
@@ -111,18 +132,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", nargs="+", choices=["first", "warm"], default=["first", "warm"])
     parser.add_argument("--blocks", type=int, default=2500, help="blocks of the large graph (8 nodes each)")
     parser.add_argument("--json", type=Path, help="write every sample here")
+    parser.add_argument("--bytecode", action="store_true",
+                        help="start from .pyc files, as an installed wheel does (PYTHONPYCACHEPREFIX in the work "
+                             "folder, written by one untimed start per side); default: this environment as it is")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     from ov_autoplace_lab import models as zoo
 
     work = Path(tempfile.mkdtemp(prefix="bench_first_start_"))
     samples: dict = {}
+    if args.bytecode:
+        PYCACHE.append(str(work / "pycache"))
     print(f"devices: {args.devices}; {args.starts} starts per side, alternating; load average "
-          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
+          f"{'bytecode: every start from .pyc (--bytecode)' if args.bytecode else _bytecode_note()}")
     rows = []
     try:
         for name in args.models:
             xml = _large_ir(work, args.blocks) if name == "large" else zoo.build(name)  # built once, then cached
+            if args.bytecode and name == args.models[0]:  # writes the .pyc of every module either side imports
+                for side in ("plain", "ours"):
+                    _start(side, xml, args.devices, "", work / f"pycache_fill_{side}")
             for scenario in args.scenarios:
                 blobs = {side: (str(work / f"{name}_{side}_blobs") if scenario == "warm" else "")
                          for side in ("plain", "ours")}

@@ -32,7 +32,7 @@ from ov_autoplace.placement.legalizer import Pin, legalize, query_support
 from ov_autoplace.compile.placed_compile import compile_placed
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.decision.stored_placement import compile_stored
-from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verify_placement
+from ov_autoplace.decision.verification import evidence_intact, needs_verification, runner_ups, single_device_of, verify_placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import ShapesLike
 from ov_autoplace.placement.user_checks import USER_ERRORS
@@ -170,10 +170,13 @@ def _verified(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: 
         return placement
     if support is None:  # the caller's support matrix when it has one (a query_model per device otherwise)
         support = query_support(req.core, prepared, graph, req.devices)
-    if not needs_verification(placement, graph, support):
+    # the runner-up splits on the costs the strategy placed with (none on a cache hit: the strategy did not run)
+    alternatives = runner_ups(graph, req.devices, support, getattr(req.strategy, "last_cost", None),
+                              max_submodels=req.max_submodels)
+    if not any(needs_verification(p, graph, support) for p in (placement, *alternatives)):
         return placement
     verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,
-                                   model=req.placement_model, device_name=req.spec.text)
+                                   model=req.placement_model, device_name=req.spec.text, alternatives=alternatives)
     return verified
 
 

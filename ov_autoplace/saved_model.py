@@ -7,6 +7,15 @@ model unchanged plus the placement in the model's own rt_info
 (``placement/portable.py``: ``<rt_info><ov_autoplace><placement value=...>``),
 keyed by node identity, so a re-conversion of the same architecture under new
 friendly names still finds it. :func:`load_placed` reads it back.
+
+A model with dynamic dimensions is placed on its static clone at the
+placement shapes (``shapes=``, default as in ``compile_model``); the IR stays
+dynamic and stores the placement with those shapes. ``compile_model`` of the
+IR rebuilds the clone at the stored shapes, matches it, and carries the
+placement over to the dynamic model (``decision/stored_placement.py``). Before writing,
+a split is compiled dynamic and run once at the placement shapes, so an IR
+never carries a split HETERO cannot run (``DynamicSplitError`` here instead
+of a fallback on every load).
 """
 
 from __future__ import annotations
@@ -17,19 +26,20 @@ from typing import Any, Mapping
 import openvino as ov
 
 from ov_autoplace import api
-from ov_autoplace.errors import PlacementError, ShapeError
+from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.compile.placed_compile import compile_placed
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.portable import attach, stored_placement
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.model.shapes import is_dynamic
+from ov_autoplace.model.shapes import ShapesLike, format_shapes, is_dynamic, resolve_shapes, static_clone
 from ov_autoplace.decision.verification import evidence_intact
 
 
 def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placement | None = None,
                device_name: str | None = None, config: Mapping[str, Any] | None = None, *,
                core: ov.Core | None = None, compress_to_fp16: bool = False, verify: bool = True,
-               **place_options: Any) -> Placement:
+               shapes: ShapesLike = None, **place_options: Any) -> Placement:
     """Write ``model`` as an IR at ``path`` with its placement stored in rt_info; return the placement.
 
     ``placement``: one made by :func:`ov_autoplace.place` for this model; when None the model is placed
@@ -40,6 +50,10 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     so ``compile_model`` of the IR on a machine with these devices uses it without measuring (the returned
     placement is the one stored). ``verify=False`` stores it as given; ``compile_model`` then verifies it on
     every load. Pins are not stored: there a pinned placement is a proposal like any other.
+    ``shapes``: for a model with dynamic dimensions, the static shapes to place at (``compile_model``'s
+    ``shapes=``; default 1 for a dynamic axis 0 and 128 for others, within bounds); a given ``placement``
+    must have been made at the same shapes (``place(model, ..., shapes=...)``). The IR stays dynamic; a
+    split is compiled dynamic and run once at those shapes first (``DynamicSplitError`` if HETERO cannot run it).
     The file is read back and its stored placement matched before returning; a mismatch raises
     PlacementError. The user's model object is not changed (a clone is written).
 
@@ -50,30 +64,38 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     """
     core = core if core is not None else api.default_core()
     ov_model = api.load_model(model, core)
-    if is_dynamic(ov_model):
-        raise ShapeError("save_model stores the placement of a static model; this model has dynamic dimensions. "
-                         "Reshape it to the shapes you serve (model.reshape(...)) and save that, or compile it "
-                         "with ov_autoplace.compile_model(model, device, shapes=...)")
-    prepared = prepare_model(ov_model)
+    placement_shapes = resolve_shapes(ov_model, shapes)  # None for a static model given no shapes (ShapeError)
+    if placement_shapes is not None and not is_dynamic(ov_model):
+        placement_shapes = None  # shapes= only repeated the static model's own shapes
+    placement_model = static_clone(ov_model, placement_shapes) if placement_shapes is not None else ov_model
+    prepared = prepare_model(placement_model)
     graph = extract_graph(prepared)
     if placement is None:
-        placement = api.place(ov_model, device_name, config, core=core, **place_options)
+        placement = api.place(ov_model, device_name, config, core=core, shapes=placement_shapes, **place_options)
     if verify and not evidence_intact(placement):
         req = api._request(ov_model, placement.device_string, config, core, api.StrategyName.PRIORITY, None, None,
-                           api.DEFAULT_MAX_SUBMODELS, 0)
+                           api.DEFAULT_MAX_SUBMODELS, 0, shapes=placement_shapes)
         placement = api._verified(req, prepared, graph, placement)
     clone = ov_model.clone()
-    attach(clone, placement, graph)
+    attach(clone, placement, graph, placement_shapes)  # FileFormatError if it is not this graph's placement
+    if placement_shapes is not None and len(set(placement.assignment.values())) > 1:
+        # the split as compile_model of the IR will build it: carried over, compiled dynamic, run once
+        _, spec, props, _ = api._validated(ov_model, placement.device_string, config, core)
+        compile_placed(core, ov_model, placement, spec.hetero_string, props, shapes=placement_shapes)
     ov.save_model(clone, os.fspath(path), compress_to_fp16=compress_to_fp16)
     read_back, stored = load_placed(path, core=core)
     if stored is None or stored.assignment != placement.assignment or stored.verification != placement.verification:
-        raise PlacementError(f"the IR written at {os.fspath(path)} does not read back with its placement (OpenVINO "
-                             "prepares the saved graph differently); save with compress_to_fp16=False")
+        at = f" at the placement shapes {format_shapes(placement_shapes)}" if placement_shapes is not None else ""
+        raise PlacementError(f"the IR written at {os.fspath(path)} does not read back with its placement{at} "
+                             "(OpenVINO prepares the saved graph differently); save with compress_to_fp16=False")
     return placement
 
 
 def load_placed(path: str | os.PathLike, *, core: ov.Core | None = None) -> tuple[ov.Model, Placement | None]:
     """(the model at ``path``, the placement it carries keyed by its prepared nodes' names, or None).
+
+    For a dynamic model's IR the placement names the nodes of its static clone at the stored placement
+    shapes (``placement/portable.stored_shapes``): ``compile_placement(model, placement)`` carries it over.
 
     Example::
 

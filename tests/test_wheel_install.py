@@ -9,7 +9,8 @@ tag, ``auditwheel show`` checks it), checks the sdist builds, installs the wheel
 pip takes torch from the machine's local files) into a new venv, and runs
 ``ov-autoplace --help``, ``place`` (static and dynamic model), ``show`` and
 ``bench --quick`` (ResNet-50 only, smallest budgets, to keep CI short) from a temporary
-directory, with the zoo IRs already built (``OV_AUTOPLACE_ZOO_DIR``).
+directory, with the zoo IRs already built (``OV_AUTOPLACE_ZOO_DIR``), and the compile check of
+``tools/wheels.py`` (the other CPythons' wheels: ``tests/test_wheels_per_python.py``).
 Then it runs the rebuild command that ``NativeExtensionError`` prints, in that
 venv, and checks the extension was rebuilt against the venv's OpenVINO.
 
@@ -237,6 +238,17 @@ def test_installed_package_is_the_wheel_not_the_checkout(installed):
     where = _run([bin_dir / "python", "-c", "import ov_autoplace, ov_autoplace_lab.models as m; "
                                            "print(ov_autoplace.__file__, m.__file__)"], cwd=work, env=env)
     assert where.count(str(bin_dir.parent)) == 2 and str(REPO) not in where
+
+
+def test_installed_wheel_compiles_like_core_compile_model(installed):
+    """tools/wheels.py's check, in this venv: the no-device call is core.compile_model's output; a split matches."""
+    import json
+
+    bin_dir, env, work = installed
+    out = _run([bin_dir / "python", REPO / "tools" / "wheels.py", "--check-installed"], cwd=work, env=env)
+    check = json.loads(out.strip().splitlines()[-1])
+    assert check["native"] == "ov_autoplace._native" and str(REPO) not in check["ov_autoplace"]
+    assert check["default_equal"] and check["testbed_devices"] == ["CPU", "CPUF"] and check["testbed_close"], check
 
 
 def test_cli_help_place_show_from_outside_the_checkout(installed):

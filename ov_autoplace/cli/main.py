@@ -50,7 +50,7 @@ def cmd_place(args) -> int:
     if args.save_model:  # the IR with the placement in its rt_info (saved_model.py); ov.save_model keeps none
         from ov_autoplace.saved_model import save_model
 
-        stored = save_model(model, args.save_model, placement, core=core)  # verified first (saved_model.py)
+        stored = save_model(model, args.save_model, placement, core=core, shapes=args.shape)  # verified first
         verdict = (stored.verification or {}).get("decision", "not needed: the plain call's placement")
         print(f"model with its placement written to {args.save_model} (verification: {verdict}; "
               f"{stored.counts_per_device()})")

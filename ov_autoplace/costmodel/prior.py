@@ -41,6 +41,7 @@ from ov_autoplace.devices.facts import FACT_PROPERTIES, DeviceFacts, indistingui
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
+from ov_autoplace.costmodel.device_names import normalized_device_name
 from ov_autoplace.costmodel.platforms import SimDevice
 from ov_autoplace.costmodel.sim_costs import _graph_load, host_cpu_device
 
@@ -129,12 +130,6 @@ def _at_precision(terms: Batch1Terms, fitted_at: set[str], precision: str) -> Ba
 def _precision(facts: DeviceFacts) -> str:
     """The precision the device runs: its INFERENCE_PRECISION_HINT, else the plugin default (CPU f32, else f16)."""
     return facts.precision or ("f32" if facts.kind == "cpu" else "f16")
-
-
-def normalized_device_name(name: str) -> str:
-    """``FULL_DEVICE_NAME`` as ``recognized_by`` patterns see it: lower case, no (R)/(TM), words split by spaces."""
-    text = re.sub(r"\((r|tm)\)", " ", name.lower())
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
 
 
 def recognize_devices(facts: Sequence[DeviceFacts], exclude_platforms: Sequence[str] = ()

@@ -20,8 +20,9 @@ its name; their ``str()`` - ``"<Type: 'bfloat16'>"`` - set on a CPU plugin not
 yet loaded was accepted and left every property ``<unsupported>``), checks that
 it sees the same model structure and device properties as the app, profiles
 the model (or reuses a stored profile), places it with the HSDAG policy on the
-measured costs, verifies the placement by measurement against the plain call
-and the single devices (``verification.verify_placement``), and overwrites the
+measured costs, verifies the placement by measurement against the plain call,
+the runner-up splits of the same costs (``verification.runner_ups``: HEFT) and
+the single devices (``verification.verify_placement``), and overwrites the
 cache entry the app reads on its next start, with the evidence.
 
 The folder, its lock and failure record are ``worker_files.py``; the
@@ -286,9 +287,11 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     from ov_autoplace.costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
     from ov_autoplace.graph.arrays import extract_graph
     from ov_autoplace.placement.legalizer import Pin
+    from ov_autoplace.placement.legalizer import query_support
     from ov_autoplace.decision.placement_sources import measure_profile_now, place_with_cost
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY  # not via the api: the api imports this module
     from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace.decision.verification import runner_ups
 
     core = ov.Core()
     devices = tuple(spec["devices"])
@@ -316,31 +319,37 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     candidate = place_with_cost(req, prepared, graph, PRETRAINED_POLICY, profile.cost_model, "hsdag:profile")
     candidate.notes.append(f"placed by the background worker after {time.perf_counter() - started:.1f} s of "
                            "profiling")
+    support = query_support(core, prepared, graph, devices)
+    alternatives = runner_ups(graph, devices, support, profile.cost_model, max_submodels=req.max_submodels,
+                              pins=req.pins)
     config = {name: decode_property(value) for name, value in spec.get("config", {}).items()}
     return store_verified(core, root, key, prepared, graph, model, candidate, pinned=bool(req.pins), config=config,
-                          device_name=spec.get("device_name"))
+                          device_name=spec.get("device_name"), alternatives=alternatives, support=support)
 
 
 def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any, graph: Any, model: Any,
                    candidate: Any, *, pinned: bool = False, config: Mapping[str, Any] | None = None,
-                   device_name: str | None = None) -> str | None:
-    """Verify ``candidate`` by measurement (``verification.py``) and store what wins under ``key``.
+                   device_name: str | None = None, alternatives=(), support=None) -> str | None:
+    """Verify ``candidate`` and the runner-up splits ``alternatives`` by measurement (``verification.py``) and
+    store what wins under ``key``.
 
-    A pinned candidate (the user's call) or the plain call's own placement is stored as it is. Returns None,
-    or why the plain call's placement stays unverified (the verification abstained); WorkerFailure if nothing
-    could be stored.
+    A pinned candidate (the user's call) is stored as it is, and so is the plain call's own placement when no
+    runner-up deviates from it either. Returns None, or why the plain call's placement stays unverified (the
+    verification abstained); WorkerFailure if nothing could be stored.
     """
     from ov_autoplace.cache.placement_cache import PlacementCache
     from ov_autoplace.placement.legalizer import query_support
     from ov_autoplace.decision.verification import needs_verification, verify_placement
 
-    support = query_support(core, prepared, graph, candidate.devices)
-    if pinned or not needs_verification(candidate, graph, support):
+    if support is None:
+        support = query_support(core, prepared, graph, candidate.devices)
+    if pinned or not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
         placement, evidence, reason = candidate, None, None
     else:
         placement, evidence = verify_placement(core, prepared, graph, candidate, support=support,
                                                properties=config, model=model,
-                                               device_name=device_name or candidate.device_string)
+                                               device_name=device_name or candidate.device_string,
+                                               alternatives=alternatives)
         reason = None
         if not evidence.verified:  # too noisy to decide: the plain call's placement stays, verified again later
             placement.strategy = placement.strategy.split("+")[0] + "+pending"

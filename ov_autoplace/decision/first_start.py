@@ -6,13 +6,17 @@ with ``profile="background"``, hands the measuring to a detached worker
 identical-devices path reads a few device properties and calls
 ``core.compile_model`` on the caller's own model; the graph, the policy and the
 legalizer are imported only when a placement has to be made or looked up.
+While a first start decides, the plain call's compile runs on a thread and is used
+when the decision keeps the plain call's device (``plain_compile_ahead.py``).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,8 +62,17 @@ POLICY_FILE = Path(__file__).parents[1] / "policy" / "pretrained" / "hsdag_v1.np
 
 
 def _policy_digest(path) -> str:
-    """sha256 of the shipped policy file (cheaper than loading it; changes whenever its weights do)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """sha256 of the shipped policy file (cheaper than loading it; changes whenever its weights do).
+
+    Hashed once per process and file version (a start keys both the single-device index and the cache on it).
+    """
+    st = os.stat(path)
+    return _digest_of(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _digest_of(path: str, size: int, mtime_ns: int) -> str:  # size and mtime key the cache: a new file is hashed
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
@@ -73,13 +86,14 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
                     "can be predicted faster than one device; %s is HETERO's own choice", first,
                     1e3 * (time.perf_counter() - started), ", ".join(req.devices), first)
         return req.core.compile_model(req.model, first, properties_for(req.core, first, props))  # see _compile
-    index = None
-    if use_cache and profiling is Profiling.STORED and not req.pins:  # a one-device decision needs no clone
+    index, hit = None, None
+    if use_cache and profiling is not Profiling.NOW and not req.pins:  # a one-device decision needs no clone
         from ov_autoplace.decision import single_device_index
 
         try:
             index = single_device_index.index_key(req, _policy_digest(POLICY_FILE))
-            hit = single_device_index.lookup(root, index)
+            if profiling is Profiling.STORED:
+                hit = single_device_index.lookup(root, index)
         except Exception as exc:  # noqa: BLE001 - the full path below decides instead
             logger.debug("single-device index unusable (%s: %s)", type(exc).__name__, exc)
             index, hit = None, None
@@ -88,14 +102,30 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
             logger.info("placement source: cache (%s) -> %s (%.0f ms to decide)", source, device,
                         1e3 * (time.perf_counter() - started))
             return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
-    decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache)
-    if index is not None and decision.single_device is not None and decision.final:
-        source = decision.source[len("cache ("):-1] if decision.source.startswith("cache (") else decision.source
-        single_device_index.store(root, index, decision.single_device, source, profile_path)
-    logger.info("placement source: %s -> %s (%.0f ms to decide)%s", decision.source,
-                decision.single_device or decision.placement.counts_per_device(),
-                1e3 * (time.perf_counter() - started), f"; {decision.reason}" if decision.reason else "")
-    compiled = _compile(req, decision, props)
+    ahead, noted = None, False
+    if profiling is not Profiling.NOW and not req.pins:  # the plain call's compile overlaps the decision
+        from ov_autoplace.decision import plain_compile_ahead
+
+        noted = plain_compile_ahead.deviation_noted(root, index)
+        ahead = plain_compile_ahead.start(req, properties_for(req.core, req.devices[0], props), noted=noted)
+    try:
+        decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache)
+        if index is not None and profiling is Profiling.STORED and decision.single_device is not None \
+                and decision.final:
+            source = decision.source[len("cache ("):-1] if decision.source.startswith("cache (") else decision.source
+            single_device_index.store(root, index, decision.single_device, source, profile_path)
+        if index is not None:
+            plain_compile_ahead.note_decision(root, index, deviates=decision.single_device != req.devices[0],
+                                              noted=noted)
+        logger.info("placement source: %s -> %s (%.0f ms to decide)%s", decision.source,
+                    decision.single_device or decision.placement.counts_per_device(),
+                    1e3 * (time.perf_counter() - started), f"; {decision.reason}" if decision.reason else "")
+        compiled = ahead.take(decision.single_device) if ahead is not None else None
+    finally:
+        if ahead is not None:
+            ahead.discard()  # joined whatever happened (a no-op after take): no thread outlives the call
+    if compiled is None:  # another placement, or the compile ahead raised: compiled (or raised) here
+        compiled = _compile(req, decision, props)
     if decision.pending or (profiling is Profiling.BACKGROUND and decision.spawn_worker):
         if cache is None:
             logger.warning("%s needs the placement cache (use_cache=False): not measuring",

@@ -15,6 +15,7 @@ Order of the sources (the one used is logged at INFO as ``placement source: ...`
    measured error, 25 %, or 10 % when it recognizes every device by name); otherwise one device: the first (HETERO's choice) unless another is predicted faster by
    more than the margin. A device that reports none of the properties leaves the prior blind: the
    first device, with a WARNING saying so (and the background worker, if asked, measures it).
+   The rule itself (margin, bound, legalized split, the prior's error draws) is ``prior_rule.py``.
 
 A placement on one device is compiled exactly as plain OpenVINO compiles it: the caller's own
 model object, the device name and the caller's config (``compile_single``), so it hits the same
@@ -25,10 +26,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from typing import TYPE_CHECKING, Any
 
 from ov_autoplace.devices.facts import indistinguishable, read_device_facts
+from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.py); its names stay importable from here
+    LIVE_DRAWS,
+    PRIOR_LOG_SIGMA,
+    PriorChoice,
+    prior_choice,
+    prior_outcome,
+    policy_proposal,
+    survives_prior_error,
+)
 from ov_autoplace.decision.verification import single_device_of
 
 if TYPE_CHECKING:  # imported lazily: the fast paths never need them
@@ -39,6 +48,8 @@ if TYPE_CHECKING:  # imported lazily: the fast paths never need them
     from ov_autoplace.placement.assignment import Placement
 
 logger = logging.getLogger("ov_autoplace")
+
+_policy_proposal = policy_proposal  # the name benchmarks/bench_prior.py imports
 
 #: Cache token of the default placement (bump when its decision rule changes).
 DEFAULT_SOURCE_TOKEN = "default-sources-v3"  # v3: deviations from the plain call verified by measurement
@@ -62,15 +73,12 @@ class Decision:
     pending: bool = False  # a deviation from the plain call awaits verification by the background worker
     evidence: "dict | None" = None  # the measured verdict this decision rests on (verification.py)
     stored_as: "Placement | None" = None  # a demoted cache entry: what to store instead
+    runner_up_cost: Any = None  # the costs it was placed on: their runner-up splits are verified beside it
 
     @property
     def final(self) -> bool:
         """Whether nothing about this decision is left to verify (a warm start may skip the graph for it)."""
         return not self.pending
-
-
-def _fmt(singles: dict[str, float]) -> str:
-    return ", ".join(f"{d} {ms:.3f} ms" for d, ms in singles.items())
 
 
 def fast_single_device(core: "ov.Core", devices: tuple[str, ...]) -> Decision | None:
@@ -122,7 +130,7 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
         return query_support(req.core, prepared, graph, devices)
 
     single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
-                                              lambda c: _policy_proposal(c, graph, devices, policy_path),
+                                              lambda c: policy_proposal(c, graph, devices, policy_path),
                                               pins=req.pins, max_submodels=req.max_submodels, margin=prior.margin)
     live, note = False, ""
     if set(prior.recognized) == set(devices) and (placement is not None or single != devices[0]):
@@ -137,142 +145,6 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
         return Decision("prior", single_device=single, spawn_worker=True, reason=reason + note, calibrated=live)
     return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason + note,
                     calibrated=live)
-
-
-#: The prior's error on the log scale: the sigma of log(simulated / published) over the held-out calibration
-#: points (``bench/truth.held_out_sigma``; 0.463 in docs/bench/headroom.md's truth model).
-PRIOR_LOG_SIGMA = 0.463
-#: Draws of that error a calibrated prior's deviation must win, every one, to run before it is verified.
-LIVE_DRAWS = 40
-
-
-def survives_prior_error(cost, graph: "GraphArrays", support, candidate, plain, *, sigma: float = PRIOR_LOG_SIGMA,
-                         draws: int = LIVE_DRAWS, seed: int = 0) -> float:
-    """Share of ``draws`` draws of the prior's error in which ``candidate`` is predicted faster than ``plain``.
-
-    A draw scales every node's compute on device d by a log-normal factor per (device, op category), median 1, as
-    the calibration error is spread (the same error model as the benchmarks' truth draws, with its own seed).
-    ``candidate`` and ``plain`` are device indices per node.
-    """
-    import numpy as np
-
-    from ov_autoplace.costmodel.cost_terms import CostTerms
-    from ov_autoplace.costmodel.platforms import CATEGORIES
-    from ov_autoplace.costmodel.sim_costs import op_category
-
-    category = np.array([CATEGORIES.index(op_category(t)) for t in graph.op_types], np.int64)
-    rng = np.random.default_rng(seed)
-    wins = 0
-    for _ in range(draws):
-        scale = np.exp(sigma * rng.standard_normal((len(cost.devices), len(CATEGORIES))))[:, category].T
-        drawn = dataclasses.replace(cost, compute_ms=np.asarray(cost.compute_ms) * scale,
-                                    unfused_ms=np.asarray(cost.unfused_ms) * scale)
-        terms = CostTerms(drawn, graph, support)
-        wins += bool(terms.latency_ms(np.asarray(candidate)) < terms.latency_ms(np.asarray(plain)))
-    return wins / draws
-
-
-def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support, propose, *, pins=None,
-                  max_submodels=None, margin: float | None = None) -> tuple[str | None, "Placement | None", str]:
-    """The prior's whole decision on ``cost``: ``(device, None, reason)`` or ``(None, split, reason)``.
-
-    Pure given its inputs (``benchmarks/bench_prior.py`` runs it on simulated platforms): ``support()``
-    gives the device-support matrix (called only when a split is considered), ``propose(cost)`` the policy's
-    proposal. The margin (default ``PRIOR_SPLIT_MARGIN``; ``Prior.margin``) applies to the policy's split and
-    again after legalizing it; pins skip the margin.
-    """
-    import numpy as np
-
-    from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
-
-    margin = PRIOR_SPLIT_MARGIN if margin is None else margin
-    if pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
-        choice = PriorChoice(None, propose(cost), math.nan, predicted_single_ms(cost), math.nan)
-    else:
-        choice = prior_choice(cost, graph, devices, lambda: propose(cost), margin=margin)
-    if choice.single is not None:
-        return choice.single, None, choice.reason
-    from ov_autoplace.costmodel.cost_terms import CostTerms
-    from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.placement.legalizer import legalize
-
-    matrix = support()
-    placement = legalize(graph, choice.proposal, devices, matrix, pins=tuple(pins or ()), max_submodels=max_submodels,
-                         strategy="hsdag:prior")
-    if not pins:  # pinned placements are the user's call, not the guard's
-        index = {d: k for k, d in enumerate(devices)}
-        legal_ms = CostTerms(cost, graph, matrix).latency_ms(
-            np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64))
-        if not legal_ms < min(choice.singles.values()) * (1.0 - margin):  # legalizing cost the gain
-            return choice.fallback, None, f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin"
-        placement = guard_placement(placement, graph, cost, matrix)
-    placement.notes.append(choice.reason)
-    device = single_device_of(placement)
-    if device is not None:
-        return device, None, choice.reason
-    return None, placement, choice.reason
-
-
-@dataclasses.dataclass
-class PriorChoice:
-    """What the prior decides: one device (``single``), or keep the policy's ``proposal``."""
-
-    single: str | None
-    proposal: Any  # int64 [N] or None
-    predicted_ms: float  # the proposal's predicted latency (nan if the policy did not run)
-    singles: dict  # predicted latency of each device alone
-    bound_ms: float  # no placement is predicted below this
-    fallback: str = ""  # the one device to use if the split is dropped later
-    reason: str = ""
-
-
-def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, *,
-                 margin: float | None = None) -> PriorChoice:
-    """The prior's rule (pure: no device is touched; ``propose()`` gives the policy's proposal on ``cost``).
-
-    One device: HETERO's first unless another is predicted faster by more than ``margin`` (default
-    ``PRIOR_SPLIT_MARGIN``). A split: only when predicted faster than the best single device by more than the
-    margin. When even the bound (every op on its fastest device, nothing transferred) misses the margin, the
-    policy does not run.
-    """
-    import numpy as np
-
-    from ov_autoplace.costmodel.cost_terms import CostTerms
-    from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
-    from ov_autoplace.costmodel.sim_costs import simulated_support
-    from ov_autoplace.graph.arrays import NodeRole
-
-    margin = PRIOR_SPLIT_MARGIN if margin is None else margin
-    singles = predicted_single_ms(cost)
-    first, best = devices[0], min(singles, key=singles.get)
-    single = best if singles[best] < singles[first] * (1.0 - margin) else first
-    reference = singles[best]
-    compute_mask = np.asarray(graph.role) == NodeRole.COMPUTE
-    with np.errstate(invalid="ignore"):
-        bound = float(np.min(np.asarray(cost.compute_ms)[compute_mask], axis=1).sum()) + float(
-            np.min(cost.submodel_overhead_ms))
-    if not bound < reference * (1.0 - margin):
-        return PriorChoice(single, None, math.nan, singles, bound, single,
-                           f"prior (simulated) predicts {_fmt(singles)} alone; no split can beat {bound:.3f} ms, "
-                           f"within the {margin:.0%} margin")
-    proposal = np.asarray(propose(), dtype=np.int64)
-    terms = CostTerms(cost, graph, simulated_support(cost, graph))
-    used = set(proposal[terms.compute].tolist())
-    predicted = terms.latency_ms(proposal)
-    reason = (f"prior (simulated) predicts {_fmt(singles)} alone and {predicted:.3f} ms for the policy's placement; "
-              f"a split must win by more than {margin:.0%}")
-    if len(used) > 1 and predicted < reference * (1.0 - margin):
-        return PriorChoice(None, proposal, predicted, singles, bound, single, reason)
-    return PriorChoice(single, None, predicted, singles, bound, single, reason)
-
-
-def _policy_proposal(cost, graph, devices, policy_path):
-    from ov_autoplace.costmodel.sim_costs import simulated_support
-    from ov_autoplace.strategies.hsdag import HSDAGStrategy
-    from ov_autoplace.strategies.base import PlacementContext
-
-    context = PlacementContext(graph=graph, devices=devices, support=simulated_support(cost, graph))
-    return HSDAGStrategy(policy_path, cost).propose(context)
 
 
 def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path, store) -> Decision | None:
@@ -290,7 +162,7 @@ def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", pol
     placement = place_with_cost(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
     device = single_device_of(placement)
     decision = Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared,
-                        reason="; ".join(placement.notes) if device else "")
+                        reason="; ".join(placement.notes) if device else "", runner_up_cost=profile.cost_model)
     if getattr(profile.cost_model, "loaded", False):  # proves nothing: the plain call, and measured again
         return dataclasses.replace(decision, pending=True, spawn_worker=True,
                                    reason=f"{decision.reason}; the profile was taken on a loaded machine: the "
@@ -372,18 +244,19 @@ def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, veri
     else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
     Pinned decisions are the user's call and are not verified.
     """
-    from ov_autoplace.decision.verification import needs_verification, plain_placement, verify_placement
+    from ov_autoplace.decision.verification import needs_verification, plain_placement, runner_ups, verify_placement
 
-    if req.pins or decision.single_device == req.devices[0]:
+    if req.pins or (decision.single_device == req.devices[0] and decision.runner_up_cost is None):
         return decision  # the user's call, or HETERO's own first device: the plain call's placement
     candidate = decision_to_placement(decision, graph, req.devices)
     support = _support(req, prepared, graph)
-    if not needs_verification(candidate, graph, support):
+    alternatives = runner_ups(graph, req.devices, support, decision.runner_up_cost, max_submodels=req.max_submodels)
+    if not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
         return decision
     if verify_now:
         verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
                                               properties=req.props, model=req.placement_model,
-                                              device_name=req.spec.text)
+                                              device_name=req.spec.text, alternatives=alternatives)
         device = single_device_of(verified)
         return Decision(decision.source, single_device=device, placement=None if device else verified,
                         prepared=prepared, reason=evidence.describe(), evidence=verified.verification,
@@ -433,6 +306,7 @@ def decision_from_cache(req: Any, placement: "Placement", prepared, graph: "Grap
                     reason="verification evidence missing or edited")
 
 
-__all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "PriorChoice", "cache_key", "decision_from_cache", "decision_to_placement",
-           "fast_single_device", "measure_profile_now", "place_from_prior", "place_from_profile", "place_with_cost",
-           "prior_choice", "prior_outcome", "settle", "single_device_of", "survives_prior_error"]
+__all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "LIVE_DRAWS", "PRIOR_LOG_SIGMA", "PriorChoice", "cache_key",
+           "decision_from_cache", "decision_to_placement", "fast_single_device", "measure_profile_now",
+           "place_from_prior", "place_from_profile", "place_with_cost", "prior_choice", "prior_outcome", "settle",
+           "single_device_of", "survives_prior_error"]

@@ -9,7 +9,15 @@ and then held to the same rule as every other placement (``verification.py``):
 one that differs from the plain call's is compiled only if it carries intact
 measured evidence (read back under its own names, as written), otherwise it
 is a proposal and is verified now (measured against the plain call; the
-winner is compiled). Pins and dynamic models take the normal path.
+winner is compiled). Pins take the normal path.
+
+A dynamic model's IR stores the placement made on its static clone with the
+placement shapes (``saved_model.py``): the clone is rebuilt at the stored
+shapes, matched, verified there if it must be, and the placement is carried
+over to the dynamic model and run once at those shapes (``compile_placed``,
+as for a placement made in the same process). ``shapes=`` naming other shapes
+than the stored ones (and than the default ones) takes the normal path: the
+user asked for a placement at those shapes.
 
 Kept out of ``api`` (which imports this module) so that it imports no ``api``:
 the verification step is passed in.
@@ -17,6 +25,7 @@ the verification step is passed in.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any, Callable
@@ -27,10 +36,13 @@ from ov_autoplace.cache.root import blob_cache_props, cache_root
 from ov_autoplace.devices.call_forms import properties_for
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.legality_check import ensure_legal
+from ov_autoplace.errors import ShapeError
 from ov_autoplace.placement.legalizer import query_support
+from ov_autoplace.compile.placed_compile import compile_placed
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.placement.portable import RT_INFO_PATH, stored_placement
+from ov_autoplace.placement.portable import RT_INFO_PATH, stored_placement, stored_shapes, stored_static_clone
 from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.shapes import format_shapes, is_dynamic, resolve_shapes
 from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of
 
 logger = logging.getLogger("ov_autoplace")
@@ -42,9 +54,15 @@ def compile_stored(req: Any, verify: Callable[..., Placement], *, cache_dir=None
 
     ``req`` is ``api._Request``; ``verify(req, prepared, graph, placement, support)`` is ``api._verified``.
     """
-    if req.pins or req.shapes is not None or not req.model.has_rt_info(RT_INFO_PATH):
+    if req.pins or not req.model.has_rt_info(RT_INFO_PATH):
         return None
     started = time.perf_counter()
+    if is_dynamic(req.model):
+        req = _at_stored_shapes(req)
+        if req is None:
+            return None
+    elif req.shapes is not None:
+        return None
     prepared = prepare_model(req.placement_model)
     graph = extract_graph(prepared)
     placement = stored_placement(req.model, graph, req.devices)
@@ -60,8 +78,29 @@ def compile_stored(req: Any, verify: Callable[..., Placement], *, cache_dir=None
     device = single_device_of(placement)
     if device is not None:  # one device: exactly the plain call on it, as the default path compiles it (first_start)
         return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
+    if req.shapes is not None:  # carried over to the dynamic model, compiled dynamic, run once at the shapes
+        return compile_placed(req.core, req.model, placement, req.spec.hetero_string, props, shapes=req.shapes)
     placement.apply(prepared)
     return req.core.compile_model(prepared, req.spec.hetero_string, props)
+
+
+def _at_stored_shapes(req: Any) -> Any | None:
+    """``req`` of a dynamic model, placing at the stored placement shapes; None when they do not apply."""
+    shapes = stored_shapes(req.model)
+    if shapes is None:
+        logger.info("the dynamic model carries a placement without placement shapes (not one save_model wrote for "
+                    "it): placing again")
+        return None
+    try:
+        default = resolve_shapes(req.model, None)
+    except ShapeError:
+        default = None  # a dynamic rank: shapes= was given (the request needs it)
+    if req.shapes not in (shapes, default):
+        logger.info("the model carries a placement made at %s; shapes=%s asks for another: placing again",
+                    format_shapes(shapes), format_shapes(req.shapes))
+        return None
+    clone = stored_static_clone(req.model, shapes)
+    return None if clone is None else dataclasses.replace(req, shapes=shapes, placement_model=clone)
 
 
 __all__ = ["compile_stored"]

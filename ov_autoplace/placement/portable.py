@@ -18,6 +18,13 @@ unchanged, so the evidence stays intact; matched by identity under new names
 the assignment is a new dict whose digest differs, so it carries no evidence
 and ``compile_model`` must treat it as a proposal (verify it again).
 
+Dynamic models (``docs/dynamic-shapes.md``): a placement is made on a static
+clone at the placement shapes, so the IR of a dynamic model stores those
+shapes too (``placement_shapes``) and the identities of the *static clone's*
+prepared nodes. Reading it back reshapes a clone to the stored shapes and
+matches that; ``compile_model`` carries the placement over to the dynamic
+model as it does for a placement made in the same process (``dynamic.py``).
+
 This module imports no ``api`` (``api`` reads stored placements through it).
 """
 
@@ -29,10 +36,11 @@ from typing import Any, Sequence
 
 import openvino as ov
 
-from ov_autoplace.errors import FileFormatError
+from ov_autoplace.errors import FileFormatError, ShapeError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.shapes import PlacementShapes, input_name, static_clone
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -46,20 +54,33 @@ def node_identities(graph: GraphArrays) -> list[list[Any]]:
              [int(d) for d in graph.out_shape[i, :int(graph.out_rank[i])]]] for i in range(graph.num_nodes)]
 
 
-def encode(placement: Placement, graph: GraphArrays) -> str:
-    """The rt_info text for ``placement`` of the prepared graph ``graph`` (JSON)."""
+def encode(placement: Placement, graph: GraphArrays, shapes: PlacementShapes | None = None) -> str:
+    """The rt_info text for ``placement`` of the prepared graph ``graph`` (JSON).
+
+    ``shapes``: a dynamic model's placement shapes; ``graph`` is then its static clone's at those shapes.
+    """
     missing = [n for n in graph.names if n not in placement.assignment]
     if missing:
-        raise FileFormatError(f"the placement does not cover {len(missing)} node(s) of the prepared model, e.g. "
-                              f"{missing[:3]}; place this model (ov_autoplace.place) and store that placement")
-    return json.dumps({"format": FORMAT, "names": list(graph.names), "nodes": node_identities(graph),
-                       "placement": placement.to_dict()}, separators=(",", ":"))
+        at = f" at the placement shapes {shapes}" if shapes is not None else ""
+        raise FileFormatError(f"the placement does not cover {len(missing)} node(s) of the prepared model{at}, "
+                              f"e.g. {missing[:3]}; place this model (ov_autoplace.place, with the same shapes= "
+                              "for a dynamic model) and store that placement")
+    data: dict[str, Any] = {"format": FORMAT, "names": list(graph.names), "nodes": node_identities(graph),
+                            "placement": placement.to_dict()}
+    if shapes is not None:  # optional key: a static model's entry is what it always was
+        data["placement_shapes"] = {name: [int(d) for d in dims] for name, dims in shapes.items()}
+    return json.dumps(data, separators=(",", ":"))
 
 
-def attach(model: ov.Model, placement: Placement, graph: GraphArrays | None = None) -> None:
-    """Store ``placement`` in ``model``'s rt_info (``ov.save_model`` keeps it in the IR)."""
-    graph = graph if graph is not None else extract_graph(prepare_model(model))
-    model.set_rt_info(encode(placement, graph), RT_INFO_PATH)
+def attach(model: ov.Model, placement: Placement, graph: GraphArrays | None = None,
+           shapes: PlacementShapes | None = None) -> None:
+    """Store ``placement`` in ``model``'s rt_info (``ov.save_model`` keeps it in the IR).
+
+    ``shapes``: for a dynamic model, the static shapes ``placement`` was made at (its static clone's nodes).
+    """
+    if graph is None:
+        graph = extract_graph(prepare_model(static_clone(model, shapes) if shapes is not None else model))
+    model.set_rt_info(encode(placement, graph, shapes), RT_INFO_PATH)
 
 
 def _stored_text(model: ov.Model) -> str | None:
@@ -77,17 +98,47 @@ def _decode(text: str) -> dict[str, Any]:
         if len(data["names"]) != len(data["nodes"]):
             raise ValueError("names and nodes differ in length")
         Placement.from_dict(data["placement"])  # every field present and typed
+        shapes = data.get("placement_shapes")
+        if shapes is not None and not (isinstance(shapes, dict) and all(
+                isinstance(dims, list) and all(isinstance(d, int) and d > 0 for d in dims)
+                for dims in shapes.values())):
+            raise ValueError(f"placement_shapes {shapes!r} is not a map of input name to positive dims")
         return data
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise FileFormatError(f"the model's rt_info {'/'.join(RT_INFO_PATH)} is not a placement ov_autoplace wrote: "
                               f"{exc}; save the model again with ov_autoplace.save_model") from None
 
 
+def stored_shapes(model: ov.Model) -> PlacementShapes | None:
+    """The placement shapes ``model``'s stored placement was made at (a dynamic model's), else None.
+
+    A damaged entry raises FileFormatError.
+    """
+    text = _stored_text(model)
+    return None if text is None else _decode(text).get("placement_shapes")
+
+
+def stored_static_clone(model: ov.Model, shapes: PlacementShapes) -> ov.Model | None:
+    """``model`` reshaped to the stored placement shapes; None (WARNING) when its inputs cannot take them."""
+    names = sorted(input_name(port) for port in model.inputs)
+    if names != sorted(shapes):
+        logger.warning("the model carries a placement made at shapes for the inputs %s, but its inputs are %s: "
+                       "placing again", sorted(shapes), names)
+        return None
+    try:
+        return static_clone(model, shapes)
+    except ShapeError as exc:
+        logger.warning("the model carries a placement made at shapes it cannot take (%s): placing again", exc)
+        return None
+
+
 def stored_placement(model: ov.Model, graph: GraphArrays | None = None,
                      devices: Sequence[str] | None = None) -> Placement | None:
     """The placement stored in ``model``'s rt_info, keyed by the names of ``prepare_model(model)``; else None.
 
-    ``graph`` is ``extract_graph(prepare_model(model))`` when the caller has it. ``devices``: a placement
+    ``graph`` is ``extract_graph(prepare_model(model))`` when the caller has it; for an entry with placement
+    shapes (a dynamic model's) it is the graph of the static clone at those shapes (:func:`stored_shapes`),
+    which is what is built here when ``graph`` is None. ``devices``: a placement
     for another device list is not used (None, INFO line). Identities that do not match: None, WARNING.
     A damaged entry raises FileFormatError.
     """
@@ -99,7 +150,15 @@ def stored_placement(model: ov.Model, graph: GraphArrays | None = None,
     if devices is not None and tuple(devices) != stored.devices:
         logger.info("the model carries a placement for %s, not for %s: placing again", stored.devices, tuple(devices))
         return None
-    graph = graph if graph is not None else extract_graph(prepare_model(model))
+    if graph is None:
+        shapes = data.get("placement_shapes")
+        if shapes is None:
+            graph = extract_graph(prepare_model(model))
+        else:
+            clone = stored_static_clone(model, shapes)
+            if clone is None:
+                return None
+            graph = extract_graph(prepare_model(clone))
     identities = node_identities(graph)
     if identities != data["nodes"]:
         differ = next((i for i, (a, b) in enumerate(zip(identities, data["nodes"])) if a != b),
@@ -119,4 +178,5 @@ def stored_placement(model: ov.Model, graph: GraphArrays | None = None,
                      verification=None)
 
 
-__all__ = ["FORMAT", "RT_INFO_PATH", "attach", "encode", "node_identities", "stored_placement"]
+__all__ = ["FORMAT", "RT_INFO_PATH", "attach", "encode", "node_identities", "stored_placement", "stored_shapes",
+           "stored_static_clone"]

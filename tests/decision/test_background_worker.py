@@ -162,6 +162,35 @@ def test_the_worker_verifies_a_deviation_and_cache_list_shows_the_state(testbed,
         assert reason.startswith("verification abstained") and "state: pending (the last verification abstained" in out
 
 
+def test_the_worker_verifies_a_runner_up_even_when_the_candidate_is_the_plain_call(f32_testbed, tmp_path):
+    """The policy may place everything where the plain call does while HEFT on the same costs splits: the worker
+    then measures the split (it used to store the plain placement unmeasured)."""
+    import numpy as np
+
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace.placement.legalizer import legalize, query_support
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace.decision.verification import plain_placement
+
+    devices = f32_testbed.devices
+    model = sg.residual(blocks=2)
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    support = query_support(f32_testbed.core, prepared, graph, devices)
+    candidate = plain_placement(graph, devices, support, strategy="hsdag:profile")
+    proposal = np.zeros(graph.num_nodes, dtype=np.int64)
+    proposal[np.flatnonzero(graph.role == NodeRole.COMPUTE)[2:5]] = 1
+    split = legalize(graph, proposal, devices, support, strategy="heft")
+    key = PlacementCache(tmp_path).key(f32_testbed.core, graph, devices, strategy="test")
+    reason = background.store_verified(f32_testbed.core, tmp_path, key, prepared, graph, model, candidate,
+                                       device_name=f32_testbed.hetero, alternatives=[split], support=support)
+    stored = json.loads(PlacementCache(tmp_path).entries()[0].read_text())["payload"]
+    assert "alternative:heft" in stored["verification"]["median_ms"], stored["verification"]
+    assert reason is None or reason.startswith("verification abstained")
+
+
 def test_cache_list_says_pending_and_failed(thread_core, tmp_path, capsys):
     from ov_autoplace.cli.main import main
 

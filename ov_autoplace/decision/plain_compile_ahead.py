@@ -1,0 +1,126 @@
+"""The plain call's compile, started on a thread while the default path decides, used when the decision keeps it.
+
+A first start pays the decision before it compiles: a folded clone, the graph, the cache key and the prior
+(ResNet-50: ~15 ms of work plus ~30 ms of first imports with no bytecode cache; the compile itself ~100 ms).
+Almost always the decision is the plain call's placement - HETERO's first device, compiled exactly as
+``core.compile_model(model, device, config)`` would be (``first_start._compile``). OpenVINO's ``compile_model``
+releases the GIL, so that compile runs on a thread while Python decides, and the call then costs about
+``max(compile, decision)`` instead of their sum. The decision is made as before and is not changed by this:
+
+* decided the plain call's device -> the compile made ahead is returned (the same model object, device and
+  properties ``_compile`` would pass; if it raised, ``_compile`` runs again and raises where it always did);
+* decided anything else (a split, another device) -> the compile made ahead is discarded and joined first, so
+  the call never leaves a thread behind; that start paid up to one extra plain compile.
+
+So that the discarded case stays rare it is started only when the decision is unlikely to deviate (:func:`start`):
+no ``profile="now"`` and no pins (their callers check), no note that this model's last decision deviated (a
+cached, verified split is used on every warm start: :func:`note_decision` keeps the note, beside the
+single-device index, keyed the same way), and not every device's name matching a calibrated device (only a
+calibrated prior may run its deviation before verification; ``costmodel/device_names.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("ov_autoplace")
+
+
+class PlainCompileAhead:
+    """``core.compile_model(model, device, properties)`` running on a thread; :meth:`take` or :meth:`discard` it."""
+
+    def __init__(self, core: Any, model: Any, device: str, properties: dict):
+        self.device = device
+        self.compiled = None
+        self.error: BaseException | None = None
+        self.seconds = float("nan")
+        self._taken = False
+        self._thread = threading.Thread(target=self._run, args=(core, model, device, properties),
+                                        name=f"ov_autoplace plain compile ({device})", daemon=False)
+        self._thread.start()
+
+    def _run(self, core, model, device, properties) -> None:
+        started = time.perf_counter()
+        try:
+            self.compiled = core.compile_model(model, device, properties)
+        except BaseException as exc:  # noqa: BLE001 - kept: the main thread compiles again and raises it there
+            self.error = exc
+        self.seconds = time.perf_counter() - started
+
+    def take(self, device: str | None):
+        """The compiled model if ``device`` is the one compiled ahead and it compiled, else None (discarded).
+
+        Joins the thread first, whatever the answer; only the first call answers (later ones return None).
+        """
+        self._thread.join()
+        if self._taken:
+            return None
+        self._taken = True
+        compiled, self.compiled = self.compiled, None
+        if device != self.device or compiled is None:
+            logger.debug("plain compile ahead on %s discarded (%s; %.0f ms)", self.device,
+                         f"error: {self.error!r}" if self.error is not None else f"the decision is {device}",
+                         1e3 * self.seconds)
+            return None
+        logger.debug("plain compile ahead on %s used (%.0f ms, overlapped with the decision)", device,
+                     1e3 * self.seconds)
+        return compiled
+
+    def discard(self) -> None:
+        """Join the thread and drop what it compiled (nothing to do after :meth:`take`)."""
+        self.take(None)
+
+
+def _note_path(root: Path, index_key: dict) -> Path:
+    digest = hashlib.sha256(json.dumps(index_key, sort_keys=True).encode()).hexdigest()[:40]
+    return Path(root) / "placements" / f"deviates-{digest}.json"
+
+
+def deviation_noted(root: Path, index_key: dict | None) -> bool:
+    """Whether the last decision for this model (``single_device_index.index_key``) was not the plain call's."""
+    return index_key is not None and os.path.lexists(_note_path(root, index_key))
+
+
+def note_decision(root: Path, index_key: dict, *, deviates: bool, noted: bool) -> None:
+    """Keep the note in step with the decision just made (best effort: it only steers :func:`start`)."""
+    if deviates == noted:
+        return
+    path = _note_path(root, index_key)
+    try:
+        if deviates:
+            from ov_autoplace.cache.root import private_subdir
+            from ov_autoplace.model.loading import write_private_atomic
+
+            private_subdir(root, "placements")
+            write_private_atomic(path, json.dumps({"key": index_key, "why": "the decision was not the plain call's "
+                                                   "device: do not compile it ahead"}))
+        else:
+            os.unlink(path)
+    except (OSError, TypeError, ValueError) as exc:  # an untrusted root was warned about by the index lookup
+        logger.debug("compile-ahead note not %s (%s)", "written" if deviates else "removed", exc)
+
+
+def start(req: Any, properties: dict, *, noted: bool) -> PlainCompileAhead | None:
+    """Start the plain call's compile when the decision is unlikely to deviate (see the module docstring)."""
+    if noted:
+        return None
+    from ov_autoplace.costmodel.device_names import may_all_be_recognized
+    from ov_autoplace.devices.facts import read_device_facts
+
+    try:
+        if may_all_be_recognized(read_device_facts(req.core, d).full_name for d in req.devices):
+            return None
+    except Exception as exc:  # noqa: BLE001 - a damaged platform file: the prior reports it; just do not start
+        logger.debug("plain compile ahead not started (%s: %s)", type(exc).__name__, exc)
+        return None
+    return PlainCompileAhead(req.core, req.model, req.devices[0], properties)
+
+
+__all__ = ["PlainCompileAhead", "deviation_noted", "note_decision", "start"]

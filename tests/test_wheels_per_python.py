@@ -1,0 +1,53 @@
+"""A manylinux wheel for each other CPython on this machine, built from the sdist and checked in a fresh venv.
+
+``tools/wheels.py`` (``bash run.sh wheels``) does this for every CPython it finds; this is the same, step by
+step, for the CPythons the ``openvino`` release has wheels for other than the one running the suite (whose
+wheel ``tests/test_wheel_install.py`` builds from the checkout, installs and checks). One isolated build of the
+sdist per CPython, under ``nice``, one at a time: each wheel is also the check that the sdist builds on that
+CPython. A CPython this machine does not have is skipped, saying which and where it was looked for.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools import wheels
+
+RUNNING = "%d.%d" % sys.version_info[:2]
+OTHERS = [minor for minor in wheels.OPENVINO_PYTHONS if minor != RUNNING]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pythons() -> dict[str, Path]:
+    return wheels.find_pythons()
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory) -> Path:
+    pytest.importorskip("auditwheel")
+    return wheels.build_sdist(tmp_path_factory.mktemp("sdist"))
+
+
+@pytest.mark.parametrize("minor", OTHERS)
+def test_wheel_from_the_sdist_is_manylinux_and_works_in_a_fresh_venv(minor, pythons, request, tmp_path):
+    if minor not in pythons:
+        pytest.skip(f"CPython {minor} is not on this machine (looked in $PYENV_ROOT/versions, python{minor} on "
+                    f"PATH); found {sorted(pythons)}")
+    sdist = request.getfixturevalue("sdist")  # built once, and only when a CPython is there to build it
+    result = wheels.build_and_check(minor, pythons[minor], sdist, tmp_path / "out", tmp_path / "work")
+    assert result.error is None, result.error
+    tag = "cp" + minor.replace(".", "")
+    assert re.fullmatch(rf"ov_autoplace-[\w.]+-{tag}-{tag}-manylinux_2_\d+_x86_64\.whl", result.wheel.name)
+    assert not result.shown.problems(), result.shown.text  # manylinux symbols; libopenvino the only external lib
+    check = result.check
+    assert check["python"].startswith(minor + ".") and f"/python{minor}/site-packages/" in check["ov_autoplace"]
+    assert check["native"] == "ov_autoplace._native"
+    assert check["default_equal"], "compile_model(model) must be core.compile_model(model) on a CPU-only machine"
+    assert check["testbed_devices"] == ["CPU", "CPUF"] and check["testbed_close"], check
+    print(f"{result.wheel.name}: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items()))
