@@ -19,8 +19,8 @@ from ov_autoplace.cache.profile_store import ProfileStore
 from ov_autoplace.costmodel.profiler import profile_model
 from ov_autoplace.costmodel.sim_costs import cost_model_for
 
-if TYPE_CHECKING:  # the strategies package imports the cost model; avoid the cycle at run time
-    from ov_autoplace.strategies.base import PlacementContext
+if TYPE_CHECKING:
+    from ov_autoplace.placement.context import PlacementContext
 
 #: A short link calibration: links are cheap on host-memory devices and the
 #: result is cached per device set, but the first compile on a machine pays it.

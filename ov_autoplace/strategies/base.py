@@ -9,23 +9,11 @@ learned HSDAG policy and the baselines all plug in here.
 from __future__ import annotations
 
 import abc
-import dataclasses
+
 import numpy as np
-import openvino as ov
 
-from ov_autoplace.graph.arrays import GraphArrays
-
-
-@dataclasses.dataclass
-class PlacementContext:
-    """What a strategy may look at besides the graph."""
-
-    graph: GraphArrays
-    devices: tuple[str, ...]
-    support: np.ndarray  # bool (nodes x devices), from core.query_model
-    core: ov.Core | None = None
-    model: ov.Model | None = None
-    seed: int = 0
+# the context lives below the cost model, which reads it too (placement/context.py); strategies import it here
+from ov_autoplace.placement.context import PlacementContext  # noqa: F401
 
 
 class PlacementStrategy(abc.ABC):

@@ -1,0 +1,30 @@
+"""What a strategy, a cost provider or the legalizer's callers know about the model being placed.
+
+Its own module below the cost model and the strategies, because both read it: a cost provider builds a
+CostModel for a context (``costmodel/providers.py``), a strategy proposes a device per node for one
+(``strategies/base.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import openvino as ov
+
+from ov_autoplace.graph.arrays import GraphArrays
+
+
+@dataclasses.dataclass
+class PlacementContext:
+    """What a strategy may look at besides the graph."""
+
+    graph: GraphArrays
+    devices: tuple[str, ...]
+    support: np.ndarray  # bool (nodes x devices), from core.query_model
+    core: ov.Core | None = None
+    model: ov.Model | None = None
+    seed: int = 0
+
+
+__all__ = ["PlacementContext"]
