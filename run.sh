@@ -45,7 +45,7 @@ setup() {
   # Build tools and the exact OpenVINO the extension links go into the venv
   # first, then the package builds without isolation against that OpenVINO.
   # The OpenVINO pin is pyproject.toml's (the extension loads only with the release it was built against).
-  python -m pip install -q "scikit-build-core>=0.10" "pybind11>=3.0" "setuptools>=68" "openvino==2026.4.1" numpy
+  python -m pip install -q "scikit-build-core>=0.10" "pybind11>=3.0" "setuptools>=70.1" "openvino==2026.4.1" numpy
   # The two distributions, editable: the runtime (with the C++ extension), then the lab that registers with it.
   python -m pip install -q --no-build-isolation -e ".[dev]"
   python -m pip install -q --no-build-isolation -e "./lab[zoo,train,pictures]"
