@@ -25,7 +25,7 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import DEFAULT_BATCH, DEFAULT_DIM, resolve_shapes
-from ov_autoplace.strategies.registry import strategy_names
+from ov_autoplace.strategies.registry import LAB_STRATEGIES, strategy_names
 from ov_autoplace.devices.testbed import make_testbed
 from ov_autoplace.devices.timing import measure_latency, random_inputs
 
@@ -92,7 +92,9 @@ def add_run_args(parser: argparse.ArgumentParser, *, niter_default: int | None =
 def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--model", required=True, help="model file OpenVINO can read (IR .xml, .onnx, ...)")
     add_device_args(parser)
-    parser.add_argument("--strategy", default=None, choices=strategy_names(),
+    # the lab's names are accepted here even without the lab: the API then says what to install, in one line
+    names = strategy_names()
+    parser.add_argument("--strategy", default=None, choices=names + [n for n in LAB_STRATEGIES if n not in names],
                         help="placement strategy (default: the library's, as compile_model: a stored profile or "
                              "the prior, nothing measured; `ov-autoplace strategies` lists them)")
     parser.add_argument("--pin-node", dest="pin", action="append", default=[], metavar="NODE=DEVICE",

@@ -223,3 +223,16 @@ def test_a_lab_command_without_the_lab_is_one_line_and_exit_2(command, monkeypat
     assert cli_main.main([command, "--help"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"`ov-autoplace {command}`" in err[0] and "pip install ov-autoplace-lab" in err[0]
+
+
+def test_a_lab_strategy_without_the_lab_is_one_line_and_exit_2(ir_path, monkeypatch, capsys):
+    from ov_autoplace.strategies import registry
+
+    monkeypatch.setattr(registry, "_entry_points", lambda group: [])  # what a runtime-only install registers
+    registry.plugin_strategies.cache_clear()
+    try:
+        assert main(["place", "-m", str(ir_path), "--testbed", "--strategy", "rnn_placer", "--no-measure"]) == 2
+    finally:
+        registry.plugin_strategies.cache_clear()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'rnn_placer' is part of the lab" in err[0] and "pip install ov-autoplace-lab" in err[0]
