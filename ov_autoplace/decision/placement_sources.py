@@ -92,11 +92,15 @@ def fast_single_device(core: "ov.Core", devices: tuple[str, ...]) -> Decision | 
 
 
 def _single_placement(graph: "GraphArrays", devices: tuple[str, ...], device: str, strategy: str) -> "Placement":
+    import numpy as np
+
     from ov_autoplace.graph.arrays import NodeRole
     from ov_autoplace.placement.assignment import Placement
 
-    # what the legalizer makes of "everything on one device", built directly (it is on every first start)
-    compute = frozenset(n for n, r in zip(graph.names, graph.role) if r == NodeRole.COMPUTE)
+    # what the legalizer makes of "everything on one device", built directly (it is on every first start); the
+    # roles compared as one array (comparing each int8 with the IntEnum took 2 ms on BERT-base's 501 nodes)
+    is_compute = (np.asarray(graph.role) == NodeRole.COMPUTE).tolist()
+    compute = frozenset(n for n, k in zip(graph.names, is_compute) if k)
     return Placement(assignment=dict.fromkeys(graph.names, device), devices=tuple(devices), strategy=strategy,
                      compute_nodes=compute, num_submodels=1 if compute else 0)
 
