@@ -11,7 +11,7 @@ from openvino import opset13 as ops
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.sim_costs import post_op_fusion
 from ov_autoplace.costmodel.simulator import Simulator, memory_ok, simulate
-from ov_autoplace.costmodel.anchors import AnchorFixer, fix_anchors
+from ov_autoplace.costmodel.anchors import fix_anchors
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
@@ -148,27 +148,6 @@ def test_submodels_agree_with_legalize(name):
     counts = sim.num_submodels(placements)
     assert counts.tolist() == [count_islands(graph, p, sim.active) for p in placements]
     assert sim.num_submodels(fix_anchors(graph, np.zeros(graph.num_nodes, np.int64), 3)) == 1
-
-
-def _legalized(graph, proposal, num_devices, support):
-    devices = tuple(f"D{d}" for d in range(num_devices))
-    placement = legalize(graph, proposal, devices, support)
-    return np.array([devices.index(placement.assignment[name]) for name in graph.names])
-
-
-@pytest.mark.parametrize("name", sorted(sg.PLACEMENT_GRAPHS) + ["with_if", "bool_and_string"])
-def test_fix_anchors_matches_legalize(name):
-    builder = getattr(sg, name)
-    graph = extract_graph(prepare_model(builder()))
-    rng = np.random.default_rng(11)
-    support = rng.random((graph.num_nodes, 3)) < 0.7
-    support[:, 0] = True  # some device always works, as the CPU does
-    proposals = rng.integers(0, 3, (25, graph.num_nodes))
-    for supp in (None, support):
-        fixed = AnchorFixer(graph, 3, supp)(proposals)
-        full = np.ones((graph.num_nodes, 3), bool) if supp is None else supp
-        for proposal, row in zip(proposals, fixed):
-            np.testing.assert_array_equal(row, _legalized(graph, proposal, 3, full))
 
 
 def test_memory_ok():

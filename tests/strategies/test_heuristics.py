@@ -13,7 +13,6 @@ from ov_autoplace.strategies.optimum_strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
-from ov_autoplace.costmodel.list_scheduling import IncrementalPlacer, critical_path, upward_rank
 from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
 from ov_autoplace.strategies.heft import HeftStrategy
 from tests import synthetic_graphs as sg
@@ -64,57 +63,6 @@ def test_best_single_device_ties_go_to_the_first_device():
         **cost.to_dict(), "compute_ms": np.repeat(cost.compute_ms[:, :1], 2, axis=1).tolist(),
         "unfused_ms": np.repeat(cost.unfused_ms[:, :1], 2, axis=1).tolist(), "submodel_overhead_ms": [0.1, 0.1]})
     assert (BestSingleDeviceStrategy(same).propose(context_for(graph, same)) == 0).all()
-
-
-def test_incremental_placer_prices_placements_exactly():
-    """With Parameters and followers fixed where the legalizer puts them, the running total is the model's latency."""
-    graph = small_graph(4, 11)
-    cost = random_cost(graph, 3, 4, unsupported=0.0)
-    follower = CostTerms(cost, graph).follower  # the greedy leaves these to the legalizer: make them free
-    fused_into = np.where(follower | follower[np.maximum(cost.fused_into, 0)], -1, cost.fused_into)
-    cost = CostModel.from_dict({**cost.to_dict(), "fused_into": fused_into.tolist(),
-                                "compute_ms": np.where(follower[:, None], 0.0, cost.compute_ms).tolist(),
-                                "unfused_ms": np.where(follower[:, None], 0.0, cost.unfused_ms).tolist()})
-    terms = CostTerms(cost, graph)
-    assert terms.follower.any() and terms.parameter.any()
-    rng = np.random.default_rng(4)
-    for _ in range(10):
-        device, _ = legal(graph, rng.integers(0, 3, graph.num_nodes), cost.devices)
-        placer = IncrementalPlacer(terms)
-        for i in rng.permutation(np.flatnonzero(terms.active)).tolist():  # any order
-            placer.place(i, int(device[i]))
-        anchors_free = brute_latency(cost, graph, device, memory=False) - _anchor_transfers(terms, device)
-        assert abs(placer.total_ms - anchors_free) < 1e-9
-
-
-def _anchor_transfers(terms, device):
-    """Transfers out of Parameters, which the greedy leaves to the legalizer."""
-    total = 0.0
-    for s, nbytes, consumers in terms.outputs:
-        if terms.parameter[s]:
-            receivers = {int(device[c]) for c in consumers} - {int(device[s])}
-            total += sum(terms.link_ms(nbytes)[device[s], b] for b in receivers)
-    return total
-
-
-def test_heft_rank_order_is_topological():
-    graph = small_graph(5, 11)
-    terms = CostTerms(random_cost(graph, 2, 5), graph)
-    rank = upward_rank(terms)
-    for s, _, consumers in terms.outputs:
-        for c in consumers:
-            if terms.active[s] and terms.active[c]:
-                assert rank[s] > rank[c]
-
-
-def test_critical_path_is_a_heaviest_path():
-    graph = small_graph(6, 11)
-    terms = CostTerms(random_cost(graph, 2, 6, unsupported=0.0), graph)
-    path = critical_path(terms)
-    edges = {(s, c) for s, _, cs in terms.outputs for c in cs}
-    assert all((a, b) in edges for a, b in zip(path, path[1:]))
-    weight = terms.compute_cost.min(axis=1)
-    assert weight[path].sum() >= weight[terms.active].max()
 
 
 def test_a_cost_model_of_another_model_is_rejected():
