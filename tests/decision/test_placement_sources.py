@@ -93,7 +93,9 @@ def test_profile_now_measures_and_verifies(thread_core, tmp_path, caplog):
     assert "verification (" in source and "paired rounds" in source
     (entry,) = PlacementCache(tmp_path).entries()
     stored = json.loads(entry.read_text())["payload"]
-    assert stored["verification"]["decision"] in ("kept", "plain") and stored["verification"]["digest"]
+    assert stored["verification"]["decision"] in ("kept", "plain", "abstained") and stored["verification"]["digest"]
+    if stored["verification"]["decision"] == "abstained":  # the machine was too noisy to decide: the plain call
+        assert stored["verification"]["chosen"] == "plain" and "-> plain" in source
     device = compiled.get_property("EXECUTION_DEVICES")
     assert device == (["CPU"] if stored["verification"]["chosen"] == "single:CPU" else ["CPUS"])
 
