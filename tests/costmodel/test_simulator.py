@@ -17,6 +17,7 @@ from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
 from ov_autoplace.placement.submodels import count_islands
 from ov_autoplace.model.prepare import prepare_model
+from tests.costmodel.test_anchors import _legalized  # the reference the anchor fixer is checked against
 from tests import synthetic_graphs as sg
 
 
