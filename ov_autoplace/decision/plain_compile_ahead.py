@@ -21,7 +21,6 @@ calibrated prior may run its deviation before verification; ``costmodel/device_n
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -79,8 +78,9 @@ class PlainCompileAhead:
 
 
 def _note_path(root: Path, index_key: dict) -> Path:
-    digest = hashlib.sha256(json.dumps(index_key, sort_keys=True).encode()).hexdigest()[:40]
-    return Path(root) / "placements" / f"deviates-{digest}.json"
+    from ov_autoplace.decision.single_device_index import key_digest
+
+    return Path(root) / "placements" / f"deviates-{key_digest(index_key)}.json"
 
 
 def deviation_noted(root: Path, index_key: dict | None) -> bool:

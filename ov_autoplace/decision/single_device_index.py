@@ -49,9 +49,13 @@ def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
     return key
 
 
+def key_digest(key: dict[str, Any]) -> str:
+    """The file-name digest of an index key (this index's entries and the compile-ahead notes use it)."""
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+
+
 def _path(root: Path, key: dict[str, Any]) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
-    return Path(root) / "placements" / f"single-{digest}.json"
+    return Path(root) / "placements" / f"single-{key_digest(key)}.json"
 
 
 def lookup(root: Path, key: dict[str, Any]) -> tuple[str, str] | None:
