@@ -5,7 +5,7 @@
 
 ``--amortise`` runs issue 22's three steps on top of the policy at ``--init`` (default: the shipped one):
 target generation as Ray tasks, imitation + REINFORCE, and the held-out evaluation against the start
-policy (``python -m ov_autoplace_lab.training.amortise``; see TRAINING.md). It writes the policy to
+policy (``python -m ov_autoplace_lab.training.amortise``; see docs/training.md). It writes the policy to
 ``--output`` (default ``<workdir>/amortised.npz``: never into the package unless ``--output`` names it).
 
 The first form is
@@ -18,7 +18,7 @@ equivalent to
 
 The recipe (tasks, weights, hyper-parameters) is ``lab/ov_autoplace_lab/training/pretrain.py``
 (``PRETRAIN_CONFIG``, ``PRETRAIN_POLICY``, ``PretrainTasks``); how it was run, on what and how
-long it took is in ``ov_autoplace/policy/pretrained/TRAINING.md``. Needs the zoo IRs
+long it took is in ``docs/training.md``. Needs the zoo IRs
 (``python -m ov_autoplace_lab.models``) and, for the measured-testbed tasks, the testbed profiles
 (``costmodel.profiler``; profiled on first use, cached). Interrupted runs continue with
 ``--resume``.

@@ -9,7 +9,7 @@ Examples::
     python -m ov_autoplace_lab.commands.train_command --model model.xml --measured --device testbed --init pretrained \\
         --steps 6 --samples 8 --output mine.npz
 
-    # the recipe of the shipped policy (see ov_autoplace/policy/pretrained/TRAINING.md)
+    # the recipe of the shipped policy (see docs/training.md)
     python -m ov_autoplace_lab.commands.train_command --pretrain --output hsdag_v1.npz --log pretrain.jsonl
 
     # imitation of the search's best placements (targets as Ray tasks), then REINFORCE, then the held-out

@@ -1,4 +1,4 @@
-"""The pretrained HSDAG policy shipped with ov_autoplace (``hsdag_v1.npz``; how it was made: ``TRAINING.md``).
+"""The pretrained HSDAG policy shipped with ov_autoplace (``hsdag_v1.npz``; how it was made: ``docs/training.md`` in the repository).
 
 Data only: load it with ``NumpyHSDAGPolicy.load(PRETRAINED_POLICY)`` (numpy, no torch) or use
 ``HSDAGStrategy(PRETRAINED_POLICY, cost)``.

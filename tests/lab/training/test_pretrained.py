@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,7 +32,9 @@ print("placed", graph.num_nodes)
 
 def test_shipped_policy_is_small_and_documented():
     assert PRETRAINED_POLICY.is_file() and PRETRAINED_POLICY.stat().st_size < 1_000_000
-    assert (PRETRAINED_POLICY.parent / "TRAINING.md").is_file()
+    # the training notes live with the docs, outside the runtime wheel
+    assert (Path(__file__).resolve().parents[3] / "docs" / "training.md").is_file()
+    assert not (PRETRAINED_POLICY.parent / "TRAINING.md").exists()
     header = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).header
     # the recipe module's name when the shipped file was made, before the training moved into the lab
     assert header["metadata"]["recipe"] in ("ov_autoplace.policy.train.pretrain", "ov_autoplace_lab.training.pretrain")
