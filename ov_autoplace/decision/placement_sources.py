@@ -254,9 +254,14 @@ def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, veri
         return decision  # the user's call, or HETERO's own first device: the plain call's placement
     candidate = decision_to_placement(decision, graph, req.devices)
     support = _support(req, prepared, graph)
-    alternatives = runner_ups(graph, req.devices, support, decision.runner_up_cost, max_submodels=req.max_submodels)
-    if not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
-        return decision
+    # The runner-ups (HEFT on the same costs) are placed here only when they are measured now or decide whether
+    # anything needs measuring; a candidate that already needs it goes to the worker, which places its own.
+    alternatives = ()
+    if verify_now or not needs_verification(candidate, graph, support):
+        alternatives = runner_ups(graph, req.devices, support, decision.runner_up_cost,
+                                  max_submodels=req.max_submodels)
+        if not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
+            return decision
     if verify_now:
         verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
                                               properties=req.props, model=req.placement_model,

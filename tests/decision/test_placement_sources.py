@@ -254,6 +254,25 @@ def _request(core, devices, model):
                                  spec=parse_device_string("HETERO:" + ",".join(devices)), max_submodels=8, seed=0)
 
 
+def test_settle_leaves_the_runner_ups_to_the_worker_when_the_candidate_is_measured_there(thread_core, monkeypatch):
+    """A first start that hands a deviation to the worker does not place HEFT's runner-up on the app's thread: the
+    worker places its own (``background_worker``). ``profile="now"`` and a candidate that is the plain call's
+    placement still need them (to measure now; to know whether anything needs measuring)."""
+    from ov_autoplace.decision import verification
+
+    placed = []  # calls of runner_ups (each would place HEFT on the model)
+    monkeypatch.setattr(verification, "runner_ups", lambda *a, **k: placed.append(1) or [])
+    model = sg.residual()
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    req = _request(thread_core, ("CPUS", "CPU"), model)
+    deviates = placement_sources.Decision("prior", single_device="CPU", runner_up_cost=object())
+    assert placement_sources.settle(req, deviates, prepared, graph, verify_now=False).pending and placed == []
+    plain_with_runner_up = placement_sources.Decision("prior", single_device="CPUS", runner_up_cost=None)
+    assert placement_sources.settle(req, plain_with_runner_up, prepared, graph, verify_now=False) \
+        is plain_with_runner_up and placed == []  # HETERO's first device, no runner-up: nothing to place
+
+
 def test_settle_lets_only_a_calibrated_prior_deviate_before_verification(thread_core):
     model = sg.residual()
     prepared = prepare_model(model)
