@@ -23,6 +23,15 @@ tie together the unrelated users of a shared weight.
 
 All of it is vectorised: pointer jumping over a parent array (O(N log L) for
 chains of length L).
+
+**Cost cuts** (``node_class``, issue 22): the paper's chains are the policy's
+placement unit, and the search splits inside them (gpt2_decoder on ``paper``:
+an embedding Gather in a chain of CPU-cheap Reshape/Convert/Add, a MatMul
+between a CPU-cheap MVN and VariadicSplit; the best chain-constant placement is
+1.137x the search's). Given a class per node, two nodes merge only when their
+classes are equal, so a chain is cut where the class changes.
+:func:`preferred_device_class` gives the class the policy uses: the device
+each node is cheapest on under the cost model (available at inference).
 """
 
 from __future__ import annotations
@@ -76,8 +85,14 @@ def unique_pairs(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, 
     return key // n, key % n
 
 
-def chain_coarsen(graph: GraphArrays) -> Coarsening:
-    """Chain-collapse ``graph`` (see the module docstring)."""
+def preferred_device_class(compute_us: np.ndarray) -> np.ndarray:
+    """int64 [N]: the device each node's compute is cheapest on (``compute_us`` [N, D]; ties: the lowest index)."""
+    return np.asarray(compute_us).argmin(axis=1).astype(np.int64)
+
+
+def chain_coarsen(graph: GraphArrays, node_class: np.ndarray | None = None) -> Coarsening:
+    """Chain-collapse ``graph`` (see the module docstring); with ``node_class`` (int [N]) a chain is cut wherever
+    the class of consecutive nodes changes."""
     n = graph.num_nodes
     role = graph.role
     src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
@@ -90,6 +105,11 @@ def chain_coarsen(graph: GraphArrays) -> Coarsening:
     s, t = unique_pairs(*(a[active[src] & active[dst]] for a in (src, dst)), n)
     out_count, in_count = np.bincount(s, minlength=n), np.bincount(t, minlength=n)
     merge = (out_count[s] == 1) & (in_count[t] == 1)
+    if node_class is not None:
+        node_class = np.asarray(node_class)
+        if node_class.shape != (n,):
+            raise ValueError(f"node_class must have one entry per node ({n}), got shape {node_class.shape}")
+        merge &= node_class[s] == node_class[t]
     parent[t[merge]] = s[merge]
 
     # 2. followers point at their first non-Result consumer (edges are ordered by consumer id)
@@ -115,4 +135,4 @@ def chain_coarsen(graph: GraphArrays) -> Coarsening:
                       member_count=np.bincount(group_of_node, minlength=num_groups).astype(np.int64))
 
 
-__all__ = ["Coarsening", "chain_coarsen", "resolve_roots", "unique_pairs"]
+__all__ = ["Coarsening", "chain_coarsen", "preferred_device_class", "resolve_roots", "unique_pairs"]

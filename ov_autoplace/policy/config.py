@@ -16,6 +16,10 @@ from ov_autoplace.policy.features import (
 )
 from ov_autoplace.policy.inputs import COARSE_EXTRA_NAMES
 
+#: How the graph is grouped before the GCN (``coarsen.py``): ``chain`` = the paper's chains (what ``hsdag_v1`` was
+#: trained with); ``cost_cut`` = chains cut wherever the device a node is cheapest on changes (issue 22).
+COARSENING_RULES = ("chain", "cost_cut")
+
 #: Per-(group, device) placer inputs besides the mean node-device features:
 #: ``log1p(sum of members' compute_us on d) / 10`` and that minus its minimum over devices.
 GROUP_COST_FEATURE_NAMES = ("log_group_compute_us", "log_group_vs_best_device")
@@ -28,6 +32,8 @@ class HSDAGConfig:
     ``score_threshold``: an edge can be kept by graph parsing only if its score
     ``sigmoid(MLP(z_u * z_v))`` is at least this (0.5 = non-negative logit);
     parsing stops when no edge qualifies or after ``max_pool_iterations``.
+    ``coarsening``: one of :data:`COARSENING_RULES`; left out of :meth:`to_dict` when ``chain`` so the
+    policies exported before it existed keep their header and digest.
     """
 
     hidden: int = 128  # the paper's size
@@ -37,12 +43,15 @@ class HSDAGConfig:
     pos_dim: int = POS_DIM
     vocab: tuple[str, ...] = OP_VOCAB
     feature_config: NodeFeatureConfig = NodeFeatureConfig()
+    coarsening: str = "chain"
 
     def __post_init__(self) -> None:
         if self.hidden < 1 or self.num_gcn_layers < 1 or self.max_pool_iterations < 0:
             raise ValueError(f"need hidden >= 1, num_gcn_layers >= 1, max_pool_iterations >= 0; got {self}")
         if not 0.0 < self.score_threshold < 1.0:
             raise ValueError(f"score_threshold must be in (0, 1), got {self.score_threshold}")
+        if self.coarsening not in COARSENING_RULES:
+            raise ValueError(f"coarsening must be one of {COARSENING_RULES}, got {self.coarsening!r}")
         object.__setattr__(self, "vocab", tuple(self.vocab))
 
     @property
@@ -65,6 +74,8 @@ class HSDAGConfig:
         out = dataclasses.asdict(self)
         out["vocab"] = list(self.vocab)
         out["feature_config"] = self.feature_config.to_dict()
+        if self.coarsening == "chain":  # the default is implicit: older policy files and digests stay as they were
+            del out["coarsening"]
         return out
 
     @classmethod
@@ -75,4 +86,4 @@ class HSDAGConfig:
         return cls(**data)
 
 
-__all__ = ["GROUP_COST_FEATURE_NAMES", "HSDAGConfig"]
+__all__ = ["COARSENING_RULES", "GROUP_COST_FEATURE_NAMES", "HSDAGConfig"]

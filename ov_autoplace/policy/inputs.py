@@ -15,6 +15,10 @@ GCN then runs on the *coarsened* graph. A coarse node's features are
 Per-device inputs are kept as per-coarse-node *sums* (node-device features,
 compute microseconds) plus member counts, so any later grouping of coarse
 nodes (the learned pooling) can form exact means and totals over original nodes.
+
+``coarsening="cost_cut"`` cuts the chains where the device a node is cheapest
+on changes (``coarsen.preferred_device_class`` of the same compute microseconds
+the placer reads), so the policy can split a chain where its costs say so.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
-from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
+from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen, preferred_device_class
 from ov_autoplace.policy.features import (
     OP_VOCAB,
     POS_DIM,
@@ -81,13 +85,22 @@ class PolicyArrays:
 
 def build_policy_arrays(graph: GraphArrays, cost: CostModel, config: NodeFeatureConfig = NodeFeatureConfig(), *,
                         vocab: tuple[str, ...] = OP_VOCAB, pos_dim: int = POS_DIM,
-                        coarsening: Coarsening | None = None) -> PolicyArrays:
-    """Features, chain coarsening and device inputs of ``graph`` under ``cost`` (both of the prepared model)."""
+                        coarsening: Coarsening | None = None, coarsening_rule: str = "chain") -> PolicyArrays:
+    """Features, coarsening and device inputs of ``graph`` under ``cost`` (both of the prepared model).
+    ``coarsening``: a ready grouping (an ablation); else ``coarsening_rule`` (``HSDAGConfig.coarsening``)."""
     if tuple(cost.node_names) != tuple(graph.names):
         raise ValueError(
             f"the CostModel describes {cost.num_nodes} nodes that are not the {graph.num_nodes} nodes of this graph; "
             "build it for the same prepared model (ov_autoplace.model.prepare.prepare_model)")
-    coarse = coarsening if coarsening is not None else chain_coarsen(graph)
+    node_us = group_compute_us(cost, graph)
+    if coarsening is not None:
+        coarse = coarsening
+    elif coarsening_rule == "cost_cut":
+        coarse = chain_coarsen(graph, preferred_device_class(node_us))
+    elif coarsening_rule == "chain":
+        coarse = chain_coarsen(graph)
+    else:
+        raise ValueError(f"unknown coarsening rule {coarsening_rule!r}; expected 'chain' or 'cost_cut'")
     group, num = coarse.group_of_node, coarse.num_groups
     count = coarse.member_count.astype(np.float64)
 
@@ -108,7 +121,7 @@ def build_policy_arrays(graph: GraphArrays, cost: CostModel, config: NodeFeature
         node_coarse=group.astype(np.int64),
         device_x=device_features(cost, graph),
         node_device_sum=segment_sum(nd, group, num).astype(np.float32),
-        compute_us=segment_sum(group_compute_us(cost, graph), group, num).astype(np.float32),
+        compute_us=segment_sum(node_us, group, num).astype(np.float32),
         devices=tuple(cost.devices),
     )
 

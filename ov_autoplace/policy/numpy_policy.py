@@ -113,7 +113,8 @@ class NumpyHSDAGPolicy:
                feature_config: NodeFeatureConfig | None = None) -> PolicyArrays:
         """Policy inputs of ``graph`` with this policy's vocabulary (ablation: ``feature_config``)."""
         c = self.config
-        return build_policy_arrays(graph, cost, feature_config or c.feature_config, vocab=c.vocab, pos_dim=c.pos_dim)
+        return build_policy_arrays(graph, cost, feature_config or c.feature_config, vocab=c.vocab, pos_dim=c.pos_dim,
+                                   coarsening_rule=c.coarsening)
 
     def forward(self, arrays: PolicyArrays) -> NumpyPolicyOutput:
         c = self.config

@@ -63,7 +63,7 @@ class PolicyInputs:
                    config: HSDAGConfig = HSDAGConfig(), device: str | torch.device = "cpu") -> "PolicyInputs":
         """Features and coarsening of ``graph`` (ablation switches: ``feature_config``, else ``config``'s)."""
         arrays = build_policy_arrays(graph, cost, feature_config or config.feature_config, vocab=config.vocab,
-                                     pos_dim=config.pos_dim)
+                                     pos_dim=config.pos_dim, coarsening_rule=config.coarsening)
         return cls.from_arrays(arrays, device)
 
     @property

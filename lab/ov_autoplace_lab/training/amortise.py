@@ -51,7 +51,8 @@ def _options(args: argparse.Namespace) -> TargetOptions:
 def cmd_targets(args: argparse.Namespace) -> int:
     from ov_autoplace_lab.training.distributed import generate_targets
 
-    specs = evaluation_specs() + training_specs(args.zoo_variants, args.family_count, args.family_variants)
+    specs = evaluation_specs() + training_specs(args.zoo_variants, args.family_count, args.family_variants,
+                                                args.extra_family_count)
     if args.limit:
         specs = specs[:args.limit]
     options = _options(args)
@@ -68,8 +69,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
                              reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
-                             split_weight=args.split_weight)
-    out = train_amortised(args.dir, args.output, config, init=args.init, log_path=args.log,
+                             split_weight=args.split_weight, coarsening=args.coarsening)
+    specs = training_specs(extra_family_count=args.extra_family_count)
+    out = train_amortised(args.dir, args.output, config, init=args.init, log_path=args.log, specs=specs,
                           progress=not args.no_progress)
     print(f"wrote {out}")
     return 0
@@ -100,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--zoo-variants", type=int, default=8)
     t.add_argument("--family-count", type=int, default=30)
     t.add_argument("--family-variants", type=int, default=2)
+    t.add_argument("--extra-family-count", type=int, default=0,
+                   help="seeds of each of graph_family.EXTRA_KINDS (detection, decoder, multibranch, state_space)")
     t.add_argument("--limit", type=int, default=0, help="only the first N specs (a smoke run)")
     t.add_argument("--sigma", type=float, help="perturbation sigma (default: the held-out calibration error)")
     t.add_argument("--max-evaluations", type=int, default=6000, help="placements the local search prices per start")
@@ -116,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--lr", type=float, default=1e-3)
     r.add_argument("--split-weight", type=float, default=3.0, help="draw split-paying targets 1 + this as often")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--extra-family-count", type=int, default=0,
+                   help="train also on the targets of this many seeds of each graph_family.EXTRA_KINDS")
+    r.add_argument("--coarsening", choices=["chain", "cost_cut"],
+                   help="the policy's grouping (default: the start policy's); cost_cut lets it split a chain where "
+                        "the cheapest device changes")
     r.add_argument("--log", type=Path)
     r.set_defaults(run=cmd_train)
     e = sub.add_parser("evaluate", parents=[ray_args], help="held-out evaluation")

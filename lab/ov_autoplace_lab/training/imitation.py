@@ -60,6 +60,7 @@ class ImitationConfig:
     split_weight: float = 3.0  # tasks whose target beats the best single device by >= 2 % are drawn 1 + this as often
     seed: int = 0
     threads: int = 1
+    coarsening: str | None = None  # None: the start policy's; "cost_cut": chains cut where the cheapest device changes
 
 
 def active_mask(graph: GraphArrays) -> np.ndarray:
@@ -171,6 +172,18 @@ def _start_policy(init: str, config: ImitationConfig, envs):
     return torch_policy(Path(init))
 
 
+def with_coarsening(policy, coarsening: str | None):
+    """``policy`` with its config's grouping rule set to ``coarsening`` (same weights: the rule only changes which
+    nodes form a group, not the shapes of the layers); ``None`` keeps the policy as it is."""
+    if coarsening is None or coarsening == policy.config.coarsening:
+        return policy
+    from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy
+
+    regrouped = HSDAGPolicy(dataclasses.replace(policy.config, coarsening=coarsening))
+    regrouped.load_state_dict(policy.state_dict())
+    return regrouped
+
+
 def task_weights(tasks: list[ImitationTask], split_weight: float) -> np.ndarray:
     """How often each task is drawn: 1, or ``1 + split_weight`` where the target is a split that pays."""
     return np.array([1.0 + split_weight * t.split_pays for t in tasks])
@@ -215,9 +228,10 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
     specs = [s for s in (specs if specs is not None else training_specs()) if not is_held_out(s)]
-    probe = _start_policy(init if init != "scratch" else "pretrained", config, [])
+    probe = with_coarsening(_start_policy(init if init != "scratch" else "pretrained", config, []), config.coarsening)
     tasks = build_tasks(directory, specs, probe.config)
-    policy = _start_policy(init, config, [t.env for t in tasks]) if init == "scratch" else probe
+    policy = (with_coarsening(_start_policy(init, config, [t.env for t in tasks]), config.coarsening)
+              if init == "scratch" else probe)
     if init == "scratch":
         for t in tasks:
             set_inputs(t, policy.config)
@@ -255,4 +269,4 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
 
 
 __all__ = ["ImitationConfig", "ImitationTask", "active_mask", "build_tasks", "imitate", "imitation_loss",
-           "imitation_step", "task_weights", "train_amortised"]
+           "imitation_step", "task_weights", "train_amortised", "with_coarsening"]

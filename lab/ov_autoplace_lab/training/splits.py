@@ -22,13 +22,21 @@ def zoo_models() -> tuple[str, ...]:
     return tuple(zoo.ALL_MODELS)
 
 
-def training_specs(zoo_variants: int = 8, family_count: int = 30, family_variants: int = 2) -> list[TargetSpec]:
+def training_specs(zoo_variants: int = 8, family_count: int = 30, family_variants: int = 2,
+                   extra_family_count: int = 0) -> list[TargetSpec]:
     """The training cases: the zoo minus the held-out architectures and the random DAG family, on the suite
-    platforms minus the held-out ones, as fitted and in perturbed variants."""
+    platforms minus the held-out ones, as fitted and in perturbed variants; ``extra_family_count`` seeds of each
+    of ``graph_family.EXTRA_KINDS`` (``family:<kind>:<seed>``, with ``family_variants`` variants) besides."""
     platforms = [p for p in SUITE_PLATFORMS if p not in HELD_OUT_PLATFORMS]
     zoo = [f"zoo:{m}" for m in zoo_models() if m not in HELD_OUT_ARCHITECTURES]
     family = [f"family:{s}" for s in range(family_count)]
-    return task_specs(zoo, platforms, zoo_variants) + task_specs(family, platforms, family_variants)
+    specs = task_specs(zoo, platforms, zoo_variants) + task_specs(family, platforms, family_variants)
+    if extra_family_count:
+        from ov_autoplace_lab.training.graph_family import EXTRA_KINDS
+
+        extra = [f"family:{k}:{s}" for k in EXTRA_KINDS for s in range(extra_family_count)]
+        specs += task_specs(extra, platforms, family_variants)
+    return specs
 
 
 def evaluation_specs() -> list[TargetSpec]:

@@ -1,6 +1,7 @@
 """Imitation targets: the best placement known of one graph on one platform, found by search (issue 22).
 
-A :class:`TargetSpec` names a graph (``zoo:<model>`` or ``family:<seed>``), a
+A :class:`TargetSpec` names a graph (``zoo:<model>``, ``family:<seed>`` or
+``family:<kind>:<seed>`` for the named kinds of ``graph_family``), a
 suite platform (``costmodel/suite.py``: the calibrated ``paper``/``laptop``
 and the split settings ``npu_cpu``/``small_memory``/``cpu_igpu``) and a
 variant: ``-1`` is the platform as fitted; ``k >= 0`` is a perturbed variant
@@ -94,7 +95,8 @@ class TargetOptions:
 # ---------------------------------------------------------------------------------------------------- the case
 @functools.lru_cache(maxsize=64)
 def load_graph(name: str) -> GraphArrays:
-    """The prepared graph of ``zoo:<model>`` or ``family:<seed>`` (cached per process: Ray reuses workers)."""
+    """The prepared graph of ``zoo:<model>``, ``family:<seed>`` or ``family:<kind>:<seed>`` (cached per process:
+    Ray reuses workers)."""
     from ov_autoplace.graph.arrays import extract_graph
     from ov_autoplace.model.prepare import prepare_model
 
@@ -106,8 +108,9 @@ def load_graph(name: str) -> GraphArrays:
     if source == "family":
         from ov_autoplace_lab.training.graph_family import build
 
-        return extract_graph(prepare_model(build(int(rest))))
-    raise ValueError(f"graph {name!r}: expected 'zoo:<model>' or 'family:<seed>'")
+        kind, _, seed = rest.rpartition(":")
+        return extract_graph(prepare_model(build(int(seed), kind or None)))
+    raise ValueError(f"graph {name!r}: expected 'zoo:<model>', 'family:<seed>' or 'family:<kind>:<seed>'")
 
 
 @functools.lru_cache(maxsize=1)

@@ -136,7 +136,8 @@ def policy_inputs(config: HSDAGConfig, env: PlacementEnv, feature_config: NodeFe
                   coarsening: Callable[[GraphArrays], Coarsening] | None = None) -> PolicyInputs:
     """The policy's inputs on ``env``; ``feature_config`` and ``coarsening`` are the ablation switches."""
     arrays = build_policy_arrays(env.graph, env.cost, feature_config or config.feature_config, vocab=config.vocab,
-                                 pos_dim=config.pos_dim, coarsening=coarsening(env.graph) if coarsening else None)
+                                 pos_dim=config.pos_dim, coarsening=coarsening(env.graph) if coarsening else None,
+                                 coarsening_rule=config.coarsening)
     return PolicyInputs.from_arrays(arrays)
 
 

@@ -1,0 +1,110 @@
+"""Cost-cut coarsening (issue 22): chains cut where the cheapest device changes, and the old policies untouched."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import openvino as ov
+import pytest
+from openvino import opset13 as ops
+
+from ov_autoplace.graph.arrays import NodeRole
+from ov_autoplace.placement.legalizer import constant_subgraph_mask
+from ov_autoplace.policy import NumpyHSDAGPolicy, build_policy_arrays
+from ov_autoplace.policy.coarsen import chain_coarsen, preferred_device_class
+from ov_autoplace.policy.config import HSDAGConfig
+from ov_autoplace.policy.features import group_compute_us
+from tests import synthetic_graphs
+from tests.policy.conftest import prepared_graph, stand_in_cost_model
+
+
+def _chain_graph():
+    x = ops.parameter([2, 3], np.float32, name="x")
+    a = ops.relu(x)
+    a.set_friendly_name("a")
+    b = ops.sigmoid(a)
+    b.set_friendly_name("b")
+    c = ops.tanh(b)
+    c.set_friendly_name("c")
+    return prepared_graph(ov.Model([c], [x], "chain"))[1]
+
+
+def test_a_chain_is_cut_exactly_where_the_class_changes():
+    graph = _chain_graph()
+    assert chain_coarsen(graph).num_groups == 1
+    idx = {name: graph.index_of(name) for name in "abc"}
+    same = np.zeros(graph.num_nodes, np.int64)
+    assert np.array_equal(chain_coarsen(graph, same).group_of_node, chain_coarsen(graph).group_of_node)
+    cls = same.copy()
+    cls[idx["c"]] = 1  # a, b cheapest on device 0, c on device 1
+    group = chain_coarsen(graph, cls).group_of_node
+    assert group[idx["a"]] == group[idx["b"]] != group[idx["c"]]
+    with pytest.raises(ValueError, match="one entry per node"):
+        chain_coarsen(graph, cls[:-1])
+
+
+def test_preferred_device_class_is_the_cheapest_device():
+    us = np.array([[3.0, 1.0], [1.0, 3.0], [2.0, 2.0]])
+    assert preferred_device_class(us).tolist() == [1, 0, 0]
+
+
+@pytest.mark.parametrize("build", list(synthetic_graphs.PLACEMENT_GRAPHS.values()), ids=lambda b: b.__name__)
+def test_cost_cut_groups_refine_the_chains_and_share_a_cheapest_device(build):
+    graph = prepared_graph(build())[1]
+    cost = stand_in_cost_model(graph, ("CPU", "CPUF", "NPU"))
+    chains = build_policy_arrays(graph, cost)
+    cut = build_policy_arrays(graph, cost, coarsening_rule="cost_cut")
+    assert cut.num_coarse >= chains.num_coarse
+    # a refinement: nodes of one cost-cut group are in one chain
+    pairs = set(zip(cut.node_coarse.tolist(), chains.node_coarse.tolist()))
+    assert len({g for g, _ in pairs}) == len(pairs)
+    # the active nodes of a group share their cheapest device (what the cut is for)
+    active = (graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
+    cheapest = preferred_device_class(group_compute_us(cost, graph))
+    for g in np.unique(cut.node_coarse[active]):
+        assert len(set(cheapest[active & (cut.node_coarse == g)].tolist())) == 1
+    # and the totals the placer reads are the same graph's
+    np.testing.assert_allclose(cut.compute_us.sum(0), chains.compute_us.sum(0), rtol=1e-5)
+    with pytest.raises(ValueError, match="coarsening rule"):
+        build_policy_arrays(graph, cost, coarsening_rule="chains")
+
+
+def test_config_keeps_the_default_implicit_and_round_trips_the_cut():
+    assert "coarsening" not in HSDAGConfig().to_dict()  # headers and digests of older policies do not move
+    assert HSDAGConfig.from_dict(HSDAGConfig().to_dict()).coarsening == "chain"
+    cut = HSDAGConfig(coarsening="cost_cut")
+    assert HSDAGConfig.from_dict(json.loads(json.dumps(cut.to_dict()))) == cut
+    with pytest.raises(ValueError, match="coarsening must be one of"):
+        HSDAGConfig(coarsening="per_node")
+
+
+def test_the_shipped_policy_is_a_chain_policy_and_places_as_with_the_paper_chains(synthetic_prepared):
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+
+    policy = NumpyHSDAGPolicy.load(PRETRAINED_POLICY)
+    if policy.config.coarsening != "chain":  # new weights shipped with the cut: nothing older to preserve
+        pytest.skip(f"the shipped policy uses {policy.config.coarsening!r} coarsening")
+    for _, graph in synthetic_prepared.values():
+        cost = stand_in_cost_model(graph, ("CPU", "CPUF", "NPU"))
+        explicit = build_policy_arrays(graph, cost, policy.config.feature_config, vocab=policy.config.vocab,
+                                       pos_dim=policy.config.pos_dim, coarsening=chain_coarsen(graph))
+        assert np.array_equal(policy.place(graph, cost), policy.forward(explicit).node_placement())
+
+
+def test_a_cost_cut_policy_exports_loads_and_matches_torch(tmp_path, synthetic_prepared):
+    torch = pytest.importorskip("torch")
+    from ov_autoplace.policy.policy_file import export_policy
+    from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs
+
+    torch.manual_seed(0)
+    policy = HSDAGPolicy(HSDAGConfig(coarsening="cost_cut")).eval()
+    twin = NumpyHSDAGPolicy.load(export_policy(policy, tmp_path / "cut.npz"))
+    assert twin.config.coarsening == "cost_cut"
+    graph = synthetic_prepared[next(iter(synthetic_prepared))][1]
+    cost = stand_in_cost_model(graph, ("CPU", "CPUF", "NPU"))
+    arrays = twin.inputs(graph, cost)
+    assert np.array_equal(arrays.node_coarse, build_policy_arrays(graph, cost, coarsening_rule="cost_cut").node_coarse)
+    with torch.no_grad():
+        want = policy(PolicyInputs.from_graph(graph, cost, config=policy.config))
+    np.testing.assert_allclose(twin.forward(arrays).logits, want.logits.numpy(), rtol=1e-5, atol=1e-5)
