@@ -16,6 +16,9 @@ equivalent to
         --output ov_autoplace/policy/pretrained/hsdag_v1.npz \\
         --log <workdir>/pretrain.jsonl --checkpoint <workdir>/pretrain.ckpt --checkpoint-every 500
 
+followed by ``ov_autoplace.policy.policy_file.convert_policy_file(output, output, weight_dtype="float16")``
+(the shipped file stores float16 weights; tests/policy/test_float16_policy.py checks it places as float32 does).
+
 The recipe (tasks, weights, hyper-parameters) is ``lab/ov_autoplace_lab/training/pretrain.py``
 (``PRETRAIN_CONFIG``, ``PRETRAIN_POLICY``, ``PretrainTasks``); how it was run, on what and how
 long it took is in ``docs/training.md``. Needs the zoo IRs
@@ -61,7 +64,13 @@ def main(argv: list[str] | None = None) -> int:
                "--checkpoint-every", "500"] + (["--resume"] if args.resume else []) \
         + (["--simulated-only"] if args.simulated_only else []) + (["--with-suite"] if args.with_suite else [])
     print("python -m ov_autoplace_lab.commands.train_command " + " ".join(command), flush=True)
-    return train_main(command)
+    code = train_main(command)
+    if code == 0:  # the shipped form: float16 weights (same greedy placements, half the wheel's largest file)
+        from ov_autoplace.policy.policy_file import convert_policy_file
+
+        print(f"convert_policy_file({str(output)!r}, {str(output)!r}, weight_dtype='float16')", flush=True)
+        convert_policy_file(output, output, weight_dtype="float16")
+    return code
 
 
 def amortise(args) -> int:

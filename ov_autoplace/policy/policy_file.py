@@ -1,15 +1,24 @@
 """A trained HSDAG policy as one ``.npz`` file that inference can read without torch.
 
-Layout: every parameter of ``HSDAGPolicy.state_dict()`` as a float32 array under
-its state-dict name (``input_proj.weight``, ``convs.0.lin.weight``, ...) plus
-one entry ``__header__``: a JSON string holding
+Layout: every parameter of ``HSDAGPolicy.state_dict()`` as a float32 or float16
+array under its state-dict name (``input_proj.weight``, ``convs.0.lin.weight``,
+...) plus one entry ``__header__``: a JSON string holding
 
 * ``format`` / ``format_version`` (:data:`FORMAT`, :data:`FORMAT_VERSION`),
 * ``ov_autoplace_version`` that wrote it,
 * ``config`` (:class:`~ov_autoplace.policy.config.HSDAGConfig` as a dict: sizes,
   pooling rule, op vocabulary, positional-encoding width, feature switches),
 * ``feature_names`` of the node, device and pair inputs (for humans and checks),
-* ``parameters``: name -> shape, and free-form ``metadata`` (training run, ...).
+* ``parameters``: name -> shape, and free-form ``metadata`` (training run, ...),
+* ``weight_dtype``: how the weights are stored (absent in files written before it: float32).
+
+Stored weights are float16 or float32; the loader upcasts them to float32, so the
+forward pass always computes in float32 and only the weights' rounding differs.
+float16 halves the file: the shipped policy is float16 (a 254 KB file rather
+than 484 KB, the largest entry of the runtime wheel), and its greedy placements
+equal the float32 weights' on the synthetic and graph-family graphs
+(tests/policy/test_float16_policy.py). Exports default to float32, exact for
+round trips and for comparing against the torch model.
 
 :func:`export_policy` takes the torch module but this file never imports torch
 (it only calls ``.detach().cpu().numpy()`` on the tensors it is given);
@@ -35,11 +44,14 @@ from ov_autoplace.policy.inputs import COARSE_EXTRA_NAMES
 FORMAT = "ov_autoplace.hsdag_policy"
 FORMAT_VERSION = 1
 HEADER_KEY = "__header__"
+#: The dtypes a file may store its weights in (a reader of version 1 that predates float16 upcasts it the same way).
+WEIGHT_DTYPES = ("float32", "float16")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ExportedPolicy:
-    """The contents of a policy file: its header, its config and its float32 weights by state-dict name."""
+    """The contents of a policy file: its header, its config and its weights by state-dict name (float32,
+    whatever dtype the file stores them in)."""
 
     header: dict[str, Any]
     config: HSDAGConfig
@@ -58,28 +70,63 @@ def expected_feature_names(config: HSDAGConfig) -> dict[str, list[str]]:
     }
 
 
-def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None = None) -> Path:
-    """Write ``policy`` (an ``HSDAGPolicy``) to ``path`` (``.npz`` is appended by numpy if missing)."""
-    from ov_autoplace._version import __version__
+def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None = None,
+                  weight_dtype: str = "float32") -> Path:
+    """Write ``policy`` (an ``HSDAGPolicy``) to ``path`` (``.npz`` is appended by numpy if missing).
 
+    ``weight_dtype="float16"`` stores the weights at half size (the shipped policy's form); a weight beyond
+    float16's range raises PolicyFormatError rather than being stored as infinity.
+    """
     config: HSDAGConfig = policy.config
     weights = {name: t.detach().cpu().numpy().astype(np.float32) for name, t in policy.state_dict().items()}
+    return write_policy_file(path, config, weights, metadata=metadata, weight_dtype=weight_dtype)
+
+
+def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, np.ndarray], *,
+                      metadata: dict[str, Any] | None = None, weight_dtype: str = "float32") -> Path:
+    """Write float32 ``weights`` (state-dict name -> array) of a policy with ``config``, stored as ``weight_dtype``."""
+    from ov_autoplace._version import __version__
+
+    if weight_dtype not in WEIGHT_DTYPES:
+        raise PolicyFormatError(f"weight_dtype {weight_dtype!r} is not one a policy file stores; "
+                                f"expected one of {WEIGHT_DTYPES}")
     if HEADER_KEY in weights:
         raise PolicyFormatError(f"a parameter is named {HEADER_KEY!r}, which the file format reserves")
+    with np.errstate(over="ignore"):  # an overflow is reported below, by name
+        stored = {name: np.asarray(w, dtype=np.float32).astype(weight_dtype) for name, w in weights.items()}
+    for name, w in stored.items():
+        if not np.isfinite(w).all() and np.isfinite(weights[name]).all():
+            largest = float(np.abs(np.asarray(weights[name], dtype=np.float32)).max())
+            raise PolicyFormatError(f"weight {name!r} holds values up to {largest:g}, beyond {weight_dtype}'s "
+                                    f"range (max {float(np.finfo(weight_dtype).max):g}); store it as float32")
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "ov_autoplace_version": __version__,
         "config": config.to_dict(),
         "feature_names": expected_feature_names(config),
-        "parameters": {name: list(w.shape) for name, w in weights.items()},
+        "parameters": {name: list(w.shape) for name, w in stored.items()},
+        "weight_dtype": weight_dtype,
         "metadata": metadata or {},
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
-        np.savez(f, **{HEADER_KEY: np.array(json.dumps(header))}, **weights)
+        np.savez(f, **{HEADER_KEY: np.array(json.dumps(header))}, **stored)
     return path
+
+
+def convert_policy_file(source: str | Path, destination: str | Path, *, weight_dtype: str) -> Path:
+    """Rewrite the policy file ``source`` to ``destination`` with its weights stored as ``weight_dtype``.
+
+    Config and metadata are kept; the header records the conversion (``metadata["converted_from"]``: the
+    source's stored dtype). How the shipped float16 policy was made from the trained float32 export.
+    """
+    exported = load_policy_file(source)
+    metadata = dict(exported.header.get("metadata") or {})
+    metadata.setdefault("converted_from", exported.header.get("weight_dtype", "float32"))
+    return write_policy_file(destination, exported.config, exported.weights, metadata=metadata,
+                             weight_dtype=weight_dtype)
 
 
 def load_policy_file(path: str | Path) -> ExportedPolicy:
@@ -132,8 +179,13 @@ def _checked(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) 
     shapes = {name: list(a.shape) for name, a in arrays.items()}
     if shapes != header.get("parameters"):
         raise PolicyFormatError(f"{path}: the stored weights do not match the shapes its header lists")
+    odd = sorted(name for name, a in arrays.items() if a.dtype.name not in WEIGHT_DTYPES)
+    if odd:
+        raise PolicyFormatError(f"{path}: weights {odd[:3]} are stored as {arrays[odd[0]].dtype}, expected one of "
+                                f"{WEIGHT_DTYPES}; re-export the policy with export_policy")
     return ExportedPolicy(header=header, config=config,
                           weights={name: a.astype(np.float32, copy=False) for name, a in arrays.items()})
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ExportedPolicy", "PolicyFormatError", "export_policy", "load_policy_file"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "WEIGHT_DTYPES", "ExportedPolicy", "PolicyFormatError", "convert_policy_file",
+           "export_policy", "load_policy_file", "write_policy_file"]

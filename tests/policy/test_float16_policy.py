@@ -1,0 +1,120 @@
+"""The shipped policy stores its weights as float16: the same greedy placements as the float32 weights it came from.
+
+``tests/policy/data/hsdag_v1_float32.npz`` is the shipped policy as training exported it (float32, byte for byte
+the ``hsdag_v1.npz`` of the runtime package before the float16 re-export; git stores the two as one blob). The
+shipped file must be exactly that file's weights rounded to float16, and the forward pass on the upcast weights
+must group and place every node as the float32 weights do: on the zoo-like synthetic graphs, on members of the
+lab's graph family (the held-out seeds and every fortieth training seed), under the test stand-in cost model and
+under the simulated suite platforms (their cost models are what the prior hands the policy on real devices).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ov_autoplace.costmodel.suite import load_suite
+from ov_autoplace.errors import PolicyFormatError
+from ov_autoplace.policy import NumpyHSDAGPolicy
+from ov_autoplace.policy.policy_file import convert_policy_file, load_policy_file, write_policy_file
+from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+from tests import synthetic_graphs
+from tests.policy.conftest import prepared_graph, stand_in_cost_model
+
+FLOAT32_REFERENCE = Path(__file__).resolve().parent / "data" / "hsdag_v1_float32.npz"
+
+
+@pytest.fixture(scope="module")
+def twins() -> tuple[NumpyHSDAGPolicy, NumpyHSDAGPolicy]:
+    """(the float32 reference, the shipped float16 policy)."""
+    return NumpyHSDAGPolicy.load(FLOAT32_REFERENCE), NumpyHSDAGPolicy.load(PRETRAINED_POLICY)
+
+
+def _cost_models(graph, suite):
+    yield "stand-in CPU,CPUF", stand_in_cost_model(graph, ("CPU", "CPUF"))
+    yield "stand-in CPU,CPUF,NPU", stand_in_cost_model(graph, ("CPU", "CPUF", "NPU"))
+    for name, platform in suite.items():
+        yield name, platform.cost_model(graph)
+
+
+def _placement_differences(twins, graphs) -> tuple[int, list[str]]:
+    """(cases compared, a line per case whose grouping or greedy placement differs)."""
+    reference, shipped = twins
+    compared, differences, suite = 0, [], load_suite()
+    for name, graph in graphs:
+        for cost_name, cost in _cost_models(graph, suite):
+            want = reference.forward(reference.inputs(graph, cost))
+            got = shipped.forward(shipped.inputs(graph, cost))
+            compared += 1
+            same_groups = np.array_equal(want.node_group, got.node_group)
+            if not same_groups or not np.array_equal(want.node_placement(), got.node_placement()):
+                moved = int((want.node_placement() != got.node_placement()).sum())
+                differences.append(f"{name} under {cost_name}: groups {'same' if same_groups else 'differ'}, "
+                                   f"{moved} of {graph.num_nodes} nodes on another device")
+            else:  # the rounding moves the logits, never far enough to flip a device
+                np.testing.assert_allclose(got.logits, want.logits, atol=0.05)
+    return compared, differences
+
+
+def test_the_shipped_file_is_the_float32_weights_rounded_to_float16():
+    reference, shipped = load_policy_file(FLOAT32_REFERENCE), load_policy_file(PRETRAINED_POLICY)
+    with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:
+        assert {stored[name].dtype for name in stored.files if name != "__header__"} == {np.dtype(np.float16)}
+    assert "weight_dtype" not in reference.header  # an old float32 file: still read, as float32
+    assert shipped.header["weight_dtype"] == "float16" and shipped.config == reference.config
+    assert shipped.header["metadata"] == {**reference.header["metadata"], "converted_from": "float32"}
+    assert set(shipped.weights) == set(reference.weights)
+    for name, weight in reference.weights.items():
+        assert shipped.weights[name].dtype == np.float32
+        assert np.array_equal(shipped.weights[name], weight.astype(np.float16).astype(np.float32)), name
+    assert PRETRAINED_POLICY.stat().st_size < 0.55 * FLOAT32_REFERENCE.stat().st_size
+
+
+def test_float16_places_the_synthetic_graphs_and_the_graph_family_as_float32_does(twins):
+    from ov_autoplace_lab.training.graph_family import HELD_OUT_SEEDS, TRAIN_SEEDS, build
+
+    graphs = [(name, prepared_graph(make())[1]) for name, make in synthetic_graphs.PLACEMENT_GRAPHS.items()]
+    graphs += [(f"graph_family seed {seed}", prepared_graph(build(seed))[1])
+               for seed in (*HELD_OUT_SEEDS, *TRAIN_SEEDS[::40])]
+    compared, differences = _placement_differences(twins, graphs)
+    assert compared == 7 * len(graphs) and differences == [], differences
+
+
+@pytest.mark.slow
+@pytest.mark.zoo
+def test_float16_places_the_zoo_as_float32_does(twins):
+    from tests.conftest import zoo_available
+
+    if not zoo_available():
+        pytest.skip("zoo extras not installed: pip install -e './lab[zoo]'")
+    from ov_autoplace_lab import models as zoo
+
+    graphs = [(name, prepared_graph(zoo.load(name))[1]) for name in zoo.ZOO]
+    compared, differences = _placement_differences(twins, graphs)
+    assert compared == 7 * len(graphs) and differences == [], differences
+
+
+def test_conversion_round_trips_and_refuses_what_float16_cannot_hold(tmp_path):
+    exported = load_policy_file(FLOAT32_REFERENCE)
+    half = convert_policy_file(FLOAT32_REFERENCE, tmp_path / "half.npz", weight_dtype="float16")
+    back = load_policy_file(convert_policy_file(half, tmp_path / "back.npz", weight_dtype="float32"))
+    assert back.header["weight_dtype"] == "float32" and back.header["metadata"]["converted_from"] == "float32"
+    for name, weight in load_policy_file(half).weights.items():
+        assert np.array_equal(back.weights[name], weight)
+    too_big = {**exported.weights, "placer.out.bias": np.array([1e5], dtype=np.float32)}
+    with pytest.raises(PolicyFormatError, match="placer.out.bias.*float16's range"):
+        write_policy_file(tmp_path / "big.npz", exported.config, too_big, weight_dtype="float16")
+    with pytest.raises(PolicyFormatError, match="weight_dtype 'int8'"):
+        write_policy_file(tmp_path / "int8.npz", exported.config, exported.weights, weight_dtype="int8")
+
+
+def test_weights_of_another_dtype_are_refused_by_name(tmp_path):
+    with np.load(FLOAT32_REFERENCE, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    arrays["input_proj.bias"] = arrays["input_proj.bias"].astype(np.float64)
+    path = tmp_path / "float64.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(PolicyFormatError, match=r"\['input_proj.bias'\] are stored as float64"):
+        load_policy_file(path)
