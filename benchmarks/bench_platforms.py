@@ -5,7 +5,7 @@
         [--truth-draws 20] [--truth-milp-seconds 2]
     python benchmarks/bench_platforms.py --render OUT.json --markdown docs/bench/headroom.md   # tables only
 
-1. Calibration: every row of ``ov_autoplace/costmodel/data/calibration.csv``
+1. Calibration: every row of ``lab/ov_autoplace_lab/calibration/calibration.csv``
    (published OpenVINO latencies) next to the simulated latency of the same
    model on the same device of the suite (``data/fitted_terms.json``; with
    ``--refit`` the terms are fitted again first, least squares on log latency,
@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ov_autoplace_lab import models as zoo
 from ov_autoplace_lab.paper_bench import truth  # noqa: E402
 from ov_autoplace_lab.paper_bench.headroom import DEFAULT_METHODS, headroom_row  # noqa: E402
-from ov_autoplace.costmodel.calibration_data import load_calibration  # noqa: E402
+from ov_autoplace_lab.calibration.calibration_data import load_calibration  # noqa: E402
 from ov_autoplace_lab.calibration.fit_terms import fit_suite, prepare_load, single_device_ms, write_fitted_terms  # noqa: E402
 from ov_autoplace.costmodel.suite import FITTED_TERMS_JSON, load_suite  # noqa: E402
 from ov_autoplace.graph.arrays import extract_graph  # noqa: E402

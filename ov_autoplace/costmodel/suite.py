@@ -22,8 +22,9 @@ from typing import Any
 
 from ov_autoplace.errors import CalibrationDataError
 from ov_autoplace.costmodel import platforms as spec_sheets
-from ov_autoplace.costmodel.calibration_data import DATA_DIR
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
 
 PLATFORMS_JSON = DATA_DIR / "platforms.json"
 FITTED_TERMS_JSON = DATA_DIR / "fitted_terms.json"

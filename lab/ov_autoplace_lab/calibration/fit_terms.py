@@ -1,6 +1,6 @@
 """Fit each calibrated device's batch-1 terms to published latencies (least squares on log latency).
 
-For one device (``"platform/DEVICE"`` of ``data/calibration.csv``) four terms
+For one device (``"platform/DEVICE"`` of ``calibration.csv``) four terms
 are free: ``compute_scale``, ``memory_scale``, ``dispatch_ms`` and
 ``occupancy_mflop`` (log-parametrised, so they stay positive; the scales are
 bounded so no category exceeds 100 % of the spec-sheet peak). The residuals are
@@ -31,7 +31,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ov_autoplace.graph.arrays import GraphArrays
-from ov_autoplace.costmodel.calibration_data import CalibrationPoint
+from ov_autoplace_lab.calibration.calibration_data import CalibrationPoint
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform, batch1_fusion
 from ov_autoplace.costmodel.platforms import CATEGORIES
 from ov_autoplace.costmodel.sim_costs import _graph_load
@@ -177,8 +177,8 @@ def fit_suite(suite: dict[str, SuitePlatform], points: Iterable[CalibrationPoint
 
 
 def write_fitted_terms(report: FitReport, path: str | Path, *, command: str) -> None:
-    data = {"_about": ["Batch-1 terms fitted by least squares on log latency to data/calibration.csv "
-                       "(lab/ov_autoplace_lab/calibration/fit_terms.py). Simulated-platform parameters, not measurements.",
+    data = {"_about": ["Batch-1 terms fitted by least squares on log latency to lab/ov_autoplace_lab/calibration/"
+                       "calibration.csv (fit_terms.py beside it). Simulated-platform parameters, not measurements.",
                        f"written by: {command}"],
             "summary": report.summary().splitlines(),
             "devices": {k: v.to_dict() for k, v in sorted(report.terms.items())}}

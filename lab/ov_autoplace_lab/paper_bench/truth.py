@@ -38,7 +38,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ov_autoplace.costmodel.calibration_data import load_calibration
+from ov_autoplace_lab.calibration.calibration_data import load_calibration
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.device_model import SuitePlatform
 from ov_autoplace.costmodel.optimum import proven_optimal

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from ov_autoplace.costmodel.calibration_data import CalibrationPoint
+from ov_autoplace_lab.calibration.calibration_data import CalibrationPoint
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 from ov_autoplace_lab.calibration.fit_terms import fit_suite, prepare_load, single_device_ms
 from ov_autoplace.costmodel.platforms import FLEX_170

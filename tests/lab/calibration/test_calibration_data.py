@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ov_autoplace import CalibrationDataError
-from ov_autoplace.costmodel.calibration_data import COLUMNS, load_calibration, parse_calibration
+from ov_autoplace_lab.calibration.calibration_data import COLUMNS, load_calibration, parse_calibration
 
 HEADER = ",".join(COLUMNS)
 GOOD = ("paper,CPU,i9,resnet50,int8,1,3.0,OpenVINO benchmarks,https://example.org/data.csv,2022-12,2022.3,0,")

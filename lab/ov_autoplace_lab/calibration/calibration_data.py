@@ -1,4 +1,8 @@
-"""The published single-device latencies the simulated platforms are calibrated on (``data/calibration.csv``).
+"""The published single-device latencies the simulated platforms are calibrated on (``calibration.csv`` beside this module).
+
+The lab's: only the fit (``fit_terms``, ``benchmarks/bench_platforms.py --refit``) and the benchmark's truth
+tables read them; the runtime ships the fitted terms (``ov_autoplace/costmodel/data/fitted_terms.json``), not the
+points they were fitted to.
 
 Loaded on demand (never at ``import ov_autoplace``). Each row is one
 (platform, device, model, precision, batch) with the published latency, its
@@ -20,8 +24,8 @@ from pathlib import Path
 from ov_autoplace.errors import CalibrationDataError
 from ov_autoplace.costmodel.platforms import PRECISIONS
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
-CALIBRATION_CSV = DATA_DIR / "calibration.csv"
+DATA_DIR = Path(__file__).resolve().parent
+CALIBRATION_CSV = DATA_DIR / "calibration.csv"  # beside this module in the lab wheel (lab/pyproject.toml, package-data)
 
 COLUMNS = ("platform", "device", "product", "model", "precision", "batch", "latency_ms", "source_title",
            "source_url", "source_date", "openvino_version", "held_out", "note")
@@ -101,7 +105,7 @@ def parse_calibration(text: str, origin: str = "calibration data") -> list[Calib
 
 
 def load_calibration(path: str | Path | None = None) -> list[CalibrationPoint]:
-    """The calibration points of ``path`` (default: the shipped ``data/calibration.csv``)."""
+    """The calibration points of ``path`` (default: the lab's ``calibration.csv``)."""
     path = Path(path) if path is not None else CALIBRATION_CSV
     try:
         text = path.read_text(encoding="utf-8")
