@@ -31,7 +31,8 @@ if it stays.
 
 Each round evaluates every candidate in batches with the vectorised
 :class:`~ov_autoplace.costmodel.simulator.Simulator` (anchors placed by the
-batched legalizer twin, memory capacity and the submodel bound enforced) and
+batched legalizer twin, memory capacity and the submodel bound enforced:
+``search_pricing``) and
 takes the best one (steepest descent). The descent runs three times: within
 the submodel bound, without it (regions that only pay together can form one
 island at a time), within it again; then Kernighan-Lin passes (a few forced
@@ -87,15 +88,9 @@ from ov_autoplace.placement.legalizer import Pin, effective_max_submodels, legal
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms, move_spread_ms
 from ov_autoplace.costmodel.search_moves import candidate_moves, move_rows, repeated_layer_classes, structural_classes
+from ov_autoplace.costmodel.search_pricing import BATCH_CELLS, BatchPricer, Priced, lowered as _lowered, search_score
 
 log = logging.getLogger(__name__)
-
-#: Lexicographic weights of :meth:`LocalSearchRefiner._score`: memory overflow, then submodels above the bound.
-OVERFLOW_WEIGHT = 1e12
-EXCESS_WEIGHT = 1e6
-#: Node-placements (rows x nodes) priced per simulator call: bounds the memory and how long a batch runs
-#: between two checks of the time budget.
-BATCH_CELLS = 1_000_000
 
 
 @dataclasses.dataclass
@@ -182,44 +177,15 @@ class LocalSearchRefiner:
         self.e2e_spread = self.terms.e2e_spread  # [D]
         self.noisy = bool(self.spread.any() or self.e2e_spread.any())
         self._origin = np.zeros(self.active.size, np.int64)
-        self._sim = None
-        self._fixer = None
+        # pricing batches of candidates (search_pricing.py): the anchor fixer may put a non-compute node anywhere
+        self._pricer = BatchPricer(cost, graph, self.active, self.terms.allowed | ~self.terms.compute[:, None],
+                                   self.bound)
 
-    # ------------------------------------------------------------------ pricing
-    def _tools(self):
-        """The simulator and the batched anchor fixer (built on first use)."""
-        if self._sim is None:
-            from ov_autoplace.costmodel.simulator import Simulator
-            from ov_autoplace.costmodel.anchors import AnchorFixer
+    # ------------------------------------------------------------------ pricing (search_pricing.py)
+    def _price(self, base: np.ndarray, rows: np.ndarray) -> Priced:
+        return self._pricer.price(base, rows)
 
-            self._sim = Simulator(self.cost, self.graph)
-            self._fixer = AnchorFixer(self.graph, len(self.devices), self.terms.allowed | ~self.terms.compute[:, None])
-        return self._sim, self._fixer
-
-    def _price(self, base: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For active-node assignments ``rows`` [P, A] (anchors placed like legalize): predicted latency [P],
-        submodels above the bound [P] and memory overflow [P] (sum over devices of bytes beyond the capacity,
-        as a fraction of it; 0 when everything fits)."""
-        sim, fixer = self._tools()
-        full = np.repeat(base[None, :], rows.shape[0], axis=0)
-        full[:, self.active] = rows
-        full = fixer(full)
-        latency, submodels = sim.latency_and_submodels(full)
-        excess = np.zeros(rows.shape[0]) if self.bound is None else \
-            np.maximum(submodels - self.bound, 0).astype(np.float64)
-        caps = np.asarray(self.cost.device_memory_bytes, np.float64)
-        overflow = np.zeros(rows.shape[0])
-        if np.isfinite(caps).any():
-            finite = np.isfinite(caps)
-            over = np.maximum(sim.resident_bytes(full)[:, finite] - caps[finite], 0.0) / np.maximum(caps[finite], 1.0)
-            overflow = over.sum(axis=1)
-        return latency, excess, overflow
-
-    def _score(self, parts: tuple[np.ndarray, np.ndarray, np.ndarray], bounded: bool) -> np.ndarray:
-        """What the search minimises: memory overflow first, then (when ``bounded``) submodels above the bound,
-        then latency - lexicographic through weights no latency in ms comes near."""
-        latency, excess, overflow = parts
-        return latency + OVERFLOW_WEIGHT * overflow + (EXCESS_WEIGHT * excess if bounded else 0.0)
+    _score = staticmethod(search_score)
 
     def _spread(self, rows: np.ndarray) -> np.ndarray:
         """Spread [P] of moving from the search's start to each of ``rows`` [P, A] (0 when noise-free)."""
@@ -393,12 +359,6 @@ class LocalSearchRefiner:
         result.spread_ms = self.terms.move_spread_ms(legal, forced_device)
         result.seconds = time.perf_counter() - start
         return result
-
-
-def _lowered(ms: float) -> float:
-    """What a move must beat to count as an improvement (a relative tolerance against float noise; any finite
-    latency beats an infeasible one)."""
-    return ms - max(1e-12, 1e-9 * abs(ms)) if np.isfinite(ms) else np.inf
 
 
 def refine_placement(cost: CostModel, graph: GraphArrays, proposal: np.ndarray, support: np.ndarray | None = None,
