@@ -120,7 +120,7 @@ def cmd_cache(args) -> int:
     from ov_autoplace.cache.root import UntrustedDirectoryError, cache_root, clear_cache, private_root
 
     if args.action == "list":
-        from ov_autoplace.decision.background_worker import model_state
+        from ov_autoplace.decision.worker_state import model_state
         from ov_autoplace.model.loading import DAMAGED_FILE_ERRORS, PLACEMENT_ENTRY_MAX_BYTES, read_json_bounded
 
         root = cache_root(args.cache_dir)

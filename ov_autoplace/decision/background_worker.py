@@ -33,8 +33,8 @@ the next start logs the reason once as a WARNING; after ``MAX_FAILURES`` the
 model is not tried again until ``ov-autoplace cache clear``. A verification
 that abstains (machine too noisy) counts as a failure with that reason: the
 plain call's placement stays. A lock whose process is gone is stale and taken
-over (and counted). ``model_state`` says where a model stands, for
-``ov-autoplace cache list``: pending, failed (reason), profiled, verified.
+over (and counted). Where a model stands, for ``ov-autoplace cache list``
+(pending, failed (reason), profiled, verified), is read by ``worker_state.py``.
 """
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ from ov_autoplace.cache.root import UntrustedDirectoryError, refusal_message, wa
 from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded,
                            remove_refused, write_private_atomic)
 from ov_autoplace.devices.properties import decode_property, encode_property
-from ov_autoplace.decision.worker_files import (MAX_FAILURES, acquire_lock, holder_died, lock_pid, pid_alive, private_worker_dir,
-                           read_failure, record_failure, release_lock, report_failure, worker_digest, worker_files)
+from ov_autoplace.decision.worker_files import (MAX_FAILURES, acquire_lock, holder_died, private_worker_dir,
+                           record_failure, release_lock, report_failure, worker_digest, worker_files)
+from ov_autoplace.decision.worker_files import read_failure  # noqa: F401 - the worker's tests read records through here
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -360,42 +361,6 @@ def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any,
                 placement.counts_per_device(), evidence.describe() if evidence else
                 "pinned: not verified" if pinned else "the plain call's placement: nothing to verify")
     return reason
-
-
-# --- where a model stands (ov-autoplace cache list) -----------------------------------------------------
-
-
-def model_state(root: str | os.PathLike, key: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
-    """pending / failed (reason) / verified / profiled / prior, for one placement-cache entry."""
-    from ov_autoplace.placement.assignment import Placement
-    from ov_autoplace.decision.verification import evidence_intact
-
-    files = worker_files(root, worker_digest(key))
-    pid = lock_pid(files["lock"]) if os.path.lexists(files["lock"]) else 0
-    if pid and pid_alive(pid):
-        return f"pending (worker pid {pid} is measuring)"
-    record = read_failure(files["failed"]) if os.path.lexists(files["failed"]) else {"failures": 0}
-    if record.get("failures"):
-        return f"failed {record['failures']}x ({record.get('reason', 'no reason recorded')})"
-    try:
-        placement = Placement.from_dict(payload)
-    except DAMAGED_FILE_ERRORS:
-        return "unreadable"
-    tags = (placement.strategy.split(":", 1)[-1]).split("+")
-    evidence = placement.verification or {}
-    if evidence_intact(placement):
-        return f"verified ({evidence.get('decision')}: {evidence.get('chosen')})"
-    if evidence.get("decision") == "abstained":
-        return f"pending (the last verification abstained: {evidence.get('reason')})"
-    if evidence:
-        return "evidence edited or of another rule (verified again on the next start)"
-    if "pending" in tags or "live" in tags:
-        return "pending (awaiting verification by the background worker)"
-    if tags[0] == "profile":
-        return "profiled (not verified)"
-    if tags[0] == "prior":
-        return "prior (not measured; profile='background' or 'now' measures it)"
-    return f"placed by {placement.strategy}"
 
 
 def main(argv: list[str] | None = None) -> int:
