@@ -71,6 +71,12 @@ def cmd_train(args: argparse.Namespace) -> int:
                              reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
                              split_weight=args.split_weight, coarsening=args.coarsening)
     specs = training_specs(extra_family_count=args.extra_family_count)
+    unknown = sorted(set(args.exclude) - {s.key for s in specs})
+    if unknown:
+        print(f"error: --exclude {unknown}: no such training target (keys look like 'zoo_bert_base@paper~3', "
+              "the file names under DIR/targets without .npz)", file=sys.stderr)
+        return 2
+    specs = [s for s in specs if s.key not in set(args.exclude)]
     out = train_amortised(args.dir, args.output, config, init=args.init, log_path=args.log, specs=specs,
                           progress=not args.no_progress)
     print(f"wrote {out}")
@@ -122,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--extra-family-count", type=int, default=0,
                    help="train also on the targets of this many seeds of each graph_family.EXTRA_KINDS")
+    r.add_argument("--exclude", action="append", default=[], metavar="KEY",
+                   help="leave this training target out (repeatable; e.g. one whose search did not finish)")
     r.add_argument("--coarsening", choices=["chain", "cost_cut"],
                    help="the policy's grouping (default: the start policy's); cost_cut lets it split a chain where "
                         "the cheapest device changes")

@@ -8,7 +8,11 @@ needs split chains; the best chain-constant placement is 1.611 ms, and the
 per-chain majority of the search's placement is 2.51 ms, slower than the GPU
 alone). So what is imitated is :func:`expressible_target`: the fastest
 chain-constant placement found from the search's per-chain majority and from
-every single device by steepest descent over single chain moves. Imitation
+every single device by steepest descent over single chain moves. A policy
+with ``coarsening="cost_cut"`` (``ImitationConfig.coarsening``; chains cut
+where the cheapest device changes) can split a chain, and its target is the
+same search at that finer grouping, started also from the chain target, so
+it is never slower than the chain one. Imitation
 minimises the cross-entropy of that target's device of every
 active node (compute nodes that are not constant folding: the decision
 variables of ``cost_terms``) under the device distribution of the node's group:
@@ -114,20 +118,29 @@ def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config) -
 
 
 def set_inputs(task: ImitationTask, policy_config) -> None:
-    """The policy's inputs on ``task`` and the target it can express under that coarsening."""
+    """The policy's inputs on ``task`` and the target it can express under that coarsening. Under a finer
+    grouping than the chains (``cost_cut``), the chain-constant target is one more start, so the finer target is
+    never slower than the chain one."""
     task.inputs = policy_inputs(policy_config, task.env)
     coarse = task.inputs.node_coarse.cpu().numpy()
-    row, ms = expressible_target(task.env, coarse, task.search_target.numpy(), task.weight.numpy() > 0)
+    search, active = task.search_target.numpy(), task.weight.numpy() > 0
+    starts = []
+    if policy_config.coarsening != "chain":
+        from ov_autoplace.policy.coarsen import chain_coarsen
+
+        starts.append(expressible_target(task.env, chain_coarsen(task.env.graph).group_of_node, search, active)[0])
+    row, ms = expressible_target(task.env, coarse, search, active, extra_starts=starts)
     task.target, task.target_ms = torch.as_tensor(row), ms
 
 
 def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray, active: np.ndarray,
-                       rounds: int = 40) -> tuple[np.ndarray, float]:
+                       rounds: int = 40, extra_starts: list[np.ndarray] = ()) -> tuple[np.ndarray, float]:
     """The fastest placement with one device per coarse node (what the policy can place: a chain is never
     split) found from the search target's per-chain majority and from every single device, then improved by
     steepest descent over single chain moves (simulated; the legalizer's anchors placed by the batched twin,
     memory enforced). Imitating the search's placement itself would teach, for a chain the search split, a
-    majority that can be slower than any single device."""
+    majority that can be slower than any single device. ``extra_starts``: node rows constant on every coarse
+    node (each coarse node takes the device of its first member)."""
     num_devices, num_coarse = len(env.devices), int(node_coarse.max()) + 1
 
     def price(coarse_rows: np.ndarray) -> np.ndarray:
@@ -137,7 +150,9 @@ def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray,
 
     counts = np.zeros((num_coarse, num_devices))
     np.add.at(counts, (node_coarse[active], target[active]), 1.0)
-    starts = np.stack([counts.argmax(1)] + [np.full(num_coarse, d) for d in range(num_devices)])
+    first = np.unique(node_coarse, return_index=True)[1]
+    starts = np.stack([counts.argmax(1)] + [np.full(num_coarse, d) for d in range(num_devices)]
+                      + [np.asarray(s)[first] for s in extra_starts])
     ms = price(starts)
     best = int(np.argmin(ms))
     current, current_ms = starts[best].copy(), float(ms[best])

@@ -30,3 +30,10 @@ def test_cli_unreachable_ray_address_exits_with_a_message(tmp_path, capsys):
     code = main(["targets", "--dir", str(tmp_path), "--address", "127.0.0.1:1", "--limit", "1", "--sigma", "0.4",
                  "--no-progress"])
     assert code == 1 and "cannot reach the Ray cluster" in capsys.readouterr().err
+
+
+def test_cli_train_refuses_to_exclude_a_target_it_does_not_have(tmp_path, capsys):
+    code = main(["train", "--dir", str(tmp_path), "--output", str(tmp_path / "p.npz"), "--exclude", "zoo_x@nowhere",
+                 "--no-progress"])
+    assert code == 2 and "no such training target" in capsys.readouterr().err
+    assert not (tmp_path / "p.npz").exists()

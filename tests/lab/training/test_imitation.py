@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy  # noqa: E402
 from ov_autoplace_lab.training.imitation import (ImitationConfig, build_tasks, imitate, imitation_loss,  # noqa: E402
-                                                 set_inputs, train_amortised)
+                                                 set_inputs, train_amortised, with_coarsening)
 from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,  # noqa: E402
                                                save_target)
 from ov_autoplace_lab.training.trainer import TrainConfig, make_policy  # noqa: E402
@@ -67,3 +69,27 @@ def test_train_amortised_exports_a_torch_free_policy_outside_the_package(target_
                                                                                tasks_per_step=2), specs=SPECS,
                                progress=False)
     assert ablation.is_file()
+
+
+def test_cost_cut_targets_are_no_worse_and_the_trained_policy_keeps_the_cut(target_dir, tmp_path):
+    chain_tasks = build_tasks(target_dir, SPECS, SMALL)
+    cut_tasks = build_tasks(target_dir, SPECS, dataclasses.replace(SMALL, coarsening="cost_cut"))
+    for chain, cut in zip(chain_tasks, cut_tasks):
+        # the cut refines the chains, so its best one-device-per-group placement is at least as fast
+        assert int(cut.inputs.node_coarse.max()) >= int(chain.inputs.node_coarse.max())
+        assert cut.target_ms <= chain.target_ms * (1 + 1e-9)
+    out = train_amortised(target_dir, tmp_path / "cut.npz",
+                          ImitationConfig(imitation_steps=3, reinforce_steps=2, tasks_per_step=2,
+                                          coarsening="cost_cut"), specs=SPECS, progress=False)
+    policy = NumpyHSDAGPolicy.load(out)
+    assert policy.config.coarsening == "cost_cut"
+
+
+def test_with_coarsening_keeps_the_weights():
+    from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy
+
+    torch.manual_seed(0)
+    policy = HSDAGPolicy(SMALL)
+    cut = with_coarsening(policy, "cost_cut")
+    assert cut.config.coarsening == "cost_cut" and with_coarsening(policy, None) is policy
+    assert all(torch.equal(a, b) for a, b in zip(policy.state_dict().values(), cut.state_dict().values()))

@@ -65,3 +65,18 @@ def test_training_never_sees_a_held_out_architecture_or_platform():
     held = [s for s in evaluation_specs() if is_held_out(s)]
     assert {s.model for s in held} >= set(HELD_OUT_ARCHITECTURES)
     assert {s.platform for s in held} >= set(HELD_OUT_PLATFORMS)
+
+
+def test_extra_family_kinds_are_named_graphs_of_the_training_set():
+    from ov_autoplace_lab.training.graph_family import EXTRA_KINDS
+    from ov_autoplace_lab.training.targets import load_graph
+
+    base = training_specs(zoo_variants=0, family_count=1, family_variants=0)
+    more = training_specs(zoo_variants=0, family_count=1, family_variants=0, extra_family_count=2)
+    extra = [s for s in more if s not in base]
+    assert base == more[:len(base)] and {s.graph for s in extra} == {f"family:{k}:{i}" for k in EXTRA_KINDS
+                                                                     for i in range(2)}
+    assert not any(is_held_out(s) for s in extra)
+    assert {"Convolution", "Concat"} <= set(load_graph("family:multibranch:0").op_types)
+    with pytest.raises(ValueError, match="unknown graph kind"):
+        load_graph("family:rnn:0")
