@@ -75,7 +75,9 @@ def test_the_shipped_file_is_the_float32_weights_rounded_to_float16():
 def test_float16_places_the_synthetic_graphs_and_the_graph_family_as_float32_does(twins):
     from ov_autoplace_lab.training.graph_family import HELD_OUT_SEEDS, TRAIN_SEEDS, build
 
-    graphs = [(name, prepared_graph(make())[1]) for name, make in synthetic_graphs.PLACEMENT_GRAPHS.items()]
+    synthetic = {**synthetic_graphs.PLACEMENT_GRAPHS, "long_chain": lambda: synthetic_graphs.long_chain(60),
+                 "dynamic_attention": synthetic_graphs.dynamic_attention, "gather_model": synthetic_graphs.gather_model}
+    graphs = [(name, prepared_graph(make())[1]) for name, make in synthetic.items()]
     graphs += [(f"graph_family seed {seed}", prepared_graph(build(seed))[1])
                for seed in (*HELD_OUT_SEEDS, *TRAIN_SEEDS[::40])]
     compared, differences = _placement_differences(twins, graphs)
