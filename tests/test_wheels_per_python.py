@@ -2,7 +2,7 @@
 
 ``tools/wheels.py`` (``bash run.sh wheels``) does this for every CPython it finds; this is the same, step by
 step, for the CPythons the ``openvino`` release has wheels for other than the one running the suite (whose
-wheel ``tests/test_wheel_install.py`` builds from the checkout, installs and checks). One isolated build of the
+wheel ``tests/test_wheel_install.py`` builds from the same sdist, installs and checks). One isolated build of the
 sdist per CPython, under ``nice``, one at a time: each wheel is also the check that the sdist builds on that
 CPython. A CPython this machine does not have is skipped, saying which and where it was looked for.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.wheel_builds import shared_sdist
 from tools import wheels
 
 RUNNING = "%d.%d" % sys.version_info[:2]
@@ -31,7 +32,7 @@ def pythons() -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory) -> Path:
     pytest.importorskip("auditwheel")
-    return wheels.build_sdist(tmp_path_factory.mktemp("sdist"))
+    return shared_sdist(tmp_path_factory)  # the one tests/test_wheel_install.py builds its wheel from
 
 
 @pytest.mark.parametrize("minor", OTHERS)
