@@ -89,10 +89,10 @@ def built_lab_wheel(tmp_path_factory):
     return wheel
 
 
-#: The runtime wheel an app downloads: under 600 KB (issue 21). 597 KB on 2026-11-25: the shipped policy's float16
-#: weights (hsdag_v1.npz, 254 KB, 215 KB deflated), the native extension built for size (-Os, stripped: 160 KB,
-#: 70 KB deflated) and the rest (the Python runtime, its data and metadata) 311 KB, under 400 KB - the lab's code
-#: (~170 KB) or its data leaking back in would break it.
+#: The runtime wheel an app downloads: under 600 KB (issue 21). 585 KB on 2026-11-25: the shipped policy's float16
+#: weights as byte planes (hsdag_v1.npz, 249 KB, 201 KB deflated), the native extension built for size (-Os,
+#: stripped: 160 KB, 70 KB deflated) and the rest (the Python runtime, its data and metadata) 314 KB, under
+#: 400 KB - the lab's code (~170 KB) or its data leaking back in would break it.
 RUNTIME_WHEEL_MAX_BYTES = 600_000
 RUNTIME_REST_MAX_BYTES = 400_000
 

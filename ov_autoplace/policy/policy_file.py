@@ -10,15 +10,24 @@ array under its state-dict name (``input_proj.weight``, ``convs.0.lin.weight``,
   pooling rule, op vocabulary, positional-encoding width, feature switches),
 * ``feature_names`` of the node, device and pair inputs (for humans and checks),
 * ``parameters``: name -> shape, and free-form ``metadata`` (training run, ...),
-* ``weight_dtype``: how the weights are stored (absent in files written before it: float32).
+* ``weight_dtype``: how the weights are stored (absent in files written before it: float32) and
+  ``weight_layout``: ``arrays`` (one array per parameter) or ``byte_planes`` (float16 only, below).
 
 Stored weights are float16 or float32; the loader upcasts them to float32, so the
 forward pass always computes in float32 and only the weights' rounding differs.
-float16 halves the file: the shipped policy is float16 (a 254 KB file rather
+float16 halves the file: the shipped policy is float16 (a 249 KB file rather
 than 484 KB, the largest entry of the runtime wheel), and its greedy placements
 equal the float32 weights' on the synthetic and graph-family graphs
 (tests/policy/test_float16_policy.py). Exports default to float32, exact for
 round trips and for comparing against the torch model.
+
+float16 weights are stored as two byte planes: ``__high_bytes__`` holds the high
+byte of every float16 (sign, exponent, two mantissa bits: few distinct values),
+``__low_bytes__`` the low byte, both uint8, the parameters concatenated in the
+header's order. The wheel deflates the file as one stream, and a run of high
+bytes compresses where interleaved bytes do not: the file is 201 KB in the
+wheel rather than 215 KB for one float16 array per parameter (and 3 entries
+load faster than 21).
 
 :func:`export_policy` takes the torch module but this file never imports torch
 (it only calls ``.detach().cpu().numpy()`` on the tensors it is given);
@@ -46,6 +55,7 @@ FORMAT_VERSION = 1
 HEADER_KEY = "__header__"
 #: The dtypes a file may store its weights in (a reader of version 1 that predates float16 upcasts it the same way).
 WEIGHT_DTYPES = ("float32", "float16")
+_HIGH, _LOW = "__high_bytes__", "__low_bytes__"  # the byte planes of float16 weights
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -90,8 +100,9 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
     if weight_dtype not in WEIGHT_DTYPES:
         raise PolicyFormatError(f"weight_dtype {weight_dtype!r} is not one a policy file stores; "
                                 f"expected one of {WEIGHT_DTYPES}")
-    if HEADER_KEY in weights:
-        raise PolicyFormatError(f"a parameter is named {HEADER_KEY!r}, which the file format reserves")
+    reserved = sorted({HEADER_KEY, _HIGH, _LOW} & set(weights))
+    if reserved:
+        raise PolicyFormatError(f"a parameter is named {reserved[0]!r}, which the file format reserves")
     with np.errstate(over="ignore"):  # an overflow is reported below, by name
         stored = {name: np.asarray(w, dtype=np.float32).astype(weight_dtype) for name, w in weights.items()}
     for name, w in stored.items():
@@ -107,13 +118,39 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
         "feature_names": expected_feature_names(config),
         "parameters": {name: list(w.shape) for name, w in stored.items()},
         "weight_dtype": weight_dtype,
+        "weight_layout": "byte_planes" if weight_dtype == "float16" else "arrays",
         "metadata": metadata or {},
     }
+    if weight_dtype == "float16":  # little-endian pairs: byte 1 is the high byte
+        pairs = np.concatenate([w.astype("<f2").reshape(-1) for w in stored.values()]).view(np.uint8).reshape(-1, 2)
+        stored = {_HIGH: pairs[:, 1].copy(), _LOW: pairs[:, 0].copy()}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
         np.savez(f, **{HEADER_KEY: np.array(json.dumps(header))}, **stored)
     return path
+
+
+def _joined_planes(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The float16 weights of a ``byte_planes`` file, from its high and low byte planes."""
+    parameters = header.get("parameters")
+    shapes_ok = isinstance(parameters, dict) and all(
+        isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape) for shape in parameters.values())
+    if not shapes_ok:
+        raise PolicyFormatError(f"{path}: the header's 'parameters' are not name -> shape; expected a file written "
+                                "by export_policy")
+    sizes = [int(np.prod(shape)) for shape in parameters.values()]
+    high, low = arrays.pop(_HIGH, None), arrays.pop(_LOW, None)
+    if high is None or low is None or high.dtype != np.uint8 or low.dtype != np.uint8 \
+            or high.shape != (sum(sizes),) or low.shape != (sum(sizes),):
+        raise PolicyFormatError(f"{path}: the byte planes {_HIGH!r} and {_LOW!r} are missing or do not hold the "
+                                f"{sum(sizes)} float16 weights its header lists; re-export the policy with export_policy")
+    if arrays:
+        raise PolicyFormatError(f"{path}: entries {sorted(arrays)[:3]} are not the byte planes of its weights")
+    values = np.stack([low, high], axis=1).reshape(-1).view("<f2")
+    ends = np.cumsum(sizes)
+    return {name: values[end - size:end].reshape(shape)
+            for (name, shape), size, end in zip(parameters.items(), sizes, ends)}
 
 
 def convert_policy_file(source: str | Path, destination: str | Path, *, weight_dtype: str) -> Path:
@@ -176,6 +213,8 @@ def _checked(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) 
         raise PolicyFormatError(
             f"{path} was trained on other input features than this ov_autoplace computes "
             f"(written by ov_autoplace {header.get('ov_autoplace_version')}); retrain or re-export it")
+    if header.get("weight_layout", "arrays") == "byte_planes":
+        arrays = _joined_planes(path, header, arrays)
     shapes = {name: list(a.shape) for name, a in arrays.items()}
     if shapes != header.get("parameters"):
         raise PolicyFormatError(f"{path}: the stored weights do not match the shapes its header lists")

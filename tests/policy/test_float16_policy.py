@@ -60,10 +60,12 @@ def _placement_differences(twins, graphs) -> tuple[int, list[str]]:
 
 def test_the_shipped_file_is_the_float32_weights_rounded_to_float16():
     reference, shipped = load_policy_file(FLOAT32_REFERENCE), load_policy_file(PRETRAINED_POLICY)
-    with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:
-        assert {stored[name].dtype for name in stored.files if name != "__header__"} == {np.dtype(np.float16)}
+    with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:  # float16 as two byte planes, high bytes first
+        assert stored.files == ["__header__", "__high_bytes__", "__low_bytes__"]
+        assert stored["__high_bytes__"].dtype == np.uint8 and stored["__high_bytes__"].size == 115_074
     assert "weight_dtype" not in reference.header  # an old float32 file: still read, as float32
-    assert shipped.header["weight_dtype"] == "float16" and shipped.config == reference.config
+    assert shipped.header["weight_dtype"] == "float16" and shipped.header["weight_layout"] == "byte_planes"
+    assert shipped.config == reference.config
     assert shipped.header["metadata"] == {**reference.header["metadata"], "converted_from": "float32"}
     assert set(shipped.weights) == set(reference.weights)
     for name, weight in reference.weights.items():
@@ -110,6 +112,20 @@ def test_conversion_round_trips_and_refuses_what_float16_cannot_hold(tmp_path):
         write_policy_file(tmp_path / "big.npz", exported.config, too_big, weight_dtype="float16")
     with pytest.raises(PolicyFormatError, match="weight_dtype 'int8'"):
         write_policy_file(tmp_path / "int8.npz", exported.config, exported.weights, weight_dtype="int8")
+
+
+def test_a_missing_or_short_byte_plane_is_refused_by_name(tmp_path):
+    with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    short = {**arrays, "__low_bytes__": arrays["__low_bytes__"][:-1]}
+    missing = {name: a for name, a in arrays.items() if name != "__high_bytes__"}
+    extra = {**arrays, "stray": np.zeros(3, np.uint8)}
+    for kind, damaged, message in (("short", short, "do not hold the 115074 float16"),
+                                   ("missing", missing, "'__high_bytes__'"), ("extra", extra, "'stray'")):
+        path = tmp_path / f"{kind}.npz"
+        np.savez(path, **damaged)
+        with pytest.raises(PolicyFormatError, match=message):
+            load_policy_file(path)
 
 
 def test_weights_of_another_dtype_are_refused_by_name(tmp_path):
