@@ -6,8 +6,8 @@ with ``profile="background"``, hands the measuring to a detached worker
 identical-devices path reads a few device properties and calls
 ``core.compile_model`` on the caller's own model; the graph, the policy and the
 legalizer are imported only when a placement has to be made or looked up.
-While a start decides (or looks its decision up), the plain call's compile runs on a
-thread and is used when the decision keeps the plain call's device (``plain_compile_ahead.py``).
+While a first start decides, the plain call's compile runs on a thread and is used
+when the decision keeps the plain call's device (``plain_compile_ahead.py``).
 """
 
 from __future__ import annotations
@@ -86,40 +86,36 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
                     "can be predicted faster than one device; %s is HETERO's own choice", first,
                     1e3 * (time.perf_counter() - started), ", ".join(req.devices), first)
         return req.core.compile_model(req.model, first, properties_for(req.core, first, props))  # see _compile
-    ahead, hint, noted = None, None, False
-    if profiling is not Profiling.NOW and not req.pins:  # the plain call's compile overlaps all that follows
-        from ov_autoplace.decision import plain_compile_ahead
+    index, hit = None, None
+    if use_cache and profiling is not Profiling.NOW and not req.pins:  # a one-device decision needs no clone
+        from ov_autoplace.decision import single_device_index
 
-        hint = plain_compile_ahead.model_hint(req) if use_cache else None
-        noted = plain_compile_ahead.deviation_noted(root, hint)
-        ahead = plain_compile_ahead.start(req, properties_for(req.core, req.devices[0], props), noted=noted)
-    try:
-        index, hit = None, None
-        if use_cache and profiling is not Profiling.NOW and not req.pins:  # a one-device decision needs no clone
-            from ov_autoplace.decision import single_device_index
-
-            try:
-                index = single_device_index.index_key(req, _policy_digest(POLICY_FILE))
-                if profiling is Profiling.STORED:
-                    hit = single_device_index.lookup(root, index)
-            except Exception as exc:  # noqa: BLE001 - the full path below decides instead
-                logger.debug("single-device index unusable (%s: %s)", type(exc).__name__, exc)
-                index, hit = None, None
+        try:
+            index = single_device_index.index_key(req, _policy_digest(POLICY_FILE))
+            if profiling is Profiling.STORED:
+                hit = single_device_index.lookup(root, index)
+        except Exception as exc:  # noqa: BLE001 - the full path below decides instead
+            logger.debug("single-device index unusable (%s: %s)", type(exc).__name__, exc)
+            index, hit = None, None
         if hit is not None:
             device, source = hit
             logger.info("placement source: cache (%s) -> %s (%.0f ms to decide)", source, device,
                         1e3 * (time.perf_counter() - started))
-            plain_compile_ahead.note_decision(root, hint, deviates=device != req.devices[0], noted=noted)
-            compiled = ahead.take(device) if ahead is not None else None
-            return compiled if compiled is not None else \
-                req.core.compile_model(req.model, device, properties_for(req.core, device, props))
+            return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
+    ahead, noted = None, False
+    if profiling is not Profiling.NOW and not req.pins:  # the plain call's compile overlaps the decision
+        from ov_autoplace.decision import plain_compile_ahead
+
+        noted = plain_compile_ahead.deviation_noted(root, index)
+        ahead = plain_compile_ahead.start(req, properties_for(req.core, req.devices[0], props), noted=noted)
+    try:
         decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache)
         if index is not None and profiling is Profiling.STORED and decision.single_device is not None \
                 and decision.final:
             source = decision.source[len("cache ("):-1] if decision.source.startswith("cache (") else decision.source
             single_device_index.store(root, index, decision.single_device, source, profile_path)
-        if hint is not None:
-            plain_compile_ahead.note_decision(root, hint, deviates=decision.single_device != req.devices[0],
+        if index is not None:
+            plain_compile_ahead.note_decision(root, index, deviates=decision.single_device != req.devices[0],
                                               noted=noted)
         logger.info("placement source: %s -> %s (%.0f ms to decide)%s", decision.source,
                     decision.single_device or decision.placement.counts_per_device(),

@@ -1,13 +1,11 @@
 """The plain call's compile, started on a thread while the default path decides, used when the decision keeps it.
 
-A start pays its decision before it compiles. A first start: a folded clone, the graph, the cache key and the
-prior (ResNet-50: ~15 ms of work plus ~30 ms of first imports with no bytecode cache; the compile itself
-~100 ms). A warm start: the single-device index's key and lookup and their imports (~6 ms against a blob-cache
-compile of ~80 ms). Almost always the decision is the plain call's placement - HETERO's first device, compiled
-exactly as ``core.compile_model(model, device, config)`` would be (``first_start._compile``). OpenVINO's
-``compile_model`` releases the GIL, so that compile is started on a thread *before* any of this work and the
-call then costs about ``max(compile, decision)`` instead of their sum. The decision is made as before and is
-not changed by this:
+A first start pays the decision before it compiles: a folded clone, the graph, the cache key and the prior
+(ResNet-50: ~15 ms of work plus ~30 ms of first imports with no bytecode cache; the compile itself ~100 ms).
+Almost always the decision is the plain call's placement - HETERO's first device, compiled exactly as
+``core.compile_model(model, device, config)`` would be (``first_start._compile``). OpenVINO's ``compile_model``
+releases the GIL, so that compile runs on a thread while Python decides, and the call then costs about
+``max(compile, decision)`` instead of their sum. The decision is made as before and is not changed by this:
 
 * decided the plain call's device -> the compile made ahead is returned (the same model object, device and
   properties ``_compile`` would pass; if it raised, ``_compile`` runs again and raises where it always did);
@@ -16,12 +14,9 @@ not changed by this:
 
 So that the discarded case stays rare it is started only when the decision is unlikely to deviate (:func:`start`):
 no ``profile="now"`` and no pins (their callers check), no note that this model's last decision deviated (a
-cached, verified split is used on every warm start: :func:`note_decision` keeps the note), and not every
-device's name matching a calibrated device (only a calibrated prior may run its deviation before
-verification; ``costmodel/device_names.py``). The note is keyed on :func:`model_hint` - the model's
-name, its inputs' and outputs' shapes and types, the devices and the config, read in ~0.1 ms - not on the
-graph's structure, which would cost the milliseconds this module hides. Two models sharing a hint share only
-whether one is compiled ahead, never a placement.
+cached, verified split is used on every warm start: :func:`note_decision` keeps the note, beside the
+single-device index, keyed the same way), and not every device's name matching a calibrated device (only a
+calibrated prior may run its deviation before verification; ``costmodel/device_names.py``).
 """
 
 from __future__ import annotations
@@ -82,39 +77,29 @@ class PlainCompileAhead:
         self.take(None)
 
 
-def model_hint(req: Any) -> dict[str, Any]:
-    """A cheap key of the call: the model's name and signature, the devices and the config (JSON-able)."""
-    model = req.model
-    # shapes and types, not tensor names: an unnamed output gets a generated name that changes per build
-    ports = [[str(p.get_partial_shape()), str(p.get_element_type())] for p in (*model.inputs, *model.outputs)]
-    return {"hint": 1, "name": model.get_friendly_name(), "ports": ports, "devices": list(req.devices),
-            "config": sorted((str(k), str(v)) for k, v in req.props.items()),
-            "shapes": None if getattr(req, "shapes", None) is None else str(req.shapes)}
-
-
-def _note_path(root: Path, hint: dict) -> Path:
+def _note_path(root: Path, index_key: dict) -> Path:
     from ov_autoplace.decision.single_device_index import key_digest
 
-    return Path(root) / "placements" / f"deviates-{key_digest(hint)}.json"
+    return Path(root) / "placements" / f"deviates-{key_digest(index_key)}.json"
 
 
-def deviation_noted(root: Path, hint: dict | None) -> bool:
-    """Whether the last decision for this call (:func:`model_hint`) was not the plain call's."""
-    return hint is not None and os.path.lexists(_note_path(root, hint))
+def deviation_noted(root: Path, index_key: dict | None) -> bool:
+    """Whether the last decision for this model (``single_device_index.index_key``) was not the plain call's."""
+    return index_key is not None and os.path.lexists(_note_path(root, index_key))
 
 
-def note_decision(root: Path, hint: dict | None, *, deviates: bool, noted: bool) -> None:
+def note_decision(root: Path, index_key: dict, *, deviates: bool, noted: bool) -> None:
     """Keep the note in step with the decision just made (best effort: it only steers :func:`start`)."""
-    if hint is None or deviates == noted:
+    if deviates == noted:
         return
-    path = _note_path(root, hint)
+    path = _note_path(root, index_key)
     try:
         if deviates:
             from ov_autoplace.cache.root import private_subdir
             from ov_autoplace.model.loading import write_private_atomic
 
             private_subdir(root, "placements")
-            write_private_atomic(path, json.dumps({"hint": hint, "why": "the decision was not the plain call's "
+            write_private_atomic(path, json.dumps({"key": index_key, "why": "the decision was not the plain call's "
                                                    "device: do not compile it ahead"}))
         else:
             os.unlink(path)
@@ -138,4 +123,4 @@ def start(req: Any, properties: dict, *, noted: bool) -> PlainCompileAhead | Non
     return PlainCompileAhead(req.core, req.model, req.devices[0], properties)
 
 
-__all__ = ["PlainCompileAhead", "deviation_noted", "model_hint", "note_decision", "start"]
+__all__ = ["PlainCompileAhead", "deviation_noted", "note_decision", "start"]

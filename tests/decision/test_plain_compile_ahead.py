@@ -44,11 +44,8 @@ def test_first_start_returns_the_plain_compile_made_ahead(thread_core, tmp_path,
     assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
     inputs = random_inputs(compiled, seed=3)
     np.testing.assert_array_equal(compiled(inputs)[0], thread_core.compile_model(model, "CPU")(inputs)[0])
-    compiled, source, ahead = _start(model, PLAIN_FIRST, thread_core, tmp_path, caplog)
-    assert source.startswith("cache (prior) -> CPU"), "the single-device index"
-    assert len(ahead) == 1 and ahead[0].startswith("plain compile ahead on CPU used"), \
-        "a warm one-device start compiles once, while it looks the decision up"
-    np.testing.assert_array_equal(compiled(inputs)[0], thread_core.compile_model(model, "CPU")(inputs)[0])
+    _, source, ahead = _start(model, PLAIN_FIRST, thread_core, tmp_path, caplog)
+    assert source.startswith("cache (prior) -> CPU") and ahead == [], "a warm one-device start compiles once"
 
 
 def test_a_deviation_awaiting_verification_runs_the_plain_compile_made_ahead(thread_core, tmp_path, caplog,
@@ -99,44 +96,7 @@ def test_a_cached_deviation_discards_it_once_then_is_not_compiled_ahead(thread_c
     assert source.startswith("cache (prior) -> CPUS") and ahead == []
     assert list((tmp_path / "placements").glob("deviates-*.json")) == []
     _, source, ahead = _start(model, DISTINCT, thread_core, tmp_path, caplog)
-    assert source.startswith("cache (prior) -> CPUS")  # the single-device index, the plain call's compile made ahead
-    assert len(ahead) == 1 and ahead[0].startswith("plain compile ahead on CPUS used")
-
-
-def test_a_one_device_deviation_in_the_index_is_noted_from_the_index(thread_core, tmp_path, caplog, monkeypatch):
-    """The single-device index answers another device than the plain call's: the compile ahead is discarded once
-    and the note stops it on the next warm start (nothing else in the index path knows the decision deviated)."""
-    from ov_autoplace.api import DEFAULT_MAX_SUBMODELS, StrategyName, _request
-    from ov_autoplace.decision import single_device_index
-    from ov_autoplace.decision.first_start import POLICY_FILE, _policy_digest
-
-    model = sg.residual(blocks=3)
-    req = _request(model, DISTINCT, None, thread_core, StrategyName.PRIORITY, None, None, DEFAULT_MAX_SUBMODELS, 0)
-    single_device_index.store(tmp_path, single_device_index.index_key(req, _policy_digest(POLICY_FILE)), "CPU",
-                              "profile", None)
-    compiled, source, ahead = _start(model, DISTINCT, thread_core, tmp_path, caplog)
-    assert source.startswith("cache (profile) -> CPU") and compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
-    assert len(ahead) == 1 and ahead[0].startswith("plain compile ahead on CPUS discarded (the decision is CPU")
-    compiled, source, ahead = _start(model, DISTINCT, thread_core, tmp_path, caplog)
-    assert source.startswith("cache (profile) -> CPU") and ahead == []
-    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
-
-
-def test_the_hint_is_cheap_and_tells_calls_apart(thread_core):
-    from ov_autoplace.api import DEFAULT_MAX_SUBMODELS, StrategyName, _request
-
-    def hint(model, device_name, config=None):
-        req = _request(model, device_name, config, thread_core, StrategyName.PRIORITY, None, None,
-                       DEFAULT_MAX_SUBMODELS, 0)
-        return plain_compile_ahead.model_hint(req)
-
-    model = sg.residual()
-    assert hint(model, DISTINCT) == hint(sg.residual(), DISTINCT), "the same call in another process"
-    assert hint(model, DISTINCT) != hint(model, PLAIN_FIRST)
-    assert hint(model, DISTINCT) != hint(sg.residual(size=32), DISTINCT), "another input shape"
-    assert hint(model, DISTINCT) == hint(sg.residual(blocks=1), DISTINCT), \
-        "same name and signature: one hint (it only steers the compile ahead, never a placement)"
-    assert hint(model, DISTINCT) != hint(model, DISTINCT, {"PERFORMANCE_HINT": "THROUGHPUT"})
+    assert source.startswith("cache (prior) -> CPUS") and ahead == []  # the single-device index
 
 
 def test_a_failed_compile_ahead_is_not_returned(thread_core):
