@@ -142,3 +142,11 @@ def validate_results(results: Any) -> None:
                     _fail(cpath, f"a model among {models}", model)
                 _validate_cell(cpath, cell, reference.get(model), setting["simulated"])
         _validate_curves(f"{spath}.curves", setting["curves"], set(methods), models)
+        for model, control in (setting.get("controls") or {}).items():  # optional: the reference compiled twice
+            cpath = f"{spath}.controls[{model!r}]"
+            if model not in models:
+                _fail(cpath, f"a model among {models}", model)
+            _fields(cpath, control, {"round_ms": "list", "round_ratio": "list"})
+            for key in ("round_ms", "round_ratio"):
+                for k, value in enumerate(control[key]):
+                    _check(f"{cpath}.{key}[{k}]", value, "num")

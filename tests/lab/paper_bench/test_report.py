@@ -277,3 +277,32 @@ def test_a_paired_win_below_the_minimum_gain_is_no_difference(results):
     assert "- **resnet50**: no difference: no method was faster than CPU only in every one of the 5 paired rounds " \
            "by at least 2 % in the median round (lowest median: HEFT" in md
     assert "| **" not in md
+
+
+def test_a_paired_win_within_the_reference_compiled_twice_is_no_difference(results):
+    """TEST DATA modelled on 2026-11-25's quiet bert_base: OpenVINO AUTO (on that very CPU) faster than CPU only in
+    every round by ~4 %, while CPU only compiled a second time differed from its first compile by ~4.5 %: the gain
+    needed is the control's, so nobody wins; a gain beyond the control is named, with the control beside it."""
+    for row in results["settings"][0]["rows"]:
+        for m in list(row["cells"]):
+            if m != "bert_base":
+                del row["cells"][m]
+    results["settings"] = results["settings"][:1]
+    results["settings"][0].update(models=["bert_base"], curves={})
+    cpu = [59.6, 59.9, 59.3, 60.1, 59.5]
+    rounds = {"CPU only": {"bert_base": cpu}, "OpenVINO HETERO auto": {"bert_base": [v * 0.96 for v in cpu]},
+              "CPUF only": {"bert_base": [110.0] * 5}, "Optimum": {"bert_base": [v * 0.99 for v in cpu]},
+              "HSDAG": {"bert_base": cpu}, "HEFT": {"bert_base": [v * 1.01 for v in cpu]}}
+    results["settings"][0]["controls"] = {"bert_base": {"round_ms": cpu, "round_ratio": [0.955, 0.96, 0.95, 0.958,
+                                                                                         0.954]}}
+    md = markdown_report(_with_rounds(results, rounds))
+    assert "- **bert_base**: no difference: no method was faster than CPU only in every one of the 5 paired rounds " \
+           "by at least 4.5 % in the median round (CPU only compiled twice differed by -4.5 % here, its control)" in md
+    assert "| **" not in md
+    rounds["OpenVINO HETERO auto"]["bert_base"] = [v * 0.93 for v in cpu]
+    md = markdown_report(_with_rounds(results, rounds))
+    assert "- **bert_base**: OpenVINO HETERO auto at" in md and "its control)" in md
+    assert md.count("| **") == 1
+    results["settings"][0]["controls"] = {"elsewhere": {"round_ms": cpu, "round_ratio": [1.0] * 5}}
+    with pytest.raises(ValueError, match=r"controls\['elsewhere'\]: expected a model among \['bert_base'\]"):
+        markdown_report(results)

@@ -59,6 +59,19 @@ def test_measured_cells_have_runs_spread_and_correctness(results):
                 assert cell["speedup"] == pytest.approx(0.0)
 
 
+def test_the_reference_is_compiled_twice_and_timed_as_both(results):
+    """The control: CPU only compiled again after every other placement; the reference's rounds are the geometric
+    mean of its two compiles, and the ratio second / first is what the report's winner must beat."""
+    measured = results["settings"][0]
+    reference = next(r for r in measured["rows"] if r["method"] == REFERENCE)
+    for model in MODELS:
+        control = measured["controls"][model]
+        assert len(control["round_ms"]) == len(control["round_ratio"]) == 2  # the fixture's rounds
+        assert reference["cells"][model]["round_ms"] == control["round_ms"]
+        assert all(0.5 < r < 2.0 for r in control["round_ratio"])
+        assert reference["cells"][model]["runs"] == 2 * 6, "both compiles' runs pooled"
+
+
 def test_learned_methods_spend_their_budget_and_have_curves(results):
     for setting, budget in zip(results["settings"], (3, 12)):
         for row in setting["rows"]:
