@@ -21,7 +21,6 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
 
 from __future__ import annotations
 
-import heapq
 from typing import Sequence
 
 import numpy as np
@@ -30,8 +29,9 @@ import openvino as ov
 from ov_autoplace.errors import PinError, PlacementError, UnsupportedOpError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.model.quant_patterns import keep_groups_together, quantization_groups
-from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
+from ov_autoplace.model.quant_patterns import keep_groups_together
+from ov_autoplace.placement.merge_to_bound import _follow_consumers, _merge_to_bound
+from ov_autoplace.placement.submodels import count_hetero_submodels
 from ov_autoplace.placement.pins import Pin, parse_pins, unmatched_pin_message
 
 
@@ -118,159 +118,6 @@ def _effective_bound(graph: GraphArrays, support: np.ndarray, active: np.ndarray
                     f"to {forced}")
 
 
-def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
-    """Greedily move the lightest unlocked island to its best-connected neighbour device."""
-    uf = island_sets(graph, device, active)
-    members: dict[int, list[int]] = {}
-    for i in np.flatnonzero(active).tolist():
-        members.setdefault(uf.find(i), []).append(i)
-    weight = np.maximum(graph.flops, 0.0) + 1.0
-    island_weight = {root: float(weight[m].sum()) for root, m in members.items()}
-    heap = [(w, root) for root, w in island_weight.items()]
-    heapq.heapify(heap)
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    edge_bytes = np.maximum(graph.edge_bytes, 1).tolist()
-    adjacency: list[list[int]] = [[] for _ in range(graph.num_nodes)]
-    for e, (s, t) in enumerate(zip(src, dst)):
-        adjacency[s].append(e)
-        adjacency[t].append(e)
-    count = len(members)
-    while count > max_submodels and heap:
-        w, root = heapq.heappop(heap)
-        if uf.find(root) != root or island_weight.get(root) != w:
-            continue  # stale heap entry (the island has been merged or has grown since)
-        nodes = members[root]
-        if locked[nodes].any():
-            continue
-        traffic: dict[int, float] = {}
-        for i in nodes:
-            for e in adjacency[i]:
-                j = dst[e] if src[e] == i else src[e]
-                if active[j] and uf.find(j) != root:
-                    traffic[device[j]] = traffic.get(device[j], 0.0) + edge_bytes[e]
-        for target in sorted(traffic, key=lambda d: -traffic[d]):
-            if support[nodes, target].all():
-                break
-        else:
-            continue  # no neighbour device can take the whole island; leave it
-        device[nodes] = target
-        merged = {root}
-        for i in nodes:
-            for e in adjacency[i]:
-                j = dst[e] if src[e] == i else src[e]
-                if active[j] and device[j] == target:
-                    rj = uf.find(j)
-                    if rj not in merged:
-                        merged.add(rj)
-        new_root = root
-        for r in merged - {root}:
-            new_root = uf.union(new_root, r)
-            new_root = uf.find(new_root)
-        # Extend the largest member list in place: re-copying the growing island would be quadratic.
-        parts = sorted((members.pop(r) for r in merged), key=len, reverse=True)
-        combined = parts[0]
-        for part in parts[1:]:
-            combined.extend(part)
-        members[new_root] = combined
-        total = sum(island_weight.pop(r) for r in merged)
-        island_weight[new_root] = total
-        count -= len(merged) - 1
-        heapq.heappush(heap, (total, new_root))
-    return count
-
-
-def _follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
-                      pinned_anchor: np.ndarray) -> np.ndarray:
-    """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices."""
-    n = graph.num_nodes
-    consumers: list[list[int]] = [[] for _ in range(n)]
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        consumers[s].append(t)
-    # Plain lists in these loops: numpy scalars and enum lookups per element made them 2x slower, and a cached
-    # placement is re-legalized on every warm start.
-    is_result = (graph.role == NodeRole.RESULT).tolist()
-    skip = (active | (graph.role == NodeRole.RESULT) | pinned_anchor).tolist()
-    pinned = pinned_anchor.tolist()
-    dev = np.asarray(device).tolist()
-    for i in range(n - 1, -1, -1):  # Constants, constant subgraphs, Parameters: their consumers' majority
-        if skip[i]:
-            continue
-        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]
-        dev[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):  # Results: their producer
-        if is_result[t] and not pinned[t]:
-            dev[t] = dev[s]
-    return np.asarray(dev, dtype=np.int64)
-
-
-def _move_one_part(graph, device, active, support, locked, partition, groups: list[list[int]]) -> bool:
-    """Move the lightest HETERO submodel that can move to the neighbouring device it exchanges most bytes
-    with (in place on ``device``), with every quantization group it touches (``groups``: they stay on one
-    device, step 2b); False when none can (pinned, or no neighbour device supports it)."""
-    group_of = np.full(graph.num_nodes, -1, dtype=np.int64)
-    for k, members in enumerate(groups):
-        group_of[members] = k
-    weight = np.maximum(graph.flops, 0.0) + 1.0
-    sub = partition.submodel
-    order = np.argsort(np.bincount(sub[active], weights=weight[active], minlength=partition.num_submodels),
-                       kind="stable")
-    src, dst = graph.edge_src, graph.edge_dst
-    both = active[src] & active[dst]
-    src, dst = src[both], dst[both]
-    nbytes = np.maximum(graph.edge_bytes[both], 1).astype(np.float64)
-    for p in order.tolist():
-        nodes = np.flatnonzero(sub == p)
-        touched = np.unique(group_of[nodes][group_of[nodes] >= 0])
-        if touched.size:
-            nodes = np.union1d(nodes, np.concatenate([np.asarray(groups[k]) for k in touched.tolist()]))
-        if locked[nodes].any():
-            continue
-        own = int(partition.device[p])
-        inside_src, inside_dst = sub[src] == p, sub[dst] == p
-        other = np.concatenate([dst[inside_src & ~inside_dst], src[inside_dst & ~inside_src]])
-        traffic = np.concatenate([nbytes[inside_src & ~inside_dst], nbytes[inside_dst & ~inside_src]])
-        per_device = np.bincount(device[other], weights=traffic, minlength=support.shape[1])
-        per_device[own] = -1.0
-        for target in np.argsort(-per_device, kind="stable").tolist():
-            if per_device[target] <= 0:
-                break
-            if support[nodes, target].all():
-                device[nodes] = target
-                return True
-    return False
-
-
-def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound) -> tuple[np.ndarray, int]:
-    """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
-
-    First the islands, down to ``bound`` (cheap, and they never outnumber the submodels by much). An island
-    that another device feeds back is more than one submodel, and merging whole islands does not remove those
-    splits (the feedback stays), so then the lightest submodel moves to its neighbours' device, one at a
-    time with HETERO's count taken after each. Should that not get there in as many moves as there were
-    submodels, the islands are merged further, down to one device if need be.
-    """
-    _merge_islands(graph, device, active, support, locked, bound)
-    full = _follow_consumers(graph, device, active, pinned_anchor)
-    partition = submodel_partition(graph, full, active)
-    groups = quantization_groups(graph, active) if partition.num_submodels > bound else []
-    for _ in range(partition.num_submodels):
-        if partition.num_submodels <= bound or not _move_one_part(graph, device, active, support, locked,
-                                                                  partition, groups):
-            break
-        full = _follow_consumers(graph, device, active, pinned_anchor)
-        partition = submodel_partition(graph, full, active)
-    submodels = partition.num_submodels
-    target = count_islands(graph, device, active) - 1
-    while submodels > bound and target >= 1:
-        islands = _merge_islands(graph, device, active, support, locked, target)
-        full = _follow_consumers(graph, device, active, pinned_anchor)
-        submodels = count_hetero_submodels(graph, full, active)
-        if islands > target:
-            break  # nothing left that can move
-        target = islands - 1
-    return full, submodels
-
-
 def legalize(
     graph: GraphArrays,
     proposal: np.ndarray,
@@ -351,7 +198,8 @@ def legalize(
             notes.append(raised)
         if num_submodels > bound:
             before = num_submodels
-            full, num_submodels = _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound)
+            full, num_submodels = _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
+                                                     notes)
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
     device = full
 

@@ -119,62 +119,119 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
     """The parts HETERO compiles, found as OpenVINO 2026.4's hetero SubgraphCollector finds them (module
     docstring): edges between devices are cut; then, while it adds cuts, every node that depends on a cut
     edge leaving its own part (a cycle) has those of its input edges cut whose source depends on the part's
-    cut inputs the cycle came through. Dependency sets are Python ints used as bitsets over the cut edges."""
+    cut inputs the cycle came through. Dependency sets are Python ints used as bitsets over the graph inputs
+    and the cut edges.
+
+    Each round re-examines only the parts the previous round cut (a part no cut touched has the same entering
+    and leaving edges, so the same verdicts: it cut nothing then and cuts nothing now), and nodes with the
+    same (cycle, entered) sets share one ``through``. An unrolled GRU peels one time step per round, so
+    re-examining every part each round cost the whole graph per step (GRU, 1,737 nodes: 0.51 s -> 0.29 s).
+    """
     n, role = graph.num_nodes, graph.role.tolist()
     src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    is_input = [r in (NodeRole.PARAMETER, NodeRole.CONSTANT) for r in role]
     in_edges: list[list[int]] = [[] for _ in range(n)]
-    for e, t in enumerate(dst):
+    out_edges: list[list[int]] = [[] for _ in range(n)]
+    for e, (s, t) in enumerate(zip(src, dst)):
         in_edges[t].append(e)
+        out_edges[s].append(e)
     dev = list(dev)
     for e, (s, t) in enumerate(zip(src, dst)):  # edges by destination in topological order
         if role[t] == NodeRole.RESULT:
             dev[t] = dev[s]  # a Result runs where its producer does
     cut = {e for e, (s, t) in enumerate(zip(src, dst)) if dev[s] != dev[t]}
+    if not cut:
+        return _components(n, src, dst, cut)  # one device: nothing leaves a part, so there is no cycle to split
+    # Bits keep their meaning across rounds: graph inputs first, then cut edges in the order they are cut.
+    own_bit = [0] * n
+    inputs = 0
+    for v in range(n):
+        if role[v] in (NodeRole.PARAMETER, NodeRole.CONSTANT):
+            own_bit[v] = 1 << inputs
+            inputs += 1
+    edge_of_bit: list[int] = []
+    edge_bit = [0] * len(src)
+    for e in sorted(cut):
+        edge_bit[e] = 1 << (inputs + len(edge_of_bit))
+        edge_of_bit.append(e)
+    first = _components(n, src, dst, cut)
+    sg = [first.find(i) for i in range(n)]
+    members: dict[int, list[int]] = {}
+    for v in range(n):
+        members.setdefault(sg[v], []).append(v)
+    dirty = list(members)
+    entered = [0] * n
+    cyclic = [0] * n
     while True:
-        part = _components(n, src, dst, cut)
-        if not cut:
-            return part  # one device: nothing leaves a part, so there is no cycle to split
-        sg = [part.find(i) for i in range(n)]
-        # bits: the cut edges, then each Parameter/Constant (HETERO counts a graph input as a part's input too)
-        order = sorted(cut)
-        bit = {e: k for k, e in enumerate(order)}
-        owner_mask: dict[int, int] = {}  # part -> the bits that enter it
-        leave_mask: dict[int, int] = {}  # part -> the cut edges that leave it
-        for k, e in enumerate(order):
-            owner_mask[sg[dst[e]]] = owner_mask.get(sg[dst[e]], 0) | (1 << k)
-            leave_mask[sg[src[e]]] = leave_mask.get(sg[src[e]], 0) | (1 << k)
         deps = [0] * n
-        k = len(order)
         for v in range(n):
-            if is_input[v]:
-                deps[v] = 1 << k
-                owner_mask[sg[v]] = owner_mask.get(sg[v], 0) | (1 << k)
-                k += 1
-                continue
-            d = 0
+            d = own_bit[v]
             for e in in_edges[v]:
-                d |= deps[src[e]] | (1 << bit[e] if e in bit else 0)
+                d |= deps[src[e]] | edge_bit[e]
             deps[v] = d
-        entered = [deps[v] & owner_mask.get(sg[v], 0) for v in range(n)]
-        cyclic = [deps[v] & leave_mask.get(sg[v], 0) for v in range(n)]
-        added = False
-        for v in range(n):
-            if not cyclic[v]:
-                continue
-            through = 0
-            for k in _bits(cyclic[v]):
-                through |= entered[src[order[k]]]
-            for k in _bits(entered[v]):
-                if k < len(order) and sg[src[order[k]]] != sg[v]:  # the cycle re-enters the part here
-                    through |= entered[dst[order[k]]]
-            for e in in_edges[v]:
-                s = src[e]
-                if e not in cut and not (cyclic[v] & cyclic[s]) and (through & entered[s]):
-                    cut.add(e)
-                    added = True
+        for p in dirty:  # HETERO counts a graph input as a part's input too
+            owner = leave = 0
+            for v in members[p]:
+                owner |= own_bit[v]
+                for e in in_edges[v]:
+                    owner |= edge_bit[e]
+                for e in out_edges[v]:
+                    leave |= edge_bit[e]
+            for v in members[p]:
+                entered[v] = deps[v] & owner
+                cyclic[v] = deps[v] & leave
+        added: list[int] = []
+        memo: dict[tuple[int, int], int] = {}
+        for p in dirty:
+            for v in members[p]:
+                cv = cyclic[v]
+                if not cv:
+                    continue
+                key = (cv, entered[v])
+                through = memo.get(key)
+                if through is None:
+                    through = 0
+                    for k in _bits(cv):
+                        through |= entered[src[edge_of_bit[k - inputs]]]
+                    for k in _bits(entered[v] >> inputs):
+                        e = edge_of_bit[k]
+                        if sg[src[e]] != sg[v]:
+                            through |= entered[dst[e]]
+                    memo[key] = through
+                for e in in_edges[v]:
+                    s = src[e]
+                    if not edge_bit[e] and not (cv & cyclic[s]) and (through & entered[s]):
+                        added.append(e)
         if not added:
-            return part
+            return _components(n, src, dst, cut)
+        touched = {sg[dst[e]] for e in added}
+        for e in added:
+            cut.add(e)
+            edge_bit[e] = 1 << (inputs + len(edge_of_bit))
+            edge_of_bit.append(e)
+        dirty = []
+        for p in touched:
+            nodes = members.pop(p)
+            seen: set[int] = set()
+            for start in nodes:  # the part's pieces: its nodes joined by the edges still uncut
+                if start in seen:
+                    continue
+                seen.add(start)
+                piece, stack = [], [start]
+                while stack:
+                    v = stack.pop()
+                    piece.append(v)
+                    for e in in_edges[v]:
+                        if not edge_bit[e] and src[e] not in seen:
+                            seen.add(src[e])
+                            stack.append(src[e])
+                    for e in out_edges[v]:
+                        if not edge_bit[e] and dst[e] not in seen:
+                            seen.add(dst[e])
+                            stack.append(dst[e])
+                for v in piece:
+                    sg[v] = start
+                members[start] = piece
+                dirty.append(start)
 
 
 def _stage_groups(src: list[int], dst: list[int], dev: list[int], n: int) -> _UnionFind:

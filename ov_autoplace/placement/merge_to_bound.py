@@ -1,0 +1,190 @@
+"""Step 3 of ``legalizer.py``: merge a placement until HETERO compiles at most ``bound`` submodels.
+
+Each move is priced by HETERO's own split (``submodels.py``), which on a large or recurrent graph is the costly
+part (an unrolled GRU of 1,737 nodes: ~0.3 s a split, 100+ moves). ``legalize`` runs inside ``compile_model``,
+and nothing may hang there: after ``MERGE_BUDGET_S`` seconds the search stops moving single submodels and
+halves the island target per step instead (down to one device if need be), and says so in the placement's notes.
+Within the budget the result is the one-at-a-time search's, unchanged.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+
+import numpy as np
+
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.model.quant_patterns import quantization_groups
+from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
+
+#: Seconds of submodel moves before the merge switches to halving the island target (see the module docstring).
+MERGE_BUDGET_S = 2.0
+
+
+def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
+    """Greedily move the lightest unlocked island to its best-connected neighbour device."""
+    uf = island_sets(graph, device, active)
+    members: dict[int, list[int]] = {}
+    for i in np.flatnonzero(active).tolist():
+        members.setdefault(uf.find(i), []).append(i)
+    weight = np.maximum(graph.flops, 0.0) + 1.0
+    island_weight = {root: float(weight[m].sum()) for root, m in members.items()}
+    heap = [(w, root) for root, w in island_weight.items()]
+    heapq.heapify(heap)
+    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    edge_bytes = np.maximum(graph.edge_bytes, 1).tolist()
+    adjacency: list[list[int]] = [[] for _ in range(graph.num_nodes)]
+    for e, (s, t) in enumerate(zip(src, dst)):
+        adjacency[s].append(e)
+        adjacency[t].append(e)
+    count = len(members)
+    while count > max_submodels and heap:
+        w, root = heapq.heappop(heap)
+        if uf.find(root) != root or island_weight.get(root) != w:
+            continue  # stale heap entry (the island has been merged or has grown since)
+        nodes = members[root]
+        if locked[nodes].any():
+            continue
+        traffic: dict[int, float] = {}
+        for i in nodes:
+            for e in adjacency[i]:
+                j = dst[e] if src[e] == i else src[e]
+                if active[j] and uf.find(j) != root:
+                    traffic[device[j]] = traffic.get(device[j], 0.0) + edge_bytes[e]
+        for target in sorted(traffic, key=lambda d: -traffic[d]):
+            if support[nodes, target].all():
+                break
+        else:
+            continue  # no neighbour device can take the whole island; leave it
+        device[nodes] = target
+        merged = {root}
+        for i in nodes:
+            for e in adjacency[i]:
+                j = dst[e] if src[e] == i else src[e]
+                if active[j] and device[j] == target:
+                    rj = uf.find(j)
+                    if rj not in merged:
+                        merged.add(rj)
+        new_root = root
+        for r in merged - {root}:
+            new_root = uf.union(new_root, r)
+            new_root = uf.find(new_root)
+        # Extend the largest member list in place: re-copying the growing island would be quadratic.
+        parts = sorted((members.pop(r) for r in merged), key=len, reverse=True)
+        combined = parts[0]
+        for part in parts[1:]:
+            combined.extend(part)
+        members[new_root] = combined
+        total = sum(island_weight.pop(r) for r in merged)
+        island_weight[new_root] = total
+        count -= len(merged) - 1
+        heapq.heappush(heap, (total, new_root))
+    return count
+
+
+def _follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
+                      pinned_anchor: np.ndarray) -> np.ndarray:
+    """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices."""
+    n = graph.num_nodes
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        consumers[s].append(t)
+    # Plain lists in these loops: numpy scalars and enum lookups per element made them 2x slower, and a cached
+    # placement is re-legalized on every warm start.
+    is_result = (graph.role == NodeRole.RESULT).tolist()
+    skip = (active | (graph.role == NodeRole.RESULT) | pinned_anchor).tolist()
+    pinned = pinned_anchor.tolist()
+    dev = np.asarray(device).tolist()
+    for i in range(n - 1, -1, -1):  # Constants, constant subgraphs, Parameters: their consumers' majority
+        if skip[i]:
+            continue
+        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]
+        dev[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):  # Results: their producer
+        if is_result[t] and not pinned[t]:
+            dev[t] = dev[s]
+    return np.asarray(dev, dtype=np.int64)
+
+
+def _move_one_part(graph, device, active, support, locked, partition, groups: list[list[int]]) -> bool:
+    """Move the lightest HETERO submodel that can move to the neighbouring device it exchanges most bytes
+    with (in place on ``device``), with every quantization group it touches (``groups``: they stay on one
+    device, step 2b); False when none can (pinned, or no neighbour device supports it)."""
+    group_of = np.full(graph.num_nodes, -1, dtype=np.int64)
+    for k, members in enumerate(groups):
+        group_of[members] = k
+    weight = np.maximum(graph.flops, 0.0) + 1.0
+    sub = partition.submodel
+    order = np.argsort(np.bincount(sub[active], weights=weight[active], minlength=partition.num_submodels),
+                       kind="stable")
+    src, dst = graph.edge_src, graph.edge_dst
+    both = active[src] & active[dst]
+    src, dst = src[both], dst[both]
+    nbytes = np.maximum(graph.edge_bytes[both], 1).astype(np.float64)
+    for p in order.tolist():
+        nodes = np.flatnonzero(sub == p)
+        touched = np.unique(group_of[nodes][group_of[nodes] >= 0])
+        if touched.size:
+            nodes = np.union1d(nodes, np.concatenate([np.asarray(groups[k]) for k in touched.tolist()]))
+        if locked[nodes].any():
+            continue
+        own = int(partition.device[p])
+        inside_src, inside_dst = sub[src] == p, sub[dst] == p
+        other = np.concatenate([dst[inside_src & ~inside_dst], src[inside_dst & ~inside_src]])
+        traffic = np.concatenate([nbytes[inside_src & ~inside_dst], nbytes[inside_dst & ~inside_src]])
+        per_device = np.bincount(device[other], weights=traffic, minlength=support.shape[1])
+        per_device[own] = -1.0
+        for target in np.argsort(-per_device, kind="stable").tolist():
+            if per_device[target] <= 0:
+                break
+            if support[nodes, target].all():
+                device[nodes] = target
+                return True
+    return False
+
+
+def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound, notes: list[str] | None = None,
+                    budget_s: float = MERGE_BUDGET_S) -> tuple[np.ndarray, int]:
+    """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
+
+    First the islands, down to ``bound`` (cheap, and they never outnumber the submodels by much). An island
+    that another device feeds back is more than one submodel, and merging whole islands does not remove those
+    splits (the feedback stays), so then the lightest submodel moves to its neighbours' device, one at a
+    time with HETERO's count taken after each. Should that not get there in as many moves as there were
+    submodels, the islands are merged further, one fewer at a time, down to one device if need be. Past
+    ``budget_s`` seconds (module docstring) the moves stop and the island target halves per step instead;
+    ``notes`` (the placement's) then says so.
+    """
+    deadline = time.perf_counter() + budget_s
+    _merge_islands(graph, device, active, support, locked, bound)
+    full = _follow_consumers(graph, device, active, pinned_anchor)
+    partition = submodel_partition(graph, full, active)
+    groups = quantization_groups(graph, active) if partition.num_submodels > bound else []
+    moves, over_budget = 0, False
+    for _ in range(partition.num_submodels):
+        if partition.num_submodels <= bound:
+            break
+        if time.perf_counter() > deadline:
+            over_budget = True
+            break
+        if not _move_one_part(graph, device, active, support, locked, partition, groups):
+            break
+        moves += 1
+        full = _follow_consumers(graph, device, active, pinned_anchor)
+        partition = submodel_partition(graph, full, active)
+    submodels = partition.num_submodels
+    islands = count_islands(graph, device, active)
+    while submodels > bound and islands > 1:
+        over_budget = over_budget or time.perf_counter() > deadline
+        target = max(1, islands // 2) if over_budget else islands - 1
+        merged = _merge_islands(graph, device, active, support, locked, target)
+        full = _follow_consumers(graph, device, active, pinned_anchor)
+        submodels = count_hetero_submodels(graph, full, active)
+        if merged > target:
+            break  # nothing left that can move
+        islands = merged
+    if over_budget and notes is not None:
+        notes.append(f"submodel merge over its {budget_s:g} s budget after {moves} move(s): islands merged in "
+                     f"halving steps")
+    return full, submodels
