@@ -145,7 +145,7 @@ def _move_one_part(graph, device, active, support, locked, partition, groups: li
 
 
 def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound, notes: list[str] | None = None,
-                    budget_s: float = MERGE_BUDGET_S) -> tuple[np.ndarray, int]:
+                    budget_s: float | None = None) -> tuple[np.ndarray, int]:
     """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
 
     First the islands, down to ``bound`` (cheap, and they never outnumber the submodels by much). An island
@@ -154,8 +154,9 @@ def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound
     time with HETERO's count taken after each. Should that not get there in as many moves as there were
     submodels, the islands are merged further, one fewer at a time, down to one device if need be. Past
     ``budget_s`` seconds (module docstring) the moves stop and the island target halves per step instead;
-    ``notes`` (the placement's) then says so.
+    ``notes`` (the placement's) then says so. ``budget_s`` None: ``MERGE_BUDGET_S``, read at call time.
     """
+    budget_s = MERGE_BUDGET_S if budget_s is None else budget_s
     deadline = time.perf_counter() + budget_s
     _merge_islands(graph, device, active, support, locked, bound)
     full = _follow_consumers(graph, device, active, pinned_anchor)

@@ -44,7 +44,7 @@ def split_calls(monkeypatch):
 def test_over_budget_the_merge_halves_islands_with_few_splits(gru, split_calls, monkeypatch):
     graph, support = gru
     monkeypatch.setattr(merge_to_bound, "MERGE_BUDGET_S", 0.0)  # over budget at once: the fallback path alone
-    proposal = (np.arange(graph.num_nodes) // 4) % 2  # 480 submodels, 105 single moves before the fix
+    proposal = (np.arange(graph.num_nodes) // 4) % 2  # 480 submodels; within budget 107 splits
     placement = legalize(graph, proposal, DEVICES, support, max_submodels=8)
     assert placement.num_submodels <= 8
     assert any("budget" in note for note in placement.notes), placement.notes
