@@ -19,7 +19,7 @@ from ov_autoplace.model.quant_patterns import quantization_groups
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
 
 #: Seconds of submodel moves before the merge switches to halving the island target (see the module docstring).
-MERGE_BUDGET_S = 2.0
+MERGE_BUDGET_S = 4.0
 
 
 def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
