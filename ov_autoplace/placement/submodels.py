@@ -146,11 +146,11 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
         if role[v] in (NodeRole.PARAMETER, NodeRole.CONSTANT):
             own_bit[v] = 1 << inputs
             inputs += 1
-    edge_of_bit: list[int] = []
     edge_bit = [0] * len(src)
+    next_bit = inputs
     for e in sorted(cut):
-        edge_bit[e] = 1 << (inputs + len(edge_of_bit))
-        edge_of_bit.append(e)
+        edge_bit[e] = 1 << next_bit
+        next_bit += 1
     first = _components(n, src, dst, cut)
     sg = [first.find(i) for i in range(n)]
     members: dict[int, list[int]] = {}
@@ -203,8 +203,8 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
         changed_from = min(dst[e] for e in added)
         for e in added:
             cut.add(e)
-            edge_bit[e] = 1 << (inputs + len(edge_of_bit))
-            edge_of_bit.append(e)
+            edge_bit[e] = 1 << next_bit
+            next_bit += 1
         dirty = []
         for p in touched:
             nodes = members.pop(p)
