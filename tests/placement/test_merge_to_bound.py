@@ -43,7 +43,7 @@ def split_calls(monkeypatch):
 
 def test_over_budget_the_merge_halves_islands_with_few_splits(gru, split_calls, monkeypatch):
     graph, support = gru
-    monkeypatch.setattr(merge_to_bound, "MERGE_BUDGET_S", 0.0)  # over budget at once: the fallback path alone
+    monkeypatch.setattr(merge_to_bound, "MERGE_BUDGET_NODE_MOVES", 0)  # over budget at once: the fallback path alone
     proposal = (np.arange(graph.num_nodes) // 4) % 2  # 480 submodels; within budget 107 splits
     placement = legalize(graph, proposal, DEVICES, support, max_submodels=8)
     assert placement.num_submodels <= 8
@@ -57,7 +57,7 @@ def test_over_budget_the_merge_halves_islands_with_few_splits(gru, split_calls, 
 
 def test_within_budget_the_merge_moves_single_submodels_and_says_nothing(gru, split_calls, monkeypatch):
     graph, support = gru
-    monkeypatch.setattr(merge_to_bound, "MERGE_BUDGET_S", math.inf)
+    monkeypatch.setattr(merge_to_bound, "MERGE_BUDGET_NODE_MOVES", math.inf)
     proposal = (np.arange(graph.num_nodes) // 16) % 2  # 121 submodels before the merge
     placement = legalize(graph, proposal, DEVICES, support, max_submodels=8)
     assert placement.num_submodels <= 8
