@@ -260,15 +260,20 @@ def test_a_measured_winner_needs_to_win_every_paired_round(results):
     assert md.count("| **") == 2
 
 
+def _measured_only(results, model: str) -> None:
+    """Keep the measured setting and one model's cells (in place)."""
+    for row in results["settings"][0]["rows"]:
+        for m in list(row["cells"]):
+            if m != model:
+                del row["cells"][m]
+    results["settings"] = results["settings"][:1]
+    results["settings"][0].update(models=[model], curves={})
+
+
 def test_a_paired_win_below_the_minimum_gain_is_no_difference(results):
     """TEST DATA modelled on 2026-11-25's resnet50: AUTO (which runs on that very CPU) faster than CPU only in all
     five rounds, but by ~1.5 %: not named a winner."""
-    for row in results["settings"][0]["rows"]:
-        for m in list(row["cells"]):
-            if m != "resnet50":
-                del row["cells"][m]
-    results["settings"] = results["settings"][:1]
-    results["settings"][0].update(models=["resnet50"], curves={})
+    _measured_only(results, "resnet50")
     cpu = [21.3, 21.5, 21.0, 21.4, 21.2]
     rounds = {"CPU only": {"resnet50": cpu}, "HEFT": {"resnet50": [v * 0.985 for v in cpu]},
               "CPUF only": {"resnet50": [41.0] * 5}, "Optimum": {"resnet50": [28.0] * 5},
@@ -283,12 +288,7 @@ def test_a_paired_win_within_the_reference_compiled_twice_is_no_difference(resul
     """TEST DATA modelled on 2026-11-25's quiet bert_base: OpenVINO AUTO (on that very CPU) faster than CPU only in
     every round by ~4 %, while CPU only compiled a second time differed from its first compile by ~4.5 %: the gain
     needed is the control's, so nobody wins; a gain beyond the control is named, with the control beside it."""
-    for row in results["settings"][0]["rows"]:
-        for m in list(row["cells"]):
-            if m != "bert_base":
-                del row["cells"][m]
-    results["settings"] = results["settings"][:1]
-    results["settings"][0].update(models=["bert_base"], curves={})
+    _measured_only(results, "bert_base")
     cpu = [59.6, 59.9, 59.3, 60.1, 59.5]
     rounds = {"CPU only": {"bert_base": cpu}, "OpenVINO HETERO auto": {"bert_base": [v * 0.96 for v in cpu]},
               "CPUF only": {"bert_base": [110.0] * 5}, "Optimum": {"bert_base": [v * 0.99 for v in cpu]},
