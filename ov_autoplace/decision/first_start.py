@@ -75,6 +75,17 @@ def _digest_of(path: str, size: int, mtime_ns: int) -> str:  # size and mtime ke
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _policy_stamp(path) -> str:
+    """Size and modification time of the shipped policy file: the single-device index's policy component.
+
+    A warm start keys its one lookup on this instead of the sha256 (0.3 ms on every start): any write of the
+    file (a reinstall, an edit, a checkout) changes it, and a changed stamp only sends the start through the
+    full path, whose cache is keyed on the content digest and rewrites the index entry.
+    """
+    st = os.stat(path)
+    return f"{st.st_size}-{st.st_mtime_ns}"
+
+
 def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
     """Decide (fast path, single-device index, then :func:`decide`), log the source, compile, hand off."""
     started = time.perf_counter()
@@ -91,7 +102,7 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
         from ov_autoplace.decision import single_device_index
 
         try:
-            index = single_device_index.index_key(req, _policy_digest(POLICY_FILE))
+            index = single_device_index.index_key(req, _policy_stamp(POLICY_FILE))
             if profiling is Profiling.STORED:
                 hit = single_device_index.lookup(root, index)
         except Exception as exc:  # noqa: BLE001 - the full path below decides instead

@@ -6,7 +6,8 @@ placement machinery. When the decision was "everything on one device" none of
 that is needed to compile: the caller's model goes to that device as it is.
 This index maps the structure of the caller's model (``extract_graph`` on it
 directly, no clone) plus the devices, their properties, the OpenVINO version,
-the policy, the submodel bound and the excluded devices to that device, in
+the policy file's version (its size and mtime: a warm start hashes nothing),
+the submodel bound and the excluded devices to that device, in
 ``<root>/placements/single-<digest>.json`` (so ``cache clear`` removes it).
 
 An entry written by the prior stops applying as soon as a measured profile of
@@ -30,11 +31,11 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: the policy as size-mtime, not its digest
 
 
-def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
-    """The key of the caller's model on these devices (JSON-able)."""
+def index_key(req: Any, policy_stamp: str) -> dict[str, Any]:
+    """The key of the caller's model on these devices (JSON-able); ``policy_stamp`` names the policy file's version."""
     import openvino as ov
 
     from ov_autoplace.cache.profile_store import device_properties, structural_hash
@@ -43,7 +44,7 @@ def index_key(req: Any, policy_digest: str) -> dict[str, Any]:
     key = {"format": INDEX_FORMAT, "structure": structural_hash(extract_graph(req.model)),
            "devices": list(req.devices), "excluded": sorted(req.exclude_devices),
            "properties": {d: device_properties(req.core, d) for d in req.devices},
-           "openvino": ov.get_version(), "policy": policy_digest[:16], "max_submodels": req.max_submodels}
+           "openvino": ov.get_version(), "policy": policy_stamp, "max_submodels": req.max_submodels}
     if getattr(req, "shapes", None) is not None:  # a dynamic model: the decision was made at these placement shapes
         key["placement_shapes"] = req.shapes
     return key

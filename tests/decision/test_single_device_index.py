@@ -54,3 +54,32 @@ def test_entries_round_trip_and_damage_is_a_miss(tmp_path):
     index.store(tmp_path, key, "GPU", "prior", None)  # a device outside the key's devices is never returned
     assert index.lookup(tmp_path, key) is None
     assert not list((tmp_path / "placements").glob("*.tmp"))
+
+
+def test_a_rewritten_policy_file_is_a_new_index_key(tmp_path, monkeypatch):
+    """The index keys on the policy file's size and mtime (no hash per start): any write of it is a miss, after
+    which the full path answers from the content-keyed cache and writes an entry under the new key."""
+    import os
+    import shutil
+
+    import openvino as ov
+
+    import ov_autoplace as oa
+    from ov_autoplace.decision import first_start
+    from ov_autoplace.devices.device_strings import register_virtual_device
+    from tests import synthetic_graphs as sg
+
+    policy = tmp_path / "hsdag_v1.npz"
+    shutil.copyfile(first_start.POLICY_FILE, policy)
+    monkeypatch.setattr(first_start, "POLICY_FILE", policy)
+    core = ov.Core()
+    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
+    root = tmp_path / "cache"
+    model = sg.residual()
+    oa.compile_model(model, "HETERO:CPU,CPUS", core=core, cache_dir=root)
+    oa.compile_model(model, "HETERO:CPU,CPUS", core=core, cache_dir=root)  # an index hit: nothing new written
+    assert len(list((root / "placements").glob("single-*.json"))) == 1
+    st = os.stat(policy)
+    os.utime(policy, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # what a reinstall does to the file
+    oa.compile_model(model, "HETERO:CPU,CPUS", core=core, cache_dir=root)
+    assert len(list((root / "placements").glob("single-*.json"))) == 2

@@ -153,3 +153,13 @@ def test_devices_present(testbed):
     assert devices_present(testbed.core, testbed.devices)
     assert not devices_present(testbed.core, ("CPU", "GPU"))
     assert not devices_present(None, ("CPU",))
+
+
+@pytest.mark.parametrize("base", ["CPU", "CPUF", "GPU", "NPU", "XPU", "HETERO", "AUTO", "MULTI", "BATCH"])
+def test_one_plugin_lists_what_openvino_lists_for_it(testbed, base):
+    """The presence check asks only the named plugins; it must agree with OpenVINO's whole list, name by name."""
+    from ov_autoplace.devices.device_strings import _listed_by_plugin
+
+    assert _listed_by_plugin(testbed.core, base) == [n for n in testbed.core.available_devices
+                                                     if n.split(".")[0] == base]
+
