@@ -32,6 +32,16 @@ def test_facts_are_read_from_the_device(testbed):
     assert indistinguishable([cpu, facts]) == (not testbed.bf16)
 
 
+def test_the_fast_paths_identity_test_agrees_with_the_priors(testbed, thread_core):
+    """identical_devices (the first start's few reads) and indistinguishable (the prior's facts) must agree."""
+    from ov_autoplace.devices.facts import identical_devices
+
+    for core, devices in ((testbed.core, ("CPU", "CPUF")), (testbed.core, ("CPUF", "CPUF")),
+                          (thread_core, ("CPUS", "CPU")), (thread_core, ("CPU", "CPU"))):
+        facts = [read_device_facts(core, d) for d in devices]
+        assert identical_devices(core, devices) == indistinguishable(facts), devices
+
+
 def test_fewer_threads_are_predicted_slower(thread_core):
     facts = [read_device_facts(thread_core, d) for d in ("CPUS", "CPU")]
     assert not indistinguishable(facts)
