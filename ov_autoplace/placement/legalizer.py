@@ -30,7 +30,7 @@ from ov_autoplace.errors import PinError, PlacementError, UnsupportedOpError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.quant_patterns import keep_groups_together
-from ov_autoplace.placement.merge_to_bound import _follow_consumers, _merge_to_bound
+from ov_autoplace.placement.merge_to_bound import follow_consumers, merge_to_bound
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands
 from ov_autoplace.placement.pins import Pin, parse_pins, unmatched_pin_message
 
@@ -110,7 +110,7 @@ def _effective_bound(graph: GraphArrays, support: np.ndarray, active: np.ndarray
     if max_submodels < 1:
         raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
     forced_device = np.where(active, np.argmax(np.asarray(support, bool), axis=1), -1)
-    forced_whole = _follow_consumers(graph, forced_device, active, np.zeros_like(active))
+    forced_whole = follow_consumers(graph, forced_device, active, np.zeros_like(active))
     forced = count_hetero_submodels(graph, forced_whole, active)
     if forced <= max_submodels:
         return max_submodels, None
@@ -192,19 +192,19 @@ def legalize(
     # 3. submodel bound: merge islands until HETERO's split of the whole placement fits. HETERO compiles at least
     # one submodel per island, so more islands than the bound need merging whatever the exact count, which is
     # not taken then (one split of a large recurrent proposal takes seconds: 20,000 nodes in 4-node blocks, 9 s)
-    full = _follow_consumers(graph, device, active, pinned_anchor)
+    full = follow_consumers(graph, device, active, pinned_anchor)
     islands = count_islands(graph, full, active)
-    num_submodels = None if max_submodels is not None and islands > max_submodels else \
-        count_hetero_submodels(graph, full, active)
-    if max_submodels is not None and (num_submodels is None or num_submodels > max_submodels):
+    counted = max_submodels is None or islands <= max_submodels  # else islands, a lower bound, stands in
+    num_submodels = count_hetero_submodels(graph, full, active) if counted else islands
+    if max_submodels is not None and num_submodels > max_submodels:
         bound, raised = _effective_bound(graph, support, active, max_submodels)
         if raised:
             notes.append(raised)
-        if num_submodels is None and islands <= bound:
-            num_submodels = count_hetero_submodels(graph, full, active)
-        if num_submodels is None or num_submodels > bound:
-            before = f"{islands} islands" if num_submodels is None else num_submodels
-            full, num_submodels = _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
+        if not counted and islands <= bound:
+            num_submodels, counted = count_hetero_submodels(graph, full, active), True
+        if num_submodels > bound:
+            before = num_submodels if counted else f"{islands} islands"
+            full, num_submodels = merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
                                                   notes)
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
     device = full

@@ -85,7 +85,7 @@ def _merge_islands(graph, device, active, support, locked, max_submodels) -> int
     return count
 
 
-def _follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
+def follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
                       pinned_anchor: np.ndarray) -> np.ndarray:
     """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices."""
     n = graph.num_nodes
@@ -146,7 +146,7 @@ def _move_one_part(graph, device, active, support, locked, partition, groups: li
     return False
 
 
-def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound, notes: list[str] | None = None,
+def merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound, notes: list[str] | None = None,
                     budget: float | None = None) -> tuple[np.ndarray, int]:
     """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
 
@@ -160,7 +160,7 @@ def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound
     """
     budget = MERGE_BUDGET_NODE_MOVES if budget is None else budget
     _merge_islands(graph, device, active, support, locked, bound)
-    full = _follow_consumers(graph, device, active, pinned_anchor)
+    full = follow_consumers(graph, device, active, pinned_anchor)
     partition = submodel_partition(graph, full, active)
     groups = quantization_groups(graph, active) if partition.num_submodels > bound else []
     moves, over_budget = 0, False
@@ -173,14 +173,14 @@ def _merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound
         if not _move_one_part(graph, device, active, support, locked, partition, groups):
             break
         moves += 1
-        full = _follow_consumers(graph, device, active, pinned_anchor)
+        full = follow_consumers(graph, device, active, pinned_anchor)
         partition = submodel_partition(graph, full, active)
     submodels = partition.num_submodels
     islands = count_islands(graph, device, active)
     while submodels > bound and islands > 1:
         target = max(1, islands // 2) if over_budget else islands - 1
         merged = _merge_islands(graph, device, active, support, locked, target)
-        full = _follow_consumers(graph, device, active, pinned_anchor)
+        full = follow_consumers(graph, device, active, pinned_anchor)
         submodels = count_hetero_submodels(graph, full, active)
         if merged > target:
             break  # nothing left that can move

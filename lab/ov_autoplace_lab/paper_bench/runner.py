@@ -257,9 +257,10 @@ def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model],
 
 def _merge_control(compiled: list, ok: list[int], samples: list, ref_index: int | None) -> dict | None:
     """The reference's two compiles (``ref_index`` and the last one): per round their geometric mean, and the
-    control ratio second / first - what one compile of the same device differs by in this run."""
+    control ratio second / first - what one compile of the same device differs by in this run. The control is
+    appended after every placement's compile, so it is the last one whenever there is a reference."""
     second = len(compiled) - 1
-    if ref_index is None or ref_index not in ok or second not in ok or second == ref_index:
+    if ref_index is None or ref_index not in ok or second not in ok:
         return None
     first_ms = [float(np.median(r)) for r in samples[ok.index(ref_index)]]
     second_ms = [float(np.median(r)) for r in samples[ok.index(second)]]
