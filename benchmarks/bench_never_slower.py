@@ -107,6 +107,17 @@ def paired_rounds(contenders: dict, inputs, rounds: int, iterations: int) -> dic
     return {c: np.asarray(v) for c, v in out.items()}
 
 
+def runs_per_sample(compiled, inputs, at_least: int, sample_ms: float) -> int:
+    """Runs per contender and round: ``at_least``, and enough for ``sample_ms`` of inference.
+
+    A fixed count made a 2 ms model's sample 10 ms of runs, where the timer's and the scheduler's jitter alone
+    spread the paired ratio by +-3 % (MobileNet-V2's interquartile ranges); the same wall time per sample for
+    every model gives small ones the runs a median needs. Sized on the plain call, before the rounds.
+    """
+    probe = measure_latency(compiled, inputs, warmup=1, iterations=3).median_ms
+    return max(at_least, int(np.ceil(sample_ms / max(probe, 1e-3))))
+
+
 def _geomean(*series: np.ndarray) -> np.ndarray:
     return np.exp(np.mean([np.log(v) for v in series], axis=0))
 
@@ -143,7 +154,8 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
     contenders["plain"] = testbed.core.compile_model(model, testbed.hetero)
     contenders.update({f"{device}#2": testbed.core.compile_model(model, device) for device in testbed.devices})
     inputs = random_inputs(contenders["plain"])
-    raw = paired_rounds(contenders, inputs, args.rounds, args.iterations)
+    iterations = runs_per_sample(contenders["plain"], inputs, args.iterations, args.sample_ms)
+    raw = paired_rounds(contenders, inputs, args.rounds, iterations)
     rounds = {"placed": _geomean(*(raw[c] for c in raw if c.startswith("placed#"))), "plain": raw["plain"]}
     rounds.update({d: _geomean(raw[f"{d}#1"], raw[f"{d}#2"]) for d in testbed.devices})
     medians = {c: float(np.median(v)) for c, v in rounds.items()}
@@ -164,7 +176,7 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
         "ratio_iqr": [round(float(q25), 4), round(float(q75), 4)],
         "ratio_vs_plain": round(float(np.median(vs_plain)), 4), "rounds": int(len(ratios)),
         "control_ratio": round(float(np.median(control)), 4),
-        "passes": bool(np.median(ratios) <= TARGET), "untimed_first_compile": first_in_row is not None,
+        "runs_per_sample": int(iterations), "passes": bool(np.median(ratios) <= TARGET), "untimed_first_compile": first_in_row is not None,
     }
 
 
@@ -177,7 +189,8 @@ def markdown(result: dict) -> str:
     lines = [f"# Never slower: measured on the testbed ({result['date']})", "",
              f"`{result['command']}`", "",
              f"{result['machine']}; CPU bf16: {result['bf16']}; condition: {result['condition']}; "
-             f"{result['rounds']} paired rounds x {result['iterations']} runs per contender.", "",
+             f"{result['rounds']} paired rounds x at least {result['iterations']} runs per contender and "
+             f"{result.get('sample_ms', 0):.0f} ms of runs per sample.", "",
              f"Target: median paired ratio placed / best single device <= {TARGET}. Rows: "
              f"{sum(r.get('passes', False) for r in result['rows'])} of {len(result['rows'])} pass; median ratio "
              f"{_median_of(result['rows'], 'ratio_vs_best_single')}, control {_median_of(result['rows'], 'control_ratio')}"
@@ -207,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--paths", default=",".join(PATHS))
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=5, help="runs per contender and round, at least")
+    parser.add_argument("--sample-ms", type=float, default=100.0,
+                        help="... and at least this much inference per sample (small models get more runs)")
     parser.add_argument("--search-budget", type=lambda t: float(t) if "." in t else int(t), default=30)
     parser.add_argument("--hog", action="store_true", help="keep one core busy for the whole run")
     args = parser.parse_args(argv)
@@ -230,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"date": datetime.date.today().isoformat(), "command": "python " + " ".join([sys.argv[0]] + sys.argv[1:]),
               "machine": load_average(), "bf16": testbed.bf16,
               "condition": "one core kept busy (--hog)" if args.hog else "no hog (other work may share the machine)",
-              "rounds": args.rounds, "iterations": args.iterations, "rows": rows}
+              "rounds": args.rounds, "iterations": args.iterations, "sample_ms": args.sample_ms, "rows": rows}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1))
     args.json.with_suffix(".md").write_text(markdown(result))
