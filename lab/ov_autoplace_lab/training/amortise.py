@@ -6,7 +6,8 @@ Three steps, each resumable, each on Ray where it is parallel:
     python -m ov_autoplace_lab.training.amortise targets --dir runs/amortise [--address HOST:PORT]
     # 2. imitation (cross-entropy on the targets) then REINFORCE on the simulator; --no-imitation for the ablation
     python -m ov_autoplace_lab.training.amortise train --dir runs/amortise --output runs/amortise/policy.npz
-    # 3. held-out evaluation: the policy alone, policy + local search, the search alone (Ray tasks)
+    # 3. held-out evaluation: the policy alone, policy + local search, the search alone (Ray tasks), and the
+    #    validation split that chooses among candidates (validation.py)
     python -m ov_autoplace_lab.training.amortise evaluate --dir runs/amortise --policy runs/amortise/policy.npz
 
 The split (``splits.py``: :data:`HELD_OUT_ARCHITECTURES`, :data:`HELD_OUT_PLATFORMS`) is fixed
@@ -44,8 +45,14 @@ def _options(args: argparse.Namespace) -> TargetOptions:
 
         sigma = round(truth.held_out_sigma(truth.held_out_log_errors(load_suite(), lambda m: load_graph(f"zoo:{m}"))),
                       4)
+    robust = None
+    if args.robust_draws:
+        from ov_autoplace_lab.training.robust import RobustOptions
+
+        robust = RobustOptions(draws=args.robust_draws, quantile=args.robust_quantile,
+                               max_slower=args.robust_max_slower)
     return TargetOptions(sigma=sigma, max_evaluations=args.max_evaluations, local_search_seconds=args.ls_seconds,
-                         milp_seconds=args.milp_seconds, policy=policy)
+                         milp_seconds=args.milp_seconds, policy=policy, robust=robust)
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
@@ -58,7 +65,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
     options = _options(args)
     started = time.perf_counter()
     counts = generate_targets(args.dir, specs, options, address=args.address, num_cpus=args.num_cpus,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, searched_from=args.searched_from)
     print(f"targets: {counts['total']} specs, {counts['resumed']} resumed, {counts['generated']} generated in "
           f"{time.perf_counter() - started:.0f} s (sigma {options.sigma}) -> {args.dir}")
     return 0
@@ -69,7 +76,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
                              reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
-                             split_weight=args.split_weight, coarsening=args.coarsening)
+                             split_weight=args.split_weight, coarsening=args.coarsening,
+                             hold_out_validation=args.hold_out_validation)
     specs = training_specs(extra_family_count=args.extra_family_count)
     unknown = sorted(set(args.exclude) - {s.key for s in specs})
     if unknown:
@@ -89,6 +97,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
     result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
                                progress=not args.no_progress, rows=args.rows)
+    if not args.no_validation:  # the validation split (validation.py): chooses among candidates, held-out rows aside
+        from ov_autoplace_lab.training.validation import validate_policies
+
+        result["validation"] = validate_policies(args.dir, policies, result["sigma"], address=args.address,
+                                                 num_cpus=args.num_cpus, progress=not args.no_progress,
+                                                 shipped=args.shipped)
+        result["table"] += ["", *result["validation"]["table"]]
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     print("\n".join(result["table"]))
@@ -116,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--ls-seconds", type=float, default=30.0)
     t.add_argument("--milp-seconds", type=float, default=0.0, help="also the MILP with this time limit (0: off)")
     t.add_argument("--start-policy", default="pretrained", help="policy whose one pass is a start ('' for none)")
+    t.add_argument("--robust-draws", type=int, default=0,
+                   help="choose each target across this many perturbed draws of its platform (robust.py; 0: off, "
+                        "the fastest placement under the fitted model)")
+    t.add_argument("--robust-quantile", type=float, default=0.8, help="the draws' quantile of the ratio minimised")
+    t.add_argument("--robust-max-slower", type=float, default=0.1,
+                   help="share of draws a target may be slower than the plain call's placement; above: abstain")
+    t.add_argument("--searched-from", type=Path,
+                   help="a run with the same search options: re-choose its stored searches across draws instead of "
+                        "searching again (needs --robust-draws)")
     t.set_defaults(run=cmd_targets)
     r = sub.add_parser("train", parents=[ray_args], help="imitation, then REINFORCE")
     r.add_argument("--output", type=Path, required=True, help="the exported policy (.npz)")
@@ -133,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--coarsening", choices=["chain", "cost_cut"],
                    help="the policy's grouping (default: the start policy's); cost_cut lets it split a chain where "
                         "the cheapest device changes")
+    r.add_argument("--hold-out-validation", action="store_true",
+                   help="leave the validation split (splits.VALIDATION_GRAPHS) out of training, so 'evaluate' can "
+                        "choose among candidates on it")
     r.add_argument("--log", type=Path)
     r.set_defaults(run=cmd_train)
     e = sub.add_parser("evaluate", parents=[ray_args], help="held-out evaluation")
@@ -141,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--rows", default="all", choices=["split", "all"],
                    help="all (default): every row (the tables keep the rows where a split pays); split: only rows "
                         "whose target beats the legalised single-device starts by 5 %%")
+    e.add_argument("--no-validation", action="store_true", help="skip the validation split (validation.py)")
+    e.add_argument("--shipped", default="v1",
+                   help="the --policy NAME of the shipped policy: the validation rule admits candidates no more often "
+                        "slower than the plain call than it (default v1)")
     e.set_defaults(run=cmd_evaluate)
     return p
 

@@ -116,6 +116,34 @@ def _generate(args: tuple[TargetSpec, TargetOptions]) -> dict:
     return generate_target(*args)
 
 
+def _retarget(args: tuple[TargetSpec, TargetOptions, str]) -> dict:
+    """The robust choice over the search stored in another run (``searched_from``); the search where it has none."""
+    spec, options, source = args
+    path = target_path(source, spec)
+    if not path.exists():
+        return generate_target(spec, options)
+    from ov_autoplace_lab.training.robust import robust_retarget
+
+    return robust_retarget(spec, load_target(path), options)
+
+
+def check_searched_from(source: str | Path, options: TargetOptions) -> None:
+    """``source`` must be a run whose search used the same options as this one (its targets are re-chosen, not
+    searched again), or :class:`TargetCheckpointError` names the difference."""
+    import json
+
+    path = Path(source) / "manifest.json"
+    try:
+        found = json.loads(path.read_text())["options"]
+    except (OSError, KeyError, ValueError) as exc:
+        raise TargetCheckpointError(f"--searched-from {source}: no readable manifest.json ({exc}); name a run "
+                                    "directory written by 'amortise targets'") from exc
+    if found != options.search_options().to_dict():
+        raise TargetCheckpointError(f"--searched-from {source}: its search ran with {found}, this run searches with "
+                                    f"{options.search_options().to_dict()}; use the same --sigma, "
+                                    "--max-evaluations, --ls-seconds, --milp-seconds and --start-policy")
+
+
 def finished_specs(directory: str | Path, specs: Sequence[TargetSpec]) -> set[TargetSpec]:
     """The specs whose target is stored (each file is read: a damaged one raises, it is never skipped)."""
     done = set()
@@ -129,10 +157,18 @@ def finished_specs(directory: str | Path, specs: Sequence[TargetSpec]) -> set[Ta
 
 def generate_targets(directory: str | Path, specs: Sequence[TargetSpec], options: TargetOptions, *,
                      address: str | None = None, num_cpus: int = DEFAULT_NUM_CPUS, progress: bool = True,
-                     task: Callable[[tuple[TargetSpec, TargetOptions]], dict] = _generate) -> dict:
+                     task: Callable[[tuple[TargetSpec, TargetOptions]], dict] = _generate,
+                     searched_from: str | Path | None = None) -> dict:
     """Generate (or resume) every target of ``specs`` into ``directory``; returns counts. Raises
-    :class:`TargetGenerationError` listing the failed specs when any failed (the others are saved)."""
+    :class:`TargetGenerationError` listing the failed specs when any failed (the others are saved).
+    ``searched_from``: a run with the same search options whose stored searches are re-chosen across draws
+    (``options.robust`` must be on) instead of searched again."""
     specs = list(dict.fromkeys(specs))
+    if searched_from is not None:
+        if not (options.robust and options.robust.draws):
+            raise TargetGenerationError("--searched-from re-chooses stored searches across draws: add "
+                                        "--robust-draws K (K > 0)")
+        check_searched_from(searched_from, options)
     check_manifest(directory, options, specs)
     done = finished_specs(directory, specs)
     todo = [s for s in specs if s not in done]
@@ -140,11 +176,12 @@ def generate_targets(directory: str | Path, specs: Sequence[TargetSpec], options
     saved = []
     failures = []
     if todo:
-        failures = run_tasks(task, [(s, options) for s in todo], lambda item, target: saved.append(
+        items = [(s, options) if searched_from is None else (s, options, str(searched_from)) for s in todo]
+        failures = run_tasks(task if searched_from is None else _retarget, items, lambda item, target: saved.append(
             save_target(directory, target)), address=address, num_cpus=num_cpus, progress=progress,
             description="targets", total=len(specs), done=len(done))
     if failures:
-        listed = "; ".join(f"{spec.key}: {error}" for (spec, _), error in failures[:5])
+        listed = "; ".join(f"{item[0].key}: {error}" for item, error in failures[:5])
         raise TargetGenerationError(f"{len(failures)} of {len(todo)} targets failed ({listed}"
                                     f"{'; ...' if len(failures) > 5 else ''}); the {len(done) + len(saved)} "
                                     f"finished are saved in {directory}. Rerun the same command to generate only "
@@ -152,4 +189,4 @@ def generate_targets(directory: str | Path, specs: Sequence[TargetSpec], options
     return {"total": len(specs), "resumed": len(done), "generated": len(saved)}
 
 
-__all__ = ["DEFAULT_NUM_CPUS", "TargetCheckpointError", "finished_specs", "generate_targets", "init_ray", "run_tasks"]
+__all__ = ["DEFAULT_NUM_CPUS", "TargetCheckpointError", "check_searched_from", "finished_specs", "generate_targets", "init_ray", "run_tasks"]

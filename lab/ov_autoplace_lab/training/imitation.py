@@ -65,6 +65,7 @@ class ImitationConfig:
     seed: int = 0
     threads: int = 1
     coarsening: str | None = None  # None: the start policy's; "cost_cut": chains cut where the cheapest device changes
+    hold_out_validation: bool = False  # leave splits.VALIDATION_GRAPHS out (validation.py chooses among candidates)
 
 
 def active_mask(graph: GraphArrays) -> np.ndarray:
@@ -108,7 +109,12 @@ def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config) -
         if list(cost.devices) != list(target["devices"]):
             raise ValueError(f"{spec.key}: the target was searched on {target['devices']}, the case now has "
                              f"{list(cost.devices)}; regenerate the targets")
-        env = SimEnv(graph, cost, name=spec.key, support=support, max_submodels=MAX_SUBMODELS)
+        if target.get("robust"):  # a draw-robust target (robust.py): priced and rewarded across the same draws
+            from ov_autoplace_lab.training.robust import robust_env
+
+            env = robust_env(spec, target, sigma, graph, cost, support, MAX_SUBMODELS)
+        else:
+            env = SimEnv(graph, cost, name=spec.key, support=support, max_submodels=MAX_SUBMODELS)
         weight = torch.as_tensor(active_mask(graph), dtype=torch.float32)
         tasks.append(ImitationTask(env, None, torch.as_tensor(target["placement"]), weight,
                                    float(target["latency_ms"]), float(target["best_single_ms"])))
@@ -138,15 +144,21 @@ def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray,
     """The fastest placement with one device per coarse node (what the policy can place: a chain is never
     split) found from the search target's per-chain majority and from every single device, then improved by
     steepest descent over single chain moves (simulated; the legalizer's anchors placed by the batched twin,
-    memory enforced). Imitating the search's placement itself would teach, for a chain the search split, a
+    memory enforced; on a ``RobustSimEnv`` the draws' robust score is minimised instead, and the returned ms is
+    the fitted model's). Imitating the search's placement itself would teach, for a chain the search split, a
     majority that can be slower than any single device. ``extra_starts``: node rows constant on every coarse
     node (each coarse node takes the device of its first member)."""
     num_devices, num_coarse = len(env.devices), int(node_coarse.max()) + 1
 
-    def price(coarse_rows: np.ndarray) -> np.ndarray:
-        rows = env.fixer(coarse_rows[:, node_coarse])
+    def nominal(rows: np.ndarray) -> np.ndarray:
         ms = np.asarray(env.simulator(rows), np.float64)
         return np.where(np.asarray(env.simulator.memory_ok(rows), bool), ms, np.inf)
+
+    robust_score = getattr(env, "score_rows", None)  # a RobustSimEnv: the descent minimises the draws' score
+
+    def price(coarse_rows: np.ndarray) -> np.ndarray:
+        rows = env.fixer(coarse_rows[:, node_coarse])
+        return nominal(rows) if robust_score is None else robust_score(rows)
 
     counts = np.zeros((num_coarse, num_devices))
     np.add.at(counts, (node_coarse[active], target[active]), 1.0)
@@ -166,6 +178,8 @@ def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray,
         if not ms[j] < current_ms * (1 - 1e-6):
             break
         current, current_ms = batch[j], float(ms[j])
+    if robust_score is not None:  # the caller compares ms with the best single device: the fitted model's
+        current_ms = float(np.atleast_1d(nominal(env.fixer(current[node_coarse][None])))[0])
     return current[node_coarse], current_ms
 
 
@@ -237,12 +251,13 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
                     init: str = "pretrained", specs: list[TargetSpec] | None = None,
                     log_path: str | Path | None = None, progress: bool = True) -> Path:
     """Imitation on the training targets of ``directory``, then REINFORCE; exports the policy to ``output``."""
-    from ov_autoplace_lab.training.splits import is_held_out, training_specs
+    from ov_autoplace_lab.training.splits import is_held_out, is_validation, training_specs
 
     started = time.perf_counter()
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
-    specs = [s for s in (specs if specs is not None else training_specs()) if not is_held_out(s)]
+    specs = [s for s in (specs if specs is not None else training_specs()) if not is_held_out(s)
+             and not (config.hold_out_validation and is_validation(s))]
     probe = with_coarsening(_start_policy(init if init != "scratch" else "pretrained", config, []), config.coarsening)
     tasks = build_tasks(directory, specs, probe.config)
     policy = (with_coarsening(_start_policy(init, config, [t.env for t in tasks]), config.coarsening)

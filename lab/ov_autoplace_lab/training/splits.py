@@ -14,6 +14,12 @@ HELD_OUT_ARCHITECTURES = ("wav2vec2_speech", "densenet121")
 #: Suite platforms never trained on, in any variant (leave-platform-out).
 HELD_OUT_PLATFORMS = ("small_memory",)
 SUITE_PLATFORMS = ("paper", "laptop", "npu_cpu", "small_memory", "cpu_igpu")
+#: Graphs of the training set kept for the validation split (``train --hold-out-validation`` leaves every case of
+#: them out; ``evaluate`` scores them): five random DAGs and the last seed of each new kind (decoder, detection,
+#: multibranch, state_space), on the training platforms as fitted and in their variants. Chosen by name, before
+#: any result, so candidates are compared without touching the held-out rows.
+VALIDATION_GRAPHS = tuple(f"family:{s}" for s in range(25, 30)) + tuple(
+    f"family:{k}:9" for k in ("detection", "decoder", "multibranch", "state_space"))
 
 
 def zoo_models() -> tuple[str, ...]:
@@ -39,6 +45,15 @@ def training_specs(zoo_variants: int = 8, family_count: int = 30, family_variant
     return specs
 
 
+def validation_specs(extra_family_count: int = 10) -> list[TargetSpec]:
+    """The training cases of :data:`VALIDATION_GRAPHS` (those the task set has with ``extra_family_count``)."""
+    return [s for s in training_specs(extra_family_count=extra_family_count) if s.graph in VALIDATION_GRAPHS]
+
+
+def is_validation(spec: TargetSpec) -> bool:
+    return spec.graph in VALIDATION_GRAPHS
+
+
 def evaluation_specs() -> list[TargetSpec]:
     """Every zoo model on every suite platform as fitted: the rows of the headroom table."""
     return task_specs([f"zoo:{m}" for m in zoo_models()], list(SUITE_PLATFORMS), 0)
@@ -48,5 +63,5 @@ def is_held_out(spec: TargetSpec) -> bool:
     return spec.model in HELD_OUT_ARCHITECTURES or spec.platform in HELD_OUT_PLATFORMS
 
 
-__all__ = ["HELD_OUT_ARCHITECTURES", "HELD_OUT_PLATFORMS", "SUITE_PLATFORMS", "evaluation_specs", "is_held_out",
-           "training_specs", "zoo_models"]
+__all__ = ["HELD_OUT_ARCHITECTURES", "HELD_OUT_PLATFORMS", "SUITE_PLATFORMS", "VALIDATION_GRAPHS", "evaluation_specs",
+           "is_held_out", "is_validation", "training_specs", "validation_specs", "zoo_models"]

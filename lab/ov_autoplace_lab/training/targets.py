@@ -18,7 +18,11 @@ simulator's memory check. Its candidates are the cost-model local search
 (``costmodel/local_search.py``) from every feasible single device, from
 HETERO's own affinity and from the policy's one pass (``TargetOptions.policy``),
 plus the MILP when ``milp_seconds > 0``. The fastest feasible legal placement
-is the target. Everything is simulated; nothing is compiled.
+is the target. With ``TargetOptions.robust`` (``robust.RobustOptions``, off by
+default) the target is instead re-chosen across perturbed draws of the case
+(``robust.robust_retarget``: best 80th-percentile ratio, the plain call's
+placement where the split is slower than it in too many draws). Everything is
+simulated; nothing is compiled.
 
 Targets are stored one ``.npz`` per spec (:func:`save_target`, written
 atomically) so a run that stops resumes with what is finished; a file that
@@ -87,9 +91,18 @@ class TargetOptions:
     local_search_seconds: float = 30.0
     milp_seconds: float = 0.0
     policy: str | None = None
+    robust: "RobustOptions | None" = None  # robust.RobustOptions: choose the target across perturbed draws
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The manifest's record; ``robust`` only when on, so the manifests of runs without it stay as they were."""
+        out = dataclasses.asdict(self)
+        if not (self.robust and self.robust.draws):
+            out.pop("robust")
+        return out
+
+    def search_options(self) -> "TargetOptions":
+        """These options without the robust choice (what the search itself ran with)."""
+        return dataclasses.replace(self, robust=None)
 
 
 # ---------------------------------------------------------------------------------------------------- the case
@@ -219,12 +232,18 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     # HETERO); raw_single_ms: the whole model on one device, inf where it cannot run it (the headroom table's)
     singles = [candidates[f"single:{d}"] for d in devices]
     raw = [latency(np.full(graph.num_nodes, k, np.int64)) for k in range(len(devices))]
-    return {"spec": dataclasses.asdict(spec), "key": spec.key, "devices": list(devices), "placement": rows[best],
-            "latency_ms": candidates[best], "source": best, "best_single_ms": float(min(singles)),
-            "raw_single_ms": [v if math.isfinite(v) else None for v in raw],
-            "candidates": {k: (v if math.isfinite(v) else None) for k, v in candidates.items()},
-            "milp_proven": milp_proven, "priced": priced, "nodes": graph.num_nodes,
-            "seconds": round(time.perf_counter() - started, 3)}
+    target = {"spec": dataclasses.asdict(spec), "key": spec.key, "devices": list(devices), "placement": rows[best],
+              "latency_ms": candidates[best], "source": best, "best_single_ms": float(min(singles)),
+              "raw_single_ms": [v if math.isfinite(v) else None for v in raw],
+              "candidates": {k: (v if math.isfinite(v) else None) for k, v in candidates.items()},
+              "milp_proven": milp_proven, "priced": priced, "nodes": graph.num_nodes,
+              "seconds": round(time.perf_counter() - started, 3)}
+    if options.robust and options.robust.draws:  # re-chosen across perturbed draws (robust.py)
+        from ov_autoplace_lab.training.robust import robust_retarget
+
+        target = robust_retarget(spec, target, options)
+        target["seconds"] = round(time.perf_counter() - started, 3)
+    return target
 
 
 # ---------------------------------------------------------------------------------------------------- storage

@@ -58,3 +58,26 @@ def test_dying_worker_fails_loudly_and_the_rest_is_saved(tmp_path, local_ray):
     assert all(target_path(tmp_path, s).exists() for s in SPECS if s != doomed)
     with pytest.raises(TargetCheckpointError, match="missing"):
         load_targets(tmp_path, SPECS)  # training refuses the incomplete set
+
+
+def test_robust_targets_re_choose_a_searched_run_as_a_fresh_search_would(tmp_path, local_ray):
+    import dataclasses
+
+    import numpy as np
+
+    from ov_autoplace_lab.training.robust import RobustOptions
+
+    searched = tmp_path / "searched"
+    generate_targets(searched, SPECS[:2], FAST, progress=False)
+    robust = dataclasses.replace(FAST, robust=RobustOptions(draws=4))
+    counts = generate_targets(tmp_path / "robust", SPECS[:2], robust, progress=False, searched_from=searched)
+    assert counts == {"total": 2, "resumed": 0, "generated": 2}
+    for spec, target in zip(SPECS[:2], load_targets(tmp_path / "robust", SPECS[:2])):
+        fresh = generate_target(spec, robust)
+        assert np.array_equal(fresh["placement"], target["placement"]) and fresh["source"] == target["source"]
+        assert target["robust"]["draws"] == 4
+    with pytest.raises(TargetCheckpointError, match="searched-from.*same --sigma"):
+        generate_targets(tmp_path / "other", SPECS[:1], dataclasses.replace(robust, sigma=0.3), progress=False,
+                         searched_from=searched)
+    with pytest.raises(TargetGenerationError, match="--robust-draws"):
+        generate_targets(tmp_path / "plain", SPECS[:1], FAST, progress=False, searched_from=searched)

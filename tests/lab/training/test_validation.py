@@ -1,0 +1,75 @@
+"""The validation split (issue 22): held out from training, scored per candidate, the fixed choice rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+from ov_autoplace_lab.training.imitation import ImitationConfig, train_amortised
+from ov_autoplace_lab.training.splits import (VALIDATION_GRAPHS, evaluation_specs, is_held_out, is_validation,
+                                               training_specs, validation_specs)
+from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,
+                                               save_target)
+from ov_autoplace_lab.training.validation import (VALIDATION_DRAWS, choose, summarize_validation,
+                                                  trained_on_validation, validate_row)
+
+FAST = TargetOptions(sigma=0.46, max_evaluations=200, local_search_seconds=5.0, policy=None)
+
+
+def test_split_is_part_of_the_training_cases_and_apart_from_the_evaluation():
+    specs = validation_specs()
+    assert specs and {s.graph for s in specs} == set(VALIDATION_GRAPHS)
+    assert set(specs) <= set(training_specs(extra_family_count=10))
+    assert not any(is_held_out(s) for s in specs) and not any(is_validation(s) for s in evaluation_specs())
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """Three targets: two training cases and one validation case (family:25), and a policy trained without it."""
+    directory = tmp_path_factory.mktemp("run")
+    specs = [TargetSpec("family:3", "paper"), TargetSpec("family:4", "npu_cpu", 0), TargetSpec("family:25", "laptop")]
+    check_manifest(directory, FAST, specs)
+    for spec in specs:
+        save_target(directory, generate_target(spec, FAST))
+    output = train_amortised(directory, directory / "held.npz", ImitationConfig(
+        imitation_steps=2, reinforce_steps=1, samples=4, hold_out_validation=True), specs=specs, progress=False)
+    return directory, specs, output
+
+
+def test_training_leaves_the_validation_split_out(small_run):
+    from ov_autoplace.policy.policy_file import load_policy_file
+
+    _, _, output = small_run
+    meta = load_policy_file(output).header["metadata"]
+    assert meta["num_tasks"] == 2 and meta["imitation"]["hold_out_validation"] is True
+    assert trained_on_validation(str(output)) is False and trained_on_validation(str(PRETRAINED_POLICY)) is True
+
+
+def test_validation_row_scores_every_candidate_under_the_fitted_model_and_the_draws(small_run):
+    from ov_autoplace.costmodel.simulator import Simulator
+    from ov_autoplace_lab.training.targets import case_cost, load_target, target_path
+
+    directory, specs, output = small_run
+    spec = specs[2]
+    row = validate_row((spec, {"v1": str(PRETRAINED_POLICY), "held": str(output)}, FAST.sigma,
+                        load_target(target_path(directory, spec))))
+    assert {"v1", "held", "ref:plain_call", "ref:search", "ref:heft"} <= set(row["names"])
+    assert len(row["draws_ms"]) == VALIDATION_DRAWS and all(len(d) == len(row["names"]) for d in row["draws_ms"])
+    graph, cost, _ = case_cost(spec, FAST.sigma)
+    search = row["fitted_ms"][row["names"].index("ref:search")]
+    assert search == pytest.approx(float(Simulator(cost, graph)(load_target(target_path(directory, spec))
+                                                              ["placement"])))
+    summary = summarize_validation([row], ["v1", "held"])
+    for s in summary.values():
+        assert s["pairs"] == VALIDATION_DRAWS and s["median_ratio"] >= 1.0 and 0.0 <= s["slower_than_plain_call"] <= 1
+
+
+def test_choice_rule_admits_only_candidates_no_more_often_slower_than_the_shipped_policy():
+    summary = {"v1": {"median_ratio": 1.10, "slower_than_plain_call": 0.05, "within_5pct": 0.3},
+               "fast_but_risky": {"median_ratio": 1.01, "slower_than_plain_call": 0.20, "within_5pct": 0.6},
+               "safe": {"median_ratio": 1.06, "slower_than_plain_call": 0.04, "within_5pct": 0.4},
+               "safer_slower": {"median_ratio": 1.08, "slower_than_plain_call": 0.0, "within_5pct": 0.5}}
+    assert choose(summary, "v1") == "safe"
+    assert choose({k: summary[k] for k in ("v1", "fast_but_risky")}, "v1") is None
+    assert np.isclose(summary[choose(summary, None)]["median_ratio"], 1.01)  # no shipped policy: no bound
