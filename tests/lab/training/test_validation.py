@@ -55,6 +55,8 @@ def test_validation_row_scores_every_candidate_under_the_fitted_model_and_the_dr
     row = validate_row((spec, {"v1": str(PRETRAINED_POLICY), "held": str(output)}, FAST.sigma,
                         load_target(target_path(directory, spec))))
     assert {"v1", "held", "ref:plain_call", "ref:search", "ref:heft"} <= set(row["names"])
+    target = load_target(target_path(directory, spec))
+    assert row["split_pays"] == (target["latency_ms"] <= 0.95 * target["best_single_ms"])
     assert len(row["draws_ms"]) == VALIDATION_DRAWS and all(len(d) == len(row["names"]) for d in row["draws_ms"])
     graph, cost, _ = case_cost(spec, FAST.sigma)
     search = row["fitted_ms"][row["names"].index("ref:search")]
