@@ -64,8 +64,13 @@ case "$cmd" in
     shift || true
     # The fast tier (pytest's default: -m 'not slow', pyproject.toml), then the slow tier (zoo models,
     # wheel installs, the browser). Exit code 5 of the slow tier means it selected no test (e.g. -k).
-    python -m pytest tests "$@"
-    python -m pytest tests -m slow "$@" || [ $? -eq 5 ]
+    # Each tier on 2 pytest-xdist workers (OV_AUTOPLACE_TEST_WORKERS; a later -n in the arguments wins, -n 0 runs
+    # serially): much of the suite is single-threaded Python, pip or g++ while the other core idles.
+    # loadgroup: the tests of an xdist_group run in one worker - the wheel-install tests share one venv
+    # (tests/test_wheel_install.py); the sdist both wheel files use is built once per run (tests/wheel_builds.py).
+    workers=(-n "${OV_AUTOPLACE_TEST_WORKERS:-2}" --dist loadgroup)
+    python -m pytest tests "${workers[@]}" "$@"
+    python -m pytest tests -m slow "${workers[@]}" "$@" || [ $? -eq 5 ]
     ;;
   wheels)
     setup
