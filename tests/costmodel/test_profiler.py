@@ -224,6 +224,7 @@ def test_calibration_chain_maps_one_to_one_on_every_device(testbed):
 
 @pytest.mark.slow
 @pytest.mark.zoo
+@pytest.mark.timed  # alone under xdist: beside a compiling worker its unmapped fraction reached 0.11-0.14
 @pytest.mark.parametrize("name", ["resnet50", "bert_base"])
 def test_zoo_profile(name, testbed, links):
     if not zoo_available():
