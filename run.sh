@@ -66,9 +66,10 @@ case "$cmd" in
     # wheel installs, the browser). Exit code 5 of the slow tier means it selected no test (e.g. -k).
     # Each tier on 2 pytest-xdist workers (OV_AUTOPLACE_TEST_WORKERS; a later -n in the arguments wins, -n 0 runs
     # serially): much of the suite is single-threaded Python, pip or g++ while the other core idles.
-    # loadgroup: the tests of an xdist_group run in one worker - the wheel-install tests share one venv
-    # (tests/test_wheel_install.py); the sdist both wheel files use is built once per run (tests/wheel_builds.py).
-    workers=(-n "${OV_AUTOPLACE_TEST_WORKERS:-2}" --dist loadgroup)
+    # loadfile: a test file runs in one worker, so its module fixtures are built once (the wheel-install tests share
+    # one venv); the sdist both wheel files use is built once per run (tests/wheel_builds.py). Not loadgroup:
+    # pytest-xdist 3.8 names a group by setting item._nodeid, which pytest 9 no longer reads - no group held.
+    workers=(-n "${OV_AUTOPLACE_TEST_WORKERS:-2}" --dist loadfile)
     python -m pytest tests "${workers[@]}" "$@"
     python -m pytest tests -m slow "${workers[@]}" "$@" || [ $? -eq 5 ]
     ;;

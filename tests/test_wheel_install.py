@@ -41,9 +41,9 @@ from tests.wheel_builds import shared_sdist
 
 REPO = Path(__file__).resolve().parents[1]
 
-# xdist_group: under ``-n 2 --dist loadgroup`` (run.sh) the whole file runs in one worker, so the module fixtures
-# (the wheel, the ~6 GB venv) are built once per run, not once per worker that gets one of its tests.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel_install_venv"),
+# Under run.sh's ``-n 2 --dist loadfile`` this whole file runs in one worker, so the module fixtures (the wheel, the
+# ~6 GB venv) are built once per run; ``--dist load`` would build them in each worker that gets one of its tests.
+pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not zoo_available(), reason="needs the zoo IRs (built with the zoo extra)")]
 
 
