@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ov_autoplace_lab.training.targets import (TargetCheckpointError, TargetGenerationError, TargetOptions, TargetSpec, check_manifest,
-                      generate_target, load_target, save_target, target_path)
+                      load_target, save_target, target_path)
 
 log = logging.getLogger(__name__)
 
@@ -113,17 +113,19 @@ def run_tasks(fn: Callable[[Any], Any], items: Sequence[Any], on_result: Callabl
 
 
 def _generate(args: tuple[TargetSpec, TargetOptions]) -> dict:
-    return generate_target(*args)
+    from ov_autoplace_lab.training.robust import generate_robust_target
+
+    return generate_robust_target(*args)  # the search, and the robust choice when the options ask for it
 
 
 def _retarget(args: tuple[TargetSpec, TargetOptions, str]) -> dict:
     """The robust choice over the search stored in another run (``searched_from``); the search where it has none."""
     spec, options, source = args
     path = target_path(source, spec)
-    if not path.exists():
-        return generate_target(spec, options)
-    from ov_autoplace_lab.training.robust import robust_retarget
+    from ov_autoplace_lab.training.robust import generate_robust_target, robust_retarget
 
+    if not path.exists():
+        return generate_robust_target(spec, options)
     return robust_retarget(spec, load_target(path), options)
 
 

@@ -194,6 +194,20 @@ def robust_retarget(spec, searched: dict, options) -> dict:
                        "scores": {n: (float(s) if math.isfinite(s) else None) for n, s in zip(names, score)}}}
 
 
+def generate_robust_target(spec, options) -> dict:
+    """``targets.generate_target``, then, when ``options.robust`` draws, the robust choice over its search."""
+    import time
+
+    from ov_autoplace_lab.training.targets import generate_target
+
+    started = time.perf_counter()
+    target = generate_target(spec, options)
+    if options.robust and options.robust.draws:
+        target = robust_retarget(spec, target, options)
+        target["seconds"] = round(time.perf_counter() - started, 3)
+    return target
+
+
 def robust_env(spec, target: dict, sigma: float, graph, cost, support, policy_max_submodels: int) -> RobustSimEnv:
     """The training environment of a robust ``target`` (its draws, quantile and abstain share as recorded)."""
     from ov_autoplace_lab.paper_bench.headroom import plain_call_placement
@@ -213,4 +227,4 @@ def robust_env(spec, target: dict, sigma: float, graph, cost, support, policy_ma
 
 __all__ = ["ROBUST_STREAM", "VALIDATION_STREAM", "DrawScorer", "RobustOptions", "RobustSimEnv", "candidate_rows",
            "choose_robust",
-           "draw_costs", "robust_env", "robust_retarget"]
+           "draw_costs", "generate_robust_target", "robust_env", "robust_retarget"]

@@ -19,10 +19,10 @@ simulator's memory check. Its candidates are the cost-model local search
 HETERO's own affinity and from the policy's one pass (``TargetOptions.policy``),
 plus the MILP when ``milp_seconds > 0``. The fastest feasible legal placement
 is the target. With ``TargetOptions.robust`` (``robust.RobustOptions``, off by
-default) the target is instead re-chosen across perturbed draws of the case
-(``robust.robust_retarget``: best 80th-percentile ratio, the plain call's
-placement where the split is slower than it in too many draws). Everything is
-simulated; nothing is compiled.
+default) ``robust.generate_robust_target`` re-chooses it across perturbed draws
+of the case (best 80th-percentile ratio, the plain call's placement where the
+split is slower than it in too many draws); this module is below ``robust.py``
+and never applies that choice itself. Everything is simulated; nothing is compiled.
 
 Targets are stored one ``.npz`` per spec (:func:`save_target`, written
 atomically) so a run that stops resumes with what is finished; a file that
@@ -238,11 +238,6 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
               "candidates": {k: (v if math.isfinite(v) else None) for k, v in candidates.items()},
               "milp_proven": milp_proven, "priced": priced, "nodes": graph.num_nodes,
               "seconds": round(time.perf_counter() - started, 3)}
-    if options.robust and options.robust.draws:  # re-chosen across perturbed draws (robust.py)
-        from ov_autoplace_lab.training.robust import robust_retarget
-
-        target = robust_retarget(spec, target, options)
-        target["seconds"] = round(time.perf_counter() - started, 3)
     return target
 
 

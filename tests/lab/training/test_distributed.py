@@ -65,7 +65,7 @@ def test_robust_targets_re_choose_a_searched_run_as_a_fresh_search_would(tmp_pat
 
     import numpy as np
 
-    from ov_autoplace_lab.training.robust import RobustOptions
+    from ov_autoplace_lab.training.robust import RobustOptions, generate_robust_target
 
     searched = tmp_path / "searched"
     generate_targets(searched, SPECS[:2], FAST, progress=False)
@@ -73,7 +73,7 @@ def test_robust_targets_re_choose_a_searched_run_as_a_fresh_search_would(tmp_pat
     counts = generate_targets(tmp_path / "robust", SPECS[:2], robust, progress=False, searched_from=searched)
     assert counts == {"total": 2, "resumed": 0, "generated": 2}
     for spec, target in zip(SPECS[:2], load_targets(tmp_path / "robust", SPECS[:2])):
-        fresh = generate_target(spec, robust)
+        fresh = generate_robust_target(spec, robust)
         assert np.array_equal(fresh["placement"], target["placement"]) and fresh["source"] == target["source"]
         assert target["robust"]["draws"] == 4
     with pytest.raises(TargetCheckpointError, match="searched-from.*same --sigma"):
