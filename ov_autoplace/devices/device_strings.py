@@ -224,10 +224,13 @@ def _is_present(name: str, present: Sequence[str]) -> bool:
     return name in present or any(p.split(".")[0] == base and (p == base or "." in p) for p in present)
 
 
-def _index_exists(core: ov.Core, name: str) -> bool:
-    """Whether ``"GPU.1"``'s index is one its plugin reports (the CPU plugin has only '': "CPU.0" fails)."""
+def _index_exists(core: ov.Core, name: str, present: Sequence[str]) -> bool:
+    """Whether ``"GPU.1"``'s index is one its plugin reports (the CPU plugin has only '': "CPU.0" fails).
+
+    ``present``: the names listed for ``name``'s plugin at least (the whole list, or :func:`_listed_by_plugin`'s).
+    """
     base, _, index = name.partition(".")
-    if not index or name in core.available_devices:
+    if not index or name in present:
         return True
     try:
         return index in [str(i) for i in core.get_property(base, "AVAILABLE_DEVICES")]
@@ -261,10 +264,10 @@ def check_devices_present(core: ov.Core, devices: Sequence[str]) -> None:
     DeviceError is one too).
     """
     named = [name for base in dict.fromkeys(d.split(".")[0] for d in devices) for name in _listed_by_plugin(core, base)]
-    if all(_is_present(d, named) and _index_exists(core, d) for d in devices):
+    if all(_is_present(d, named) and _index_exists(core, d, named) for d in devices):
         return
     present = available_devices(core)  # the whole list, to name what this machine has
-    missing = [d for d in devices if not _is_present(d, present) or not _index_exists(core, d)]
+    missing = [d for d in devices if not _is_present(d, present) or not _index_exists(core, d, present)]
     if missing:
         raise DeviceError(missing_devices_message(missing, present))
 

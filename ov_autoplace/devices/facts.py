@@ -19,22 +19,12 @@ FACT_PROPERTIES = ("DEVICE_TYPE", "DEVICE_ARCHITECTURE", "OPTIMIZATION_CAPABILIT
 def identical_devices(core: Any, devices: Sequence[str]) -> bool:
     """Whether every device reports the same facts, read as plain values (the first start's whole fast path).
 
-    The same test as :func:`indistinguishable`, without building DeviceFacts: a few property reads. Like
-    :func:`read_device_facts` it asks only for what the device lists as supported: a refused read is a C++
-    exception carried into Python (30-170 us each, on every start).
+    The same test as :func:`indistinguishable`, on the same reads (:func:`_reported`), without building
+    DeviceFacts.
     """
     signatures = set()
     for device in devices:
-        try:
-            supported = {str(p) for p in core.get_property(device, "SUPPORTED_PROPERTIES")}
-        except Exception:  # noqa: BLE001 - then ask for each one and take what answers
-            supported = set(FACT_PROPERTIES)
-        values = []
-        for prop in FACT_PROPERTIES:
-            try:
-                values.append(str(core.get_property(device, prop)) if prop in supported else None)
-            except Exception:  # noqa: BLE001 - not reported
-                values.append(None)
+        values = [None if v is None else str(v) for v in _reported(core, device).values()]
         try:
             values.append(core.get_versions(device)[device].description)
         except Exception:  # noqa: BLE001
@@ -91,13 +81,22 @@ def _get(core: Any, device: str, prop: str) -> Any:
         return None
 
 
-def read_device_facts(core: Any, device: str) -> DeviceFacts:
-    """Read :data:`FACT_PROPERTIES` of ``device`` (each one that fails is None)."""
+def _reported(core: Any, device: str) -> dict[str, Any]:
+    """:data:`FACT_PROPERTIES` of ``device`` as OpenVINO returns them; None where not listed as supported or refused.
+
+    Only the listed ones are asked for: a refused read is a C++ exception carried into Python (30-170 us each,
+    on every start, through :func:`identical_devices`).
+    """
     try:
-        supported = set(core.get_property(device, "SUPPORTED_PROPERTIES"))
+        supported = {str(p) for p in core.get_property(device, "SUPPORTED_PROPERTIES")}
     except Exception:  # noqa: BLE001 - then ask for each one and take what answers
         supported = set(FACT_PROPERTIES)
-    values = {p: (_get(core, device, p) if p in supported else None) for p in FACT_PROPERTIES}
+    return {p: (_get(core, device, p) if p in supported else None) for p in FACT_PROPERTIES}
+
+
+def read_device_facts(core: Any, device: str) -> DeviceFacts:
+    """Read :data:`FACT_PROPERTIES` of ``device`` (each one that fails is None)."""
+    values = _reported(core, device)
     try:
         plugin = core.get_versions(device)[device].description
     except Exception:  # noqa: BLE001
