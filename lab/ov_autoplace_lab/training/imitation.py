@@ -45,6 +45,7 @@ import torch
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace_lab.training.env import SimEnv
+from ov_autoplace_lab.training.robust import feasible_ms, robust_env
 from ov_autoplace_lab.training.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
 from ov_autoplace_lab.training.trainer import TrainConfig, Trainer, make_policy, policy_inputs, torch_policy
 
@@ -110,8 +111,6 @@ def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config) -
             raise ValueError(f"{spec.key}: the target was searched on {target['devices']}, the case now has "
                              f"{list(cost.devices)}; regenerate the targets")
         if target.get("robust"):  # a draw-robust target (robust.py): priced and rewarded across the same draws
-            from ov_autoplace_lab.training.robust import robust_env
-
             env = robust_env(spec, target, sigma, graph, cost, support, MAX_SUBMODELS)
         else:
             env = SimEnv(graph, cost, name=spec.key, support=support, max_submodels=MAX_SUBMODELS)
@@ -151,8 +150,7 @@ def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray,
     num_devices, num_coarse = len(env.devices), int(node_coarse.max()) + 1
 
     def nominal(rows: np.ndarray) -> np.ndarray:
-        ms = np.asarray(env.simulator(rows), np.float64)
-        return np.where(np.asarray(env.simulator.memory_ok(rows), bool), ms, np.inf)
+        return feasible_ms(env.simulator, rows)
 
     robust_score = getattr(env, "score_rows", None)  # a RobustSimEnv: the descent minimises the draws' score
 

@@ -56,6 +56,13 @@ class RobustOptions:
     seed: int = ROBUST_STREAM
 
 
+def feasible_ms(simulator: Simulator, rows: np.ndarray) -> np.ndarray:
+    """[P]: the simulated ms of rows [P, N], inf where a device's memory overflows or the time is not finite."""
+    rows = np.atleast_2d(np.asarray(rows, np.int64))
+    ms = np.atleast_1d(np.asarray(simulator(rows), np.float64))
+    return np.where(np.atleast_1d(np.asarray(simulator.memory_ok(rows), bool)) & np.isfinite(ms), ms, np.inf)
+
+
 def draw_costs(spec, cost, graph, sigma: float, draws: int, seed: int) -> list:
     """``draws`` perturbed copies of the case's CostModel (``cost``, the variant already applied)."""
     from ov_autoplace_lab.paper_bench.truth import TruthSpec, category_factors, perturbed_cost
@@ -80,12 +87,7 @@ class DrawScorer:
         self.reference_ms = None if reference is None else self.latencies(np.asarray(reference)[None])[:, 0]
 
     def latencies(self, rows: np.ndarray) -> np.ndarray:
-        rows = np.atleast_2d(np.asarray(rows, np.int64))
-        out = np.empty((len(self.simulators), len(rows)))
-        for k, sim in enumerate(self.simulators):
-            ms = np.atleast_1d(np.asarray(sim(rows), np.float64))
-            out[k] = np.where(np.atleast_1d(np.asarray(sim.memory_ok(rows), bool)) & np.isfinite(ms), ms, np.inf)
-        return out
+        return np.stack([feasible_ms(sim, rows) for sim in self.simulators])
 
     def score(self, rows: np.ndarray) -> np.ndarray:
         """[P]: the quantile over draws of ms / the reference's ms, plus :data:`SLOWER_PENALTY` x the share of draws
@@ -181,8 +183,7 @@ def robust_retarget(spec, searched: dict, options) -> dict:
     scorer = DrawScorer(graph, draw_costs(spec, cost, graph, options.sigma, robust.draws, robust.seed),
                         robust.quantile, robust.max_slower)
     ms = scorer.latencies(batch)  # [K, C]
-    simulator = Simulator(cost, graph)
-    nominal = np.where(np.asarray(simulator.memory_ok(batch), bool), np.asarray(simulator(batch), np.float64), np.inf)
+    nominal = feasible_ms(Simulator(cost, graph), batch)
     plain = names.index("plain_call")
     chosen, unconstrained, score, slower = choose_robust(ms, nominal, plain, robust.quantile, robust.max_slower)
     abstained = chosen == plain and not np.array_equal(batch[unconstrained], batch[plain])
@@ -227,4 +228,4 @@ def robust_env(spec, target: dict, sigma: float, graph, cost, support, policy_ma
 
 __all__ = ["ROBUST_STREAM", "VALIDATION_STREAM", "DrawScorer", "RobustOptions", "RobustSimEnv", "candidate_rows",
            "choose_robust",
-           "draw_costs", "generate_robust_target", "robust_env", "robust_retarget"]
+           "draw_costs", "feasible_ms", "generate_robust_target", "robust_env", "robust_retarget"]
