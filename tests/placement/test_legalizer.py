@@ -187,5 +187,7 @@ def test_random_placements_synthetic(f32_testbed, name):
 @pytest.mark.slow
 @pytest.mark.zoo
 def test_random_placements_zoo(f32_testbed, zoo_model):
+    # 12, not the synthetic graphs' 25: four of each kind (per node unbounded, contiguous, per node bounded) on
+    # graphs of 500-1500 nodes, where one compile of BERT-base's unbounded split takes ~3 s of CI
     name, model = zoo_model
-    _assert_random_placements_match(model, f32_testbed, count=25)
+    _assert_random_placements_match(model, f32_testbed, count=12)
