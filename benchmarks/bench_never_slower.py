@@ -20,8 +20,8 @@ placement path runs and the others after, and a round's time for it is the geome
 result is compiled again by further calls of the same path (the next starts: cache hits) and averaged the same
 way, as long as those calls run on the same devices. With two compiles per side, rows whose result is ``CPU``
 itself still missed 1.02 (MobileNet-V2 1.034: that row's two ``CPU`` compiles timed 2.10 and 2.04 ms), so the
-third cuts what one compile's layout weighs from a half to a third. The control (the device's second compile / its first) is printed
-beside each row: the floor of what one compile alone would differ by.
+third cuts what one compile's layout weighs from a half to a third. The control (the device's second compile / its
+first) is printed beside each row: the floor of what one compile alone would differ by.
 
 The models come from the zoo (``python -m ov_autoplace_lab.models build NAME``; needs the zoo extra to build).
 Nothing here is predicted: every number is a measurement of compiled models on this machine.
@@ -255,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"date": datetime.date.today().isoformat(), "command": "python " + " ".join([sys.argv[0]] + sys.argv[1:]),
               "machine": load_average(), "bf16": testbed.bf16,
               "condition": "one core kept busy (--hog)" if args.hog else "no hog (other work may share the machine)",
-              "rounds": args.rounds, "compiles": args.compiles, "iterations": args.iterations, "sample_ms": args.sample_ms, "rows": rows}
+              "rounds": args.rounds, "compiles": args.compiles, "iterations": args.iterations,
+              "sample_ms": args.sample_ms, "rows": rows}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1))
     args.json.with_suffix(".md").write_text(markdown(result))

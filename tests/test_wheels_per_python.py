@@ -2,9 +2,9 @@
 
 ``tools/wheels.py`` (``bash run.sh wheels``) does this for every CPython it finds; this is the same, step by
 step, for the oldest and the newest CPython the ``openvino`` release has wheels for, other than the one running
-the suite (whose wheel ``tests/test_wheel_install.py`` builds from the same sdist, installs and checks). One isolated build of the
-sdist per CPython, under ``nice``, one at a time: each wheel is also the check that the sdist builds on that
-CPython. A CPython this machine does not have is skipped, saying which and where it was looked for.
+the suite (whose wheel ``tests/test_wheel_install.py`` builds from the same sdist, installs and checks). One
+isolated build of the sdist per CPython, under ``nice``, one at a time: each wheel is also the check that the sdist
+builds on that CPython. A CPython this machine does not have is skipped, saying which and where it was looked for.
 """
 
 from __future__ import annotations
