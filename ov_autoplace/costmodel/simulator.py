@@ -315,6 +315,13 @@ class Simulator:
         total = self.compute_ms(dev) + self.transfer_ms(dev) + self.overhead_ms(dev)
         return float(total[0]) if single else total
 
+    def feasible_ms(self, placements: np.ndarray) -> np.ndarray | float:
+        """:meth:`__call__`'s ms where the placement can run: inf where a device's memory overflows (or the time is
+        not finite), so a search or a score compares feasible placements only."""
+        ms, ok = np.atleast_1d(self(placements)), np.atleast_1d(self.memory_ok(placements))
+        out = np.where(ok & np.isfinite(ms), np.asarray(ms, np.float64), np.inf)
+        return float(out[0]) if np.ndim(placements) == 1 else out
+
     def breakdown(self, placement: np.ndarray) -> SimulationBreakdown:
         """Compute / transfer / overhead split of one placement, per device, for summaries."""
         dev, _ = self._as_batch(placement)

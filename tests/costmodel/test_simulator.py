@@ -166,6 +166,11 @@ def test_memory_ok():
     both = np.stack([placement, fix_anchors(graph, np.ones(n, np.int64), 2)])
     assert Simulator(tight, graph).memory_ok(both).tolist() == [False, False]  # D1 alone needs 64 + 16 > 16
     assert Simulator(fits, graph).resident_bytes(both).tolist() == [[80.0, 16.0], [0.0, 80.0]]
+    # feasible_ms: the latency where the placement fits, inf where it does not; a float for one placement
+    sim = Simulator(fits, graph)
+    assert sim.feasible_ms(placement) == sim(placement) and isinstance(sim.feasible_ms(placement), float)
+    assert sim.feasible_ms(both).tolist() == [sim(placement), np.inf]  # `both[1]`: D1 holds 80 bytes > 16
+    assert Simulator(tight, graph).feasible_ms(placement) == np.inf
 
 
 def test_rejects_bad_input():

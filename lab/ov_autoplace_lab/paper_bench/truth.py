@@ -126,8 +126,8 @@ def _latencies(cost: CostModel, graph: GraphArrays, placements: Mapping[str, np.
         return {}
     simulator = Simulator(cost, graph)
     batch = np.stack([np.asarray(placements[k], np.int64) for k in keys])
-    ms, ok = np.atleast_1d(simulator(batch)), np.atleast_1d(simulator.memory_ok(batch))
-    return {k: (float(m) if math.isfinite(m) and bool(o) else None) for k, m, o in zip(keys, ms, ok)}
+    ms = simulator.feasible_ms(batch)
+    return {k: (float(m) if math.isfinite(m) else None) for k, m in zip(keys, ms)}
 
 
 def _truth_optimum(cost: CostModel, graph: GraphArrays, known: dict[str, float | None],

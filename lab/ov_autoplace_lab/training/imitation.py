@@ -45,7 +45,7 @@ import torch
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace_lab.training.env import SimEnv
-from ov_autoplace_lab.training.robust import feasible_ms, robust_env
+from ov_autoplace_lab.training.robust import robust_env
 from ov_autoplace_lab.training.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
 from ov_autoplace_lab.training.trainer import TrainConfig, Trainer, make_policy, policy_inputs, torch_policy
 
@@ -150,7 +150,7 @@ def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray,
     num_devices, num_coarse = len(env.devices), int(node_coarse.max()) + 1
 
     def nominal(rows: np.ndarray) -> np.ndarray:
-        return feasible_ms(env.simulator, rows)
+        return env.simulator.feasible_ms(np.atleast_2d(np.asarray(rows, np.int64)))
 
     robust_score = getattr(env, "score_rows", None)  # a RobustSimEnv: the descent minimises the draws' score
 

@@ -56,13 +56,6 @@ class RobustOptions:
     seed: int = ROBUST_STREAM
 
 
-def feasible_ms(simulator: Simulator, rows: np.ndarray) -> np.ndarray:
-    """[P]: the simulated ms of rows [P, N], inf where a device's memory overflows or the time is not finite."""
-    rows = np.atleast_2d(np.asarray(rows, np.int64))
-    ms = np.atleast_1d(np.asarray(simulator(rows), np.float64))
-    return np.where(np.atleast_1d(np.asarray(simulator.memory_ok(rows), bool)) & np.isfinite(ms), ms, np.inf)
-
-
 def draw_costs(spec, cost, graph, sigma: float, draws: int, seed: int) -> list:
     """``draws`` perturbed copies of the case's CostModel (``cost``, the variant already applied)."""
     from ov_autoplace_lab.paper_bench.truth import TruthSpec, category_factors, perturbed_cost
@@ -87,7 +80,8 @@ class DrawScorer:
         self.reference_ms = None if reference is None else self.latencies(np.asarray(reference)[None])[:, 0]
 
     def latencies(self, rows: np.ndarray) -> np.ndarray:
-        return np.stack([feasible_ms(sim, rows) for sim in self.simulators])
+        rows = np.atleast_2d(np.asarray(rows, np.int64))
+        return np.stack([sim.feasible_ms(rows) for sim in self.simulators])
 
     def score(self, rows: np.ndarray) -> np.ndarray:
         """[P]: the quantile over draws of ms / the reference's ms, plus :data:`SLOWER_PENALTY` x the share of draws
@@ -183,7 +177,7 @@ def robust_retarget(spec, searched: dict, options) -> dict:
     scorer = DrawScorer(graph, draw_costs(spec, cost, graph, options.sigma, robust.draws, robust.seed),
                         robust.quantile, robust.max_slower)
     ms = scorer.latencies(batch)  # [K, C]
-    nominal = feasible_ms(Simulator(cost, graph), batch)
+    nominal = Simulator(cost, graph).feasible_ms(batch)
     plain = names.index("plain_call")
     chosen, unconstrained, score, slower = choose_robust(ms, nominal, plain, robust.quantile, robust.max_slower)
     abstained = chosen == plain and not np.array_equal(batch[unconstrained], batch[plain])
@@ -228,4 +222,4 @@ def robust_env(spec, target: dict, sigma: float, graph, cost, support, policy_ma
 
 __all__ = ["ROBUST_STREAM", "VALIDATION_STREAM", "DrawScorer", "RobustOptions", "RobustSimEnv", "candidate_rows",
            "choose_robust",
-           "draw_costs", "feasible_ms", "generate_robust_target", "robust_env", "robust_retarget"]
+           "draw_costs", "generate_robust_target", "robust_env", "robust_retarget"]

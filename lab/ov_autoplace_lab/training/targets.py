@@ -187,8 +187,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     simulator = Simulator(cost, graph)
 
     def latency(row: np.ndarray) -> float:
-        ms = float(simulator(row))
-        return ms if math.isfinite(ms) and bool(simulator.memory_ok(row)) else math.inf
+        return simulator.feasible_ms(row)
 
     starts = {f"single:{d}": np.full(graph.num_nodes, k, np.int64) for k, d in enumerate(devices)}
     starts["plain_call"] = plain_call_placement(Case(spec.key, graph, devices, support, cost, True))

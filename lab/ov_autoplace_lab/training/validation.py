@@ -38,7 +38,7 @@ def validate_row(args: tuple) -> dict:
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.hsdag import HSDAGStrategy
-    from ov_autoplace_lab.training.robust import DrawScorer, candidate_rows, draw_costs, feasible_ms
+    from ov_autoplace_lab.training.robust import DrawScorer, candidate_rows, draw_costs
 
     spec, policies, sigma, target = args
     graph, cost, support = case_cost(spec, sigma)
@@ -53,7 +53,7 @@ def validate_row(args: tuple) -> dict:
         rows[name] = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
     names = list(rows)
     batch = np.stack([rows[n] for n in names])
-    fitted = feasible_ms(Simulator(cost, graph), batch)
+    fitted = Simulator(cost, graph).feasible_ms(batch)
     drawn = DrawScorer(graph, draw_costs(spec, cost, graph, sigma, VALIDATION_DRAWS, VALIDATION_STREAM)).latencies(
         batch)  # [K, P]
     search_ms = (target.get("robust") or {}).get("search_ms", target["latency_ms"])
