@@ -56,8 +56,8 @@ def single_device_latencies(platform: SuitePlatform, graph: GraphArrays, cost=No
     out: dict[str, float | None] = {}
     for d, name in enumerate(cost.devices):
         row = np.full(graph.num_nodes, d, np.int64)
-        ms = float(simulator(row))
-        out[name] = ms if math.isfinite(ms) and bool(simulator.memory_ok(row)) else None
+        ms = simulator.feasible_ms(row)
+        out[name] = ms if math.isfinite(ms) else None
     return out
 
 
@@ -103,8 +103,8 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
         finally:
             seconds[key] = round(time.perf_counter() - start, 2)
         placement = np.array([case.devices.index(outcome.placement.assignment[n]) for n in graph.names])
-        ms = float(simulator(placement))
-        feasible_ms = ms if math.isfinite(ms) and bool(simulator.memory_ok(placement)) else None
+        ms = simulator.feasible_ms(placement)
+        feasible_ms = ms if math.isfinite(ms) else None
         row[key] = feasible_ms
         if key in ("hsdag_refined_ms", "hsdag_finetuned_refined_ms"):  # what the local search priced, and when
             row.setdefault("local_search", {})[key] = [n for n in outcome.notes if "local search" in n]

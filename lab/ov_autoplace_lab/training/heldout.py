@@ -62,8 +62,8 @@ def evaluate_row(args: tuple) -> dict:
         return np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
 
     def ms_of(row: np.ndarray) -> float | None:
-        ms = float(simulator(row))
-        return ms if math.isfinite(ms) and bool(simulator.memory_ok(row)) else None
+        ms = simulator.feasible_ms(row)
+        return ms if math.isfinite(ms) else None
 
     out = {"platform": spec.platform, "model": spec.model, "nodes": graph.num_nodes, "simulated": True,
            "held_out_architecture": spec.model in HELD_OUT_ARCHITECTURES,
@@ -129,9 +129,8 @@ def one_pass_ratios(directory: str | Path, policy: str, specs: list[TargetSpec])
         placement = guard_placement(legalize(graph, proposal, devices, support, max_submodels=MAX_SUBMODELS,
                                              strategy="hsdag"), graph, cost, support)
         row = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
-        simulator = Simulator(cost, graph)
-        ms = float(simulator(row))
-        out[spec.key] = ms / target["latency_ms"] if math.isfinite(ms) and bool(simulator.memory_ok(row)) else None
+        ms = Simulator(cost, graph).feasible_ms(row)
+        out[spec.key] = ms / target["latency_ms"] if math.isfinite(ms) else None
     return out
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
 
@@ -191,8 +192,6 @@ def robust_retarget(spec, searched: dict, options) -> dict:
 
 def generate_robust_target(spec, options) -> dict:
     """``targets.generate_target``, then, when ``options.robust`` draws, the robust choice over its search."""
-    import time
-
     from ov_autoplace_lab.training.targets import generate_target
 
     started = time.perf_counter()
