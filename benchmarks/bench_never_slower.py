@@ -2,6 +2,7 @@
 
     python benchmarks/bench_never_slower.py --json docs/bench/never_slower.json \
         [--models resnet50,bert_base,...] [--paths first_start,profile_now,...] [--hog] [--rounds 9] [--precision 0.01]
+    python benchmarks/bench_never_slower.py --json docs/bench/never_slower_hog.json --hog ... --resume
 
 For every model and every path that can create a placement (the default first start, ``profile="now"``,
 ``profile="background"`` then the next start, ``search_budget``, ``strategy="hsdag_local_search"``,
@@ -13,7 +14,9 @@ device (the best by median over the rounds) with its interquartile range and the
 that median, and passes when the median is <= 1.02. A row is timed for precision: while that interval is wider
 than +-``--precision`` (1 %), more rounds are added, up to ``--max-rounds``; the rule reads the spread, never the
 ratio. ``--hog`` keeps one core busy with a spinning process for the whole run (placing and timing), as a
-loaded machine would. Writes the rows to ``--json`` and a Markdown table beside it (``.md``).
+loaded machine would. Writes the rows to ``--json`` and a Markdown table beside it (``.md``), each row as it is
+measured (``"complete": false`` until the last): ``--resume`` with the same settings keeps those rows and
+measures the rest (with one core busy a run can take over two hours).
 
 Two compiles of one device differ here by up to ~5 % (memory layout; the first compile of a row tended to be the
 fastest), so one compile per side would grade the compile, not the choice. The row's first compile is made, kept
@@ -35,6 +38,7 @@ import argparse
 import datetime
 import json
 import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -222,7 +226,8 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
         "ratio_ci95": [round(ci_lo, 4), round(ci_hi, 4)],
         "ratio_vs_plain": round(float(np.median(vs_plain)), 4), "rounds": int(len(ratios)),
         "control_ratio": round(float(np.median(control)), 4),
-        "runs_per_sample": int(iterations), "passes": bool(np.median(ratios) <= TARGET), "untimed_first_compile": first_in_row is not None,
+        "runs_per_sample": int(iterations), "passes": bool(np.median(ratios) <= TARGET),
+        "untimed_first_compile": first_in_row is not None,
     }
 
 
@@ -234,6 +239,9 @@ def _median_of(rows: list[dict], key: str) -> str:
 def markdown(result: dict) -> str:
     lines = [f"# Never slower: measured on the testbed ({result['date']})", "",
              f"`{result['command']}`", "",
+             *([f"**Partial: {len(result['rows'])} of {result.get('rows_planned', '?')} rows measured so far** "
+                "(the run goes on with the same command and `--resume`).", ""] if not result.get("complete", True)
+               else []),
              f"{result['machine']}; CPU bf16: {result['bf16']}; condition: {result['condition']}; "
              f"{result['rounds']} paired rounds (more, up to {result.get('max_rounds', result['rounds'])}, while the "
              f"95 % interval of a row's median ratio is wider than +-{100 * result.get('precision', 0):.1f} %; devices "
@@ -241,7 +249,8 @@ def markdown(result: dict) -> str:
              f"and {result.get('sample_ms', 0):.0f} ms of runs per sample.", "",
              f"Target: median paired ratio placed / best single device <= {TARGET}. Rows: "
              f"{sum(r.get('passes', False) for r in result['rows'])} of {len(result['rows'])} pass; median ratio "
-             f"{_median_of(result['rows'], 'ratio_vs_best_single')}, control {_median_of(result['rows'], 'control_ratio')}"
+             f"{_median_of(result['rows'], 'ratio_vs_best_single')}, "
+             f"control {_median_of(result['rows'], 'control_ratio')}"
              f" (median over the rows).", "",
              f"Each device is compiled {result.get('compiles', 2)} times (once before the path runs, the rest after) "
              f"and the result as often (the path's call and its next starts, while they run on the same devices); "
@@ -256,13 +265,39 @@ def markdown(result: dict) -> str:
             continue
         best = r["best_single_device"]
         lines.append(f"| {r['model']} | {r['path']} | {','.join(r['execution_devices'])} | "
-                     f"{r['median_ms']['placed']:.2f} ({r.get('placed_compiles', 1)}) | {best} {r['median_ms'][best]:.2f} | "
+                     f"{r['median_ms']['placed']:.2f} ({r.get('placed_compiles', 1)}) | "
+                     f"{best} {r['median_ms'][best]:.2f} | "
                      f"{r['ratio_vs_best_single']:.3f} [{r['ratio_iqr'][0]:.3f}-{r['ratio_iqr'][1]:.3f}] | "
                      + (f"{r['ratio_ci95'][0]:.3f}-{r['ratio_ci95'][1]:.3f} | " if "ratio_ci95" in r else "| ")
                      + f"{r['rounds']} | "
                      f"{r['ratio_vs_plain']:.3f} | {r['control_ratio']:.3f} | {r['call_seconds']:.1f} | "
                      f"{'yes' if r['passes'] else 'NO'} |")
     return "\n".join(lines) + "\n"
+
+
+def write_result(path: Path, result: dict) -> None:
+    """``path`` (JSON) and its Markdown beside it, each replaced whole (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for target, text in ((path, json.dumps(result, indent=1)), (path.with_suffix(".md"), markdown(result))):
+        partial = target.with_name(target.name + ".partial")
+        partial.write_text(text)
+        os.replace(partial, target)
+
+
+def resumed_rows(path: Path, settings: dict) -> dict[tuple[str, str], dict]:
+    """The measured rows of an earlier run in ``path`` (errors are measured again), by (model, path).
+
+    Rows are only comparable under the same timing settings and condition: anything else is an error naming
+    the setting, not a silent mix."""
+    if not path.exists():
+        return {}
+    earlier = json.loads(path.read_text())
+    differ = {k: (earlier.get(k), v) for k, v in settings.items() if earlier.get(k) != v}
+    if differ:
+        raise SystemExit(f"--resume: {path} was measured with other settings "
+                         f"({', '.join(f'{k}: {a!r} there, {b!r} now' for k, (a, b) in differ.items())}); "
+                         "run with the same settings, or without --resume to start over")
+    return {(r["model"], r["path"]): r for r in earlier.get("rows", []) if "error" not in r}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="... and at least this much inference per sample (small models get more runs)")
     parser.add_argument("--search-budget", type=lambda t: float(t) if "." in t else int(t), default=30)
     parser.add_argument("--hog", action="store_true", help="keep one core busy for the whole run")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows --json already holds from a run with the same settings; measure the rest")
     args = parser.parse_args(argv)
     args.max_rounds = max(args.rounds, args.max_rounds if args.max_rounds is not None else 3 * args.rounds)
     if args.compiles < 2:
@@ -291,28 +328,35 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger().handlers[0].setLevel(logging.WARNING)  # the console shows warnings ...
     logging.getLogger("ov_autoplace").setLevel(logging.INFO)  # ... the rows keep the INFO lines on the source
+    settings = {"condition": "one core kept busy (--hog)" if args.hog else "no hog (other work may share the machine)",
+                "rounds": args.rounds, "max_rounds": args.max_rounds, "precision": args.precision,
+                "compiles": args.compiles, "iterations": args.iterations, "sample_ms": args.sample_ms,
+                "search_budget": args.search_budget}
+    pairs = [(name, path) for name in args.models.split(",") for path in args.paths.split(",")]
+    done = resumed_rows(args.json, settings) if args.resume else {}
     testbed = make_testbed()
+    result = {"date": datetime.date.today().isoformat(), "command": "python " + " ".join([sys.argv[0]] + sys.argv[1:]),
+              "machine": load_average(), "bf16": testbed.bf16, **settings, "rows": [], "rows_planned": len(pairs),
+              "complete": False}
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
-    rows = []
     try:
-        for name in args.models.split(","):
-            model = zoo.load(name)
-            for path in args.paths.split(","):
-                row = measure_row(name, path, model, testbed, args)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+        for name in dict.fromkeys(name for name, _ in pairs):
+            todo = [path for n, path in pairs if n == name and (n, path) not in done]
+            model = zoo.load(name) if todo else None
+            for path in (p for n, p in pairs if n == name):
+                row = done.get((name, path)) or measure_row(name, path, model, testbed, args)
+                if (name, path) not in done:
+                    row["measured"] = f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {load_average()}"
+                    print(json.dumps(row), flush=True)
+                result["rows"].append(row)
+                # every row is kept as it comes: a run cut short (a session's end, a reboot) goes on with --resume
+                write_result(args.json, result | {"complete": len(result["rows"]) == len(pairs)})
     finally:
         if hog is not None:
             hog.kill()
-    result = {"date": datetime.date.today().isoformat(), "command": "python " + " ".join([sys.argv[0]] + sys.argv[1:]),
-              "machine": load_average(), "bf16": testbed.bf16,
-              "condition": "one core kept busy (--hog)" if args.hog else "no hog (other work may share the machine)",
-              "rounds": args.rounds, "max_rounds": args.max_rounds, "precision": args.precision,
-              "compiles": args.compiles, "iterations": args.iterations,
-              "sample_ms": args.sample_ms, "rows": rows}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1))
-    args.json.with_suffix(".md").write_text(markdown(result))
+    result["complete"] = True
+    rows = result["rows"]
+    write_result(args.json, result)
     print(markdown(result))
     return 0 if all(r.get("passes") for r in rows) else 1
 
