@@ -51,7 +51,11 @@ def test_show_measured_writes_all_three_and_agrees_with_place(ir_path, tmp_path,
     assert "ovap-data" in page and "measured latency" in page
     # the submodels drawn are the ones HETERO really compiled (its PERF_COUNT names them subgraph0..K-1)
     hetero = int(re.search(r"\((\d+) HETERO subgraph\(s\)\)", out).group(1))
-    assert f"Timeline of one inference (MEASURED): {hetero} submodel(s)" in svg
+    drawn = re.search(r"Timeline of one inference \(MEASURED\): (\d+) submodel\(s\)", svg)
+    # failed twice in ~12 CI runs, both with place's profile marked loaded; the numbers say which side is off
+    assert drawn and int(drawn.group(1)) == hetero, (
+        f"drawn {drawn and drawn.group(1)} submodel(s), HETERO compiled {hetero}; placement "
+        f"{saved.read_text()[:1500]}; place said: {place_out[-1500:]}; show said: {out[-1500:]}")
     assert json.loads(saved.read_text())["num_submodels"] <= hetero
 
 
