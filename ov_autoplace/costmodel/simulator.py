@@ -317,9 +317,13 @@ class Simulator:
 
     def feasible_ms(self, placements: np.ndarray) -> np.ndarray | float:
         """:meth:`__call__`'s ms where the placement can run: inf where a device's memory overflows (or the time is
-        not finite), so a search or a score compares feasible placements only."""
-        ms, ok = np.atleast_1d(self(placements)), np.atleast_1d(self.memory_ok(placements))
-        out = np.where(ok & np.isfinite(ms), np.asarray(ms, np.float64), np.inf)
+        not finite), so a search or a score compares feasible placements only. Where no device has a finite
+        memory (most platforms) the memory pass is skipped: nothing can overflow, and training calls this per batch."""
+        ms = np.atleast_1d(np.asarray(self(placements), np.float64))
+        ok = np.isfinite(ms)
+        if np.isfinite(np.asarray(self.cost.device_memory_bytes, np.float64)).any():
+            ok &= np.atleast_1d(self.memory_ok(placements))
+        out = np.where(ok, ms, np.inf)
         return float(out[0]) if np.ndim(placements) == 1 else out
 
     def breakdown(self, placement: np.ndarray) -> SimulationBreakdown:

@@ -183,10 +183,7 @@ class SimEnv(PlacementEnv):
         return out
 
     def _latencies(self, legal: np.ndarray, keys: list[int]) -> np.ndarray:
-        latency = np.asarray(self.simulator(legal), dtype=np.float64)
-        if np.isfinite(self.cost.device_memory_bytes).any():  # a placement that overflows a device cannot run
-            latency = np.where(np.asarray(self.simulator.memory_ok(legal)), latency, np.inf)
-        return latency
+        return np.atleast_1d(self.simulator.feasible_ms(legal))  # a placement that overflows a device cannot run
 
 
 class MeasuredEnv(PlacementEnv):

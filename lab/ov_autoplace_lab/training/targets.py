@@ -186,8 +186,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     devices = tuple(cost.devices)
     simulator = Simulator(cost, graph)
 
-    def latency(row: np.ndarray) -> float:
-        return simulator.feasible_ms(row)
+    latency = simulator.feasible_ms  # a float for one row, inf where it overflows a device
 
     starts = {f"single:{d}": np.full(graph.num_nodes, k, np.int64) for k, d in enumerate(devices)}
     starts["plain_call"] = plain_call_placement(Case(spec.key, graph, devices, support, cost, True))
