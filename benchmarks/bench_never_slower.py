@@ -194,9 +194,10 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
     # start once spread its rounds 5-8 % and read 1.050 over 12 rounds) then costs rounds instead of a wrong row.
     # The rule never looks at where the ratio lies. A device already slower than the fastest by more than 20 %
     # over the first rounds cannot become the best single device and is left out of the added rounds.
+    candidates = [d for d in testbed.devices if base[d] <= 1.2 * fastest]
     kept = {c: v for c, v in contenders.items()
-            if c.split("#")[0] not in testbed.devices or base[c.split("#")[0]] <= 1.2 * fastest}
-    best = min((d for d in testbed.devices if base[d] <= 1.2 * fastest), key=lambda d: base[d])
+            if c.split("#")[0] not in testbed.devices or c.split("#")[0] in candidates}
+    best = min(candidates, key=lambda d: base[d])
     done = args.rounds
     while done < args.max_rounds:
         lo, hi = median_ci(per_round("placed#") / per_round(f"{best}#"))
@@ -208,7 +209,7 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
     rounds = {"placed": per_round("placed#"), "plain": np.asarray(raw["plain"])}
     rounds.update({d: per_round(f"{d}#") for d in testbed.devices})
     medians = {c: float(np.median(v)) for c, v in rounds.items()}
-    best = min((d for d in testbed.devices if len(rounds[d]) == len(rounds["placed"])), key=lambda d: medians[d])
+    best = min(candidates, key=lambda d: medians[d])
     ratios = rounds["placed"] / rounds[best]
     vs_plain = rounds["placed"] / rounds["plain"]
     first = testbed.devices[0]
@@ -344,11 +345,12 @@ def main(argv: list[str] | None = None) -> int:
     hog = subprocess.Popen([sys.executable, "-c", HOG]) if args.hog else None
     try:
         for name in dict.fromkeys(name for name, _ in pairs):
-            todo = [path for n, path in pairs if n == name and (n, path) not in done]
-            model = zoo.load(name) if todo else None
-            for path in (p for n, p in pairs if n == name):
-                row = done.get((name, path)) or measure_row(name, path, model, testbed, args)
-                if (name, path) not in done:
+            paths = [p for n, p in pairs if n == name]
+            model = zoo.load(name) if any((name, p) not in done for p in paths) else None
+            for path in paths:
+                row = done.get((name, path))
+                if row is None:
+                    row = measure_row(name, path, model, testbed, args)
                     row["measured"] = f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {load_average()}"
                     print(json.dumps(row), flush=True)
                 result["rows"].append(row)
