@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import subprocess
@@ -117,9 +116,16 @@ def test_a_stored_profile_without_spreads_gets_the_assumed_one(testbed, tmp_path
     assert not cost.loaded and "spread unknown, assumed 5%" in cost.source
 
 
+@pytest.mark.timed  # alone under xdist: the other worker's compiles are load that shifts one device's window
 def test_two_identical_devices_measured_separately_keep_one_device(f32_testbed):
     """Both testbed devices in f32: the full profiler measures each (no twin shortcut), so their per-op times
-    differ only by noise; under the noise rule the local search keeps HETERO's first device."""
+    differ only by noise; under the noise rule the local search keeps HETERO's first device.
+
+    What keeps it there depends on how the profile was taken. Quiet: the spreads (a move must gain more than
+    the spread of what it moves). Loaded: the flag alone - load that changes between two devices' windows
+    shifts every op of one device at once, which no within-window spread sees (a CI run at 1.1 busy cores
+    moved two MatMuls for a predicted 0.042 ms against a spread of 0.038 ms), so a loaded profile proves no
+    gain at all."""
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
     from ov_autoplace.costmodel.profiler import measure_model_profile
     from ov_autoplace.costmodel.quick_profile import stored_or_prior_links
@@ -132,7 +138,7 @@ def test_two_identical_devices_measured_separately_keep_one_device(f32_testbed):
     assert not np.array_equal(cost.compute_ms[:, 0], cost.compute_ms[:, 1]), "measured twice: the noise differs"
     support = query_support(f32_testbed.core, model, graph, f32_testbed.devices)
     compute = graph.role == NodeRole.COMPUTE
-    # as measured (loaded or not: the machine is shared), and by the spreads alone
-    for costs in (cost, dataclasses.replace(cost, loaded=False)):
-        result = LocalSearchRefiner(costs, graph, support).refine(np.zeros(graph.num_nodes, np.int64))
-        assert (result.proposal[compute] == 0).all(), result.note(costs.label)
+    result = LocalSearchRefiner(cost, graph, support).refine(np.zeros(graph.num_nodes, np.int64))
+    assert (result.proposal[compute] == 0).all(), result.note(cost.label)
+    if cost.loaded:
+        assert result.stopped == "loaded", result.note(cost.label)
