@@ -133,4 +133,12 @@ def indistinguishable(facts: Sequence[DeviceFacts]) -> bool:
 
 
 
-__all__ = ["DeviceFacts", "FACT_PROPERTIES", "identical_devices", "indistinguishable", "read_device_facts"]
+def same_device(core: Any, device: str, other: str) -> bool:
+    """Whether ``device`` reports the same facts as ``other`` (and both report some): one device under two names
+    as far as anything but a timing can tell, and a timing of one against the other measures only noise."""
+    facts, others = read_device_facts(core, device), read_device_facts(core, other)
+    return facts.reported and others.reported and facts.signature() == others.signature()
+
+
+__all__ = ["DeviceFacts", "FACT_PROPERTIES", "identical_devices", "indistinguishable", "read_device_facts",
+           "same_device"]
