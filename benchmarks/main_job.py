@@ -32,13 +32,16 @@ from ov_autoplace_lab.same_device_note import SAME_DEVICE_NOTE, simulated_headro
 
 
 def interleaved_latency(compiled: dict[str, ov.CompiledModel], inputs, rounds: int, per_round: int):
-    """Median/IQR per candidate, timed round-robin so drifts in machine load are shared."""
+    """Median/IQR per candidate, timed round-robin so drifts in machine load are shared; the order rotates
+    every round, so no candidate always runs right after the same one (in a fixed order the placed model
+    always followed CPUF-only, f32 with twice the weights to stream)."""
     samples: dict[str, list[np.ndarray]] = {name: [] for name in compiled}
     for name, model in compiled.items():  # warm every candidate once before the rounds
         measure_latency(model, inputs, warmup=3, iterations=1)
-    for _ in range(rounds):
-        for name, model in compiled.items():
-            samples[name].append(measure_latency(model, inputs, warmup=1, iterations=per_round).samples_ms)
+    names = list(compiled)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            samples[name].append(measure_latency(compiled[name], inputs, warmup=1, iterations=per_round).samples_ms)
     return {name: LatencyStats(np.concatenate(s)) for name, s in samples.items()}
 
 
