@@ -53,6 +53,7 @@ import ov_autoplace as oa  # noqa: E402
 from ov_autoplace_lab import models as zoo
 from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 from ov_autoplace.devices.timing import measure_latency, random_inputs  # noqa: E402
+from ov_autoplace.decision.verification import t_quantile  # noqa: E402
 
 from _common import load_average  # noqa: E402
 
@@ -237,10 +238,6 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
     }
 
 
-#: Two-sided 95 % quantiles of Student's t by degrees of freedom (numpy has no t distribution).
-T975 = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-
-
 def between_compiles_ci(per_compile_ms: dict[str, float], best: str) -> tuple[float, float] | None:
     """95 % interval of the ratio placed / ``best`` over compiles: each compile's median (over its rounds) is one
     sample, the ratio is the geometric mean of the placed compiles over that of ``best``'s, and the interval is
@@ -248,11 +245,11 @@ def between_compiles_ci(per_compile_ms: dict[str, float], best: str) -> tuple[fl
     (``median_ci``) holds the compiles fixed; this one says how far another set of compiles could read."""
     placed = np.log([v for c, v in per_compile_ms.items() if c.startswith("placed#")])
     device = np.log([v for c, v in per_compile_ms.items() if c.startswith(f"{best}#")])
-    dof = placed.size + device.size - 2
-    if placed.size < 2 or device.size < 2 or dof not in T975:
+    if placed.size < 2 or device.size < 2:
         return None
+    dof = placed.size + device.size - 2
     pooled = np.sqrt((((placed - placed.mean()) ** 2).sum() + ((device - device.mean()) ** 2).sum()) / dof)
-    half = T975[dof] * pooled * np.sqrt(1 / placed.size + 1 / device.size)
+    half = t_quantile(0.975, dof) * pooled * np.sqrt(1 / placed.size + 1 / device.size)
     centre = placed.mean() - device.mean()
     return float(np.exp(centre - half)), float(np.exp(centre + half))
 

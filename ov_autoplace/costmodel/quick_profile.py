@@ -84,24 +84,6 @@ def stored_or_prior_links(core: ov.Core, devices: Sequence[str], store: ProfileS
                        np.array([m.terms.submodel_ms for m in models], np.float64), (), 0.0)
 
 
-def _twins(core: ov.Core, devices: Sequence[str]) -> dict[int, int]:
-    """{d: t} for each device d whose facts (``device_facts``) equal an earlier device t's."""
-    from ov_autoplace.devices.facts import read_device_facts
-
-    seen: dict[tuple, int] = {}
-    twins = {}
-    for d, device in enumerate(devices):
-        facts = read_device_facts(core, device)
-        if not facts.reported:
-            continue
-        signature = facts.signature()
-        if signature in seen:
-            twins[d] = seen[signature]
-        else:
-            seen[signature] = d
-    return twins
-
-
 def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
           budget_ms: float | None = None, *, runs_before: int = 0, per_run: list | None = None):
     """Per-runtime-node ms per inference over the profiled window, and each run's wall time (ms).
@@ -168,10 +150,12 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
     fused_into = np.full(n, -1, dtype=np.int64)
     reports = []
     compute_mask = graph.role == NodeRole.COMPUTE
-    twin_of = _twins(core, devices)
+    from ov_autoplace.devices.facts import twin_of
+
+    twins = twin_of(core, devices)
     for d, device in enumerate(devices):
-        if d in twin_of:  # same plugin, same reported properties: measuring it again would only measure noise
-            t = twin_of[d]
+        if d in twins:  # same plugin, same reported properties: measuring it again would only measure noise
+            t = twins[d]
             compute[:, d], unfused[:, d] = compute[:, t], unfused[:, t]
             spread[:, d], e2e_spread[d] = spread[:, t], e2e_spread[t]
             reports.append(dataclasses.replace(reports[t], device=device))

@@ -11,7 +11,7 @@ decides. For a candidate placement it:
    split through HETERO with its affinities), the **runner-up splits** the caller hands in (``alternatives``:
    :func:`runner_ups`, another method's placement on the same cost model; one that repeats the candidate, the
    plain call or a single device is not measured twice), and **each single device** that can run the whole
-   model, but for the plain call's device under another name (``facts.same_device``: only noise to time);
+   model, but for the plain call's device under another name (``facts.twin_of``: only noise to time);
 2. times them interleaved in paired rounds on the native timer (every contender once per round, the order
    rotated, ``iterations`` runs each; a round's median is one sample), so a drifting machine load hits all
    contenders alike;
@@ -290,7 +290,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     itself propagates (the caller's fallback is the plain call, which would fail the same way).
     """
     from ov_autoplace.devices.call_forms import properties_for
-    from ov_autoplace.devices.facts import same_device
+    from ov_autoplace.devices.facts import twin_of
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.devices.timing import random_inputs
 
@@ -319,8 +319,9 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
         builds[label] = lambda p=alt: compile_split(p)
     # a single device compiled alone, with the keys of the config it knows; never the plain call's device under
     # another name (the f32 testbed's CPUF beside CPU was kept at x0.967 once: one of the 5 % false wins)
+    first = {devices[d]: devices[t] for d, t in twin_of(core, devices).items()}  # a twin -> the first of its facts
     for device in _able_devices(graph, candidate, support):
-        if device != plain_single and not (plain_single and same_device(core, device, plain_single)):
+        if plain_single is None or first.get(device, device) != first.get(plain_single, plain_single):
             builds[f"single:{device}"] = lambda d=device: core.compile_model(model, d, properties_for(core, d, props))
     compiled = {PLAIN: core.compile_model(model, device_name, props)}
     inputs = random_inputs(compiled[PLAIN])

@@ -133,12 +133,18 @@ def indistinguishable(facts: Sequence[DeviceFacts]) -> bool:
 
 
 
-def same_device(core: Any, device: str, other: str) -> bool:
-    """Whether ``device`` reports the same facts as ``other`` (and both report some): one device under two names
-    as far as anything but a timing can tell, and a timing of one against the other measures only noise."""
-    facts, others = read_device_facts(core, device), read_device_facts(core, other)
-    return facts.reported and others.reported and facts.signature() == others.signature()
+def twin_of(core: Any, devices: Sequence[str]) -> dict[int, int]:
+    """``{d: t}`` for each device ``d`` that reports the same facts as an earlier device ``t`` (both reporting
+    some): one device under two names as far as anything but a timing can tell, so timing one against the other
+    measures only noise (the quick profile copies ``t``'s costs, the verification does not time ``d``)."""
+    seen: dict[tuple, int] = {}
+    twins = {}
+    for d, device in enumerate(devices):
+        facts = read_device_facts(core, device)
+        if facts.reported:
+            twins[d] = seen.setdefault(facts.signature(), d)
+    return {d: t for d, t in twins.items() if d != t}
 
 
 __all__ = ["DeviceFacts", "FACT_PROPERTIES", "identical_devices", "indistinguishable", "read_device_facts",
-           "same_device"]
+           "twin_of"]

@@ -19,7 +19,7 @@ from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.decision.verification import (MIN_GAIN, decide, evidence_intact, needs_verification, plain_placement,
                                        runner_ups, seal, single_device_of, t_quantile, verify_placement)
-from ov_autoplace.devices.facts import same_device
+from ov_autoplace.devices.facts import twin_of
 from tests import synthetic_graphs as sg
 
 
@@ -164,7 +164,7 @@ def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
                                       device_name=f32_testbed.hetero, budget_s=2.0,
                                       alternatives=[heft, repeat, one_device])
     # both f32: CPUF is the plain call's device (CPU) under another name, so it is not timed as a single device
-    assert same_device(f32_testbed.core, devices[1], devices[0])
+    assert twin_of(f32_testbed.core, devices) == {1: 0}
     assert set(evidence.median_ms) == {"plain", "candidate", "alternative:heft"}
     assert set(evidence.upper) == {"candidate", "alternative:heft"}
     if evidence.chosen == "alternative:heft":  # kept under the candidate's source, tagged with the runner-up
@@ -268,13 +268,13 @@ def test_the_plain_call_s_device_under_another_name_is_not_timed(f32_testbed, te
         with caplog.at_level(logging.INFO, logger="ov_autoplace"):
             kept, evidence = verify_placement(bed.core, prepared, graph, on_second, support=support, model=model,
                                               device_name=bed.hetero, budget_s=1.0)
-        if same_device(bed.core, bed.devices[1], bed.devices[0]):
+        if twin_of(bed.core, bed.devices) == {1: 0}:
             assert evidence.rounds == 0 and evidence.median_ms == {} and evidence.chosen == "plain"
             assert "under another name" in evidence.reason and single_device_of(kept) == bed.devices[0]
             assert evidence_intact(kept)  # a verdict: the next start does not time it again
         else:
             assert f"single:{bed.devices[1]}" in evidence.median_ms and evidence.rounds >= 1
-    assert not same_device(testbed.core, "CPU", "CPUF") or not testbed.bf16
+    assert twin_of(testbed.core, testbed.devices) == {} or not testbed.bf16
 
 
 def test_pinned_placements_are_not_verified(f32_testbed, tmp_path, caplog):
