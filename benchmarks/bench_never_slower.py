@@ -25,8 +25,10 @@ placement path runs and the others after, and a round's time for it is the geome
 result is compiled again by further calls of the same path (the next starts: cache hits) and averaged the same
 way, as long as those calls run on the same devices. With two compiles per side, rows whose result is ``CPU``
 itself still missed 1.02 (MobileNet-V2 1.034: that row's two ``CPU`` compiles timed 2.10 and 2.04 ms), so the
-third cuts what one compile's layout weighs from a half to a third. The control (the device's second compile / its
-first) is printed beside each row: the floor of what one compile alone would differ by.
+third cuts what one compile's layout weighs from a half to a third. With one core busy the spread between compiles
+outweighs the spread between rounds (a 4 ms row's three ``CPU`` compiles timed 4.13-4.26 ms while its rounds' interval
+was +-1 %), so that run is better spent on compiles than on rounds: ``--compiles 4 --rounds 8``. The control (the
+device's second compile / its first) is printed beside each row: the floor of what one compile alone would differ by.
 
 The models come from the zoo (``python -m ov_autoplace_lab.models build NAME``; needs the zoo extra to build).
 Nothing here is predicted: every number is a measurement of compiled models on this machine.
@@ -146,13 +148,25 @@ def _geomean(*series: np.ndarray) -> np.ndarray:
     return np.exp(np.mean([np.log(v) for v in series], axis=0))
 
 
+def compile_order(k: int, devices) -> list[str]:
+    """Who is compiled first in the k-th compile (k >= 2) of the result ("placed") and of each device.
+
+    A row's later compiles time faster here: with one compile of the result (a next start) made right after the
+    path and every other device compile after those, the next starts timed 1.003x-1.006x ``CPU``'s later compiles
+    and were slower in 70 % of 108 rows, while alternating pairs read 1.00 (``bench_next_start_compile.py``).
+    Each device's first compile precedes the path and so the result's first; from the second on the order goes
+    result-first, devices-first, ... (A B | B A | A B ...), so with an even ``--compiles`` a drift that is linear in
+    compile order is on neither side."""
+    return ["placed", *devices] if k % 2 == 0 else [*devices, "placed"]
+
+
 def measure_row(name: str, path: str, model, testbed, args) -> dict:
     handler = _SourceLog()
     logging.getLogger("ov_autoplace").addHandler(handler)
     # The first model compiled in a row ran 3-6 % faster than every later compile of the same device (ResNet-50
     # and -18, 22 of 39 rows of a run with one core busy): a compile that is kept alive for the row and never
     # timed takes that place. Then each device's first compile comes before the path runs and its second after
-    # it, so compile order is on neither side.
+    # it; later compiles alternate (``compile_order``), so compile order is on neither side.
     first_in_row = testbed.core.compile_model(model, testbed.devices[0])  # held for the row, never timed
     contenders = {f"{device}#1": testbed.core.compile_model(model, device) for device in testbed.devices}
     try:
@@ -163,22 +177,27 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
             _wait_for_workers(Path(scratch), 900)
             placed_devices = list(compiled.get_property("EXECUTION_DEVICES"))
             contenders["placed#1"] = compiled
+            same_devices = True
             for k in range(2, args.compiles + 1):
-                # the next start with the same arguments (a cache hit): another compile of the same choice, kept
-                # only when it runs on the same devices (a verdict of the worker may have changed the choice)
-                again = oa.compile_model(model, testbed.hetero, core=testbed.core, cache_dir=Path(scratch),
-                                         **path_options(path, args.search_budget))
-                _wait_for_workers(Path(scratch), 900)
-                if list(again.get_property("EXECUTION_DEVICES")) != placed_devices:
-                    break
-                contenders[f"placed#{k}"] = again
+                for who in compile_order(k, testbed.devices):
+                    if who != "placed":
+                        contenders[f"{who}#{k}"] = testbed.core.compile_model(model, who)
+                        continue
+                    if not same_devices:
+                        continue
+                    # the next start with the same arguments (a cache hit): another compile of the same choice,
+                    # kept only while it runs on the same devices (a verdict of the worker may change the choice)
+                    again = oa.compile_model(model, testbed.hetero, core=testbed.core, cache_dir=Path(scratch),
+                                             **path_options(path, args.search_budget))
+                    _wait_for_workers(Path(scratch), 900)
+                    same_devices = list(again.get_property("EXECUTION_DEVICES")) == placed_devices
+                    if same_devices:
+                        contenders[f"placed#{k}"] = again
     except Exception as exc:  # noqa: BLE001 - a row that fails is reported, not hidden
         return {"model": name, "path": path, "error": f"{type(exc).__name__}: {exc}"}
     finally:
         logging.getLogger("ov_autoplace").removeHandler(handler)
     contenders["plain"] = testbed.core.compile_model(model, testbed.hetero)
-    contenders.update({f"{device}#{k}": testbed.core.compile_model(model, device)
-                       for k in range(2, args.compiles + 1) for device in testbed.devices})
     inputs = random_inputs(contenders["plain"])
     iterations = runs_per_sample(contenders["plain"], inputs, args.iterations, args.sample_ms)
     raw = paired_rounds(contenders, inputs, args.rounds, iterations)
