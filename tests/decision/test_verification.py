@@ -101,6 +101,36 @@ def test_decide_abstains_on_a_noisy_machine():
     assert decide({"plain": [1.0], "candidate": [0.5]}).decision == "abstained"  # one round is no evidence
 
 
+def test_decide_abstains_on_a_loaded_machine():
+    """A clear win measured while other processes kept more than half a core busy is no verdict: the rounds pair one
+    compile per contender, and under load two compiles differ by more than the margin. Unknown load (nan) is not."""
+    rounds = _rounds(np.random.default_rng(0), 10.0, 8.0, 0.01)
+    loaded = decide(rounds, other_cores=0.9)
+    assert loaded.decision == "abstained" and loaded.chosen == "plain" and not loaded.verified
+    assert "loaded" in loaded.reason and "0.90" in loaded.reason and loaded.ratio["candidate"] < 0.85
+    assert decide(rounds, other_cores=0.1).decision == "kept" and decide(rounds).decision == "kept"
+
+
+@pytest.mark.timed
+def test_verification_beside_a_busy_process_abstains(f32_testbed):
+    """The load is measured over verify_placement's own compiles and rounds (a spinning process: ~1 core)."""
+    import subprocess
+    import sys
+    model = sg.residual(blocks=2)
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    support = query_support(f32_testbed.core, prepared, graph, f32_testbed.devices)
+    split = legalize(graph, _forced_split(graph, 2), f32_testbed.devices, support, strategy="forced")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        _, evidence = verify_placement(f32_testbed.core, prepared, graph, split, support=support, model=model,
+                                       device_name=f32_testbed.hetero, budget_s=1.0)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert evidence.decision == "abstained" and "loaded" in evidence.reason, evidence.reason
+
+
 def test_false_win_rate_is_within_the_stated_bound():
     """An alternative exactly as fast as the plain call is declared the winner in at most 5 % of decisions."""
     rng = np.random.default_rng(2)
