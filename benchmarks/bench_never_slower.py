@@ -294,7 +294,8 @@ def markdown(result: dict) -> str:
              f"{_median_of(result['rows'], 'ratio_vs_best_single')}, "
              f"control {_median_of(result['rows'], 'control_ratio')}"
              f" (median over the rows).", "",
-             f"Each device is compiled {result.get('compiles', 2)} times (once before the path runs, the rest after) "
+             f"Each device is compiled {result.get('compiles', 2)} times (once before the path runs, the rest after"
+             f"{', alternating with the result which comes first' if result.get('compile_order') == 'alternating' else ''}) "
              f"and the result as often (the path's call and its next starts, while they run on the same devices); "
              "a round's time is the geometric mean of the compiles. Control: the "
              "first device's second compile / its first, timed in the same rounds: what one compile alone differs "
@@ -379,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {"condition": "one core kept busy (--hog)" if args.hog else "no hog (other work may share the machine)",
                 "rounds": args.rounds, "max_rounds": args.max_rounds, "precision": args.precision,
                 "compiles": args.compiles, "iterations": args.iterations, "sample_ms": args.sample_ms,
-                "search_budget": args.search_budget}
+                "search_budget": args.search_budget, "compile_order": "alternating"}
     pairs = [(name, path) for name in args.models.split(",") for path in args.paths.split(",")]
     done = resumed_rows(args.json, settings) if args.resume else {}
     testbed = make_testbed()
