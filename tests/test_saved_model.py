@@ -42,14 +42,16 @@ def test_ov_save_model_keeps_no_affinity(testbed, tmp_path):
 
 def test_saved_placement_reads_back_with_its_names_and_evidence(testbed, tmp_path):
     model = sg.residual()
-    placement = ov_autoplace.place(model, testbed.hetero, core=testbed.core, pins=PINS)
+    # "priority" keeps the unpinned nodes on CPU: a split by construction. The default strategy may rightly put
+    # them on CPUF beside the pinned convolutions (a fresh profile did in CI), and then nothing runs on CPU.
+    placement = ov_autoplace.place(model, testbed.hetero, core=testbed.core, pins=PINS, strategy="priority")
     placement.verification = {"kept": "as stored"}  # stored verbatim: the digest check is verification.py's
     path = tmp_path / "placed.xml"
     assert ov_autoplace.save_model(model, path, placement, core=testbed.core, verify=False) is placement
     assert not model.has_rt_info(RT_INFO_PATH), "the user's model object is not changed"
     read, stored = ov_autoplace.load_placed(path, core=testbed.core)
     assert stored.assignment == placement.assignment and stored.verification == placement.verification
-    assert stored.devices == ("CPU", "CPUF") and set(stored.counts_per_device().values()) != {0}
+    assert stored.devices == ("CPU", "CPUF") and 0 not in stored.counts_per_device().values()
     compiled = ov_autoplace.compile_placement(read, stored, core=testbed.core)
     assert set(compiled.get_property("EXECUTION_DEVICES")) == {"CPU", "CPUF"}
 
