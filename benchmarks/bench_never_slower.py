@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ov_autoplace as oa  # noqa: E402
 from ov_autoplace_lab import models as zoo
 from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
-from ov_autoplace.devices.timing import measure_latency, random_inputs  # noqa: E402
+from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order  # noqa: E402
 from ov_autoplace.decision.verification import t_quantile  # noqa: E402
 
 from _common import load_average  # noqa: E402
@@ -120,7 +120,7 @@ def paired_rounds(contenders: dict, inputs, rounds: int, iterations: int, out: d
     for c in labels:
         out.setdefault(c, [])
     for r in range(first_round, first_round + rounds):
-        for c in labels[r % len(labels):] + labels[:r % len(labels)]:
+        for c in round_order(labels, r):
             out[c].append(measure_latency(contenders[c], inputs, warmup=1, iterations=iterations).median_ms)
     return out
 
@@ -182,17 +182,15 @@ def measure_row(name: str, path: str, model, testbed, args) -> dict:
                 for who in compile_order(k, testbed.devices):
                     if who != "placed":
                         contenders[f"{who}#{k}"] = testbed.core.compile_model(model, who)
-                        continue
-                    if not same_devices:
-                        continue
-                    # the next start with the same arguments (a cache hit): another compile of the same choice,
-                    # kept only while it runs on the same devices (a verdict of the worker may change the choice)
-                    again = oa.compile_model(model, testbed.hetero, core=testbed.core, cache_dir=Path(scratch),
-                                             **path_options(path, args.search_budget))
-                    _wait_for_workers(Path(scratch), 900)
-                    same_devices = list(again.get_property("EXECUTION_DEVICES")) == placed_devices
-                    if same_devices:
-                        contenders[f"placed#{k}"] = again
+                    elif same_devices:
+                        # the next start with the same arguments (a cache hit): another compile of the same choice,
+                        # kept only while it runs on the same devices (a verdict of the worker may change it)
+                        again = oa.compile_model(model, testbed.hetero, core=testbed.core, cache_dir=Path(scratch),
+                                                 **path_options(path, args.search_budget))
+                        _wait_for_workers(Path(scratch), 900)
+                        same_devices = list(again.get_property("EXECUTION_DEVICES")) == placed_devices
+                        if same_devices:
+                            contenders[f"placed#{k}"] = again
     except Exception as exc:  # noqa: BLE001 - a row that fails is reported, not hidden
         return {"model": name, "path": path, "error": f"{type(exc).__name__}: {exc}"}
     finally:

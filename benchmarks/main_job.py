@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 from ov_autoplace.api import DEFAULT_STRATEGY
-from ov_autoplace.devices.timing import LatencyStats, measure_latency, random_inputs
+from ov_autoplace.devices.timing import LatencyStats, measure_latency, random_inputs, round_order
 from ov_autoplace.graph.arrays import extract_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -33,14 +33,13 @@ from ov_autoplace_lab.same_device_note import SAME_DEVICE_NOTE, simulated_headro
 
 def interleaved_latency(compiled: dict[str, ov.CompiledModel], inputs, rounds: int, per_round: int):
     """Median/IQR per candidate, timed round-robin so drifts in machine load are shared; the order rotates
-    every round, so no candidate always runs right after the same one (in a fixed order the placed model
-    always followed CPUF-only, f32 with twice the weights to stream)."""
+    every round (``round_order``: in a fixed order the placed model always followed CPUF-only, f32 with twice
+    the weights to stream)."""
     samples: dict[str, list[np.ndarray]] = {name: [] for name in compiled}
     for name, model in compiled.items():  # warm every candidate once before the rounds
         measure_latency(model, inputs, warmup=3, iterations=1)
-    names = list(compiled)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in round_order(list(compiled), r):
             samples[name].append(measure_latency(compiled[name], inputs, warmup=1, iterations=per_round).samples_ms)
     return {name: LatencyStats(np.concatenate(s)) for name, s in samples.items()}
 

@@ -186,13 +186,13 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
     Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
     not bias the test; fewer rounds only widen its bound).
     """
-    from ov_autoplace.devices.timing import measure_latency
+    from ov_autoplace.devices.timing import measure_latency, round_order
 
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
     started = time.perf_counter()
     for r in range(rounds):
-        for c in labels[r % len(labels):] + labels[:r % len(labels)]:
+        for c in round_order(labels, r):
             stats = measure_latency(contenders[c], inputs, warmup=1, iterations=iterations)
             out[c].append(stats.median_ms)
         if r + 1 >= min_rounds and time.perf_counter() - started > budget_s:

@@ -84,4 +84,11 @@ def measure_latency(
     return LatencyStats(samples_ms=np.asarray(samples))
 
 
-__all__ = ["LatencyStats", "measure_latency", "random_inputs"]
+def round_order(labels: Sequence[str], r: int) -> list[str]:
+    """The order of paired round ``r``: ``labels`` rotated by ``r``, so no contender always runs first or always
+    right after the same one (a fixed order once put the placed model after the f32 device every round)."""
+    k = r % len(labels)
+    return list(labels[k:]) + list(labels[:k])
+
+
+__all__ = ["LatencyStats", "measure_latency", "random_inputs", "round_order"]

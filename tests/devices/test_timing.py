@@ -4,7 +4,7 @@ import pytest
 import ov_autoplace as oa
 from ov_autoplace._native_loader import load_native
 from tests import synthetic_graphs as sg
-from ov_autoplace.devices.timing import measure_latency, random_inputs
+from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order
 
 
 def test_native_timer_returns_every_sample(testbed):
@@ -48,3 +48,11 @@ def test_random_inputs_match_model(testbed):
         random_inputs(dynamic)
     arrays = random_inputs(testbed.core.compile_model(sg.with_if(), "CPU"))
     assert arrays[0].dtype == np.float32 and arrays[1].dtype == np.bool_
+
+
+def test_round_order_rotates_so_each_contender_leads_once_per_cycle():
+    labels = ["plain", "candidate", "single:CPU"]
+    orders = [round_order(labels, r) for r in range(4)]
+    assert orders[:3] == [labels, ["candidate", "single:CPU", "plain"], ["single:CPU", "plain", "candidate"]]
+    assert orders[3] == labels and sorted(o[0] for o in orders[:3]) == sorted(labels)
+    assert round_order(("only",), 7) == ["only"] and labels == ["plain", "candidate", "single:CPU"]
