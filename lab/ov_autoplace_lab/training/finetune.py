@@ -1,14 +1,20 @@
 """Fine-tuning a (pretrained) policy on one model under a budget: what ``compile_model``'s search budget calls.
 
 ``fine_tune(policy, env, budget_samples=50, budget_seconds=None)`` evaluates
-the policy's greedy placement first, then runs training steps on ``env``
-(``TrainConfig`` defaults: REINFORCE with a baseline and entropy bonus) and,
-after each, the new greedy placement, until ``budget_samples`` *distinct*
+the policy's greedy placement first, then - with ``offset_samples`` > 0 - up
+to that many of its **offset decodings** (``argmax(logits + b)`` for a grid of
+per-device offsets ``b``, see :func:`offset_decodings`), then runs training
+steps on ``env`` (``TrainConfig`` defaults: REINFORCE with a baseline and
+entropy bonus) and, after each, the new greedy placement, until ``budget_samples`` *distinct*
 legal placements have been evaluated or ``budget_seconds`` have passed. The
 last step's sample count is cut so the budget is never exceeded. A converged
 policy keeps drawing placements it has already seen (free: memoised), so the
 loop raises the sampling temperature after every step that found nothing
-new (see ``MAX_TEMPERATURE``) and stops after ``max_steps``. Returns the fastest legal
+new (see ``MAX_TEMPERATURE``) and stops after ``max_steps``. Why the offsets: a
+policy whose per-group ranking of devices is right but whose threshold is off
+(too cautious on a platform it was not trained on, say) places the right split
+at some offset; the REINFORCE steps, which sample group by group, rarely reach
+it within 50 placements. Returns the fastest legal
 :class:`~ov_autoplace.placement.assignment.Placement` seen and the log records.
 
 With ``refine=True`` the cost-model local search
@@ -34,7 +40,7 @@ import numpy as np
 
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace_lab.training.env import MeasuredEnv, PlacementEnv
-from ov_autoplace_lab.training.reinforce import greedy_coarse, to_nodes
+from ov_autoplace_lab.training.reinforce import coarse_groups, greedy_coarse, to_nodes
 from ov_autoplace_lab.training.trainer import TrainConfig, Trainer, torch_policy
 
 log = logging.getLogger(__name__)
@@ -46,15 +52,57 @@ FINE_TUNE_CONFIG = TrainConfig(mode="reinforce", samples=8, lr=3e-3, entropy_wei
                                single_device_samples=True)
 
 
+def offset_decodings(logits: np.ndarray, count: int) -> list[np.ndarray]:
+    """Up to ``count`` distinct group placements [G] ``argmax(logits + b)`` over a grid of per-device offsets
+    ``b`` (``b[0] = 0``), the policy's own greedy decoding (``b = 0``) excluded, nearest it first.
+
+    The offsets of device ``d`` are minus ``n`` evenly spaced quantiles of the groups' logit margin
+    ``logits[:, d] - logits[:, 0]`` (``n ** (D - 1)`` about ``count``), so the grid spans every share of groups
+    moved, whatever the logits' scale; "nearest" is the sum over devices of the distance in quantile steps from
+    the greedy decoding's own position.
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    groups, devices = logits.shape
+    if count < 1 or devices < 2 or groups == 0:
+        return []
+    margin = logits - logits[:, :1]
+    steps = np.linspace(0.0, 1.0, max(2, int(np.ceil(count ** (1.0 / (devices - 1))))))
+    axes, origin = [], []
+    for d in range(1, devices):
+        # just below each quantile, so the group at the quantile moves too; +-inf ends put all or none on d
+        cuts = np.concatenate([[-np.inf], np.quantile(margin[:, d], steps) - 1e-9, [np.inf]])
+        axes.append(-cuts)
+        origin.append(float(np.searchsorted(np.sort(cuts), 0.0)))
+    grid_points = np.stack(np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij"), -1).reshape(-1,
+                                                                                                    devices - 1)
+    order = np.argsort(np.abs(grid_points - np.asarray(origin)).sum(1), kind="stable")
+    greedy = margin.argmax(1)
+    seen, out = {greedy.tobytes()}, []
+    for index in grid_points[order]:
+        offset = np.concatenate([[0.0], [axes[d][i] for d, i in enumerate(index)]])
+        with np.errstate(invalid="ignore"):  # a masked device (-inf logit) + an infinite offset: nan, kept off
+            decoded = np.nan_to_num(margin + offset, nan=-np.inf).argmax(1)
+        key = decoded.tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(decoded.astype(np.int64))
+            if len(out) >= count:
+                break
+    return out
+
+
 def fine_tune(policy, env: PlacementEnv, *, budget_samples: int = 50, budget_seconds: float | None = None,
               config: TrainConfig | None = None, max_steps: int | None = None, log_path: str | Path | None = None,
               progress: bool = False, refine: bool = False, refine_options: dict | None = None,
-              **overrides: Any) -> tuple[Placement, list[dict[str, Any]]]:
+              offset_samples: int = 0, **overrides: Any) -> tuple[Placement, list[dict[str, Any]]]:
     """Fine-tune ``policy`` (a path to a ``.npz``, an ExportedPolicy, a NumpyHSDAGPolicy or an HSDAGPolicy,
     never modified) on ``env`` and return ``(fastest legal Placement, log records)``.
 
     ``overrides`` replace fields of ``config`` (default :data:`FINE_TUNE_CONFIG`), e.g. ``seed=3``. The
     placement's ``notes`` say how it was found; with a :class:`MeasuredEnv` its ``measured_latency_ms`` is set.
+    ``offset_samples`` caps the placements of the offset sweep; the default 0 is REINFORCE alone, what the
+    headroom table and ``search_budget`` ran (``benchmarks/bench_finetune.py`` compares 25 of 50: better under
+    the fitted model, mixed under the truth draws; docs/bench/finetune.md).
     """
     if budget_samples < 1:
         raise ValueError(f"budget_samples must be >= 1, got {budget_samples}")
@@ -81,6 +129,8 @@ def fine_tune(policy, env: PlacementEnv, *, budget_samples: int = 50, budget_sec
         refiner = LocalSearchRefiner(env.cost, env.graph, env.support, **options)
         priced += _evaluate_refined(refiner, env, np.asarray(greedy_row).reshape(-1), trainer, "refined greedy")
     reserve = 1 if refiner is not None else 0  # the last sample: the refined best placement
+    swept = _offset_sweep(output, trainer, env, min(offset_samples, budget_samples - reserve - env.num_evaluated),
+                          out_of_time)
     steps = 0
     while env.num_evaluated < budget_samples - reserve and steps < max_steps and not out_of_time():
         # a step costs at most `samples` + greedy + D single-device new placements: never overrun the budget
@@ -103,7 +153,8 @@ def fine_tune(policy, env: PlacementEnv, *, budget_samples: int = 50, budget_sec
     assert best_row is not None  # the greedy placement was evaluated
     placement = env.legal_placement(best_row) if isinstance(env, MeasuredEnv) else env.placement(best_row)
     placement = dataclasses.replace(placement, strategy="hsdag+fine_tune", notes=list(placement.notes) + [
-        f"fine-tuned HSDAG: best of {env.num_evaluated} distinct placements in {steps} steps, "
+        f"fine-tuned HSDAG: best of {env.num_evaluated} distinct placements ({swept} offset decodings, then "
+        f"{steps} REINFORCE steps), "
         f"{time.perf_counter() - start:.1f} s; {env.best_ms:.4f} ms {env.label} (greedy start {greedy_ms:.4f} ms)"]
         + ([f"local search on the cost model ({env.cost.label}): {priced} placements priced, not counted as "
             "samples; each refined placement evaluated on the environment counts as one"] if refiner else []))
@@ -114,6 +165,27 @@ def fine_tune(policy, env: PlacementEnv, *, budget_samples: int = 50, budget_sec
     if not np.isfinite(env.best_ms):
         log.warning("fine-tune found no placement with a finite latency on %s", env.name)
     return placement, trainer.records
+
+
+def _offset_sweep(output, trainer: Trainer, env: PlacementEnv, limit: int, out_of_time) -> int:
+    """Evaluate offset decodings of the greedy output until ``limit`` new distinct legal placements (two
+    decodings can legalise to one placement) or the candidates run out; returns how many were new."""
+    if limit < 1 or out_of_time():
+        return 0
+    inputs = trainer.inputs[0]
+    coarse = coarse_groups(output, inputs).cpu().numpy()
+    node_coarse = inputs.node_coarse.cpu().numpy()
+    before = env.num_evaluated
+    # a decoding that legalises to a placement already seen costs nothing; the budget left goes to REINFORCE
+    for decoded in offset_decodings(output.logits.detach().cpu().numpy(), limit):
+        if env.num_evaluated - before >= limit or out_of_time():
+            break
+        env.evaluate(decoded[coarse][node_coarse])
+    record = {"event": "offsets", "step": 0, "evaluated": env.num_evaluated, "new": env.num_evaluated - before,
+              "best_ms": env.best_ms}
+    trainer.records.append(record)
+    trainer._write(record)
+    return env.num_evaluated - before
 
 
 def _evaluate_refined(refiner, env: PlacementEnv, row: np.ndarray, trainer: Trainer, event: str) -> int:
@@ -128,4 +200,4 @@ def _evaluate_refined(refiner, env: PlacementEnv, row: np.ndarray, trainer: Trai
     return result.evaluations
 
 
-__all__ = ["FINE_TUNE_CONFIG", "fine_tune"]
+__all__ = ["FINE_TUNE_CONFIG", "fine_tune", "offset_decodings"]
