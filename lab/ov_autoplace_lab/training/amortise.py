@@ -31,6 +31,10 @@ from ov_autoplace_lab.training.targets import TargetOptions
 
 log = logging.getLogger(__name__)
 
+ALL_DATA_HELP = ("also the held-out architectures and platforms (splits.py): a candidate to ship, trained on "
+                 "everything; read its leave-out behaviour from a sibling trained without this flag")
+
+
 def _options(args: argparse.Namespace) -> TargetOptions:
     policy = args.start_policy
     if policy == "pretrained":
@@ -59,7 +63,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
     from ov_autoplace_lab.training.distributed import generate_targets
 
     specs = evaluation_specs() + training_specs(args.zoo_variants, args.family_count, args.family_variants,
-                                                args.extra_family_count)
+                                                args.extra_family_count, all_data=args.all_data)
     if args.limit:
         specs = specs[:args.limit]
     options = _options(args)
@@ -77,8 +81,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
                              reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
                              split_weight=args.split_weight, coarsening=args.coarsening,
-                             hold_out_validation=args.hold_out_validation)
-    specs = training_specs(extra_family_count=args.extra_family_count)
+                             hold_out_validation=args.hold_out_validation, all_data=args.all_data)
+    specs = training_specs(extra_family_count=args.extra_family_count, all_data=args.all_data)
     unknown = sorted(set(args.exclude) - {s.key for s in specs})
     if unknown:
         print(f"error: --exclude {unknown}: no such training target (keys look like 'zoo_bert_base@paper~3', "
@@ -96,7 +100,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
     result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
-                               progress=not args.no_progress, rows=args.rows)
+                               progress=not args.no_progress, rows=args.rows, trained_on_all=args.trained_on_all)
     if not args.no_validation:  # the validation split (validation.py): chooses among candidates, held-out rows aside
         from ov_autoplace_lab.training.validation import validate_policies
 
@@ -126,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--extra-family-count", type=int, default=0,
                    help="seeds of each of graph_family.EXTRA_KINDS (detection, decoder, multibranch, state_space)")
     t.add_argument("--limit", type=int, default=0, help="only the first N specs (a smoke run)")
+    t.add_argument("--all-data", action="store_true", help=ALL_DATA_HELP)
     t.add_argument("--sigma", type=float, help="perturbation sigma (default: the held-out calibration error)")
     t.add_argument("--max-evaluations", type=int, default=6000, help="placements the local search prices per start")
     t.add_argument("--ls-seconds", type=float, default=30.0)
@@ -161,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave the validation split (splits.VALIDATION_GRAPHS) out of training, so 'evaluate' can "
                         "choose among candidates on it")
     r.add_argument("--log", type=Path)
+    r.add_argument("--all-data", action="store_true", help=ALL_DATA_HELP)
     r.set_defaults(run=cmd_train)
     e = sub.add_parser("evaluate", parents=[ray_args], help="held-out evaluation")
     e.add_argument("--policy", action="append", required=True, help="NAME=PATH of an exported policy (repeatable)")
@@ -172,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--shipped", default="v1",
                    help="the --policy NAME of the shipped policy: the validation rule admits candidates no more often "
                         "slower than the plain call than it (default v1)")
+    e.add_argument("--trained-on-all", action="append", default=[], metavar="NAME",
+                   help="this --policy was trained with --all-data: its rows are all in training, so the tables "
+                        "show it in the 'in training' subset only (repeatable)")
     e.set_defaults(run=cmd_evaluate)
     return p
 

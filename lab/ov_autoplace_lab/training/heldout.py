@@ -22,6 +22,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -140,18 +141,33 @@ def _subset(row: dict) -> str:
         "held-out platform" if p else "in training"
 
 
-def summary_table(rows: list[dict], names: list[str]) -> list[str]:
+SUBSETS = ("in training", "held-out architecture", "held-out platform", "held-out arch + platform")
+#: Every split row, whatever the split: the issue's "13 of 16" is counted here.
+EVERY_ROW = "every split row"
+
+
+def _subset_rows(rows: list[dict], subset: str) -> list[dict]:
+    return [r for r in rows if r["split_pays"] and (subset == EVERY_ROW or _subset(r) == subset)]
+
+
+def _names_in(subset: str, names: list[str], trained_on_all: frozenset[str]) -> list[str]:
+    """The policies a subset reports: one trained on all data has no held-out rows, only training ones."""
+    return [n for n in names if subset in ("in training", EVERY_ROW) or n not in trained_on_all]
+
+
+def summary_table(rows: list[dict], names: list[str], trained_on_all: frozenset[str] = frozenset()) -> list[str]:
     """Per subset and method: split rows, <=1.05x / <=1.10x the best known, slower than the best single device,
-    median ratio and median seconds."""
+    median ratio and median seconds. A policy in ``trained_on_all`` shows in the training subset and over every
+    split row only."""
     lines = [f"{'subset':<26} {'method':<34} {'rows':>4} {'<=1.05x':>7} {'<=1.10x':>7} {'>best1':>6} "
              f"{'median':>7} {'max':>7} {'sec':>7}"]
-    subsets = ["in training", "held-out architecture", "held-out platform", "held-out arch + platform"]
-    for subset in subsets:
-        sub = [r for r in rows if _subset(r) == subset and r["split_pays"]]
+    for subset in (*SUBSETS, EVERY_ROW):
+        sub = _subset_rows(rows, subset)
         if not sub:
             continue
-        methods = [(f"{n} alone (one pass)", n, "hsdag_ms") for n in names] + \
-                  [(f"{n} + local search", n, "hsdag_refined_ms") for n in names] + \
+        shown = _names_in(subset, names, trained_on_all)
+        methods = [(f"{n} alone (one pass)", n, "hsdag_ms") for n in shown] + \
+                  [(f"{n} + local search", n, "hsdag_refined_ms") for n in shown] + \
                   [("local search alone", None, "search_only_ms")]
         for title, name, key in methods:
             ms = [(r["policies"][name] if name else r).get(key) for r in sub]
@@ -166,8 +182,14 @@ def summary_table(rows: list[dict], names: list[str]) -> list[str]:
 
 
 def evaluate_policies(directory: str | Path, policies: dict[str, str], *, address: str | None = None,
-                      num_cpus: int = 2, progress: bool = True, rows: str = "all") -> dict:
-    """Every evaluation row as a Ray task (``rows='split'``: only where the target says a split pays)."""
+                      num_cpus: int = 2, progress: bool = True, rows: str = "all",
+                      trained_on_all: Iterable[str] = ()) -> dict:
+    """Every evaluation row as a Ray task (``rows='split'``: only where the target says a split pays).
+    ``trained_on_all``: names of policies trained with ``--all-data`` (see :func:`summary_table`)."""
+    unknown = sorted(set(trained_on_all) - set(policies))
+    if unknown:
+        raise ValueError(f"--trained-on-all {unknown}: not a --policy NAME; the policies are {sorted(policies)}")
+    trained_on_all = frozenset(trained_on_all)
     from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.training.distributed import run_tasks
     from ov_autoplace_lab.training.imitation import _sigma
@@ -196,17 +218,19 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
     results.sort(key=lambda r: order[TargetSpec(f"zoo:{r['model']}", r["platform"]).key])
     names = list(policies)
     truth_summary = {}
-    for subset in ("in training", "held-out architecture", "held-out platform", "held-out arch + platform"):
+    for subset in (*SUBSETS, EVERY_ROW):
         sub = [{**r, **{f"{n}:{k}": r["policies"][n][k] for n in names for k in ("hsdag_ms", "hsdag_refined_ms")}}
-               for r in results if _subset(r) == subset and r["split_pays"]]
-        methods = [f"{n}:{k}" for n in names for k in ("hsdag_ms", "hsdag_refined_ms")] + ["search_only_ms"]
+               for r in _subset_rows(results, subset)]
+        methods = [f"{n}:{k}" for n in _names_in(subset, names, trained_on_all)
+                   for k in ("hsdag_ms", "hsdag_refined_ms")] + ["search_only_ms"]
         if sub:
             truth_summary[subset] = truth.summarize(sub, methods)
-    table = summary_table(results, names)
+    table = summary_table(results, names, trained_on_all)
     for subset, summary in truth_summary.items():
         table += ["", f"truth draws ({subset}, split rows):", *truth.summary_lines(summary)]
     return {"policies": policies, "sigma": sigma, "held_out_architectures": list(HELD_OUT_ARCHITECTURES),
-            "held_out_platforms": list(HELD_OUT_PLATFORMS), "seconds": round(time.perf_counter() - started, 1),
+            "held_out_platforms": list(HELD_OUT_PLATFORMS), "trained_on_all": sorted(trained_on_all),
+            "seconds": round(time.perf_counter() - started, 1),
             "rows": results, "truth_summary": truth_summary, "table": table}
 
 

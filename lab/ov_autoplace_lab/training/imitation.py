@@ -67,6 +67,7 @@ class ImitationConfig:
     threads: int = 1
     coarsening: str | None = None  # None: the start policy's; "cost_cut": chains cut where the cheapest device changes
     hold_out_validation: bool = False  # leave splits.VALIDATION_GRAPHS out (validation.py chooses among candidates)
+    all_data: bool = False  # train on the held-out architectures and platforms too (splits.training_specs)
 
 
 def active_mask(graph: GraphArrays) -> np.ndarray:
@@ -254,8 +255,8 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
     started = time.perf_counter()
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
-    specs = [s for s in (specs if specs is not None else training_specs()) if not is_held_out(s)
-             and not (config.hold_out_validation and is_validation(s))]
+    specs = [s for s in (specs if specs is not None else training_specs(all_data=config.all_data))
+             if (config.all_data or not is_held_out(s)) and not (config.hold_out_validation and is_validation(s))]
     probe = with_coarsening(_start_policy(init if init != "scratch" else "pretrained", config, []), config.coarsening)
     tasks = build_tasks(directory, specs, probe.config)
     policy = (with_coarsening(_start_policy(init, config, [t.env for t in tasks]), config.coarsening)

@@ -23,7 +23,32 @@ def test_row_has_the_bench_keys_and_the_search_is_never_slower_than_the_plain_ca
     assert len(row["truth"]["optimum_ms"]) == 20 and len(row["truth"]["v1:hsdag_ms"]) == 20
     row["split_pays"] = True  # the table keeps split rows only; force this one in to check the layout
     lines = summary_table([row], ["v1"])
-    assert len(lines) == 4 and "in training" in lines[1] and "local search alone" in lines[3]
+    assert len(lines) == 7 and "in training" in lines[1] and "local search alone" in lines[3]
+    assert all("every split row" in line for line in lines[4:])  # the same row again, counted over all rows
+
+
+def _row(model: str, platform: str, held_out_architecture: bool, ms: dict[str, float]) -> dict:
+    return {"model": model, "platform": platform, "split_pays": True, "held_out_architecture": held_out_architecture,
+            "held_out_platform": False, "optimum_ms": 1.0, "best_single_device_ms": 1.2, "search_only_ms": 1.0,
+            "search_only_s": 1.0, "policies": {n: {"hsdag_ms": v, "hsdag_refined_ms": 1.0, "hsdag_s": 0.01,
+                                                   "hsdag_refined_s": 1.0} for n, v in ms.items()}}
+
+
+def test_a_policy_trained_on_all_data_is_never_reported_on_held_out_rows():
+    rows = [_row("resnet50", "paper", False, {"v1": 1.2, "all": 1.0}),
+            _row("densenet121", "paper", True, {"v1": 1.2, "all": 1.0})]
+    lines = summary_table(rows, ["v1", "all"], frozenset({"all"}))
+    held = [line for line in lines if line.startswith("held-out architecture")]
+    assert held and not any(" all " in line for line in held) and any(" v1 alone" in line for line in held)
+    every = [line for line in lines if line.startswith("every split row") and " all alone" in line]
+    assert len(every) == 1 and every[0].split()[7:10] == ["2", "2", "2"]  # 2 rows, both within 1.05x and 1.10x
+
+
+def test_evaluate_refuses_a_trained_on_all_name_that_is_not_a_policy(tmp_path):
+    from ov_autoplace_lab.training.heldout import evaluate_policies
+
+    with pytest.raises(ValueError, match="not a --policy NAME"):
+        evaluate_policies(tmp_path, {"v1": str(PRETRAINED_POLICY)}, trained_on_all=["v2"])
 
 
 def test_cli_unreachable_ray_address_exits_with_a_message(tmp_path, capsys):

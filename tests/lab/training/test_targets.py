@@ -67,6 +67,16 @@ def test_training_never_sees_a_held_out_architecture_or_platform():
     assert {s.platform for s in held} >= set(HELD_OUT_PLATFORMS)
 
 
+def test_all_data_adds_exactly_the_held_out_cases_with_their_variants():
+    split = training_specs(zoo_variants=2, family_count=2, family_variants=1)
+    everything = training_specs(zoo_variants=2, family_count=2, family_variants=1, all_data=True)
+    added = [s for s in everything if s not in split]
+    assert set(split) < set(everything) and added and all(is_held_out(s) for s in added)
+    assert {s.model for s in added} >= set(HELD_OUT_ARCHITECTURES)
+    assert {s.platform for s in added} >= set(HELD_OUT_PLATFORMS)
+    assert {s.variant for s in added if s.graph == "zoo:densenet121" and s.platform == "paper"} == {-1, 0, 1}
+
+
 def test_extra_family_kinds_are_named_graphs_of_the_training_set():
     from ov_autoplace_lab.training.graph_family import EXTRA_KINDS
     from ov_autoplace_lab.training.targets import load_graph
