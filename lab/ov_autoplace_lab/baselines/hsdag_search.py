@@ -66,7 +66,8 @@ class HSDAGFineTuneSearch(LearnedSearch):
         placement, records = fine_tune(self.policy, env, budget_samples=budget_samples, seed=seed,
                                        refine=self.refine, refine_options=self.refine_options)
         c = FINE_TUNE_CONFIG
-        updates = sum(1 for r in records if r.get("event") not in ("greedy", "offsets", "refined greedy", "refined best"))
+        updates = sum(1 for r in records
+                      if r.get("event") not in ("greedy", "offsets", "refined greedy", "refined best"))
         return [f"pretrained {self.policy.name}, greedy placement then {updates} fine-tune updates "
                 f"({c.mode} with baseline, {c.samples} samples, lr {c.lr}, entropy {c.entropy_weight})"] + \
             [n for n in placement.notes if n.startswith("local search")]

@@ -99,6 +99,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ov_autoplace_lab.training.heldout import evaluate_policies
 
     policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
+    unknown = sorted(set(args.trained_on_all) - set(policies))
+    if unknown:
+        print(f"error: --trained-on-all {unknown}: not a --policy NAME (the policies are {sorted(policies)})",
+              file=sys.stderr)
+        return 2
     result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
                                progress=not args.no_progress, rows=args.rows, trained_on_all=args.trained_on_all)
     if not args.no_validation:  # the validation split (validation.py): chooses among candidates, held-out rows aside

@@ -40,11 +40,15 @@ import re
 import time
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ov_autoplace.errors import OVAutoplaceError
 from ov_autoplace.graph.arrays import GraphArrays
+
+if TYPE_CHECKING:  # robust.py imports this module
+    from ov_autoplace_lab.training.robust import RobustOptions
 
 #: Seed stream of the perturbed training variants (the benchmark's truth draws use ``TruthSpec.seed``, 0 by default,
 #: under another key: ``truth.category_factors`` seeds with ``[seed, draw, crc32(device)]``).
@@ -91,7 +95,7 @@ class TargetOptions:
     local_search_seconds: float = 30.0
     milp_seconds: float = 0.0
     policy: str | None = None
-    robust: "RobustOptions | None" = None  # robust.RobustOptions: choose the target across perturbed draws
+    robust: RobustOptions | None = None  # robust.RobustOptions: choose the target across perturbed draws
 
     def to_dict(self) -> dict:
         """The manifest's record; ``robust`` only when on, so the manifests of runs without it stay as they were."""

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ov_autoplace_lab.training.robust import VALIDATION_STREAM
-from ov_autoplace_lab.training.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_target, target_path
+from ov_autoplace_lab.training.targets import MAX_SUBMODELS, case_cost, load_target, target_path
 
 #: Perturbed draws per validation case.
 VALIDATION_DRAWS = 16

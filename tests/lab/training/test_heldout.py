@@ -62,3 +62,10 @@ def test_cli_train_refuses_to_exclude_a_target_it_does_not_have(tmp_path, capsys
                  "--no-progress"])
     assert code == 2 and "no such training target" in capsys.readouterr().err
     assert not (tmp_path / "p.npz").exists()
+
+
+def test_cli_evaluate_refuses_a_trained_on_all_name_that_is_not_a_policy(tmp_path, capsys):
+    code = main(["evaluate", "--dir", str(tmp_path), "--policy", f"v1={PRETRAINED_POLICY}", "--trained-on-all", "v2",
+                 "--json", str(tmp_path / "e.json"), "--no-progress"])
+    assert code == 2 and "not a --policy NAME" in capsys.readouterr().err
+    assert not (tmp_path / "e.json").exists()
