@@ -48,11 +48,10 @@ def run_row(row: dict, policies: dict[str, str], offsets: list[int], seeds: int,
 
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace_lab.paper_bench import truth
-    from ov_autoplace_lab.paper_bench.headroom import plain_call_placement
+    from ov_autoplace_lab.paper_bench.headroom import reference_placements
     from ov_autoplace_lab.paper_bench.methods import Case
-    from ov_autoplace_lab.training.env import SimEnv
     from ov_autoplace_lab.training.finetune import fine_tune
-    from ov_autoplace_lab.training.targets import MAX_SUBMODELS, TargetSpec, case_cost, variant_platform
+    from ov_autoplace_lab.training.targets import TargetSpec, case_cost, variant_platform
 
     torch.set_num_threads(1)
     spec = TargetSpec(f"zoo:{row['model']}", row["platform"])
@@ -61,14 +60,14 @@ def run_row(row: dict, policies: dict[str, str], offsets: list[int], seeds: int,
     simulator = Simulator(cost, graph)
     out = {"platform": row["platform"], "model": row["model"], "nodes": graph.num_nodes, "simulated": True,
            "best_known_ms": row["optimum_ms"], "best_single_device_ms": row["best_single_device_ms"], "cells": {}}
-    placements = {f"single:{d}": np.full(graph.num_nodes, k, np.int64) for k, d in enumerate(devices)}
-    placements["plain_call"] = plain_call_placement(Case(row["model"], graph, devices, support, cost, True))
+    case = Case(row["model"], graph, devices, support, cost, True)
+    placements = reference_placements(case)
     for name, path in policies.items():
         for off in offsets:
             key = f"{name}/offsets={off}"
             cell = {"ms": [], "seconds": [], "evaluated": [], "offset_placements": []}
             for seed in range(seeds):
-                env = SimEnv(graph, cost, name=row["model"], support=support, max_submodels=MAX_SUBMODELS)
+                env = case.make_env()  # SimEnv, legalised with the bound of 8
                 start = time.perf_counter()
                 placement, records = fine_tune(path, env, budget_samples=budget, seed=seed, offset_samples=off)
                 cell["seconds"].append(round(time.perf_counter() - start, 3))

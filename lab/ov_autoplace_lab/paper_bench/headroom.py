@@ -148,6 +148,14 @@ def plain_call_placement(case: Case) -> np.ndarray:
     return np.array([case.devices.index(placement.assignment[n]) for n in case.graph.names], np.int64)
 
 
+def reference_placements(case: Case) -> dict[str, np.ndarray]:
+    """Each device alone (``single:<DEVICE>``), then the plain call (``plain_call``, :func:`plain_call_placement`):
+    the reference points ``bench.truth`` scores a method against, and the searches' starts."""
+    out = {f"single:{d}": np.full(case.graph.num_nodes, k, np.int64) for k, d in enumerate(case.devices)}
+    out["plain_call"] = plain_call_placement(case)
+    return out
+
+
 def _best_known(row: dict, placements: dict, simulator, graph, devices, best_device, notes: list) -> None:
     """``optimum_ms``: the MILP's placement, or - when its time limit stopped it above another feasible
     placement (a single device or another method's) - the best one known, flagged ``optimum_exact=False``."""
@@ -188,5 +196,5 @@ def split_pays(row: dict) -> bool | None:
     return row["optimum_ms"] <= (1.0 - SPLIT_PAYS) * row["best_single_device_ms"]
 
 
-__all__ = ["DEFAULT_METHODS", "METHOD_KEYS", "SPLIT_PAYS", "headroom_row", "plain_call_placement",
+__all__ = ["DEFAULT_METHODS", "METHOD_KEYS", "SPLIT_PAYS", "headroom_row", "plain_call_placement", "reference_placements",
            "single_device_latencies", "split_pays"]

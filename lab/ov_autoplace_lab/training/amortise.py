@@ -96,13 +96,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ov_autoplace_lab.training.heldout import evaluate_policies
+    from ov_autoplace_lab.training.heldout import check_trained_on_all, evaluate_policies
 
     policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
-    unknown = sorted(set(args.trained_on_all) - set(policies))
-    if unknown:
-        print(f"error: --trained-on-all {unknown}: not a --policy NAME (the policies are {sorted(policies)})",
-              file=sys.stderr)
+    try:  # before Ray starts
+        check_trained_on_all(args.trained_on_all, policies)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
                                progress=not args.no_progress, rows=args.rows, trained_on_all=args.trained_on_all)

@@ -72,7 +72,7 @@ def offset_decodings(logits: np.ndarray, count: int) -> list[np.ndarray]:
         # just below each quantile, so the group at the quantile moves too; +-inf ends put all or none on d
         cuts = np.concatenate([[-np.inf], np.quantile(margin[:, d], steps) - 1e-9, [np.inf]])
         axes.append(-cuts)
-        origin.append(float(np.searchsorted(np.sort(cuts), 0.0)))
+        origin.append(float(np.searchsorted(cuts, 0.0)))  # cuts ascend: quantiles between -inf and inf
     grid_points = np.stack(np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij"), -1).reshape(-1,
                                                                                                     devices - 1)
     order = np.argsort(np.abs(grid_points - np.asarray(origin)).sum(1), kind="stable")

@@ -44,7 +44,7 @@ def evaluate_row(args: tuple) -> dict:
     """One row (a Ray task): ``args`` = (spec, {name: policy path}, sigma, reference ms)."""
     from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.paper_bench.methods import LOCAL_SEARCH_OPTIONS, Case
-    from ov_autoplace_lab.paper_bench.headroom import plain_call_placement
+    from ov_autoplace_lab.paper_bench.headroom import reference_placements
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.decision.prediction_guard import guard_placement
@@ -69,14 +69,10 @@ def evaluate_row(args: tuple) -> dict:
     out = {"platform": spec.platform, "model": spec.model, "nodes": graph.num_nodes, "simulated": True,
            "held_out_architecture": spec.model in HELD_OUT_ARCHITECTURES,
            "held_out_platform": spec.platform in HELD_OUT_PLATFORMS, "policies": {}}
-    placements: dict[str, np.ndarray] = {}
-    singles = {d: ms_of(np.full(graph.num_nodes, k, np.int64)) for k, d in enumerate(devices)}
-    feasible = [v for v in singles.values() if v is not None]
+    placements = reference_placements(Case(spec.model, graph, devices, support, cost, True))
+    feasible = [v for v in (ms_of(placements[f"single:{d}"]) for d in devices) if v is not None]
     out["best_single_device_ms"] = min(feasible) if feasible else None
-    for k, d in enumerate(devices):
-        placements[f"single:{d}"] = np.full(graph.num_nodes, k, np.int64)
-    plain = plain_call_placement(Case(spec.model, graph, devices, support, cost, True))
-    placements["plain_call"] = plain
+    plain = placements["plain_call"]
     for name, path in policies.items():
         cells = {}
         for key, refine in (("hsdag_ms", False), ("hsdag_refined_ms", True)):
@@ -181,15 +177,20 @@ def summary_table(rows: list[dict], names: list[str], trained_on_all: frozenset[
     return lines
 
 
+def check_trained_on_all(trained_on_all: Iterable[str], policies: dict[str, str]) -> frozenset[str]:
+    """``trained_on_all`` as a set, or ValueError naming each name that is not one of ``policies``."""
+    unknown = sorted(set(trained_on_all) - set(policies))
+    if unknown:
+        raise ValueError(f"--trained-on-all {unknown}: not a --policy NAME (the policies are {sorted(policies)})")
+    return frozenset(trained_on_all)
+
+
 def evaluate_policies(directory: str | Path, policies: dict[str, str], *, address: str | None = None,
                       num_cpus: int = 2, progress: bool = True, rows: str = "all",
                       trained_on_all: Iterable[str] = ()) -> dict:
     """Every evaluation row as a Ray task (``rows='split'``: only where the target says a split pays).
     ``trained_on_all``: names of policies trained with ``--all-data`` (see :func:`summary_table`)."""
-    unknown = sorted(set(trained_on_all) - set(policies))
-    if unknown:
-        raise ValueError(f"--trained-on-all {unknown}: not a --policy NAME; the policies are {sorted(policies)}")
-    trained_on_all = frozenset(trained_on_all)
+    trained_on_all = check_trained_on_all(trained_on_all, policies)
     from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.training.distributed import run_tasks
     from ov_autoplace_lab.training.imitation import _sigma
@@ -234,4 +235,4 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
             "rows": results, "truth_summary": truth_summary, "table": table}
 
 
-__all__ = ["evaluate_policies", "evaluate_row", "one_pass_ratios", "summary_table"]
+__all__ = ["check_trained_on_all", "evaluate_policies", "evaluate_row", "one_pass_ratios", "summary_table"]

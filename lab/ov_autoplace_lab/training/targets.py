@@ -180,7 +180,7 @@ def _legal_row(graph, proposal, devices, support) -> np.ndarray:
 
 def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     """Search the best placement known of ``spec`` (see the module docstring); returns the target as a dict."""
-    from ov_autoplace_lab.paper_bench.headroom import plain_call_placement
+    from ov_autoplace_lab.paper_bench.headroom import reference_placements
     from ov_autoplace_lab.paper_bench.methods import Case
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
     from ov_autoplace.costmodel.simulator import Simulator
@@ -192,8 +192,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
 
     latency = simulator.feasible_ms  # a float for one row, inf where it overflows a device
 
-    starts = {f"single:{d}": np.full(graph.num_nodes, k, np.int64) for k, d in enumerate(devices)}
-    starts["plain_call"] = plain_call_placement(Case(spec.key, graph, devices, support, cost, True))
+    starts = reference_placements(Case(spec.key, graph, devices, support, cost, True))
     if options.policy:
         from ov_autoplace.strategies.hsdag import HSDAGStrategy
         from ov_autoplace.strategies.base import PlacementContext
