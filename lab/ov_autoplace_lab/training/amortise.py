@@ -81,7 +81,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
                              reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
                              split_weight=args.split_weight, coarsening=args.coarsening,
-                             hold_out_validation=args.hold_out_validation, all_data=args.all_data)
+                             hold_out_validation=args.hold_out_validation, all_data=args.all_data,
+                             node_weighting=args.node_weighting)
     specs = training_specs(extra_family_count=args.extra_family_count, all_data=args.all_data)
     unknown = sorted(set(args.exclude) - {s.key for s in specs})
     if unknown:
@@ -170,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--hold-out-validation", action="store_true",
                    help="leave the validation split (splits.VALIDATION_GRAPHS) out of training, so 'evaluate' can "
                         "choose among candidates on it")
+    r.add_argument("--node-weighting", choices=["uniform", "stakes"], default="uniform",
+                   help="the imitation loss's node weights: uniform (every active node 1) or stakes (by the spread "
+                        "of the node's compute time over the devices; imitation.node_weights)")
     r.add_argument("--log", type=Path)
     r.add_argument("--all-data", action="store_true", help=ALL_DATA_HELP)
     r.set_defaults(run=cmd_train)

@@ -20,7 +20,10 @@ variables of ``cost_terms``) under the device distribution of the node's group:
     L = - sum_n w_n log softmax(logits)[group(n), target(n)] / sum_n w_n
 
 with ``w_n`` 1 on active nodes, 0 elsewhere (anchors follow their neighbours in
-the legalizer; the target says nothing about them). This is Post's
+the legalizer; the target says nothing about them), or - with
+``node_weighting="stakes"`` - ``w_n`` grown by what the node's device decides:
+:func:`node_weights`. Uniform weights let the many cheap nodes that stay put
+outvote the few heavy ones a split moves. This is Post's
 cross-entropy step with the search's placement as the single elite. The
 policy places whole groups, so a group that mixes target devices can only
 match its majority; the loss still moves the group embeddings (and through
@@ -68,6 +71,42 @@ class ImitationConfig:
     coarsening: str | None = None  # None: the start policy's; "cost_cut": chains cut where the cheapest device changes
     hold_out_validation: bool = False  # leave splits.VALIDATION_GRAPHS out (validation.py chooses among candidates)
     all_data: bool = False  # train on the held-out architectures and platforms too (splits.training_specs)
+    node_weighting: str = "uniform"  # or "stakes": each node's cross-entropy weighted by node_weights
+
+    def __post_init__(self) -> None:
+        if self.node_weighting not in NODE_WEIGHTINGS:
+            raise ValueError(f"ImitationConfig.node_weighting must be one of {NODE_WEIGHTINGS}, got "
+                             f"{self.node_weighting!r}")
+
+
+#: ``uniform``: every active node counts 1; ``stakes``: see :func:`node_weights`.
+NODE_WEIGHTINGS = ("uniform", "stakes")
+#: The weight of a node with nothing at stake, relative to the mean stake of the graph's active nodes: small, not
+#: 0, so such nodes still follow their group.
+STAKES_FLOOR = 0.1
+
+
+def node_weights(graph: GraphArrays, cost, weighting: str = "uniform") -> np.ndarray:
+    """float [N]: each node's weight in the imitation loss; 0 off the active nodes (:func:`active_mask`).
+
+    ``stakes``: ``STAKES_FLOOR + s_n / mean(s)`` over the active nodes, where ``s_n`` is the spread of the node's
+    compute time over the devices that can run it (fitted model; 0 where one device can: the legalizer decides
+    it). A MatMul that is 3 ms on the CPU and 0.2 ms on the NPU weighs what it costs to get wrong, an Add of
+    microseconds next to it little. The transfer costs are left out: they depend on the neighbours' devices.
+    """
+    active = active_mask(graph)
+    if weighting == "uniform":
+        return active.astype(np.float64)
+    if weighting != "stakes":
+        raise ValueError(f"node weighting must be one of {NODE_WEIGHTINGS}, got {weighting!r}")
+    ms = np.asarray(cost.compute_ms, np.float64)
+    finite = np.isfinite(ms)
+    high = np.where(finite, ms, -np.inf).max(1)
+    low = np.where(finite, ms, np.inf).min(1)
+    stakes = np.where(finite.sum(1) >= 2, high - low, 0.0)
+    mean = stakes[active].mean() if active.any() else 0.0
+    relative = stakes / mean if mean > 0 else np.zeros_like(stakes)
+    return np.where(active, STAKES_FLOOR + relative, 0.0)
 
 
 def active_mask(graph: GraphArrays) -> np.ndarray:
@@ -103,8 +142,10 @@ def imitation_loss(policy, task: ImitationTask) -> torch.Tensor:
     return -(task.weight * picked).sum() / task.weight.sum().clamp(min=1.0)
 
 
-def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config) -> list[ImitationTask]:
-    """The imitation tasks of ``specs`` (their targets must exist in ``directory``)."""
+def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config,
+                node_weighting: str = "uniform") -> list[ImitationTask]:
+    """The imitation tasks of ``specs`` (their targets must exist in ``directory``), each node weighted by
+    :func:`node_weights`."""
     tasks, sigma = [], _sigma(directory)
     for spec, target in zip(specs, load_targets(directory, specs)):
         graph, cost, support = case_cost(spec, sigma, load_graph(spec.graph))
@@ -115,7 +156,7 @@ def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config) -
             env = robust_env(spec, target, sigma, graph, cost, support, MAX_SUBMODELS)
         else:
             env = SimEnv(graph, cost, name=spec.key, support=support, max_submodels=MAX_SUBMODELS)
-        weight = torch.as_tensor(active_mask(graph), dtype=torch.float32)
+        weight = torch.as_tensor(node_weights(graph, cost, node_weighting), dtype=torch.float32)
         tasks.append(ImitationTask(env, None, torch.as_tensor(target["placement"]), weight,
                                    float(target["latency_ms"]), float(target["best_single_ms"])))
     for t in tasks:
@@ -258,7 +299,7 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
     specs = [s for s in (specs if specs is not None else training_specs(all_data=config.all_data))
              if (config.all_data or not is_held_out(s)) and not (config.hold_out_validation and is_validation(s))]
     probe = with_coarsening(_start_policy(init if init != "scratch" else "pretrained", config, []), config.coarsening)
-    tasks = build_tasks(directory, specs, probe.config)
+    tasks = build_tasks(directory, specs, probe.config, config.node_weighting)
     policy = (with_coarsening(_start_policy(init, config, [t.env for t in tasks]), config.coarsening)
               if init == "scratch" else probe)
     if init == "scratch":
@@ -297,5 +338,5 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
     return trainer.export(output, metadata=meta)
 
 
-__all__ = ["ImitationConfig", "ImitationTask", "active_mask", "build_tasks", "imitate", "imitation_loss",
-           "imitation_step", "task_weights", "train_amortised", "with_coarsening"]
+__all__ = ["ImitationConfig", "ImitationTask", "NODE_WEIGHTINGS", "active_mask", "build_tasks", "imitate",
+           "imitation_loss", "imitation_step", "node_weights", "task_weights", "train_amortised", "with_coarsening"]

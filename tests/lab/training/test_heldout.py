@@ -69,3 +69,10 @@ def test_cli_evaluate_refuses_a_trained_on_all_name_that_is_not_a_policy(tmp_pat
                  "--json", str(tmp_path / "e.json"), "--no-progress"])
     assert code == 2 and "not a --policy NAME" in capsys.readouterr().err
     assert not (tmp_path / "e.json").exists()
+
+
+def test_cli_train_refuses_an_unknown_node_weighting(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--dir", str(tmp_path), "--output", str(tmp_path / "p.npz"), "--node-weighting", "cost"])
+    assert exit_info.value.code == 2 and "invalid choice: 'cost'" in capsys.readouterr().err
+    assert not (tmp_path / "p.npz").exists()

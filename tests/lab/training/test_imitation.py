@@ -10,8 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy  # noqa: E402
-from ov_autoplace_lab.training.imitation import (ImitationConfig, build_tasks, imitate, imitation_loss,  # noqa: E402
-                                                 set_inputs, train_amortised, with_coarsening)
+from ov_autoplace_lab.training.imitation import (STAKES_FLOOR, ImitationConfig, active_mask,  # noqa: E402
+                                                 build_tasks, imitate, imitation_loss, node_weights, set_inputs,
+                                                 train_amortised, with_coarsening)
 from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,  # noqa: E402
                                                save_target)
 from ov_autoplace_lab.training.trainer import TrainConfig, make_policy  # noqa: E402
@@ -93,3 +94,29 @@ def test_with_coarsening_keeps_the_weights():
     cut = with_coarsening(policy, "cost_cut")
     assert cut.config.coarsening == "cost_cut" and with_coarsening(policy, None) is policy
     assert all(torch.equal(a, b) for a, b in zip(policy.state_dict().values(), cut.state_dict().values()))
+
+
+def test_stakes_weights_follow_what_a_node_costs_to_get_wrong(target_dir):
+    from ov_autoplace_lab.training.targets import case_cost
+
+    graph, cost, _ = case_cost(SPECS[0], FAST.sigma)
+    active = active_mask(graph)
+    assert np.array_equal(node_weights(graph, cost), active.astype(float))
+    weights = node_weights(graph, cost, "stakes")
+    assert (weights[~active] == 0).all() and (weights[active] >= STAKES_FLOOR).all()
+    assert np.isclose(weights[active].mean(), STAKES_FLOOR + 1.0)  # relative to the graph's mean stake
+    ms = np.where(np.isfinite(cost.compute_ms), cost.compute_ms, np.nan)
+    spread = np.nanmax(ms, 1) - np.nanmin(ms, 1)
+    heavy, light = (int(np.flatnonzero(active)[k]) for k in (np.argmax(spread[active]), np.argmin(spread[active])))
+    assert weights[heavy] > 5 * weights[light]
+    # a node only one device can run decides nothing: the floor
+    ms = cost.compute_ms.copy()
+    ms[heavy, 1:] = np.inf
+    only_one = node_weights(graph, dataclasses.replace(cost, compute_ms=ms), "stakes")
+    assert only_one[heavy] == pytest.approx(STAKES_FLOOR)
+    tasks = build_tasks(target_dir, SPECS[:1], SMALL, "stakes")
+    assert np.allclose(tasks[0].weight.numpy(), weights.astype(np.float32))
+    with pytest.raises(ValueError, match="node_weighting must be one of"):
+        ImitationConfig(node_weighting="cost")
+    with pytest.raises(ValueError, match="one of"):
+        node_weights(graph, cost, "cost")
