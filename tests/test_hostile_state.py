@@ -29,6 +29,28 @@ BOUND_S = 10.0  # the issue's target: a correct compile or a typed error within 
 NOBODY = 65534
 
 
+@pytest.fixture(scope="module")
+def testbed():
+    """The standard testbed where its two devices differ (CPU bf16 + CPUF f32). Without bf16 both are the same f32
+    device, and the first start compiles on the first one without reading or writing the cache (devices with
+    identical facts cannot give a split), so there the second device runs on one thread instead: the first start
+    then decides through the cache, which is what these tests attack."""
+    import openvino as ov
+
+    from ov_autoplace.devices.device_strings import register_virtual_device
+    from ov_autoplace.devices.facts import identical_devices
+    from ov_autoplace.devices.testbed import Testbed, shared_testbed
+
+    standard = shared_testbed(False)
+    if not identical_devices(standard.core, standard.devices):
+        return standard
+    core = ov.Core()
+    properties = {"CPU": {}, "CPUS": {"INFERENCE_NUM_THREADS": 1}}
+    register_virtual_device(core, "CPUS", base_device="CPU", properties=properties["CPUS"])
+    assert not identical_devices(core, ("CPU", "CPUS"))
+    return Testbed(core, ("CPU", "CPUS"), properties, bf16=False)
+
+
 def bounded(fn, seconds: float = BOUND_S):
     """``fn()`` in a daemon thread; fails (instead of hanging) if it does not return within ``seconds``."""
     result: dict = {}
@@ -362,7 +384,7 @@ def test_a_hostile_entry_never_costs_the_users_pins(testbed, tmp_path, caplog):
     """The issue's case: an entry linked to /dev/zero made the placement path fail (MemoryError) and the fallback
     dropped the pins. Now the entry is refused unread and the pinned placement is made and stored again."""
     root = tmp_path / "root"
-    pins = {"type:Convolution": "CPUF"}
+    pins = {"type:Convolution": testbed.devices[1]}
     compile_checked(testbed, root, pins=pins)
     entry = _entry(root)
     entry.unlink()
@@ -376,4 +398,4 @@ def test_a_hostile_entry_never_costs_the_users_pins(testbed, tmp_path, caplog):
     graph = extract_graph(prepare_model(sg.residual()))
     devices = json.loads(_entry(root).read_text())["payload"]["device_by_index"]
     convolutions = [i for i, op in enumerate(graph.op_types) if op == "Convolution"]
-    assert convolutions and all(devices[i] == "CPUF" for i in convolutions), devices
+    assert convolutions and all(devices[i] == testbed.devices[1] for i in convolutions), devices
