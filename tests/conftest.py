@@ -75,6 +75,27 @@ def thread_core():
 
 
 @pytest.fixture(scope="session")
+def distinct_testbed() -> Testbed:
+    """The standard testbed where its two devices differ (CPU bf16 + CPUF f32). Without bf16 both are the same f32
+    device, and the first start compiles on the first one without the cache, a profile or a worker (devices with
+    identical facts cannot give a split); there the second device is the CPU plugin on one thread (CPUS) instead,
+    so tests of those paths run on every machine."""
+    import openvino as ov
+
+    from ov_autoplace.devices.device_strings import register_virtual_device
+    from ov_autoplace.devices.facts import identical_devices
+
+    standard = shared_testbed(False)
+    if not identical_devices(standard.core, standard.devices):
+        return standard
+    core = ov.Core()
+    properties = {"CPU": {}, "CPUS": {"INFERENCE_NUM_THREADS": 1}}
+    register_virtual_device(core, "CPUS", base_device="CPU", properties=properties["CPUS"])
+    assert not identical_devices(core, ("CPU", "CPUS"))
+    return Testbed(core, ("CPU", "CPUS"), properties, bf16=False)
+
+
+@pytest.fixture(scope="session")
 def f32_testbed() -> Testbed:
     """Both testbed devices in f32, so any placement's outputs match an f32 reference."""
     return shared_testbed(True)

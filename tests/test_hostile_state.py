@@ -29,26 +29,10 @@ BOUND_S = 10.0  # the issue's target: a correct compile or a typed error within 
 NOBODY = 65534
 
 
-@pytest.fixture(scope="module")
-def testbed():
-    """The standard testbed where its two devices differ (CPU bf16 + CPUF f32). Without bf16 both are the same f32
-    device, and the first start compiles on the first one without reading or writing the cache (devices with
-    identical facts cannot give a split), so there the second device runs on one thread instead: the first start
-    then decides through the cache, which is what these tests attack."""
-    import openvino as ov
-
-    from ov_autoplace.devices.device_strings import register_virtual_device
-    from ov_autoplace.devices.facts import identical_devices
-    from ov_autoplace.devices.testbed import Testbed, shared_testbed
-
-    standard = shared_testbed(False)
-    if not identical_devices(standard.core, standard.devices):
-        return standard
-    core = ov.Core()
-    properties = {"CPU": {}, "CPUS": {"INFERENCE_NUM_THREADS": 1}}
-    register_virtual_device(core, "CPUS", base_device="CPU", properties=properties["CPUS"])
-    assert not identical_devices(core, ("CPU", "CPUS"))
-    return Testbed(core, ("CPU", "CPUS"), properties, bf16=False)
+@pytest.fixture()
+def testbed(distinct_testbed):
+    """These tests attack the cache, which the first start never touches on two identical devices."""
+    return distinct_testbed
 
 
 def bounded(fn, seconds: float = BOUND_S):
