@@ -62,16 +62,25 @@ def testbed() -> Testbed:
     return shared_testbed(False)
 
 
-@pytest.fixture(scope="module")
-def thread_core():
-    """Two devices the prior can tell apart: the CPU plugin on one thread (CPUS) and on all cores (CPU)."""
+#: The properties of CPUS: the CPU plugin on one thread.
+ONE_THREAD = {"INFERENCE_NUM_THREADS": 1}
+
+
+def _one_thread_core():
+    """A fresh core with CPUS registered (the CPU plugin on one thread) beside CPU (all cores)."""
     import openvino as ov
 
     from ov_autoplace.devices.device_strings import register_virtual_device
 
     core = ov.Core()
-    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
+    register_virtual_device(core, "CPUS", base_device="CPU", properties=ONE_THREAD)
     return core
+
+
+@pytest.fixture(scope="module")
+def thread_core():
+    """Two devices the prior can tell apart: the CPU plugin on one thread (CPUS) and on all cores (CPU)."""
+    return _one_thread_core()
 
 
 @pytest.fixture(scope="session")
@@ -80,19 +89,14 @@ def distinct_testbed() -> Testbed:
     device, and the first start compiles on the first one without the cache, a profile or a worker (devices with
     identical facts cannot give a split); there the second device is the CPU plugin on one thread (CPUS) instead,
     so tests of those paths run on every machine."""
-    import openvino as ov
-
-    from ov_autoplace.devices.device_strings import register_virtual_device
     from ov_autoplace.devices.facts import identical_devices
 
     standard = shared_testbed(False)
     if not identical_devices(standard.core, standard.devices):
         return standard
-    core = ov.Core()
-    properties = {"CPU": {}, "CPUS": {"INFERENCE_NUM_THREADS": 1}}
-    register_virtual_device(core, "CPUS", base_device="CPU", properties=properties["CPUS"])
+    core = _one_thread_core()
     assert not identical_devices(core, ("CPU", "CPUS"))
-    return Testbed(core, ("CPU", "CPUS"), properties, bf16=False)
+    return Testbed(core, ("CPU", "CPUS"), {"CPU": {}, "CPUS": dict(ONE_THREAD)}, bf16=False)
 
 
 @pytest.fixture(scope="session")

@@ -194,7 +194,7 @@ def _outputs(compiled: ov.CompiledModel, x: np.ndarray) -> np.ndarray:
 def _tolerance(reference: np.ndarray, bf16: bool) -> float:
     # bf16 keeps 8 bits of mantissa: a few parts in a hundred of the output scale after a few layers. f32: the CPU
     # plugin's kernels differ with the ISA and the threads (an AVX2-only CPU gave 2.2e-4 of the scale between a
-    # plain CPU compile and the f32 CPUF reference), so a few parts in ten thousand
+    # plain CPU compile and the f32 CPUF reference), so one part in a thousand
     return (3e-2 if bf16 else 1e-3) * float(np.abs(reference).max() + 1e-6)
 
 
