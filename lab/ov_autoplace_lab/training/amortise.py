@@ -4,10 +4,12 @@ Three steps, each resumable, each on Ray where it is parallel:
 
     # 1. targets: the best placement known per (graph, platform, variant), as Ray tasks
     python -m ov_autoplace_lab.training.amortise targets --dir runs/amortise [--address HOST:PORT]
-    # 2. imitation (cross-entropy on the targets) then REINFORCE on the simulator; --no-imitation for the ablation
+    # 2. imitation (cross-entropy on the targets) then REINFORCE on the simulator; --no-imitation for the ablation;
+    #    --seeds 0 1 2: one Ray task per seed (policy_s0.npz, ...), to compare recipes over seeds
     python -m ov_autoplace_lab.training.amortise train --dir runs/amortise --output runs/amortise/policy.npz
     # 3. held-out evaluation: the policy alone, policy + local search, the search alone (Ray tasks), and the
-    #    validation split that chooses among candidates (validation.py)
+    #    validation split that chooses among candidates (validation.py); --decodings 16: also the pass decoded
+    #    16 more ways and priced (policy/decoding.py)
     python -m ov_autoplace_lab.training.amortise evaluate --dir runs/amortise --policy runs/amortise/policy.npz
 
 The split (``splits.py``: :data:`HELD_OUT_ARCHITECTURES`, :data:`HELD_OUT_PLATFORMS`) is fixed
@@ -90,6 +92,14 @@ def cmd_train(args: argparse.Namespace) -> int:
               "the file names under DIR/targets without .npz)", file=sys.stderr)
         return 2
     specs = [s for s in specs if s.key not in set(args.exclude)]
+    if args.seeds:  # one Ray task per seed (distributed.train_seeds), resumable seed by seed
+        from ov_autoplace_lab.training.distributed import train_seeds
+
+        outs = train_seeds(args.dir, args.output, config, args.seeds, init=args.init, specs=specs,
+                           log_path=args.log, address=args.address, num_cpus=args.num_cpus,
+                           progress=not args.no_progress)
+        print("wrote " + ", ".join(str(o) for o in outs))
+        return 0
     out = train_amortised(args.dir, args.output, config, init=args.init, log_path=args.log, specs=specs,
                           progress=not args.no_progress)
     print(f"wrote {out}")
@@ -102,11 +112,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
     try:  # before Ray starts
         check_trained_on_all(args.trained_on_all, policies)
+        if args.decodings < 0 or args.legalised < 0:
+            raise ValueError(f"--decodings {args.decodings} --legalised {args.legalised}: both count decodings, "
+                             "so they must be >= 0")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
-                               progress=not args.no_progress, rows=args.rows, trained_on_all=args.trained_on_all)
+                               progress=not args.no_progress, rows=args.rows, trained_on_all=args.trained_on_all,
+                               decodings=args.decodings, legalised=args.legalised)
     if not args.no_validation:  # the validation split (validation.py): chooses among candidates, held-out rows aside
         from ov_autoplace_lab.training.validation import validate_policies
 
@@ -160,7 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-imitation", action="store_true", help="the ablation: REINFORCE only")
     r.add_argument("--lr", type=float, default=1e-3)
     r.add_argument("--split-weight", type=float, default=3.0, help="draw split-paying targets 1 + this as often")
-    r.add_argument("--seed", type=int, default=0)
+    seed = r.add_mutually_exclusive_group()
+    seed.add_argument("--seed", type=int, default=0)
+    seed.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
+                      help="train once per seed, each a Ray task (--address, --num-cpus), writing NAME_s<SEED>.npz "
+                           "beside --output; a rerun trains only the seeds whose file is missing")
     r.add_argument("--extra-family-count", type=int, default=0,
                    help="train also on the targets of this many seeds of each graph_family.EXTRA_KINDS")
     r.add_argument("--exclude", action="append", default=[], metavar="KEY",
@@ -190,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--trained-on-all", action="append", default=[], metavar="NAME",
                    help="this --policy was trained with --all-data: its rows are all in training, so the tables "
                         "show it in the 'in training' subset only (repeatable)")
+    e.add_argument("--decodings", type=int, default=0, metavar="K",
+                   help="also each policy's pass + K offset decodings priced by the cost model "
+                        "(hsdag_decoded_ms; policy/decoding.py); 0: not")
+    e.add_argument("--legalised", type=int, default=2, metavar="L",
+                   help="of the --decodings, legalise the L cheapest in full (default 2)")
     e.set_defaults(run=cmd_evaluate)
     return p
 

@@ -1,4 +1,4 @@
-"""Target generation and evaluation as Ray tasks (``ray`` is in the ``[train]`` extra).
+"""Target generation, evaluation and training seeds as Ray tasks (``ray`` is in the ``[train]`` extra).
 
 ``ray.init()`` starts a local Ray with ``num_cpus`` CPUs (2 by default: the
 development machine has two cores); ``address="host:port"`` (or ``"auto"``)
@@ -10,6 +10,12 @@ is reported at the end in a :class:`~.targets.TargetGenerationError` listing
 the specs, after every other target was saved - never a silently partial set.
 An address that cannot be reached raises the same error naming the address.
 
+Training runs one seed per task (:func:`train_seeds`): a recipe is compared
+over three or more seeds, since one run's spread is as large as the
+differences between recipes (docs/training.md). Each seed's policy is its
+checkpoint: a rerun trains only the seeds whose file is missing, and a file
+that is unreadable or holds another recipe is an error, never overwritten.
+
 The workers import ``ov_autoplace`` from the driver's environment: on a
 cluster every node needs the package installed (the same version) and the
 zoo's IR cache or the ``zoo`` extra to build it.
@@ -17,6 +23,7 @@ zoo's IR cache or the ``zoo`` extra to build it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -191,4 +198,68 @@ def generate_targets(directory: str | Path, specs: Sequence[TargetSpec], options
     return {"total": len(specs), "resumed": len(done), "generated": len(saved)}
 
 
-__all__ = ["DEFAULT_NUM_CPUS", "TargetCheckpointError", "check_searched_from", "finished_specs", "generate_targets", "init_ray", "run_tasks"]
+def seed_output(output: str | Path, seed: int) -> Path:
+    """Where seed ``seed`` of a multi-seed run writes: ``NAME_s<seed>.npz`` beside ``output`` (``NAME.npz``)."""
+    output = Path(output)
+    return output.with_name(f"{output.stem}_s{seed}{output.suffix}")
+
+
+def finished_seed(path: Path, recipe: dict) -> bool:
+    """Whether ``path`` already holds this ``recipe``'s policy (False when absent). A file that is unreadable or
+    was trained with another recipe raises :class:`TargetCheckpointError`: it is never overwritten."""
+    if not path.exists():
+        return False
+    from ov_autoplace.errors import PolicyFormatError
+    from ov_autoplace.policy.policy_file import load_policy_file
+
+    try:
+        metadata = load_policy_file(path).header.get("metadata") or {}
+    except (PolicyFormatError, OSError, ValueError) as exc:
+        raise TargetCheckpointError(f"{path}: not a readable policy ({exc}); delete it to train this seed again, "
+                                    "or name another --output") from exc
+    found = {"init": metadata.get("init"), "imitation": metadata.get("imitation")}
+    if found != recipe:
+        differ = sorted(k for k in recipe["imitation"] if (found["imitation"] or {}).get(k) != recipe["imitation"][k])
+        raise TargetCheckpointError(f"{path} holds a policy of another recipe (differs in {differ or ['init']}); "
+                                    "name another --output, or delete it to train this seed again")
+    return True
+
+
+def _train_seed(args: tuple) -> str:
+    directory, output, config, init, specs, log_path = args
+    from ov_autoplace_lab.training.imitation import train_amortised
+
+    return str(train_amortised(directory, output, config, init=init, specs=specs, log_path=log_path, progress=False))
+
+
+def train_seeds(directory: str | Path, output: str | Path, config, seeds: Sequence[int], *, init: str = "pretrained",
+                specs: Sequence[TargetSpec] | None = None, log_path: str | Path | None = None,
+                address: str | None = None, num_cpus: int = DEFAULT_NUM_CPUS, progress: bool = True) -> list[Path]:
+    """``train_amortised`` once per seed, each a Ray task (one CPU, ``config.threads`` torch threads), writing
+    :func:`seed_output` files; seeds whose file holds this recipe already are skipped (a resumed run). Raises
+    :class:`TargetGenerationError` naming the seeds that failed, after the others were saved."""
+    seeds = list(dict.fromkeys(int(s) for s in seeds))
+    if not seeds:
+        raise ValueError("train_seeds needs at least one seed")
+    configs = {s: dataclasses.replace(config, seed=s) for s in seeds}
+    outputs = {s: seed_output(output, s) for s in seeds}
+    done = [s for s in seeds if finished_seed(outputs[s], {"init": init, "imitation": dataclasses.asdict(configs[s])})]
+    todo = [s for s in seeds if s not in done]
+    log.info("training seeds %s: %s already trained, %s to train", seeds, done, todo)
+    if todo:
+        items = [(str(directory), str(outputs[s]), configs[s], init, None if specs is None else list(specs),
+                  None if log_path is None else str(seed_output(log_path, s)))
+                 for s in todo]
+        failures = run_tasks(_train_seed, items, lambda item, path: log.info("trained %s", path), address=address,
+                             num_cpus=num_cpus, progress=progress, description="training seeds", total=len(seeds),
+                             done=len(done))
+        if failures:
+            listed = "; ".join(f"seed {item[2].seed}: {error}" for item, error in failures)
+            raise TargetGenerationError(f"{len(failures)} of {len(todo)} training seeds failed ({listed}); the "
+                                        f"{len(seeds) - len(failures)} finished are saved beside {output}. Rerun the "
+                                        "same command to train only the missing ones")
+    return [outputs[s] for s in seeds]
+
+
+__all__ = ["DEFAULT_NUM_CPUS", "TargetCheckpointError", "check_searched_from", "finished_seed", "finished_specs",
+           "generate_targets", "init_ray", "run_tasks", "seed_output", "train_seeds"]

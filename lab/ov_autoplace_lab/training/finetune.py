@@ -3,7 +3,7 @@
 ``fine_tune(policy, env, budget_samples=50, budget_seconds=None)`` evaluates
 the policy's greedy placement first, then - with ``offset_samples`` > 0 - up
 to that many of its **offset decodings** (``argmax(logits + b)`` for a grid of
-per-device offsets ``b``, see :func:`offset_decodings`), then runs training
+per-device offsets ``b``, see ``ov_autoplace.policy.decoding.offset_decodings``), then runs training
 steps on ``env`` (``TrainConfig`` defaults: REINFORCE with a baseline and
 entropy bonus) and, after each, the new greedy placement, until ``budget_samples`` *distinct*
 legal placements have been evaluated or ``budget_seconds`` have passed. The
@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.policy.decoding import offset_decodings
 from ov_autoplace_lab.training.env import MeasuredEnv, PlacementEnv
 from ov_autoplace_lab.training.reinforce import coarse_groups, greedy_coarse, to_nodes
 from ov_autoplace_lab.training.trainer import TrainConfig, Trainer, torch_policy
@@ -50,45 +51,6 @@ MAX_TEMPERATURE = 16.0
 #: Fine-tuning defaults (found on the simulated zoo tasks; see benchmarks/bench_hsdag.py).
 FINE_TUNE_CONFIG = TrainConfig(mode="reinforce", samples=8, lr=3e-3, entropy_weight=0.005, evaluate_greedy=True,
                                single_device_samples=True)
-
-
-def offset_decodings(logits: np.ndarray, count: int) -> list[np.ndarray]:
-    """Up to ``count`` distinct group placements [G] ``argmax(logits + b)`` over a grid of per-device offsets
-    ``b`` (``b[0] = 0``), the policy's own greedy decoding (``b = 0``) excluded, nearest it first.
-
-    The offsets of device ``d`` are minus ``n`` evenly spaced quantiles of the groups' logit margin
-    ``logits[:, d] - logits[:, 0]`` (``n ** (D - 1)`` about ``count``), so the grid spans every share of groups
-    moved, whatever the logits' scale; "nearest" is the sum over devices of the distance in quantile steps from
-    the greedy decoding's own position.
-    """
-    logits = np.asarray(logits, dtype=np.float64)
-    groups, devices = logits.shape
-    if count < 1 or devices < 2 or groups == 0:
-        return []
-    margin = logits - logits[:, :1]
-    steps = np.linspace(0.0, 1.0, max(2, int(np.ceil(count ** (1.0 / (devices - 1))))))
-    axes, origin = [], []
-    for d in range(1, devices):
-        # just below each quantile, so the group at the quantile moves too; +-inf ends put all or none on d
-        cuts = np.concatenate([[-np.inf], np.quantile(margin[:, d], steps) - 1e-9, [np.inf]])
-        axes.append(-cuts)
-        origin.append(float(np.searchsorted(cuts, 0.0)))  # cuts ascend: quantiles between -inf and inf
-    grid_points = np.stack(np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij"), -1).reshape(-1,
-                                                                                                    devices - 1)
-    order = np.argsort(np.abs(grid_points - np.asarray(origin)).sum(1), kind="stable")
-    greedy = margin.argmax(1)
-    seen, out = {greedy.tobytes()}, []
-    for index in grid_points[order]:
-        offset = np.concatenate([[0.0], [axes[d][i] for d, i in enumerate(index)]])
-        with np.errstate(invalid="ignore"):  # a masked device (-inf logit) + an infinite offset: nan, kept off
-            decoded = np.nan_to_num(margin + offset, nan=-np.inf).argmax(1)
-        key = decoded.tobytes()
-        if key not in seen:
-            seen.add(key)
-            out.append(decoded.astype(np.int64))
-            if len(out) >= count:
-                break
-    return out
 
 
 def fine_tune(policy, env: PlacementEnv, *, budget_samples: int = 50, budget_seconds: float | None = None,
@@ -200,4 +162,4 @@ def _evaluate_refined(refiner, env: PlacementEnv, row: np.ndarray, trainer: Trai
     return result.evaluations
 
 
-__all__ = ["FINE_TUNE_CONFIG", "fine_tune", "offset_decodings"]
+__all__ = ["FINE_TUNE_CONFIG", "fine_tune"]

@@ -5,7 +5,10 @@ table's rows), run as a Ray task. Per policy it records what
 ``bench.methods`` records for the HSDAG rows - ``hsdag_ms`` (one pass, legalised
 with the bound of 8 and the guard, as ``compile_model`` runs it) and
 ``hsdag_refined_ms`` (the same with the cost-model local search) - plus the
-wall time of each; ``search_only_ms`` is the local search from HETERO's own
+wall time of each; with ``decodings`` K > 0 also ``hsdag_decoded_ms``, the
+same pass decoded K more ways and priced (``policy/decoding.py``: a choice
+among the policy's own placements by the cost model, counted apart from the
+policy alone); ``search_only_ms`` is the local search from HETERO's own
 affinity with no policy. The reference is the best placement known: the
 headroom table's optimum (``docs/bench/platforms.json``) or the target's
 search, whichever is faster. Rows are tagged ``in_training``,
@@ -26,6 +29,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ov_autoplace.policy.decoding import LEGALISED
 from ov_autoplace_lab.training.splits import HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs
 from ov_autoplace_lab.training.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_target, target_path
 
@@ -41,7 +45,8 @@ def _table_optima() -> dict[tuple[str, str], float]:
 
 
 def evaluate_row(args: tuple) -> dict:
-    """One row (a Ray task): ``args`` = (spec, {name: policy path}, sigma, reference ms)."""
+    """One row (a Ray task): ``args`` = (spec, {name: policy path}, sigma, reference ms[, decode]); ``decode``:
+    ``{"decodings": K, "legalised": L}`` adds ``hsdag_decoded_ms`` (K = 0 or absent: not)."""
     from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.paper_bench.methods import LOCAL_SEARCH_OPTIONS, Case
     from ov_autoplace_lab.paper_bench.headroom import reference_placements
@@ -53,7 +58,11 @@ def evaluate_row(args: tuple) -> dict:
     from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace_lab.training.targets import variant_platform
 
-    spec, policies, sigma, reference = args
+    spec, policies, sigma, reference, decode = (*args, None) if len(args) == 4 else args
+    decode = dict(decode or {})
+    methods = [("hsdag_ms", False, 0), ("hsdag_refined_ms", True, 0)]
+    if decode.get("decodings"):
+        methods.append(("hsdag_decoded_ms", False, decode["decodings"]))
     graph, cost, support = case_cost(spec, sigma)
     devices = tuple(cost.devices)
     simulator = Simulator(cost, graph)
@@ -75,9 +84,12 @@ def evaluate_row(args: tuple) -> dict:
     plain = placements["plain_call"]
     for name, path in policies.items():
         cells = {}
-        for key, refine in (("hsdag_ms", False), ("hsdag_refined_ms", True)):
+        for key, refine, decodings in methods:
             start = time.perf_counter()
-            strategy = HSDAGStrategy(path, cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS)
+            strategy = HSDAGStrategy(path, cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS,
+                                     decodings=decodings, decode_options={
+                                         "max_submodels": MAX_SUBMODELS,
+                                         "legalised": decode.get("legalised", LEGALISED)} if decodings else None)
             placement = legalize(graph, strategy.propose(context), devices, support, max_submodels=MAX_SUBMODELS,
                                  strategy=strategy.name)
             placement = guard_placement(placement, graph, cost, support)
@@ -162,7 +174,9 @@ def summary_table(rows: list[dict], names: list[str], trained_on_all: frozenset[
         if not sub:
             continue
         shown = _names_in(subset, names, trained_on_all)
+        decoded = [n for n in shown if all("hsdag_decoded_ms" in r["policies"][n] for r in sub)]
         methods = [(f"{n} alone (one pass)", n, "hsdag_ms") for n in shown] + \
+                  [(f"{n} + decodings", n, "hsdag_decoded_ms") for n in decoded] + \
                   [(f"{n} + local search", n, "hsdag_refined_ms") for n in shown] + \
                   [("local search alone", None, "search_only_ms")]
         for title, name, key in methods:
@@ -187,9 +201,10 @@ def check_trained_on_all(trained_on_all: Iterable[str], policies: dict[str, str]
 
 def evaluate_policies(directory: str | Path, policies: dict[str, str], *, address: str | None = None,
                       num_cpus: int = 2, progress: bool = True, rows: str = "all",
-                      trained_on_all: Iterable[str] = ()) -> dict:
+                      trained_on_all: Iterable[str] = (), decodings: int = 0, legalised: int = LEGALISED) -> dict:
     """Every evaluation row as a Ray task (``rows='split'``: only where the target says a split pays).
-    ``trained_on_all``: names of policies trained with ``--all-data`` (see :func:`summary_table`)."""
+    ``trained_on_all``: names of policies trained with ``--all-data`` (see :func:`summary_table`);
+    ``decodings`` > 0: also each policy's pass + that many priced decodings, ``legalised`` of them in full."""
     trained_on_all = check_trained_on_all(trained_on_all, policies)
     from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.training.distributed import run_tasks
@@ -205,7 +220,8 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
         if rows == "split" and target is not None and target["latency_ms"] > (1 - SPLIT_PAYS) * target[
                 "best_single_ms"] and (not reference or min(reference) > (1 - SPLIT_PAYS) * target["best_single_ms"]):
             continue
-        items.append((spec, policies, sigma, min(reference) if reference else None))
+        items.append((spec, policies, sigma, min(reference) if reference else None,
+                      {"decodings": decodings, "legalised": legalised}))
     results: list[dict] = []
     started = time.perf_counter()
     failures = run_tasks(evaluate_row, items, lambda item, row: results.append(row), address=address,
@@ -220,16 +236,16 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
     names = list(policies)
     truth_summary = {}
     for subset in (*SUBSETS, EVERY_ROW):
-        sub = [{**r, **{f"{n}:{k}": r["policies"][n][k] for n in names for k in ("hsdag_ms", "hsdag_refined_ms")}}
+        keys = ("hsdag_ms", "hsdag_decoded_ms", "hsdag_refined_ms") if decodings else ("hsdag_ms", "hsdag_refined_ms")
+        sub = [{**r, **{f"{n}:{k}": r["policies"][n][k] for n in names for k in keys}}
                for r in _subset_rows(results, subset)]
-        methods = [f"{n}:{k}" for n in _names_in(subset, names, trained_on_all)
-                   for k in ("hsdag_ms", "hsdag_refined_ms")] + ["search_only_ms"]
+        methods = [f"{n}:{k}" for n in _names_in(subset, names, trained_on_all) for k in keys] + ["search_only_ms"]
         if sub:
             truth_summary[subset] = truth.summarize(sub, methods)
     table = summary_table(results, names, trained_on_all)
     for subset, summary in truth_summary.items():
         table += ["", f"truth draws ({subset}, split rows):", *truth.summary_lines(summary)]
-    return {"policies": policies, "sigma": sigma, "held_out_architectures": list(HELD_OUT_ARCHITECTURES),
+    return {"policies": policies, "sigma": sigma, "decodings": decodings, "legalised": legalised, "held_out_architectures": list(HELD_OUT_ARCHITECTURES),
             "held_out_platforms": list(HELD_OUT_PLATFORMS), "trained_on_all": sorted(trained_on_all),
             "seconds": round(time.perf_counter() - started, 1),
             "rows": results, "truth_summary": truth_summary, "table": table}

@@ -81,3 +81,30 @@ def test_robust_targets_re_choose_a_searched_run_as_a_fresh_search_would(tmp_pat
                          searched_from=searched)
     with pytest.raises(TargetGenerationError, match="--robust-draws"):
         generate_targets(tmp_path / "plain", SPECS[:1], FAST, progress=False, searched_from=searched)
+
+
+def test_training_seeds_run_as_ray_tasks_resume_and_refuse_another_recipe(tmp_path, local_ray):
+    pytest.importorskip("torch")
+    from ov_autoplace.policy.policy_file import load_policy_file
+    from ov_autoplace_lab.training.distributed import train_seeds
+    from ov_autoplace_lab.training.imitation import ImitationConfig
+
+    targets = tmp_path / "run"
+    generate_targets(targets, SPECS[:2], FAST, progress=False)
+    tiny = ImitationConfig(imitation_steps=3, reinforce_steps=2, tasks_per_step=2)
+    out = train_seeds(targets, tmp_path / "p.npz", tiny, [0, 1], specs=SPECS[:2], progress=False)
+    assert [p.name for p in out] == ["p_s0.npz", "p_s1.npz"]
+    files = [load_policy_file(p) for p in out]
+    assert [f.header["metadata"]["imitation"]["seed"] for f in files] == [0, 1]
+    assert any(not (files[0].weights[k] == files[1].weights[k]).all() for k in files[0].weights)  # seeds differ
+    stamps = [p.stat().st_mtime_ns for p in out]
+    again = train_seeds(targets, tmp_path / "p.npz", tiny, [0, 1, 2], specs=SPECS[:2], progress=False)
+    assert [p.stat().st_mtime_ns for p in again[:2]] == stamps and again[2].name == "p_s2.npz"  # only seed 2 ran
+    other = ImitationConfig(imitation_steps=3, reinforce_steps=2, tasks_per_step=2, split_weight=9.0)
+    with pytest.raises(TargetCheckpointError, match=r"p_s0.npz holds a policy of another recipe \(differs in "
+                                                    r"\['split_weight'\]\)"):
+        train_seeds(targets, tmp_path / "p.npz", other, [0], specs=SPECS[:2], progress=False)
+    out[1].write_bytes(b"\x00garbage")
+    with pytest.raises(TargetCheckpointError, match="p_s1.npz: not a readable policy"):
+        train_seeds(targets, tmp_path / "p.npz", tiny, [0, 1], specs=SPECS[:2], progress=False)
+    assert out[1].read_bytes() == b"\x00garbage"  # never overwritten

@@ -8,7 +8,6 @@ import torch
 
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace_lab.training import fine_tune
-from ov_autoplace_lab.training.finetune import offset_decodings
 from ov_autoplace_lab.training.evaluate import greedy_latency
 from tests.lab.training.conftest import sim_env, small_policy
 
@@ -108,37 +107,6 @@ def test_refine_counts_every_placement_it_evaluates_on_the_environment(start, bu
     else:
         assert "refined greedy" not in events  # no room for a refined sample
     assert records[-1]["evaluated"] == env.num_evaluated
-
-
-def test_offset_decodings_on_two_devices_are_thresholds_of_the_margin():
-    rng = np.random.default_rng(0)
-    logits = rng.normal(size=(40, 2))
-    margin = logits[:, 1] - logits[:, 0]
-    decodings = offset_decodings(logits, 100)
-    greedy = logits.argmax(1)
-    keys = {d.tobytes() for d in decodings}
-    assert len(keys) == len(decodings) and greedy.tobytes() not in keys  # distinct, the greedy one left out
-    for d in decodings:  # device 1 holds exactly the groups whose margin is above some cut
-        on = margin[d == 1]
-        off = margin[d == 0]
-        assert on.size == 0 or off.size == 0 or on.min() > off.max()
-    shares = sorted(int(d.sum()) for d in decodings)
-    assert shares[0] == 0 and shares[-1] == 40  # the grid spans all on one device to all on the other
-    assert len(offset_decodings(logits, 5)) == 5 and offset_decodings(logits, 0) == []
-
-
-def test_offset_decodings_nearest_the_greedy_one_come_first():
-    logits = np.stack([np.zeros(60), np.linspace(-3, 3, 60)], 1)  # greedy: the top 30 groups on device 1
-    first = offset_decodings(logits, 8)[0]
-    assert abs(int(first.sum()) - 30) <= 6  # one quantile step away, not an extreme
-
-
-def test_offset_decodings_on_three_devices_use_every_device():
-    rng = np.random.default_rng(1)
-    logits = rng.normal(size=(30, 3))
-    decodings = offset_decodings(logits, 49)
-    assert 10 <= len(decodings) <= 49
-    assert {int(v) for d in decodings for v in np.unique(d)} == {0, 1, 2}
 
 
 def test_offset_sweep_spends_its_share_of_the_budget_then_reinforce_the_rest(start):

@@ -76,3 +76,27 @@ def test_cli_train_refuses_an_unknown_node_weighting(tmp_path, capsys):
         main(["train", "--dir", str(tmp_path), "--output", str(tmp_path / "p.npz"), "--node-weighting", "cost"])
     assert exit_info.value.code == 2 and "invalid choice: 'cost'" in capsys.readouterr().err
     assert not (tmp_path / "p.npz").exists()
+
+
+def test_row_with_decodings_adds_the_priced_decoding_beside_the_one_pass():
+    spec = TargetSpec("family:1", "npu_cpu")
+    row = evaluate_row((spec, {"v1": str(PRETRAINED_POLICY)}, 0.46, None, {"decodings": 8, "legalised": 8}))
+    cells = row["policies"]["v1"]
+    assert {"hsdag_decoded_ms", "hsdag_decoded_s"} <= set(cells) and len(row["truth"]["v1:hsdag_decoded_ms"]) == 20
+    assert cells["hsdag_decoded_ms"] <= cells["hsdag_ms"] * (1 + 1e-9)  # the greedy placement is one of those priced
+    row["split_pays"] = True
+    lines = summary_table([row], ["v1"])
+    assert any("v1 + decodings" in line for line in lines) and len(lines) == 9
+
+
+def test_cli_evaluate_refuses_negative_decodings(tmp_path, capsys):
+    code = main(["evaluate", "--dir", str(tmp_path), "--policy", f"v1={PRETRAINED_POLICY}", "--decodings", "-1",
+                 "--json", str(tmp_path / "e.json"), "--no-progress"])
+    assert code == 2 and "must be >= 0" in capsys.readouterr().err and not (tmp_path / "e.json").exists()
+
+
+def test_cli_train_takes_one_seed_or_several_not_both(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--dir", str(tmp_path), "--output", str(tmp_path / "p.npz"), "--seed", "1", "--seeds", "2", "3"])
+    assert exit_info.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -1,0 +1,152 @@
+"""Decoding the policy's one pass into more than its greedy placement, priced by the cost model (issue 22).
+
+The policy's logits often rank the groups right where its threshold is wrong:
+on a platform or a model it was not trained on it keeps everything on one
+device although the groups that should move have the highest margin for the
+other device. :func:`offset_decodings` reads placements off that ranking,
+``argmax(logits + b)`` for a grid of per-device offsets ``b``; on two devices
+these are exactly "the top-k groups by margin on the second device".
+:func:`priced_decoding` prices the greedy placement and ``count`` of them in
+one batch, legalises the cheapest few and keeps the one the cost model
+predicts fastest - a choice among the policy's own placements, not a search:
+``count`` pricings against the local search's thousands. A decoding replaces
+the best so far (first the greedy one) only when its predicted gain exceeds
+the spread of the move (``CostTerms.move_spread_ms``), so on a measured
+profile a difference within its noise moves nothing; on a simulated cost
+model the spread is zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ov_autoplace.costmodel.anchors import AnchorFixer
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.legalizer import legalize
+
+
+def offset_decodings(logits: np.ndarray, count: int) -> list[np.ndarray]:
+    """Up to ``count`` distinct group placements [G] ``argmax(logits + b)`` over a grid of per-device offsets
+    ``b`` (``b[0] = 0``), the policy's own greedy decoding (``b = 0``) excluded, nearest it first.
+
+    The offsets of device ``d`` are minus ``n`` evenly spaced quantiles of the groups' logit margin
+    ``logits[:, d] - logits[:, 0]`` (``n ** (D - 1)`` about ``count``), so the grid spans every share of groups
+    moved, whatever the logits' scale; "nearest" is the sum over devices of the distance in quantile steps from
+    the greedy decoding's own position.
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    groups, devices = logits.shape
+    if count < 1 or devices < 2 or groups == 0:
+        return []
+    margin = logits - logits[:, :1]
+    steps = np.linspace(0.0, 1.0, max(2, int(np.ceil(count ** (1.0 / (devices - 1))))))
+    axes, origin = [], []
+    for d in range(1, devices):
+        # just below each quantile, so the group at the quantile moves too; +-inf ends put all or none on d
+        cuts = np.concatenate([[-np.inf], np.quantile(margin[:, d], steps) - 1e-9, [np.inf]])
+        axes.append(-cuts)
+        origin.append(float(np.searchsorted(cuts, 0.0)))  # cuts ascend: quantiles between -inf and inf
+    grid_points = np.stack(np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij"), -1).reshape(-1,
+                                                                                                    devices - 1)
+    order = np.argsort(np.abs(grid_points - np.asarray(origin)).sum(1), kind="stable")
+    greedy = margin.argmax(1)
+    seen, out = {greedy.tobytes()}, []
+    for index in grid_points[order]:
+        offset = np.concatenate([[0.0], [axes[d][i] for d, i in enumerate(index)]])
+        with np.errstate(invalid="ignore"):  # a masked device (-inf logit) + an infinite offset: nan, kept off
+            decoded = np.nan_to_num(margin + offset, nan=-np.inf).argmax(1)
+        key = decoded.tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(decoded.astype(np.int64))
+            if len(out) >= count:
+                break
+    return out
+
+
+#: Decodings legalised in full (with the submodel bound and pins) after the batched pricing ranked them.
+LEGALISED = 2
+#: Legalisations of one decoding at most, until the placement is its own legalisation (see ``legal`` below).
+MAX_LEGALISATIONS = 3
+
+
+@dataclass
+class DecodingReport:
+    """What :func:`priced_decoding` priced: ``priced`` distinct decodings (the greedy one included) in one batch,
+    ``legalised`` of them in full, ``chosen`` the rank of the kept one (0: the greedy decoding), and the
+    predictions of the greedy and the kept placement."""
+
+    priced: int
+    legalised: int
+    chosen: int
+    greedy_ms: float
+    chosen_ms: float
+    spread_ms: float
+
+    def note(self, label: str) -> str:
+        if self.chosen == 0:
+            return (f"policy decodings: the greedy one kept ({self.greedy_ms:.3f} ms predicted, {label}; "
+                    f"{self.priced} distinct decodings priced, {self.legalised} legalised)")
+        return (f"policy decodings: the offset decoding ranked {self.chosen} of {self.priced} priced, predicted "
+                f"{self.chosen_ms:.3f} ms against the greedy one's {self.greedy_ms:.3f} ms ({label}; spread of the "
+                f"move {self.spread_ms:.3f} ms)")
+
+
+def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArrays, cost, support: np.ndarray,
+                    count: int, *, max_submodels: int | None = None, pins: Sequence = (),
+                    legalised: int = LEGALISED) -> tuple[np.ndarray, DecodingReport]:
+    """The fastest predicted of the greedy decoding and ``count`` offset decodings; returns ``(device index per
+    node, report)``.
+
+    ``logits`` [G, D] and ``node_group`` [N] are the policy's output; ``cost`` is the CostModel it read (its
+    device order). The decodings are priced in one batch with their anchors placed as the legalizer places them
+    (:class:`AnchorFixer`, :class:`Simulator`); the ``legalised`` cheapest are then legalised in full with
+    ``max_submodels`` and ``pins``, as the caller will legalise them (the bound's merging is what costs time),
+    priced again, and one replaces the best so far (first the greedy placement) only when its predicted gain
+    exceeds the spread of the move (``CostTerms.move_spread_ms``).
+    """
+    if count < 0:
+        raise ValueError(f"count must be >= 0 decodings, got {count}")
+    devices = tuple(cost.devices)
+    node_group = np.asarray(node_group, np.int64)
+    decoded = [np.asarray(logits).argmax(1), *offset_decodings(logits, count)]
+    fixed = AnchorFixer(graph, len(devices), support)(np.stack([g[node_group] for g in decoded]))
+    _, first = np.unique(fixed, axis=0, return_index=True)
+    first = np.sort(first)  # distinct decodings in decoding order: the greedy one stays first
+    batch_ms = np.atleast_1d(Simulator(cost, graph).feasible_ms(fixed[first]))
+    ranked = [int(k) for k in first[1:][np.argsort(batch_ms[1:], kind="stable")]][:max(legalised, 0)]
+    terms = CostTerms(cost, graph, support)
+
+    def legal(k: int) -> np.ndarray:
+        # legalised until it is its own legalisation: legalize takes the same-device islands as a lower bound
+        # of HETERO's submodels, but parts that share a Parameter or Constant are one submodel, so a legal
+        # placement with more islands than the bound is merged again - and the caller legalises what this
+        # returns, so that is the placement to price
+        row = decoded[k][node_group]
+        for _ in range(MAX_LEGALISATIONS):
+            placement = legalize(graph, row, devices, support, pins=pins, max_submodels=max_submodels,
+                                 strategy="hsdag")
+            legal_row = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+            if np.array_equal(legal_row, row):
+                break
+            row = legal_row
+        return legal_row
+
+    best = legal(0)
+    best_ms = greedy_ms = terms.latency_ms(best)
+    chosen, spread_ms = 0, 0.0
+    for rank, k in enumerate(ranked, 1):
+        row = legal(k)
+        row_ms, spread = terms.latency_ms(row), terms.move_spread_ms(best, row)
+        if row_ms < best_ms - spread:  # inf - spread stays inf: any feasible decoding beats an infeasible one
+            best, best_ms, chosen, spread_ms = row, row_ms, rank, spread
+    return best, DecodingReport(len(first), len(ranked) + 1, chosen, float(greedy_ms), float(best_ms),
+                                float(spread_ms))
+
+
+__all__ = ["DecodingReport", "LEGALISED", "offset_decodings", "priced_decoding"]
