@@ -41,9 +41,10 @@ class HSDAGStrategy(PlacementStrategy):
     applies; ``max_seconds``, ``max_evaluations``). Its report is kept in ``last_refine``.
 
     ``decodings=K`` (default 0: the greedy placement alone) prices the greedy
-    placement and K offset decodings of the same pass, each legalised with
-    ``decode_options`` (``max_submodels``, ``pins``: the legalizer's options the
-    caller applies), and proposes the one the CostModel predicts fastest
+    placement and K offset decodings of the same pass in one batch, legalises
+    the cheapest with ``decode_options`` (``max_submodels``, ``pins``: the
+    legalizer's options the caller applies; ``legalised``: how many, default
+    ``decoding.LEGALISED``), and proposes the one the CostModel predicts fastest
     by more than the spread of the move (``policy/decoding.py``; "hsdag+decodings").
     Its report is kept in ``last_decoding``.
     """

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from ov_autoplace.policy.decoding import LEGALISED
 from ov_autoplace_lab.training.splits import evaluation_specs, training_specs
 from ov_autoplace_lab.training.targets import TargetOptions
 
@@ -211,8 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--decodings", type=int, default=0, metavar="K",
                    help="also each policy's pass + K offset decodings priced by the cost model "
                         "(hsdag_decoded_ms; policy/decoding.py); 0: not")
-    e.add_argument("--legalised", type=int, default=2, metavar="L",
-                   help="of the --decodings, legalise the L cheapest in full (default 2)")
+    e.add_argument("--legalised", type=int, default=LEGALISED, metavar="L",
+                   help=f"of the --decodings, legalise the L cheapest in full (default {LEGALISED})")
     e.set_defaults(run=cmd_evaluate)
     return p
 

@@ -235,8 +235,8 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
     results.sort(key=lambda r: order[TargetSpec(f"zoo:{r['model']}", r["platform"]).key])
     names = list(policies)
     truth_summary = {}
+    keys = ("hsdag_ms", "hsdag_decoded_ms", "hsdag_refined_ms") if decodings else ("hsdag_ms", "hsdag_refined_ms")
     for subset in (*SUBSETS, EVERY_ROW):
-        keys = ("hsdag_ms", "hsdag_decoded_ms", "hsdag_refined_ms") if decodings else ("hsdag_ms", "hsdag_refined_ms")
         sub = [{**r, **{f"{n}:{k}": r["policies"][n][k] for n in names for k in keys}}
                for r in _subset_rows(results, subset)]
         methods = [f"{n}:{k}" for n in _names_in(subset, names, trained_on_all) for k in keys] + ["search_only_ms"]
@@ -245,9 +245,9 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
     table = summary_table(results, names, trained_on_all)
     for subset, summary in truth_summary.items():
         table += ["", f"truth draws ({subset}, split rows):", *truth.summary_lines(summary)]
-    return {"policies": policies, "sigma": sigma, "decodings": decodings, "legalised": legalised, "held_out_architectures": list(HELD_OUT_ARCHITECTURES),
-            "held_out_platforms": list(HELD_OUT_PLATFORMS), "trained_on_all": sorted(trained_on_all),
-            "seconds": round(time.perf_counter() - started, 1),
+    return {"policies": policies, "sigma": sigma, "decodings": decodings, "legalised": legalised,
+            "held_out_architectures": list(HELD_OUT_ARCHITECTURES), "held_out_platforms": list(HELD_OUT_PLATFORMS),
+            "trained_on_all": sorted(trained_on_all), "seconds": round(time.perf_counter() - started, 1),
             "rows": results, "truth_summary": truth_summary, "table": table}
 
 
