@@ -41,6 +41,7 @@ from _common import fmt_samples, time_runs  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from ov_autoplace.api import DEFAULT_MAX_SUBMODELS  # noqa: E402
 from ov_autoplace.placement.legalizer import legalize  # noqa: E402
 from ov_autoplace.policy import NumpyHSDAGPolicy  # noqa: E402
 from ov_autoplace.policy.decoding import priced_decoding  # noqa: E402
@@ -48,7 +49,6 @@ from tests import synthetic_graphs  # noqa: E402
 from tests.policy.conftest import prepared_graph, stand_in_cost_model  # noqa: E402
 
 TARGETS_MS = {"bert_base": 100.0, "long_chain": 5000.0}
-DECODE_MAX_SUBMODELS = 8  # the api's default bound
 
 
 
@@ -91,14 +91,14 @@ def bench(name: str, graph, policy_path: str | None, runs: int, workdir: pathlib
     if decodings:
         def decoded(output):
             return priced_decoding(output.logits, output.node_group, graph, cost, support, decodings,
-                                   max_submodels=DECODE_MAX_SUBMODELS)
+                                   max_submodels=DEFAULT_MAX_SUBMODELS)
 
         _, report = decoded(out)
         print(f"  {decodings} decodings: {report.priced} distinct priced, {report.legalised} legalised; "
               f"{report.note(cost.label)}")
         timings["decoded"] = time_runs(lambda: decoded(out), runs)
         timings["total+decoded"] = time_runs(lambda: legalize(graph, decoded(policy.forward(policy.inputs(
-            graph, cost)))[0], devices, support, max_submodels=DECODE_MAX_SUBMODELS, strategy="hsdag"), runs)
+            graph, cost)))[0], devices, support, max_submodels=DEFAULT_MAX_SUBMODELS, strategy="hsdag"), runs)
     for label, samples in timings.items():
         print(f"  {label:14s}{fmt_samples(samples)}")
     target, ok = TARGETS_MS[name], True

@@ -113,6 +113,7 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     if count < 0:
         raise ValueError(f"count must be >= 0 decodings, got {count}")
     devices = tuple(cost.devices)
+    index = {d: k for k, d in enumerate(devices)}
     node_group = np.asarray(node_group, np.int64)
     decoded = [np.asarray(logits).argmax(1), *offset_decodings(logits, count)]
     fixed = AnchorFixer(graph, len(devices), support)(np.stack([g[node_group] for g in decoded]))
@@ -131,7 +132,7 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
         for _ in range(MAX_LEGALISATIONS):
             placement = legalize(graph, row, devices, support, pins=pins, max_submodels=max_submodels,
                                  strategy="hsdag")
-            legal_row = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+            legal_row = np.array([index[placement.assignment[n]] for n in graph.names], np.int64)
             if np.array_equal(legal_row, row):
                 break
             row = legal_row
