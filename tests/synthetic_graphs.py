@@ -120,6 +120,19 @@ def long_chain(num_blocks: int, width: int = 16) -> ov.Model:
     return ov.Model([h], [x], "long_chain")
 
 
+def shared_input(branches: int = 5, width: int = 16) -> ov.Model:
+    """``x -> relu_k -> sigmoid_k`` for k < ``branches``, the sigmoids concatenated. With the relus on one device
+    and the rest on the other, the relus are ``branches`` islands that HETERO compiles as one submodel: they
+    share the Parameter ``x``, and HETERO's parts are joined through it."""
+    x = ops.parameter([1, width], np.float32, name="x")
+    tails = []
+    for k in range(branches):
+        head = ops.relu(x, name=f"relu{k}")
+        tails.append(ops.sigmoid(head, name=f"sigmoid{k}"))
+    out = ops.concat(tails, 1, name="concat")
+    return ov.Model([out], [x], "shared_input")
+
+
 def with_if() -> ov.Model:
     """A model whose middle is an If with two small bodies."""
     x = ops.parameter([2, 4], np.float32, name="x")
@@ -265,6 +278,7 @@ __all__ = [
     "param_to_result",
     "residual",
     "sdpa_block",
+    "shared_input",
     "with_if",
     "with_loop",
 ]

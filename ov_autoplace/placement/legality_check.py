@@ -20,9 +20,10 @@ placement's own compute assignment and compares:
   naming what is wrong, which the caller turns into a rejection (cache: place
   again) or raises (the user's own placement).
 
-The legalizer is idempotent on its own output, so a legal placement passes
-unchanged; :data:`LEGALIZER_VERSION` is part of the placement cache key, so
-entries of an older legalizer are placed again rather than patched.
+The legalizer is idempotent on its own output (tests/placement/test_legalizer.py
+checks it), so a legal placement passes unchanged; :data:`LEGALIZER_VERSION` is
+part of the placement cache key, so entries of an older legalizer are placed
+again rather than patched.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ logger = logging.getLogger(__name__)
 
 #: Bumped whenever the legalizer's rules change (2: quantization patterns stay on one device; 3: the submodel
 #: bound is never below what the devices' op support forces, ``legalize.effective_max_submodels``; 4: the bound
-#: and ``Placement.num_submodels`` count the submodels HETERO compiles, not same-device islands, ``submodels.py``).
-LEGALIZER_VERSION = 4
+#: and ``Placement.num_submodels`` count the submodels HETERO compiles, not same-device islands, ``submodels.py``;
+#: 5: whether to merge is decided on HETERO's parts, not on islands, which can outnumber the submodels - a legal
+#: placement was merged again when legalised again, ``test_legalize_is_idempotent_on_*``).
+LEGALIZER_VERSION = 5
 
 
 def placement_problems(placement: Placement, graph: GraphArrays, devices: Sequence[str]) -> list[str]:

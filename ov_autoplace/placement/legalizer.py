@@ -31,7 +31,7 @@ from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.quant_patterns import keep_groups_together
 from ov_autoplace.placement.merge_to_bound import follow_consumers, merge_to_bound
-from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands
+from ov_autoplace.placement.submodels import count_hetero_submodels, count_joined_parts
 from ov_autoplace.placement.pins import Pin, parse_pins, unmatched_pin_message
 
 
@@ -189,21 +189,24 @@ def legalize(
     if regrouped:
         notes.append(f"{regrouped} node(s) moved to keep quantization patterns on one device")
 
-    # 3. submodel bound: merge islands until HETERO's split of the whole placement fits. HETERO compiles at least
-    # one submodel per island, so more islands than the bound need merging whatever the exact count, which is
-    # not taken then (one split of a large recurrent proposal takes seconds: 20,000 nodes in 4-node blocks, 9 s)
+    # 3. submodel bound: merge islands until HETERO's split of the whole placement fits. The split itself is
+    # taken only where it can decide: HETERO's parts before any cycle is split are a lower bound of it (one
+    # union-find), and more of them than the bound need merging whatever the exact count (one split of a large
+    # recurrent proposal takes seconds: 20,000 nodes in 4-node blocks, 9 s). Not same-device islands: islands
+    # that share a Parameter or Constant are one submodel, so a placement this step made legal could have more
+    # islands than the bound, and was merged again when legalised again (a cached placement on the next start)
     full = follow_consumers(graph, device, active, pinned_anchor)
-    islands = count_islands(graph, full, active)
-    counted = max_submodels is None or islands <= max_submodels  # else islands, a lower bound, stands in
-    num_submodels = count_hetero_submodels(graph, full, active) if counted else islands
+    parts = count_joined_parts(graph, full, active)
+    counted = max_submodels is None or parts <= max_submodels  # else the lower bound stands in
+    num_submodels = count_hetero_submodels(graph, full, active) if counted else parts
     if max_submodels is not None and num_submodels > max_submodels:
         bound, raised = _effective_bound(graph, support, active, max_submodels)
         if raised:
             notes.append(raised)
-        if not counted and islands <= bound:
+        if not counted and parts <= bound:
             num_submodels, counted = count_hetero_submodels(graph, full, active), True
         if num_submodels > bound:
-            before = num_submodels if counted else f"{islands} islands"
+            before = num_submodels if counted else f"at least {parts}"
             full, num_submodels = merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
                                                   notes)
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")

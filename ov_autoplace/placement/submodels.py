@@ -297,6 +297,21 @@ def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islan
     return SubmodelPartition(submodel=submodel, device=sub_device, islands=islands)
 
 
+def count_joined_parts(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
+    """HETERO's parts before it splits any cycle (step 1 of the module docstring), over the ``active`` nodes:
+    a lower bound of :func:`count_hetero_submodels` (step 2 only adds cuts; the stage groups it may fall back
+    to are finer still) for the cost of one union-find. Unlike :func:`count_islands` it is one bound: islands
+    that share a Parameter or Constant are one part, so a placement can have more islands than submodels."""
+    dev = np.asarray(device).tolist()
+    role = graph.role.tolist()
+    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    for s, t in zip(src, dst):  # a Result runs where its producer does (as in the split)
+        if role[t] == NodeRole.RESULT:
+            dev[t] = dev[s]
+    uf = _components(graph.num_nodes, src, dst, {e for e, (s, t) in enumerate(zip(src, dst)) if dev[s] != dev[t]})
+    return len({uf.find(i) for i in np.flatnonzero(active).tolist()})
+
+
 def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
     """The number of submodels HETERO compiles for ``device`` (index per node, every node placed) over the
     ``active`` nodes. Zero or one island is that many submodels, without the split (which costs several
@@ -305,4 +320,5 @@ def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.nd
     return islands if islands <= 1 else _partition(graph, device, active, islands).num_submodels
 
 
-__all__ = ["SubmodelPartition", "count_hetero_submodels", "count_islands", "island_sets", "submodel_partition"]
+__all__ = ["SubmodelPartition", "count_hetero_submodels", "count_islands", "count_joined_parts", "island_sets",
+           "submodel_partition"]

@@ -71,8 +71,6 @@ def offset_decodings(logits: np.ndarray, count: int) -> list[np.ndarray]:
 
 #: Decodings legalised in full (with the submodel bound and pins) after the batched pricing ranked them.
 LEGALISED = 2
-#: Legalisations of one decoding at most, until the placement is its own legalisation (see ``legal`` below).
-MAX_LEGALISATIONS = 3
 
 
 @dataclass
@@ -124,19 +122,10 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     terms = CostTerms(cost, graph, support)
 
     def legal(k: int) -> np.ndarray:
-        # legalised until it is its own legalisation: legalize takes the same-device islands as a lower bound
-        # of HETERO's submodels, but parts that share a Parameter or Constant are one submodel, so a legal
-        # placement with more islands than the bound is merged again - and the caller legalises what this
-        # returns, so that is the placement to price
-        row = decoded[k][node_group]
-        for _ in range(MAX_LEGALISATIONS):
-            placement = legalize(graph, row, devices, support, pins=pins, max_submodels=max_submodels,
-                                 strategy="hsdag")
-            legal_row = np.array([index[placement.assignment[n]] for n in graph.names], np.int64)
-            if np.array_equal(legal_row, row):
-                break
-            row = legal_row
-        return legal_row
+        # the caller legalises what this returns, which (the legalizer being idempotent) is this placement again
+        placement = legalize(graph, decoded[k][node_group], devices, support, pins=pins,
+                             max_submodels=max_submodels, strategy="hsdag")
+        return np.array([index[placement.assignment[n]] for n in graph.names], np.int64)
 
     best = legal(0)
     best_ms = greedy_ms = terms.latency_ms(best)

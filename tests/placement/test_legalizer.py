@@ -13,6 +13,7 @@ dropped tensor) produces, which is O(1).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import RandomStrategy
 from ov_autoplace.placement.submodels import submodel_partition
 from tests import synthetic_graphs as sg
+from tests.conftest import zoo_available
 from tests.hetero_counts import hetero_subgraphs
 from ov_autoplace.devices.timing import random_inputs
 
@@ -153,6 +155,74 @@ def test_bound_holds_for_what_hetero_compiles_and_keeps_a_split(f32_testbed):
     assert free.num_submodels > 8 >= bounded.num_submodels > 1
     assert min(bounded.counts_per_device().values()) > 0
     assert hetero_subgraphs(f32_testbed.core, prepared, bounded) == bounded.num_submodels
+
+
+def _row(placement, graph, devices) -> np.ndarray:
+    return np.array([list(devices).index(placement.assignment[n]) for n in graph.names], dtype=np.int64)
+
+
+def test_islands_sharing_a_parameter_are_one_submodel_and_are_not_merged(f32_testbed):
+    """Five relu islands on the first device share the input: HETERO compiles them as one submodel, so with the
+    sigmoids' submodel the placement is 2 submodels and a bound of 3 keeps it (the islands, 6, once had it
+    merged) - checked by compiling it."""
+    model = prepare_model(sg.shared_input(branches=5))
+    graph, support = _setup(model, f32_testbed)
+    proposal = np.array([0 if op == "Relu" else 1 for op in graph.op_types])
+    placement = legalize(graph, proposal, f32_testbed.devices, support, max_submodels=3)
+    compute = graph.role == NodeRole.COMPUTE
+    assert np.array_equal(_row(placement, graph, f32_testbed.devices)[compute], proposal[compute])
+    assert placement.num_submodels == 2 == hetero_subgraphs(f32_testbed.core, model, placement)
+    assert not any("merged" in note for note in placement.notes)
+    merged = legalize(graph, proposal, f32_testbed.devices, support, max_submodels=1)
+    assert merged.num_submodels == 1 and len(set(merged.assignment[n] for n in merged.compute_nodes)) == 1
+
+
+@pytest.mark.parametrize("bound", [1, 2, 3, 8])
+def test_legalize_is_idempotent_on_its_own_output(f32_testbed, bound):
+    """A cached placement is legalised again on every start (``legality_check.ensure_legal``); were the legalizer
+    to move any node of its own output, the placement that runs would not be the one measured and cached."""
+    rng = np.random.default_rng(bound)
+    for make in (sg.shared_input, sg.branching, sg.residual, sg.attention_like):
+        model = prepare_model(make())
+        graph, support = _setup(model, f32_testbed)
+        for k in range(12):
+            if k % 2:  # contiguous blocks in topological order, as strategies propose
+                proposal = np.cumsum(rng.random(graph.num_nodes) < 0.15) % 2
+            else:
+                proposal = rng.integers(0, 2, graph.num_nodes)
+            once = legalize(graph, proposal, f32_testbed.devices, support, max_submodels=bound)
+            twice = legalize(graph, _row(once, graph, f32_testbed.devices), f32_testbed.devices, support,
+                             max_submodels=bound)
+            assert twice.assignment == once.assignment, f"{make.__name__}, proposal {k}"
+            assert twice.num_submodels == once.num_submodels <= bound
+            assert not any("merged" in note for note in twice.notes)
+
+
+@pytest.mark.slow
+@pytest.mark.zoo
+def test_legalize_is_idempotent_on_the_policys_decodings_of_a_detector():
+    """Where islands and submodels differ most: FCOS's heads share their inputs, so one of its placements can
+    have 72 islands and 16 submodels. The shipped policy's decodings on the suite platforms (simulated op
+    support: the NPU's gaps raise the bound) are where a legalised placement was once merged again."""
+    if not zoo_available():
+        pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")
+    from ov_autoplace_lab import models as zoo
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+    from ov_autoplace.costmodel.suite import load_suite
+    from ov_autoplace.policy.decoding import offset_decodings
+    from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
+
+    graph = extract_graph(prepare_model(zoo.load("fcos_detector")))
+    policy = NumpyHSDAGPolicy.load(Path(oa.__file__).parent / "policy" / "pretrained" / "hsdag_v1.npz")
+    for name, platform in load_suite().items():
+        cost = platform.cost_model(graph)
+        support, devices = simulated_support(cost, graph), tuple(platform.device_names)
+        output = policy.forward(policy.inputs(graph, cost, None))
+        for k, groups in enumerate([output.logits.argmax(1), *offset_decodings(output.logits, 16)]):
+            once = legalize(graph, groups[output.node_group], devices, support, max_submodels=8)
+            twice = legalize(graph, _row(once, graph, devices), devices, support, max_submodels=8)
+            moved = sum(twice.assignment[n] != once.assignment[n] for n in graph.names)
+            assert moved == 0, f"{name}, decoding {k}: {moved} node(s) moved when legalised again"
 
 
 def _assert_random_placements_match(model, testbed, count, seed0=0):

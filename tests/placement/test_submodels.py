@@ -16,7 +16,8 @@ import ov_autoplace as oa
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, query_support
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.placement.submodels import count_islands, submodel_partition
+from ov_autoplace.placement.submodels import (count_hetero_submodels, count_islands, count_joined_parts,
+                                              submodel_partition)
 from tests import synthetic_graphs as sg
 from tests.conftest import zoo_available
 from tests.hetero_counts import compare_counts, hetero_subgraphs
@@ -152,3 +153,22 @@ def test_bert_splits_match_hetero_exactly(testbed):
                               (r"layer\.\d*[13579]\.", 13)):
         ((islands, ours, hetero),) = compare_counts(testbed, model, _by_name(pattern))
         assert ours == hetero == expected and islands < ours
+
+
+def test_joined_parts_are_a_lower_bound_of_the_submodels_and_islands_are_not():
+    """HETERO's parts before any cycle is split (``count_joined_parts``) never exceed its submodels; same-device
+    islands can (islands sharing a Parameter are one part), which is why the legalizer decides on the parts."""
+    graph = extract_graph(prepare_model(sg.shared_input(branches=5)))
+    active = _active(graph)
+    relus = np.array([1 if op == "Relu" else 0 for op in graph.op_types], dtype=np.int64)
+    device = 1 - relus  # the relus on device 0, everything else (x follows its consumers there) on device 1
+    device[graph.names.index("x")] = 0
+    assert count_islands(graph, device, active) == 6
+    assert count_joined_parts(graph, device, active) == 2 == count_hetero_submodels(graph, device, active)
+    rng = np.random.default_rng(0)
+    for make in (sg.branching, sg.residual, sg.attention_like, sg.shared_input):
+        graph = extract_graph(prepare_model(make()))
+        active = _active(graph)
+        for _ in range(20):
+            device = rng.integers(0, 2, graph.num_nodes)
+            assert count_joined_parts(graph, device, active) <= count_hetero_submodels(graph, device, active)
