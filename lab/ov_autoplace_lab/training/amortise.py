@@ -11,6 +11,8 @@ Three steps, each resumable, each on Ray where it is parallel:
     #    validation split that chooses among candidates (validation.py); --decodings 16: also the pass decoded
     #    16 more ways and priced (policy/decoding.py)
     python -m ov_autoplace_lab.training.amortise evaluate --dir runs/amortise --policy runs/amortise/policy.npz
+    # 4. (diagnosis) does the one pass place what the targets place, and could its grouping (fit.py)?
+    python -m ov_autoplace_lab.training.amortise fit --dir runs/amortise --policy runs/amortise/policy.npz --json fit.json
 
 The split (``splits.py``: :data:`HELD_OUT_ARCHITECTURES`, :data:`HELD_OUT_PLATFORMS`) is fixed
 before any training: targets on a held-out architecture or platform (any
@@ -81,11 +83,16 @@ def cmd_targets(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from ov_autoplace_lab.training.imitation import ImitationConfig, train_amortised
 
-    config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
-                             reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
-                             split_weight=args.split_weight, coarsening=args.coarsening,
-                             hold_out_validation=args.hold_out_validation, all_data=args.all_data,
-                             node_weighting=args.node_weighting)
+    try:
+        config = ImitationConfig(imitation_steps=0 if args.no_imitation else args.imitation_steps,
+                                 reinforce_steps=args.reinforce_steps, seed=args.seed, lr=args.lr,
+                                 split_weight=args.split_weight, coarsening=args.coarsening,
+                                 hold_out_validation=args.hold_out_validation, all_data=args.all_data,
+                                 node_weighting=args.node_weighting, gcn_layers=args.gcn_layers,
+                                 mining=args.mining, check_every=args.check_every)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     specs = training_specs(extra_family_count=args.extra_family_count, all_data=args.all_data)
     unknown = sorted(set(args.exclude) - {s.key for s in specs})
     if unknown:
@@ -129,6 +136,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                                  num_cpus=args.num_cpus, progress=not args.no_progress,
                                                  shipped=args.shipped)
         result["table"] += ["", *result["validation"]["table"]]
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    print("\n".join(result["table"]))
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from ov_autoplace_lab.training.fit import fit_policies
+
+    policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
+    try:
+        result = fit_policies(args.dir, policies, rows=args.rows, address=args.address, num_cpus=args.num_cpus,
+                              progress=not args.no_progress)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     print("\n".join(result["table"]))
@@ -193,6 +216,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--node-weighting", choices=["uniform", "stakes"], default="uniform",
                    help="the imitation loss's node weights: uniform (every active node 1) or stakes (by the spread "
                         "of the node's compute time over the devices; imitation.node_weights)")
+    r.add_argument("--gcn-layers", type=int, metavar="N",
+                   help="GCN layers of the trained policy (default: the start policy's, 2); more: the start policy's "
+                        "weights where they fit and fresh extra layers (imitation.with_gcn_layers)")
+    r.add_argument("--mining", type=float, default=0.0, metavar="W",
+                   help="draw the tasks whose one pass misses its target by > 5 %% 1 + W times as often in the next "
+                        "--check-every imitation steps (imitation.checked_imitation; 0: off)")
+    r.add_argument("--check-every", type=int, default=500, metavar="STEPS",
+                   help="imitation steps between two checks of which tasks the one pass misses (logged, and kept in "
+                        "the policy's metadata as one_pass_misses)")
     r.add_argument("--log", type=Path)
     r.add_argument("--all-data", action="store_true", help=ALL_DATA_HELP)
     r.set_defaults(run=cmd_train)
@@ -215,6 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--legalised", type=int, default=LEGALISED, metavar="L",
                    help=f"of the --decodings, legalise the L cheapest in full (default {LEGALISED})")
     e.set_defaults(run=cmd_evaluate)
+    f = sub.add_parser("fit", parents=[ray_args],
+                       help="the one pass and its grouping's ceiling against the stored targets (fit.py)")
+    f.add_argument("--policy", action="append", required=True, help="NAME=PATH of an exported policy (repeatable)")
+    f.add_argument("--json", required=True)
+    f.add_argument("--rows", default="split", choices=["split", "all"],
+                   help="split (default): the targets that beat the best single-device start by 5 %%; all: every one")
+    f.set_defaults(run=cmd_fit)
     return p
 
 

@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy  # noqa: E402
 from ov_autoplace_lab.training.imitation import (STAKES_FLOOR, ImitationConfig, active_mask,  # noqa: E402
                                                  build_tasks, imitate, imitation_loss, node_weights, set_inputs,
-                                                 train_amortised, with_coarsening)
+                                                 checked_imitation, one_pass_misses, train_amortised,
+                                                 with_coarsening, with_gcn_layers)
 from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,  # noqa: E402
                                                save_target)
 from ov_autoplace_lab.training.trainer import TrainConfig, make_policy  # noqa: E402
@@ -94,6 +95,57 @@ def test_with_coarsening_keeps_the_weights():
     cut = with_coarsening(policy, "cost_cut")
     assert cut.config.coarsening == "cost_cut" and with_coarsening(policy, None) is policy
     assert all(torch.equal(a, b) for a, b in zip(policy.state_dict().values(), cut.state_dict().values()))
+
+
+def test_with_gcn_layers_keeps_what_fits_and_a_deeper_policy_trains_and_exports(target_dir, tmp_path):
+    from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy
+
+    torch.manual_seed(0)
+    policy = HSDAGPolicy(SMALL)
+    assert with_gcn_layers(policy, None) is policy and with_gcn_layers(policy, SMALL.num_gcn_layers) is policy
+    deeper = with_gcn_layers(policy, SMALL.num_gcn_layers + 2)
+    assert len(deeper.convs) == SMALL.num_gcn_layers + 2
+    kept = policy.state_dict()
+    for key, value in deeper.state_dict().items():  # everything but the new layers is the start policy's
+        new_layer = key.startswith("convs.") and int(key.split(".")[1]) >= SMALL.num_gcn_layers
+        assert (key not in kept) if new_layer else torch.equal(value, kept[key])
+    out = train_amortised(target_dir, tmp_path / "deep.npz",
+                          ImitationConfig(imitation_steps=3, reinforce_steps=1, tasks_per_step=2, gcn_layers=4),
+                          specs=SPECS, progress=False)
+    exported = NumpyHSDAGPolicy.load(out)  # torch-free at inference, whatever its depth
+    assert exported.config.num_gcn_layers == 4
+    with pytest.raises(ValueError, match="gcn_layers must be >= 1"):
+        ImitationConfig(gcn_layers=0)
+
+
+def test_mining_checks_the_one_pass_each_round_and_draws_the_missed_tasks_more(target_dir, monkeypatch):
+    """The check is the reward's legalised one pass against the target: a task is missed exactly when that latency
+    exceeds 1.05x its target. Each round's draws weigh the missed tasks 1 + mining times."""
+    tasks = build_tasks(target_dir, SPECS, SMALL)
+    policy = make_policy(TrainConfig(seed=0, calibrate_fraction=0.5), [t.env for t in tasks], SMALL)
+    for t in tasks:
+        set_inputs(t, policy.config)
+    misses = one_pass_misses(policy, tasks)
+    with torch.no_grad():
+        for t, missed in zip(tasks, misses):
+            out = policy(t.inputs)
+            greedy = out.logits.argmax(-1)[out.node_group].numpy()
+            assert missed == (t.env.evaluate_uncounted(greedy) > 1.05 * t.target_ms)
+    drawn = []
+    from ov_autoplace_lab.training import imitation
+
+    real = imitation.imitate
+    monkeypatch.setattr(imitation, "imitate", lambda p, ts, steps, opt, rng, k, progress, weights:
+                        drawn.append(np.asarray(weights).copy()) or real(p, ts, steps, opt, rng, k, progress, weights))
+    config = ImitationConfig(imitation_steps=4, tasks_per_step=2, mining=3.0, check_every=2)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    losses, fit_log = checked_imitation(policy, tasks, config, optimizer, np.random.default_rng(0), np.ones(len(tasks)),
+                                      progress=False)
+    assert len(losses) == 4 and [step for step, *_ in fit_log] == [0, 2, 4]
+    assert np.array_equal(drawn[0], 1.0 + 3.0 * misses)  # the first round draws from the check before it
+    assert fit_log[0][1] == pytest.approx(misses.mean())
+    with pytest.raises(ValueError, match="mining must be >= 0"):
+        ImitationConfig(mining=-1.0)
 
 
 def test_stakes_weights_follow_what_a_node_costs_to_get_wrong(target_dir):
