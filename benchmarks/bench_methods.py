@@ -90,7 +90,7 @@ def evaluate_methods(cost: CostModel, graph: GraphArrays, support: np.ndarray, t
         wall = time.perf_counter() - started
         placement = legalize(graph, np.asarray(proposal, dtype=np.int64), devices, support, max_submodels=bound,
                              strategy=method)
-        device = np.array([devices.index(placement.assignment[n]) for n in graph.names], dtype=np.int64)
+        device = placement.device_indices(graph.names, devices)
         results.append(MethodResult(method, float(sim(device)), placement.num_submodels, wall, status, placement))
 
     for d, name in enumerate(devices):
@@ -117,7 +117,7 @@ def measure_results(case: ZooCase, results: list[MethodResult], tb: Testbed, ite
     """Compile each distinct placement once, then time them in ``rounds`` shuffled rounds (pooled median)."""
     distinct: dict[bytes, list[MethodResult]] = {}
     for r in results:
-        key = np.array([tb.devices.index(r.placement.assignment[n]) for n in case.graph.names], np.int8).tobytes()
+        key = r.placement.device_indices(case.graph.names, tb.devices).astype(np.int8).tobytes()
         distinct.setdefault(key, []).append(r)
     groups = list(distinct.values())
     compiled = [oa.compile_placement(case.model, g[0].placement, core=tb.core) for g in groups]

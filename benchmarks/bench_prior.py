@@ -110,7 +110,7 @@ def prior_row(platform, model: str, graph, time_limit: float, spec: truth.TruthS
             ms, what = row["single_device_ms"][single], f"{single} alone"
             placements[f"{variant}_ms"] = placements[f"{truth.SINGLE_PREFIX}{single}"]
         else:
-            assignment = np.array([devices.index(placement.assignment[n]) for n in graph.names])
+            assignment = placement.device_indices(graph.names, devices)
             ms = float(simulator(assignment))
             ms = ms if np.isfinite(ms) and bool(simulator.memory_ok(assignment)) else None
             what = f"split {placement.counts_per_device()}"

@@ -100,7 +100,7 @@ def validate(name, model, profile, graph, tb, seeds) -> None:
     cases += [(f"random contiguous seed {s}", tb.hetero, RandomStrategy(seed=s, mode="contiguous")) for s in seeds]
     for label, device_string, strategy in cases:
         placement = oa.place(model, device_string, core=tb.core, strategy=strategy)
-        devices = np.array([tb.devices.index(placement.assignment[n]) for n in graph.names])
+        devices = placement.device_indices(graph.names, tb.devices)
         predicted = float(simulate(profile.cost_model, graph, devices))
         started = time.perf_counter()
         compiled = oa.compile_placement(model, placement, core=tb.core)

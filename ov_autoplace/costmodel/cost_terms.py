@@ -141,8 +141,7 @@ class CostTerms:
         support = self.allowed | ~self.compute[:, None]
         placement = legalize(self.graph, np.asarray(proposal, dtype=np.int64), self.cost.devices, support,
                              max_submodels=max_submodels)
-        index = {d: k for k, d in enumerate(self.cost.devices)}
-        return np.array([index[placement.assignment[n]] for n in self.graph.names], dtype=np.int64), placement
+        return placement.device_indices(self.graph.names, self.cost.devices), placement
 
     def submodels_per_device(self, device: np.ndarray) -> np.ndarray:
         uf = island_sets(self.graph, device, self.active)

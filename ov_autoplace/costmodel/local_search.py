@@ -197,8 +197,7 @@ class LocalSearchRefiner:
         """The reference latency (CostTerms) of ``proposal`` after ``legalize()`` with the caller's pins and bound."""
         placement = legalize(self.graph, np.asarray(proposal, np.int64), self.devices, self.support, pins=self.pins,
                              max_submodels=self.max_submodels)
-        index = {d: k for k, d in enumerate(self.devices)}
-        device = np.array([index[placement.assignment[n]] for n in self.graph.names], np.int64)
+        device = placement.device_indices(self.graph.names, self.devices)
         return self.terms.latency_ms(device), device
 
     # ------------------------------------------------------------------ moves (search_moves.py)

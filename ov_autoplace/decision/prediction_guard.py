@@ -62,8 +62,7 @@ def _single_device_choice(terms: CostTerms, devices: tuple[str, ...], loaded: bo
 def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray) -> Placement:
     """``placement``, or the single device it is not proven faster than (see the module doc)."""
     terms = CostTerms(cost, graph, support)
-    index = {d: k for k, d in enumerate(cost.devices)}
-    placed = np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64)
+    placed = placement.device_indices(graph.names, cost.devices)
     predicted = terms.latency_ms(placed)
     single = _single_device_choice(terms, tuple(cost.devices), cost.loaded)
     if single is None:

@@ -73,8 +73,6 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
     proposal. The margin (default ``PRIOR_SPLIT_MARGIN``; ``Prior.margin``) applies to the policy's split and
     again after legalizing it; pins skip the margin.
     """
-    import numpy as np
-
     from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
 
     margin = PRIOR_SPLIT_MARGIN if margin is None else margin
@@ -92,9 +90,7 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
     placement = legalize(graph, choice.proposal, devices, matrix, pins=tuple(pins or ()), max_submodels=max_submodels,
                          strategy="hsdag:prior")
     if not pins:  # pinned placements are the user's call, not the guard's
-        index = {d: k for k, d in enumerate(devices)}
-        legal_ms = CostTerms(cost, graph, matrix).latency_ms(
-            np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64))
+        legal_ms = CostTerms(cost, graph, matrix).latency_ms(placement.device_indices(graph.names, devices))
         if not legal_ms < min(choice.singles.values()) * (1.0 - margin):  # legalizing cost the gain
             return choice.fallback, None, f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin"
         placement = guard_placement(placement, graph, cost, matrix)

@@ -6,8 +6,9 @@ import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+import numpy as np
 import openvino as ov
 
 from ov_autoplace.errors import PlacementError
@@ -55,6 +56,12 @@ class Placement:
         names = self.compute_nodes if compute_only else self.assignment.keys()
         counts = Counter(self.assignment[n] for n in names)
         return {d: counts.get(d, 0) for d in self.devices}
+
+    def device_indices(self, names: Sequence[str], devices: Sequence[str] | None = None) -> np.ndarray:
+        """int64 [len(names)]: each named node's device as an index into ``devices`` (default: this placement's
+        own list) - the row the cost model, the simulator and the legalizer read (``names``: ``graph.names``)."""
+        index = {d: k for k, d in enumerate(self.devices if devices is None else devices)}
+        return np.array([index[self.assignment[n]] for n in names], dtype=np.int64)
 
     def device_of(self, name: str) -> str:
         try:

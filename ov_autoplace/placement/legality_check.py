@@ -85,8 +85,7 @@ def ensure_legal(
     if problems:
         raise PlacementError(f"{source} placement does not fit this model: " + "; ".join(problems))
     devices = tuple(devices)
-    index = {d: k for k, d in enumerate(devices)}
-    proposal = np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64)
+    proposal = placement.device_indices(graph.names, devices)
     legal = legalize(graph, proposal, devices, support, pins=pins, max_submodels=max_submodels,
                      strategy=placement.strategy)
     moved = [n for n in graph.names if legal.assignment[n] != placement.assignment[n]]

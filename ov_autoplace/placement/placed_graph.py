@@ -88,8 +88,7 @@ def check_placement_matches(placement: Placement, graph: GraphArrays, *, source:
 def analyze(graph: GraphArrays, placement: Placement) -> PlacedGraph:
     """Lay ``placement`` over ``graph`` (the prepared model's arrays); raises PlacementError on a mismatch."""
     check_placement_matches(placement, graph)
-    index = {d: k for k, d in enumerate(placement.devices)}
-    device = np.array([index[placement.assignment[n]] for n in graph.names], dtype=np.int64)
+    device = placement.device_indices(graph.names)
     role = np.asarray(graph.role)
     follower = constant_subgraph_mask(graph)
     active = (role == NodeRole.COMPUTE) & ~follower

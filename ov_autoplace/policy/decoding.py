@@ -111,7 +111,6 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     if count < 0:
         raise ValueError(f"count must be >= 0 decodings, got {count}")
     devices = tuple(cost.devices)
-    index = {d: k for k, d in enumerate(devices)}
     node_group = np.asarray(node_group, np.int64)
     decoded = [np.asarray(logits).argmax(1), *offset_decodings(logits, count)]
     fixed = AnchorFixer(graph, len(devices), support)(np.stack([g[node_group] for g in decoded]))
@@ -125,7 +124,7 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
         # the caller legalises what this returns, which (the legalizer being idempotent) is this placement again
         placement = legalize(graph, decoded[k][node_group], devices, support, pins=pins,
                              max_submodels=max_submodels, strategy="hsdag")
-        return np.array([index[placement.assignment[n]] for n in graph.names], np.int64)
+        return placement.device_indices(graph.names, devices)
 
     best = legal(0)
     best_ms = greedy_ms = terms.latency_ms(best)

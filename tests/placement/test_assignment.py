@@ -89,6 +89,15 @@ def test_summary_and_lookup():
         placement.device_of("zzz")
 
 
+def test_device_indices_read_the_assignment_in_the_order_asked():
+    placement = Placement({"a": "CPU", "b": "CPUF", "p": "CPU"}, ("CPU", "CPUF"), "manual", frozenset({"a", "b"}), 2)
+    row = placement.device_indices(["p", "b", "a"])
+    assert row.dtype == np.int64 and row.tolist() == [0, 1, 0]
+    assert placement.device_indices(["p", "b", "a"], ("CPUF", "CPU")).tolist() == [1, 0, 1]  # another device order
+    with pytest.raises(KeyError):
+        placement.device_indices(["zzz"])
+
+
 def test_split_constant_compiles_and_computes(testbed):
     model = _shared_constant_model()
     assignment = {op.get_friendly_name(): "CPU" for op in model.get_ops()}

@@ -102,7 +102,7 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
             continue
         finally:
             seconds[key] = round(time.perf_counter() - start, 2)
-        placement = np.array([case.devices.index(outcome.placement.assignment[n]) for n in graph.names])
+        placement = outcome.placement.device_indices(graph.names, case.devices)
         ms = simulator.feasible_ms(placement)
         feasible_ms = ms if math.isfinite(ms) else None
         row[key] = feasible_ms
@@ -145,7 +145,7 @@ def plain_call_placement(case: Case) -> np.ndarray:
     from ov_autoplace.strategies.openvino_modes import OpenVINOHeteroAutoStrategy
 
     placement = case.legal(OpenVINOHeteroAutoStrategy().propose(case.context()), "plain call", bound=None)
-    return np.array([case.devices.index(placement.assignment[n]) for n in case.graph.names], np.int64)
+    return placement.device_indices(case.graph.names, case.devices)
 
 
 def reference_placements(case: Case) -> dict[str, np.ndarray]:

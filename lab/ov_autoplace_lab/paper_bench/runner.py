@@ -286,7 +286,7 @@ def simulated_setting(platform_name: str, config: BenchConfig, load_model: Calla
                 rows[name][model_name] = _cell(None, f"{type(outcome).__name__}: {outcome}")
                 continue
             cell = rows[name][model_name] = _cell(outcome)
-            row = np.array([case.devices.index(outcome.placement.assignment[n]) for n in graph.names])
+            row = outcome.placement.device_indices(graph.names, case.devices)
             cell["median_ms"] = float(simulator(row))
             if outcome.curve:
                 curves.setdefault(name, {})[model_name] = [[int(e), float(b)] for e, b in outcome.curve]

@@ -155,7 +155,7 @@ def _truth_optimum(cost: CostModel, graph: GraphArrays, known: dict[str, float |
         solver_log.setLevel(level)
     legal = legalize(graph, np.asarray(proposal, np.int64), tuple(cost.devices), support,
                      max_submodels=MAX_SUBMODELS, strategy="truth optimum")
-    row = np.array([cost.devices.index(legal.assignment[n]) for n in graph.names], np.int64)
+    row = legal.device_indices(graph.names, cost.devices)
     ms = _latencies(cost, graph, {"milp": row})["milp"]
     result = strategy.last_result
     proven = proven_optimal(result is not None and result.optimal, None if result is None else result.objective_ms,

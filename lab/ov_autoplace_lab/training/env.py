@@ -172,13 +172,12 @@ class SimEnv(PlacementEnv):
         if self.max_submodels is None:
             return self.fixer(proposals)
         out = np.empty(proposals.shape, dtype=np.int64)
-        index = {d: k for k, d in enumerate(self.devices)}
         for r, row in enumerate(proposals):
             key = placement_key(row)
             legal = self._legal_memo.get(key)
             if legal is None:
                 p = self.placement(row)
-                legal = self._legal_memo[key] = np.array([index[p.assignment[n]] for n in self.graph.names])
+                legal = self._legal_memo[key] = p.device_indices(self.graph.names, self.devices)
             out[r] = legal
         return out
 
@@ -232,8 +231,7 @@ class MeasuredEnv(PlacementEnv):
         hit = self._legal_memo.get(key)
         if hit is None:
             p = self.placement(row)
-            index = {d: k for k, d in enumerate(self.devices)}
-            hit = self._legal_memo[key] = (np.array([index[p.assignment[n]] for n in self.graph.names]), p)
+            hit = self._legal_memo[key] = (p.device_indices(self.graph.names, self.devices), p)
         return hit
 
     def legal_rows(self, proposals: np.ndarray) -> np.ndarray:

@@ -40,8 +40,7 @@ def greedy_proposal(policy, env: PlacementEnv, feature_config: NodeFeatureConfig
 def legal_latency(env: SimEnv, proposal: np.ndarray, max_submodels: int | None = DEFAULT_MAX_SUBMODELS) -> float:
     """Simulated latency of ``proposal`` after ``legalize`` with ``max_submodels`` (not counted as a sample)."""
     p = legalize(env.graph, np.asarray(proposal, np.int64), env.devices, env.support, max_submodels=max_submodels)
-    index = {d: k for k, d in enumerate(env.devices)}
-    row = np.array([index[p.assignment[n]] for n in env.graph.names])
+    row = p.device_indices(env.graph.names, env.devices)
     return float(env.simulator(row))
 
 

@@ -69,7 +69,7 @@ def evaluate_row(args: tuple) -> dict:
     context = PlacementContext(graph=graph, devices=devices, support=support)
 
     def row_of(placement) -> np.ndarray:
-        return np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+        return placement.device_indices(graph.names, devices)
 
     def ms_of(row: np.ndarray) -> float | None:
         ms = simulator.feasible_ms(row)
@@ -137,7 +137,7 @@ def one_pass_ratios(directory: str | Path, policy: str, specs: list[TargetSpec])
         proposal = HSDAGStrategy(loaded, cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
         placement = guard_placement(legalize(graph, proposal, devices, support, max_submodels=MAX_SUBMODELS,
                                              strategy="hsdag"), graph, cost, support)
-        row = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+        row = placement.device_indices(graph.names, devices)
         ms = Simulator(cost, graph).feasible_ms(row)
         out[spec.key] = ms / target["latency_ms"] if math.isfinite(ms) else None
     return out

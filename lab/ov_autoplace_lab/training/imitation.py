@@ -48,9 +48,8 @@ import torch
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace_lab.training.env import SimEnv
-from ov_autoplace_lab.training.fit import FITS
 from ov_autoplace_lab.training.robust import robust_env
-from ov_autoplace_lab.training.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
+from ov_autoplace_lab.training.targets import FITS, MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
 from ov_autoplace_lab.training.trainer import TrainConfig, Trainer, make_policy, policy_inputs, torch_policy
 
 log = logging.getLogger(__name__)

@@ -57,6 +57,8 @@ VARIANT_STREAM = 22_000
 DEFAULT_SIGMA = 0.46
 #: The legalizer's bound at inference (``compile_model``'s default), as ``bench.methods.MAX_SUBMODELS``.
 MAX_SUBMODELS = 8
+#: A placement within this ratio of a target's latency "fits" it (``fit.py``, ``imitation.one_pass_misses``).
+FITS = 1.05
 
 
 class TargetCheckpointError(OVAutoplaceError, ValueError):
@@ -175,7 +177,7 @@ def _legal_row(graph, proposal, devices, support) -> np.ndarray:
 
     placement = legalize(graph, np.asarray(proposal, np.int64), devices, support, max_submodels=MAX_SUBMODELS,
                          strategy="target")
-    return np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+    return placement.device_indices(graph.names, devices)
 
 
 def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
@@ -321,6 +323,6 @@ def task_specs(graphs: list[str], platforms: list[str], variants: int, *, varian
             for g in graphs]
 
 
-__all__ = ["DEFAULT_SIGMA", "MAX_SUBMODELS", "TargetCheckpointError", "TargetGenerationError", "TargetOptions",
+__all__ = ["DEFAULT_SIGMA", "FITS", "MAX_SUBMODELS", "TargetCheckpointError", "TargetGenerationError", "TargetOptions",
            "TargetSpec", "case_cost", "check_manifest", "generate_target", "load_graph", "load_target", "load_targets",
            "save_target", "target_path", "task_specs", "variant_platform"]

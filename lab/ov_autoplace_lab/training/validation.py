@@ -50,7 +50,7 @@ def validate_row(args: tuple) -> dict:
         strategy = HSDAGStrategy(path, cost)
         placement = guard_placement(legalize(graph, strategy.propose(context), devices, support,
                                              max_submodels=MAX_SUBMODELS, strategy="hsdag"), graph, cost, support)
-        rows[name] = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+        rows[name] = placement.device_indices(graph.names, devices)
     names = list(rows)
     batch = np.stack([rows[n] for n in names])
     fitted = Simulator(cost, graph).feasible_ms(batch)
