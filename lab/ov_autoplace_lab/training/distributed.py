@@ -217,7 +217,13 @@ def finished_seed(path: Path, recipe: dict) -> bool:
     except (PolicyFormatError, OSError, ValueError) as exc:
         raise TargetCheckpointError(f"{path}: not a readable policy ({exc}); delete it to train this seed again, "
                                     "or name another --output") from exc
-    found = {"init": metadata.get("init"), "imitation": metadata.get("imitation")}
+    stored = metadata.get("imitation")
+    if isinstance(stored, dict):  # a field added since the file was trained: its default is what trained it
+        from ov_autoplace_lab.training.imitation import ImitationConfig
+
+        defaults = {f.name: f.default for f in dataclasses.fields(ImitationConfig)}
+        stored = {**{k: defaults[k] for k in recipe["imitation"] if k not in stored and k in defaults}, **stored}
+    found = {"init": metadata.get("init"), "imitation": stored}
     if found != recipe:
         differ = sorted(k for k in recipe["imitation"] if (found["imitation"] or {}).get(k) != recipe["imitation"][k])
         raise TargetCheckpointError(f"{path} holds a policy of another recipe (differs in {differ or ['init']}); "

@@ -57,7 +57,8 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class ImitationConfig:
-    """Steps and rates of :func:`train_amortised`."""
+    """Steps and rates of :func:`train_amortised`. A field added later must default to what training did before it
+    existed: a stored policy's recipe lacking the field is read with its default (``distributed.finished_seed``)."""
 
     imitation_steps: int = 3000
     reinforce_steps: int = 600

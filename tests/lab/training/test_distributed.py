@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -100,6 +101,18 @@ def test_training_seeds_run_as_ray_tasks_resume_and_refuse_another_recipe(tmp_pa
     stamps = [p.stat().st_mtime_ns for p in out]
     again = train_seeds(targets, tmp_path / "p.npz", tiny, [0, 1, 2], specs=SPECS[:2], progress=False)
     assert [p.stat().st_mtime_ns for p in again[:2]] == stamps and again[2].name == "p_s2.npz"  # only seed 2 ran
+    # a policy trained before a field of the recipe existed (its metadata lacks it) holds the field's default
+    from ov_autoplace.policy.policy_file import write_policy_file
+
+    older = files[0].header["metadata"]
+    older["imitation"] = {k: v for k, v in older["imitation"].items() if k not in ("check_every", "mining")}
+    write_policy_file(out[0], files[0].config, files[0].weights, metadata=older)
+    stamp = out[0].stat().st_mtime_ns
+    assert train_seeds(targets, tmp_path / "p.npz", tiny, [0], specs=SPECS[:2], progress=False) == out[:1]
+    assert out[0].stat().st_mtime_ns == stamp  # resumed, not trained again
+    with pytest.raises(TargetCheckpointError, match=r"differs in \['mining'\]"):
+        train_seeds(targets, tmp_path / "p.npz", dataclasses.replace(tiny, mining=2.0), [0], specs=SPECS[:2],
+                    progress=False)
     other = ImitationConfig(imitation_steps=3, reinforce_steps=2, tasks_per_step=2, split_weight=9.0)
     with pytest.raises(TargetCheckpointError, match=r"p_s0.npz holds a policy of another recipe \(differs in "
                                                     r"\['split_weight'\]\)"):
