@@ -148,7 +148,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
     try:
         result = fit_policies(args.dir, policies, rows=args.rows, address=args.address, num_cpus=args.num_cpus,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, decodings=args.decodings)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -253,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", required=True)
     f.add_argument("--rows", default="split", choices=["split", "all"],
                    help="split (default): the targets that beat the best single-device start by 5 %%; all: every one")
+    f.add_argument("--decodings", type=int, default=0, metavar="K",
+                   help="also the best of the greedy pass and K offset decodings, each legalised and simulated "
+                        "(ranked_ms: how far the policy's ranking of the groups reaches; fit.py); 0: not")
     f.set_defaults(run=cmd_fit)
     return p
 

@@ -66,8 +66,37 @@ def test_cli_fit_writes_the_rows_and_the_table(run_dir, tmp_path, capsys):
     assert "ceiling" in capsys.readouterr().out
 
 
+def test_the_rankings_best_threshold_is_one_of_the_decodings_and_never_above_the_one_pass(run_dir):
+    """``ranked_ms`` is the best legalised latency over the greedy pass and its offset decodings, so it is at most
+    the one pass's and, where it is below, equals one decoding's; without ``decodings`` it is not computed."""
+    from ov_autoplace.policy.decoding import offset_decodings
+    from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
+
+    spec = SPECS[1]
+    row = fit_row((str(target_path(run_dir, spec)), {"v1": str(PRETRAINED_POLICY)}, 0.46, 4))["policies"]["v1"]
+    assert row["ranked_ms"] <= row["one_pass_ms"]
+    graph, cost, support = case_cost(spec, 0.46)
+    devices = tuple(cost.devices)
+    policy = NumpyHSDAGPolicy.load(PRETRAINED_POLICY)
+    output = policy.forward(policy.inputs(graph, cost, None))
+    simulator = Simulator(cost, graph)
+    options = [row["one_pass_ms"]]
+    for groups in offset_decodings(output.logits, 4):
+        placed = legalize(graph, groups[output.node_group], devices, support, max_submodels=MAX_SUBMODELS)
+        options.append(float(simulator.feasible_ms(placed.device_indices(graph.names, devices))))
+    assert row["ranked_ms"] == pytest.approx(min(options))
+    plain = fit_row((str(target_path(run_dir, spec)), {"v1": str(PRETRAINED_POLICY)}, 0.46))["policies"]["v1"]
+    assert "ranked_ms" not in plain
+
+
 def test_cli_fit_names_a_missing_policy_file(run_dir, tmp_path, capsys):
     code = main(["fit", "--dir", str(run_dir), "--no-progress", "--policy", f"x={tmp_path / 'nope.npz'}",
                  "--json", str(tmp_path / "fit.json")])
     assert code == 2 and "no such file" in capsys.readouterr().err
     assert not (tmp_path / "fit.json").exists()
+
+
+def test_cli_fit_refuses_negative_decodings(run_dir, tmp_path, capsys):
+    code = main(["fit", "--dir", str(run_dir), "--no-progress", "--decodings", "-1", "--policy",
+                 f"v1={PRETRAINED_POLICY}", "--json", str(tmp_path / "fit.json")])
+    assert code == 2 and "--decodings -1" in capsys.readouterr().err
