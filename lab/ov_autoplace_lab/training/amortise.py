@@ -12,7 +12,7 @@ Three steps, each resumable, each on Ray where it is parallel:
     #    16 more ways and priced (policy/decoding.py)
     python -m ov_autoplace_lab.training.amortise evaluate --dir runs/amortise --policy runs/amortise/policy.npz
     # 4. (diagnosis) does the one pass place what the targets place, and could its grouping (fit.py)?
-    python -m ov_autoplace_lab.training.amortise fit --dir runs/amortise --policy runs/amortise/policy.npz --json fit.json
+    cd runs/amortise && python -m ov_autoplace_lab.training.amortise fit --dir . --policy policy.npz --json fit.json
 
 The split (``splits.py``: :data:`HELD_OUT_ARCHITECTURES`, :data:`HELD_OUT_PLATFORMS`) is fixed
 before any training: targets on a held-out architecture or platform (any

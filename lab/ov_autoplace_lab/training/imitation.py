@@ -407,6 +407,6 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
     return trainer.export(output, metadata=meta)
 
 
-__all__ = ["ImitationConfig", "ImitationTask", "NODE_WEIGHTINGS", "active_mask", "build_tasks", "imitate",
-           "imitation_loss", "imitation_step", "checked_imitation", "node_weights", "one_pass_misses", "task_weights", "train_amortised", "with_coarsening",
-           "with_gcn_layers"]
+__all__ = ["ImitationConfig", "ImitationTask", "NODE_WEIGHTINGS", "active_mask", "build_tasks", "checked_imitation",
+           "imitate", "imitation_loss", "imitation_step", "node_weights", "one_pass_misses", "task_weights",
+           "train_amortised", "with_coarsening", "with_gcn_layers"]
