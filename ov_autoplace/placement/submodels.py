@@ -108,6 +108,17 @@ def _components(n: int, src: list[int], dst: list[int], cut: set[int]) -> _Union
     return uf
 
 
+def _device_cut(graph: GraphArrays, dev: list[int]) -> tuple[list[int], set[int]]:
+    """(the devices with every Result on its producer's, as HETERO runs it; the edges between two devices)."""
+    role = graph.role.tolist()
+    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    dev = list(dev)
+    for s, t in zip(src, dst):  # edges by destination in topological order
+        if role[t] == NodeRole.RESULT:
+            dev[t] = dev[s]  # a Result runs where its producer does
+    return dev, {e for e, (s, t) in enumerate(zip(src, dst)) if dev[s] != dev[t]}
+
+
 def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
     """The parts HETERO compiles, found as OpenVINO 2026.4's hetero SubgraphCollector finds them (module
     docstring): edges between devices are cut; then, while it adds cuts, every node that depends on a cut
@@ -132,11 +143,7 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
     for e, (s, t) in enumerate(zip(src, dst)):
         in_edges[t].append(e)
         out_edges[s].append(e)
-    dev = list(dev)
-    for e, (s, t) in enumerate(zip(src, dst)):  # edges by destination in topological order
-        if role[t] == NodeRole.RESULT:
-            dev[t] = dev[s]  # a Result runs where its producer does
-    cut = {e for e, (s, t) in enumerate(zip(src, dst)) if dev[s] != dev[t]}
+    dev, cut = _device_cut(graph, dev)
     if not cut:
         return _components(n, src, dst, cut)  # one device: nothing leaves a part, so there is no cycle to split
     # Bits keep their meaning across rounds: graph inputs first, then cut edges in the order they are cut.
@@ -302,13 +309,8 @@ def count_joined_parts(graph: GraphArrays, device: np.ndarray, active: np.ndarra
     a lower bound of :func:`count_hetero_submodels` (step 2 only adds cuts; the stage groups it may fall back
     to are finer still) for the cost of one union-find. Unlike :func:`count_islands` it is one bound: islands
     that share a Parameter or Constant are one part, so a placement can have more islands than submodels."""
-    dev = np.asarray(device).tolist()
-    role = graph.role.tolist()
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    for s, t in zip(src, dst):  # a Result runs where its producer does (as in the split)
-        if role[t] == NodeRole.RESULT:
-            dev[t] = dev[s]
-    uf = _components(graph.num_nodes, src, dst, {e for e, (s, t) in enumerate(zip(src, dst)) if dev[s] != dev[t]})
+    _, cut = _device_cut(graph, np.asarray(device).tolist())
+    uf = _components(graph.num_nodes, graph.edge_src.tolist(), graph.edge_dst.tolist(), cut)
     return len({uf.find(i) for i in np.flatnonzero(active).tolist()})
 
 

@@ -157,10 +157,6 @@ def test_bound_holds_for_what_hetero_compiles_and_keeps_a_split(f32_testbed):
     assert hetero_subgraphs(f32_testbed.core, prepared, bounded) == bounded.num_submodels
 
 
-def _row(placement, graph, devices) -> np.ndarray:
-    return np.array([list(devices).index(placement.assignment[n]) for n in graph.names], dtype=np.int64)
-
-
 def test_islands_sharing_a_parameter_are_one_submodel_and_are_not_merged(f32_testbed):
     """Five relu islands on the first device share the input: HETERO compiles them as one submodel, so with the
     sigmoids' submodel the placement is 2 submodels and a bound of 3 keeps it (the islands, 6, once had it
@@ -170,7 +166,7 @@ def test_islands_sharing_a_parameter_are_one_submodel_and_are_not_merged(f32_tes
     proposal = np.array([0 if op == "Relu" else 1 for op in graph.op_types])
     placement = legalize(graph, proposal, f32_testbed.devices, support, max_submodels=3)
     compute = graph.role == NodeRole.COMPUTE
-    assert np.array_equal(_row(placement, graph, f32_testbed.devices)[compute], proposal[compute])
+    assert np.array_equal(placement.device_indices(graph.names, f32_testbed.devices)[compute], proposal[compute])
     assert placement.num_submodels == 2 == hetero_subgraphs(f32_testbed.core, model, placement)
     assert not any("merged" in note for note in placement.notes)
     merged = legalize(graph, proposal, f32_testbed.devices, support, max_submodels=1)
@@ -191,7 +187,7 @@ def test_legalize_is_idempotent_on_its_own_output(f32_testbed, bound):
             else:
                 proposal = rng.integers(0, 2, graph.num_nodes)
             once = legalize(graph, proposal, f32_testbed.devices, support, max_submodels=bound)
-            twice = legalize(graph, _row(once, graph, f32_testbed.devices), f32_testbed.devices, support,
+            twice = legalize(graph, once.device_indices(graph.names, f32_testbed.devices), f32_testbed.devices, support,
                              max_submodels=bound)
             assert twice.assignment == once.assignment, f"{make.__name__}, proposal {k}"
             assert twice.num_submodels == once.num_submodels <= bound
@@ -220,7 +216,7 @@ def test_legalize_is_idempotent_on_the_policys_decodings_of_a_detector():
         output = policy.forward(policy.inputs(graph, cost, None))
         for k, groups in enumerate([output.logits.argmax(1), *offset_decodings(output.logits, 16)]):
             once = legalize(graph, groups[output.node_group], devices, support, max_submodels=8)
-            twice = legalize(graph, _row(once, graph, devices), devices, support, max_submodels=8)
+            twice = legalize(graph, once.device_indices(graph.names, devices), devices, support, max_submodels=8)
             moved = sum(twice.assignment[n] != once.assignment[n] for n in graph.names)
             assert moved == 0, f"{name}, decoding {k}: {moved} node(s) moved when legalised again"
 

@@ -114,10 +114,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _policies(given: Sequence[str]) -> dict[str, str]:
+    """``--policy`` values (``NAME=PATH`` or ``PATH``, named by its stem) as {name: path}."""
+    return dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in given)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ov_autoplace_lab.training.heldout import check_trained_on_all, evaluate_policies
 
-    policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
+    policies = _policies(args.policy)
     try:  # before Ray starts
         check_trained_on_all(args.trained_on_all, policies)
         if args.decodings < 0 or args.legalised < 0:
@@ -145,7 +150,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_fit(args: argparse.Namespace) -> int:
     from ov_autoplace_lab.training.fit import fit_policies
 
-    policies = dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in args.policy)
+    policies = _policies(args.policy)
     try:
         result = fit_policies(args.dir, policies, rows=args.rows, address=args.address, num_cpus=args.num_cpus,
                               progress=not args.no_progress, decodings=args.decodings)

@@ -35,11 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ov_autoplace_lab.training.heldout import SPLIT_PAYS
 from ov_autoplace_lab.training.splits import is_held_out, is_validation
 from ov_autoplace_lab.training.targets import FITS, MAX_SUBMODELS, TargetSpec, case_cost, load_target, load_targets
-
-#: A target "pays" when it beats the best legalised single-device start by this share (``heldout.SPLIT_PAYS``).
-SPLIT_PAYS = 0.05
 
 
 def _subset(spec: TargetSpec) -> str:
@@ -49,13 +47,13 @@ def _subset(spec: TargetSpec) -> str:
 
 
 def fit_row(args: tuple) -> dict:
-    """One target (a Ray task): ``args`` = (target path, {name: policy path}, sigma[, decodings])."""
+    """One target (a Ray task): ``args`` = (target path, {name: policy path}, sigma, decodings)."""
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.policy.decoding import offset_decodings
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
 
-    path, policies, sigma, decodings = (*args, 0) if len(args) == 3 else args
+    path, policies, sigma, decodings = args
     target = load_target(path)
     spec = TargetSpec(**target["spec"])
     graph, cost, support = case_cost(spec, sigma)

@@ -45,8 +45,8 @@ def _table_optima() -> dict[tuple[str, str], float]:
 
 
 def evaluate_row(args: tuple) -> dict:
-    """One row (a Ray task): ``args`` = (spec, {name: policy path}, sigma, reference ms[, decode]); ``decode``:
-    ``{"decodings": K, "legalised": L}`` adds ``hsdag_decoded_ms`` (K = 0 or absent: not)."""
+    """One row (a Ray task): ``args`` = (spec, {name: policy path}, sigma, reference ms, decode); ``decode``:
+    ``{"decodings": K, "legalised": L}`` adds ``hsdag_decoded_ms`` (None, or K = 0: not)."""
     from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.paper_bench.methods import LOCAL_SEARCH_OPTIONS, Case
     from ov_autoplace_lab.paper_bench.headroom import reference_placements
@@ -58,7 +58,7 @@ def evaluate_row(args: tuple) -> dict:
     from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace_lab.training.targets import variant_platform
 
-    spec, policies, sigma, reference, decode = (*args, None) if len(args) == 4 else args
+    spec, policies, sigma, reference, decode = args
     decode = dict(decode or {})
     methods = [("hsdag_ms", False, 0), ("hsdag_refined_ms", True, 0)]
     if decode.get("decodings"):

@@ -38,7 +38,7 @@ def test_a_one_device_target_is_its_own_ceiling_and_the_searched_one_is_scored(r
     the target (1.000x). The searched target of the same case is scored against its own latency."""
     spec = SPECS[0]
     searched = load_target(target_path(run_dir, spec))
-    row = fit_row((str(target_path(run_dir, spec)), {"v1": str(PRETRAINED_POLICY)}, 0.46))
+    row = fit_row((str(target_path(run_dir, spec)), {"v1": str(PRETRAINED_POLICY)}, 0.46, 0))
     cells = row["policies"]["v1"]
     assert row["subset"].startswith("family, ") and row["target_ms"] == pytest.approx(searched["latency_ms"])
     assert cells["groups"] >= 1 and 0 <= cells["mixed_groups"] <= cells["groups"]
@@ -50,7 +50,7 @@ def test_a_one_device_target_is_its_own_ceiling_and_the_searched_one_is_scored(r
         np.array([devices.index(placement.assignment[n]) for n in graph.names])))
     other = run_dir / "single"
     save_target(other, {**searched, "placement": np.zeros_like(searched["placement"]), "latency_ms": single_ms})
-    again = fit_row((str(target_path(other, spec)), {"v1": str(PRETRAINED_POLICY)}, 0.46))
+    again = fit_row((str(target_path(other, spec)), {"v1": str(PRETRAINED_POLICY)}, 0.46, 0))
     assert again["policies"]["v1"]["mixed_groups"] == 0
     assert again["policies"]["v1"]["ceiling_ms"] / again["target_ms"] == pytest.approx(1.0)
 
@@ -85,7 +85,7 @@ def test_the_rankings_best_threshold_is_one_of_the_decodings_and_never_above_the
         placed = legalize(graph, groups[output.node_group], devices, support, max_submodels=MAX_SUBMODELS)
         options.append(float(simulator.feasible_ms(placed.device_indices(graph.names, devices))))
     assert row["ranked_ms"] == pytest.approx(min(options))
-    plain = fit_row((str(target_path(run_dir, spec)), {"v1": str(PRETRAINED_POLICY)}, 0.46))["policies"]["v1"]
+    plain = fit_row((str(target_path(run_dir, spec)), {"v1": str(PRETRAINED_POLICY)}, 0.46, 0))["policies"]["v1"]
     assert "ranked_ms" not in plain
 
 

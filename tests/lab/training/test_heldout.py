@@ -14,7 +14,7 @@ from ov_autoplace_lab.training.targets import TargetSpec  # noqa: E402
 
 def test_row_has_the_bench_keys_and_the_search_is_never_slower_than_the_plain_call():
     spec = TargetSpec("family:1", "npu_cpu")
-    row = evaluate_row((spec, {"v1": str(PRETRAINED_POLICY)}, 0.46, None))
+    row = evaluate_row((spec, {"v1": str(PRETRAINED_POLICY)}, 0.46, None, None))
     cells = row["policies"]["v1"]
     assert {"hsdag_ms", "hsdag_refined_ms", "hsdag_s", "hsdag_refined_s"} <= set(cells)
     assert cells["hsdag_refined_ms"] <= cells["hsdag_ms"] * (1 + 1e-9)  # the local search only lowers latency
