@@ -6,6 +6,7 @@ import dataclasses
 import math
 from typing import Any
 
+from ov_autoplace.policy.boundary import BOUNDARY_FEATURE_NAMES
 from ov_autoplace.policy.features import (
     DEVICE_FEATURE_NAMES,
     NODE_DEVICE_FEATURE_NAMES,
@@ -20,6 +21,12 @@ from ov_autoplace.policy.inputs import COARSE_EXTRA_NAMES
 #: trained with); ``cost_cut`` = chains cut wherever the device a node is cheapest on changes (issue 22).
 COARSENING_RULES = ("chain", "cost_cut")
 
+#: What the placer reads besides the group embedding and the devices: ``group`` = each group's mean node-device
+#: features and compute per device (``hsdag_v1``); ``boundary`` = also what moving the group trades that compute
+#: against (``boundary.BOUNDARY_FEATURE_NAMES``) and the mean group embedding of the whole graph, so its per-device
+#: threshold can depend on the graph (issue 22).
+PLACER_INPUTS = ("group", "boundary")
+
 #: Per-(group, device) placer inputs besides the mean node-device features:
 #: ``log1p(sum of members' compute_us on d) / 10`` and that minus its minimum over devices.
 GROUP_COST_FEATURE_NAMES = ("log_group_compute_us", "log_group_vs_best_device")
@@ -33,7 +40,10 @@ class HSDAGConfig:
     ``sigmoid(MLP(z_u * z_v))`` is at least this (0.5 = non-negative logit);
     parsing stops when no edge qualifies or after ``max_pool_iterations``.
     ``coarsening``: one of :data:`COARSENING_RULES`; left out of :meth:`to_dict` when ``chain`` so the
-    policies exported before it existed keep their header and digest.
+    policies exported before it existed keep their header and digest. ``placer_inputs``: one of
+    :data:`PLACER_INPUTS`, likewise left out when ``group``. ``placer_passes``: with ``boundary`` inputs, how
+    many times the placer scores the groups, each pass pricing every group's move with its neighbours where the
+    previous pass put them (the first: all on the graph's best device); left out when 1.
     """
 
     hidden: int = 128  # the paper's size
@@ -44,6 +54,8 @@ class HSDAGConfig:
     vocab: tuple[str, ...] = OP_VOCAB
     feature_config: NodeFeatureConfig = NodeFeatureConfig()
     coarsening: str = "chain"
+    placer_inputs: str = "group"
+    placer_passes: int = 1
 
     def __post_init__(self) -> None:
         if self.hidden < 1 or self.num_gcn_layers < 1 or self.max_pool_iterations < 0:
@@ -52,6 +64,12 @@ class HSDAGConfig:
             raise ValueError(f"score_threshold must be in (0, 1), got {self.score_threshold}")
         if self.coarsening not in COARSENING_RULES:
             raise ValueError(f"coarsening must be one of {COARSENING_RULES}, got {self.coarsening!r}")
+        if self.placer_inputs not in PLACER_INPUTS:
+            raise ValueError(f"placer_inputs must be one of {PLACER_INPUTS}, got {self.placer_inputs!r}")
+        if self.placer_passes < 1 or (self.placer_passes > 1 and self.placer_inputs != "boundary"):
+            raise ValueError(f"placer_passes must be >= 1, and 1 unless placer_inputs is 'boundary' (a pass reads "
+                             f"where the previous one put the neighbours); got {self.placer_passes} with "
+                             f"{self.placer_inputs!r}")
         object.__setattr__(self, "vocab", tuple(self.vocab))
 
     @property
@@ -63,8 +81,18 @@ class HSDAGConfig:
         return len(DEVICE_FEATURE_NAMES)
 
     @property
+    def pair_feature_names(self) -> list[str]:
+        names = list(NODE_DEVICE_FEATURE_NAMES) + list(GROUP_COST_FEATURE_NAMES)
+        return names + list(BOUNDARY_FEATURE_NAMES) if self.placer_inputs == "boundary" else names
+
+    @property
     def pair_features(self) -> int:
-        return len(NODE_DEVICE_FEATURE_NAMES) + len(GROUP_COST_FEATURE_NAMES)
+        return len(self.pair_feature_names)
+
+    @property
+    def graph_features(self) -> int:
+        """Width of the whole-graph summary the placer reads (the mean group embedding), 0 without one."""
+        return self.hidden if self.placer_inputs == "boundary" else 0
 
     @property
     def threshold_logit(self) -> float:
@@ -76,6 +104,10 @@ class HSDAGConfig:
         out["feature_config"] = self.feature_config.to_dict()
         if self.coarsening == "chain":  # the default is implicit: older policy files and digests stay as they were
             del out["coarsening"]
+        if self.placer_inputs == "group":
+            del out["placer_inputs"]
+        if self.placer_passes == 1:
+            del out["placer_passes"]
         return out
 
     @classmethod
@@ -86,4 +118,4 @@ class HSDAGConfig:
         return cls(**data)
 
 
-__all__ = ["COARSENING_RULES", "GROUP_COST_FEATURE_NAMES", "HSDAGConfig"]
+__all__ = ["COARSENING_RULES", "GROUP_COST_FEATURE_NAMES", "HSDAGConfig", "PLACER_INPUTS"]

@@ -29,6 +29,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.policy.boundary import BoundaryInputs, boundary_inputs
 from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen, preferred_device_class
 from ov_autoplace.policy.features import (
     OP_VOCAB,
@@ -53,7 +54,8 @@ class PolicyArrays:
     ``node_coarse`` int64 [N]; ``device_x`` float32 [D, Fd];
     ``node_device_sum`` float32 [C, D, Fnd] (sum over members);
     ``compute_us`` float32 [C, D] (sum over members, unsupported counted as
-    ``features.UNSUPPORTED_US``).
+    ``features.UNSUPPORTED_US``); ``boundary``: the tensors between coarse nodes and the links' costs
+    (read by a policy with ``placer_inputs="boundary"``, ``boundary.py``).
     """
 
     x: np.ndarray
@@ -65,6 +67,7 @@ class PolicyArrays:
     node_device_sum: np.ndarray
     compute_us: np.ndarray
     devices: tuple[str, ...]
+    boundary: BoundaryInputs
 
     @property
     def num_nodes(self) -> int:
@@ -123,6 +126,7 @@ def build_policy_arrays(graph: GraphArrays, cost: CostModel, config: NodeFeature
         node_device_sum=segment_sum(nd, group, num).astype(np.float32),
         compute_us=segment_sum(node_us, group, num).astype(np.float32),
         devices=tuple(cost.devices),
+        boundary=boundary_inputs(graph, cost, group),
     )
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.policy.boundary import boundary_features
 from ov_autoplace.policy.config import HSDAGConfig
 from ov_autoplace.policy.policy_file import ExportedPolicy, PolicyFormatError, load_policy_file
 from ov_autoplace.policy.features import NodeFeatureConfig
@@ -103,6 +104,8 @@ class NumpyHSDAGPolicy:
                  "placer.lin_pair.weight", "placer.out.weight", "placer.out.bias"}
         names |= {f"pool.score.{k}.{p}" for k in (0, 2) for p in ("weight", "bias")}
         names |= {f"convs.{k}.{p}" for k in range(self.config.num_gcn_layers) for p in ("lin.weight", "bias")}
+        if self.config.graph_features:
+            names.add("placer.lin_graph.weight")
         return names
 
     def _linear(self, x: np.ndarray, name: str, bias: bool = True) -> np.ndarray:
@@ -163,10 +166,22 @@ class NumpyHSDAGPolicy:
         log_cost = np.log1p(segment_sum(arrays.compute_us, group, num)) / np.float32(10.0)
         relative = log_cost - log_cost.min(axis=1, keepdims=True)
         pair = np.concatenate([nd_mean, log_cost[..., None], relative[..., None]], axis=-1)
-        hidden = (self._linear(z, "placer.lin_group")[:, None, :]
-                  + self._linear(arrays.device_x, "placer.lin_device", bias=False)[None, :, :]
-                  + self._linear(pair, "placer.lin_pair", bias=False))
-        logits = self._linear(_relu(hidden), "placer.out")[..., 0]
+        fixed = (self._linear(z, "placer.lin_group")[:, None, :]
+                 + self._linear(arrays.device_x, "placer.lin_device", bias=False)[None, :, :])
+        if c.graph_features:
+            fixed = fixed + self._linear(z.mean(axis=0), "placer.lin_graph", bias=False)
+
+        def score(around: np.ndarray | None) -> np.ndarray:
+            inputs = pair
+            if c.placer_inputs == "boundary":
+                boundary = boundary_features(arrays.boundary, group, num, arrays.compute_us, around)
+                inputs = np.concatenate([pair, boundary], axis=-1)
+            hidden = fixed + self._linear(inputs, "placer.lin_pair", bias=False)
+            return self._linear(_relu(hidden), "placer.out")[..., 0]
+
+        logits = score(None)
+        for _ in range(c.placer_passes - 1):
+            logits = score(logits.argmax(axis=1))
         return NumpyPolicyOutput(logits=logits.astype(np.float32), node_group=group[arrays.node_coarse],
                                  num_groups=num, pool_iterations=iterations)
 

@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from ov_autoplace.errors import PolicyFormatError
-from ov_autoplace.policy.config import GROUP_COST_FEATURE_NAMES, HSDAGConfig
-from ov_autoplace.policy.features import DEVICE_FEATURE_NAMES, NODE_DEVICE_FEATURE_NAMES, node_feature_names
+from ov_autoplace.policy.config import HSDAGConfig
+from ov_autoplace.policy.features import DEVICE_FEATURE_NAMES, node_feature_names
 from ov_autoplace.policy.inputs import COARSE_EXTRA_NAMES
 
 FORMAT = "ov_autoplace.hsdag_policy"
@@ -76,7 +76,7 @@ def expected_feature_names(config: HSDAGConfig) -> dict[str, list[str]]:
     return {
         "node": node_feature_names(config.vocab, config.pos_dim) + list(COARSE_EXTRA_NAMES),
         "device": list(DEVICE_FEATURE_NAMES),
-        "pair": list(NODE_DEVICE_FEATURE_NAMES) + list(GROUP_COST_FEATURE_NAMES),
+        "pair": config.pair_feature_names,
     }
 
 

@@ -57,6 +57,20 @@ def test_numpy_forward_equals_torch_forward(tmp_path, synthetic_prepared, seed):
     assert merged > 0  # the comparison covered pooling, not just the GCN
 
 
+@pytest.mark.parametrize("seed,passes", [(0, 1), (1, 1), (0, 3)])
+def test_parity_with_boundary_inputs(tmp_path, synthetic_prepared, seed, passes):
+    """A policy whose placer also reads the groups' boundary trade and a whole-graph summary (issue 22), in one
+    pass or in three (each reading where the previous put the neighbours)."""
+    graphs = [g for _, g in synthetic_prepared.values()]
+    policy, twin = _exported(tmp_path, graphs, seed=seed, placer_inputs="boundary", placer_passes=passes)
+    assert "placer.lin_graph.weight" in twin.w and twin.w["placer.lin_pair.weight"].shape[1] == 10
+    merged = 0
+    for graph in graphs:
+        for devices in (("CPU", "CPUF"), ("CPU", "CPUF", "NPU")):
+            merged += _assert_same_forward(policy, twin, graph, stand_in_cost_model(graph, devices)).pool_iterations
+    assert merged > 0
+
+
 def test_parity_under_every_ablation(tmp_path, synthetic_prepared):
     _, graph = synthetic_prepared["attention_like"]
     policy, twin = _exported(tmp_path, [graph], hidden=64, num_gcn_layers=3)

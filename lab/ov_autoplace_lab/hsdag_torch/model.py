@@ -8,6 +8,11 @@ Forward pass (steps 3-4 of the paper; steps 1-2 are ``extract_graph`` and
       --GraphParsingPool-->  groups of coarse nodes, h [G, H]     (learned number of groups)
       --DevicePlacer(h, device features, group x device costs)-->  logits [G, D]
 
+With ``placer_inputs="boundary"`` (issue 22) the placer also reads what moving each
+group trades against its compute gain (``ov_autoplace.policy.boundary``) and the mean
+group embedding; with ``placer_passes`` > 1 it scores the groups again, each pass
+pricing the moves with the neighbours where the previous pass's greedy choice put them.
+
 The GCN runs on the chain-coarsened graph (``coarsen.chain_coarsen``): a
 coarse node's features are the mean of its members' node features plus
 log member count, log total FLOPs and log total bytes (``inputs``), and its
@@ -32,6 +37,7 @@ from torch import Tensor, nn
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.policy.boundary import BoundaryInputs, boundary_features
 from ov_autoplace.policy.config import HSDAGConfig
 from ov_autoplace.policy.features import NodeFeatureConfig
 from ov_autoplace.policy.inputs import PolicyArrays, build_policy_arrays
@@ -50,13 +56,15 @@ class PolicyInputs:
     node_device_sum: Tensor
     compute_us: Tensor
     devices: tuple[str, ...]
+    boundary: BoundaryInputs  # numpy: read after the (discrete) pooling, no gradient flows through it
 
     @classmethod
     def from_arrays(cls, arrays: PolicyArrays, device: str | torch.device = "cpu") -> "PolicyInputs":
         t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
         return cls(x=t(arrays.x), edge_index=t(np.stack([arrays.edge_src, arrays.edge_dst])),
                    coarse_size=t(arrays.coarse_size), node_coarse=t(arrays.node_coarse), device_x=t(arrays.device_x),
-                   node_device_sum=t(arrays.node_device_sum), compute_us=t(arrays.compute_us), devices=arrays.devices)
+                   node_device_sum=t(arrays.node_device_sum), compute_us=t(arrays.compute_us), devices=arrays.devices,
+                   boundary=arrays.boundary)
 
     @classmethod
     def from_graph(cls, graph: GraphArrays, cost: CostModel, feature_config: NodeFeatureConfig | None = None, *,
@@ -109,7 +117,7 @@ class HSDAGPolicy(nn.Module):
         self.input_proj = nn.Linear(config.in_features, h)
         self.convs = nn.ModuleList(GCNConv(h, h) for _ in range(config.num_gcn_layers))
         self.pool = GraphParsingPool(h, config.max_pool_iterations, config.score_threshold)
-        self.placer = DevicePlacer(h, config.device_features, config.pair_features, h)
+        self.placer = DevicePlacer(h, config.device_features, config.pair_features, h, config.graph_features)
 
     def reset_parameters(self) -> None:
         self.input_proj.reset_parameters()
@@ -158,7 +166,19 @@ class HSDAGPolicy(nn.Module):
         log_cost = torch.log1p(_segment_sum(inputs.compute_us, group, num)) / 10.0
         relative = log_cost - log_cost.min(dim=1, keepdim=True).values
         pair = torch.cat([nd_mean, log_cost.unsqueeze(-1), relative.unsqueeze(-1)], dim=-1)
-        logits = self.placer(pooled.x, inputs.device_x, pair)
+        graph_x = pooled.x.mean(dim=0) if self.config.graph_features else None
+        coarse_us, coarse_group = inputs.compute_us.detach().cpu().numpy(), group.detach().cpu().numpy()
+
+        def score(around: np.ndarray | None) -> Tensor:
+            features = pair
+            if self.config.placer_inputs == "boundary":  # read after the discrete pooling: no gradient through it
+                boundary = boundary_features(inputs.boundary, coarse_group, num, coarse_us, around)
+                features = torch.cat([pair, torch.from_numpy(boundary).to(pair.device)], dim=-1)
+            return self.placer(pooled.x, inputs.device_x, features, graph_x)
+
+        logits = score(None)
+        for _ in range(self.config.placer_passes - 1):
+            logits = score(logits.detach().argmax(dim=1).cpu().numpy())
         return PolicyOutput(logits=logits, node_group=group[inputs.node_coarse], num_groups=num,
                             edge_logits=pooled.edge_logits, pool_iterations=pooled.iterations)
 

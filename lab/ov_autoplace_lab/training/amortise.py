@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from ov_autoplace.policy.config import PLACER_INPUTS
 from ov_autoplace.policy.decoding import LEGALISED
 from ov_autoplace_lab.training.splits import evaluation_specs, training_specs
 from ov_autoplace_lab.training.targets import TargetOptions
@@ -89,7 +90,9 @@ def cmd_train(args: argparse.Namespace) -> int:
                                  split_weight=args.split_weight, coarsening=args.coarsening,
                                  hold_out_validation=args.hold_out_validation, all_data=args.all_data,
                                  node_weighting=args.node_weighting, gcn_layers=args.gcn_layers,
-                                 mining=args.mining, check_every=args.check_every)
+                                 mining=args.mining, check_every=args.check_every, placer_inputs=args.placer_inputs,
+                                 placer_passes=args.placer_passes, freeze_grouping=args.freeze_grouping,
+                                 lr_schedule=args.lr_schedule)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -224,6 +227,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--gcn-layers", type=int, metavar="N",
                    help="GCN layers of the trained policy (default: the start policy's, 2); more: the start policy's "
                         "weights where they fit and fresh extra layers (imitation.with_gcn_layers)")
+    r.add_argument("--placer-inputs", choices=PLACER_INPUTS,
+                   help="what the placer reads (default: the start policy's); boundary: also what moving each group "
+                        "trades against its compute gain, and a whole-graph summary, the new weights starting at 0 "
+                        "so training starts from the start policy's placements (imitation.with_placer_inputs)")
+    r.add_argument("--placer-passes", type=int, metavar="N",
+                   help="with boundary inputs: how many times the placer scores the groups, each pass pricing the "
+                        "moves with the neighbours where the previous pass put them (default: the start policy's, 1)")
+    r.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant",
+                   help="the imitation's learning rate: constant, or cosine from --lr to 0 over the imitation steps")
+    r.add_argument("--freeze-grouping", action="store_true",
+                   help="keep the start policy's groups: train the placer and the group embeddings, not the GCN or "
+                        "the parsing network's edge scorer (imitation.freeze_grouping)")
     r.add_argument("--mining", type=float, default=0.0, metavar="W",
                    help="draw the tasks whose one pass misses its target by > 5 %% 1 + W times as often in the next "
                         "--check-every imitation steps (imitation.checked_imitation; 0: off)")

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.policy.config import PLACER_INPUTS
 from ov_autoplace_lab.training.env import SimEnv
 from ov_autoplace_lab.training.robust import robust_env
 from ov_autoplace_lab.training.targets import FITS, MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
@@ -76,6 +77,10 @@ class ImitationConfig:
     gcn_layers: int | None = None  # None: the start policy's; more: the extra layers start fresh (with_gcn_layers)
     mining: float = 0.0  # tasks whose one pass misses its target (one_pass_misses) drawn 1 + this times as often
     check_every: int = 500  # imitation steps between two checks of which tasks the one pass misses (the fit log)
+    placer_inputs: str | None = None  # None: the start policy's; "boundary": with_placer_inputs
+    placer_passes: int | None = None  # None: the start policy's; > 1 needs boundary inputs (with_placer_inputs)
+    freeze_grouping: bool = False  # keep the start policy's groups: freeze_grouping
+    lr_schedule: str = "constant"  # or "cosine": the imitation's rate decays to 0 over imitation_steps
 
     def __post_init__(self) -> None:
         if self.node_weighting not in NODE_WEIGHTINGS:
@@ -84,11 +89,22 @@ class ImitationConfig:
         if self.mining < 0 or self.check_every < 1:
             raise ValueError(f"ImitationConfig.mining must be >= 0 and check_every >= 1, got {self.mining} and "
                              f"{self.check_every}")
+        if self.placer_inputs is not None and self.placer_inputs not in PLACER_INPUTS:
+            raise ValueError(f"ImitationConfig.placer_inputs must be one of {PLACER_INPUTS} (or None: the start "
+                             f"policy's), got {self.placer_inputs!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"ImitationConfig.lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
+        if self.placer_passes is not None and self.placer_passes < 1:
+            raise ValueError(f"ImitationConfig.placer_passes must be >= 1 (or None: the start policy's), got "
+                             f"{self.placer_passes}")
         if self.gcn_layers is not None and self.gcn_layers < 1:
             raise ValueError(f"ImitationConfig.gcn_layers must be >= 1 (or None: the start policy's), got "
                              f"{self.gcn_layers}")
 
 
+#: The imitation's learning rate: ``constant``, or ``cosine`` from ``lr`` to 0 over the imitation steps (the one
+#: pass's fit swings by 10-15 points of the tasks between checks at a constant rate; a decayed rate settles it).
+LR_SCHEDULES = ("constant", "cosine")
 #: ``uniform``: every active node counts 1; ``stakes``: see :func:`node_weights`.
 NODE_WEIGHTINGS = ("uniform", "stakes")
 #: The weight of a node with nothing at stake, relative to the mean stake of the graph's active nodes: small, not
@@ -280,6 +296,41 @@ def with_gcn_layers(policy, layers: int | None, seed: int = 0):
     return deeper
 
 
+def with_placer_inputs(policy, placer_inputs: str | None, passes: int | None = None):
+    """``policy`` reading ``placer_inputs`` (``HSDAGConfig.PLACER_INPUTS``) in ``passes`` placer passes, with its
+    own weights and the weights of the inputs it lacks set to 0, so it places exactly as before until training
+    moves them (later passes then repeat the first); ``None`` keeps the policy's own. Only adding inputs is
+    supported (dropping them would change its placements)."""
+    placer_inputs = placer_inputs or policy.config.placer_inputs
+    passes = passes or policy.config.placer_passes
+    if (placer_inputs, passes) == (policy.config.placer_inputs, policy.config.placer_passes):
+        return policy
+    if policy.config.placer_inputs == "boundary" and placer_inputs != "boundary":
+        raise ValueError(f"a policy reading {policy.config.placer_inputs!r} cannot be narrowed to {placer_inputs!r} "
+                         "without changing its placements; train one with those inputs from scratch")
+    from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy
+
+    wider = HSDAGPolicy(dataclasses.replace(policy.config, placer_inputs=placer_inputs, placer_passes=passes))
+    state = dict(policy.state_dict())
+    own = wider.state_dict()
+    pair = state["placer.lin_pair.weight"]
+    state["placer.lin_pair.weight"] = torch.cat(
+        [pair, torch.zeros(pair.shape[0], own["placer.lin_pair.weight"].shape[1] - pair.shape[1])], dim=1)
+    if "placer.lin_graph.weight" not in state:
+        state["placer.lin_graph.weight"] = torch.zeros_like(own["placer.lin_graph.weight"])
+    wider.load_state_dict(state)
+    return wider
+
+
+def freeze_grouping(policy) -> None:
+    """Stop training what decides the groups - the input projection, the GCN and the parsing network's edge
+    scorer - so the policy keeps the start policy's groups (and their ceiling, ``fit.py``) while imitation trains
+    how groups are embedded and placed."""
+    for module in (policy.input_proj, *policy.convs, policy.pool.score):
+        for parameter in module.parameters():
+            parameter.requires_grad_(False)
+
+
 def task_weights(tasks: list[ImitationTask], split_weight: float) -> np.ndarray:
     """How often each task is drawn: 1, or ``1 + split_weight`` where the target is a split that pays."""
     return np.array([1.0 + split_weight * t.split_pays for t in tasks])
@@ -311,6 +362,8 @@ def checked_imitation(policy, tasks: list[ImitationTask], config: ImitationConfi
     losses: list[float] = []
     fit_log = []
     split = np.array([t.split_pays for t in tasks])
+    scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(config.imitation_steps, 1))
+                 if config.lr_schedule == "cosine" else None)
     done = 0
     while True:
         misses = one_pass_misses(policy, tasks)
@@ -322,19 +375,23 @@ def checked_imitation(policy, tasks: list[ImitationTask], config: ImitationConfi
             return losses, fit_log
         steps = min(config.check_every, config.imitation_steps - done)
         losses += imitate(policy, tasks, steps, optimizer, rng, config.tasks_per_step, progress,
-                          weights * (1.0 + config.mining * misses))
+                          weights * (1.0 + config.mining * misses), scheduler)
         done += steps
 
 
 def imitate(policy, tasks: list[ImitationTask], steps: int, optimizer, rng: np.random.Generator,
-            tasks_per_step: int, progress: bool = True, weights: np.ndarray | None = None) -> list[float]:
-    """``steps`` cross-entropy updates on random batches of ``tasks``; returns the loss per step."""
+            tasks_per_step: int, progress: bool = True, weights: np.ndarray | None = None,
+            scheduler=None) -> list[float]:
+    """``steps`` cross-entropy updates on random batches of ``tasks`` (``scheduler``: stepped after each);
+    returns the loss per step."""
     from tqdm import tqdm
 
     losses = []
     with tqdm(total=steps, disable=not progress, desc="imitation", unit="step") as bar:
         for _ in range(steps):
             losses.append(imitation_step(policy, tasks, optimizer, rng, tasks_per_step, weights))
+            if scheduler is not None:
+                scheduler.step()
             bar.update(1)
             if len(losses) % 25 == 0:
                 bar.set_postfix(loss=f"{np.mean(losses[-25:]):.4f}")
@@ -370,6 +427,9 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
     tasks = build_tasks(directory, specs, probe.config, config.node_weighting)
     policy = with_gcn_layers(with_coarsening(_start_policy(init, config, [t.env for t in tasks]), config.coarsening)
                              if init == "scratch" else probe, config.gcn_layers, config.seed)
+    policy = with_placer_inputs(policy, config.placer_inputs, config.placer_passes)
+    if config.freeze_grouping:
+        freeze_grouping(policy)
     if init == "scratch":
         for t in tasks:
             set_inputs(t, policy.config)
@@ -407,6 +467,7 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
     return trainer.export(output, metadata=meta)
 
 
-__all__ = ["ImitationConfig", "ImitationTask", "NODE_WEIGHTINGS", "active_mask", "build_tasks", "checked_imitation",
-           "imitate", "imitation_loss", "imitation_step", "node_weights", "one_pass_misses", "task_weights",
-           "train_amortised", "with_coarsening", "with_gcn_layers"]
+__all__ = ["ImitationConfig", "ImitationTask", "LR_SCHEDULES", "NODE_WEIGHTINGS", "active_mask", "build_tasks",
+           "checked_imitation", "freeze_grouping", "imitate", "imitation_loss", "imitation_step", "node_weights",
+           "one_pass_misses", "task_weights", "train_amortised", "with_coarsening", "with_gcn_layers",
+           "with_placer_inputs"]

@@ -13,7 +13,8 @@ from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy  # noqa: E402
 from ov_autoplace_lab.training.imitation import (STAKES_FLOOR, ImitationConfig, active_mask,  # noqa: E402
                                                  build_tasks, imitate, imitation_loss, node_weights, set_inputs,
                                                  checked_imitation, one_pass_misses, train_amortised,
-                                                 with_coarsening, with_gcn_layers)
+                                                 with_coarsening, with_gcn_layers, with_placer_inputs,
+                                                 freeze_grouping)
 from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,  # noqa: E402
                                                save_target)
 from ov_autoplace_lab.training.trainer import TrainConfig, make_policy  # noqa: E402
@@ -118,6 +119,56 @@ def test_with_gcn_layers_keeps_what_fits_and_a_deeper_policy_trains_and_exports(
         ImitationConfig(gcn_layers=0)
 
 
+def test_with_placer_inputs_starts_from_the_same_placements_and_trains_the_new_weights(target_dir, tmp_path):
+    """The boundary inputs' weights start at 0: the widened policy's logits are the start policy's on every task;
+    imitation then moves them, and the trained policy exports and loads torch-free."""
+    tasks = build_tasks(target_dir, SPECS, SMALL)
+    policy = make_policy(TrainConfig(seed=0, calibrate_fraction=0.5), [t.env for t in tasks], SMALL)
+    assert with_placer_inputs(policy, None) is policy and with_placer_inputs(policy, "group") is policy
+    wider = with_placer_inputs(policy, "boundary")
+    assert wider.config.placer_inputs == "boundary"
+    with torch.no_grad():
+        for t in tasks:
+            set_inputs(t, policy.config)
+            assert torch.equal(policy(t.inputs).logits, wider(t.inputs).logits)
+    with pytest.raises(ValueError, match="cannot be narrowed"):
+        with_placer_inputs(wider, "group")
+    with pytest.raises(ValueError, match="placer_inputs must be one of"):
+        ImitationConfig(placer_inputs="edges")
+    out = train_amortised(target_dir, tmp_path / "boundary.npz",
+                          ImitationConfig(imitation_steps=4, reinforce_steps=1, tasks_per_step=2,
+                                          placer_inputs="boundary"), specs=SPECS, progress=False)
+    exported = NumpyHSDAGPolicy.load(out)
+    assert exported.config.placer_inputs == "boundary"
+    new_columns = exported.w["placer.lin_pair.weight"][:, -4:]
+    assert np.abs(new_columns).max() > 0 and np.abs(exported.w["placer.lin_graph.weight"]).max() > 0
+
+
+def test_more_placer_passes_start_where_one_pass_was_and_freezing_keeps_the_groups(target_dir):
+    """Widened to 3 passes with zero boundary weights, each pass repeats the first, so the logits are the start
+    policy's; after imitation with the grouping frozen the groups are still the start policy's."""
+    from ov_autoplace_lab.training.imitation import imitate
+
+    tasks = build_tasks(target_dir, SPECS, SMALL)
+    policy = make_policy(TrainConfig(seed=0, calibrate_fraction=0.5), [t.env for t in tasks], SMALL)
+    for t in tasks:
+        set_inputs(t, policy.config)
+    passes = with_placer_inputs(policy, "boundary", 3)
+    assert passes.config.placer_passes == 3 and with_placer_inputs(passes, None, None) is passes
+    with torch.no_grad():
+        before = [policy(t.inputs) for t in tasks]
+        for t, out in zip(tasks, before):
+            assert torch.equal(out.logits, passes(t.inputs).logits)
+    freeze_grouping(passes)
+    imitate(passes, tasks, 5, torch.optim.Adam(passes.parameters(), lr=1e-2), np.random.default_rng(0), 2, False)
+    with torch.no_grad():
+        for t, out in zip(tasks, before):
+            after = passes(t.inputs)
+            assert torch.equal(after.node_group, out.node_group) and not torch.equal(after.logits, out.logits)
+    with pytest.raises(ValueError, match="placer_passes must be >= 1"):
+        ImitationConfig(placer_passes=0)
+
+
 def test_mining_checks_the_one_pass_each_round_and_draws_the_missed_tasks_more(target_dir, monkeypatch):
     """The check is the reward's legalised one pass against the target: a task is missed exactly when that latency
     exceeds 1.05x its target. Each round's draws weigh the missed tasks 1 + mining times."""
@@ -135,7 +186,7 @@ def test_mining_checks_the_one_pass_each_round_and_draws_the_missed_tasks_more(t
     from ov_autoplace_lab.training import imitation
 
     real = imitation.imitate
-    monkeypatch.setattr(imitation, "imitate", lambda p, ts, steps, opt, rng, k, progress, weights:
+    monkeypatch.setattr(imitation, "imitate", lambda p, ts, steps, opt, rng, k, progress, weights, scheduler=None:
                         drawn.append(np.asarray(weights).copy()) or real(p, ts, steps, opt, rng, k, progress, weights))
     config = ImitationConfig(imitation_steps=4, tasks_per_step=2, mining=3.0, check_every=2)
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
@@ -172,3 +223,19 @@ def test_stakes_weights_follow_what_a_node_costs_to_get_wrong(target_dir):
         ImitationConfig(node_weighting="cost")
     with pytest.raises(ValueError, match="one of"):
         node_weights(graph, cost, "cost")
+
+
+def test_a_cosine_schedule_ends_the_imitation_at_rate_zero(target_dir):
+    tasks = build_tasks(target_dir, SPECS, SMALL)
+    policy = make_policy(TrainConfig(seed=0, calibrate_fraction=0.5), [t.env for t in tasks], SMALL)
+    for t in tasks:
+        set_inputs(t, policy.config)
+    rates = {}
+    for schedule in ("constant", "cosine"):
+        optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+        config = ImitationConfig(imitation_steps=4, tasks_per_step=2, check_every=2, lr_schedule=schedule)
+        checked_imitation(policy, tasks, config, optimizer, np.random.default_rng(0), np.ones(len(tasks)), False)
+        rates[schedule] = optimizer.param_groups[0]["lr"]
+    assert rates["constant"] == 1e-3 and rates["cosine"] < 1e-9
+    with pytest.raises(ValueError, match="lr_schedule must be one of"):
+        ImitationConfig(lr_schedule="step")

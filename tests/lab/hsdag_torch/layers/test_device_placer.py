@@ -24,4 +24,17 @@ def test_scores_each_pair_with_shared_weights():
     cat = torch.cat([groups[:, None].expand(5, 4, 8), devices[None].expand(5, 4, 3), pairs], dim=-1)
     expected = placer.out(torch.relu(cat @ w.T + placer.lin_group.bias)).squeeze(-1)
     assert torch.allclose(logits, expected, atol=1e-5)
-    assert "DevicePlacer(group=8, device=3, pair=2, hidden=16)" == repr(placer)
+    assert "DevicePlacer(group=8, device=3, pair=2, graph=0, hidden=16)" == repr(placer)
+
+
+def test_a_whole_graph_summary_joins_every_pair():
+    torch.manual_seed(0)
+    placer = DevicePlacer(8, 3, 2, 16, graph_channels=8)
+    groups, devices, pairs = torch.randn(5, 8), torch.randn(4, 3), torch.randn(5, 4, 2)
+    summary = groups.mean(0)
+    logits = placer(groups, devices, pairs, summary)
+    hidden = (placer.lin_group(groups)[:, None] + placer.lin_device(devices)[None] + placer.lin_pair(pairs)
+              + placer.lin_graph(summary))
+    assert torch.allclose(logits, placer.out(torch.relu(hidden)).squeeze(-1), atol=1e-6)
+    with pytest.raises(ValueError, match="pass graph_x"):
+        placer(groups, devices, pairs)
