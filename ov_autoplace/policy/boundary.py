@@ -23,10 +23,12 @@ a move worth 10 % of the model reads 1); and, equal for every group, the sum of
 the positive savings on ``d`` as a share of that time (clipped to [0, 2]): how
 much the whole graph could gain on ``d``, the per-device threshold's input.
 
-Neighbours are assumed on ``r`` (they are placed in the same pass), so a chain of
-groups that all move counts its inner boundaries; the placer learns how far to
-trust that. Everything here is numpy on discrete inputs (no weights), shared by
-the torch model and the numpy twin, so both forward passes read the same numbers.
+In the placer's first pass the neighbours are on ``r``, so a chain of groups that
+all move counts its inner boundaries; with ``placer_passes`` > 1 each later pass
+prices the moves with every group where the previous pass put it
+(:meth:`GroupBoundary.features`' ``around``). Everything here is numpy on discrete
+inputs (no weights), shared by the torch model and the numpy twin, so both
+forward passes read the same numbers.
 """
 
 from __future__ import annotations
@@ -76,45 +78,55 @@ def boundary_inputs(graph: GraphArrays, cost: CostModel, node_coarse: np.ndarray
         overhead_us=np.asarray(cost.submodel_overhead_ms, np.float64) * 1e3)
 
 
-def boundary_features(inputs: BoundaryInputs, coarse_group: np.ndarray, num_groups: int, coarse_us: np.ndarray,
-                      around: np.ndarray | None = None) -> np.ndarray:
-    """float32 [G, D, 4] (:data:`BOUNDARY_FEATURE_NAMES`) for the groups ``coarse_group`` [C] -> [0, G) makes;
-    ``coarse_us`` [C, D]: each coarse node's compute microseconds per device (``PolicyArrays.compute_us``).
+class GroupBoundary:
+    """The boundary of the groups ``coarse_group`` [C] -> [0, G) makes, priced per (group, device) by
+    :meth:`features`. ``coarse_us`` [C, D]: each coarse node's compute microseconds per device
+    (``PolicyArrays.compute_us``). What does not depend on where the groups are - their compute, the reference
+    device, the distinct tensors between them - is found once here, for every placer pass that prices them."""
 
-    ``around`` int [G]: the device each group is on as the move is priced (a previous pass's greedy placement);
-    ``None``: every group on the reference device. A group's move is priced against its own device there, its
-    neighbours staying where ``around`` puts them; a submodel's overhead counts where no neighbour is on ``d``.
-    """
-    coarse_group = np.asarray(coarse_group, np.int64)
-    group_us = segment_sum(np.asarray(coarse_us, np.float64), coarse_group, num_groups)
-    devices = group_us.shape[1]
-    ref = int(group_us.sum(axis=0).argmin())
-    on = np.full(num_groups, ref, np.int64) if around is None else np.asarray(around, np.int64)
-    g_src, g_dst = coarse_group[inputs.src], coarse_group[inputs.dst]
-    across = g_src != g_dst
-    # one tensor reaching one group is one transfer, however many of its nodes read it
-    key = np.unique(np.stack([inputs.tensor[across], g_dst[across], g_src[across]], 1), axis=0,
-                    return_index=True)[1] if across.any() else np.zeros(0, np.int64)
-    idx = np.flatnonzero(across)[key]
-    nbytes, into, out_of = inputs.nbytes[idx, None], g_dst[idx], g_src[idx]
-    lat, per_byte = inputs.latency_us, inputs.us_per_byte  # zero diagonals: nothing to send on one device
-    # the receiving group on d reads from its producer's device; the sending group on d writes to its consumer's
-    transfer = (segment_sum(lat[on[out_of]] + nbytes * per_byte[on[out_of]], into, num_groups)
-                + segment_sum(lat[:, on[into]].T + nbytes * per_byte[:, on[into]].T, out_of, num_groups))
-    neighbour_on = np.zeros((num_groups, devices), bool)
-    neighbour_on[into, on[out_of]] = True
-    neighbour_on[out_of, on[into]] = True
-    own = np.arange(devices)[None, :] == on[:, None]
-    transfer = transfer + np.where(own | neighbour_on, 0.0, inputs.overhead_us[None, :])
-    local = group_us + transfer
-    net = np.take_along_axis(local, on[:, None], 1) - local
-    total = max(float(group_us[:, ref].sum()), 1e-9)
-    out = np.zeros((num_groups, devices, len(BOUNDARY_FEATURE_NAMES)))
-    out[..., 0] = np.log1p(transfer) / 10.0
-    out[..., 1] = np.sign(net) * np.log1p(np.abs(net)) / 10.0
-    out[..., 2] = np.clip(10.0 * net / total, -1.0, 1.0)
-    out[..., 3] = np.clip(np.maximum(net, 0.0).sum(axis=0) / total, 0.0, 2.0)[None, :]
-    return out.astype(np.float32)
+    def __init__(self, inputs: BoundaryInputs, coarse_group: np.ndarray, num_groups: int,
+                 coarse_us: np.ndarray) -> None:
+        coarse_group = np.asarray(coarse_group, np.int64)
+        self.inputs, self.num_groups = inputs, num_groups
+        self.group_us = segment_sum(np.asarray(coarse_us, np.float64), coarse_group, num_groups)
+        self.ref = int(self.group_us.sum(axis=0).argmin())
+        self.total_us = max(float(self.group_us[:, self.ref].sum()), 1e-9)
+        g_src, g_dst = coarse_group[inputs.src], coarse_group[inputs.dst]
+        across = g_src != g_dst
+        # one tensor reaching one group is one transfer, however many of its nodes read it
+        key = np.unique(np.stack([inputs.tensor[across], g_dst[across], g_src[across]], 1), axis=0,
+                        return_index=True)[1] if across.any() else np.zeros(0, np.int64)
+        idx = np.flatnonzero(across)[key]
+        self.nbytes, self.into, self.out_of = inputs.nbytes[idx, None], g_dst[idx], g_src[idx]
+
+    def features(self, around: np.ndarray | None = None) -> np.ndarray:
+        """float32 [G, D, 4] (:data:`BOUNDARY_FEATURE_NAMES`).
+
+        ``around`` int [G]: the device each group is on as the move is priced (a previous pass's greedy
+        placement); ``None``: every group on the reference device. A group's move is priced against its own
+        device there, its neighbours staying where ``around`` puts them; a submodel's overhead counts where no
+        neighbour is on ``d``.
+        """
+        num_groups, devices = self.group_us.shape
+        on = np.full(num_groups, self.ref, np.int64) if around is None else np.asarray(around, np.int64)
+        nbytes, into, out_of = self.nbytes, self.into, self.out_of
+        lat, per_byte = self.inputs.latency_us, self.inputs.us_per_byte  # zero diagonals: nothing to send
+        # the receiving group on d reads from its producer's device; the sending group on d writes to its consumer's
+        transfer = (segment_sum(lat[on[out_of]] + nbytes * per_byte[on[out_of]], into, num_groups)
+                    + segment_sum(lat[:, on[into]].T + nbytes * per_byte[:, on[into]].T, out_of, num_groups))
+        neighbour_on = np.zeros((num_groups, devices), bool)
+        neighbour_on[into, on[out_of]] = True
+        neighbour_on[out_of, on[into]] = True
+        own = np.arange(devices)[None, :] == on[:, None]
+        transfer = transfer + np.where(own | neighbour_on, 0.0, self.inputs.overhead_us[None, :])
+        local = self.group_us + transfer
+        net = np.take_along_axis(local, on[:, None], 1) - local
+        out = np.zeros((num_groups, devices, len(BOUNDARY_FEATURE_NAMES)))
+        out[..., 0] = np.log1p(transfer) / 10.0
+        out[..., 1] = np.sign(net) * np.log1p(np.abs(net)) / 10.0
+        out[..., 2] = np.clip(10.0 * net / self.total_us, -1.0, 1.0)
+        out[..., 3] = np.clip(np.maximum(net, 0.0).sum(axis=0) / self.total_us, 0.0, 2.0)[None, :]
+        return out.astype(np.float32)
 
 
-__all__ = ["BOUNDARY_FEATURE_NAMES", "BoundaryInputs", "boundary_features", "boundary_inputs"]
+__all__ = ["BOUNDARY_FEATURE_NAMES", "BoundaryInputs", "GroupBoundary", "boundary_inputs"]

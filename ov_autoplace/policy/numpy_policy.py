@@ -20,7 +20,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
-from ov_autoplace.policy.boundary import boundary_features
+from ov_autoplace.policy.boundary import GroupBoundary
 from ov_autoplace.policy.config import HSDAGConfig
 from ov_autoplace.policy.policy_file import ExportedPolicy, PolicyFormatError, load_policy_file
 from ov_autoplace.policy.features import NodeFeatureConfig
@@ -171,11 +171,13 @@ class NumpyHSDAGPolicy:
         if c.graph_features:
             fixed = fixed + self._linear(z.mean(axis=0), "placer.lin_graph", bias=False)
 
+        boundary = (GroupBoundary(arrays.boundary, group, num, arrays.compute_us)
+                    if c.placer_inputs == "boundary" else None)
+
         def score(around: np.ndarray | None) -> np.ndarray:
             inputs = pair
-            if c.placer_inputs == "boundary":
-                boundary = boundary_features(arrays.boundary, group, num, arrays.compute_us, around)
-                inputs = np.concatenate([pair, boundary], axis=-1)
+            if boundary is not None:
+                inputs = np.concatenate([pair, boundary.features(around)], axis=-1)
             hidden = fixed + self._linear(inputs, "placer.lin_pair", bias=False)
             return self._linear(_relu(hidden), "placer.out")[..., 0]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.policy import build_policy_arrays
-from ov_autoplace.policy.boundary import BOUNDARY_FEATURE_NAMES, BoundaryInputs, boundary_features
+from ov_autoplace.policy.boundary import BOUNDARY_FEATURE_NAMES, BoundaryInputs, GroupBoundary
 from ov_autoplace.policy.config import HSDAGConfig
 from ov_autoplace.policy.policy_file import expected_feature_names
 from tests.policy.conftest import stand_in_cost_model
@@ -30,7 +30,7 @@ def test_a_chain_by_hand():
     """0 -> 1 -> 2, each coarse node its own group; device 0 is the cheaper one over the graph (the reference)."""
     inputs = _inputs(src=[0, 1], dst=[1, 2], tensor=[0, 1], nbytes=[1000, 2000])
     us = np.array([[100.0, 300.0], [500.0, 100.0], [100.0, 300.0]])
-    f = boundary_features(inputs, np.arange(3), 3, us)
+    f = GroupBoundary(inputs, np.arange(3), 3, us).features()
     assert f.shape == (3, 2, len(BOUNDARY_FEATURE_NAMES)) and f.dtype == np.float32
     # the middle group on device 1: one tensor in over 0 -> 1, one out over 1 -> 0, one submodel on 1
     transfer = 10.0 + 1000 * 0.001 + 20.0 + 2000 * 0.002 + 7.0
@@ -50,8 +50,8 @@ def test_groups_see_only_their_own_boundary_and_a_tensor_once_per_receiving_grou
     """Node 0's one output feeds coarse nodes 1 and 2; grouped together they receive it once."""
     inputs = _inputs(src=[0, 0, 1], dst=[1, 2, 2], tensor=[0, 0, 1], nbytes=[4000, 4000, 10])
     us = np.array([[10.0, 500.0], [100.0, 10.0], [100.0, 10.0]])  # device 0 is the reference
-    together = boundary_features(inputs, np.array([0, 1, 1]), 2, us)
-    apart = boundary_features(inputs, np.arange(3), 3, us)
+    together = GroupBoundary(inputs, np.array([0, 1, 1]), 2, us).features()
+    apart = GroupBoundary(inputs, np.arange(3), 3, us).features()
     once = 10.0 + 4000 * 0.001 + 7.0  # no output leaves group 1
     np.testing.assert_allclose(_column(together, "log_boundary_transfer_us")[1, 1], np.log1p(once) / 10, rtol=1e-6)
     # apart, coarse node 1 also sends its 10 bytes to node 2
@@ -62,7 +62,7 @@ def test_groups_see_only_their_own_boundary_and_a_tensor_once_per_receiving_grou
 def test_the_reference_is_the_cheaper_device_over_the_whole_graph():
     inputs = _inputs(src=[0], dst=[1], tensor=[0], nbytes=[100])
     us = np.array([[100.0, 10.0], [100.0, 10.0]])  # device 1 is the graph's best
-    f = boundary_features(inputs, np.arange(2), 2, us)
+    f = GroupBoundary(inputs, np.arange(2), 2, us).features()
     assert not _column(f, "log_boundary_transfer_us")[:, 1].any() and _column(f, "net_saving_share")[:, 0].max() < 0
 
 
@@ -74,7 +74,7 @@ def test_policy_arrays_carry_the_edges_between_coarse_nodes(synthetic_prepared):
     assert (b.src != b.dst).all() and b.src.max() < arrays.num_coarse and (b.nbytes >= 0).all()
     inside = arrays.node_coarse[graph.edge_src] == arrays.node_coarse[graph.edge_dst]
     assert b.src.shape[0] == int((~inside).sum())
-    f = boundary_features(b, np.arange(arrays.num_coarse), arrays.num_coarse, arrays.compute_us)
+    f = GroupBoundary(b, np.arange(arrays.num_coarse), arrays.num_coarse, arrays.compute_us).features()
     assert f.shape == (arrays.num_coarse, 3, 4) and np.isfinite(f).all()
 
 
@@ -95,7 +95,7 @@ def test_a_later_pass_prices_the_moves_with_the_neighbours_where_the_previous_pa
     """The chain again, with the first two groups already on device 1 and the last on device 0."""
     inputs = _inputs(src=[0, 1], dst=[1, 2], tensor=[0, 1], nbytes=[1000, 2000])
     us = np.array([[100.0, 300.0], [500.0, 100.0], [100.0, 300.0]])
-    f = boundary_features(inputs, np.arange(3), 3, us, around=np.array([1, 1, 0]))
+    f = GroupBoundary(inputs, np.arange(3), 3, us).features(np.array([1, 1, 0]))
     # the middle group stays on 1: its input is there already, its output goes 1 -> 0; no new submodel
     stay = 2000 * 0.002 + 20.0
     np.testing.assert_allclose(_column(f, "log_boundary_transfer_us")[1, 1], np.log1p(stay) / 10, rtol=1e-6)
@@ -105,5 +105,5 @@ def test_a_later_pass_prices_the_moves_with_the_neighbours_where_the_previous_pa
     np.testing.assert_allclose(_column(f, "log_net_saving_us")[1, 0], -np.log1p(-saving) / 10, rtol=1e-6)
     assert _column(f, "net_saving_share")[1, 1] == 0.0  # staying saves nothing
     # all on the reference device reads as no placement at all
-    np.testing.assert_array_equal(boundary_features(inputs, np.arange(3), 3, us, around=np.zeros(3, int)),
-                                  boundary_features(inputs, np.arange(3), 3, us))
+    np.testing.assert_array_equal(GroupBoundary(inputs, np.arange(3), 3, us).features(np.zeros(3, int)),
+                                  GroupBoundary(inputs, np.arange(3), 3, us).features())

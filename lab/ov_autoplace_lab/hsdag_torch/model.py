@@ -37,7 +37,7 @@ from torch import Tensor, nn
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
-from ov_autoplace.policy.boundary import BoundaryInputs, boundary_features
+from ov_autoplace.policy.boundary import BoundaryInputs, GroupBoundary
 from ov_autoplace.policy.config import HSDAGConfig
 from ov_autoplace.policy.features import NodeFeatureConfig
 from ov_autoplace.policy.inputs import PolicyArrays, build_policy_arrays
@@ -167,13 +167,14 @@ class HSDAGPolicy(nn.Module):
         relative = log_cost - log_cost.min(dim=1, keepdim=True).values
         pair = torch.cat([nd_mean, log_cost.unsqueeze(-1), relative.unsqueeze(-1)], dim=-1)
         graph_x = pooled.x.mean(dim=0) if self.config.graph_features else None
-        coarse_us, coarse_group = inputs.compute_us.detach().cpu().numpy(), group.detach().cpu().numpy()
+        boundary = (GroupBoundary(inputs.boundary, group.detach().cpu().numpy(), num,
+                                  inputs.compute_us.detach().cpu().numpy())
+                    if self.config.placer_inputs == "boundary" else None)  # after the discrete pooling: no gradient
 
         def score(around: np.ndarray | None) -> Tensor:
             features = pair
-            if self.config.placer_inputs == "boundary":  # read after the discrete pooling: no gradient through it
-                boundary = boundary_features(inputs.boundary, coarse_group, num, coarse_us, around)
-                features = torch.cat([pair, torch.from_numpy(boundary).to(pair.device)], dim=-1)
+            if boundary is not None:
+                features = torch.cat([pair, torch.from_numpy(boundary.features(around)).to(pair.device)], dim=-1)
             return self.placer(pooled.x, inputs.device_x, features, graph_x)
 
         logits = score(None)
