@@ -86,13 +86,15 @@ class PolicyInputs:
 @dataclasses.dataclass
 class PolicyOutput:
     """``logits`` [G, D]; ``node_group`` int64 [N] (original node -> group); ``edge_logits``: the
-    graph-parsing scores of each pooling iteration (for diagnostics or regularisers)."""
+    graph-parsing scores of each pooling iteration, ``levels`` the coarse-node edges they score (for diagnostics
+    or regularisers: ``imitation.grouping_loss``)."""
 
     logits: Tensor
     node_group: Tensor
     num_groups: int
     edge_logits: list[Tensor]
     pool_iterations: int
+    levels: list = dataclasses.field(default_factory=list)  # ScoredLevel per entry of edge_logits
 
 
 @dataclasses.dataclass
@@ -181,7 +183,7 @@ class HSDAGPolicy(nn.Module):
         for _ in range(self.config.placer_passes - 1):
             logits = score(logits.detach().argmax(dim=1).cpu().numpy())
         return PolicyOutput(logits=logits, node_group=group[inputs.node_coarse], num_groups=num,
-                            edge_logits=pooled.edge_logits, pool_iterations=pooled.iterations)
+                            edge_logits=pooled.edge_logits, pool_iterations=pooled.iterations, levels=pooled.levels)
 
     def extra_repr(self) -> str:
         c = self.config

@@ -92,7 +92,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                  node_weighting=args.node_weighting, gcn_layers=args.gcn_layers,
                                  mining=args.mining, check_every=args.check_every, placer_inputs=args.placer_inputs,
                                  placer_passes=args.placer_passes, freeze_grouping=args.freeze_grouping,
-                                 lr_schedule=args.lr_schedule)
+                                 lr_schedule=args.lr_schedule, grouping_weight=args.grouping_weight)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -239,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--freeze-grouping", action="store_true",
                    help="keep the start policy's groups: train the placer and the group embeddings, not the GCN or "
                         "the parsing network's edge scorer (imitation.freeze_grouping)")
+    r.add_argument("--grouping-weight", type=float, default=0.0, metavar="W",
+                   help="also train the parsing network's edge scores not to merge what the target places apart, "
+                        "with this weight against the cross-entropy (imitation.grouping_loss; 0: off)")
     r.add_argument("--mining", type=float, default=0.0, metavar="W",
                    help="draw the tasks whose one pass misses its target by > 5 %% 1 + W times as often in the next "
                         "--check-every imitation steps (imitation.checked_imitation; 0: off)")

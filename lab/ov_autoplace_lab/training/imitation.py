@@ -29,6 +29,14 @@ policy places whole groups, so a group that mixes target devices can only
 match its majority; the loss still moves the group embeddings (and through
 them the GCN) toward the split.
 
+With ``grouping_weight`` > 0 the parsing network's edge scores are also
+trained (:func:`grouping_loss`): an edge whose merge would put nodes the
+target places apart into one group is pushed below the merge threshold, in
+proportion to the stakes the merge would misplace. The cross-entropy reaches
+the scorer only through the group embeddings' confidence weights, so without
+it nothing stops the grouping from drifting while the GCN trains for the
+placer (2 of 9 multi-pass runs lost half their ceiling that way, issue 22).
+
 Then REINFORCE on the simulator as in pretraining (``Trainer``, reward
 ``-log(latency)``, legalised with the inference bound of 8 submodels), with one
 imitation step after every policy-gradient step so the policy-gradient noise
@@ -81,11 +89,14 @@ class ImitationConfig:
     placer_passes: int | None = None  # None: the start policy's; > 1 needs boundary inputs (with_placer_inputs)
     freeze_grouping: bool = False  # keep the start policy's groups: freeze_grouping
     lr_schedule: str = "constant"  # or "cosine": the imitation's rate decays to 0 over imitation_steps
+    grouping_weight: float = 0.0  # > 0: grouping_loss added to every imitation step with this weight
 
     def __post_init__(self) -> None:
         if self.node_weighting not in NODE_WEIGHTINGS:
             raise ValueError(f"ImitationConfig.node_weighting must be one of {NODE_WEIGHTINGS}, got "
                              f"{self.node_weighting!r}")
+        if not self.grouping_weight >= 0:
+            raise ValueError(f"ImitationConfig.grouping_weight must be >= 0, got {self.grouping_weight}")
         if self.mining < 0 or self.check_every < 1:
             raise ValueError(f"ImitationConfig.mining must be >= 0 and check_every >= 1, got {self.mining} and "
                              f"{self.check_every}")
@@ -154,18 +165,58 @@ class ImitationTask:
     best_single_ms: float = float("inf")
     target: torch.Tensor | None = None  # int64 [N]: what is imitated (expressible_target), set with the inputs
     target_ms: float = float("inf")
+    coarse_votes: np.ndarray | None = None  # float [C, D]: each coarse node's node weights per target device
 
     @property
     def split_pays(self) -> bool:
         return self.target_ms <= 0.98 * self.best_single_ms
 
 
-def imitation_loss(policy, task: ImitationTask) -> torch.Tensor:
-    """The weighted cross-entropy of the module docstring on one task."""
+def imitation_loss(policy, task: ImitationTask, grouping_weight: float = 0.0) -> torch.Tensor:
+    """The weighted cross-entropy of the module docstring on one task (+ ``grouping_weight`` x
+    :func:`grouping_loss`)."""
     output = policy(task.inputs)
     log_p = torch.log_softmax(output.logits, dim=-1)[output.node_group]  # [N, D]
     picked = log_p.gather(1, task.target.unsqueeze(1)).squeeze(1)
-    return -(task.weight * picked).sum() / task.weight.sum().clamp(min=1.0)
+    loss = -(task.weight * picked).sum() / task.weight.sum().clamp(min=1.0)
+    if grouping_weight > 0:
+        loss = loss + grouping_weight * grouping_loss(output, task.coarse_votes, policy.pool.threshold_logit)
+    return loss
+
+
+def merge_impurity(votes: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """float [E]: the weight a merge of ``u`` and ``v`` adds to the nodes off their group's majority device.
+
+    ``votes`` [n, D] is each node's weight per target device; a group's off-majority weight is
+    ``sum - max`` of its votes, and the merge's share is what the union has beyond the two parts' own, so an
+    edge between nodes the target keeps together costs 0 and a merge of two pure groups of different devices
+    costs the smaller side's weight.
+    """
+    def off_majority(x: np.ndarray) -> np.ndarray:
+        return x.sum(1) - x.max(1) if x.shape[1] else np.zeros(x.shape[0])
+
+    return np.maximum(off_majority(votes[u] + votes[v]) - off_majority(votes[u]) - off_majority(votes[v]), 0.0)
+
+
+def grouping_loss(output, coarse_votes: np.ndarray, threshold_logit: float) -> torch.Tensor:
+    """``sum_levels sum_e share_e * softplus(logit_e - threshold)``, ``share_e`` the weight the edge's merge would
+    misplace (:func:`merge_impurity`) over the task's total: each scored edge whose merge would join what the
+    target places apart is pushed below the merge threshold, the heavier the misplacement the harder. Edges the
+    target keeps together are left to the cross-entropy. ``coarse_votes`` [C, D]: the target's node weights per
+    device summed over each coarse node (the pooling's input nodes)."""
+    total = float(coarse_votes.sum())
+    loss = output.logits.new_zeros(())
+    if total <= 0:
+        return loss
+    for logit, level in zip(output.edge_logits, output.levels):
+        num = int(level.member.max()) + 1 if level.member.size else 0
+        votes = np.zeros((num, coarse_votes.shape[1]))
+        np.add.at(votes, level.member, coarse_votes)
+        share = merge_impurity(votes, level.u, level.v) / total
+        if share.any():
+            weight = torch.as_tensor(share, dtype=logit.dtype, device=logit.device)
+            loss = loss + (weight * torch.nn.functional.softplus(logit - threshold_logit)).sum()
+    return loss
 
 
 def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config,
@@ -204,6 +255,8 @@ def set_inputs(task: ImitationTask, policy_config) -> None:
         starts.append(expressible_target(task.env, chain_coarsen(task.env.graph).group_of_node, search, active)[0])
     row, ms = expressible_target(task.env, coarse, search, active, extra_starts=starts)
     task.target, task.target_ms = torch.as_tensor(row), ms
+    task.coarse_votes = np.zeros((int(coarse.max()) + 1, len(task.env.devices)))
+    np.add.at(task.coarse_votes, (coarse, row), task.weight.numpy().astype(np.float64))
 
 
 def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray, active: np.ndarray,
@@ -375,21 +428,21 @@ def checked_imitation(policy, tasks: list[ImitationTask], config: ImitationConfi
             return losses, fit_log
         steps = min(config.check_every, config.imitation_steps - done)
         losses += imitate(policy, tasks, steps, optimizer, rng, config.tasks_per_step, progress,
-                          weights * (1.0 + config.mining * misses), scheduler)
+                          weights * (1.0 + config.mining * misses), scheduler, config.grouping_weight)
         done += steps
 
 
 def imitate(policy, tasks: list[ImitationTask], steps: int, optimizer, rng: np.random.Generator,
             tasks_per_step: int, progress: bool = True, weights: np.ndarray | None = None,
-            scheduler=None) -> list[float]:
-    """``steps`` cross-entropy updates on random batches of ``tasks`` (``scheduler``: stepped after each);
-    returns the loss per step."""
+            scheduler=None, grouping_weight: float = 0.0) -> list[float]:
+    """``steps`` cross-entropy updates on random batches of ``tasks`` (``scheduler``: stepped after each;
+    ``grouping_weight``: :func:`imitation_loss`'s); returns the loss per step."""
     from tqdm import tqdm
 
     losses = []
     with tqdm(total=steps, disable=not progress, desc="imitation", unit="step") as bar:
         for _ in range(steps):
-            losses.append(imitation_step(policy, tasks, optimizer, rng, tasks_per_step, weights))
+            losses.append(imitation_step(policy, tasks, optimizer, rng, tasks_per_step, weights, grouping_weight))
             if scheduler is not None:
                 scheduler.step()
             bar.update(1)
@@ -398,13 +451,14 @@ def imitate(policy, tasks: list[ImitationTask], steps: int, optimizer, rng: np.r
     return losses
 
 
-def imitation_step(policy, tasks, optimizer, rng, tasks_per_step: int, weights: np.ndarray | None = None) -> float:
+def imitation_step(policy, tasks, optimizer, rng, tasks_per_step: int, weights: np.ndarray | None = None,
+                   grouping_weight: float = 0.0) -> float:
     p = None if weights is None else weights / weights.sum()
     batch = rng.choice(len(tasks), size=min(tasks_per_step, len(tasks)), replace=False, p=p)
     optimizer.zero_grad()
     total = 0.0
     for i in batch:
-        loss = imitation_loss(policy, tasks[int(i)]) / len(batch)
+        loss = imitation_loss(policy, tasks[int(i)], grouping_weight) / len(batch)
         loss.backward()
         total += float(loss.detach())
     torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
@@ -451,7 +505,8 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
         for _ in range(config.reinforce_steps):
             trainer.step()
             if config.imitation_steps:  # keep the imitated splits (see the module docstring)
-                losses.append(imitation_step(policy, tasks, trainer.optimizer, rng, config.tasks_per_step, weights))
+                losses.append(imitation_step(policy, tasks, trainer.optimizer, rng, config.tasks_per_step, weights,
+                                             config.grouping_weight))
             bar.update(1)
     meta = {"recipe": "ov_autoplace_lab.training.amortise (issue 22)", "init": init,
             "imitation": dataclasses.asdict(config), "targets_dir": str(directory), "num_tasks": len(tasks),
@@ -468,6 +523,6 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
 
 
 __all__ = ["ImitationConfig", "ImitationTask", "LR_SCHEDULES", "NODE_WEIGHTINGS", "active_mask", "build_tasks",
-           "checked_imitation", "freeze_grouping", "imitate", "imitation_loss", "imitation_step", "node_weights",
-           "one_pass_misses", "task_weights", "train_amortised", "with_coarsening", "with_gcn_layers",
-           "with_placer_inputs"]
+           "checked_imitation", "freeze_grouping", "grouping_loss", "imitate", "imitation_loss", "imitation_step",
+           "merge_impurity", "node_weights", "one_pass_misses", "task_weights", "train_amortised", "with_coarsening",
+           "with_gcn_layers", "with_placer_inputs"]

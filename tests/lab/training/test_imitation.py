@@ -14,7 +14,7 @@ from ov_autoplace_lab.training.imitation import (STAKES_FLOOR, ImitationConfig, 
                                                  build_tasks, imitate, imitation_loss, node_weights, set_inputs,
                                                  checked_imitation, one_pass_misses, train_amortised,
                                                  with_coarsening, with_gcn_layers, with_placer_inputs,
-                                                 freeze_grouping)
+                                                 freeze_grouping, grouping_loss, merge_impurity)
 from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,  # noqa: E402
                                                save_target)
 from ov_autoplace_lab.training.trainer import TrainConfig, make_policy  # noqa: E402
@@ -186,7 +186,7 @@ def test_mining_checks_the_one_pass_each_round_and_draws_the_missed_tasks_more(t
     from ov_autoplace_lab.training import imitation
 
     real = imitation.imitate
-    monkeypatch.setattr(imitation, "imitate", lambda p, ts, steps, opt, rng, k, progress, weights, scheduler=None:
+    monkeypatch.setattr(imitation, "imitate", lambda p, ts, steps, opt, rng, k, progress, weights, *rest:
                         drawn.append(np.asarray(weights).copy()) or real(p, ts, steps, opt, rng, k, progress, weights))
     config = ImitationConfig(imitation_steps=4, tasks_per_step=2, mining=3.0, check_every=2)
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
@@ -239,3 +239,51 @@ def test_a_cosine_schedule_ends_the_imitation_at_rate_zero(target_dir):
     assert rates["constant"] == 1e-3 and rates["cosine"] < 1e-9
     with pytest.raises(ValueError, match="lr_schedule must be one of"):
         ImitationConfig(lr_schedule="step")
+
+
+def test_merge_impurity_counts_only_the_weight_a_merge_newly_puts_off_its_majority():
+    votes = np.array([[3.0, 0.0], [0.0, 1.0], [2.0, 0.0], [1.0, 1.0]])
+    u, v = np.array([0, 0, 3, 3]), np.array([1, 2, 0, 1])
+    # 0-1: two pure groups of different devices, the lighter side (1) goes off majority; 0-2: same device;
+    # 3 is already mixed (1 off): joined to 0 or 1 it adds nothing beyond what it had
+    assert merge_impurity(votes, u, v).tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert merge_impurity(np.array([[0.0, 0.0], [2.0, 0.0]]), np.array([0]), np.array([1])).tolist() == [0.0]
+
+
+def test_grouping_loss_by_hand_and_its_gradient_lowers_only_the_merges_that_mix():
+    from types import SimpleNamespace
+
+    from ov_autoplace_lab.hsdag_torch.layers.graph_parsing_pool import ScoredLevel
+
+    votes = np.array([[3.0, 0.0], [0.0, 1.0], [2.0, 0.0]])  # coarse nodes 0 and 2 on device 0, 1 on device 1
+    first = torch.tensor([0.5, 2.0], requires_grad=True)  # edges 0-1 (mixes) and 0-2 (does not)
+    second = torch.tensor([1.0], requires_grad=True)  # level 2: {0, 2} against {1}
+    levels = [ScoredLevel(np.array([0, 0]), np.array([1, 2]), np.arange(3)),
+              ScoredLevel(np.array([0]), np.array([1]), np.array([0, 1, 0]))]
+    output = SimpleNamespace(logits=torch.zeros(2, 2), edge_logits=[first, second], levels=levels)
+    loss = grouping_loss(output, votes, threshold_logit=0.0)
+    softplus = lambda x: float(np.log1p(np.exp(x)))  # noqa: E731
+    assert float(loss) == pytest.approx(1 / 6 * softplus(0.5) + 1 / 6 * softplus(1.0))
+    loss.backward()
+    assert first.grad[0] > 0 and first.grad[1] == 0 and second.grad[0] > 0  # descent lowers the mixing merges
+    assert float(grouping_loss(output, np.zeros((3, 2)), 0.0)) == 0.0  # no target weight: nothing to keep apart
+
+
+def test_the_grouping_loss_trains_the_scorer_to_stop_merging_what_the_target_splits(target_dir):
+    tasks = build_tasks(target_dir, SPECS, SMALL)
+    policy = make_policy(TrainConfig(seed=0, calibrate_fraction=0.9), [t.env for t in tasks], SMALL)
+    for t in tasks:
+        set_inputs(t, policy.config)
+    threshold = policy.pool.threshold_logit
+
+    def mixing():
+        with torch.no_grad():
+            return sum(float(grouping_loss(policy(t.inputs), t.coarse_votes, threshold)) for t in tasks)
+
+    before = mixing()
+    assert before > 0  # calibrated to merge 90 % of the edges: some merges join what the target splits
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    imitate(policy, tasks, 30, optimizer, np.random.default_rng(0), 3, progress=False, grouping_weight=10.0)
+    assert mixing() < 0.5 * before
+    with pytest.raises(ValueError, match="grouping_weight"):
+        ImitationConfig(grouping_weight=-1.0)

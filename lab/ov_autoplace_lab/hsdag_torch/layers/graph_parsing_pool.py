@@ -34,12 +34,24 @@ def decision_weights(score: Tensor, weight_edge: np.ndarray, best_edge: np.ndarr
     return torch.where(merged >= 0, score[merged.clamp(min=0)], alone)
 
 
+@dataclasses.dataclass(frozen=True)
+class ScoredLevel:
+    """One scored iteration's edges: ``u``, ``v`` int64 [E] (aligned with that iteration's logits) between the
+    level's nodes, and ``member`` int64 [n] mapping each input node to its node at that level (the identity at the
+    first). Lets a regulariser say which input nodes an edge's merge would join."""
+
+    u: np.ndarray
+    v: np.ndarray
+    member: np.ndarray
+
+
 @dataclasses.dataclass
 class PoolResult:
     """``node_group`` int64 [n] input node -> group (composed over iterations); ``x`` [G, C] group
     embeddings; ``edge_index`` int64 [2, Eg] pooled directed edges; ``size`` [G] summed input sizes;
     ``edge_logits``: the scored logits of each iteration (the last one merged nothing when
-    parsing stopped by the threshold); ``iterations``: how many iterations merged something."""
+    parsing stopped by the threshold); ``levels``: the edges those logits score (:class:`ScoredLevel`);
+    ``iterations``: how many iterations merged something."""
 
     node_group: Tensor
     x: Tensor
@@ -47,6 +59,7 @@ class PoolResult:
     size: Tensor
     edge_logits: list[Tensor]
     iterations: int
+    levels: list[ScoredLevel] = dataclasses.field(default_factory=list)
 
     @property
     def num_groups(self) -> int:
@@ -120,6 +133,7 @@ class GraphParsingPool(nn.Module):
         src, dst = (edge_index[k].detach().cpu().numpy().astype(np.int64) for k in (0, 1))
         group = np.arange(x.shape[0], dtype=np.int64)
         logits_seen: list[Tensor] = []
+        levels: list[ScoredLevel] = []
         iterations = 0
         for _ in range(self.max_iterations):
             u, v = undirected_edges(src, dst, x.shape[0])
@@ -127,6 +141,7 @@ class GraphParsingPool(nn.Module):
                 break
             logit = self.edge_logits(x, torch.from_numpy(u).to(device), torch.from_numpy(v).to(device))
             logits_seen.append(logit)
+            levels.append(ScoredLevel(u, v, group))
             parsed = parse_groups(u, v, logit.detach().cpu().numpy(), x.shape[0], self.threshold_logit)
             if parsed is None:
                 break
@@ -144,7 +159,7 @@ class GraphParsingPool(nn.Module):
         return PoolResult(
             node_group=torch.from_numpy(group).to(device), x=x,
             edge_index=torch.from_numpy(np.stack([src, dst])).to(device), size=size,
-            edge_logits=logits_seen, iterations=iterations)
+            edge_logits=logits_seen, iterations=iterations, levels=levels)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.channels}, max_iterations={self.max_iterations}, "
