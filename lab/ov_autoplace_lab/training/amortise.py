@@ -92,8 +92,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                  node_weighting=args.node_weighting, gcn_layers=args.gcn_layers,
                                  mining=args.mining, check_every=args.check_every, placer_inputs=args.placer_inputs,
                                  placer_passes=args.placer_passes, freeze_grouping=args.freeze_grouping,
-                                 lr_schedule=args.lr_schedule, grouping_weight=args.grouping_weight,
-                                 grouping_merge=args.grouping_merge)
+                                 lr_schedule=args.lr_schedule, grouping_weight=args.grouping_weight)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -243,9 +242,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--grouping-weight", type=float, default=0.0, metavar="W",
                    help="also train the parsing network's edge scores not to merge what the target places apart, "
                         "with this weight against the cross-entropy (imitation.grouping_loss; 0: off)")
-    r.add_argument("--grouping-merge", type=float, default=0.0, metavar="M",
-                   help="with --grouping-weight: also pull the edges the target keeps together to merge, M times "
-                        "as hard as the mixing ones are pushed apart (0: left to the cross-entropy)")
     r.add_argument("--mining", type=float, default=0.0, metavar="W",
                    help="draw the tasks whose one pass misses its target by > 5 %% 1 + W times as often in the next "
                         "--check-every imitation steps (imitation.checked_imitation; 0: off)")

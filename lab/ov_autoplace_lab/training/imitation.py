@@ -36,8 +36,6 @@ proportion to the stakes the merge would misplace. The cross-entropy reaches
 the scorer only through the group embeddings' confidence weights, so without
 it nothing stops the grouping from drifting while the GCN trains for the
 placer (2 of 9 multi-pass runs lost half their ceiling that way, issue 22).
-``grouping_merge`` > 0 also pulls the edges the target keeps together to
-merge.
 
 Then REINFORCE on the simulator as in pretraining (``Trainer``, reward
 ``-log(latency)``, legalised with the inference bound of 8 submodels), with one
@@ -92,15 +90,13 @@ class ImitationConfig:
     freeze_grouping: bool = False  # keep the start policy's groups: freeze_grouping
     lr_schedule: str = "constant"  # or "cosine": the imitation's rate decays to 0 over imitation_steps
     grouping_weight: float = 0.0  # > 0: grouping_loss added to every imitation step with this weight
-    grouping_merge: float = 0.0  # > 0: grouping_loss also pulls the edges the target keeps together to merge
 
     def __post_init__(self) -> None:
         if self.node_weighting not in NODE_WEIGHTINGS:
             raise ValueError(f"ImitationConfig.node_weighting must be one of {NODE_WEIGHTINGS}, got "
                              f"{self.node_weighting!r}")
-        if not (self.grouping_weight >= 0 and self.grouping_merge >= 0):
-            raise ValueError(f"ImitationConfig.grouping_weight and grouping_merge must be >= 0, got "
-                             f"{self.grouping_weight} and {self.grouping_merge}")
+        if not self.grouping_weight >= 0:
+            raise ValueError(f"ImitationConfig.grouping_weight must be >= 0, got {self.grouping_weight}")
         if self.mining < 0 or self.check_every < 1:
             raise ValueError(f"ImitationConfig.mining must be >= 0 and check_every >= 1, got {self.mining} and "
                              f"{self.check_every}")
@@ -176,17 +172,15 @@ class ImitationTask:
         return self.target_ms <= 0.98 * self.best_single_ms
 
 
-def imitation_loss(policy, task: ImitationTask, grouping_weight: float = 0.0, grouping_merge: float = 0.0
-                   ) -> torch.Tensor:
+def imitation_loss(policy, task: ImitationTask, grouping_weight: float = 0.0) -> torch.Tensor:
     """The weighted cross-entropy of the module docstring on one task (+ ``grouping_weight`` x
-    :func:`grouping_loss` with ``merge_weight=grouping_merge``)."""
+    :func:`grouping_loss`)."""
     output = policy(task.inputs)
     log_p = torch.log_softmax(output.logits, dim=-1)[output.node_group]  # [N, D]
     picked = log_p.gather(1, task.target.unsqueeze(1)).squeeze(1)
     loss = -(task.weight * picked).sum() / task.weight.sum().clamp(min=1.0)
     if grouping_weight > 0:
-        loss = loss + grouping_weight * grouping_loss(output, task.coarse_votes, policy.pool.threshold_logit,
-                                                      grouping_merge)
+        loss = loss + grouping_weight * grouping_loss(output, task.coarse_votes, policy.pool.threshold_logit)
     return loss
 
 
@@ -204,33 +198,24 @@ def merge_impurity(votes: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarra
     return np.maximum(off_majority(votes[u] + votes[v]) - off_majority(votes[u]) - off_majority(votes[v]), 0.0)
 
 
-def grouping_loss(output, coarse_votes: np.ndarray, threshold_logit: float, merge_weight: float = 0.0) -> torch.Tensor:
+def grouping_loss(output, coarse_votes: np.ndarray, threshold_logit: float) -> torch.Tensor:
     """``sum_levels sum_e share_e * softplus(logit_e - threshold)``, ``share_e`` the weight the edge's merge would
     misplace (:func:`merge_impurity`) over the task's total: each scored edge whose merge would join what the
-    target places apart is pushed below the merge threshold, the heavier the misplacement the harder. With
-    ``merge_weight`` 0 the edges the target keeps together are left to the cross-entropy; above 0 each such edge
-    between two weighted nodes is also pulled above the threshold, by ``merge_weight`` x the lighter side's share
-    x ``softplus(threshold - logit)`` (fewer, larger groups of one target device each). ``coarse_votes`` [C, D]: the
-    target's node weights per device summed over each coarse node (the pooling's input nodes)."""
+    target places apart is pushed below the merge threshold, the heavier the misplacement the harder. Edges the
+    target keeps together are left to the cross-entropy. ``coarse_votes`` [C, D]: the target's node weights per
+    device summed over each coarse node (the pooling's input nodes)."""
     total = float(coarse_votes.sum())
     loss = output.logits.new_zeros(())
     if total <= 0:
         return loss
-    softplus = torch.nn.functional.softplus
     for logit, level in zip(output.edge_logits, output.levels):
         num = int(level.member.max()) + 1 if level.member.size else 0
         votes = np.zeros((num, coarse_votes.shape[1]))
         np.add.at(votes, level.member, coarse_votes)
         share = merge_impurity(votes, level.u, level.v) / total
         if share.any():
-            loss = loss + (torch.as_tensor(share, dtype=logit.dtype, device=logit.device)
-                           * softplus(logit - threshold_logit)).sum()
-        if merge_weight > 0:
-            side = votes.sum(1)
-            pure = np.where(share == 0, np.minimum(side[level.u], side[level.v]), 0.0) / total
-            if pure.any():
-                loss = loss + merge_weight * (torch.as_tensor(pure, dtype=logit.dtype, device=logit.device)
-                                              * softplus(threshold_logit - logit)).sum()
+            weight = torch.as_tensor(share, dtype=logit.dtype, device=logit.device)
+            loss = loss + (weight * torch.nn.functional.softplus(logit - threshold_logit)).sum()
     return loss
 
 
@@ -443,22 +428,21 @@ def checked_imitation(policy, tasks: list[ImitationTask], config: ImitationConfi
             return losses, fit_log
         steps = min(config.check_every, config.imitation_steps - done)
         losses += imitate(policy, tasks, steps, optimizer, rng, config.tasks_per_step, progress,
-                          weights * (1.0 + config.mining * misses), scheduler,
-                          (config.grouping_weight, config.grouping_merge))
+                          weights * (1.0 + config.mining * misses), scheduler, config.grouping_weight)
         done += steps
 
 
 def imitate(policy, tasks: list[ImitationTask], steps: int, optimizer, rng: np.random.Generator,
             tasks_per_step: int, progress: bool = True, weights: np.ndarray | None = None,
-            scheduler=None, grouping: tuple[float, float] = (0.0, 0.0)) -> list[float]:
+            scheduler=None, grouping_weight: float = 0.0) -> list[float]:
     """``steps`` cross-entropy updates on random batches of ``tasks`` (``scheduler``: stepped after each;
-    ``grouping``: :func:`imitation_loss`'s ``grouping_weight`` and ``grouping_merge``); returns the loss per step."""
+    ``grouping_weight``: :func:`imitation_loss`'s); returns the loss per step."""
     from tqdm import tqdm
 
     losses = []
     with tqdm(total=steps, disable=not progress, desc="imitation", unit="step") as bar:
         for _ in range(steps):
-            losses.append(imitation_step(policy, tasks, optimizer, rng, tasks_per_step, weights, grouping))
+            losses.append(imitation_step(policy, tasks, optimizer, rng, tasks_per_step, weights, grouping_weight))
             if scheduler is not None:
                 scheduler.step()
             bar.update(1)
@@ -468,13 +452,13 @@ def imitate(policy, tasks: list[ImitationTask], steps: int, optimizer, rng: np.r
 
 
 def imitation_step(policy, tasks, optimizer, rng, tasks_per_step: int, weights: np.ndarray | None = None,
-                   grouping: tuple[float, float] = (0.0, 0.0)) -> float:
+                   grouping_weight: float = 0.0) -> float:
     p = None if weights is None else weights / weights.sum()
     batch = rng.choice(len(tasks), size=min(tasks_per_step, len(tasks)), replace=False, p=p)
     optimizer.zero_grad()
     total = 0.0
     for i in batch:
-        loss = imitation_loss(policy, tasks[int(i)], *grouping) / len(batch)
+        loss = imitation_loss(policy, tasks[int(i)], grouping_weight) / len(batch)
         loss.backward()
         total += float(loss.detach())
     torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
@@ -522,7 +506,7 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
             trainer.step()
             if config.imitation_steps:  # keep the imitated splits (see the module docstring)
                 losses.append(imitation_step(policy, tasks, trainer.optimizer, rng, config.tasks_per_step, weights,
-                                             (config.grouping_weight, config.grouping_merge)))
+                                             config.grouping_weight))
             bar.update(1)
     meta = {"recipe": "ov_autoplace_lab.training.amortise (issue 22)", "init": init,
             "imitation": dataclasses.asdict(config), "targets_dir": str(directory), "num_tasks": len(tasks),

@@ -267,11 +267,6 @@ def test_grouping_loss_by_hand_and_its_gradient_lowers_only_the_merges_that_mix(
     loss.backward()
     assert first.grad[0] > 0 and first.grad[1] == 0 and second.grad[0] > 0  # descent lowers the mixing merges
     assert float(grouping_loss(output, np.zeros((3, 2)), 0.0)) == 0.0  # no target weight: nothing to keep apart
-    first.grad = second.grad = None
-    merging = grouping_loss(output, votes, threshold_logit=0.0, merge_weight=2.0)  # 0-2 pulled, lighter side 2 of 6
-    assert float(merging) == pytest.approx(float(loss) + 2.0 * 2 / 6 * softplus(-2.0))
-    merging.backward()
-    assert first.grad[0] > 0 and first.grad[1] < 0  # descent lowers the mixing merge and raises the pure one
 
 
 def test_the_grouping_loss_trains_the_scorer_to_stop_merging_what_the_target_splits(target_dir):
@@ -288,9 +283,7 @@ def test_the_grouping_loss_trains_the_scorer_to_stop_merging_what_the_target_spl
     before = mixing()
     assert before > 0  # calibrated to merge 90 % of the edges: some merges join what the target splits
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
-    imitate(policy, tasks, 30, optimizer, np.random.default_rng(0), 3, progress=False, grouping=(10.0, 0.0))
+    imitate(policy, tasks, 30, optimizer, np.random.default_rng(0), 3, progress=False, grouping_weight=10.0)
     assert mixing() < 0.5 * before
     with pytest.raises(ValueError, match="grouping_weight"):
         ImitationConfig(grouping_weight=-1.0)
-    with pytest.raises(ValueError, match="grouping_merge"):
-        ImitationConfig(grouping_weight=1.0, grouping_merge=-1.0)
