@@ -28,7 +28,7 @@ from ov_autoplace.placement.legality_check import ensure_legal
 from ov_autoplace.cache.support_store import device_support
 from ov_autoplace.cache.root import blob_cache_props, cache_root
 from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
-from ov_autoplace.placement.legalizer import Pin, legalize, query_support
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, legalize, query_support
 from ov_autoplace.compile.placed_compile import compile_placed
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.decision.stored_placement import compile_stored
@@ -39,7 +39,7 @@ from ov_autoplace.placement.user_checks import USER_ERRORS
 from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
 # the request (call_request.py); saved_model, the CLI, tests and the lab read these names here
 from ov_autoplace.call_request import (  # noqa: F401
-    DEFAULT_MAX_SUBMODELS, DEFAULT_STRATEGY, ModelLike, StrategyName, _Request, _request, _resolve_strategy, _validated,
+    DEFAULT_STRATEGY, ModelLike, StrategyName, _Request, _request, _resolve_strategy, _validated,
     check_search_budget, default_core, load_model, pretrained_policy_path)
 
 logger = logging.getLogger("ov_autoplace")

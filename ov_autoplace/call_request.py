@@ -48,8 +48,6 @@ Example::
 
 
 DEFAULT_STRATEGY = StrategyName.HSDAG
-#: Default bound on HETERO submodels: each costs a switch and two tensor copies.
-DEFAULT_MAX_SUBMODELS = 8
 
 
 @functools.lru_cache(maxsize=1)

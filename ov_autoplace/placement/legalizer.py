@@ -34,6 +34,11 @@ from ov_autoplace.placement.merge_to_bound import follow_consumers, merge_to_bou
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_joined_parts
 from ov_autoplace.placement.pins import Pin, parse_pins, unmatched_pin_message
 
+#: Default bound on HETERO submodels (``compile_model``'s, and every benchmark's and training's): each submodel
+#: costs a switch and two tensor copies. Defined here, with the bound's enforcement, so the lab reads the same number
+#: without importing the api.
+DEFAULT_MAX_SUBMODELS = 8
+
 
 def _plugin_identity(core: ov.Core, device: str) -> tuple[str, str] | None:
     try:

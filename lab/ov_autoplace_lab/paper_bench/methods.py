@@ -23,14 +23,14 @@ import openvino as ov
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.decision.prediction_guard import guard_placement
-from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,
                           PlacementContext, PlacementStrategy)
 
 #: The legalizer's bound for every method (compile_model's default); legalize, the local search and the MILP raise it
 #: to the submodels the devices' op support forces where that is more (legalize.effective_max_submodels).
-MAX_SUBMODELS = 8
+MAX_SUBMODELS = DEFAULT_MAX_SUBMODELS
 #: The local search's budget in the benchmark: bounded by placements priced, not by seconds, so a table does not
 #: depend on how loaded the machine was (the time limit is only a safety net).
 LOCAL_SEARCH_OPTIONS = {"max_submodels": MAX_SUBMODELS, "max_evaluations": 20_000, "max_seconds": 60.0}

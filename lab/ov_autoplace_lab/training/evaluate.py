@@ -14,13 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.policy.features import NodeFeatureConfig
 from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
 from ov_autoplace_lab.training.env import PlacementEnv, SimEnv
-
-DEFAULT_MAX_SUBMODELS = 8  # the api's default bound; kept here so training does not import the api
 
 
 def greedy_proposal(policy, env: PlacementEnv, feature_config: NodeFeatureConfig | None = None) -> np.ndarray:

@@ -116,7 +116,7 @@ def fit_policies(directory: str | Path, policies: dict[str, str], *, rows: str =
     """Every stored target of ``directory`` (``rows='split'``: only those that pay a split) as a Ray task;
     ``decodings`` > 0 adds ``ranked_ms`` (module docstring)."""
     from ov_autoplace_lab.training.distributed import run_tasks
-    from ov_autoplace_lab.training.imitation import _sigma
+    from ov_autoplace_lab.training.targets import run_sigma
     from ov_autoplace_lab.training.targets import TargetGenerationError, target_path
 
     missing = sorted(n for n, p in policies.items() if not Path(p).is_file())
@@ -132,7 +132,7 @@ def fit_policies(directory: str | Path, policies: dict[str, str], *, rows: str =
         raise TargetGenerationError(f"{directory}: none of its {len(targets)} targets "
                                     f"{'pays a split' if rows == 'split' else 'exists'}; generate targets first "
                                     "(amortise targets) or use --rows all")
-    sigma = _sigma(directory)
+    sigma = run_sigma(directory)
     items = [(str(target_path(directory, TargetSpec(**t["spec"]))), policies, sigma, decodings) for t in chosen]
     results: list[dict] = []
     started = time.perf_counter()

@@ -127,9 +127,9 @@ def one_pass_ratios(directory: str | Path, policy: str, specs: list[TargetSpec])
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
     from ov_autoplace.strategies.hsdag import HSDAGStrategy
-    from ov_autoplace_lab.training.imitation import _sigma
+    from ov_autoplace_lab.training.targets import run_sigma
 
-    sigma, loaded, out = _sigma(directory), NumpyHSDAGPolicy.load(policy), {}
+    sigma, loaded, out = run_sigma(directory), NumpyHSDAGPolicy.load(policy), {}
     for spec in specs:
         target = load_target(target_path(directory, spec))
         graph, cost, support = case_cost(spec, sigma)
@@ -208,9 +208,9 @@ def evaluate_policies(directory: str | Path, policies: dict[str, str], *, addres
     trained_on_all = check_trained_on_all(trained_on_all, policies)
     from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.training.distributed import run_tasks
-    from ov_autoplace_lab.training.imitation import _sigma
+    from ov_autoplace_lab.training.targets import run_sigma
 
-    sigma = _sigma(directory)
+    sigma = run_sigma(directory)
     optima = _table_optima()
     items = []
     for spec in evaluation_specs():

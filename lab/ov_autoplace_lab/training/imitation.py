@@ -59,7 +59,8 @@ from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.policy.config import PLACER_INPUTS
 from ov_autoplace_lab.training.env import SimEnv
 from ov_autoplace_lab.training.robust import robust_env
-from ov_autoplace_lab.training.targets import FITS, MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets
+from ov_autoplace_lab.training.targets import (FITS, MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets,
+                                               run_sigma)
 from ov_autoplace_lab.training.trainer import TrainConfig, Trainer, make_policy, policy_inputs, torch_policy
 
 log = logging.getLogger(__name__)
@@ -224,7 +225,7 @@ def build_tasks(directory: str | Path, specs: list[TargetSpec], policy_config,
                 node_weighting: str = "uniform") -> list[ImitationTask]:
     """The imitation tasks of ``specs`` (their targets must exist in ``directory``), each node weighted by
     :func:`node_weights`."""
-    tasks, sigma = [], _sigma(directory)
+    tasks, sigma = [], run_sigma(directory)
     for spec, target in zip(specs, load_targets(directory, specs)):
         graph, cost, support = case_cost(spec, sigma, load_graph(spec.graph))
         if list(cost.devices) != list(target["devices"]):
@@ -301,12 +302,6 @@ def expressible_target(env: SimEnv, node_coarse: np.ndarray, target: np.ndarray,
     if robust_score is not None:  # the caller compares ms with the best single device: the fitted model's
         current_ms = float(np.atleast_1d(nominal(env.fixer(current[node_coarse][None])))[0])
     return current[node_coarse], current_ms
-
-
-def _sigma(directory: str | Path) -> float:
-    import json
-
-    return float(json.loads((Path(directory) / "manifest.json").read_text())["options"]["sigma"])
 
 
 def _start_policy(init: str, config: ImitationConfig, envs):

@@ -46,6 +46,7 @@ import numpy as np
 
 from ov_autoplace.errors import OVAutoplaceError
 from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 
 if TYPE_CHECKING:  # robust.py imports this module
     from ov_autoplace_lab.training.robust import RobustOptions
@@ -55,8 +56,8 @@ if TYPE_CHECKING:  # robust.py imports this module
 VARIANT_STREAM = 22_000
 #: Fallback sigma of the perturbations when the held-out calibration error cannot be computed.
 DEFAULT_SIGMA = 0.46
-#: The legalizer's bound at inference (``compile_model``'s default), as ``bench.methods.MAX_SUBMODELS``.
-MAX_SUBMODELS = 8
+#: The legalizer's bound at inference (``compile_model``'s default).
+MAX_SUBMODELS = DEFAULT_MAX_SUBMODELS
 #: A placement within this ratio of a target's latency "fits" it (``fit.py``, ``imitation.one_pass_misses``).
 FITS = 1.05
 
@@ -303,6 +304,17 @@ def check_manifest(directory: str | Path, options: TargetOptions, specs: list[Ta
     path.write_text(json.dumps({**wanted, "specs": sorted(known)}, indent=1) + "\n")
 
 
+def run_sigma(directory: str | Path) -> float:
+    """The perturbations' sigma the run in ``directory`` was generated with (its manifest): training, fit and
+    evaluation rebuild each case's variant platform with it."""
+    path = Path(directory) / "manifest.json"
+    try:
+        return float(json.loads(path.read_text())["options"]["sigma"])
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise TargetCheckpointError(f"{path}: no readable sigma in the run's manifest ({exc!r}); point --dir at a "
+                                    "directory written by 'amortise targets'") from exc
+
+
 def load_targets(directory: str | Path, specs: list[TargetSpec] | None = None) -> list[dict]:
     """Every stored target of ``directory`` (or of ``specs``: then each must exist)."""
     if specs is None:
@@ -325,4 +337,4 @@ def task_specs(graphs: list[str], platforms: list[str], variants: int, *, varian
 
 __all__ = ["DEFAULT_SIGMA", "FITS", "MAX_SUBMODELS", "TargetCheckpointError", "TargetGenerationError", "TargetOptions",
            "TargetSpec", "case_cost", "check_manifest", "generate_target", "load_graph", "load_target", "load_targets",
-           "save_target", "target_path", "task_specs", "variant_platform"]
+           "run_sigma", "save_target", "target_path", "task_specs", "variant_platform"]

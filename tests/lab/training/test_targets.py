@@ -10,8 +10,8 @@ from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace_lab.training.splits import (HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs,
                                                is_held_out, training_specs)
 from ov_autoplace_lab.training.targets import (TargetCheckpointError, TargetOptions, TargetSpec, case_cost,
-                                               check_manifest, generate_target, load_target, save_target,
-                                               target_path, variant_platform)
+                                               check_manifest, generate_target, load_target, run_sigma,
+                                               save_target, target_path, variant_platform)
 
 FAST = TargetOptions(sigma=0.46, max_evaluations=300, local_search_seconds=5.0, policy=None)
 
@@ -57,6 +57,16 @@ def test_manifest_refuses_a_resume_with_other_options(tmp_path):
     check_manifest(tmp_path, FAST, [TargetSpec("family:1", "paper")])  # same options: fine
     with pytest.raises(TargetCheckpointError, match="other|asks for"):
         check_manifest(tmp_path, TargetOptions(sigma=0.1), [])
+
+
+def test_run_sigma_reads_the_manifest_and_names_a_directory_without_one(tmp_path):
+    check_manifest(tmp_path / "run", FAST, [TargetSpec("family:0", "paper")])
+    assert run_sigma(tmp_path / "run") == 0.46
+    with pytest.raises(TargetCheckpointError, match="manifest.json.*amortise targets"):
+        run_sigma(tmp_path / "elsewhere")
+    (tmp_path / "run" / "manifest.json").write_text("{not json")
+    with pytest.raises(TargetCheckpointError, match="no readable sigma"):
+        run_sigma(tmp_path / "run")
 
 
 def test_training_never_sees_a_held_out_architecture_or_platform():
