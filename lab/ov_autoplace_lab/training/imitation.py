@@ -57,6 +57,7 @@ import torch
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.policy.config import PLACER_INPUTS
+from ov_autoplace.policy.graph_ops import segment_sum
 from ov_autoplace_lab.training.env import SimEnv
 from ov_autoplace_lab.training.robust import robust_env
 from ov_autoplace_lab.training.targets import (FITS, MAX_SUBMODELS, TargetSpec, case_cost, load_graph, load_targets,
@@ -195,7 +196,7 @@ def merge_impurity(votes: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarra
     costs the smaller side's weight.
     """
     def off_majority(x: np.ndarray) -> np.ndarray:
-        return x.sum(1) - x.max(1) if x.shape[1] else np.zeros(x.shape[0])
+        return x.sum(1) - x.max(1)
 
     return np.maximum(off_majority(votes[u] + votes[v]) - off_majority(votes[u]) - off_majority(votes[v]), 0.0)
 
@@ -211,9 +212,7 @@ def grouping_loss(output, coarse_votes: np.ndarray, threshold_logit: float) -> t
     if total <= 0:
         return loss
     for logit, level in zip(output.edge_logits, output.levels):
-        num = int(level.member.max()) + 1 if level.member.size else 0
-        votes = np.zeros((num, coarse_votes.shape[1]))
-        np.add.at(votes, level.member, coarse_votes)
+        votes = segment_sum(coarse_votes, level.member, int(level.member.max()) + 1)  # a scored level has edges
         share = merge_impurity(votes, level.u, level.v) / total
         if share.any():
             weight = torch.as_tensor(share, dtype=logit.dtype, device=logit.device)
