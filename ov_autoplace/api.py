@@ -57,7 +57,7 @@ def _place(req: _Request, prepared: ov.Model, graph: GraphArrays, support_dir: P
         annotate(placement)
     cost = getattr(req.strategy, "last_cost", None)
     if cost is not None and not req.pins:  # pinned placements are the user's call, not the guard's
-        placement = guard_placement(placement, graph, cost, support)
+        placement = guard_placement(placement, graph, cost, support, max_submodels=req.max_submodels)
     placement = ensure_legal(placement, graph, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
                              source="new")
     logger.info("placed %d nodes with %s: %s, %d submodel(s)", graph.num_nodes, req.strategy.name,

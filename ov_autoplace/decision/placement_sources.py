@@ -200,7 +200,7 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
         placement.notes.append(note)
         logger.info("placement of the profile path: %s", note)
     if not req.pins:
-        placement = guard_placement(placement, graph, cost, support)
+        placement = guard_placement(placement, graph, cost, support, max_submodels=req.max_submodels)
     return placement
 
 

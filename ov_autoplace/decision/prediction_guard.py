@@ -19,6 +19,10 @@ predicted faster by more than the spread of moving everything, and the
 placement is kept only if predicted faster than that device by more than the
 spread of the nodes it puts elsewhere. A CostModel measured on a loaded
 machine (``cost.loaded``) proves no gain: the reference device is used.
+
+A placement that overflows a device's memory is predicted ``inf``. Before it is compared, it is fitted
+(``costmodel/memory_fit.py``): windows of its nodes move off the device that overflows, legalised with
+``max_submodels``, so a split that does not fit is repaired rather than thrown away for one device.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ import numpy as np
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.graph.arrays import GraphArrays
-from ov_autoplace.placement.legalizer import legalize
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.costmodel.memory_fit import fit_memory
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +64,14 @@ def _single_device_choice(terms: CostTerms, devices: tuple[str, ...], loaded: bo
     return choice, choice_ms, reason
 
 
-def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray) -> Placement:
-    """``placement``, or the single device it is not proven faster than (see the module doc)."""
+def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
+                    max_submodels: int | None = DEFAULT_MAX_SUBMODELS) -> Placement:
+    """``placement`` (fitted to memory), or the single device it is not proven faster than (see the module doc).
+
+    ``max_submodels`` bounds what the memory fit may make of the placement (the caller's legalizer bound).
+    """
+    if not cost.loaded:
+        placement = fit_memory(placement, graph, cost, support, max_submodels=max_submodels)
     terms = CostTerms(cost, graph, support)
     placed = placement.device_indices(graph.names, cost.devices)
     predicted = terms.latency_ms(placed)

@@ -93,7 +93,7 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
         legal_ms = CostTerms(cost, graph, matrix).latency_ms(placement.device_indices(graph.names, devices))
         if not legal_ms < min(choice.singles.values()) * (1.0 - margin):  # legalizing cost the gain
             return choice.fallback, None, f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin"
-        placement = guard_placement(placement, graph, cost, matrix)
+        placement = guard_placement(placement, graph, cost, matrix, max_submodels=max_submodels)
     placement.notes.append(choice.reason)
     device = single_device_of(placement)
     if device is not None:

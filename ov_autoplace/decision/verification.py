@@ -237,7 +237,7 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
         heft = HeftStrategy(cost)
         proposal = heft.propose(PlacementContext(graph=graph, devices=devices, support=support))
         placement = legalize(graph, proposal, devices, support, max_submodels=max_submodels, strategy="heft")
-        return [guard_placement(placement, graph, heft.last_cost, support)]
+        return [guard_placement(placement, graph, heft.last_cost, support, max_submodels=max_submodels)]
     except (PlacementError, ValueError) as exc:
         logger.warning("verification: no HEFT runner-up for this model (%s: %s); verifying the candidate alone",
                        type(exc).__name__, exc)

@@ -101,7 +101,7 @@ def _strategy_method(name: str, kind: str, make: Callable[[Case], PlacementStrat
         proposal = strategy.propose(case.context(seed))
         placement = case.legal(proposal, name, bound)
         if guard and strategy.last_cost is not None:  # what compile_model does with the policy's proposal
-            placement = guard_placement(placement, case.graph, strategy.last_cost, case.support)
+            placement = guard_placement(placement, case.graph, strategy.last_cost, case.support, max_submodels=bound)
         notes = list(placement.notes)
         if getattr(strategy, "last_refine", None) is not None:  # the cost-model local search after the policy
             notes.append(strategy.last_refine.note(case.cost.label))

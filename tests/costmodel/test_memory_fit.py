@@ -1,0 +1,127 @@
+"""Fitting a placement into the devices' memory: windows of its nodes move off the device that overflows."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.decision.prediction_guard import guard_placement
+from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.placement.legalizer import legalize, query_support
+from ov_autoplace.costmodel.memory_fit import fit_memory, window_moves
+from tests import synthetic_graphs as sg
+
+BLOCKS = 8
+WEIGHT = 1000  # bytes on every MatMul: the only nodes that hold weights here
+
+
+@pytest.fixture(scope="module")
+def chain(testbed):
+    model = prepare_model(sg.long_chain(BLOCKS))
+    graph = extract_graph(model)
+    return graph, query_support(testbed.core, model, graph, testbed.devices), testbed.devices
+
+
+def _cost(graph, devices, *, capacity, fast_ms=1.0, slow_ms=3.0, link_ms=0.2, loaded=False):
+    """Device 0 runs every node in ``fast_ms``, device 1 in ``slow_ms``; each MatMul holds WEIGHT bytes."""
+    n = graph.num_nodes
+    compute = np.where((graph.role == NodeRole.COMPUTE)[:, None], np.array([fast_ms, slow_ms])[None, :], 0.0)
+    memory = np.where(np.array([t == "MatMul" for t in graph.op_types]), WEIGHT, 0).astype(np.int64)
+    return CostModel(devices=devices, node_names=graph.names, compute_ms=compute, unfused_ms=compute.copy(),
+                     fused_into=np.full(n, -1), link_latency_ms=np.full((2, 2), link_ms) * (1 - np.eye(2)),
+                     link_ms_per_byte=np.zeros((2, 2)), submodel_overhead_ms=np.full(2, 0.05),
+                     node_memory_bytes=memory, device_memory_bytes=np.asarray(capacity, np.float64),
+                     simulated=True, source="test fixture", loaded=loaded)
+
+
+def _capacity_for(graph, devices, matmuls_that_fit: int) -> float:
+    """Device 0's capacity: ``matmuls_that_fit`` MatMuls' weights plus the largest activation on it."""
+    cost = _cost(graph, devices, capacity=[np.inf, np.inf])
+    everything = Simulator(cost, graph).resident_bytes(np.zeros((1, graph.num_nodes), np.int64))[0, 0]
+    return everything - (BLOCKS - matmuls_that_fit) * WEIGHT
+
+
+def _all_on(graph, devices, support, device: int, strategy: str = "split"):
+    return legalize(graph, np.full(graph.num_nodes, device), devices, support, strategy=strategy)
+
+
+def _rows(placement, graph, devices):
+    return placement.device_indices(graph.names, devices)
+
+
+def test_an_overflowing_placement_moves_the_fewest_weights_in_one_window(chain):
+    graph, support, devices = chain
+    cost = _cost(graph, devices, capacity=[_capacity_for(graph, devices, 5), np.inf])
+    simulator = Simulator(cost, graph)
+    overflowing = _all_on(graph, devices, support, 0)
+    assert not simulator.memory_ok(_rows(overflowing, graph, devices))
+
+    fitted = fit_memory(overflowing, graph, cost, support, cuts=64)
+    row = _rows(fitted, graph, devices)
+    assert simulator.memory_ok(row) and fitted.strategy == "split+memory_fit"
+    matmuls = np.array([t == "MatMul" for t in graph.op_types])
+    # 3 MatMuls must leave device 0; every node moved costs 2 ms more, so no more than the 3 blocks they sit in
+    assert (row[matmuls] == 1).sum() == 3
+    assert fitted.num_submodels == 2  # one window at an end of the chain: one cut, not two
+    slow = Simulator(cost, graph).feasible_ms(np.ones(graph.num_nodes, np.int64))
+    assert simulator.feasible_ms(row) < slow
+    assert any(note.startswith("memory fit:") and "moved" in note for note in fitted.notes)
+
+
+def test_the_fit_keeps_the_submodel_bound(chain):
+    graph, support, devices = chain
+    cost = _cost(graph, devices, capacity=[_capacity_for(graph, devices, 2), np.inf])
+    block = np.cumsum([t == "MatMul" for t in graph.op_types])  # which block a node is in (1..BLOCKS)
+    placement = legalize(graph, (block % 2 == 1).astype(np.int64), devices, support, strategy="scattered")
+    assert not Simulator(cost, graph).memory_ok(_rows(placement, graph, devices)) and placement.num_submodels > 3
+    for bound in (1, 2, 3):
+        fitted = fit_memory(placement, graph, cost, support, max_submodels=bound)
+        assert fitted.num_submodels <= bound
+        assert Simulator(cost, graph).memory_ok(_rows(fitted, graph, devices))
+
+
+def test_nothing_changes_where_memory_is_unbounded_or_the_placement_fits(chain):
+    graph, support, devices = chain
+    placement = _all_on(graph, devices, support, 0)
+    assert fit_memory(placement, graph, _cost(graph, devices, capacity=[np.inf, np.inf]), support) is placement
+    roomy = _cost(graph, devices, capacity=[_capacity_for(graph, devices, BLOCKS), np.inf])
+    assert fit_memory(placement, graph, roomy, support) is placement
+    assert placement.notes == _all_on(graph, devices, support, 0).notes
+
+
+def test_a_placement_no_window_can_fit_comes_back_with_a_note(chain):
+    graph, support, devices = chain
+    tight = _capacity_for(graph, devices, 2)
+    cost = _cost(graph, devices, capacity=[tight, tight])  # 8 MatMuls, room for 4 on the two devices together
+    placement = _all_on(graph, devices, support, 0)
+    fitted = fit_memory(placement, graph, cost, support)
+    assert fitted is placement and "no window of it fits" in fitted.notes[-1]
+
+
+def test_window_moves_cut_at_equal_shares_of_the_bytes():
+    row = np.array([0, 0, 1, 0, 0, 0])
+    movable = np.ones((6, 2), bool)
+    movable[4, 1] = False  # device 1 cannot run node 4: it never moves
+    weights = np.array([4.0, 0.0, 9.0, 4.0, 4.0, 0.0])
+    moves = window_moves(row, movable, weights, source=0, target=1, cuts=2)
+    # nodes 0, 1, 3, 5 on device 0 hold 4, 0, 4, 0 bytes: cut at 0, 4 and 8 bytes -> node positions 0, 1 (or 2) and 4
+    assert all(m[4] == 0 and m[2] == 1 for m in moves)
+    moved_sets = {tuple(np.flatnonzero(m != row)) for m in moves}
+    assert (0, 1, 3, 5) in moved_sets and (0,) in moved_sets
+    assert window_moves(row, np.zeros((6, 2), bool), weights, 0, 1, 4) == []
+
+
+def test_the_guard_keeps_a_fitted_split_instead_of_the_slow_device(chain):
+    graph, support, devices = chain
+    cost = _cost(graph, devices, capacity=[_capacity_for(graph, devices, 5), np.inf])
+    guarded = guard_placement(_all_on(graph, devices, support, 0, "hsdag"), graph, cost, support)
+    row = _rows(guarded, graph, devices)
+    assert set(row.tolist()) == {0, 1} and guarded.strategy == "hsdag+memory_fit"
+    assert Simulator(cost, graph).memory_ok(row)
+    # a loaded profile proves nothing: the guard fits nothing and keeps the reference device (what HETERO runs)
+    loaded = guard_placement(_all_on(graph, devices, support, 0, "hsdag"), graph,
+                             dataclasses.replace(cost, loaded=True), support)
+    assert loaded.strategy == "hsdag" and set(_rows(loaded, graph, devices).tolist()) == {0}
