@@ -31,6 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
@@ -42,7 +43,32 @@ logger = logging.getLogger(__name__)
 CUTS = 12
 LEGALISED = 3
 ROUNDS = 3
-_MIB = float(1 << 20)
+
+
+def _size(num_bytes: float) -> str:
+    return f"{num_bytes / (1 << 20):.0f} MiB" if num_bytes >= 1 << 20 else f"{num_bytes / 1024:.1f} KiB"
+
+
+def carried_bytes(graph: GraphArrays, active: np.ndarray, node_bytes: np.ndarray) -> np.ndarray:
+    """Bytes per node that move with it: its own, plus what the inactive nodes feeding it hold (a Constant, a
+    weight's Convert), split evenly among their consumers and passed along chains of inactive nodes.
+
+    Cost models put a weight's bytes on its consumers (the profiler, the simulated platforms) or on the Constant
+    itself; either way a window's share of the bytes is what leaves the device with it (the legalizer places
+    Constants with their consumers).
+    """
+    carried = np.asarray(node_bytes, dtype=np.float64).copy()
+    src, dst = np.asarray(graph.edge_src), np.asarray(graph.edge_dst)
+    feeding = ~active[src]
+    order = np.argsort(src[feeding], kind="stable")  # producers before consumers: the graph is topological
+    src, dst = src[feeding][order], dst[feeding][order]
+    starts = np.searchsorted(src, np.unique(src))
+    for begin, end in zip(starts, [*starts[1:], src.size]):
+        node = src[begin]
+        if carried[node]:
+            carried[dst[begin:end]] += carried[node] / (end - begin)
+            carried[node] = 0.0
+    return carried
 
 
 def _overflow(resident: np.ndarray, caps: np.ndarray) -> np.ndarray:
@@ -87,11 +113,13 @@ def window_moves(row: np.ndarray, movable: np.ndarray, weights: np.ndarray, sour
     return [windows.placement(w) for w in windows.pairs(grid, grid)]
 
 
-def _best_windows(simulator: Simulator, caps: np.ndarray, row: np.ndarray, movable: np.ndarray,
-                  weights: np.ndarray, source: int, cuts: int) -> tuple[np.ndarray, np.ndarray]:
+def _best_windows(simulator: Simulator, anchors: AnchorFixer, caps: np.ndarray, row: np.ndarray,
+                  movable: np.ndarray, weights: np.ndarray, source: int,
+                  cuts: int) -> tuple[np.ndarray, np.ndarray]:
     """Candidate placements [P, N] and their ``feasible_ms`` [P]: for every other device, a coarse grid of windows
     (``cuts`` shares), then a fine one around the coarse window the simulator prices best (``cuts`` shares
     between each of its ends' neighbouring cuts) - 2 x ``cuts`` squared windows rather than ``cuts`` to the fourth.
+    Each candidate's anchors (Constants, Parameters, Results) are placed as the legalizer places them.
     """
     rows, ms = [], []
     for target in range(len(caps)):
@@ -102,14 +130,14 @@ def _best_windows(simulator: Simulator, caps: np.ndarray, row: np.ndarray, movab
             continue
         grid = windows.cuts(0, windows.nodes.size, cuts)
         coarse = windows.pairs(grid, grid)
-        batch = np.stack([windows.placement(w) for w in coarse])
+        batch = anchors(np.stack([windows.placement(w) for w in coarse])).astype(row.dtype)
         priced = np.asarray(simulator.feasible_ms(batch), dtype=np.float64)
         overflow = _overflow(simulator.resident_bytes(batch), caps)
         a, b = coarse[int(np.lexsort((priced, overflow))[0])]  # fits first (overflow 0), then fastest
         i, j = int(np.searchsorted(grid, a)), int(np.searchsorted(grid, b))
         fine = windows.pairs(windows.cuts(int(grid[max(i - 1, 0)]), int(grid[min(i + 1, grid.size - 1)]), cuts),
                              windows.cuts(int(grid[max(j - 1, 0)]), int(grid[min(j + 1, grid.size - 1)]), cuts))
-        fine_batch = np.stack([windows.placement(w) for w in fine])
+        fine_batch = anchors(np.stack([windows.placement(w) for w in fine])).astype(row.dtype)
         rows += [batch, fine_batch]
         ms += [priced, np.asarray(simulator.feasible_ms(fine_batch), dtype=np.float64)]
     if not rows:
@@ -135,12 +163,13 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
     if not (start > caps).any():
         return placement
     movable = np.asarray(support, dtype=bool) & simulator.active[:, None]
-    weights = np.asarray(cost.node_memory_bytes, dtype=np.float64)
+    weights = carried_bytes(graph, simulator.active, np.asarray(cost.node_memory_bytes))
+    anchors = AnchorFixer(graph, len(devices), support)
     best: tuple[float, Placement] | None = None
     for _ in range(rounds):
         resident = simulator.resident_bytes(row[None])[0]
         source = int(np.argmax(resident - caps))  # the device furthest over its capacity
-        batch, ms = _best_windows(simulator, caps, row, movable, weights, source, cuts)
+        batch, ms = _best_windows(simulator, anchors, caps, row, movable, weights, source, cuts)
         if not batch.size:
             break
         for k in np.argsort(ms, kind="stable")[:legalised]:
@@ -157,7 +186,7 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
         least = int(np.argmin(_overflow(simulator.resident_bytes(batch), caps)))
         row = legalize(graph, batch[least], devices, support, pins=pins, max_submodels=max_submodels,
                        strategy=placement.strategy).device_indices(graph.names, devices).astype(np.int16)
-    over = ", ".join(f"{devices[d]} {start[d] / _MIB:.0f} MiB of {caps[d] / _MIB:.0f} MiB"
+    over = ", ".join(f"{devices[d]} {_size(start[d])} of {_size(caps[d])}"
                      for d in np.flatnonzero(start > caps))
     if best is None:
         logger.info("memory fit: %s's placement overflows (%s) and no window of it fits", placement.strategy, over)
@@ -172,4 +201,4 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
     return fitted
 
 
-__all__ = ["fit_memory", "window_moves"]
+__all__ = ["carried_bytes", "fit_memory", "window_moves"]

@@ -25,6 +25,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.memory_fit import fit_memory
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import legalize
@@ -105,7 +106,8 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     device order). The decodings are priced in one batch with their anchors placed as the legalizer places them
     (:class:`AnchorFixer`, :class:`Simulator`); the ``legalised`` cheapest are then legalised in full with
     ``max_submodels`` and ``pins``, as the caller will legalise them (the bound's merging is what costs time),
-    priced again, and one replaces the best so far (first the greedy placement) only when its predicted gain
+    fitted to the devices' memory where they overflow (``costmodel/memory_fit.py``, as the guard fits them), priced
+    again, and one replaces the best so far (first the greedy placement) only when its predicted gain
     exceeds the spread of the move (``CostTerms.move_spread_ms``).
     """
     if count < 0:
@@ -121,9 +123,11 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     terms = CostTerms(cost, graph, support)
 
     def legal(k: int) -> np.ndarray:
-        # the caller legalises what this returns, which (the legalizer being idempotent) is this placement again
+        # the caller legalises what this returns, which (the legalizer being idempotent) is this placement again;
+        # one that overflows a device's memory is fitted as the guard will fit it, so it competes as it will run
         placement = legalize(graph, decoded[k][node_group], devices, support, pins=pins,
                              max_submodels=max_submodels, strategy="hsdag")
+        placement = fit_memory(placement, graph, cost, support, pins=pins, max_submodels=max_submodels)
         return placement.device_indices(graph.names, devices)
 
     best = legal(0)

@@ -114,6 +114,26 @@ def test_window_moves_cut_at_equal_shares_of_the_bytes():
     assert window_moves(row, np.zeros((6, 2), bool), weights, 0, 1, 4) == []
 
 
+def test_a_window_carries_the_weights_of_the_constants_it_reads():
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    from ov_autoplace.costmodel.memory_fit import carried_bytes
+
+    x = ops.parameter([1, 4], np.float32, name="x")
+    weight = ops.convert(ops.constant(np.ones((4, 4), np.float16), name="w16"), np.float32)  # a weight's Convert
+    first = ops.matmul(x, weight, False, False)
+    second = ops.matmul(first, weight, False, False)
+    graph = extract_graph(ov.Model([second], [x], "shared_weight"))
+    active = Simulator(_cost(graph, ("CPU", "CPUF"), capacity=[np.inf, np.inf]), graph).active
+    on_constant = np.where(np.array(graph.names) == "w16", 32, 0)  # the cost model put the bytes on the Constant
+    carried = carried_bytes(graph, active, on_constant)
+    matmuls = [graph.names.index(n) for n, t in zip(graph.names, graph.op_types) if t == "MatMul"]
+    assert carried[matmuls].tolist() == [16.0, 16.0] and carried.sum() == 32.0
+    on_consumers = np.where(np.array(graph.op_types) == "MatMul", 7, 0)  # or on its consumers: unchanged
+    assert carried_bytes(graph, active, on_consumers).tolist() == on_consumers.tolist()
+
+
 def test_the_guard_keeps_a_fitted_split_instead_of_the_slow_device(chain):
     graph, support, devices = chain
     cost = _cost(graph, devices, capacity=[_capacity_for(graph, devices, 5), np.inf])

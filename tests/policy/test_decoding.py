@@ -96,6 +96,20 @@ def test_a_gain_within_the_spread_of_the_move_keeps_the_greedy_placement(synthet
     assert np.array_equal(row, _legal(graph, noisy, support, logits.argmax(1)[node_group], None))
 
 
+def test_a_greedy_decoding_that_overflows_memory_competes_fitted(synthetic_prepared):
+    from ov_autoplace.costmodel.simulator import Simulator
+
+    graph, cost, support = _case(synthetic_prepared)
+    node_group = np.arange(graph.num_nodes) % 12
+    logits = np.stack([np.zeros(12), np.linspace(1.0, 2.0, 12)], 1)  # greedy: every group on CPUF
+    everything = Simulator(cost, graph).resident_bytes(np.ones((1, graph.num_nodes), np.int64))[0, 1]
+    small = dataclasses.replace(cost, device_memory_bytes=np.array([np.inf, 0.6 * everything]))
+    row, report = priced_decoding(logits, node_group, graph, small, support, 8, max_submodels=4)
+    assert np.isfinite(report.greedy_ms)  # without the fit the greedy placement is predicted inf
+    assert Simulator(small, graph).memory_ok(row) and np.array_equal(_legal(graph, small, support, row, 4), row)
+    assert report.chosen_ms <= report.greedy_ms
+
+
 def test_pins_hold_in_every_decoding(synthetic_prepared):
     from ov_autoplace.placement.pins import Pin
 
