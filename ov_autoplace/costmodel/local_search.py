@@ -18,60 +18,31 @@ same :class:`~ov_autoplace.costmodel.cost_model.CostModel` drops. Moves:
 * repeated-layer moves - the nodes whose names are equal up to their digits
   (one role, or one module, of every layer: ``search_moves``), whole and with
   only the nodes faster on the target;
-* interval moves - a run of the topological order (node indices are
-  topological: ``get_ordered_ops``) to another device, at every scale
-  from one node to the whole model, in overlapping windows, once whole and
-  once with only the nodes that run faster on the target. On large graphs a
-  unit is a block of consecutive active nodes, so a round holds a few hundred
-  candidates whatever the size (the boundary shifts then refine at node level).
+* interval moves - a run of the topological order to another device, at every scale, in overlapping windows,
+  whole and with only the nodes faster on the target (on large graphs in blocks of consecutive active nodes, so
+  a round holds a few hundred candidates whatever the size).
 
 A filtered move also comes with the nodes it would leave enclosed (every
 active neighbour on the target): an op between moved ops costs two transfers
 if it stays.
 
-Each round evaluates every candidate in batches with the vectorised
-:class:`~ov_autoplace.costmodel.simulator.Simulator` (anchors placed by the
-batched legalizer twin, memory capacity and the submodel bound enforced:
-``search_pricing``) and
-takes the best one (steepest descent). The descent runs three times: within
-the submodel bound, without it (regions that only pay together can form one
-island at a time), within it again; then Kernighan-Lin passes (a few forced
-best moves, worse or not, no node moved twice, the best prefix kept if it
-beats the start) until one finds nothing. The search minimises memory
-overflow first, then submodels above the bound, then latency, so it also
-repairs a proposal that cannot run (a model larger than one device). It
-stops when nothing improves or the budget (placements priced, seconds,
-rounds) is spent; the fastest placement within the bound seen is the result.
-Nodes only move to devices that can run them (support matrix and finite
-cost) and pinned nodes never move.
+Each round prices every candidate in batches with the vectorised
+:class:`~ov_autoplace.costmodel.simulator.Simulator` (``search_pricing``: anchors placed, memory and the
+submodel bound enforced) and takes the best (steepest descent), three times: within the bound, without it, within
+it again; then Kernighan-Lin passes (a few forced best moves, the best prefix kept if it beats the start). It
+minimises memory overflow, then submodels above the bound, then latency, and stops when nothing improves or the
+budget (placements, seconds, rounds) is spent. Nodes move only to devices that can run them; pins never move.
 
-The result is checked at the end against the reference execution model: the
-refined proposal, made legal by ``legalize()`` with the same pins and bound,
-must be predicted no slower by :class:`CostTerms` than the input made legal
-the same way; otherwise the input is returned unchanged. So refinement never
-makes a placement worse under the cost model it was given. It measures
-nothing: with a measured CostModel its numbers are predictions, with a
-simulated one they are the simulator's. It needs only numpy (the
-simulator counts islands with ``costmodel.islands``).
+The result, made legal by ``legalize()`` with the same pins and bound, must be predicted no slower by
+:class:`CostTerms` than the input made legal the same way, else the input is returned: refinement never makes a
+placement worse under the cost model it was given. It measures nothing and needs only numpy.
 
-Noise (measured CostModels carry per-op and end-to-end spreads, ``noise.py``).
-The rule: **a move is kept only when its predicted gain exceeds the spread of
-what it moves** - the summed spread of the moved ops on both their devices,
-plus the end-to-end spread of every device it touches
-(``cost_terms.move_spread_ms``). The search minimises ``latency(x) +
-spread(start -> x)`` instead of ``latency(x)``, so a step must gain more than
-the spread it adds, and the result must beat the input by more than the spread
-between them (checked again on the legal placements with ``CostTerms``). The
-reference is then HETERO's own placement (each node on the first device that
-runs it: what the plain ``core.compile_model`` call runs; one device when it
-runs everything): the result is kept only if it beats that by more than the
-spread between the two, else that placement is returned (``stopped``:
-``unproven``), even when the input was a split predicted slightly faster. A
-CostModel measured on a loaded machine (``cost.loaded``) proves no gain: the
-search returns HETERO's own placement without searching (``loaded``). With two
-identical devices every cross-device gain is noise, so the single device stays.
-Noise-free (simulated) models have spread 0 and the rule reduces to "predicted
-no slower".
+Noise (measured CostModels carry per-op and end-to-end spreads, ``noise.py``): **a move is kept only when its
+predicted gain exceeds the spread of what it moves** (``cost_terms.move_spread_ms``); the search minimises
+``latency(x) + spread(start -> x)``. The result must also beat HETERO's own placement (each node on the first device
+that runs it: the plain call) by more than the spread between them, else that placement is returned (``stopped``:
+``unproven``); a CostModel measured on a loaded machine (``cost.loaded``) proves no gain (``loaded``). With two
+identical devices every cross-device gain is noise. Simulated models have spread 0: "predicted no slower".
 """
 
 from __future__ import annotations

@@ -15,9 +15,8 @@ refuses a spec whose key does not hash to the digest (a foreign spec), reads
 the spec bounded (1 MiB), measures the model copy in its folder, and deletes
 only the files of its folder. It rebuilds the devices (a virtual device is
 registered again from its plugin) with the app's properties restored as
-OpenVINO *values* (``encode_property``: an ``ov.Type`` by its name, an enum by
-its name; their ``str()`` - ``"<Type: 'bfloat16'>"`` - set on a CPU plugin not
-yet loaded was accepted and left every property ``<unsupported>``), checks that
+OpenVINO *values* (``encode_property``: an ``ov.Type`` or an enum by its name,
+never its ``str()``), checks that
 it sees the same model structure and device properties as the app, profiles
 the model (or reuses a stored profile), places it with the HSDAG policy on the
 measured costs, verifies the placement by measurement against the plain call,

@@ -20,9 +20,7 @@ placement is kept only if predicted faster than that device by more than the
 spread of the nodes it puts elsewhere. A CostModel measured on a loaded
 machine (``cost.loaded``) proves no gain: the reference device is used.
 
-A placement that overflows a device's memory is predicted ``inf``. Before it is compared, it is fitted
-(``costmodel/memory_fit.py``): windows of its nodes move off the device that overflows, legalised with
-``max_submodels``, so a split that does not fit is repaired rather than thrown away for one device.
+A placement that overflows a device's memory is first fitted (``costmodel/memory_fit.py``), not thrown away.
 """
 
 from __future__ import annotations

@@ -21,19 +21,16 @@ decides. For a candidate placement it:
    abstention is not a verdict: the placement is not marked verified, and a later start verifies again.
 
 Why load abstains: the test pairs rounds of *one* compile per contender, and under load two compiles of one model
-differ by more than the margin: with one testbed core busy, Inception-V3's ``CPU`` compiles timed 52-61 ms; a
-verification kept a split at x0.867 of a plain call compiled slow, which ``bench_never_slower.py`` (four
-compiles a side) then timed at x1.001 of the plain call.
+differ by more than the margin (docs/default-path.md).
 
 The winner is the fastest (median ratio) of the alternatives that won, else the plain call's placement. The
 evidence (medians, spreads, ratio, bound, rule, decision) is logged at INFO and sealed into the returned placement
 (``Placement.verification``) with a digest over the assignment: an edited entry is verified again.
 
-Why runner-ups: under the simulated headroom table's truth draws (``benchmarks/bench_verified_truth.py``) the
-local search's split alone ends > 5 % above the optimum in 33 of 280 draws, and HEFT on the same costs is within
-5 % in 11 of them: measured beside it, the kept placement is within 5 % in 92.1 % of the draws, not 88.2 % (the
-policy's one pass and fine-tuning add none). The price: each contender shares the rounds of one budget and widens
-the Bonferroni split, so a runner-up the guard already condemns on the costs is not measured (:func:`runner_ups`).
+Why runner-ups: under the headroom table's truth draws, HEFT measured beside the local search's split keeps a
+placement within 5 % of the optimum in 92.1 % of the draws, not 88.2 % (``benchmarks/bench_verified_truth.py``).
+Each contender shares one budget's rounds and widens the Bonferroni split, so a runner-up the guard already
+condemns on the costs is not measured (:func:`runner_ups`).
 
 Samples taken before (the profile's, a ``search_budget`` search's) are not reused: other windows (another load),
 PERF_COUNT on, each placement timed alone. Paired with these rounds they would carry the load drift between the

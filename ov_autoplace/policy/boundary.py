@@ -1,34 +1,19 @@
 """What moving a group off the graph's best device trades its compute gain against: its boundary (issue 22).
 
-The placer scores every (group, device) pair on its own. From the group's compute
-time per device alone it cannot tell a group that is faster on ``d`` and worth
-moving from one whose gain the tensors at its boundary eat up. These features
-give it that trade, per (group, device), once the learned pooling has formed the
-groups (so they are read after pooling, from the groups themselves):
+From a group's compute time per device alone the placer cannot tell a group worth moving to ``d`` from one whose
+gain the tensors at its boundary eat up. Per (group, device), once the pooling has formed the groups:
 
-* the reference device ``r``: the device with the lowest total compute over the
-  whole graph (what a single-device placement would pick);
-* ``transfer_us[g, d]``: what the group's boundary costs if ``g`` alone runs on
-  ``d`` and the rest on ``r`` - every distinct tensor entering it (from another
-  group) over the link ``r -> d``, every distinct tensor leaving it over ``d -> r``
-  (latency per tensor plus bytes times the link's cost), plus one submodel's
-  overhead on ``d``; 0 for ``d = r``;
-* ``net_us[g, d] = compute_us[g, r] - compute_us[g, d] - transfer_us[g, d]``: what the
-  move would save (negative: what it would lose).
+* ``r``: the device with the lowest total compute over the graph (a single-device placement's pick);
+* ``transfer_us[g, d]``: the distinct tensors entering ``g`` over ``r -> d`` and leaving over ``d -> r`` (latency
+  per tensor plus bytes times the link's cost), plus one submodel's overhead on ``d``; 0 for ``d = r``;
+* ``net_us[g, d] = compute_us[g, r] - compute_us[g, d] - transfer_us[g, d]``: what the move would save.
 
-Columns (:data:`BOUNDARY_FEATURE_NAMES`), same ``log1p(us) / 10`` scale as the
-group's own compute columns: the transfer; the net saving as a signed log; the
-net saving as a share of the graph's time on ``r`` (x 10, clipped to [-1, 1], so
-a move worth 10 % of the model reads 1); and, equal for every group, the sum of
-the positive savings on ``d`` as a share of that time (clipped to [0, 2]): how
-much the whole graph could gain on ``d``, the per-device threshold's input.
-
-In the placer's first pass the neighbours are on ``r``, so a chain of groups that
-all move counts its inner boundaries; with ``placer_passes`` > 1 each later pass
-prices the moves with every group where the previous pass put it
-(:meth:`GroupBoundary.features`' ``around``). Everything here is numpy on discrete
-inputs (no weights), shared by the torch model and the numpy twin, so both
-forward passes read the same numbers.
+Columns (:data:`BOUNDARY_FEATURE_NAMES`, ``log1p(us) / 10`` like the compute columns): the transfer; the net saving
+as a signed log; the net saving as a share of the graph's time on ``r`` (x 10, clipped to [-1, 1]); and, equal for
+every group, the positive savings on ``d`` summed as a share of that time (clipped to [0, 2]), the per-device
+threshold's input. With ``placer_passes`` > 1 each later pass prices the moves with every group where the previous
+pass put it (:meth:`GroupBoundary.features`' ``around``). Numpy on discrete inputs, shared by the torch model and
+the numpy twin.
 """
 
 from __future__ import annotations

@@ -24,14 +24,9 @@ tie together the unrelated users of a shared weight.
 All of it is vectorised: pointer jumping over a parent array (O(N log L) for
 chains of length L).
 
-**Cost cuts** (``node_class``, issue 22): the paper's chains are the policy's
-placement unit, and the search splits inside them (gpt2_decoder on ``paper``:
-an embedding Gather in a chain of CPU-cheap Reshape/Convert/Add, a MatMul
-between a CPU-cheap MVN and VariadicSplit; the best chain-constant placement is
-1.137x the search's). Given a class per node, two nodes merge only when their
-classes are equal, so a chain is cut where the class changes.
-:func:`preferred_device_class` gives the class the policy uses: the device
-each node is cheapest on under the cost model (available at inference).
+**Cost cuts** (``node_class``, issue 22): two nodes merge only when their classes are equal, so a chain is cut
+where the class changes; :func:`preferred_device_class` gives the device each node is cheapest on (the search
+splits inside the paper's chains, docs/training.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Decoding the policy's one pass into more than its greedy placement, priced by the cost model (issue 22).
 
-The policy's logits often rank the groups right where its threshold is wrong:
-on a platform or a model it was not trained on it keeps everything on one
-device although the groups that should move have the highest margin for the
-other device. :func:`offset_decodings` reads placements off that ranking,
-``argmax(logits + b)`` for a grid of per-device offsets ``b``; on two devices
-these are exactly "the top-k groups by margin on the second device".
-:func:`priced_decoding` prices the greedy placement and ``count`` of them in
-one batch, legalises the cheapest few and keeps the one the cost model
-predicts fastest - a choice among the policy's own placements, not a search:
-``count`` pricings against the local search's thousands. A decoding replaces
-the best so far (first the greedy one) only when its predicted gain exceeds
-the spread of the move (``CostTerms.move_spread_ms``), so on a measured
-profile a difference within its noise moves nothing; on a simulated cost
-model the spread is zero.
+The policy's logits often rank the groups right where its threshold is wrong. :func:`offset_decodings` reads
+placements off that ranking, ``argmax(logits + b)`` for a grid of per-device offsets ``b`` (on two devices: the
+top-k groups by margin). :func:`priced_decoding` prices the greedy placement and ``count`` of them in one batch,
+legalises the cheapest few and keeps the fastest predicted: a choice among the policy's own placements, not a
+search. A decoding replaces the best so far only when its predicted gain exceeds the spread of the move
+(``CostTerms.move_spread_ms``; zero on a simulated cost model).
 """
 
 from __future__ import annotations

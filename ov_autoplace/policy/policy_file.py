@@ -13,21 +13,11 @@ array under its state-dict name (``input_proj.weight``, ``convs.0.lin.weight``,
 * ``weight_dtype``: how the weights are stored (absent in files written before it: float32) and
   ``weight_layout``: ``arrays`` (one array per parameter) or ``byte_planes`` (float16 only, below).
 
-Stored weights are float16 or float32; the loader upcasts them to float32, so the
-forward pass always computes in float32 and only the weights' rounding differs.
-float16 halves the file: the shipped policy is float16 (a 249 KB file rather
-than 484 KB, the largest entry of the runtime wheel), and its greedy placements
-equal the float32 weights' on the synthetic and graph-family graphs
-(tests/policy/test_float16_policy.py). Exports default to float32, exact for
-round trips and for comparing against the torch model.
-
-float16 weights are stored as two byte planes: ``__high_bytes__`` holds the high
-byte of every float16 (sign, exponent, two mantissa bits: few distinct values),
-``__low_bytes__`` the low byte, both uint8, the parameters concatenated in the
-header's order. The wheel deflates the file as one stream, and a run of high
-bytes compresses where interleaved bytes do not: the file is 201 KB in the
-wheel rather than 215 KB for one float16 array per parameter (and 3 entries
-load faster than 21).
+The loader upcasts float16 weights to float32, so only the weights' rounding differs; the shipped policy is
+float16 (half the file; the same greedy placements on the test graphs: tests/policy/test_float16_policy.py).
+Exports default to float32. float16 weights are stored as two uint8 byte planes, ``__high_bytes__`` (sign,
+exponent: few distinct values, so they deflate well in the wheel) and ``__low_bytes__``, the parameters
+concatenated in the header's order.
 
 :func:`export_policy` takes the torch module but this file never imports torch
 (it only calls ``.detach().cpu().numpy()`` on the tensors it is given);

@@ -11,7 +11,7 @@ from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.legalizer import legalize, query_support
-from ov_autoplace.costmodel.memory_fit import fit_memory, window_moves
+from ov_autoplace.costmodel.memory_fit import byte_cuts, fit_memory, window_moves
 from tests import synthetic_graphs as sg
 
 BLOCKS = 8
@@ -101,17 +101,16 @@ def test_a_placement_no_window_can_fit_comes_back_with_a_note(chain):
     assert fitted is placement and "no window of it fits" in fitted.notes[-1]
 
 
-def test_window_moves_cut_at_equal_shares_of_the_bytes():
+def test_windows_cut_at_equal_shares_of_the_bytes():
+    cumulative = np.concatenate([[0.0], np.cumsum([4.0, 0.0, 4.0, 4.0, 0.0])])  # bytes of five nodes in order
+    assert byte_cuts(cumulative, 0, 5, 3).tolist() == [0, 1, 3, 4, 5]  # at 0, 4, 8 and 12 bytes, and the end
+    assert byte_cuts(cumulative, 2, 4, 2).tolist() == [2, 3, 4]  # between two cuts: the fine grid
     row = np.array([0, 0, 1, 0, 0, 0])
-    movable = np.ones((6, 2), bool)
-    movable[4, 1] = False  # device 1 cannot run node 4: it never moves
-    weights = np.array([4.0, 0.0, 9.0, 4.0, 4.0, 0.0])
-    moves = window_moves(row, movable, weights, source=0, target=1, cuts=2)
-    # nodes 0, 1, 3, 5 on device 0 hold 4, 0, 4, 0 bytes: cut at 0, 4 and 8 bytes -> node positions 0, 1 (or 2) and 4
-    assert all(m[4] == 0 and m[2] == 1 for m in moves)
-    moved_sets = {tuple(np.flatnonzero(m != row)) for m in moves}
-    assert (0, 1, 3, 5) in moved_sets and (0,) in moved_sets
-    assert window_moves(row, np.zeros((6, 2), bool), weights, 0, 1, 4) == []
+    nodes = np.array([0, 1, 3, 5])  # the nodes of device 0 that device 1 can run, in topological order
+    moves, pairs = window_moves(row, nodes, 1, [0, 2], [2, 4])
+    assert pairs == [(0, 2), (0, 4), (2, 4)]
+    assert [np.flatnonzero(m != row).tolist() for m in moves] == [[0, 1], [0, 1, 3, 5], [3, 5]]
+    assert (moves[:, 2] == 1).all() and (moves[:, 4] == 0).all()  # nodes outside ``nodes`` never move
 
 
 def test_a_window_carries_the_weights_of_the_constants_it_reads():
