@@ -68,11 +68,13 @@ def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, s
 
     ``max_submodels`` bounds what the memory fit may make of the placement (the caller's legalizer bound).
     """
-    if not cost.loaded:
-        placement = fit_memory(placement, graph, cost, support, max_submodels=max_submodels)
     terms = CostTerms(cost, graph, support)
     placed = placement.device_indices(graph.names, cost.devices)
     predicted = terms.latency_ms(placed)
+    if not np.isfinite(predicted) and not cost.loaded and not terms.memory_ok(placed):  # fitted, not discarded
+        placement = fit_memory(placement, graph, cost, support, max_submodels=max_submodels)
+        placed = placement.device_indices(graph.names, cost.devices)
+        predicted = terms.latency_ms(placed)
     single = _single_device_choice(terms, tuple(cost.devices), cost.loaded)
     if single is None:
         placement.notes.append(f"predicted {predicted:.2f} ms ({cost.label}); best single device none")

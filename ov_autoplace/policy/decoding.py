@@ -114,20 +114,25 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     ranked = [int(k) for k in first[1:][np.argsort(batch_ms[1:], kind="stable")]][:max(legalised, 0)]
     terms = CostTerms(cost, graph, support)
 
-    def legal(k: int) -> np.ndarray:
+    def legal(k: int) -> tuple[np.ndarray, float]:
         # the caller legalises what this returns, which (the legalizer being idempotent) is this placement again;
         # one that overflows a device's memory is fitted as the guard will fit it, so it competes as it will run
         placement = legalize(graph, decoded[k][node_group], devices, support, pins=pins,
                              max_submodels=max_submodels, strategy="hsdag")
-        placement = fit_memory(placement, graph, cost, support, pins=pins, max_submodels=max_submodels)
-        return placement.device_indices(graph.names, devices)
+        row = placement.device_indices(graph.names, devices)
+        ms = terms.latency_ms(row)
+        if not np.isfinite(ms) and not terms.memory_ok(row):
+            row = fit_memory(placement, graph, cost, support, pins=pins,
+                             max_submodels=max_submodels).device_indices(graph.names, devices)
+            ms = terms.latency_ms(row)
+        return row, ms
 
-    best = legal(0)
-    best_ms = greedy_ms = terms.latency_ms(best)
+    best, best_ms = legal(0)
+    greedy_ms = best_ms
     chosen, spread_ms = 0, 0.0
     for rank, k in enumerate(ranked, 1):
-        row = legal(k)
-        row_ms, spread = terms.latency_ms(row), terms.move_spread_ms(best, row)
+        row, row_ms = legal(k)
+        spread = terms.move_spread_ms(best, row)
         if row_ms < best_ms - spread:  # inf - spread stays inf: any feasible decoding beats an infeasible one
             best, best_ms, chosen, spread_ms = row, row_ms, rank, spread
     return best, DecodingReport(len(first), len(ranked) + 1, chosen, float(greedy_ms), float(best_ms),
