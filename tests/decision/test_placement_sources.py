@@ -86,7 +86,9 @@ def test_profile_now_measures_and_verifies(thread_core, tmp_path, caplog):
                                     cache_dir=tmp_path, profile="now")
     source = _source(caplog)
     assert source.startswith("profile -> ") and list((tmp_path / "profiles").glob("model-*.json"))
-    if "loaded machine" in source:  # a profile taken under load proposes nothing: the plain call, unverified
+    # A profile taken under load proposes nothing, nor does one whose all-cores gain is within the spread it
+    # measured (a busy but unflagged machine; local_search._plain_if_proven): the plain call, unverified.
+    if "loaded machine" in source or "stopped: unproven" in source:
         assert source.startswith("profile -> CPUS") and "verification (" not in source
         assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
         return
