@@ -55,13 +55,18 @@ def window_moves(row: np.ndarray, nodes: np.ndarray, target: int, starts, ends) 
     return out, pairs
 
 
-def _overflow(resident: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    return np.maximum(resident - caps[None, :], 0.0).sum(axis=1)
+def _priced(simulator, batch, caps):
+    """``feasible_ms`` [P] of placements [P, N] and the bytes beyond the devices' capacities [P], from one pass over
+    the resident bytes."""
+    over = np.maximum(simulator.resident_bytes(batch) - caps[None, :], 0.0).sum(axis=1)
+    ms = np.asarray(simulator(batch), dtype=np.float64)
+    return np.where((over == 0) & np.isfinite(ms), ms, np.inf), over
 
 
 def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts):
-    """Placements [P, N] moving a window off ``source`` to each other device, and their ``feasible_ms`` [P]."""
-    rows, ms = [], []
+    """Placements [P, N] moving a window off ``source`` to each other device, their ``feasible_ms`` [P] and
+    overflow in bytes [P]."""
+    rows, ms, overs = [], [], []
     for target in range(len(caps)):
         nodes = np.flatnonzero((row == source) & movable[:, target])
         if target == source or not nodes.size:
@@ -72,16 +77,17 @@ def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts):
         for _ in range(2):  # the coarse grid, then a fine one around both ends of its best window
             batch, pairs = window_moves(row, nodes, target, starts, ends)
             batch = anchors(batch).astype(row.dtype)
-            priced = np.asarray(simulator.feasible_ms(batch), dtype=np.float64)
+            priced, over = _priced(simulator, batch, caps)
             rows.append(batch)
             ms.append(priced)
-            best = pairs[int(np.lexsort((priced, _overflow(simulator.resident_bytes(batch), caps)))[0])]
+            overs.append(over)
+            best = pairs[int(np.lexsort((priced, over))[0])]
             near = [np.searchsorted(grid, end) for end in best]
             starts, ends = (byte_cuts(cumulative, int(grid[max(i - 1, 0)]), int(grid[min(i + 1, grid.size - 1)]),
                                       cuts) for i in near)
     if not rows:
-        return np.zeros((0, row.size), row.dtype), np.zeros(0)
-    return np.concatenate(rows), np.concatenate(ms)
+        return np.zeros((0, row.size), row.dtype), np.zeros(0), np.zeros(0)
+    return np.concatenate(rows), np.concatenate(ms), np.concatenate(overs)
 
 
 def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
@@ -108,7 +114,7 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
     best = None
     for _ in range(rounds):
         source = int(np.argmax(simulator.resident_bytes(row[None])[0] - caps))  # the furthest over its capacity
-        batch, ms = _candidates(simulator, anchors, caps, row, movable, weights, source, cuts)
+        batch, ms, over = _candidates(simulator, anchors, caps, row, movable, weights, source, cuts)
         if not batch.size:
             break
         for k in np.argsort(ms, kind="stable")[:legalised]:
@@ -120,7 +126,7 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
                 best = (fitted_ms, fitted)
         if best is not None:
             break
-        least = batch[int(np.argmin(_overflow(simulator.resident_bytes(batch), caps)))]
+        least = batch[int(np.argmin(over))]
         row = legal(least, placement.strategy).device_indices(graph.names, devices).astype(np.int16)
     over = ", ".join(f"{devices[d]} {start[d]:.3g} B of {caps[d]:.3g} B" for d in np.flatnonzero(start > caps))
     if best is None:
