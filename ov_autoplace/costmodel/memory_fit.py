@@ -76,13 +76,15 @@ def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts):
         cumulative = np.concatenate([[0.0], np.cumsum(weights[nodes])])
         grid = byte_cuts(cumulative, 0, nodes.size, cuts)
         starts = ends = grid
-        for _ in range(2):  # the coarse grid, then a fine one around both ends of its best window
+        for fine in (False, True):  # the coarse grid, then a fine one around both ends of its best window
             batch, pairs = window_moves(row, nodes, target, starts, ends)
             batch = anchors(batch).astype(row.dtype)
             priced, over = _priced(simulator, batch, caps)
             rows.append(batch)
             ms.append(priced)
             overs.append(over)
+            if fine:
+                break
             best = pairs[int(np.lexsort((priced, over))[0])]
             near = [np.searchsorted(grid, end) for end in best]
             starts, ends = (byte_cuts(cumulative, int(grid[max(i - 1, 0)]), int(grid[min(i + 1, grid.size - 1)]),
