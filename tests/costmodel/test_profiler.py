@@ -175,16 +175,20 @@ def test_link_profile_shapes_and_signs(links, testbed):
     (pair,) = links.pairs
     assert pair["r2"] <= 1 and pair["observations"] == 2 * (2 + 2 * 2 * 2)
     # Cutting costs something: a -> b -> a on 64 KB tensors (two cuts, two more submodels) is predicted > 0.
-    # The fit is non-negative least squares on a short, noisy measurement: a round that drowns the cut costs in
-    # noise fits them to 0, so a zero is measured once more, longer and with a 1 MB tensor, before it counts.
+    # The fit is non-negative least squares on a short, noisy measurement. Between two CPU-plugin devices a cut
+    # costs 1-3 us (module doc), within a busy machine's noise, so a round can fit every cut cost to 0. A zero is
+    # measured again where the signal is largest against the noise: 8 cuts (8 more submodels, 8-16 transfers) on
+    # a cheap chain, longer, up to twice, before it counts.
     def round_trip(pair):
         g = pair["globals"]
         return (g["overhead_a"] + g["overhead_b"] + g["latency_ab"] + g["latency_ba"]
                 + (g["ms_per_mb_ab"] + g["ms_per_mb_ba"]) * 64 / 1024)
 
-    if round_trip(pair) == 0:
-        (pair,) = profile_links(testbed.core, testbed.devices, sizes=(1 << 10, 1 << 20), cuts=(1, 2), rounds=6,
-                                seconds_per_variant=0.5).pairs
+    for _ in range(2):
+        if round_trip(pair) > 0:
+            break
+        (pair,) = profile_links(testbed.core, testbed.devices, sizes=(1 << 10, 64 << 10), cuts=(1, 8), rounds=8,
+                                seconds_per_variant=0.4).pairs
     assert round_trip(pair) > 0, pair["globals"]
 
 
