@@ -43,7 +43,9 @@ class HSDAGConfig:
     policies exported before it existed keep their header and digest. ``placer_inputs``: one of
     :data:`PLACER_INPUTS`, likewise left out when ``group``. ``placer_passes``: with ``boundary`` inputs, how
     many times the placer scores the groups, each pass pricing every group's move with its neighbours where the
-    previous pass put them (the first: all on the graph's best device); left out when 1.
+    previous pass put them (the first: all on the graph's best device); left out when 1. ``graph_summary``:
+    with ``boundary`` inputs, whether the placer also reads the whole graph's mean group embedding (``hidden``
+    x ``hidden`` more weights, a seventh of the policy file); left out when True.
     """
 
     hidden: int = 128  # the paper's size
@@ -56,6 +58,7 @@ class HSDAGConfig:
     coarsening: str = "chain"
     placer_inputs: str = "group"
     placer_passes: int = 1
+    graph_summary: bool = True
 
     def __post_init__(self) -> None:
         if self.hidden < 1 or self.num_gcn_layers < 1 or self.max_pool_iterations < 0:
@@ -70,6 +73,9 @@ class HSDAGConfig:
             raise ValueError(f"placer_passes must be >= 1, and 1 unless placer_inputs is 'boundary' (a pass reads "
                              f"where the previous one put the neighbours); got {self.placer_passes} with "
                              f"{self.placer_inputs!r}")
+        if not self.graph_summary and self.placer_inputs != "boundary":
+            raise ValueError(f"graph_summary=False only applies to placer_inputs='boundary' (the summary is one of "
+                             f"its inputs); got placer_inputs={self.placer_inputs!r}")
         object.__setattr__(self, "vocab", tuple(self.vocab))
 
     @property
@@ -92,7 +98,7 @@ class HSDAGConfig:
     @property
     def graph_features(self) -> int:
         """Width of the whole-graph summary the placer reads (the mean group embedding), 0 without one."""
-        return self.hidden if self.placer_inputs == "boundary" else 0
+        return self.hidden if self.placer_inputs == "boundary" and self.graph_summary else 0
 
     @property
     def threshold_logit(self) -> float:
@@ -108,6 +114,8 @@ class HSDAGConfig:
             del out["placer_inputs"]
         if self.placer_passes == 1:
             del out["placer_passes"]
+        if self.graph_summary:
+            del out["graph_summary"]
         return out
 
     @classmethod

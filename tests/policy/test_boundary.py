@@ -89,6 +89,12 @@ def test_the_config_names_its_placer_inputs_and_old_headers_stay_as_they_were():
     assert passes.to_dict()["placer_passes"] == 4 and "placer_passes" not in wide.to_dict()
     with pytest.raises(ValueError, match="1 unless placer_inputs is 'boundary'"):
         HSDAGConfig(placer_passes=2)
+    lean = HSDAGConfig(placer_inputs="boundary", placer_passes=4, graph_summary=False)
+    assert lean.graph_features == 0 and lean.pair_features == wide.pair_features
+    assert lean.to_dict()["graph_summary"] is False and "graph_summary" not in passes.to_dict()
+    assert HSDAGConfig.from_dict(lean.to_dict()) == lean
+    with pytest.raises(ValueError, match="graph_summary=False only applies to placer_inputs='boundary'"):
+        HSDAGConfig(graph_summary=False)
 
 
 def test_a_later_pass_prices_the_moves_with_the_neighbours_where_the_previous_pass_put_them():

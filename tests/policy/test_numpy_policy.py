@@ -71,6 +71,15 @@ def test_parity_with_boundary_inputs(tmp_path, synthetic_prepared, seed, passes)
     assert merged > 0
 
 
+def test_parity_with_boundary_inputs_and_no_graph_summary(tmp_path, synthetic_prepared):
+    """Without the whole-graph summary the file carries no ``placer.lin_graph`` and both forwards agree."""
+    graphs = [g for _, g in synthetic_prepared.values()]
+    policy, twin = _exported(tmp_path, graphs, placer_inputs="boundary", placer_passes=3, graph_summary=False)
+    assert "placer.lin_graph.weight" not in twin.w and policy.placer.lin_graph is None
+    for graph in graphs:
+        _assert_same_forward(policy, twin, graph, stand_in_cost_model(graph, ("CPU", "CPUF", "NPU")))
+
+
 def test_parity_under_every_ablation(tmp_path, synthetic_prepared):
     _, graph = synthetic_prepared["attention_like"]
     policy, twin = _exported(tmp_path, [graph], hidden=64, num_gcn_layers=3)

@@ -92,6 +92,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                  node_weighting=args.node_weighting, gcn_layers=args.gcn_layers,
                                  mining=args.mining, check_every=args.check_every, placer_inputs=args.placer_inputs,
                                  placer_passes=args.placer_passes, freeze_grouping=args.freeze_grouping,
+                                 graph_summary=not args.no_graph_summary,
                                  lr_schedule=args.lr_schedule, grouping_weight=args.grouping_weight)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -234,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--placer-passes", type=int, metavar="N",
                    help="with boundary inputs: how many times the placer scores the groups, each pass pricing the "
                         "moves with the neighbours where the previous pass put them (default: the start policy's, 1)")
+    r.add_argument("--no-graph-summary", action="store_true",
+                   help="with --placer-inputs boundary: the placer does not read the whole graph's mean group "
+                        "embedding (hidden x hidden fewer weights, a seventh of the policy file)")
     r.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant",
                    help="the imitation's learning rate: constant, or cosine from --lr to 0 over the imitation steps")
     r.add_argument("--freeze-grouping", action="store_true",

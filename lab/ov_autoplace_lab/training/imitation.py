@@ -90,6 +90,7 @@ class ImitationConfig:
     check_every: int = 500  # imitation steps between two checks of which tasks the one pass misses (the fit log)
     placer_inputs: str | None = None  # None: the start policy's; "boundary": with_placer_inputs
     placer_passes: int | None = None  # None: the start policy's; > 1 needs boundary inputs (with_placer_inputs)
+    graph_summary: bool = True  # with boundary inputs added: the placer also reads the mean group embedding
     freeze_grouping: bool = False  # keep the start policy's groups: freeze_grouping
     lr_schedule: str = "constant"  # or "cosine": the imitation's rate decays to 0 over imitation_steps
     grouping_weight: float = 0.0  # > 0: grouping_loss added to every imitation step with this weight
@@ -106,6 +107,9 @@ class ImitationConfig:
         if self.placer_inputs is not None and self.placer_inputs not in PLACER_INPUTS:
             raise ValueError(f"ImitationConfig.placer_inputs must be one of {PLACER_INPUTS} (or None: the start "
                              f"policy's), got {self.placer_inputs!r}")
+        if not self.graph_summary and self.placer_inputs != "boundary":
+            raise ValueError("ImitationConfig.graph_summary=False only applies where boundary inputs are added "
+                             f"(placer_inputs='boundary'), got placer_inputs={self.placer_inputs!r}")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"ImitationConfig.lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if self.placer_passes is not None and self.placer_passes < 1:
@@ -344,11 +348,12 @@ def with_gcn_layers(policy, layers: int | None, seed: int = 0):
     return deeper
 
 
-def with_placer_inputs(policy, placer_inputs: str | None, passes: int | None = None):
+def with_placer_inputs(policy, placer_inputs: str | None, passes: int | None = None, graph_summary: bool = True):
     """``policy`` reading ``placer_inputs`` (``HSDAGConfig.PLACER_INPUTS``) in ``passes`` placer passes, with its
     own weights and the weights of the inputs it lacks set to 0, so it places exactly as before until training
-    moves them (later passes then repeat the first); ``None`` keeps the policy's own. Only adding inputs is
-    supported (dropping them would change its placements)."""
+    moves them (later passes then repeat the first); ``None`` keeps the policy's own. ``graph_summary``: whether
+    boundary inputs, where added, include the whole-graph summary. Only adding inputs is supported (dropping them
+    would change its placements)."""
     placer_inputs = placer_inputs or policy.config.placer_inputs
     passes = passes or policy.config.placer_passes
     if (placer_inputs, passes) == (policy.config.placer_inputs, policy.config.placer_passes):
@@ -358,13 +363,15 @@ def with_placer_inputs(policy, placer_inputs: str | None, passes: int | None = N
                          "without changing its placements; train one with those inputs from scratch")
     from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy
 
-    wider = HSDAGPolicy(dataclasses.replace(policy.config, placer_inputs=placer_inputs, placer_passes=passes))
+    summary = graph_summary if policy.config.placer_inputs == "group" else policy.config.graph_summary
+    wider = HSDAGPolicy(dataclasses.replace(policy.config, placer_inputs=placer_inputs, placer_passes=passes,
+                                            graph_summary=summary or placer_inputs != "boundary"))
     state = dict(policy.state_dict())
     own = wider.state_dict()
     pair = state["placer.lin_pair.weight"]
     state["placer.lin_pair.weight"] = torch.cat(
         [pair, torch.zeros(pair.shape[0], own["placer.lin_pair.weight"].shape[1] - pair.shape[1])], dim=1)
-    if "placer.lin_graph.weight" not in state:
+    if "placer.lin_graph.weight" in own and "placer.lin_graph.weight" not in state:
         state["placer.lin_graph.weight"] = torch.zeros_like(own["placer.lin_graph.weight"])
     wider.load_state_dict(state)
     return wider
@@ -476,7 +483,7 @@ def train_amortised(directory: str | Path, output: str | Path, config: Imitation
     tasks = build_tasks(directory, specs, probe.config, config.node_weighting)
     policy = with_gcn_layers(with_coarsening(_start_policy(init, config, [t.env for t in tasks]), config.coarsening)
                              if init == "scratch" else probe, config.gcn_layers, config.seed)
-    policy = with_placer_inputs(policy, config.placer_inputs, config.placer_passes)
+    policy = with_placer_inputs(policy, config.placer_inputs, config.placer_passes, config.graph_summary)
     if config.freeze_grouping:
         freeze_grouping(policy)
     if init == "scratch":

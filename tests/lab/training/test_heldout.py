@@ -84,6 +84,12 @@ def test_cli_train_refuses_a_policy_without_gcn_layers(tmp_path, capsys):
     assert not (tmp_path / "p.npz").exists()
 
 
+def test_cli_train_refuses_no_graph_summary_without_boundary_inputs(tmp_path, capsys):
+    code = main(["train", "--dir", str(tmp_path), "--output", str(tmp_path / "p.npz"), "--no-graph-summary"])
+    assert code == 2 and "graph_summary=False only applies" in capsys.readouterr().err
+    assert not (tmp_path / "p.npz").exists()
+
+
 def test_row_with_decodings_adds_the_priced_decoding_beside_the_one_pass():
     spec = TargetSpec("family:1", "npu_cpu")
     row = evaluate_row((spec, {"v1": str(PRETRAINED_POLICY)}, 0.46, None, {"decodings": 8, "legalised": 8}))

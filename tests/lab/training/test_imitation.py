@@ -155,6 +155,13 @@ def test_more_placer_passes_start_where_one_pass_was_and_freezing_keeps_the_grou
         set_inputs(t, policy.config)
     passes = with_placer_inputs(policy, "boundary", 3)
     assert passes.config.placer_passes == 3 and with_placer_inputs(passes, None, None) is passes
+    lean = with_placer_inputs(policy, "boundary", 3, graph_summary=False)
+    assert lean.placer.lin_graph is None and not lean.config.graph_summary
+    with torch.no_grad():
+        for t in tasks:
+            assert torch.equal(policy(t.inputs).logits, lean(t.inputs).logits)
+    with pytest.raises(ValueError, match="graph_summary=False only applies"):
+        ImitationConfig(graph_summary=False)
     with torch.no_grad():
         before = [policy(t.inputs) for t in tasks]
         for t, out in zip(tasks, before):
