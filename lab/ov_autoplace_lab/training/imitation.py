@@ -356,6 +356,9 @@ def with_placer_inputs(policy, placer_inputs: str | None, passes: int | None = N
     would change its placements)."""
     placer_inputs = placer_inputs or policy.config.placer_inputs
     passes = passes or policy.config.placer_passes
+    if not graph_summary and policy.config.graph_summary and policy.config.placer_inputs == "boundary":
+        raise ValueError("the start policy's placer reads the graph summary, and dropping it would change its "
+                         "placements; train one without it from a policy with group inputs")
     if (placer_inputs, passes) == (policy.config.placer_inputs, policy.config.placer_passes):
         return policy
     if policy.config.placer_inputs == "boundary" and placer_inputs != "boundary":

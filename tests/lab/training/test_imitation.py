@@ -157,6 +157,9 @@ def test_more_placer_passes_start_where_one_pass_was_and_freezing_keeps_the_grou
     assert passes.config.placer_passes == 3 and with_placer_inputs(passes, None, None) is passes
     lean = with_placer_inputs(policy, "boundary", 3, graph_summary=False)
     assert lean.placer.lin_graph is None and not lean.config.graph_summary
+    assert with_placer_inputs(lean, "boundary", 4).placer.lin_graph is None  # keeps its own inputs
+    with pytest.raises(ValueError, match="dropping it would change its placements"):
+        with_placer_inputs(passes, "boundary", 4, graph_summary=False)
     with torch.no_grad():
         for t in tasks:
             assert torch.equal(policy(t.inputs).logits, lean(t.inputs).logits)
