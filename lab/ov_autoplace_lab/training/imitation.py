@@ -366,9 +366,10 @@ def with_placer_inputs(policy, placer_inputs: str | None, passes: int | None = N
                          "without changing its placements; train one with those inputs from scratch")
     from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy
 
+    # placer_inputs is "boundary" here (group inputs allow one pass only); a boundary policy keeps its own summary
     summary = graph_summary if policy.config.placer_inputs == "group" else policy.config.graph_summary
     wider = HSDAGPolicy(dataclasses.replace(policy.config, placer_inputs=placer_inputs, placer_passes=passes,
-                                            graph_summary=summary or placer_inputs != "boundary"))
+                                            graph_summary=summary))
     state = dict(policy.state_dict())
     own = wider.state_dict()
     pair = state["placer.lin_pair.weight"]
