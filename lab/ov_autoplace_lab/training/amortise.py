@@ -196,8 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--robust-max-slower", type=float, default=0.1,
                    help="share of draws a target may be slower than the plain call's placement; above: abstain")
     t.add_argument("--searched-from", type=Path,
-                   help="a run with the same search options: re-choose its stored searches across draws instead of "
-                        "searching again (needs --robust-draws)")
+                   help="a run with the same search options (robust or not): re-choose its stored searches across "
+                        "draws instead of searching again (needs --robust-draws)")
     t.set_defaults(run=cmd_targets)
     r = sub.add_parser("train", parents=[ray_args], help="imitation, then REINFORCE")
     r.add_argument("--output", type=Path, required=True, help="the exported policy (.npz)")

@@ -147,10 +147,20 @@ def check_searched_from(source: str | Path, options: TargetOptions) -> None:
     except (OSError, KeyError, ValueError) as exc:
         raise TargetCheckpointError(f"--searched-from {source}: no readable manifest.json ({exc}); name a run "
                                     "directory written by 'amortise targets'") from exc
-    if found != options.search_options().to_dict():
-        raise TargetCheckpointError(f"--searched-from {source}: its search ran with {found}, this run searches with "
-                                    f"{options.search_options().to_dict()}; use the same --sigma, "
+    searched = {k: v for k, v in found.items() if k != "robust"}  # a robust run's search, under its own rule
+    if searched != options.search_options().to_dict():
+        raise TargetCheckpointError(f"--searched-from {source}: its search ran with {searched}, this run searches "
+                                    f"with {options.search_options().to_dict()}; use the same --sigma, "
                                     "--max-evaluations, --ls-seconds, --milp-seconds and --start-policy")
+    if found.get("robust"):  # its targets are robust choices: they must have kept their search's placement
+        from ov_autoplace_lab.training.robust import searched_result
+
+        stored = sorted((Path(source) / "targets").glob("*.npz"))
+        try:
+            for path in stored[:1]:
+                searched_result(load_target(path))
+        except ValueError as exc:
+            raise TargetCheckpointError(f"--searched-from {source}: {exc}") from exc
 
 
 def finished_specs(directory: str | Path, specs: Sequence[TargetSpec]) -> set[TargetSpec]:

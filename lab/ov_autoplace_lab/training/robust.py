@@ -164,11 +164,14 @@ def choose_robust(ms: np.ndarray, nominal: np.ndarray, plain: int, quantile: flo
 
 
 def robust_retarget(spec, searched: dict, options) -> dict:
-    """``searched`` (a target of ``generate_target`` under the fitted model) re-chosen across draws; the returned
-    target keeps the search's result under ``robust`` (its source, latency and draw statistics)."""
+    """``searched`` (a target of ``generate_target`` under the fitted model, or a robust target that kept its
+    search) re-chosen across draws; the returned target keeps the search's result under ``robust`` (its source,
+    latency and draw statistics) and its placement as ``search_placement``, so that another rule (a looser
+    ``max_slower``, say) can re-choose it later without searching again."""
     from ov_autoplace_lab.training.targets import case_cost
 
     robust: RobustOptions = options.robust
+    searched = searched_result(searched)
     graph, cost, support = case_cost(spec, options.sigma)
     if list(cost.devices) != list(searched["devices"]):
         raise ValueError(f"{spec.key}: the search ran on {searched['devices']}, the case has {list(cost.devices)}")
@@ -183,11 +186,27 @@ def robust_retarget(spec, searched: dict, options) -> dict:
     chosen, unconstrained, score, slower = choose_robust(ms, nominal, plain, robust.quantile, robust.max_slower)
     abstained = chosen == plain and not np.array_equal(batch[unconstrained], batch[plain])
     return {**searched, "placement": batch[chosen], "latency_ms": float(nominal[chosen]), "source": names[chosen],
-            "robust": {**dataclasses.asdict(robust), "search_source": searched["source"],
+            "search_placement": np.asarray(searched["placement"], np.int64), "robust": {**dataclasses.asdict(robust), "search_source": searched["source"],
                        "search_ms": searched["latency_ms"], "abstained": bool(abstained),
                        "unconstrained_best": names[unconstrained], "chosen_slower_than_plain": float(slower[chosen]),
                        "search_slower_than_plain": float(slower[0]),
                        "scores": {n: (float(s) if math.isfinite(s) else None) for n, s in zip(names, score)}}}
+
+
+def searched_result(target: dict) -> dict:
+    """The search behind ``target``: itself when it is a search under the fitted model, else (a robust choice) its
+    kept ``search_placement`` with the search's source and latency. A robust target written before the search's
+    placement was kept raises :class:`ValueError`: the search cannot be recovered from it."""
+    info = target.get("robust")
+    if not info:
+        return target
+    if target.get("search_placement") is None:
+        raise ValueError(f"{target.get('key', 'target')}: a robust choice written without its search's placement "
+                         "(before search_placement was kept); re-choose from a run searched without --robust-draws, "
+                         "or search again")
+    rest = {k: v for k, v in target.items() if k not in ("robust", "search_placement")}
+    return {**rest, "placement": np.asarray(target["search_placement"], np.int64), "source": info["search_source"],
+            "latency_ms": info["search_ms"]}
 
 
 def generate_robust_target(spec, options) -> dict:

@@ -60,6 +60,9 @@ DEFAULT_SIGMA = 0.46
 MAX_SUBMODELS = DEFAULT_MAX_SUBMODELS
 #: A placement within this ratio of a target's latency "fits" it (``fit.py``, ``imitation.one_pass_misses``).
 FITS = 1.05
+#: The per-node rows a target file stores as arrays beside its JSON ``meta``: the target, and for a robust
+#: choice the search's own placement (``robust.robust_retarget``; absent in files written before it was kept).
+_ARRAYS = ("placement", "search_placement")
 
 
 class TargetCheckpointError(OVAutoplaceError, ValueError):
@@ -255,10 +258,11 @@ def save_target(directory: str | Path, target: dict) -> Path:
     spec = TargetSpec(**target["spec"])
     path = target_path(directory, spec)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {k: v for k, v in target.items() if k != "placement"}
+    meta = {k: v for k, v in target.items() if k not in _ARRAYS}
+    arrays = {k: np.asarray(target[k], np.int64) for k in _ARRAYS if target.get(k) is not None}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
-        np.savez(f, placement=np.asarray(target["placement"], np.int64), meta=np.array(json.dumps(meta)))
+        np.savez(f, **arrays, meta=np.array(json.dumps(meta)))
     os.replace(tmp, path)
     return path
 
@@ -268,17 +272,18 @@ def load_target(path: str | Path) -> dict:
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
-            placement = np.asarray(data["placement"], np.int64)
+            rows = {k: np.asarray(data[k], np.int64) for k in _ARRAYS if k in data.files or k == "placement"}
             meta = json.loads(str(data["meta"]))
-        if placement.ndim != 1 or len(placement) != meta["nodes"] or placement.min(initial=0) < 0 \
-                or placement.max(initial=0) >= len(meta["devices"]):
-            raise ValueError(f"placement of shape {placement.shape} does not fit {meta['nodes']} nodes on "
-                             f"{len(meta['devices'])} devices")
+        for name, row in rows.items():
+            if row.ndim != 1 or len(row) != meta["nodes"] or row.min(initial=0) < 0 \
+                    or row.max(initial=0) >= len(meta["devices"]):
+                raise ValueError(f"{name} of shape {row.shape} does not fit {meta['nodes']} nodes on "
+                                 f"{len(meta['devices'])} devices")
     except Exception as exc:  # noqa: BLE001 - every way a file can be damaged ends in the same message
         raise TargetCheckpointError(f"target file {path} is damaged ({type(exc).__name__}: {exc}); expected an .npz "
                                     "written by save_target with 'placement' and 'meta'. Delete it and rerun the "
                                     "same command: only the missing targets are generated again") from exc
-    return {**meta, "placement": placement}
+    return {**meta, **rows}
 
 
 def check_manifest(directory: str | Path, options: TargetOptions, specs: list[TargetSpec]) -> None:

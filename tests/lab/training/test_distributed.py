@@ -84,6 +84,33 @@ def test_robust_targets_re_choose_a_searched_run_as_a_fresh_search_would(tmp_pat
         generate_targets(tmp_path / "plain", SPECS[:1], FAST, progress=False, searched_from=searched)
 
 
+def test_a_robust_run_is_re_chosen_under_another_rule_without_searching_again(tmp_path, local_ray):
+    import numpy as np
+
+    from ov_autoplace_lab.training.robust import RobustOptions, generate_robust_target
+    from ov_autoplace_lab.training.targets import load_target, save_target
+
+    strict = dataclasses.replace(FAST, robust=RobustOptions(draws=4, max_slower=0.0))
+    loose = dataclasses.replace(FAST, robust=RobustOptions(draws=4, max_slower=0.5))
+    generate_targets(tmp_path / "strict", SPECS[:2], strict, progress=False)
+    for spec in SPECS[:2]:  # the search's own placement is kept beside the robust choice
+        kept = load_target(target_path(tmp_path / "strict", spec))
+        assert np.array_equal(kept["search_placement"], generate_target(spec, FAST)["placement"])
+    counts = generate_targets(tmp_path / "loose", SPECS[:2], loose, progress=False, searched_from=tmp_path / "strict")
+    assert counts == {"total": 2, "resumed": 0, "generated": 2}
+    for spec, target in zip(SPECS[:2], load_targets(tmp_path / "loose", SPECS[:2])):
+        fresh = generate_robust_target(spec, loose)  # what searching again under the loose rule chooses
+        assert np.array_equal(fresh["placement"], target["placement"]) and fresh["source"] == target["source"]
+        assert target["robust"]["max_slower"] == 0.5 and target["robust"]["search_ms"] == fresh["robust"]["search_ms"]
+    # a robust run written before the search's placement was kept cannot be re-chosen: said, not searched silently
+    for spec in SPECS[:2]:
+        old = load_target(target_path(tmp_path / "strict", spec))
+        del old["search_placement"]
+        save_target(tmp_path / "strict", old)
+    with pytest.raises(TargetCheckpointError, match="without its search's placement.*searched without --robust-draws"):
+        generate_targets(tmp_path / "again", SPECS[:2], loose, progress=False, searched_from=tmp_path / "strict")
+
+
 def test_training_seeds_run_as_ray_tasks_resume_and_refuse_another_recipe(tmp_path, local_ray):
     pytest.importorskip("torch")
     from ov_autoplace.policy.policy_file import load_policy_file
