@@ -155,10 +155,12 @@ def check_searched_from(source: str | Path, options: TargetOptions) -> None:
     if found.get("robust"):  # its targets are robust choices: they must have kept their search's placement
         from ov_autoplace_lab.training.robust import searched_result
 
+        # One file tells a run written before the placement was kept, before any task starts; a run resumed
+        # across that change fails per target instead (_retarget raises; run_tasks lists it, nothing is skipped).
         stored = sorted((Path(source) / "targets").glob("*.npz"))
         try:
-            for path in stored[:1]:
-                searched_result(load_target(path))
+            if stored:
+                searched_result(load_target(stored[0]))
         except ValueError as exc:
             raise TargetCheckpointError(f"--searched-from {source}: {exc}") from exc
 

@@ -186,7 +186,8 @@ def robust_retarget(spec, searched: dict, options) -> dict:
     chosen, unconstrained, score, slower = choose_robust(ms, nominal, plain, robust.quantile, robust.max_slower)
     abstained = chosen == plain and not np.array_equal(batch[unconstrained], batch[plain])
     return {**searched, "placement": batch[chosen], "latency_ms": float(nominal[chosen]), "source": names[chosen],
-            "search_placement": np.asarray(searched["placement"], np.int64), "robust": {**dataclasses.asdict(robust), "search_source": searched["source"],
+            "search_placement": np.asarray(searched["placement"], np.int64),
+            "robust": {**dataclasses.asdict(robust), "search_source": searched["source"],
                        "search_ms": searched["latency_ms"], "abstained": bool(abstained),
                        "unconstrained_best": names[unconstrained], "chosen_slower_than_plain": float(slower[chosen]),
                        "search_slower_than_plain": float(slower[0]),
