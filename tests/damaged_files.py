@@ -44,7 +44,7 @@ POLICY_DAMAGES = ("truncated", "empty", "not_zip", "header_not_json", "header_a_
 
 def damaged_policy(tmp_path: Path, kind: str) -> Path:
     """A copy of the shipped policy damaged in one of :data:`POLICY_DAMAGES` ways."""
-    from ov_autoplace.policy.policy_file import HEADER_KEY
+    from ov_autoplace.policy.policy_file import HEADER_KEY, header_text
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
     path = tmp_path / f"policy_{kind}.npz"
@@ -60,7 +60,7 @@ def damaged_policy(tmp_path: Path, kind: str) -> Path:
     else:
         with np.load(PRETRAINED_POLICY, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
-        header = json.loads(str(arrays[HEADER_KEY]))
+        header = json.loads(header_text(arrays[HEADER_KEY]))
         text = {
             "header_not_json": "{not json",
             "header_a_list": "[1, 2]",

@@ -2,7 +2,8 @@
 
 Layout: every parameter of ``HSDAGPolicy.state_dict()`` as a float32 or float16
 array under its state-dict name (``input_proj.weight``, ``convs.0.lin.weight``,
-...) plus one entry ``__header__``: a JSON string holding
+...) plus one entry ``__header__``: JSON text (as UTF-8 bytes; files written before 2026-11-27 hold a numpy unicode
+string, four bytes a character, and are read as well) holding
 
 * ``format`` / ``format_version`` (:data:`FORMAT`, :data:`FORMAT_VERSION`),
 * ``ov_autoplace_version`` that wrote it,
@@ -11,13 +12,17 @@ array under its state-dict name (``input_proj.weight``, ``convs.0.lin.weight``,
 * ``feature_names`` of the node, device and pair inputs (for humans and checks),
 * ``parameters``: name -> shape, and free-form ``metadata`` (training run, ...),
 * ``weight_dtype``: how the weights are stored (absent in files written before it: float32) and
-  ``weight_layout``: ``arrays`` (one array per parameter) or ``byte_planes`` (float16 only, below).
+  ``weight_layout``: ``arrays`` (one array per parameter) or ``byte_planes`` (float16 only, below),
+* ``mantissa_bits`` (float16 only; absent: all 10): how many of float16's mantissa bits the weights keep.
 
 The loader upcasts float16 weights to float32, so only the weights' rounding differs; the shipped policy is
 float16 (half the file; the same greedy placements on the test graphs: tests/policy/test_float16_policy.py).
 Exports default to float32. float16 weights are stored as two uint8 byte planes, ``__high_bytes__`` (sign,
 exponent: few distinct values, so they deflate well in the wheel) and ``__low_bytes__``, the parameters
-concatenated in the header's order.
+concatenated in the header's order. Rounding the weights to fewer mantissa bits (``mantissa_bits=7`` is
+bfloat16's precision in float16's range) zeroes the low plane's last bits, which the wheel's deflate then drops:
+a placement decided by a margin finer than that rounding is noise anyway, and whether a policy places as its
+float32 weights do at that precision is measured per policy, never assumed (docs/training.md).
 
 :func:`export_policy` takes the torch module but this file never imports torch
 (it only calls ``.detach().cpu().numpy()`` on the tensors it is given);
@@ -46,6 +51,7 @@ HEADER_KEY = "__header__"
 #: The dtypes a file may store its weights in (a reader of version 1 that predates float16 upcasts it the same way).
 WEIGHT_DTYPES = ("float32", "float16")
 _HIGH, _LOW = "__high_bytes__", "__low_bytes__"  # the byte planes of float16 weights
+FLOAT16_MANTISSA_BITS = 10
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -71,30 +77,51 @@ def expected_feature_names(config: HSDAGConfig) -> dict[str, list[str]]:
 
 
 def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None = None,
-                  weight_dtype: str = "float32") -> Path:
+                  weight_dtype: str = "float32", mantissa_bits: int | None = None) -> Path:
     """Write ``policy`` (an ``HSDAGPolicy``) to ``path`` (``.npz`` is appended by numpy if missing).
 
     ``weight_dtype="float16"`` stores the weights at half size (the shipped policy's form); a weight beyond
-    float16's range raises PolicyFormatError rather than being stored as infinity.
+    float16's range raises PolicyFormatError rather than being stored as infinity; ``mantissa_bits`` (float16
+    only) rounds them further, to that many of float16's 10 mantissa bits.
     """
     config: HSDAGConfig = policy.config
     weights = {name: t.detach().cpu().numpy().astype(np.float32) for name, t in policy.state_dict().items()}
-    return write_policy_file(path, config, weights, metadata=metadata, weight_dtype=weight_dtype)
+    return write_policy_file(path, config, weights, metadata=metadata, weight_dtype=weight_dtype,
+                             mantissa_bits=mantissa_bits)
+
+
+def _rounded_mantissa(weight: np.ndarray, bits: int) -> np.ndarray:
+    """float16 ``weight`` rounded to ``bits`` mantissa bits, to nearest with ties to even: on the bit pattern,
+    as sign and magnitude, so a carry out of the mantissa steps the exponent exactly as rounding should."""
+    drop = FLOAT16_MANTISSA_BITS - bits
+    if drop == 0:
+        return weight
+    pattern = weight.astype("<f2").view(np.uint16).astype(np.uint32)
+    pattern = (pattern + (1 << (drop - 1)) - 1 + ((pattern >> drop) & 1)) & ~np.uint32((1 << drop) - 1)
+    return pattern.astype(np.uint16).view("<f2").reshape(weight.shape)
 
 
 def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, np.ndarray], *,
-                      metadata: dict[str, Any] | None = None, weight_dtype: str = "float32") -> Path:
-    """Write float32 ``weights`` (state-dict name -> array) of a policy with ``config``, stored as ``weight_dtype``."""
+                      metadata: dict[str, Any] | None = None, weight_dtype: str = "float32",
+                      mantissa_bits: int | None = None) -> Path:
+    """Write float32 ``weights`` (state-dict name -> array) of a policy with ``config``, stored as ``weight_dtype``
+    (float16: rounded to ``mantissa_bits`` of its mantissa bits if given)."""
     from ov_autoplace._version import __version__
 
     if weight_dtype not in WEIGHT_DTYPES:
         raise PolicyFormatError(f"weight_dtype {weight_dtype!r} is not one a policy file stores; "
                                 f"expected one of {WEIGHT_DTYPES}")
+    if mantissa_bits is not None and (weight_dtype != "float16" or type(mantissa_bits) is not int
+                                      or not 1 <= mantissa_bits <= FLOAT16_MANTISSA_BITS):
+        raise PolicyFormatError(f"mantissa_bits={mantissa_bits!r} with weight_dtype {weight_dtype!r}: only float16 "
+                                f"weights are rounded further, to 1-{FLOAT16_MANTISSA_BITS} mantissa bits")
     reserved = sorted({HEADER_KEY, _HIGH, _LOW} & set(weights))
     if reserved:
         raise PolicyFormatError(f"a parameter is named {reserved[0]!r}, which the file format reserves")
     with np.errstate(over="ignore"):  # an overflow is reported below, by name
         stored = {name: np.asarray(w, dtype=np.float32).astype(weight_dtype) for name, w in weights.items()}
+        if mantissa_bits is not None:
+            stored = {name: _rounded_mantissa(w, mantissa_bits) for name, w in stored.items()}
     for name, w in stored.items():
         if not np.isfinite(w).all() and np.isfinite(weights[name]).all():
             largest = float(np.abs(np.asarray(weights[name], dtype=np.float32)).max())
@@ -109,6 +136,7 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
         "parameters": {name: list(w.shape) for name, w in stored.items()},
         "weight_dtype": weight_dtype,
         "weight_layout": "byte_planes" if weight_dtype == "float16" else "arrays",
+        **({"mantissa_bits": mantissa_bits} if mantissa_bits is not None else {}),
         "metadata": metadata or {},
     }
     if weight_dtype == "float16":  # little-endian pairs: byte 1 is the high byte
@@ -117,8 +145,15 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
-        np.savez(f, **{HEADER_KEY: np.array(json.dumps(header))}, **stored)
+        np.savez(f, **{HEADER_KEY: np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)}, **stored)
     return path
+
+
+def header_text(entry: np.ndarray) -> str:
+    """The JSON text of a file's ``__header__`` entry, stored either way (module docstring)."""
+    if entry.dtype == np.uint8 and entry.ndim == 1:
+        return entry.tobytes().decode("utf-8")  # not UTF-8: UnicodeDecodeError, a ValueError
+    return str(entry)
 
 
 def _joined_planes(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -143,8 +178,10 @@ def _joined_planes(path: Path, header: dict[str, Any], arrays: dict[str, np.ndar
             for (name, shape), size, end in zip(parameters.items(), sizes, ends)}
 
 
-def convert_policy_file(source: str | Path, destination: str | Path, *, weight_dtype: str) -> Path:
-    """Rewrite the policy file ``source`` to ``destination`` with its weights stored as ``weight_dtype``.
+def convert_policy_file(source: str | Path, destination: str | Path, *, weight_dtype: str,
+                        mantissa_bits: int | None = None) -> Path:
+    """Rewrite the policy file ``source`` to ``destination`` with its weights stored as ``weight_dtype``
+    (float16: rounded to ``mantissa_bits`` if given).
 
     Config and metadata are kept; the header records the conversion (``metadata["converted_from"]``: the
     source's stored dtype). How the shipped float16 policy was made from the trained float32 export.
@@ -153,7 +190,7 @@ def convert_policy_file(source: str | Path, destination: str | Path, *, weight_d
     metadata = dict(exported.header.get("metadata") or {})
     metadata.setdefault("converted_from", exported.header.get("weight_dtype", "float32"))
     return write_policy_file(destination, exported.config, exported.weights, metadata=metadata,
-                             weight_dtype=weight_dtype)
+                             weight_dtype=weight_dtype, mantissa_bits=mantissa_bits)
 
 
 def load_policy_file(path: str | Path) -> ExportedPolicy:
@@ -177,9 +214,9 @@ def load_policy_file(path: str | Path) -> ExportedPolicy:
     if HEADER_KEY not in arrays:
         raise PolicyFormatError(f"{path} has no {HEADER_KEY!r} entry; expected a file written by export_policy")
     try:
-        header = json.loads(str(arrays.pop(HEADER_KEY)))
+        header = json.loads(header_text(arrays.pop(HEADER_KEY)))
     except (ValueError, RecursionError) as exc:
-        raise PolicyFormatError(f"{path}: the {HEADER_KEY!r} entry is not valid JSON ({exc})") from exc
+        raise PolicyFormatError(f"{path}: the {HEADER_KEY!r} entry is not valid UTF-8 JSON ({exc})") from exc
     if not isinstance(header, dict):
         raise PolicyFormatError(f"{path}: the {HEADER_KEY!r} entry must be a JSON object, got "
                                 f"{type(header).__name__}")
@@ -216,5 +253,5 @@ def _checked(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) 
                           weights={name: a.astype(np.float32, copy=False) for name, a in arrays.items()})
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "WEIGHT_DTYPES", "ExportedPolicy", "PolicyFormatError", "convert_policy_file",
-           "export_policy", "load_policy_file", "write_policy_file"]
+__all__ = ["FLOAT16_MANTISSA_BITS", "FORMAT", "FORMAT_VERSION", "WEIGHT_DTYPES", "ExportedPolicy", "PolicyFormatError", "convert_policy_file",
+           "export_policy", "header_text", "load_policy_file", "write_policy_file"]

@@ -114,6 +114,31 @@ def test_conversion_round_trips_and_refuses_what_float16_cannot_hold(tmp_path):
         write_policy_file(tmp_path / "int8.npz", exported.config, exported.weights, weight_dtype="int8")
 
 
+def test_fewer_mantissa_bits_round_to_nearest_even_and_deflate_smaller(tmp_path):
+    import zlib
+
+    exported = load_policy_file(FLOAT32_REFERENCE)
+    half = write_policy_file(tmp_path / "half.npz", exported.config, exported.weights, weight_dtype="float16")
+    short = write_policy_file(tmp_path / "m8.npz", exported.config, exported.weights, weight_dtype="float16",
+                              mantissa_bits=8)
+    rounded = load_policy_file(short)
+    assert rounded.header["mantissa_bits"] == 8 and "mantissa_bits" not in load_policy_file(half).header
+    for name, weight in load_policy_file(half).weights.items():  # the float16 values, rounded once more
+        mantissa, exponent = np.frexp(weight.astype(np.float64))  # |mantissa| in [0.5, 1): 9 significant bits
+        want = np.ldexp(np.round(mantissa * 2 ** 9), exponent - 9)  # np.round: ties to even
+        normal = np.abs(weight) >= 2.0 ** -14  # subnormals keep float16's fixed spacing; checked below
+        assert np.array_equal(rounded.weights[name][normal], want[normal]), name
+    tiny = {**exported.weights, "placer.out.bias": np.array([3 * 2.0 ** -24, 1.0 + 3 * 2.0 ** -10], np.float32)}
+    tiny_file = write_policy_file(tmp_path / "tiny.npz", exported.config, tiny, weight_dtype="float16", mantissa_bits=8)
+    # 3 units of 2**-24 -> 4 (ties to even on a spacing of 4 units); 1 + 3/1024 -> 1 + 4/1024 (spacing 1/256)
+    assert load_policy_file(tiny_file).weights["placer.out.bias"].tolist() == [4 * 2.0 ** -24, 1.0 + 2.0 ** -8]
+    assert len(zlib.compress(short.read_bytes(), 6)) < 0.9 * len(zlib.compress(half.read_bytes(), 6))
+    for dtype, bits in (("float16", 0), ("float16", 11), ("float16", 8.0), ("float32", 8)):
+        with pytest.raises(PolicyFormatError, match=f"mantissa_bits={bits!r} with weight_dtype '{dtype}'"):
+            write_policy_file(tmp_path / "bad.npz", exported.config, exported.weights, weight_dtype=dtype,
+                              mantissa_bits=bits)
+
+
 def test_a_missing_or_short_byte_plane_is_refused_by_name(tmp_path):
     with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:
         arrays = {name: stored[name] for name in stored.files}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.errors import OVAutoplaceError
-from ov_autoplace.policy.policy_file import FORMAT, FORMAT_VERSION, PolicyFormatError, load_policy_file
+from ov_autoplace.policy.policy_file import FORMAT, FORMAT_VERSION, PolicyFormatError, header_text, load_policy_file
 from tests.damaged_files import POLICY_DAMAGES, damaged_policy
 
 torch = pytest.importorskip("torch")
@@ -46,7 +46,7 @@ def test_round_trip(exported):
 def _rewrite(path, tmp_path, **changes):
     with np.load(path) as data:
         arrays = {k: data[k] for k in data.files}
-    header = json.loads(str(arrays.pop("__header__")))
+    header = json.loads(header_text(arrays.pop("__header__")))
     drop = changes.pop("drop", None)
     header.update(changes)
     if drop:
@@ -73,6 +73,21 @@ def test_unreadable_files_name_the_problem(exported, tmp_path):
     with pytest.raises(PolicyFormatError, match="shapes"):
         load_policy_file(_rewrite(path, tmp_path, drop="input_proj.bias"))
     assert issubclass(PolicyFormatError, OVAutoplaceError) and issubclass(PolicyFormatError, ValueError)
+
+
+def test_the_header_is_utf8_and_an_older_unicode_header_still_reads(exported, tmp_path):
+    _, path = exported
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    assert arrays["__header__"].dtype == np.uint8  # a quarter of numpy's four bytes a character
+    older = _rewrite(path, tmp_path)  # the header as a numpy unicode string, as files before 2026-11-27 store it
+    with np.load(older) as data:
+        assert data["__header__"].dtype.kind == "U"
+    assert load_policy_file(older).header == load_policy_file(path).header
+    not_utf8 = tmp_path / "latin1.npz"
+    np.savez(not_utf8, **{**arrays, "__header__": np.frombuffer("{\"é\": 1}".encode("latin-1"), np.uint8)})
+    with pytest.raises(PolicyFormatError, match="not valid UTF-8 JSON"):
+        load_policy_file(not_utf8)
 
 
 @pytest.mark.parametrize("kind", POLICY_DAMAGES)
