@@ -69,7 +69,7 @@ def test_a_rewritten_policy_file_is_a_new_index_key(tmp_path, monkeypatch):
     from ov_autoplace.devices.device_strings import register_virtual_device
     from tests import synthetic_graphs as sg
 
-    policy = tmp_path / "hsdag_v1.npz"
+    policy = tmp_path / first_start.POLICY_FILE.name
     shutil.copyfile(first_start.POLICY_FILE, policy)
     monkeypatch.setattr(first_start, "POLICY_FILE", policy)
     core = ov.Core()

@@ -209,7 +209,7 @@ def test_legalize_is_idempotent_on_the_policys_decodings_of_a_detector():
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
 
     graph = extract_graph(prepare_model(zoo.load("fcos_detector")))
-    policy = NumpyHSDAGPolicy.load(Path(oa.__file__).parent / "policy" / "pretrained" / "hsdag_v1.npz")
+    policy = NumpyHSDAGPolicy.load(Path(oa.__file__).parent / "policy" / "pretrained" / "hsdag_v2.npz")
     for name, platform in load_suite().items():
         cost = platform.cost_model(graph)
         support, devices = simulated_support(cost, graph), tuple(platform.device_names)

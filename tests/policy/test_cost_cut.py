@@ -79,12 +79,11 @@ def test_config_keeps_the_default_implicit_and_round_trips_the_cut():
         HSDAGConfig(coarsening="per_node")
 
 
-def test_the_shipped_policy_is_a_chain_policy_and_places_as_with_the_paper_chains(synthetic_prepared):
-    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+def test_the_first_policy_is_a_chain_policy_and_places_as_with_the_paper_chains(synthetic_prepared):
+    from ov_autoplace_lab.training import V1_POLICY  # hsdag_v1, shipped until hsdag_v2 (a cost_cut policy)
 
-    policy = NumpyHSDAGPolicy.load(PRETRAINED_POLICY)
-    if policy.config.coarsening != "chain":  # new weights shipped with the cut: nothing older to preserve
-        pytest.skip(f"the shipped policy uses {policy.config.coarsening!r} coarsening")
+    policy = NumpyHSDAGPolicy.load(V1_POLICY)
+    assert policy.config.coarsening == "chain"
     for _, graph in synthetic_prepared.values():
         cost = stand_in_cost_model(graph, ("CPU", "CPUF", "NPU"))
         explicit = build_policy_arrays(graph, cost, policy.config.feature_config, vocab=policy.config.vocab,

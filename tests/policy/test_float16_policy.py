@@ -1,11 +1,19 @@
-"""The shipped policy stores its weights as float16: the same greedy placements as the float32 weights it came from.
+"""The shipped policy stores its weights as float16 rounded to 8 mantissa bits: it places as the float32 weights do.
 
-``tests/policy/data/hsdag_v1_float32.npz`` is the shipped policy as training exported it (float32, byte for byte
-the ``hsdag_v1.npz`` of the runtime package before the float16 re-export; git stores the two as one blob). The
-shipped file must be exactly that file's weights rounded to float16, and the forward pass on the upcast weights
-must group and place every node as the float32 weights do: on the zoo-like synthetic graphs, on members of the
-lab's graph family (the held-out seeds and every fortieth training seed), under the test stand-in cost model and
-under the simulated suite platforms (their cost models are what the prior hands the policy on real devices).
+``tests/policy/data/hsdag_v2_float32.npz`` is the shipped policy as training exported it (float32, byte for byte).
+The shipped ``hsdag_v2.npz`` must be exactly that file's weights rounded to float16 and then to 8 of its 10 mantissa
+bits (``convert_policy_file(..., weight_dtype="float16", mantissa_bits=8)``: the wheel's largest file, deflated
+below the first policy's at two and a half times the weights). The forward pass on the upcast weights is compared
+with the float32 one on the zoo-like synthetic graphs, on members of the lab's graph family (the held-out seeds
+and every fortieth training seed), under the test stand-in cost model and under the simulated suite platforms
+(their cost models are what the prior hands the policy on real devices).
+
+Its placer runs four passes, each reading where the last one put the groups, so a rounding that tips one group
+at a near-tie (its two best logits closer than the rounding moves them) can move others in the passes after
+it: placements are not identical by construction, as the one-pass v1's were. What is required is what a user
+would see: almost every case identical (measured: 160 of 161 graph-family and synthetic cases, 20 of 21 zoo cases,
+60 of 60 rows of the headroom table after legalising, docs/training.md), and no case that differs slower by more
+than 2 % on the cost model it was placed on.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.costmodel.suite import load_suite
 from ov_autoplace.errors import PolicyFormatError
 from ov_autoplace.policy import NumpyHSDAGPolicy
@@ -23,7 +32,11 @@ from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from tests import synthetic_graphs
 from tests.policy.conftest import prepared_graph, stand_in_cost_model
 
-FLOAT32_REFERENCE = Path(__file__).resolve().parent / "data" / "hsdag_v1_float32.npz"
+FLOAT32_REFERENCE = Path(__file__).resolve().parent / "data" / "hsdag_v2_float32.npz"
+SHIPPED_MANTISSA_BITS = 8
+#: Cases whose placement may differ from the float32 one (a near-tie tipped; one case in any set, else this share),
+#: and how much slower one may be.
+MAX_DIFFERING_SHARE, MAX_SLOWER = 0.03, 1.02
 
 
 @pytest.fixture(scope="module")
@@ -39,42 +52,57 @@ def _cost_models(graph, suite):
         yield name, platform.cost_model(graph)
 
 
-def _placement_differences(twins, graphs) -> tuple[int, list[str]]:
-    """(cases compared, a line per case whose grouping or greedy placement differs)."""
+def _placement_differences(twins, graphs) -> tuple[int, list[str], list[str]]:
+    """(cases compared, a line per case whose placement differs, the lines of those slower beyond MAX_SLOWER)."""
     reference, shipped = twins
-    compared, differences, suite = 0, [], load_suite()
+    compared, differences, slower, suite = 0, [], [], load_suite()
     for name, graph in graphs:
         for cost_name, cost in _cost_models(graph, suite):
-            want = reference.forward(reference.inputs(graph, cost))
-            got = shipped.forward(shipped.inputs(graph, cost))
+            want = reference.forward(reference.inputs(graph, cost)).node_placement()
+            got = shipped.forward(shipped.inputs(graph, cost)).node_placement()
             compared += 1
-            same_groups = np.array_equal(want.node_group, got.node_group)
-            if not same_groups or not np.array_equal(want.node_placement(), got.node_placement()):
-                moved = int((want.node_placement() != got.node_placement()).sum())
-                differences.append(f"{name} under {cost_name}: groups {'same' if same_groups else 'differ'}, "
-                                   f"{moved} of {graph.num_nodes} nodes on another device")
-            else:  # the rounding moves the logits, never far enough to flip a device
-                np.testing.assert_allclose(got.logits, want.logits, atol=0.05)
-    return compared, differences
+            if np.array_equal(want, got):
+                continue
+            simulator = Simulator(cost, graph)
+            ratio = simulator.feasible_ms(got) / simulator.feasible_ms(want)
+            line = (f"{name} under {cost_name}: {int((want != got).sum())} of {graph.num_nodes} nodes on another "
+                    f"device, {ratio:.3f}x the float32 placement's latency")
+            differences.append(line)
+            if not ratio <= MAX_SLOWER:
+                slower.append(line)
+    return compared, differences, slower
 
 
-def test_the_shipped_file_is_the_float32_weights_rounded_to_float16():
+def _assert_places_alike(twins, graphs):
+    compared, differences, slower = _placement_differences(twins, graphs)
+    assert compared == 7 * len(graphs)
+    assert len(differences) <= max(1.0, MAX_DIFFERING_SHARE * compared) and slower == [], differences
+
+
+def test_the_shipped_file_is_the_float32_weights_rounded_to_8_mantissa_bits(tmp_path):
     reference, shipped = load_policy_file(FLOAT32_REFERENCE), load_policy_file(PRETRAINED_POLICY)
     with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:  # float16 as two byte planes, high bytes first
         assert stored.files == ["__header__", "__high_bytes__", "__low_bytes__"]
-        assert stored["__high_bytes__"].dtype == np.uint8 and stored["__high_bytes__"].size == 115_074
-    assert "weight_dtype" not in reference.header  # an old float32 file: still read, as float32
+        assert stored["__high_bytes__"].dtype == np.uint8 and stored["__high_bytes__"].size == 131_970
+        assert not (stored["__low_bytes__"] & 0b11).any()  # the two mantissa bits dropped
+    assert reference.header["weight_dtype"] == "float32" and "mantissa_bits" not in reference.header
     assert shipped.header["weight_dtype"] == "float16" and shipped.header["weight_layout"] == "byte_planes"
+    assert shipped.header["mantissa_bits"] == SHIPPED_MANTISSA_BITS
     assert shipped.config == reference.config
-    assert shipped.header["metadata"] == {**reference.header["metadata"], "converted_from": "float32"}
-    assert set(shipped.weights) == set(reference.weights)
-    for name, weight in reference.weights.items():
+    # the metadata is training's, but for its start, named as the file it is now ("pretrained" meant v1 then)
+    assert reference.header["metadata"]["init"] == "pretrained" and "hsdag_v1" in shipped.header["metadata"]["init"]
+    assert shipped.header["metadata"] == {**reference.header["metadata"], "converted_from": "float32",
+                                          "init": shipped.header["metadata"]["init"]}
+    converted = load_policy_file(convert_policy_file(FLOAT32_REFERENCE, tmp_path / "again.npz", weight_dtype="float16",
+                                                     mantissa_bits=SHIPPED_MANTISSA_BITS))
+    assert set(shipped.weights) == set(reference.weights) == set(converted.weights)
+    for name, weight in converted.weights.items():
         assert shipped.weights[name].dtype == np.float32
-        assert np.array_equal(shipped.weights[name], weight.astype(np.float16).astype(np.float32)), name
-    assert PRETRAINED_POLICY.stat().st_size < 0.55 * FLOAT32_REFERENCE.stat().st_size
+        assert np.array_equal(shipped.weights[name], weight), name
+    assert PRETRAINED_POLICY.stat().st_size < 0.5 * FLOAT32_REFERENCE.stat().st_size
 
 
-def test_float16_places_the_synthetic_graphs_and_the_graph_family_as_float32_does(twins):
+def test_the_shipped_policy_places_the_synthetic_graphs_and_the_graph_family_as_float32_does(twins):
     from ov_autoplace_lab.training.graph_family import HELD_OUT_SEEDS, TRAIN_SEEDS, build
 
     synthetic = {**synthetic_graphs.PLACEMENT_GRAPHS, "long_chain": lambda: synthetic_graphs.long_chain(60),
@@ -82,22 +110,19 @@ def test_float16_places_the_synthetic_graphs_and_the_graph_family_as_float32_doe
     graphs = [(name, prepared_graph(make())[1]) for name, make in synthetic.items()]
     graphs += [(f"graph_family seed {seed}", prepared_graph(build(seed))[1])
                for seed in (*HELD_OUT_SEEDS, *TRAIN_SEEDS[::40])]
-    compared, differences = _placement_differences(twins, graphs)
-    assert compared == 7 * len(graphs) and differences == [], differences
+    _assert_places_alike(twins, graphs)
 
 
 @pytest.mark.slow
 @pytest.mark.zoo
-def test_float16_places_the_zoo_as_float32_does(twins):
+def test_the_shipped_policy_places_the_zoo_as_float32_does(twins):
     from tests.conftest import zoo_available
 
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e './lab[zoo]'")
     from ov_autoplace_lab import models as zoo
 
-    graphs = [(name, prepared_graph(zoo.load(name))[1]) for name in zoo.ZOO]
-    compared, differences = _placement_differences(twins, graphs)
-    assert compared == 7 * len(graphs) and differences == [], differences
+    _assert_places_alike(twins, [(name, prepared_graph(zoo.load(name))[1]) for name in zoo.ZOO])
 
 
 def test_conversion_round_trips_and_refuses_what_float16_cannot_hold(tmp_path):
@@ -145,7 +170,7 @@ def test_a_missing_or_short_byte_plane_is_refused_by_name(tmp_path):
     short = {**arrays, "__low_bytes__": arrays["__low_bytes__"][:-1]}
     missing = {name: a for name, a in arrays.items() if name != "__high_bytes__"}
     extra = {**arrays, "stray": np.zeros(3, np.uint8)}
-    for kind, damaged, message in (("short", short, "do not hold the 115074 float16"),
+    for kind, damaged, message in (("short", short, "do not hold the 131970 float16"),
                                    ("missing", missing, "'__high_bytes__'"), ("extra", extra, "'stray'")):
         path = tmp_path / f"{kind}.npz"
         np.savez(path, **damaged)

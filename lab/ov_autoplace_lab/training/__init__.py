@@ -13,6 +13,20 @@ The names below are imported lazily, so ``graph_family``, ``tasks`` and ``env`` 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
+
+#: The first pretrained policy (:mod:`.pretrain`'s recipe, float16 as it shipped until 2026-11-27): where the
+#: shipped ``hsdag_v2`` started (its targets' start policy and its imitation's initial weights, docs/training.md).
+V1_POLICY = Path(__file__).with_name("hsdag_v1.npz")
+
+
+def named_policy(name: str) -> str:
+    """A policy file by name: ``pretrained`` = the shipped one, ``v1`` = :data:`V1_POLICY`, else ``name`` (a path)."""
+    if name == "pretrained":
+        from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+
+        return str(PRETRAINED_POLICY)
+    return str(V1_POLICY) if name == "v1" else name
 
 _LAZY = {
     "MeasuredEnv": ".env", "PlacementEnv": ".env", "SimEnv": ".env",

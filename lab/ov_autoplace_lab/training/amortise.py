@@ -42,11 +42,9 @@ ALL_DATA_HELP = ("also the held-out architectures and platforms (splits.py): a c
 
 
 def _options(args: argparse.Namespace) -> TargetOptions:
-    policy = args.start_policy
-    if policy == "pretrained":
-        from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+    from ov_autoplace_lab.training import named_policy
 
-        policy = str(PRETRAINED_POLICY)
+    policy = named_policy(args.start_policy) if args.start_policy else args.start_policy
     sigma = args.sigma
     if sigma is None:
         from ov_autoplace_lab.paper_bench import truth
@@ -188,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-evaluations", type=int, default=6000, help="placements the local search prices per start")
     t.add_argument("--ls-seconds", type=float, default=30.0)
     t.add_argument("--milp-seconds", type=float, default=0.0, help="also the MILP with this time limit (0: off)")
-    t.add_argument("--start-policy", default="pretrained", help="policy whose one pass is a start ('' for none)")
+    t.add_argument("--start-policy", default="pretrained",
+                   help="policy whose one pass is a start: 'pretrained' (the shipped one), 'v1' (the first), a .npz, "
+                        "or '' for none")
     t.add_argument("--robust-draws", type=int, default=0,
                    help="choose each target across this many perturbed draws of its platform (robust.py; 0: off, "
                         "the fastest placement under the fitted model)")
@@ -201,7 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(run=cmd_targets)
     r = sub.add_parser("train", parents=[ray_args], help="imitation, then REINFORCE")
     r.add_argument("--output", type=Path, required=True, help="the exported policy (.npz)")
-    r.add_argument("--init", default="pretrained", help="start weights: 'pretrained', a .npz, or 'scratch'")
+    r.add_argument("--init", default="pretrained",
+                   help="start weights: 'pretrained' (the shipped policy), 'v1' (the first; hsdag_v2 started there), "
+                        "a .npz, or 'scratch'")
     r.add_argument("--imitation-steps", type=int, default=3000)
     r.add_argument("--reinforce-steps", type=int, default=600)
     r.add_argument("--no-imitation", action="store_true", help="the ablation: REINFORCE only")
@@ -262,9 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="all (default): every row (the tables keep the rows where a split pays); split: only rows "
                         "whose target beats the legalised single-device starts by 5 %%")
     e.add_argument("--no-validation", action="store_true", help="skip the validation split (validation.py)")
-    e.add_argument("--shipped", default="v1",
+    e.add_argument("--shipped", default="v2",
                    help="the --policy NAME of the shipped policy: the validation rule admits candidates no more often "
-                        "slower than the plain call than it (default v1)")
+                        "slower than the plain call than it (default v2: hsdag_v2.npz; v1 for the evaluations before it)")
     e.add_argument("--trained-on-all", action="append", default=[], metavar="NAME",
                    help="this --policy was trained with --all-data: its rows are all in training, so the tables "
                         "show it in the 'in training' subset only (repeatable)")

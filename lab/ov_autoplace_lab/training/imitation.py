@@ -312,11 +312,9 @@ def _start_policy(init: str, config: ImitationConfig, envs):
         from ov_autoplace_lab.training.pretrain import PRETRAIN_POLICY
 
         return make_policy(TrainConfig(seed=config.seed, calibrate_fraction=0.1), envs, PRETRAIN_POLICY)
-    if init == "pretrained":
-        from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+    from ov_autoplace_lab.training import named_policy
 
-        return torch_policy(PRETRAINED_POLICY)
-    return torch_policy(Path(init))
+    return torch_policy(Path(named_policy(init)))
 
 
 def with_coarsening(policy, coarsening: str | None):

@@ -11,7 +11,7 @@ target's, the plain call's, each single device's and HEFT's).
 The choice rule, fixed before any candidate was scored: among the candidates whose share of (case, draw) pairs
 slower than the plain call is no larger than the shipped policy's, the lowest median ratio to the draw's best;
 ties by the share within 5 %. A candidate that trained on these graphs (any policy trained without
-``--hold-out-validation``, and the shipped ``hsdag_v1.npz``, which saw the random DAG family) is reported but
+``--hold-out-validation``, and ``hsdag_v1.npz``, which saw the random DAG family) is reported but
 marked, since the split is not held out for it. Every number is simulated.
 """
 
@@ -105,7 +105,7 @@ def choose(summary: dict[str, dict], shipped: str | None) -> str | None:
 
 def trained_on_validation(path: str) -> bool | None:
     """Whether the policy at ``path`` trained on the validation graphs (False only for a policy trained with
-    ``--hold-out-validation``; True for the shipped one, which saw the random DAG family; None: unknown)."""
+    ``--hold-out-validation``; True for ``hsdag_v1.npz``, which saw the random DAG family; None: unknown)."""
     from ov_autoplace.policy.policy_file import load_policy_file
 
     try:
@@ -119,7 +119,7 @@ def trained_on_validation(path: str) -> bool | None:
 
 
 def validate_policies(directory: str | Path, policies: dict[str, str], sigma: float, *, address: str | None = None,
-                      num_cpus: int = 2, progress: bool = True, shipped: str | None = "v1") -> dict:
+                      num_cpus: int = 2, progress: bool = True, shipped: str | None = "v2") -> dict:
     """Every validation case whose target is in ``directory``, as Ray tasks; the summary, the choice and a table."""
     from ov_autoplace_lab.training.distributed import run_tasks
     from ov_autoplace_lab.training.splits import validation_specs

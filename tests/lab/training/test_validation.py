@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+from ov_autoplace_lab.training import V1_POLICY
 from ov_autoplace_lab.training.imitation import ImitationConfig, train_amortised
 from ov_autoplace_lab.training.splits import (VALIDATION_GRAPHS, evaluation_specs, is_held_out, is_validation,
                                                training_specs, validation_specs)
@@ -43,7 +44,8 @@ def test_training_leaves_the_validation_split_out(small_run):
     _, _, output = small_run
     meta = load_policy_file(output).header["metadata"]
     assert meta["num_tasks"] == 2 and meta["imitation"]["hold_out_validation"] is True
-    assert trained_on_validation(str(output)) is False and trained_on_validation(str(PRETRAINED_POLICY)) is True
+    assert trained_on_validation(str(output)) is False and trained_on_validation(str(PRETRAINED_POLICY)) is False
+    assert trained_on_validation(str(V1_POLICY)) is True  # no imitation metadata: v1 saw the random DAG family
 
 
 def test_validation_row_scores_every_candidate_under_the_fitted_model_and_the_draws(small_run):
@@ -52,7 +54,7 @@ def test_validation_row_scores_every_candidate_under_the_fitted_model_and_the_dr
 
     directory, specs, output = small_run
     spec = specs[2]
-    row = validate_row((spec, {"v1": str(PRETRAINED_POLICY), "held": str(output)}, FAST.sigma,
+    row = validate_row((spec, {"v1": str(V1_POLICY), "held": str(output)}, FAST.sigma,
                         load_target(target_path(directory, spec))))
     assert {"v1", "held", "ref:plain_call", "ref:search", "ref:heft"} <= set(row["names"])
     target = load_target(target_path(directory, spec))
