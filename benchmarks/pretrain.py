@@ -73,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
 V2_TARGETS = ["--extra-family-count", "10", "--sigma", "0.4625", "--robust-draws", "16", "--robust-max-slower", "0.2",
               "--all-data"]
 V2_TRAIN = ["--coarsening", "cost_cut", "--extra-family-count", "10", "--hold-out-validation", "--all-data",
-            "--split-weight", "10", "--node-weighting", "stakes", "--reinforce-steps", "0", "--placer-inputs", "boundary",
-            "--placer-passes", "4", "--lr-schedule", "cosine", "--imitation-steps", "24000", "--grouping-weight", "10",
-            "--mining", "3", "--seed", "0"]
+            "--split-weight", "10", "--node-weighting", "stakes", "--reinforce-steps", "0",
+            "--placer-inputs", "boundary", "--placer-passes", "4", "--lr-schedule", "cosine",
+            "--imitation-steps", "24000", "--grouping-weight", "10", "--mining", "3", "--seed", "0"]
 
 
 def amortise(args) -> int:

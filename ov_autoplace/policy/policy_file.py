@@ -16,7 +16,7 @@ string, four bytes a character, and are read as well) holding
 * ``mantissa_bits`` (float16 only; absent: all 10): how many of float16's mantissa bits the weights keep.
 
 The loader upcasts float16 weights to float32, so only the weights' rounding differs; the shipped policy is
-float16 (half the file; the same greedy placements on the test graphs: tests/policy/test_float16_policy.py).
+float16 at 8 mantissa bits (it places as its float32 weights do but for near-ties: tests/policy/test_float16_policy.py).
 Exports default to float32. float16 weights are stored as two uint8 byte planes, ``__high_bytes__`` (sign,
 exponent: few distinct values, so they deflate well in the wheel) and ``__low_bytes__``, the parameters
 concatenated in the header's order. Rounding the weights to fewer mantissa bits (``mantissa_bits=7`` is
@@ -253,5 +253,5 @@ def _checked(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) 
                           weights={name: a.astype(np.float32, copy=False) for name, a in arrays.items()})
 
 
-__all__ = ["FLOAT16_MANTISSA_BITS", "FORMAT", "FORMAT_VERSION", "WEIGHT_DTYPES", "ExportedPolicy", "PolicyFormatError", "convert_policy_file",
-           "export_policy", "header_text", "load_policy_file", "write_policy_file"]
+__all__ = ["FLOAT16_MANTISSA_BITS", "FORMAT", "FORMAT_VERSION", "WEIGHT_DTYPES", "ExportedPolicy", "PolicyFormatError",
+           "convert_policy_file", "export_policy", "header_text", "load_policy_file", "write_policy_file"]

@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-validation", action="store_true", help="skip the validation split (validation.py)")
     e.add_argument("--shipped", default="v2",
                    help="the --policy NAME of the shipped policy: the validation rule admits candidates no more often "
-                        "slower than the plain call than it (default v2: hsdag_v2.npz; v1 for the evaluations before it)")
+                        "slower than the plain call than it (default v2, the shipped file; v1 in the evaluations before it)")
     e.add_argument("--trained-on-all", action="append", default=[], metavar="NAME",
                    help="this --policy was trained with --all-data: its rows are all in training, so the tables "
                         "show it in the 'in training' subset only (repeatable)")
