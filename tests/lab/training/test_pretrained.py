@@ -61,3 +61,13 @@ def test_places_bert_base(bert_prepared):
     assert out.node_placement().shape == (graph.num_nodes,)
     assert 1 <= out.num_groups < graph.num_nodes
     assert np.isfinite(out.logits).all()
+
+
+def test_policies_by_name_for_the_recipes():
+    from ov_autoplace_lab.training import V1_POLICY, named_policy
+
+    # 'pretrained' follows the package; 'v1' stays the first policy, where hsdag_v2's recipe starts
+    assert named_policy("pretrained") == str(PRETRAINED_POLICY) and PRETRAINED_POLICY.name == "hsdag_v2.npz"
+    assert named_policy("v1") == str(V1_POLICY) and V1_POLICY.is_file()
+    assert named_policy("/some/policy.npz") == "/some/policy.npz"
+    assert NumpyHSDAGPolicy.load(V1_POLICY).config.placer_passes == 1  # the one-pass placer v1 was
