@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-#: The recipe of hsdag_v2 (docs/training.md, "The shipped policy, v2"): targets, then imitation.
+#: The recipe of hsdag_v2 (docs/training.md, "hsdag_v2, the shipped policy"): targets, then imitation.
 V2_TARGETS = ["--extra-family-count", "10", "--sigma", "0.4625", "--robust-draws", "16", "--robust-max-slower", "0.2",
               "--all-data"]
 V2_TRAIN = ["--coarsening", "cost_cut", "--extra-family-count", "10", "--hold-out-validation", "--all-data",
@@ -89,7 +89,7 @@ def amortise(args) -> int:
     exported = output.with_name(output.stem + "_float32.npz")
     ray = ["--address", args.address] if args.address else ["--num-cpus", "2"]
     steps = [["targets", "--dir", str(run), *ray, "--start-policy", args.init, *V2_TARGETS],
-             ["train", "--dir", str(run), "--output", str(exported), "--init", args.init, *V2_TRAIN, "--no-progress",
+             ["train", "--dir", str(run), "--output", str(exported), "--init", args.init, *V2_TRAIN,
               "--log", str(run / "train.jsonl")],
              ["convert", str(exported), str(output)],
              ["evaluate", "--dir", str(run), *ray, "--policy", f"start={named_policy(args.init)}",
