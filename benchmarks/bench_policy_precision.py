@@ -33,19 +33,11 @@ import numpy as np  # noqa: E402
 def one_pass(policy, spec, sigma):
     """(simulator, the legalised and guarded one-pass placement as device indices) of ``policy`` on ``spec``."""
     from ov_autoplace.costmodel.simulator import Simulator
-    from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.placement.legalizer import legalize
-    from ov_autoplace.strategies.base import PlacementContext
-    from ov_autoplace.strategies.hsdag import HSDAGStrategy
-    from ov_autoplace_lab.training.targets import MAX_SUBMODELS, case_cost
+    from ov_autoplace_lab.training.heldout import one_pass_row
+    from ov_autoplace_lab.training.targets import case_cost
 
     graph, cost, support = case_cost(spec, sigma)
-    devices = tuple(cost.devices)
-    proposal = np.asarray(HSDAGStrategy(policy, cost).propose(PlacementContext(graph=graph, devices=devices,
-                                                                                support=support)))
-    legal = legalize(graph, proposal, devices, support, max_submodels=MAX_SUBMODELS, strategy="hsdag")
-    guarded = guard_placement(legal, graph, cost, support)
-    return Simulator(cost, graph), guarded.device_indices(graph.names, devices)
+    return Simulator(cost, graph), one_pass_row(policy, graph, cost, support)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
              f"legalised and guarded, on the {len(specs)} rows of the headroom table (sigma {args.sigma}); "
              "'moved' = rows whose placement differs from the float32 weights', with the simulated latency of the "
              "rounded weights' placement over the float32 one's.", "",
-             "| mantissa bits | file bytes | deflated bytes | rows placed as float32 | moved |", "|---|---|---|---|---|"]
+             "| mantissa bits | file bytes | deflated bytes | rows placed as float32 | moved |",
+             "|---|---|---|---|---|"]
     for b in bits:
         lines.append(f"| {b}{' (float16)' if b == 10 else ''} | {sizes[b][0]:,} | {sizes[b][1]:,} | "
                      f"{same[b]} of {len(specs)} | {'; '.join(moved[b]) or '-'} |")

@@ -13,7 +13,6 @@ dropped tensor) produces, which is O(1).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -207,9 +206,10 @@ def test_legalize_is_idempotent_on_the_policys_decodings_of_a_detector():
     from ov_autoplace.costmodel.suite import load_suite
     from ov_autoplace.policy.decoding import offset_decodings
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
     graph = extract_graph(prepare_model(zoo.load("fcos_detector")))
-    policy = NumpyHSDAGPolicy.load(Path(oa.__file__).parent / "policy" / "pretrained" / "hsdag_v2.npz")
+    policy = NumpyHSDAGPolicy.load(PRETRAINED_POLICY)
     for name, platform in load_suite().items():
         cost = platform.cost_model(graph)
         support, devices = simulated_support(cost, graph), tuple(platform.device_names)

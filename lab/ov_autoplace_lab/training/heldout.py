@@ -118,27 +118,32 @@ def evaluate_row(args: tuple) -> dict:
     return out
 
 
+def one_pass_row(policy, graph, cost, support) -> np.ndarray:
+    """The policy alone as the default path runs it: one pass, legalised with the bound, guarded; device indices."""
+    from ov_autoplace.decision.prediction_guard import guard_placement
+    from ov_autoplace.placement.legalizer import legalize
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
+
+    devices = tuple(cost.devices)
+    proposal = HSDAGStrategy(policy, cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
+    placement = guard_placement(legalize(graph, proposal, devices, support, max_submodels=MAX_SUBMODELS,
+                                         strategy="hsdag"), graph, cost, support)
+    return placement.device_indices(graph.names, devices)
+
+
 def one_pass_ratios(directory: str | Path, policy: str, specs: list[TargetSpec]) -> dict[str, float | None]:
     """A quick check (no Ray, no search): the policy alone, one pass + legalize + guard, over each spec's target
     (simulated; None where infeasible). For validation during training, on training specs."""
     from ov_autoplace.costmodel.simulator import Simulator
-    from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.placement.legalizer import legalize
-    from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
-    from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace_lab.training.targets import run_sigma
 
     sigma, loaded, out = run_sigma(directory), NumpyHSDAGPolicy.load(policy), {}
     for spec in specs:
         target = load_target(target_path(directory, spec))
         graph, cost, support = case_cost(spec, sigma)
-        devices = tuple(cost.devices)
-        proposal = HSDAGStrategy(loaded, cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
-        placement = guard_placement(legalize(graph, proposal, devices, support, max_submodels=MAX_SUBMODELS,
-                                             strategy="hsdag"), graph, cost, support)
-        row = placement.device_indices(graph.names, devices)
-        ms = Simulator(cost, graph).feasible_ms(row)
+        ms = Simulator(cost, graph).feasible_ms(one_pass_row(loaded, graph, cost, support))
         out[spec.key] = ms / target["latency_ms"] if math.isfinite(ms) else None
     return out
 
