@@ -6,10 +6,10 @@
 ``--amortise`` runs issue 22's recipe from the first policy (``hsdag_v1.npz``, kept in the lab as
 ``ov_autoplace_lab.training.V1_POLICY``): draw-robust target generation as Ray tasks (a split may lose to the
 plain call in 3 of 16 draws of the fitted model's error), imitation on them (the 4-pass placer pricing each
-group's move, hard-example mining, 24,000 steps), the float16 export at 8 mantissa bits, and the held-out
-evaluation against v1 (``python -m ov_autoplace_lab.training.amortise``; docs/training.md). Each step is printed
-before it runs and resumes where it stopped. It writes the policy to ``--output`` (default
-``<workdir>/hsdag_v2.npz``: never into the package unless ``--output`` names it).
+group's move, hard-example mining, 24,000 steps), the shipped form (``write_shipped_policy``: float16 at 8
+mantissa bits), and the held-out evaluation against v1 (``python -m ov_autoplace_lab.training.amortise``;
+docs/training.md). Each step is printed before it runs and resumes where it stopped. It writes the policy to
+``--output`` (default ``<workdir>/hsdag_v2.npz``: never into the package unless ``--output`` names it).
 
 The second form is
 
@@ -80,31 +80,28 @@ V2_TRAIN = ["--coarsening", "cost_cut", "--extra-family-count", "10", "--hold-ou
 
 def amortise(args) -> int:
     """The steps of issue 22's recipe, each printed before it runs (each resumes where it stopped)."""
-    from ov_autoplace.policy.policy_file import convert_policy_file
-    from ov_autoplace_lab.training import named_policy
+    from ov_autoplace_lab.training import named_policy, write_shipped_policy
     from ov_autoplace_lab.training.amortise import main as amortise_main
 
     run = args.workdir / "amortise"
     output = args.output or args.workdir / "hsdag_v2.npz"
     exported = output.with_name(output.stem + "_float32.npz")
     ray = ["--address", args.address] if args.address else ["--num-cpus", "2"]
-    steps = [["targets", "--dir", str(run), *ray, "--start-policy", args.init, *V2_TARGETS],
-             ["train", "--dir", str(run), "--output", str(exported), "--init", args.init, *V2_TRAIN,
-              "--log", str(run / "train.jsonl")],
-             ["convert", str(exported), str(output)],
-             ["evaluate", "--dir", str(run), *ray, "--policy", f"start={named_policy(args.init)}",
-              "--policy", f"v2={output}", "--trained-on-all", "v2", "--shipped", "start", "--decodings", "16",
-              "--legalised", "2", "--json", str(run / "evaluation.json")]]
-    for step in steps:
-        if step[0] == "convert":  # the shipped form: float16 rounded to 8 mantissa bits (policy_file.py)
-            print(f"convert_policy_file({step[1]!r}, {step[2]!r}, weight_dtype='float16', mantissa_bits=8)", flush=True)
-            convert_policy_file(step[1], step[2], weight_dtype="float16", mantissa_bits=8)
-            continue
-        print("python -m ov_autoplace_lab.training.amortise " + " ".join(step), flush=True)
-        code = amortise_main(step)
-        if code:
-            return code
-    return 0
+
+    def step(*argv: str) -> int:
+        print("python -m ov_autoplace_lab.training.amortise " + " ".join(argv), flush=True)
+        return amortise_main(list(argv))
+
+    code = step("targets", "--dir", str(run), *ray, "--start-policy", args.init, *V2_TARGETS) or step(
+        "train", "--dir", str(run), "--output", str(exported), "--init", args.init, *V2_TRAIN,
+        "--log", str(run / "train.jsonl"))
+    if code:
+        return code
+    print(f"write_shipped_policy({str(exported)!r}, {str(output)!r})", flush=True)  # float16, 8 mantissa bits
+    write_shipped_policy(exported, output)
+    return step("evaluate", "--dir", str(run), *ray, "--policy", f"start={named_policy(args.init)}",
+                "--policy", f"v2={output}", "--trained-on-all", "v2", "--shipped", "start", "--decodings", "16",
+                "--legalised", "2", "--json", str(run / "evaluation.json"))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 * :mod:`.trainer` - :class:`Trainer`, :class:`TrainConfig`, logs, checkpoints;
 * :mod:`.finetune` - :func:`fine_tune` under a placement / time budget;
 * :mod:`.tasks` and :mod:`.graph_family` - the pretraining tasks (zoo, random DAGs, perturbed platforms);
-* :mod:`.pretrain` - the recipe that produced the shipped policy; :mod:`.evaluate` - scoring for benchmarks.
+* :mod:`.pretrain` - the recipe of the first policy (v1); :mod:`.amortise` - the shipped v2's (imitation of a
+  search); :mod:`.evaluate` - scoring for benchmarks.
 
 The names below are imported lazily, so ``graph_family``, ``tasks`` and ``env`` work without torch.
 """
@@ -28,6 +29,24 @@ def named_policy(name: str) -> str:
         return str(PRETRAINED_POLICY)
     return str(V1_POLICY) if name == "v1" else name
 
+
+#: How many of float16's 10 mantissa bits the shipped policy's weights keep (docs/bench/policy_precision.md).
+SHIPPED_MANTISSA_BITS = 8
+
+
+def write_shipped_policy(exported: str | Path, destination: str | Path) -> Path:
+    """The float32 export ``exported`` in the form the runtime wheel ships (``policy/pretrained/``): float16 at
+    :data:`SHIPPED_MANTISSA_BITS` mantissa bits, and training's metadata without its curve of one-pass misses per
+    500 steps (about 0.4 KB deflated, in a wheel with under 1 KB to spare; the export keeps it)."""
+    from ov_autoplace.policy.policy_file import load_policy_file, write_policy_file
+
+    trained = load_policy_file(exported)
+    metadata = {k: v for k, v in (trained.header.get("metadata") or {}).items() if k != "one_pass_misses"}
+    metadata.setdefault("converted_from", trained.header.get("weight_dtype", "float32"))
+    return write_policy_file(destination, trained.config, trained.weights, metadata=metadata, weight_dtype="float16",
+                             mantissa_bits=SHIPPED_MANTISSA_BITS)
+
+
 _LAZY = {
     "MeasuredEnv": ".env", "PlacementEnv": ".env", "SimEnv": ".env",
     "FINE_TUNE_CONFIG": ".finetune", "fine_tune": ".finetune",
@@ -42,5 +61,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["FINE_TUNE_CONFIG", "MODES", "MeasuredEnv", "PlacementEnv", "SimEnv", "TrainConfig", "Trainer",
-           "fine_tune", "make_policy", "torch_policy"]
+__all__ = ["FINE_TUNE_CONFIG", "MODES", "SHIPPED_MANTISSA_BITS", "V1_POLICY", "MeasuredEnv", "PlacementEnv", "SimEnv",
+           "TrainConfig", "Trainer", "fine_tune", "make_policy", "named_policy", "torch_policy", "write_shipped_policy"]

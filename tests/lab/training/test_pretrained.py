@@ -38,7 +38,7 @@ def test_shipped_policy_is_small_and_documented():
     header = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).header
     # the recipe that made it (benchmarks/pretrain.py --amortise), and where it started: v1, which the lab keeps
     assert header["metadata"]["recipe"] == "ov_autoplace_lab.training.amortise (issue 22)"
-    assert header["metadata"]["imitation"]["placer_passes"] == 4 and "hsdag_v1" in header["metadata"]["init"]
+    assert header["metadata"]["imitation"]["placer_passes"] == 4 and header["metadata"]["init"] == "v1"
     from ov_autoplace_lab.training import V1_POLICY
 
     assert NumpyHSDAGPolicy.load(V1_POLICY).header["metadata"]["recipe"] in (
