@@ -38,6 +38,30 @@ def load_average() -> str:
     return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on {os.cpu_count()} cores"
 
 
+def cpu_description() -> str:
+    """This machine's CPU as a table should name it: the model name and its bf16 units (from /proc/cpuinfo).
+
+    Which units it has decides what the testbed's bf16 ``CPU`` is: with AMX it ran faster than ``CPUF`` (f32),
+    with AVX512-BF16 alone slower (docs/results.md).
+    """
+    name, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    name = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+    except OSError:
+        return name
+    units = "AMX-BF16" if "amx_bf16" in flags else "AVX512-BF16 without AMX" if "avx512_bf16" in flags \
+        else "no bf16 unit"
+    return f"{name} ({units})"
+
+
 @dataclasses.dataclass
 class ZooCase:
     """One zoo model ready for placing on the testbed: the model, its prepared graph, support and costs."""

@@ -195,7 +195,7 @@ def prior_device(facts: DeviceFacts, *, cpu_spec: SimDevice | None = None,
         spec = cpu_spec if cpu_spec is not None else host_cpu_device(facts.threads or _usable_cores(),
                                                                      name=facts.name)
         if cpu_spec is None and facts.precision == "bf16" and "bf16" not in spec.peak_flops:
-            logger.info("prior: %s asks for bf16 but /proc/cpuinfo shows no bf16 unit; modelled as f32", facts.name)
+            logger.info("prior: %s asks for bf16 but /proc/cpuinfo shows no AMX unit; modelled as f32", facts.name)
         if fitted:
             terms = _geometric_mean_terms(fitted)
         else:

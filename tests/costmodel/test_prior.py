@@ -59,6 +59,39 @@ def test_identical_facts_give_identical_columns(testbed):
     np.testing.assert_array_equal(prior.cost.compute_ms[:, 0], prior.cost.compute_ms[:, 1])
 
 
+_XEON = "vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\ncpu MHz\t\t: 2000.000\nflags\t\t: {}\n\n"
+_AVX512_BF16 = "fpu sse sse2 avx avx2 fma avx512f avx512bw avx512_vnni avx512_bf16"
+
+
+def test_bf16_is_a_rate_only_with_amx():
+    """AVX512-BF16 alone ran OpenVINO's bf16 2x faster than f32 on one CPU and 1.6x slower on another: no bf16
+    rate, a bf16 request is modelled as f32."""
+    from ov_autoplace.costmodel.sim_costs import host_cpu_device
+
+    plain = host_cpu_device(2, cpuinfo=_XEON.format(_AVX512_BF16))
+    assert "bf16" not in plain.peak_flops and "bf16" not in plain.matrix_peak_flops
+    assert plain.precision_for("bf16") == "f32" and plain.matrix_peak_flops == {"int8": 4 * plain.peak_flops["f32"]}
+    amx = host_cpu_device(2, cpuinfo=_XEON.format(_AVX512_BF16 + " amx_tile amx_bf16 amx_int8"))
+    assert amx.precision_for("bf16") == "bf16" and amx.peak_flops["bf16"] == 2 * amx.peak_flops["f32"]
+    assert amx.matrix_peak_flops["bf16"] > amx.peak_flops["bf16"]
+    assert amx.peak_flops["f32"] == plain.peak_flops["f32"]
+
+
+def test_a_bf16_cpu_without_amx_is_predicted_as_fast_as_its_f32_twin(testbed):
+    """The testbed on such a CPU: the prior predicts no gain for the bf16 CPU (it had predicted 2x, and it measured
+    1.6x slower on one such CPU); with AMX it still predicts the bf16 CPU faster."""
+    from ov_autoplace.costmodel.sim_costs import host_cpu_device
+
+    f32 = read_device_facts(testbed.core, "CPUF")
+    bf16 = dataclasses.replace(f32, name="CPU", precision="bf16", capabilities=f32.capabilities + ("BF16",))
+    graph = _graph()
+    for flags, equal in ((_AVX512_BF16, True), (_AVX512_BF16 + " amx_bf16", False)):
+        spec = host_cpu_device(f32.threads, cpuinfo=_XEON.format(flags))
+        singles = predicted_single_ms(prior_cost_model(graph, [bf16, f32], cpu_spec=spec).cost)
+        assert (singles["CPU"] == pytest.approx(singles["CPUF"], rel=1e-12)) == equal, (flags, singles)
+        assert singles["CPU"] <= singles["CPUF"]
+
+
 def test_a_device_reporting_nothing_is_unknown():
     blank = DeviceFacts("XPU", None, None, None, None, (), (), None, None, None)
     assert not blank.reported and prior_device(blank) is None
