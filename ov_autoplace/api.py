@@ -172,7 +172,7 @@ def _verified(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: 
         support = query_support(req.core, prepared, graph, req.devices)
     # the runner-up splits on the costs the strategy placed with (none on a cache hit: the strategy did not run)
     alternatives = runner_ups(graph, req.devices, support, getattr(req.strategy, "last_cost", None),
-                              max_submodels=req.max_submodels)
+                              max_submodels=req.max_submodels, core=req.core)
     if not any(needs_verification(p, graph, support) for p in (placement, *alternatives)):
         return placement
     verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,

@@ -321,7 +321,7 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
                            "profiling")
     support = query_support(core, prepared, graph, devices)
     alternatives = runner_ups(graph, devices, support, profile.cost_model, max_submodels=req.max_submodels,
-                              pins=req.pins)
+                              pins=req.pins, core=core)
     config = {name: decode_property(value) for name, value in spec.get("config", {}).items()}
     return store_verified(core, root, key, prepared, graph, model, candidate, pinned=bool(req.pins), config=config,
                           device_name=spec.get("device_name"), alternatives=alternatives, support=support)

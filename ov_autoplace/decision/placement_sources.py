@@ -258,7 +258,7 @@ def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, veri
     alternatives = ()
     if verify_now or not needs_verification(candidate, graph, support):
         alternatives = runner_ups(graph, req.devices, support, decision.runner_up_cost,
-                                  max_submodels=req.max_submodels)
+                                  max_submodels=req.max_submodels, core=req.core)
         if not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
             return decision
     if verify_now:

@@ -17,8 +17,9 @@ from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.decision.verification import (MIN_GAIN, decide, evidence_intact, needs_verification, plain_placement,
-                                       runner_ups, seal, single_device_of, t_quantile, verify_placement)
+from ov_autoplace.decision.verification import (MIN_GAIN, decide, evidence_intact, faster_single_device,
+                                                needs_verification, plain_placement, runner_ups, seal,
+                                                single_device_of, t_quantile, verify_placement)
 from ov_autoplace.devices.facts import twin_of
 from tests import synthetic_graphs as sg
 
@@ -200,6 +201,70 @@ def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
     if evidence.chosen == "alternative:heft":  # kept under the candidate's source, tagged with the runner-up
         assert kept.strategy == "hsdag:profile+heft" and kept.assignment == heft.assignment
     assert evidence_intact(kept) == evidence.verified and heft.strategy == "heft"  # the caller's object untouched
+
+
+def _noisy_cost(graph, devices, second_share, spread_ms=1.0):
+    """A measured-like cost: every compute op 1 ms on the first device, ``second_share`` ms on the second, each with
+    a wide spread (as a profile's, where the moved ops' spreads add up beyond any whole-model gain)."""
+    n = graph.num_nodes
+    compute = np.zeros((n, 2))
+    ops_ = graph.role == NodeRole.COMPUTE
+    compute[ops_, 0], compute[ops_, 1] = 1.0, second_share
+    return CostModel(devices=devices, node_names=graph.names, compute_ms=compute, unfused_ms=compute.copy(),
+                     fused_into=np.full(n, -1), link_latency_ms=np.full((2, 2), 0.01) * (1 - np.eye(2)),
+                     link_ms_per_byte=np.zeros((2, 2)), submodel_overhead_ms=np.full(2, 0.05),
+                     node_memory_bytes=np.zeros(n, dtype=np.int64), device_memory_bytes=np.full(2, np.inf),
+                     simulated=False, source="test fixture", compute_spread_ms=np.where(ops_[:, None], spread_ms, np.zeros((n, 2))),
+                     e2e_spread_ms=np.full(2, spread_ms))
+
+
+def test_a_device_predicted_faster_within_the_spread_is_measured_not_dropped(f32_testbed, testbed):
+    """The guard keeps the plain call's device when a predicted gain is within the spread; the device the costs
+    predict faster is then a runner-up, so the caller verifies and the paired test decides. Not below MIN_GAIN,
+    not for the plain call's device under another name, not on a pinned request."""
+    from ov_autoplace.decision.prediction_guard import guard_placement
+
+    model = sg.residual(blocks=3)
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    devices = f32_testbed.devices
+    support = query_support(f32_testbed.core, prepared, graph, devices)
+    cost = _noisy_cost(graph, devices, 0.7)
+    guarded = guard_placement(legalize(graph, np.ones(graph.num_nodes, np.int64), devices, support, strategy="s"),
+                              graph, cost, support)
+    assert single_device_of(guarded) == devices[0], "30 % predicted, within the spread: the guard keeps the first"
+    faster = faster_single_device(graph, devices, support, cost)
+    assert single_device_of(faster) == devices[1] and needs_verification(faster, graph, support)
+    assert any(single_device_of(p) == devices[1] for p in runner_ups(graph, devices, support, cost, max_submodels=8))
+    assert faster_single_device(graph, devices, support, _noisy_cost(graph, devices, 1 - MIN_GAIN / 2)) is None
+    assert faster_single_device(graph, devices, support, _noisy_cost(graph, devices, 1.3)) is None, "slower"
+    assert faster_single_device(graph, devices[::-1], support[:, ::-1], cost) is None, "the plain call's device"
+    assert faster_single_device(graph, devices, support, cost, core=f32_testbed.core) is None, "CPUF is CPU again"
+    import dataclasses
+
+    assert faster_single_device(graph, devices, support, dataclasses.replace(cost, loaded=True)) is None, "loaded"
+    assert runner_ups(graph, devices, support, cost, max_submodels=8, pins=["pinned"]) == []
+    if not twin_of(testbed.core, testbed.devices):  # bf16: CPU and CPUF differ, so CPUF is worth a measurement
+        assert single_device_of(faster_single_device(graph, devices, support, cost, core=testbed.core)) == "CPUF"
+
+
+@pytest.mark.slow
+def test_an_explicit_strategy_measures_the_device_its_profile_points_to(distinct_testbed, tmp_path, caplog):
+    """strategy=HEFT on costs predicting the second device 30 % faster within the spread: the guard keeps the plain
+    call's device, and the verification times the second device beside it (on the bf16 testbed without AMX the
+    plain call's bf16 CPU measured 1.6x slower than CPUF, and nothing had timed CPUF)."""
+    from ov_autoplace.strategies.heft import HeftStrategy
+
+    model = sg.residual(blocks=3)
+    graph = extract_graph(prepare_model(model))
+    devices = distinct_testbed.devices
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, distinct_testbed.hetero, core=distinct_testbed.core, cache_dir=tmp_path,
+                                    strategy=HeftStrategy(_noisy_cost(graph, devices, 0.7)))
+    assert isinstance(compiled, ov.CompiledModel)
+    assert "verification (" in caplog.text and f"single:{devices[1]}" in caplog.text, caplog.text[-2000:]
+    (entry,) = PlacementCache(tmp_path).entries()
+    assert json.loads(entry.read_text())["payload"]["verification"]["rule"], "the verdict is stored with its evidence"
 
 
 def test_evidence_seal_detects_edits():
