@@ -16,7 +16,8 @@ decides. For a candidate placement it:
    wins when the one-sided upper bound ``mean(d) + t * sd(d) / sqrt(R)`` is below ``ln(1 - MIN_GAIN)`` (2 %
    faster at 95 %, Bonferroni-split over the alternatives: a false win at most 5 % per decision, paired t model);
 4. **abstains** (keeps the plain call) when the machine is too noisy to decide: the plain call's rounds spread
-   by more than ``MAX_ROUND_CV``, other processes kept more than ``noise.LOADED_OTHER_CORES`` of this process's
+   by more than ``MAX_ROUND_CV`` and no alternative's bound clears that spread (a gain larger than the plain
+   call's own round-to-round variation is still a verdict), other processes kept more than ``noise.LOADED_OTHER_CORES`` of this process's
    cores busy while it compiled and timed (``noise.LoadProbe``), or no contender could be measured. An
    abstention is not a verdict: the placement is not marked verified, and a later start verifies again.
 
@@ -68,11 +69,12 @@ BUDGET_S = 20.0
 #: Abstain when the plain call's per-round medians vary by more than this (coefficient of variation).
 MAX_ROUND_CV = 0.15
 #: Bumped when the rule changes: evidence of another version is verified again.
-RULE_VERSION = 2
+RULE_VERSION = 3
 RULE = (f"v{RULE_VERSION}: kept only if at least {MIN_GAIN:.0%} faster than the plain call at {CONFIDENCE:.0%} "
         "one-sided confidence (paired t on per-round log ratios, Bonferroni over the alternatives); "
-        f"abstain when the plain call's rounds vary by more than {MAX_ROUND_CV:.0%} or other processes keep "
-        f"more than {LOADED_OTHER_CORES} of its cores busy")
+        f"when the plain call's rounds vary by more than {MAX_ROUND_CV:.0%}, only if faster by more than that "
+        f"variation, else abstain; abstain when other processes keep more than {LOADED_OTHER_CORES} of its cores "
+        "busy")
 
 PLAIN = "plain"
 CANDIDATE = "candidate"
@@ -160,11 +162,17 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
         return Evidence("abstained", PLAIN, RULE, n, medians, spread, ratio, upper, f"the machine was loaded (other "
                         f"processes kept {other_cores:.2f} of this process's cores busy, limit {LOADED_OTHER_CORES}): "
                         "compiles differ by more than the margin under load; kept the plain call", stamp)
-    if spread.get(PLAIN, math.inf) > max_round_cv:
+    # A plain call whose rounds vary beyond max_round_cv makes a small win no verdict; a win whose bound clears
+    # that variation still is (on a bf16 Xeon the bf16 plain call's rounds varied 16-31 % while CPUF measured
+    # x0.60-0.68 of it, bound <= x0.69: abstaining kept a device 1.5x slower)
+    noisy = spread.get(PLAIN, math.inf) > max_round_cv
+    bar = 1.0 - max(min_gain, spread[PLAIN]) if noisy else 1.0 - min_gain
+    winners = [c for c in alts if upper[c] < bar]
+    if noisy and not winners:
         return Evidence("abstained", PLAIN, RULE, n, medians, spread, ratio, upper,
                         f"the machine is too noisy to decide (the plain call's rounds vary by "
-                        f"{spread[PLAIN]:.0%} > {max_round_cv:.0%}); kept the plain call", stamp)
-    winners = [c for c in alts if upper[c] < 1.0 - min_gain]
+                        f"{spread[PLAIN]:.0%} > {max_round_cv:.0%}, and no alternative's bound clears that); "
+                        "kept the plain call", stamp)
     if not winners:
         return Evidence("plain", PLAIN, RULE, n, medians, spread, ratio, upper,
                         f"no alternative is {min_gain:.0%} faster at {confidence:.0%} confidence; kept the plain call",
@@ -172,7 +180,8 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
     best = min(winners, key=lambda c: ratio[c])
     return Evidence("kept", best, RULE, n, medians, spread, ratio, upper,
                     f"{best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} at "
-                    f"{confidence:.0%}), beyond the {min_gain:.0%} threshold", stamp)
+                    f"{confidence:.0%}), beyond the {1 - bar:.0%} threshold"
+                    + (f" (the plain call's rounds vary by {spread[PLAIN]:.0%})" if noisy else ""), stamp)
 
 
 def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, rounds: int = ROUNDS,
