@@ -34,13 +34,7 @@ device's overhead is the mean over its pairs.
 
 Cost: about 70-80 s per device pair with the defaults on the 2-core testbed;
 the 18 variants of one size are alive together (to interleave them), which
-peaks at about 4 GB of RAM at 16 MB.
-
-What it found on the testbed (CPU bf16 x1 + CPUF f32 x2, OpenVINO 2026.4):
-a cut costs about 1-3 us (transfer latency + submodel overhead) and the
-per-byte term is small and unstable (0-0.16 ms/MB between runs): between
-two CPU-plugin devices no copy cost stands out of the machine's load noise,
-which at 1 MB and above is larger than any transfer cost.
+peaks at about 4 GB of RAM at 16 MB. What it found on the testbed: docs/cost-model.md.
 """
 
 from __future__ import annotations

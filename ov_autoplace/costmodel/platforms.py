@@ -112,17 +112,6 @@ class SimDevice:
     def supports(self, op_type: str) -> bool:
         return self.supported_op_types is None or op_type in self.supported_op_types
 
-    def op_cost_ms(self, op_type: str, flops: float, bytes_moved: float, precision: str = "f32") -> float:
-        """The roofline cost of one op (see the module docstring); ``bytes_moved`` at the run precision."""
-        if not self.supports(op_type):
-            return math.inf
-        category, prec = op_category(op_type), self.precision_for(precision)
-        if category == "view":
-            return self.launch_overhead_ms
-        compute_s = max(flops, 0.0) / (self.peak_for(category, prec) * self.compute_efficiency[category])
-        memory_s = max(bytes_moved, 0.0) / (self.memory_bandwidth * self.memory_efficiency[category])
-        return self.launch_overhead_ms + 1e3 * max(compute_s, memory_s)
-
     def describe(self) -> str:
         peaks = ", ".join(f"{p} {v / 1e12:.2f}" for p, v in self.peak_flops.items())
         matrix = ", ".join(f"{p} {v / 1e12:.1f}" for p, v in self.matrix_peak_flops.items()) or "none"

@@ -218,21 +218,16 @@ def host_cpu_device(num_threads: int = 1, name: str = "CPU", *, cpuinfo: str | N
     """A best-effort model of this machine's CPU (from /proc/cpuinfo; every number an estimate).
 
     Used as the reference of :func:`calibrate`: the measured costs are divided
-    by what this device's roofline predicts to get efficiency factors. ``cpuinfo``: the text to read
-    instead of /proc/cpuinfo (the first processor's block counts).
+    by what this device's roofline predicts to get efficiency factors. ``cpuinfo``: read instead of /proc/cpuinfo.
     """
-    info: dict[str, str] = {}
     try:
         if cpuinfo is None:
             with open("/proc/cpuinfo") as f:
                 cpuinfo = f.read()
     except OSError:
         cpuinfo = ""
-    for line in cpuinfo.splitlines():
-        if not line.strip():
-            break  # first processor only
-        key, _, value = line.partition(":")
-        info[key.strip()] = value.strip()
+    first = cpuinfo.split("\n\n")[0]  # first processor only
+    info = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
     flags = set(info.get("flags", "").split())
     try:
         with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
@@ -245,10 +240,8 @@ def host_cpu_device(num_threads: int = 1, name: str = "CPU", *, cpuinfo: str | N
     f32 = num_threads * lanes * 2 * 2 * hz
     peaks = {"f32": f32}
     matrix: dict[str, float] = {}
-    # bf16 is a rate only with AMX. With AVX512-BF16 alone the flags do not tell which way OpenVINO 2026.4's
-    # bf16 goes: ~2x faster than its f32 on an AMD EPYC (ResNet-50 20.7 vs 40.2 ms, 2 threads), 1.6x *slower*
-    # on an Intel Xeon (54.6 vs 31.7 ms; docs/results.md, "The testbed"). Without a bf16 rate a bf16 request
-    # is modelled as f32 (compute and bytes): no gain either way, so the prior keeps what OpenVINO would run.
+    # bf16 is a rate only with AMX: with AVX512-BF16 alone OpenVINO's bf16 ran ~2x faster than f32 on an AMD EPYC
+    # and 1.6x slower on an Intel Xeon (docs/results.md), so it is modelled as f32 there: no gain either way.
     if "amx_bf16" in flags:
         peaks["bf16"] = 2 * f32
         matrix["bf16"] = num_threads * 2048 * hz  # AMX: 1024 bf16 MACs per cycle per core

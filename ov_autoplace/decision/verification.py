@@ -16,8 +16,7 @@ decides. For a candidate placement it:
    wins when the one-sided upper bound ``mean(d) + t * sd(d) / sqrt(R)`` is below ``ln(1 - MIN_GAIN)`` (2 %
    faster at 95 %, Bonferroni-split over the alternatives: a false win at most 5 % per decision, paired t model);
 4. **abstains** (keeps the plain call) when the machine is too noisy to decide: the plain call's rounds spread
-   by more than ``MAX_ROUND_CV`` and no alternative's bound clears that spread (a gain larger than the plain
-   call's own round-to-round variation is still a verdict), other processes kept more than ``noise.LOADED_OTHER_CORES`` of this process's
+   by more than ``MAX_ROUND_CV`` and no alternative's bound clears that spread, other processes kept more than ``noise.LOADED_OTHER_CORES`` of this process's
    cores busy while it compiled and timed (``noise.LoadProbe``), or no contender could be measured. An
    abstention is not a verdict: the placement is not marked verified, and a later start verifies again.
 
@@ -28,14 +27,12 @@ The winner is the fastest (median ratio) of the alternatives that won, else the 
 evidence (medians, spreads, ratio, bound, rule, decision) is logged at INFO and sealed into the returned placement
 (``Placement.verification``) with a digest over the assignment: an edited entry is verified again.
 
-Why runner-ups: under the headroom table's truth draws, HEFT measured beside the local search's split keeps a
-placement within 5 % of the optimum in 92.1 % of the draws, not 88.2 % (``benchmarks/bench_verified_truth.py``).
-Each contender shares one budget's rounds and widens the Bonferroni split, so a runner-up the guard already
+Why runner-ups: under the truth draws, HEFT beside the local search's split keeps 92.1 % of placements within 5 %
+of the optimum, not 88.2 % (``bench_verified_truth.py``). Each widens the Bonferroni split, so one the guard
 condemns on the costs is not measured (:func:`runner_ups`).
 
-Samples taken before (the profile's, a ``search_budget`` search's) are not reused: other windows (another load),
-PERF_COUNT on, each placement timed alone. Paired with these rounds they would carry the load drift between the
-windows into every ratio, and the stated false-win rate would no longer hold.
+Earlier samples (the profile's, a search's) are not reused: taken in other windows, they would carry the load
+drift between windows into every ratio, and the false-win rate would no longer hold.
 """
 
 from __future__ import annotations
@@ -162,9 +159,7 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
         return Evidence("abstained", PLAIN, RULE, n, medians, spread, ratio, upper, f"the machine was loaded (other "
                         f"processes kept {other_cores:.2f} of this process's cores busy, limit {LOADED_OTHER_CORES}): "
                         "compiles differ by more than the margin under load; kept the plain call", stamp)
-    # A plain call whose rounds vary beyond max_round_cv makes a small win no verdict; a win whose bound clears
-    # that variation still is (on a bf16 Xeon the bf16 plain call's rounds varied 16-31 % while CPUF measured
-    # x0.60-0.68 of it, bound <= x0.69: abstaining kept a device 1.5x slower)
+    # noisy plain call: only a win clearing its variation is a verdict (bf16 Xeon: rounds 16-31 %, CPUF <= x0.69)
     noisy = spread.get(PLAIN, math.inf) > max_round_cv
     bar = 1.0 - max(min_gain, spread[PLAIN]) if noisy else 1.0 - min_gain
     winners = [c for c in alts if upper[c] < bar]
@@ -222,15 +217,13 @@ def single_device_of(placement) -> str | None:
 
 def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_submodels: int | None,
                pins: Sequence[Any] = (), core: Any = None) -> list:
-    """The runner-ups measured beside a candidate placed on ``cost`` (:data:`RUNNER_UP_METHODS`, then a device).
+    """The runner-ups measured beside a candidate placed on ``cost``: :data:`RUNNER_UP_METHODS`, then a device.
 
     HEFT on the same cost model, legalized under the same submodel bound and passed through the same guard as
     the candidate (``decision/prediction_guard.py``: a split not predicted faster than a single device, beyond the spread, becomes
     that device, which is measured anyway; so a runner-up the costs already condemn takes no rounds). Then
-    :func:`faster_single_device`: the device ``cost`` predicts faster than the plain call's, when the guard could
-    not prove it (a measured profile's spread). Its presence is what makes the caller verify at all; it is timed
-    as a single device, like every device. Pinned requests get none (the pins are the user's call). A method that
-    cannot place the model is dropped with a WARNING: the candidate is still verified.
+    :func:`faster_single_device`, which makes the caller verify at all. Pinned requests get none (the pins are the
+    user's call). A method that cannot place the model is dropped with a WARNING: the candidate is still verified.
     """
     from ov_autoplace.errors import PlacementError
     from ov_autoplace.decision.prediction_guard import guard_placement
@@ -257,23 +250,18 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
 
 
 def faster_single_device(graph, devices: Sequence[str], support: np.ndarray, cost, *, core: Any = None):
-    """The one-device placement ``cost`` predicts fastest, if it beats the plain call's device by more than
-    :data:`MIN_GAIN` (point predictions, spreads ignored) and is not that device under another name
-    (``facts.twin_of``, read when ``core`` is given); else None. None too for a profile taken on a loaded
-    machine (``cost.loaded``): the verification would abstain under the same load.
-
-    The guard moves nothing on a predicted gain within the spread, and keeps the plain call's device. On a measured
-    profile that spread is wide (the moved ops' spreads add up: ResNet-50's 12.6 ms predicted gain for ``CPUF`` over
-    the bf16 ``CPU`` was within 28 ms), so without this an explicit strategy kept a device that measured 1.6x slower
-    and nothing measured the other. Here the prediction only asks for a measurement; the paired test decides.
-    """
+    """The one-device placement ``cost`` predicts fastest if it beats the plain call's device by > :data:`MIN_GAIN`
+    (spreads ignored), is not that device under another name (``twin_of``, with ``core``) and ``cost`` is not
+    loaded; else None. The guard keeps the plain call's device on a gain within a whole-model move's spread (every
+    op's, summed: ResNet-50's 12.6 ms for CPUF was within 28 ms, and CPUF measured 1.6x faster); this only asks for
+    a measurement."""
     from ov_autoplace.costmodel.cost_terms import CostTerms
     from ov_autoplace.placement.legalizer import legalize
 
     devices = tuple(devices)
     plain = single_device_of(plain_placement(graph, devices, support))
     if plain is None or cost.loaded or set(cost.devices) != set(devices):
-        return None  # a profile taken under load predicts nothing worth measuring (nor could it be measured)
+        return None
     cost = cost if tuple(cost.devices) == devices else cost.with_devices(devices)
     terms = CostTerms(cost, graph, support)
     able = [d for d in range(len(devices)) if terms.allowed[terms.compute, d].all()]
@@ -287,7 +275,7 @@ def faster_single_device(graph, devices: Sequence[str], support: np.ndarray, cos
     if core is not None:
         from ov_autoplace.devices.facts import twin_of
 
-        first = twin_of(core, devices)  # a twin -> the first device of its facts
+        first = twin_of(core, devices)
         if first.get(best, best) == first.get(reference, reference):
             return None
     placement = legalize(graph, np.full(graph.num_nodes, best, dtype=np.int64), devices, support, max_submodels=None,
