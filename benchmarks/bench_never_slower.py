@@ -282,7 +282,8 @@ def markdown(result: dict) -> str:
              *([f"**Partial: {len(result['rows'])} of {result.get('rows_planned', '?')} rows measured so far** "
                 "(the run goes on with the same command and `--resume`).", ""] if not result.get("complete", True)
                else []),
-             f"{result['machine']}; {result.get('cpu', 'CPU model not recorded')}; CPU bf16: {result['bf16']}; condition: {result['condition']}; "
+             f"{result['machine']}; {result.get('cpu', 'CPU model not recorded')}; CPU bf16: {result['bf16']}; "
+             f"condition: {result['condition']}; "
              f"{result['rounds']} paired rounds (more, up to {result.get('max_rounds', result['rounds'])}, while the "
              f"95 % interval of a row's median ratio is wider than +-{100 * result.get('precision', 0):.1f} %; devices "
              f"over 1.2x the fastest sit the added rounds out) x at least {result['iterations']} runs per contender "
@@ -383,8 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     done = resumed_rows(args.json, settings) if args.resume else {}
     testbed = make_testbed()
     result = {"date": datetime.date.today().isoformat(), "command": "python " + " ".join([sys.argv[0]] + sys.argv[1:]),
-              "machine": load_average(), "cpu": cpu_description(), "bf16": testbed.bf16, **settings, "rows": [], "rows_planned": len(pairs),
-              "complete": False}
+              "machine": load_average(), "cpu": cpu_description(), "bf16": testbed.bf16, **settings, "rows": [],
+              "rows_planned": len(pairs), "complete": False}
     hog = subprocess.Popen([sys.executable, "-c", HOG]) if args.hog else None
     try:
         for name in dict.fromkeys(name for name, _ in pairs):

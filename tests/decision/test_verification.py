@@ -176,18 +176,23 @@ def test_false_win_rate_holds_with_several_alternatives():
     assert all(len(v.upper) == 3 for v in found)
 
 
-def _alternating_cost(graph, devices, link_ms=0.01):
-    """Every other compute node 3x cheaper on the second device: a cost on which HEFT splits."""
+def _cost(graph, devices, compute, link_ms=0.01, **noise):
+    """A CostModel with ``compute`` [N, D] and small links; ``noise``: measured-like spreads (``simulated=False``)."""
     n, d = graph.num_nodes, len(devices)
-    compute_nodes = np.flatnonzero(graph.role == NodeRole.COMPUTE)
-    compute = np.zeros((n, d))
-    compute[compute_nodes, 0] = np.where(np.arange(len(compute_nodes)) % 2 == 0, 1.0, 3.0)
-    compute[compute_nodes, 1] = np.where(np.arange(len(compute_nodes)) % 2 == 0, 3.0, 1.0)
     return CostModel(devices=devices, node_names=graph.names, compute_ms=compute, unfused_ms=compute.copy(),
                      fused_into=np.full(n, -1), link_latency_ms=np.full((d, d), link_ms) * (1 - np.eye(d)),
                      link_ms_per_byte=np.zeros((d, d)), submodel_overhead_ms=np.full(d, 0.05),
                      node_memory_bytes=np.zeros(n, dtype=np.int64), device_memory_bytes=np.full(d, np.inf),
-                     simulated=True, source="test fixture")
+                     simulated=not noise, source="test fixture", **noise)
+
+
+def _alternating_cost(graph, devices, link_ms=0.01):
+    """Every other compute node 3x cheaper on the second device: a cost on which HEFT splits."""
+    compute_nodes = np.flatnonzero(graph.role == NodeRole.COMPUTE)
+    compute = np.zeros((graph.num_nodes, len(devices)))
+    compute[compute_nodes, 0] = np.where(np.arange(len(compute_nodes)) % 2 == 0, 1.0, 3.0)
+    compute[compute_nodes, 1] = np.where(np.arange(len(compute_nodes)) % 2 == 0, 3.0, 1.0)
+    return _cost(graph, devices, compute, link_ms)
 
 
 def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
@@ -221,16 +226,11 @@ def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
 def _noisy_cost(graph, devices, second_share, spread_ms=1.0):
     """A measured-like cost: every compute op 1 ms on the first device, ``second_share`` ms on the second, each with
     a wide spread (as a profile's, where the moved ops' spreads add up beyond any whole-model gain)."""
-    n = graph.num_nodes
-    compute = np.zeros((n, 2))
+    compute = np.zeros((graph.num_nodes, 2))
     ops_ = graph.role == NodeRole.COMPUTE
     compute[ops_, 0], compute[ops_, 1] = 1.0, second_share
-    return CostModel(devices=devices, node_names=graph.names, compute_ms=compute, unfused_ms=compute.copy(),
-                     fused_into=np.full(n, -1), link_latency_ms=np.full((2, 2), 0.01) * (1 - np.eye(2)),
-                     link_ms_per_byte=np.zeros((2, 2)), submodel_overhead_ms=np.full(2, 0.05),
-                     node_memory_bytes=np.zeros(n, dtype=np.int64), device_memory_bytes=np.full(2, np.inf),
-                     simulated=False, source="test fixture", compute_spread_ms=np.where(ops_[:, None], spread_ms, np.zeros((n, 2))),
-                     e2e_spread_ms=np.full(2, spread_ms))
+    return _cost(graph, devices, compute, compute_spread_ms=np.where(ops_[:, None], spread_ms, 0.0) * np.ones((1, 2)),
+                 e2e_spread_ms=np.full(2, spread_ms))
 
 
 def test_a_device_predicted_faster_within_the_spread_is_measured_not_dropped(f32_testbed, testbed):
