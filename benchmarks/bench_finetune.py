@@ -43,7 +43,8 @@ def split_rows() -> list[dict]:
     return [r for r in rows if r.get("split_pays")]
 
 
-def run_row(row: dict, policies: dict[str, str], offsets: list[int], seeds: int, budget: int, sigma: float) -> dict:
+def run_row(row: dict, policies: dict[str, str], offsets: list[int], seeds: int, budget: int, sigma: float,
+            modes: list[str]) -> dict:
     import torch
 
     from ov_autoplace.costmodel.simulator import Simulator
@@ -62,28 +63,33 @@ def run_row(row: dict, policies: dict[str, str], offsets: list[int], seeds: int,
            "best_known_ms": row["optimum_ms"], "best_single_device_ms": row["best_single_device_ms"], "cells": {}}
     case = Case(row["model"], graph, devices, support, cost, True)
     placements = reference_placements(case)
-    for name, path in policies.items():
-        for off in offsets:
-            key = f"{name}/offsets={off}"
-            cell = {"ms": [], "seconds": [], "evaluated": [], "offset_placements": []}
-            for seed in range(seeds):
-                env = case.make_env()  # SimEnv, legalised with the bound of 8
-                start = time.perf_counter()
-                placement, records = fine_tune(path, env, budget_samples=budget, seed=seed, offset_samples=off)
-                cell["seconds"].append(round(time.perf_counter() - start, 3))
-                placed = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
-                cell["ms"].append(float(simulator.feasible_ms(placed)))
-                cell["evaluated"].append(env.num_evaluated)
-                cell["offset_placements"].append(sum(r.get("new", 0) for r in records if r["event"] == "offsets"))
-                if seed == 0:
-                    placements[key] = placed
-            out["cells"][key] = cell
-            out[key] = cell["ms"][0]  # the fitted latency of the seed-0 placement (truth.summarize's prediction)
+    for name, path, mode, off in ((n, p, m, o) for n, p in policies.items() for m in modes for o in offsets):
+        key = cell_key(name, mode, off)
+        cell = {"ms": [], "seconds": [], "evaluated": [], "offset_placements": []}
+        for seed in range(seeds):
+            env = case.make_env()  # SimEnv, legalised with the bound of 8
+            start = time.perf_counter()
+            placement, records = fine_tune(path, env, budget_samples=budget, seed=seed, offset_samples=off,
+                                           mode=mode)
+            cell["seconds"].append(round(time.perf_counter() - start, 3))
+            placed = np.array([devices.index(placement.assignment[n]) for n in graph.names], np.int64)
+            cell["ms"].append(float(simulator.feasible_ms(placed)))
+            cell["evaluated"].append(env.num_evaluated)
+            cell["offset_placements"].append(sum(r.get("new", 0) for r in records if r["event"] == "offsets"))
+            if seed == 0:
+                placements[key] = placed
+        out["cells"][key] = cell
+        out[key] = cell["ms"][0]  # the fitted latency of the seed-0 placement (truth.summarize's prediction)
     platform, _ = variant_platform(spec, sigma)
     out["truth"] = truth.score_draws(platform, graph, placements,
                                      truth.TruthSpec(sigma=sigma, draws=truth.TRUTH_DRAWS, seed=0, milp_seconds=0.0),
                                      cost=cost)
     return out
+
+
+def cell_key(name: str, mode: str, offsets: int) -> str:
+    """A column's name; REINFORCE (the fine-tune's default mode) keeps the name earlier runs used."""
+    return f"{name}/offsets={offsets}" if mode == "reinforce" else f"{name}/{mode}/offsets={offsets}"
 
 
 def table(rows: list[dict], keys: list[str], seeds: int) -> list[str]:
@@ -115,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=int, default=50, help="distinct evaluated placements per fine-tune")
     parser.add_argument("--offsets", default="0,25", help="offset_samples values to compare (0: REINFORCE alone)")
+    parser.add_argument("--modes", default="reinforce",
+                        help="fine-tune modes to compare (TrainConfig.mode: reinforce, ppo = Post's clipped "
+                             "surrogate + cross-entropy on the elite placements)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--policy", action="append", default=[], help="NAME=PATH (default: the shipped policy)")
     parser.add_argument("--json")
@@ -125,13 +134,14 @@ def main(argv: list[str] | None = None) -> int:
 
     policies = dict(p.split("=", 1) for p in args.policy) or {"v1": str(PRETRAINED_POLICY)}
     offsets = [int(x) for x in args.offsets.split(",")]
+    modes = args.modes.split(",")
     sigma = json.loads(PLATFORMS_JSON.read_text())["truth_model"]["sigma"]
     started, rows = time.perf_counter(), []
     for row in split_rows():
-        rows.append(run_row(row, policies, offsets, args.seeds, args.budget, sigma))
+        rows.append(run_row(row, policies, offsets, args.seeds, args.budget, sigma, modes))
         print(f"{row['platform']:>13} {row['model']:<16} " + " ".join(
             f"{k} {np.median(c['ms']) / row['optimum_ms']:.3f}x" for k, c in rows[-1]["cells"].items()), flush=True)
-    keys = [f"{n}/offsets={o}" for n in policies for o in offsets]
+    keys = [cell_key(n, m, o) for n in policies for m in modes for o in offsets]
     lines = table(rows, keys, args.seeds)
     summary = truth.summarize(rows, keys)
     lines += ["", "truth draws (seed-0 placements; 20 draws per row, sigma %.4f, seed 0):" % sigma,

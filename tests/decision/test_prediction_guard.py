@@ -63,3 +63,38 @@ def test_place_applies_the_guard_for_cost_model_strategies(testbed):
     # a strategy without a cost model is left alone (the heuristic's split survives)
     free = oa.place(model, testbed.hetero, core=testbed.core, strategy=RandomStrategy(seed=1), max_submodels=None)
     assert len(set(free.assignment.values())) == 2
+
+
+def _first_device_lacks_convolutions():
+    """A residual graph whose first device cannot run its convolutions: HETERO's plain call is a split."""
+    graph = extract_graph(prepare_model(sg.residual()))
+    conv = np.array([t == "Convolution" for t in graph.op_types])
+    support = np.ones((graph.num_nodes, 2), dtype=bool)
+    support[conv, 0] = False
+    return graph, conv, support
+
+
+def test_the_reference_is_hetero_split_when_the_first_device_cannot_run_everything():
+    graph, conv, support = _first_device_lacks_convolutions()
+    devices = ("GPU", "CPU")
+    cost = _cost(graph, devices, [1.0, 3.0])  # GPU 3x faster wherever it runs
+    everything_on_cpu = legalize(graph, np.ones(graph.num_nodes, np.int64), devices, support, strategy="heft")
+    guarded = guard_placement(everything_on_cpu, graph, cost, support)
+    # the old reference, the first device that runs every node (CPU alone), would have kept it
+    placed = guarded.device_indices(graph.names, devices)
+    compute = graph.role == NodeRole.COMPUTE
+    assert guarded.strategy == "heft+guard" and any("HETERO's own placement" in n for n in guarded.notes)
+    assert (placed[compute & conv] == 1).all() and (placed[compute & ~conv] == 0).all()
+
+
+def test_a_single_device_proven_faster_than_hetero_split_is_the_reference():
+    graph, conv, support = _first_device_lacks_convolutions()
+    devices = ("GPU", "CPU")
+    cost = _cost(graph, devices, [3.0, 1.0])  # CPU 3x faster: HETERO's split loses to CPU alone
+    split = legalize(graph, np.where(conv, 1, 0), devices, support, strategy="random")
+    guarded = guard_placement(split, graph, cost, support)
+    assert set(guarded.assignment.values()) == {"CPU"} and guarded.strategy == "random+guard"
+    # and a placement proven faster than HETERO's split is kept
+    fast = dataclasses.replace(cost, link_latency_ms=np.zeros((2, 2)), submodel_overhead_ms=np.zeros(2))
+    all_cpu = legalize(graph, np.ones(graph.num_nodes, np.int64), devices, support, strategy="heft")
+    assert guard_placement(all_cpu, graph, fast, support) is all_cpu

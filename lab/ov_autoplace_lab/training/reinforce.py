@@ -149,8 +149,12 @@ def reinforce_loss(log_prob: Tensor, latency: np.ndarray, entropy: Tensor, entro
 
 
 def ppo_loss(log_prob: Tensor, old_log_prob: Tensor, advantage: Tensor, clip: float) -> Tensor:
-    """PPO's clipped surrogate (Schulman et al. 2017), as Post uses it."""
-    ratio = torch.exp(log_prob - old_log_prob.detach())
+    """PPO's clipped surrogate (Schulman et al. 2017), as Post uses it.
+
+    The log-ratio is clamped before ``exp``: a placement the policy would never sample (the guided single-device
+    ones, log-probability in the hundreds below zero) can move by more than ``exp`` holds in one epoch, and
+    ``inf * 0`` (a guided sample's clipped advantage) is nan, which poisons every weight."""
+    ratio = torch.exp(torch.clamp(log_prob - old_log_prob.detach(), -20.0, 20.0))
     return -torch.min(ratio * advantage, torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * advantage).mean()
 
 
