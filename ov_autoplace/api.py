@@ -49,13 +49,15 @@ def _place(req: _Request, prepared: ov.Model, graph: GraphArrays, support_dir: P
     support = device_support(req.core, prepared, graph, req.devices, support_dir)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
                                seed=req.seed)
+    from ov_autoplace.costmodel.simulator import legal_pricer
+
     proposal = req.strategy.propose(context)
+    cost = getattr(req.strategy, "last_cost", None)  # the bound's merges are priced on it, then it guards
     placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
-                         strategy=req.strategy.name)
+                         strategy=req.strategy.name, price=cost and legal_pricer(cost, graph, support))
     annotate = getattr(req.strategy, "annotate", None)
     if annotate is not None:  # e.g. the measured latencies of a budgeted search
         annotate(placement)
-    cost = getattr(req.strategy, "last_cost", None)
     if cost is not None and not req.pins:  # pinned placements are the user's call, not the guard's
         placement = guard_placement(placement, graph, cost, support, max_submodels=req.max_submodels)
     placement = ensure_legal(placement, graph, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,

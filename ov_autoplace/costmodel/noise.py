@@ -18,18 +18,12 @@ need to say how far to trust their numbers:
   - other processes kept more than :data:`LOADED_OTHER_CORES` of this process's cores busy on average
     (Linux ``/proc/stat``: busy time of the cores in this process's affinity mask minus this process's
     own CPU time, over the window - the device's compile and its profiled runs; a window shorter than
-    :data:`MIN_LOAD_WINDOW_S` is stretched by waiting, since the kernel counts in 10 ms ticks). Measured
-    on the 2-core testbed with a one-core busy loop running: 0.8-1.04 other cores; without it 0.0-0.08
-    (0.25 s windows). Whether the cores were saturated is no test: with one core taken, the inference
-    thread on the free core waits for its partner and leaves that core idle part of the time. On a
-    many-core host, other tenants on the cores of this process's affinity mask count as load too
-    (conservative);
-  - or the end-to-end IQR exceeds :data:`LOADED_RELATIVE_SPREAD` of the median (a bursty load; quiet
-    windows measured 1-13 %).
+    :data:`MIN_LOAD_WINDOW_S` is stretched by waiting, since the kernel counts in 10 ms ticks). Whether the
+    cores were saturated is no test: with one core taken, the inference thread on the free core waits for its
+    partner and leaves that core idle part of the time. Other tenants of this process's affinity mask count too;
+  - or the end-to-end IQR exceeds :data:`LOADED_RELATIVE_SPREAD` of the median (a bursty load).
 
-  End-to-end time against the sum of the op times was tried as a third signal and left out: with the
-  running averages' rounding, the per-run ratio measured 0.88-1.40 quiet and 0.70-0.86 with the busy
-  loop on the same model - not separable.
+  What these thresholds were measured on, and a signal tried and left out: docs/cost-model.md "Profiler".
 
 Profiles stored before spreads existed (no ``compute_spread_ms``) get :func:`assumed_spread`:
 :data:`UNKNOWN_RELATIVE_SPREAD` of every op's time and of each device's end-to-end latency - larger than

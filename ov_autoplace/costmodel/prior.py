@@ -13,8 +13,7 @@ Sources, all read without compiling or running anything:
   CPUs (geometric mean); a GPU or NPU is the calibrated device of its kind (same
   memory kind: integrated or discrete) with its peak rates replaced by
   ``DEVICE_GOPS`` and its memory by the reported size when the device reports
-  them. Spec-sheet efficiencies alone overstate GPUs by an order of magnitude
-  (a simulated Flex 170 came out 18x the CPU where published latencies give ~2x).
+  them (spec-sheet efficiencies alone overstate GPUs tenfold: docs/cost-model.md).
   A device whose ``FULL_DEVICE_NAME`` names a calibrated device (:func:`recognize_devices`)
   is that device's own fitted model, and when every device is recognized the prior
   acts on smaller predicted gains (``PRIOR_SPLIT_MARGIN_RECOGNIZED``).
@@ -48,21 +47,15 @@ from ov_autoplace.costmodel.sim_costs import _graph_load, host_cpu_device
 logger = logging.getLogger(__name__)
 
 #: The prior splits only when it predicts the split faster than the best single device by more than this
-#: fraction. ``benchmarks/bench_prior.py`` part A measures how wrong the prior is about what a two-way split
-#: moves: over topological prefixes (5 % .. 95 % of the ops) of the three zoo models, the relative error of
-#: the prefix's (and the rest's) share of the latency, prior vs a measured profile of this machine's CPU, was
-#: median 0.029-0.037 and 90th percentile 0.075-0.129 (2026-11-23, two quiet runs; 0.086 / 0.237 under load).
-#: A predicted gain below ~2x that p90 is within the prior's own error and is not acted on. Between two *different*
-#: devices the error is the device model's: on published latencies it did not fit (same devices, other
-#: models) its median error is 22 % (docs/bench/headroom.md), so a device switch needs the margin too.
+#: fraction: about twice the p90 of its error on a split's share of the latency (``bench_prior.py`` part A,
+#: docs/default-path.md "Prior error"). Between two *different* devices the error is the device model's (median
+#: 22 % on published latencies it did not fit, docs/bench/headroom.md), so a device switch needs it too.
 PRIOR_SPLIT_MARGIN = 0.25
 #: The margin when the prior recognizes every device (:func:`recognize_devices`: the FULL_DEVICE_NAME of a
 #: device calibrated on published latencies) and models each by its own fit: its published latencies are
 #: within 9.5 % of the fit (median 0.4 %, ``docs/bench/headroom.md``), so a device predicted more than 10 %
-#: faster is faster. The share error above was measured on a CPU the prior does *not* recognize (modelled on
-#: other CPUs' mean terms); on a recognized device it is not measured here (no such hardware), which is the
-#: risk this margin takes. (With 25 % the laptop's NPU, predicted 19 % faster than its CPU on MobileNet-V2,
-#: was left unused, and FCOS's GPU+NPU split, 12 % faster than the GPU, was dropped.)
+#: faster is faster. The share error was measured on a CPU the prior does *not* recognize; on a recognized device
+#: it is not measured (no such hardware), which is the risk this margin takes.
 PRIOR_SPLIT_MARGIN_RECOGNIZED = 0.10
 
 

@@ -377,4 +377,13 @@ def memory_ok(cost: CostModel, graph: GraphArrays, placements: np.ndarray) -> np
     return Simulator(cost, graph).memory_ok(placements)
 
 
-__all__ = ["SimulationBreakdown", "Simulator", "memory_ok", "simulate"]
+def legal_pricer(cost: CostModel, graph: GraphArrays, support: np.ndarray):
+    """``legalize(price=)`` on ``cost`` (the legalizer's devices, in order): proposals [P, N] -> ms [P] (anchors
+    placed as it places them; inf where memory overflows)."""
+    from ov_autoplace.costmodel.anchors import AnchorFixer
+
+    fixer, simulator = AnchorFixer(graph, len(cost.devices), support), Simulator(cost, graph)
+    return lambda rows: np.atleast_1d(simulator.feasible_ms(fixer(rows)))
+
+
+__all__ = ["SimulationBreakdown", "Simulator", "legal_pricer", "memory_ok", "simulate"]

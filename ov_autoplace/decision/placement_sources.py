@@ -182,6 +182,7 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
     ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.
     """
     from ov_autoplace.decision.prediction_guard import guard_placement
+    from ov_autoplace.costmodel.simulator import legal_pricer
     from ov_autoplace.placement.legalizer import legalize, query_support
     from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace.strategies.base import PlacementContext
@@ -194,7 +195,7 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
                                           "max_seconds": REFINE_SECONDS})
     proposal = hsdag.propose(context)
     placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
-                         strategy=strategy)
+                         strategy=strategy, price=legal_pricer(hsdag.last_cost, graph, support))
     if hsdag.last_refine is not None:
         note = hsdag.last_refine.note(cost.label)
         placement.notes.append(note)

@@ -1,13 +1,8 @@
 """The guard: a placement is kept only if the cost model predicts it faster than the plain call, beyond the noise.
 
-A learned or heuristic placement can lose to simply running everything on
-one device (cross-device copies and submodel switches cost time). When the
-strategy used a CostModel, the guard prices the legal placement and every
-single-device placement under it (``CostTerms.latency_ms``, numpy only) and
-keeps what is proven faster, with a note saying what happened. With measured
-costs a single-device prediction is that device's measured end-to-end
-latency, so the guard compares against measurements of this model on these
-devices.
+A placement can lose to the plain call (cross-device copies and submodel switches cost time). When the
+strategy used a CostModel, the guard prices the legal placement, the plain call's and every single device's
+under it (``CostTerms.latency_ms``, numpy only) and keeps what is proven faster, with a note saying why.
 
 The rule (the local search's, ``costmodel/local_search.py``): a move is kept
 only when its predicted gain exceeds the spread of what it moves
@@ -17,9 +12,9 @@ simulated model). The reference is HETERO's own placement, each node on the
 first device that runs it (one device when the first runs every node, else
 the plain call's split); a single device replaces it only if
 predicted faster by more than the spread of moving everything, and the
-placement is kept only if predicted faster than that device by more than the
+placement is kept only if predicted faster than that reference by more than the
 spread of the nodes it puts elsewhere. A CostModel measured on a loaded
-machine (``cost.loaded``) proves no gain: the reference device is used.
+machine (``cost.loaded``) proves no gain: the reference is used.
 
 A placement that overflows a device's memory is first fitted (``costmodel/memory_fit.py``), not thrown away.
 """

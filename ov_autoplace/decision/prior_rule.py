@@ -84,11 +84,12 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
         return choice.single, None, choice.reason
     from ov_autoplace.costmodel.cost_terms import CostTerms
     from ov_autoplace.decision.prediction_guard import guard_placement
+    from ov_autoplace.costmodel.simulator import legal_pricer
     from ov_autoplace.placement.legalizer import legalize
 
     matrix = support()
     placement = legalize(graph, choice.proposal, devices, matrix, pins=tuple(pins or ()), max_submodels=max_submodels,
-                         strategy="hsdag:prior")
+                         strategy="hsdag:prior", price=legal_pricer(cost, graph, matrix))
     if not pins:  # pinned placements are the user's call, not the guard's
         legal_ms = CostTerms(cost, graph, matrix).latency_ms(placement.device_indices(graph.names, devices))
         if not legal_ms < min(choice.singles.values()) * (1.0 - margin):  # legalizing cost the gain

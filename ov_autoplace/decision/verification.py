@@ -27,9 +27,8 @@ The winner is the fastest (median ratio) of the alternatives that won, else the 
 evidence (medians, spreads, ratio, bound, rule, decision) is logged at INFO and sealed into the returned placement
 (``Placement.verification``) with a digest over the assignment: an edited entry is verified again.
 
-Why runner-ups: under the truth draws, HEFT beside the local search's split keeps 92.1 % of placements within 5 %
-of the optimum, not 88.2 % (``bench_verified_truth.py``). Each widens the Bonferroni split, so one the guard
-condemns on the costs is not measured (:func:`runner_ups`).
+Why runner-ups: under the truth draws they keep more placements near the optimum (docs/results.md,
+``bench_verified_truth.py``). Each widens the Bonferroni split, so one the guard condemns is not measured.
 
 Earlier samples (the profile's, a search's) are not reused: taken in other windows, they would carry the load
 drift between windows into every ratio, and the false-win rate would no longer hold.
@@ -227,6 +226,7 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
     """
     from ov_autoplace.errors import PlacementError
     from ov_autoplace.decision.prediction_guard import guard_placement
+    from ov_autoplace.costmodel.simulator import legal_pricer
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.heft import HeftStrategy
@@ -238,7 +238,8 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
     try:
         heft = HeftStrategy(cost)
         proposal = heft.propose(PlacementContext(graph=graph, devices=devices, support=support))
-        placement = legalize(graph, proposal, devices, support, max_submodels=max_submodels, strategy="heft")
+        placement = legalize(graph, proposal, devices, support, max_submodels=max_submodels, strategy="heft",
+                             price=legal_pricer(heft.last_cost, graph, support))
         out.append(guard_placement(placement, graph, heft.last_cost, support, max_submodels=max_submodels))
     except (PlacementError, ValueError) as exc:
         logger.warning("verification: no HEFT runner-up for this model (%s: %s); verifying the candidate alone",
@@ -253,8 +254,7 @@ def faster_single_device(graph, devices: Sequence[str], support: np.ndarray, cos
     """The one-device placement ``cost`` predicts fastest if it beats the plain call's device by > :data:`MIN_GAIN`
     (spreads ignored), is not that device under another name (``twin_of``, with ``core``) and ``cost`` is not
     loaded; else None. The guard keeps the plain call's device on a gain within a whole-model move's spread (every
-    op's, summed: ResNet-50's 12.6 ms for CPUF was within 28 ms, and CPUF measured 1.6x faster); this only asks for
-    a measurement."""
+    op's, summed; docs/default-path.md); this only asks for a measurement."""
     from ov_autoplace.costmodel.cost_terms import CostTerms
     from ov_autoplace.placement.legalizer import legalize
 

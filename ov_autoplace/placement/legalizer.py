@@ -12,7 +12,8 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
    HETERO compiles at most ``max_submodels`` submodels (each costs a submodel
    switch and two tensor copies at run time; an island that another device
    feeds back is more than one, ``submodels.py``) - but never below what the
-   devices' op support itself forces (:func:`effective_max_submodels`);
+   devices' op support itself forces (:func:`effective_max_submodels`); with ``price``
+   (``simulator.legal_pricer``) it first moves, one at a time, the submodel it prices fastest after its move;
 4. puts Constants (and pure-constant subgraphs, e.g. weight decompression) and
    Parameters on the device of their consumers - a Constant on another device
    than its consumer made HETERO fail with "Can't set the input tensor";
@@ -132,6 +133,7 @@ def legalize(
     pins: Sequence[Pin] = (),
     max_submodels: int | None = None,
     strategy: str = "unknown",
+    price=None,
 ) -> Placement:
     """Make ``proposal`` (device index per node; ignored for non-compute nodes) legal for HETERO."""
     n, num_devices = graph.num_nodes, len(devices)
@@ -213,7 +215,7 @@ def legalize(
         if num_submodels > bound:
             before = num_submodels if counted else f"at least {parts}"
             full, num_submodels = merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
-                                                  notes)
+                                                  notes, price=price)
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
     device = full
 

@@ -109,13 +109,56 @@ def follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
     return np.asarray(dev, dtype=np.int64)
 
 
+def _with_groups(nodes: np.ndarray, groups: list[list[int]], group_of: np.ndarray) -> np.ndarray:
+    """``nodes`` and every quantization group they touch (the groups stay on one device, step 2b)."""
+    touched = np.unique(group_of[nodes][group_of[nodes] >= 0])
+    if touched.size:
+        nodes = np.union1d(nodes, np.concatenate([np.asarray(groups[k]) for k in touched.tolist()]))
+    return nodes
+
+
+def _group_index(graph, groups: list[list[int]]) -> np.ndarray:
+    group_of = np.full(graph.num_nodes, -1, dtype=np.int64)
+    for k, members in enumerate(groups):
+        group_of[members] = k
+    return group_of
+
+
+def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget) -> int:
+    """Move whole HETERO submodels to a neighbouring device (in place on ``device``), each time the move
+    ``price`` predicts fastest, until the split fits ``bound``; returns the moves made. Why: the flops order
+    moves whatever is lightest, which can undo what the proposal gained (docs/training.md)."""
+    groups = quantization_groups(graph, active)
+    group_of = _group_index(graph, groups)
+    both = active[graph.edge_src] & active[graph.edge_dst]
+    src, dst = graph.edge_src[both], graph.edge_dst[both]
+    moves = 0
+    while (moves + 1) * graph.num_nodes <= budget:
+        sub = submodel_partition(graph, follow_consumers(graph, device, active, pinned_anchor), active)
+        if sub.num_submodels <= bound:
+            break
+        rows = []
+        for p in range(sub.num_submodels):
+            inside_src, inside_dst = sub.submodel[src] == p, sub.submodel[dst] == p
+            nodes = _with_groups(np.flatnonzero((sub.submodel == p) & active), groups, group_of)
+            if locked[nodes].any():
+                continue
+            for d in np.unique(device[np.concatenate([dst[inside_src & ~inside_dst], src[inside_dst & ~inside_src]])]):
+                if d != sub.device[p] and support[nodes, d].all():
+                    rows.append(device.copy())
+                    rows[-1][nodes] = d
+        if not rows:
+            break
+        device[:] = rows[int(np.argmin(price(np.stack(rows))))]
+        moves += 1
+    return moves
+
+
 def _move_one_part(graph, device, active, support, locked, partition, groups: list[list[int]]) -> bool:
     """Move the lightest HETERO submodel that can move to the neighbouring device it exchanges most bytes
     with (in place on ``device``), with every quantization group it touches (``groups``: they stay on one
     device, step 2b); False when none can (pinned, or no neighbour device supports it)."""
-    group_of = np.full(graph.num_nodes, -1, dtype=np.int64)
-    for k, members in enumerate(groups):
-        group_of[members] = k
+    group_of = _group_index(graph, groups)
     weight = np.maximum(graph.flops, 0.0) + 1.0
     sub = partition.submodel
     order = np.argsort(np.bincount(sub[active], weights=weight[active], minlength=partition.num_submodels),
@@ -125,10 +168,7 @@ def _move_one_part(graph, device, active, support, locked, partition, groups: li
     src, dst = src[both], dst[both]
     nbytes = np.maximum(graph.edge_bytes[both], 1).astype(np.float64)
     for p in order.tolist():
-        nodes = np.flatnonzero(sub == p)
-        touched = np.unique(group_of[nodes][group_of[nodes] >= 0])
-        if touched.size:
-            nodes = np.union1d(nodes, np.concatenate([np.asarray(groups[k]) for k in touched.tolist()]))
+        nodes = _with_groups(np.flatnonzero(sub == p), groups, group_of)
         if locked[nodes].any():
             continue
         own = int(partition.device[p])
@@ -147,7 +187,7 @@ def _move_one_part(graph, device, active, support, locked, partition, groups: li
 
 
 def merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound, notes: list[str] | None = None,
-                    budget: float | None = None) -> tuple[np.ndarray, int]:
+                    budget: float | None = None, price=None) -> tuple[np.ndarray, int]:
     """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
 
     First the islands, down to ``bound`` (cheap, and they never outnumber the submodels by much). An island
@@ -157,8 +197,14 @@ def merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
     submodels, the islands are merged further, one fewer at a time, down to one device if need be. Past
     ``budget`` moves x nodes (module docstring) the moves stop and the island target halves per step instead;
     ``notes`` (the placement's) then says so. ``budget`` None: ``MERGE_BUDGET_NODE_MOVES``, read at call time.
+    With ``price`` (proposals [P, N] -> predicted ms [P]) the priced moves come first, from the same budget.
     """
     budget = MERGE_BUDGET_NODE_MOVES if budget is None else budget
+    if price is not None:
+        priced = _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget)
+        budget -= priced * graph.num_nodes
+        if notes is not None and priced:
+            notes.append(f"{priced} submodel move(s) priced on the cost model")
     _merge_islands(graph, device, active, support, locked, bound)
     full = follow_consumers(graph, device, active, pinned_anchor)
     partition = submodel_partition(graph, full, active)

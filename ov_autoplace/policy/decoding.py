@@ -18,7 +18,7 @@ import numpy as np
 from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.memory_fit import fit_memory
-from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import legalize
 
@@ -112,13 +112,13 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     first = np.sort(first)  # distinct decodings in decoding order: the greedy one stays first
     batch_ms = np.atleast_1d(Simulator(cost, graph).feasible_ms(fixed[first]))
     ranked = [int(k) for k in first[1:][np.argsort(batch_ms[1:], kind="stable")]][:max(legalised, 0)]
-    terms = CostTerms(cost, graph, support)
+    terms, price = CostTerms(cost, graph, support), legal_pricer(cost, graph, support)
 
     def legal(k: int) -> tuple[np.ndarray, float]:
         # the caller legalises what this returns, which (the legalizer being idempotent) is this placement again;
         # one that overflows a device's memory is fitted as the guard will fit it, so it competes as it will run
         placement = legalize(graph, decoded[k][node_group], devices, support, pins=pins,
-                             max_submodels=max_submodels, strategy="hsdag")
+                             max_submodels=max_submodels, strategy="hsdag", price=price)
         row = placement.device_indices(graph.names, devices)
         ms = terms.latency_ms(row)
         if not np.isfinite(ms) and not terms.memory_ok(row):

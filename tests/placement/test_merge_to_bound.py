@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from ov_autoplace.costmodel.simulator import legal_pricer
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement import merge_to_bound, submodels
@@ -63,3 +64,55 @@ def test_within_budget_the_merge_moves_single_submodels_and_says_nothing(gru, sp
     assert placement.num_submodels <= 8
     assert not any("budget" in note for note in placement.notes), placement.notes
     assert len(split_calls) > 3  # the one-at-a-time moves ran, each priced by a split
+
+
+def _random_cost(graph, devices, seed):
+    """A CostModel whose per-node speeds differ by device at random (log-uniform, 1/8x to 8x)."""
+    from ov_autoplace.costmodel.cost_model import CostModel
+
+    rng = np.random.default_rng(seed)
+    n, d = graph.num_nodes, len(devices)
+    compute = (graph.role == NodeRole.COMPUTE)[:, None] * np.exp(rng.uniform(-2.0, 2.0, (n, d)))
+    return CostModel(devices=devices, node_names=graph.names, compute_ms=compute, unfused_ms=compute.copy(),
+                     fused_into=np.full(n, -1), link_latency_ms=np.full((d, d), 0.2) * (1 - np.eye(d)),
+                     link_ms_per_byte=np.full((d, d), 1e-6) * (1 - np.eye(d)), submodel_overhead_ms=np.full(d, 0.3),
+                     node_memory_bytes=np.zeros(n, dtype=np.int64), device_memory_bytes=np.full(d, np.inf),
+                     simulated=True, source="test fixture")
+
+
+@pytest.mark.parametrize("kind", ["multibranch", "decoder", "detection"])
+def test_with_a_cost_model_the_merges_are_priced_and_the_result_stays_legal(kind):
+    from ov_autoplace.costmodel.simulator import Simulator
+
+    graph = extract_graph(prepare_model(build(3, kind)))
+    support = np.ones((graph.num_nodes, 2), bool)
+    faster, slower = 0, 0
+    for seed in range(6):
+        cost = _random_cost(graph, DEVICES, seed)
+        proposal = cost.compute_ms.argmin(1)  # every node on its own faster device: far over the bound
+        flops = legalize(graph, proposal, DEVICES, support, max_submodels=4)
+        priced = legalize(graph, proposal, DEVICES, support, max_submodels=4,
+                          price=legal_pricer(cost, graph, support))
+        assert priced.num_submodels <= 4 and any("priced on the cost model" in n for n in priced.notes)
+        row = priced.device_indices(graph.names, DEVICES)
+        assert legalize(graph, row, DEVICES, support, max_submodels=4).assignment == priced.assignment  # idempotent
+        ms = Simulator(cost, graph).feasible_ms(np.stack([flops.device_indices(graph.names, DEVICES), row]))
+        faster, slower = faster + (ms[1] < ms[0] * 0.999), slower + (ms[1] > ms[0] * 1.001)
+    # greedy on the prices, so not always ahead of the flops order; but it must read the costs, and mostly win
+    assert faster >= 3 and slower <= 1, (faster, slower)
+
+
+def test_priced_merges_keep_pins():
+    from ov_autoplace.placement.pins import Pin
+
+    graph = extract_graph(prepare_model(build(3, "multibranch")))
+    support = np.ones((graph.num_nodes, 2), bool)
+    cost = _random_cost(graph, DEVICES, 0)
+    proposal = cost.compute_ms.argmin(1)
+    conv = [i for i, t in enumerate(graph.op_types) if t == "Convolution"]
+    pinned = graph.names[conv[0]]
+    other = DEVICES[1 - int(proposal[conv[0]])]
+    placement = legalize(graph, proposal, DEVICES, support, max_submodels=4, price=legal_pricer(cost, graph, support),
+                         pins=[Pin(device=other, name=pinned)])
+    assert placement.assignment[pinned] == other and placement.num_submodels <= 4
+    assert any("priced on the cost model" in n for n in placement.notes)

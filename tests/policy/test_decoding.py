@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.simulator import legal_pricer
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace.policy.decoding import offset_decodings, priced_decoding
@@ -51,8 +52,9 @@ def _case(synthetic_prepared, name="attention_like", devices=("CPU", "CPUF")):
     return graph, cost, np.isfinite(cost.compute_ms)
 
 
-def _legal(graph, cost, support, row, max_submodels):
-    placement = legalize(graph, row, cost.devices, support, max_submodels=max_submodels)
+def _legal(graph, cost, support, row, max_submodels, priced=False):
+    placement = legalize(graph, row, cost.devices, support, max_submodels=max_submodels,
+                         price=legal_pricer(cost, graph, support) if priced else None)
     return np.array([cost.devices.index(placement.assignment[n]) for n in graph.names])
 
 
@@ -67,7 +69,7 @@ def test_the_kept_decoding_is_legal_priced_and_never_predicted_slower_than_the_g
                                   legalised=legalised)
     terms = CostTerms(cost, graph, support)
     assert np.array_equal(_legal(graph, cost, support, row, 4), row)  # the caller's legalize keeps it as priced
-    greedy = _legal(graph, cost, support, logits.argmax(1)[node_group], 4)
+    greedy = _legal(graph, cost, support, logits.argmax(1)[node_group], 4, priced=True)  # as priced_decoding merges
     assert report.chosen_ms == pytest.approx(terms.latency_ms(row))
     assert report.chosen_ms <= report.greedy_ms == pytest.approx(terms.latency_ms(greedy))
     assert report.legalised == min(legalised, report.priced - 1) + 1 and report.priced >= 2

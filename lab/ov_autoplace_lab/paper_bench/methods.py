@@ -23,6 +23,7 @@ import openvino as ov
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.decision.prediction_guard import guard_placement
+from ov_autoplace.costmodel.simulator import legal_pricer
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,
@@ -65,9 +66,10 @@ class Case:
         return MeasuredEnv(self.prepared, self.core, self.devices, cost=self.cost, max_submodels=MAX_SUBMODELS,
                            name=self.model_name, **self.env_options)
 
-    def legal(self, proposal: np.ndarray, method: str, bound: int | None = MAX_SUBMODELS) -> Placement:
+    def legal(self, proposal: np.ndarray, method: str, bound: int | None = MAX_SUBMODELS, cost=None) -> Placement:
+        price = cost and legal_pricer(cost, self.graph, self.support)  # as compile_model legalizes with a CostModel
         return legalize(self.graph, np.asarray(proposal, dtype=np.int64), self.devices, self.support,
-                        max_submodels=bound, strategy=method)
+                        max_submodels=bound, strategy=method, price=price)
 
 
 @dataclasses.dataclass
@@ -99,7 +101,8 @@ def _strategy_method(name: str, kind: str, make: Callable[[Case], PlacementStrat
         strategy = make(case)
         start = time.perf_counter()
         proposal = strategy.propose(case.context(seed))
-        placement = case.legal(proposal, name, bound)
+        # legalized as compile_model legalizes a strategy's proposal: the bound's merges priced on its CostModel
+        placement = case.legal(proposal, name, bound, cost=strategy.last_cost)
         if guard and strategy.last_cost is not None:  # what compile_model does with the policy's proposal
             placement = guard_placement(placement, case.graph, strategy.last_cost, case.support, max_submodels=bound)
         notes = list(placement.notes)

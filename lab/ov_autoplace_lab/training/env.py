@@ -20,6 +20,7 @@ sample cost that matters on real devices.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import time
@@ -30,7 +31,7 @@ import openvino as ov
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.sim_costs import simulated_support
-from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
 from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays, extract_graph
@@ -114,10 +115,15 @@ class PlacementEnv:
             self.best_ms, self.best_placement = float(ms[best]), legal[best].copy()
         return float(ms[0]) if single else ms
 
+    @functools.cached_property
+    def _price(self):
+        return legal_pricer(self.cost, self.graph, self.support)
+
     def placement(self, proposal: np.ndarray, strategy: str = "hsdag") -> Placement:
-        """The legal :class:`Placement` ``place()`` would make of ``proposal`` (same legalizer, same bound)."""
+        """The legal :class:`Placement` ``place()`` would make of ``proposal`` (same legalizer, same bound, the
+        bound's merges priced on ``cost`` as ``place()`` prices them on the strategy's CostModel)."""
         return legalize(self.graph, np.asarray(proposal, dtype=np.int64), self.devices, self.support,
-                        max_submodels=self.max_submodels, strategy=strategy)
+                        max_submodels=self.max_submodels, strategy=strategy, price=self._price)
 
     def single_device_ms(self) -> np.ndarray:
         """Latency [D] of everything on each device (the baselines a placement must beat)."""

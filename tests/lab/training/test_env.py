@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
 from ov_autoplace.costmodel.anchors import fix_anchors
 from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace_lab.training.env import MeasuredEnv, SimEnv
@@ -33,9 +33,10 @@ def test_sim_env_with_a_submodel_bound_uses_the_legalizer(synthetic_prepared):
     env = sim_env(synthetic_prepared, max_submodels=2)
     proposal = np.arange(env.num_nodes) % 2  # fragmented on purpose
     legal = env.legal_rows(proposal[None, :])[0]
-    placement = legalize(env.graph, proposal, env.devices, env.support, max_submodels=2)
+    placement = legalize(env.graph, proposal, env.devices, env.support, max_submodels=2,
+                         price=legal_pricer(env.cost, env.graph, env.support))
     assert [env.devices[d] for d in legal] == [placement.assignment[n] for n in env.graph.names]
-    assert placement.num_submodels <= 2
+    assert placement.num_submodels <= 2 and any("priced on the cost model" in n for n in placement.notes)
 
 
 def test_uncounted_evaluation_and_state_round_trip(synthetic_prepared):
