@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
     from ov_autoplace_lab.paper_bench import truth
 
-    policies = dict(p.split("=", 1) for p in args.policy) or {"v1": str(PRETRAINED_POLICY)}
+    policies = dict(p.split("=", 1) for p in args.policy) or {PRETRAINED_POLICY.stem: str(PRETRAINED_POLICY)}
     offsets = [int(x) for x in args.offsets.split(",")]
     modes = args.modes.split(",")
     sigma = json.loads(PLATFORMS_JSON.read_text())["truth_model"]["sigma"]

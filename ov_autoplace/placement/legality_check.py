@@ -41,12 +41,8 @@ from ov_autoplace.placement.assignment import Placement
 
 logger = logging.getLogger(__name__)
 
-#: Bumped whenever the legalizer's rules change (2: quantization patterns stay on one device; 3: the submodel
-#: bound is never below what the devices' op support forces, ``legalize.effective_max_submodels``; 4: the bound
-#: and ``Placement.num_submodels`` count the submodels HETERO compiles, not same-device islands, ``submodels.py``;
-#: 5: whether to merge is decided on HETERO's parts, not on islands, which can outnumber the submodels - a legal
-#: placement was merged again when legalised again, ``test_legalize_is_idempotent_on_*``).
-LEGALIZER_VERSION = 5
+#: Bumped whenever the legalizer's rules change (each version's change: docs/architecture.md, "Submodels").
+LEGALIZER_VERSION = 6
 
 
 def placement_problems(placement: Placement, graph: GraphArrays, devices: Sequence[str]) -> list[str]:

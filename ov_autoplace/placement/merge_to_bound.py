@@ -22,6 +22,9 @@ from ov_autoplace.placement.submodels import count_hetero_submodels, count_islan
 #: 144 moves on the 1,737-node unrolled GRU (~3 s here; the exact search needs ~106 on 4-node blocks and up
 #: to ~380 on the local search's proposals), 12 on a 20,000-node graph.
 MERGE_BUDGET_NODE_MOVES = 250_000
+#: Placements priced x graph nodes before the priced moves leave the rest to the flops order (~0.3 s here; the
+#: 4,802-node chain in random blocks took 3.3 s for 52 priced moves without it, 20,002 nodes 27 s for 12).
+PRICED_BUDGET_NODE_PRICINGS = 2_000_000
 
 
 def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
@@ -132,7 +135,7 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
     group_of = _group_index(graph, groups)
     both = active[graph.edge_src] & active[graph.edge_dst]
     src, dst = graph.edge_src[both], graph.edge_dst[both]
-    moves = 0
+    moves = priced = 0
     while (moves + 1) * graph.num_nodes <= budget:
         sub = submodel_partition(graph, follow_consumers(graph, device, active, pinned_anchor), active)
         if sub.num_submodels <= bound:
@@ -147,7 +150,8 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
                 if d != sub.device[p] and support[nodes, d].all():
                     rows.append(device.copy())
                     rows[-1][nodes] = d
-        if not rows:
+        priced += len(rows)
+        if not rows or priced * graph.num_nodes > PRICED_BUDGET_NODE_PRICINGS:
             break
         device[:] = rows[int(np.argmin(price(np.stack(rows))))]
         moves += 1

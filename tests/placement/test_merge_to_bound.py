@@ -116,3 +116,24 @@ def test_priced_merges_keep_pins():
                          pins=[Pin(device=other, name=pinned)])
     assert placement.assignment[pinned] == other and placement.num_submodels <= 4
     assert any("priced on the cost model" in n for n in placement.notes)
+
+
+def test_the_priced_moves_stay_within_their_pricing_budget(gru, monkeypatch):
+    graph, support = gru
+    cost = _random_cost(graph, DEVICES, 0)
+    pricer, priced_rows = legal_pricer(cost, graph, support), []
+
+    def counted(rows):
+        priced_rows.append(len(rows))
+        return pricer(rows)
+
+    proposal = (np.arange(graph.num_nodes) // 16) % 2  # 121 submodels: every move prices ~120 candidates
+    monkeypatch.setattr(merge_to_bound, "PRICED_BUDGET_NODE_PRICINGS", 1_000_000)
+    placement = legalize(graph, proposal, DEVICES, support, max_submodels=8, price=counted)
+    assert placement.num_submodels <= 8 and priced_rows  # priced while within the budget, then the flops order
+    assert sum(priced_rows) * graph.num_nodes <= 1_000_000
+    monkeypatch.setattr(merge_to_bound, "PRICED_BUDGET_NODE_PRICINGS", 0)
+    priced_rows.clear()
+    placement = legalize(graph, proposal, DEVICES, support, max_submodels=8, price=counted)
+    assert placement.num_submodels <= 8 and not priced_rows
+    assert not any("priced on the cost model" in n for n in placement.notes)
