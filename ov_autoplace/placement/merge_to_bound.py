@@ -22,8 +22,8 @@ from ov_autoplace.placement.submodels import count_hetero_submodels, count_islan
 #: 144 moves on the 1,737-node unrolled GRU (~3 s here; the exact search needs ~106 on 4-node blocks and up
 #: to ~380 on the local search's proposals), 12 on a 20,000-node graph.
 MERGE_BUDGET_NODE_MOVES = 250_000
-#: Placements priced x graph nodes before the priced moves leave the rest to the flops order (~0.3 s here; the
-#: 4,802-node chain in random blocks took 3.3 s for 52 priced moves without it, 20,002 nodes 27 s for 12).
+#: Placements priced x graph nodes before the priced moves leave the rest to the flops order (~0.3 s here;
+#: without it 27 s on a 20,002-node chain in random blocks: docs/training.md).
 PRICED_BUDGET_NODE_PRICINGS = 2_000_000
 
 
