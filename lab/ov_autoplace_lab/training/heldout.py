@@ -51,7 +51,7 @@ def evaluate_row(args: tuple) -> dict:
     from ov_autoplace_lab.paper_bench.methods import LOCAL_SEARCH_OPTIONS, Case
     from ov_autoplace_lab.paper_bench.headroom import reference_placements
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
-    from ov_autoplace.costmodel.simulator import Simulator
+    from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
@@ -66,6 +66,7 @@ def evaluate_row(args: tuple) -> dict:
     graph, cost, support = case_cost(spec, sigma)
     devices = tuple(cost.devices)
     simulator = Simulator(cost, graph)
+    price = legal_pricer(cost, graph, support)  # the bound's merges priced, as compile_model legalizes them
     context = PlacementContext(graph=graph, devices=devices, support=support)
 
     def row_of(placement) -> np.ndarray:
@@ -91,7 +92,7 @@ def evaluate_row(args: tuple) -> dict:
                                          "max_submodels": MAX_SUBMODELS,
                                          "legalised": decode.get("legalised", LEGALISED)} if decodings else None)
             placement = legalize(graph, strategy.propose(context), devices, support, max_submodels=MAX_SUBMODELS,
-                                 strategy=strategy.name)
+                                 strategy=strategy.name, price=price)
             placement = guard_placement(placement, graph, cost, support)
             cells[key.replace("_ms", "_s")] = round(time.perf_counter() - start, 4)
             row = row_of(placement)
@@ -101,7 +102,7 @@ def evaluate_row(args: tuple) -> dict:
     start = time.perf_counter()
     result = LocalSearchRefiner(cost, graph, support, **LOCAL_SEARCH_OPTIONS).refine(plain)
     searched = row_of(legalize(graph, result.proposal, devices, support, max_submodels=MAX_SUBMODELS,
-                               strategy="local_search"))
+                               strategy="local_search", price=price))
     out["search_only_s"] = round(time.perf_counter() - start, 4)
     out["search_only_ms"] = ms_of(searched)
     placements["search_only_ms"] = searched
@@ -120,6 +121,7 @@ def evaluate_row(args: tuple) -> dict:
 
 def one_pass_row(policy, graph, cost, support) -> np.ndarray:
     """The policy alone as the default path runs it: one pass, legalised with the bound, guarded; device indices."""
+    from ov_autoplace.costmodel.simulator import legal_pricer
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
@@ -128,7 +130,8 @@ def one_pass_row(policy, graph, cost, support) -> np.ndarray:
     devices = tuple(cost.devices)
     proposal = HSDAGStrategy(policy, cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
     placement = guard_placement(legalize(graph, proposal, devices, support, max_submodels=MAX_SUBMODELS,
-                                         strategy="hsdag"), graph, cost, support)
+                                         strategy="hsdag", price=legal_pricer(cost, graph, support)),
+                                graph, cost, support)
     return placement.device_indices(graph.names, devices)
 
 

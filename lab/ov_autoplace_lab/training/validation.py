@@ -33,7 +33,7 @@ SPLIT_PAYS = 0.05
 
 def validate_row(args: tuple) -> dict:
     """One validation case (a Ray task): ``args`` = (spec, {name: policy path}, sigma, target dict)."""
-    from ov_autoplace.costmodel.simulator import Simulator
+    from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
@@ -49,7 +49,8 @@ def validate_row(args: tuple) -> dict:
     for name, path in policies.items():
         strategy = HSDAGStrategy(path, cost)
         placement = guard_placement(legalize(graph, strategy.propose(context), devices, support,
-                                             max_submodels=MAX_SUBMODELS, strategy="hsdag"), graph, cost, support)
+                                             max_submodels=MAX_SUBMODELS, strategy="hsdag",
+                                             price=legal_pricer(cost, graph, support)), graph, cost, support)
         rows[name] = placement.device_indices(graph.names, devices)
     names = list(rows)
     batch = np.stack([rows[n] for n in names])

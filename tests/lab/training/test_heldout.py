@@ -12,9 +12,15 @@ from ov_autoplace_lab.training.heldout import evaluate_row, summary_table  # noq
 from ov_autoplace_lab.training.targets import TargetSpec  # noqa: E402
 
 
-def test_row_has_the_bench_keys_and_the_search_is_never_slower_than_the_plain_call():
+def test_row_has_the_bench_keys_and_the_search_is_never_slower_than_the_plain_call(monkeypatch):
+    from ov_autoplace.costmodel import simulator
+
+    priced = []  # the row legalizes as compile_model does with a CostModel: the bound's merges priced on it
+    real = simulator.legal_pricer
+    monkeypatch.setattr(simulator, "legal_pricer", lambda *a: priced.append(a) or real(*a))
     spec = TargetSpec("family:1", "npu_cpu")
     row = evaluate_row((spec, {"v1": str(PRETRAINED_POLICY)}, 0.46, None, None))
+    assert priced
     cells = row["policies"]["v1"]
     assert {"hsdag_ms", "hsdag_refined_ms", "hsdag_s", "hsdag_refined_s"} <= set(cells)
     assert cells["hsdag_refined_ms"] <= cells["hsdag_ms"] * (1 + 1e-9)  # the local search only lowers latency
