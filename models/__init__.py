@@ -125,8 +125,13 @@ _BUILDERS: dict[str, Callable[[], tuple[Any, Any, dict]]] = {
 from ov_autoplace_lab.models.extra_models import EXTRA, EXTRA_BUILDERS  # noqa: E402
 
 _BUILDERS.update(EXTRA_BUILDERS)
-#: Every model ``build`` knows: the zoo first, then the extra architectures.
+#: The models the project trains and benchmarks on: the zoo first, then the extra architectures.
 ALL_MODELS = ZOO + EXTRA
+
+# Architectures kept out of every training set (unseen_models.py): buildable, never in ALL_MODELS.
+from ov_autoplace_lab.models.unseen_models import UNSEEN, UNSEEN_BUILDERS  # noqa: E402
+
+_BUILDERS.update(UNSEEN_BUILDERS)
 
 
 def _convert(name: str) -> tuple[ov.Model, dict]:
@@ -175,7 +180,7 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
     interrupted build is redone rather than leaving a half IR in use.
     """
     if name not in _BUILDERS:
-        raise ValueError(f"unknown zoo model {name!r}; choose from {ALL_MODELS}")
+        raise ValueError(f"unknown zoo model {name!r}; choose from {ALL_MODELS + UNSEEN}")
     out_dir = cache_dir()
     xml = out_dir / f"{name}.xml"
     meta = out_dir / f"{name}.json"

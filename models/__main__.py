@@ -11,7 +11,7 @@ import logging
 import sys
 import time
 
-from ov_autoplace_lab.models import ALL_MODELS, ZOO, build, cache_dir, info
+from ov_autoplace_lab.models import ALL_MODELS, UNSEEN, ZOO, build, cache_dir, info
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,21 +23,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.names[1:] if args.names[:1] == ["build"] else args.names
     names = names or list(ZOO)
-    unknown = [n for n in names if n not in ALL_MODELS]
+    unknown = [n for n in names if n not in ALL_MODELS + UNSEEN]
     if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(ALL_MODELS)}")
+        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(ALL_MODELS + UNSEEN)}")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
 
     # Every IR path is cache_dir()/<name>.xml, so the column width is known
     # before the first (slow) build and rows can be printed as they finish.
     width = len(str(cache_dir() / "x.xml")) + max(map(len, names))
-    print(f"{'name':<14}{'nodes':>6}{'edges':>7}  {'IR path':<{width}}{'seconds':>9}")
+    print(f"{'name':<19}{'nodes':>6}{'edges':>7}  {'IR path':<{width}}{'seconds':>9}")
     for name in names:
         start = time.perf_counter()
         xml = build(name, force=args.force)
         seconds = time.perf_counter() - start
         meta = info(name)
-        print(f"{name:<14}{meta['nodes']:>6}{meta['edges']:>7}  {str(xml):<{width}}{seconds:>9.1f}", flush=True)
+        print(f"{name:<19}{meta['nodes']:>6}{meta['edges']:>7}  {str(xml):<{width}}{seconds:>9.1f}", flush=True)
     return 0
 
 

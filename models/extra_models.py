@@ -99,18 +99,23 @@ def _gpt2_decoder() -> tuple[Any, Any, dict]:
     torch, transformers = _transformers()
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=2, use_cache=False, attn_implementation="sdpa")
-    gpt2 = transformers.GPT2Model(config).eval()
+    return token_decoder(transformers.GPT2Model(config).eval(), config.vocab_size)
+
+
+def token_decoder(net: Any, vocab_size: int, seq_len: int = 128) -> tuple[Any, Any, dict]:
+    """A transformers decoder as a zoo entry: (input_ids, attention_mask) -> last_hidden_state, batch 1."""
+    import torch
 
     class Decoder(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.gpt2 = gpt2
+            self.net = net
 
         def forward(self, input_ids, attention_mask):
-            return self.gpt2(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            return self.net(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    seq = (1, 128)
-    example = (torch.randint(0, config.vocab_size, seq, dtype=torch.int64), torch.ones(seq, dtype=torch.int64))
+    seq = (1, seq_len)
+    example = (torch.randint(0, vocab_size, seq, dtype=torch.int64), torch.ones(seq, dtype=torch.int64))
     return Decoder().eval(), example, {"input_ids": (seq, ov.Type.i64), "attention_mask": (seq, ov.Type.i64)}
 
 

@@ -16,8 +16,15 @@ def test_extra_models_are_registered_beside_the_zoo():
         zoo.build("resnet9000")
 
 
+def test_unseen_architectures_build_but_are_not_the_benchmark_set():
+    # buildable by name (the zero-shot evaluation loads them) yet outside ALL_MODELS, which training reads
+    assert set(zoo.UNSEEN) <= set(zoo._BUILDERS) and not set(zoo.UNSEEN) & set(zoo.ALL_MODELS)
+    with pytest.raises(ValueError, match="unknown zoo model 'x'.*whisper_encoder"):
+        zoo.build("x")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["resnet18", "gpt2_decoder"])
+@pytest.mark.parametrize("name", ["resnet18", "gpt2_decoder", "llama_decoder"])
 def test_an_extra_model_builds_to_a_static_ir(name, tmp_path, monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.setenv(zoo.ENV_VAR, str(tmp_path))

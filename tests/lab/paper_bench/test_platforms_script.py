@@ -41,6 +41,27 @@ def test_baseline_columns_appear_only_with_baseline_rows(script):
     assert "RNN placer (1 rows, same budget): <= 1.02x in 0/1, not behind HEFT in 0/1" in targets
 
 
+def test_the_targets_count_the_one_pass_within_1_10x_and_against_heft(script):
+    # optimum 1.6: 1.70 is within 1.10x and not behind HEFT (1.70), 1.80 is neither; the fine-tuned column apart
+    rows = [_row("a", True, hsdag_ms=1.70, heft_ms=1.70), _row("b", True, hsdag_ms=1.80), _row("c", False)]
+    summary = [line for line in script.check_targets(rows) if line.startswith("policy alone:")]
+    assert summary == ["policy alone: one pass <= 1.05x in 0/2, <= 1.10x in 1/2, not behind HEFT in 1/2; "
+                       "fine-tuned <= 1.02x in 0/2, fine-tuned not behind HEFT in 0/2"]
+
+
+def test_the_zero_shot_rows_are_titled_as_such(script, tmp_path):
+    from ov_autoplace_lab import models as zoo
+
+    data = {"command": "python benchmarks/bench_platforms.py --models unseen", "date": "2026-11-28",
+            "seconds": 1.0, "fidelity": {}, "headroom": [_row(zoo.UNSEEN[0], True)]}
+    out = tmp_path / "unseen.md"
+    script.write_markdown(str(out), data)
+    assert out.read_text().startswith("# Placement headroom on the simulated platforms: architectures no policy "
+                                      "was trained on (zero-shot)")
+    script.write_markdown(str(out), {**data, "headroom": [_row("resnet50", True)]})
+    assert "zero-shot" not in out.read_text().splitlines()[0]
+
+
 def test_render_writes_the_markdown_from_the_json(script, tmp_path):
     data = {"command": "python benchmarks/bench_platforms.py --json x.json", "date": "2026-11-23", "seconds": 12.0,
             "fidelity": {"fitted": {"points": 14, "median_abs_error": 0.004, "max_abs_error": 0.095}},

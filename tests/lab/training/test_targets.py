@@ -77,6 +77,20 @@ def test_training_never_sees_a_held_out_architecture_or_platform():
     assert {s.platform for s in held} >= set(HELD_OUT_PLATFORMS)
 
 
+def test_the_unseen_architectures_are_in_no_training_set():
+    # The zero-shot set (models/unseen_models.py) must stay out of everything a policy is trained or chosen on,
+    # --all-data included; building them needs torch, naming them does not.
+    from ov_autoplace_lab import models as zoo
+    from ov_autoplace_lab.training.splits import zoo_models
+
+    everything = training_specs(zoo_variants=2, family_count=2, family_variants=1, extra_family_count=2,
+                                all_data=True)
+    graphs = {s.graph for s in everything} | {s.graph for s in evaluation_specs()}
+    assert len(zoo.UNSEEN) >= 7 and not set(zoo.UNSEEN) & set(zoo.ALL_MODELS + zoo_models())
+    assert not {f"zoo:{m}" for m in zoo.UNSEEN} & graphs
+    assert set(zoo.UNSEEN) <= set(zoo._BUILDERS)
+
+
 def test_all_data_adds_exactly_the_held_out_cases_with_their_variants():
     split = training_specs(zoo_variants=2, family_count=2, family_variants=1)
     everything = training_specs(zoo_variants=2, family_count=2, family_variants=1, all_data=True)
