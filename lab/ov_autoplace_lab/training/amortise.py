@@ -32,7 +32,7 @@ from typing import Sequence
 
 from ov_autoplace.policy.config import PLACER_INPUTS
 from ov_autoplace.policy.decoding import LEGALISED
-from ov_autoplace_lab.training.splits import evaluation_specs, training_specs
+from ov_autoplace_lab.training.splits import evaluation_specs, training_specs, unseen_specs
 from ov_autoplace_lab.training.targets import TargetOptions
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,15 @@ def _options(args: argparse.Namespace) -> TargetOptions:
 def cmd_targets(args: argparse.Namespace) -> int:
     from ov_autoplace_lab.training.distributed import generate_targets
 
-    specs = evaluation_specs() + training_specs(args.zoo_variants, args.family_count, args.family_variants,
-                                                args.extra_family_count, all_data=args.all_data)
+    if args.unseen and args.all_data:
+        print("error: --unseen generates the zero-shot cases alone; --all-data belongs to a training run's targets",
+              file=sys.stderr)
+        return 2
+    if args.unseen:  # the zero-shot set alone (for fit / evaluate), never mixed into a training run's directory
+        specs = unseen_specs(args.zoo_variants)
+    else:
+        specs = evaluation_specs() + training_specs(args.zoo_variants, args.family_count, args.family_variants,
+                                                    args.extra_family_count, all_data=args.all_data)
     if args.limit:
         specs = specs[:args.limit]
     options = _options(args)
@@ -182,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seeds of each of graph_family.EXTRA_KINDS (detection, decoder, multibranch, state_space)")
     t.add_argument("--limit", type=int, default=0, help="only the first N specs (a smoke run)")
     t.add_argument("--all-data", action="store_true", help=ALL_DATA_HELP)
+    t.add_argument("--unseen", action="store_true",
+                   help="only the zero-shot cases: the architectures kept out of training (models.UNSEEN) on the "
+                        "suite platforms with --zoo-variants variants; a directory for fit / evaluate, not train")
     t.add_argument("--sigma", type=float, help="perturbation sigma (default: the held-out calibration error)")
     t.add_argument("--max-evaluations", type=int, default=6000, help="placements the local search prices per start")
     t.add_argument("--ls-seconds", type=float, default=30.0)

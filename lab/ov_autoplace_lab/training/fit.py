@@ -36,13 +36,14 @@ from pathlib import Path
 import numpy as np
 
 from ov_autoplace_lab.training.heldout import SPLIT_PAYS
-from ov_autoplace_lab.training.splits import is_held_out, is_validation
+from ov_autoplace_lab.training.splits import is_held_out, is_unseen, is_validation
 from ov_autoplace_lab.training.targets import FITS, MAX_SUBMODELS, TargetSpec, case_cost, load_target, load_targets
 
 
 def _subset(spec: TargetSpec) -> str:
     kind = "zoo" if spec.graph.startswith("zoo:") else "family"
-    where = "validation" if is_validation(spec) else "held out" if is_held_out(spec) else "training split"
+    where = ("validation" if is_validation(spec) else "unseen (zero-shot)" if is_unseen(spec)
+             else "held out" if is_held_out(spec) else "training split")
     return f"{kind}, {where}"
 
 

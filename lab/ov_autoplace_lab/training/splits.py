@@ -62,9 +62,25 @@ def evaluation_specs() -> list[TargetSpec]:
     return task_specs([f"zoo:{m}" for m in zoo_models()], list(SUITE_PLATFORMS), 0)
 
 
+def unseen_specs(zoo_variants: int = 8) -> list[TargetSpec]:
+    """The zero-shot cases: every architecture kept out of the project's training (``models.UNSEEN``) on every suite
+    platform, as fitted and in ``zoo_variants`` perturbed variants. No training set includes them (``training_specs``
+    reads ``ALL_MODELS``), so a run directory of their targets serves ``fit`` and ``evaluate`` only."""
+    from ov_autoplace_lab import models as zoo
+
+    return task_specs([f"zoo:{m}" for m in zoo.UNSEEN], list(SUITE_PLATFORMS), zoo_variants)
+
+
+def is_unseen(spec: TargetSpec) -> bool:
+    from ov_autoplace_lab import models as zoo
+
+    return spec.model in zoo.UNSEEN
+
+
 def is_held_out(spec: TargetSpec) -> bool:
     return spec.model in HELD_OUT_ARCHITECTURES or spec.platform in HELD_OUT_PLATFORMS
 
 
 __all__ = ["HELD_OUT_ARCHITECTURES", "HELD_OUT_PLATFORMS", "SUITE_PLATFORMS", "VALIDATION_GRAPHS", "evaluation_specs",
-           "is_held_out", "is_validation", "training_specs", "validation_specs", "zoo_models"]
+           "is_held_out", "is_unseen", "is_validation", "training_specs", "unseen_specs", "validation_specs",
+           "zoo_models"]

@@ -63,6 +63,12 @@ def test_cli_unreachable_ray_address_exits_with_a_message(tmp_path, capsys):
     assert code == 1 and "cannot reach the Ray cluster" in capsys.readouterr().err
 
 
+def test_cli_targets_refuses_unseen_with_all_data(tmp_path, capsys):
+    code = main(["targets", "--dir", str(tmp_path), "--unseen", "--all-data", "--sigma", "0.4", "--no-progress"])
+    assert code == 2 and "--unseen generates the zero-shot cases alone" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before Ray or any file
+
+
 def test_cli_train_refuses_to_exclude_a_target_it_does_not_have(tmp_path, capsys):
     code = main(["train", "--dir", str(tmp_path), "--output", str(tmp_path / "p.npz"), "--exclude", "zoo_x@nowhere",
                  "--no-progress"])

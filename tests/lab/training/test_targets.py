@@ -91,6 +91,19 @@ def test_the_unseen_architectures_are_in_no_training_set():
     assert set(zoo.UNSEEN) <= set(zoo._BUILDERS)
 
 
+def test_the_zero_shot_cases_are_every_unseen_architecture_on_every_platform_and_only_those():
+    from ov_autoplace_lab import models as zoo
+    from ov_autoplace_lab.training.fit import _subset
+    from ov_autoplace_lab.training.splits import SUITE_PLATFORMS, is_unseen, unseen_specs
+
+    specs = unseen_specs(zoo_variants=2)
+    assert len(specs) == len(zoo.UNSEEN) * len(SUITE_PLATFORMS) * 3 and all(map(is_unseen, specs))
+    assert {s.variant for s in specs} == {-1, 0, 1}
+    assert all(is_held_out(s) == (s.platform in HELD_OUT_PLATFORMS) for s in specs)  # none a held-out architecture
+    assert {_subset(s) for s in specs} == {"zoo, unseen (zero-shot)"}
+    assert not any(map(is_unseen, training_specs(zoo_variants=1, family_count=1, family_variants=0, all_data=True)))
+
+
 def test_all_data_adds_exactly_the_held_out_cases_with_their_variants():
     split = training_specs(zoo_variants=2, family_count=2, family_variants=1)
     everything = training_specs(zoo_variants=2, family_count=2, family_variants=1, all_data=True)
