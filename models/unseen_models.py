@@ -4,7 +4,7 @@ Training reads its graphs from ``ALL_MODELS`` (the zoo + ``extra_models``) and
 the random graph families; these builders are registered in the zoo's builder
 table (``zoo.build(name)`` works) but kept out of ``ALL_MODELS``, so no target,
 validation row or training run has ever seen them
-(``tests/lab/training/test_splits.py`` checks it). They span what a user
+(``tests/lab/training/test_targets.py`` checks it). They span what a user
 brings: modern CNNs (ConvNeXt's depthwise 7x7 + LayerNorm, RegNet's grouped
 convs + squeeze-excite, MobileNetV3's hard-swish, ShuffleNet's channel
 shuffle), a windowed vision transformer (Swin), a video CNN (3-D convs), a

@@ -116,14 +116,16 @@ class PlacementEnv:
         return float(ms[0]) if single else ms
 
     @functools.cached_property
-    def _price(self):
+    def legal_price(self):
+        """``legalize(price=)`` on this environment's cost, built once: every legalization here prices its merges
+        as ``place()`` prices them on the strategy's CostModel."""
         return legal_pricer(self.cost, self.graph, self.support)
 
     def placement(self, proposal: np.ndarray, strategy: str = "hsdag") -> Placement:
         """The legal :class:`Placement` ``place()`` would make of ``proposal`` (same legalizer, same bound, the
         bound's merges priced on ``cost`` as ``place()`` prices them on the strategy's CostModel)."""
         return legalize(self.graph, np.asarray(proposal, dtype=np.int64), self.devices, self.support,
-                        max_submodels=self.max_submodels, strategy=strategy, price=self._price)
+                        max_submodels=self.max_submodels, strategy=strategy, price=self.legal_price)
 
     def single_device_ms(self) -> np.ndarray:
         """Latency [D] of everything on each device (the baselines a placement must beat)."""

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from ov_autoplace.costmodel.simulator import legal_pricer
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.policy.features import NodeFeatureConfig
@@ -40,7 +39,7 @@ def legal_latency(env: SimEnv, proposal: np.ndarray, max_submodels: int | None =
     """Simulated latency of ``proposal`` after ``legalize`` with ``max_submodels``, the bound's merges priced on
     the environment's cost as ``place()`` prices them (not counted as a sample)."""
     p = legalize(env.graph, np.asarray(proposal, np.int64), env.devices, env.support, max_submodels=max_submodels,
-                 price=legal_pricer(env.cost, env.graph, env.support))
+                 price=env.legal_price)
     row = p.device_indices(env.graph.names, env.devices)
     return float(env.simulator(row))
 

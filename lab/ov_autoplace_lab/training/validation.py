@@ -44,13 +44,14 @@ def validate_row(args: tuple) -> dict:
     graph, cost, support = case_cost(spec, sigma)
     devices = tuple(cost.devices)
     context = PlacementContext(graph=graph, devices=devices, support=support)
+    price = legal_pricer(cost, graph, support)  # one per case: the bound's merges priced as compile_model does
     rows = {f"ref:{k}": v for k, v in candidate_rows(spec, graph, cost, support, target["placement"], None).items()
             if not k.startswith("search:")}
     for name, path in policies.items():
         strategy = HSDAGStrategy(path, cost)
         placement = guard_placement(legalize(graph, strategy.propose(context), devices, support,
                                              max_submodels=MAX_SUBMODELS, strategy="hsdag",
-                                             price=legal_pricer(cost, graph, support)), graph, cost, support)
+                                             price=price), graph, cost, support)
         rows[name] = placement.device_indices(graph.names, devices)
     names = list(rows)
     batch = np.stack([rows[n] for n in names])
