@@ -102,8 +102,9 @@ def build_wheel(python: Path, sdist: Path, work: Path) -> Path:
 
 
 def repair(raw_wheel: Path, out: Path) -> Path:
-    """``auditwheel repair`` to the manylinux tag, leaving libopenvino to the openvino wheel."""
-    _run([sys.executable, "-m", "auditwheel", "repair", "--exclude", "libopenvino*.so*", "-w", out, raw_wheel],
+    """``auditwheel repair`` to the manylinux tag, leaving libopenvino to the openvino wheel (deflate level 9)."""
+    _run([sys.executable, "-m", "auditwheel", "repair", "-z", "9", "--exclude", "libopenvino*.so*", "-w", out,
+          raw_wheel],
          cwd=out.parent, env=clean_env())
     name, version, python_tag, abi_tag = raw_wheel.name.split("-")[:4]  # ov_autoplace, 0.1.0, cp312, cp312
     (wheel,) = out.glob(f"{name}-{version}-{python_tag}-{abi_tag}-manylinux_*.whl")  # rewritten by each run

@@ -80,9 +80,16 @@ def unique_pairs(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, 
     return key // n, key % n
 
 
-def preferred_device_class(compute_us: np.ndarray) -> np.ndarray:
-    """int64 [N]: the device each node's compute is cheapest on (``compute_us`` [N, D]; ties: the lowest index)."""
-    return np.asarray(compute_us).argmin(axis=1).astype(np.int64)
+def preferred_device_class(compute_us: np.ndarray, fused_into: np.ndarray | None = None) -> np.ndarray:
+    """int64 [N]: the device each node's compute is cheapest on (``compute_us`` [N, D]; ties: the lowest index).
+    With ``fused_into`` (``CostModel.fused_into``) a fused node takes its fuser's class: its own compute is zero
+    everywhere, and the tie alone would cut the chain inside the fused kernel."""
+    cls = np.asarray(compute_us).argmin(axis=1).astype(np.int64)
+    if fused_into is not None:
+        fuser = np.asarray(fused_into, dtype=np.int64)
+        fused = np.flatnonzero(fuser >= 0)
+        cls[fused] = cls.copy()[fuser[fused]]
+    return cls
 
 
 def chain_coarsen(graph: GraphArrays, node_class: np.ndarray | None = None) -> Coarsening:

@@ -18,7 +18,8 @@ nodes (the learned pooling) can form exact means and totals over original nodes.
 
 ``coarsening="cost_cut"`` cuts the chains where the device a node is cheapest
 on changes (``coarsen.preferred_device_class`` of the same compute microseconds
-the placer reads), so the policy can split a chain where its costs say so.
+the placer reads), so the policy can split a chain where its costs say so;
+``"cost_cut_fused"`` never cuts inside a fused kernel.
 """
 
 from __future__ import annotations
@@ -100,10 +101,12 @@ def build_policy_arrays(graph: GraphArrays, cost: CostModel, config: NodeFeature
         coarse = coarsening
     elif coarsening_rule == "cost_cut":
         coarse = chain_coarsen(graph, preferred_device_class(node_us))
+    elif coarsening_rule == "cost_cut_fused":
+        coarse = chain_coarsen(graph, preferred_device_class(node_us, cost.fused_into))
     elif coarsening_rule == "chain":
         coarse = chain_coarsen(graph)
     else:
-        raise ValueError(f"unknown coarsening rule {coarsening_rule!r}; expected 'chain' or 'cost_cut'")
+        raise ValueError(f"unknown coarsening rule {coarsening_rule!r}; expected chain, cost_cut or cost_cut_fused")
     group, num = coarse.group_of_node, coarse.num_groups
     count = coarse.member_count.astype(np.float64)
 

@@ -73,8 +73,9 @@ def test_cost_cut_groups_refine_the_chains_and_share_a_cheapest_device(build):
 def test_config_keeps_the_default_implicit_and_round_trips_the_cut():
     assert "coarsening" not in HSDAGConfig().to_dict()  # headers and digests of older policies do not move
     assert HSDAGConfig.from_dict(HSDAGConfig().to_dict()).coarsening == "chain"
-    cut = HSDAGConfig(coarsening="cost_cut")
-    assert HSDAGConfig.from_dict(json.loads(json.dumps(cut.to_dict()))) == cut
+    for rule in ("cost_cut", "cost_cut_fused"):
+        cut = HSDAGConfig(coarsening=rule)
+        assert HSDAGConfig.from_dict(json.loads(json.dumps(cut.to_dict()))) == cut
     with pytest.raises(ValueError, match="coarsening must be one of"):
         HSDAGConfig(coarsening="per_node")
 
@@ -107,3 +108,47 @@ def test_a_cost_cut_policy_exports_loads_and_matches_torch(tmp_path, synthetic_p
     with torch.no_grad():
         want = policy(PolicyInputs.from_graph(graph, cost, config=policy.config))
     np.testing.assert_allclose(twin.forward(arrays).logits, want.logits.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_fused_node_takes_its_fusers_class():
+    # nodes 1 and 3 are fused into node 0 and node 2 (zero compute everywhere: the tie alone says device 0)
+    us = np.array([[3.0, 1.0], [0.0, 0.0], [1.0, 3.0], [0.0, 0.0], [0.0, 0.0]])
+    assert preferred_device_class(us).tolist() == [1, 0, 0, 0, 0]
+    assert preferred_device_class(us, np.array([-1, 0, -1, 2, -1])).tolist() == [1, 1, 0, 0, 0]
+    assert preferred_device_class(us, np.array([-1, 0, -1, 0, -1])).tolist() == [1, 1, 0, 1, 0]
+
+
+def _conv_gelu_transpose():
+    x = ops.parameter([1, 64, 56, 56], np.float32, name="x")
+    w = ops.constant(np.random.default_rng(0).standard_normal((64, 64, 3, 3)).astype(np.float32))
+    conv = ops.convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1])
+    conv.set_friendly_name("conv")
+    act = ops.gelu(conv, "erf")
+    act.set_friendly_name("gelu")
+    t = ops.transpose(act, ops.constant(np.array([0, 2, 3, 1], np.int64)))
+    t.set_friendly_name("transpose")
+    return prepared_graph(ov.Model([ops.mvn(t, ops.constant(np.array([3], np.int64)), True, 1e-5, "inside_sqrt")],
+                                   [x], "conv_gelu"))[1]
+
+
+def test_cost_cut_fused_keeps_a_fused_kernel_in_one_group():
+    """The defect cost_cut_fused fixes, on the paper platform's fitted cost model (simulated): the Gelu fused into
+    the Convolution costs 0 on both devices, the tie sent it to device 0 (the CPU) while the Convolution is
+    cheapest on the GPU, so cost_cut grouped the Gelu with the CPU ops after it and no group decision could keep
+    the fused kernel on one device while cutting after it (paper / wav2vec2's feature extractor)."""
+    from ov_autoplace.costmodel.suite import load_suite
+
+    graph = _conv_gelu_transpose()
+    cost = load_suite()["paper"].cost_model(graph)
+    conv, gelu = graph.index_of("conv"), graph.index_of("gelu")
+    assert cost.fused_into[gelu] == conv and cost.devices == ("CPU", "GPU")
+    old = build_policy_arrays(graph, cost, coarsening_rule="cost_cut").node_coarse
+    new = build_policy_arrays(graph, cost, coarsening_rule="cost_cut_fused").node_coarse
+    assert old[gelu] != old[conv]
+    assert new[gelu] == new[conv]
+    # every fused pair of active nodes that the paper's chains keep together stays together
+    chains = chain_coarsen(graph).group_of_node
+    for i in np.flatnonzero(np.asarray(cost.fused_into) >= 0):
+        j = int(cost.fused_into[i])
+        if chains[i] == chains[j]:
+            assert new[i] == new[j]

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ov_autoplace.policy.config import PLACER_INPUTS
+from ov_autoplace.policy.config import COARSENING_RULES, PLACER_INPUTS
 from ov_autoplace.policy.decoding import LEGALISED
 from ov_autoplace_lab.training.splits import evaluation_specs, training_specs, unseen_specs
 from ov_autoplace_lab.training.targets import TargetOptions
@@ -60,7 +60,8 @@ def _options(args: argparse.Namespace) -> TargetOptions:
         robust = RobustOptions(draws=args.robust_draws, quantile=args.robust_quantile,
                                max_slower=args.robust_max_slower)
     return TargetOptions(sigma=sigma, max_evaluations=args.max_evaluations, local_search_seconds=args.ls_seconds,
-                         milp_seconds=args.milp_seconds, policy=policy, robust=robust)
+                         milp_seconds=args.milp_seconds, policy=policy, robust=robust, heft_start=args.heft_start,
+                         priced=args.priced)
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
@@ -196,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-evaluations", type=int, default=6000, help="placements the local search prices per start")
     t.add_argument("--ls-seconds", type=float, default=30.0)
     t.add_argument("--milp-seconds", type=float, default=0.0, help="also the MILP with this time limit (0: off)")
+    t.add_argument("--heft-start", action="store_true",
+                   help="start the local search from HEFT's placement too (no target slower than it, refined)")
+    t.add_argument("--priced", action="store_true",
+                   help="legalise every candidate as compile_model does (the bound's merges priced), not in flops order")
     t.add_argument("--start-policy", default="pretrained",
                    help="policy whose one pass is a start: 'pretrained' (the shipped one), 'v1' (the first), a .npz, "
                         "or '' for none")
@@ -228,9 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train also on the targets of this many seeds of each graph_family.EXTRA_KINDS")
     r.add_argument("--exclude", action="append", default=[], metavar="KEY",
                    help="leave this training target out (repeatable; e.g. one whose search did not finish)")
-    r.add_argument("--coarsening", choices=["chain", "cost_cut"],
+    r.add_argument("--coarsening", choices=list(COARSENING_RULES),
                    help="the policy's grouping (default: the start policy's); cost_cut lets it split a chain where "
-                        "the cheapest device changes")
+                        "the cheapest device changes, cost_cut_fused the same without cutting a fused kernel")
     r.add_argument("--hold-out-validation", action="store_true",
                    help="leave the validation split (splits.VALIDATION_GRAPHS) out of training, so 'evaluate' can "
                         "choose among candidates on it")

@@ -114,8 +114,11 @@ class RobustSimEnv(SimEnv):
         return self.scorer.score(rows)
 
 
-def candidate_rows(spec, graph, cost, support, searched: np.ndarray, policy: str | None) -> dict[str, np.ndarray]:
-    """The legal candidates of the module docstring (device index per node)."""
+def candidate_rows(spec, graph, cost, support, searched: np.ndarray, policy: str | None, *, priced: bool = False
+                   ) -> dict[str, np.ndarray]:
+    """The legal candidates of the module docstring (device index per node); ``priced``: legalised as
+    ``compile_model`` legalises (``TargetOptions.priced``)."""
+    from ov_autoplace.costmodel.simulator import legal_pricer
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.heft import HeftStrategy
     from ov_autoplace_lab.paper_bench.headroom import plain_call_placement
@@ -123,23 +126,24 @@ def candidate_rows(spec, graph, cost, support, searched: np.ndarray, policy: str
     from ov_autoplace_lab.training.targets import _legal_row
 
     devices = tuple(cost.devices)
+    price = legal_pricer(cost, graph, support) if priced else None
     context = PlacementContext(graph=graph, devices=devices, support=support)
     rows = {"search": np.asarray(searched, np.int64), "plain_call": plain_call_placement(
         Case(spec.key, graph, devices, support, cost, True))}
     for k, d in enumerate(devices):
-        rows[f"single:{d}"] = _legal_row(graph, np.full(graph.num_nodes, k, np.int64), devices, support)
-    rows["heft"] = _legal_row(graph, HeftStrategy(cost).propose(context), devices, support)
+        rows[f"single:{d}"] = _legal_row(graph, np.full(graph.num_nodes, k, np.int64), devices, support, price)
+    rows["heft"] = _legal_row(graph, HeftStrategy(cost).propose(context), devices, support, price)
     if policy:
         from ov_autoplace.strategies.hsdag import HSDAGStrategy
 
-        rows["policy"] = _legal_row(graph, HSDAGStrategy(policy, cost).propose(context), devices, support)
+        rows["policy"] = _legal_row(graph, HSDAGStrategy(policy, cost).propose(context), devices, support, price)
     used = np.unique(rows["search"])
     if len(used) > 1:  # the search's splits one device at a time: its nodes on d moved to e
         for d in used:
             for e in range(len(devices)):
                 if e != d:
                     moved = np.where(rows["search"] == d, e, rows["search"])
-                    rows[f"search:{devices[d]}->{devices[e]}"] = _legal_row(graph, moved, devices, support)
+                    rows[f"search:{devices[d]}->{devices[e]}"] = _legal_row(graph, moved, devices, support, price)
     return rows
 
 
@@ -175,7 +179,7 @@ def robust_retarget(spec, searched: dict, options) -> dict:
     graph, cost, support = case_cost(spec, options.sigma)
     if list(cost.devices) != list(searched["devices"]):
         raise ValueError(f"{spec.key}: the search ran on {searched['devices']}, the case has {list(cost.devices)}")
-    rows = candidate_rows(spec, graph, cost, support, searched["placement"], options.policy)
+    rows = candidate_rows(spec, graph, cost, support, searched["placement"], options.policy, priced=options.priced)
     names = list(rows)
     batch = np.stack([rows[n] for n in names])
     scorer = DrawScorer(graph, draw_costs(spec, cost, graph, options.sigma, robust.draws, robust.seed),

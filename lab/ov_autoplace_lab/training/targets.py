@@ -94,7 +94,10 @@ class TargetSpec:
 
 @dataclasses.dataclass(frozen=True)
 class TargetOptions:
-    """How a target is searched. ``policy``: an exported policy whose one pass is one more start (None: none)."""
+    """How a target is searched. ``policy``: an exported policy whose one pass is one more start (None: none);
+    ``heft_start``: HEFT's placement is one more start too, so no target is slower than HEFT's placement refined;
+    ``priced``: every candidate is legalised as ``compile_model`` legalises (the bound's merges priced on the case's
+    cost model) instead of in flops order, so a target is the placement the policy's pass would have to produce."""
 
     sigma: float = DEFAULT_SIGMA
     max_evaluations: int = 6000
@@ -102,12 +105,18 @@ class TargetOptions:
     milp_seconds: float = 0.0
     policy: str | None = None
     robust: RobustOptions | None = None  # robust.RobustOptions: choose the target across perturbed draws
+    heft_start: bool = False
+    priced: bool = False
 
     def to_dict(self) -> dict:
-        """The manifest's record; ``robust`` only when on, so the manifests of runs without it stay as they were."""
+        """The manifest's record; ``robust``, ``heft_start`` and ``priced`` only when on, so the manifests of runs
+        without them stay as they were."""
         out = dataclasses.asdict(self)
         if not (self.robust and self.robust.draws):
             out.pop("robust")
+        for flag in ("heft_start", "priced"):
+            if not out[flag]:
+                out.pop(flag)
         return out
 
     def search_options(self) -> "TargetOptions":
@@ -176,11 +185,13 @@ def case_cost(spec: TargetSpec, sigma: float, graph: GraphArrays | None = None):
 
 
 # ---------------------------------------------------------------------------------------------------- the search
-def _legal_row(graph, proposal, devices, support) -> np.ndarray:
+def _legal_row(graph, proposal, devices, support, price=None) -> np.ndarray:
+    """``proposal`` legalised with the bound of 8; ``price``: the merge pricer (``simulator.legal_pricer``), None for
+    flops order."""
     from ov_autoplace.placement.legalizer import legalize
 
     placement = legalize(graph, np.asarray(proposal, np.int64), devices, support, max_submodels=MAX_SUBMODELS,
-                         strategy="target")
+                         strategy="target", price=price)
     return placement.device_indices(graph.names, devices)
 
 
@@ -189,7 +200,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     from ov_autoplace_lab.paper_bench.headroom import reference_placements
     from ov_autoplace_lab.paper_bench.methods import Case
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
-    from ov_autoplace.costmodel.simulator import Simulator
+    from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
 
     started = time.perf_counter()
     graph, cost, support = case_cost(spec, options.sigma)
@@ -197,6 +208,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     simulator = Simulator(cost, graph)
 
     latency = simulator.feasible_ms  # a float for one row, inf where it overflows a device
+    price = legal_pricer(cost, graph, support) if options.priced else None
 
     starts = reference_placements(Case(spec.key, graph, devices, support, cost, True))
     if options.policy:
@@ -205,17 +217,24 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
 
         context = PlacementContext(graph=graph, devices=devices, support=support)
         starts["policy"] = HSDAGStrategy(options.policy, cost).propose(context)
+    if options.heft_start:
+        from ov_autoplace.strategies.base import PlacementContext
+        from ov_autoplace.strategies.heft import HeftStrategy
+
+        starts["heft"] = HeftStrategy(cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
     refiner = LocalSearchRefiner(cost, graph, support, max_submodels=MAX_SUBMODELS,
                                  max_evaluations=options.max_evaluations, max_seconds=options.local_search_seconds)
     candidates: dict[str, float] = {}
     rows: dict[str, np.ndarray] = {}
     priced = 0
     for name, start in starts.items():
-        legal = _legal_row(graph, start, devices, support)
+        legal = _legal_row(graph, start, devices, support, price)
         rows[name], candidates[name] = legal, latency(legal)
-        result = refiner.refine(start)
+        # priced: the search starts where compile_model's legalizer puts the start (the refiner's own legalize
+        # merges in flops order, which undoes the pricing on a start beyond the bound)
+        result = refiner.refine(legal if price is not None else start)
         priced += result.evaluations
-        refined = _legal_row(graph, result.proposal, devices, support)
+        refined = _legal_row(graph, result.proposal, devices, support, price)
         rows[f"{name}+ls"], candidates[f"{name}+ls"] = refined, latency(refined)
     milp_proven = False
     if options.milp_seconds > 0:
@@ -225,7 +244,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
         strategy = OptimumStrategy(cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=options.milp_seconds)
         try:
             proposal = strategy.propose(PlacementContext(graph=graph, devices=devices, support=support))
-            rows["milp"] = _legal_row(graph, proposal, devices, support)
+            rows["milp"] = _legal_row(graph, proposal, devices, support, price)
             candidates["milp"] = latency(rows["milp"])
             milp_proven = bool(strategy.last_result is not None and strategy.last_result.optimal)
         except Exception as exc:  # noqa: BLE001 - the MILP is one candidate among several

@@ -31,6 +31,41 @@ def test_target_is_legal_feasible_and_no_slower_than_any_single_device():
     assert target["devices"] == list(devices) and target["source"] in target["candidates"]
 
 
+def test_priced_targets_legalise_as_compile_model_does_and_start_from_heft(tmp_path):
+    """``--priced --heft-start``: on this multi-branch graph HEFT's proposal needs the bound's merges, and merging in
+    flops order makes it 15 % slower than merging as compile_model does (priced); the search also starts from it."""
+    import dataclasses
+
+    from ov_autoplace.costmodel.simulator import legal_pricer
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.strategies.heft import HeftStrategy
+
+    spec = TargetSpec("family:multibranch:0", "paper")
+    options = dataclasses.replace(FAST, priced=True, heft_start=True)
+    target = generate_target(spec, options)
+    graph, cost, support = case_cost(spec, FAST.sigma)
+    devices = tuple(cost.devices)
+    proposal = HeftStrategy(cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
+    simulator = Simulator(cost, graph)
+
+    def legal_ms(price):
+        placement = legalize(graph, proposal, devices, support, max_submodels=8, strategy="check", price=price)
+        return float(simulator.feasible_ms(placement.device_indices(graph.names, devices)))
+
+    priced, flops_order = legal_ms(legal_pricer(cost, graph, support)), legal_ms(None)
+    assert target["candidates"]["heft"] == pytest.approx(priced) and priced < flops_order
+    assert target["latency_ms"] <= target["candidates"]["heft+ls"] <= target["candidates"]["heft"]  # from the legal row
+    row = np.asarray(target["placement"])  # stored legal: legalising it again, priced, moves nothing
+    again = legalize(graph, row, devices, support, max_submodels=8, strategy="check",
+                     price=legal_pricer(cost, graph, support))
+    assert np.array_equal(again.device_indices(graph.names, devices), row)
+    # the flags are in the manifest only when on (older runs resume), and a resume with other flags is refused
+    assert "priced" not in FAST.to_dict() and options.to_dict()["priced"] and options.to_dict()["heft_start"]
+    check_manifest(tmp_path, options, [spec])
+    with pytest.raises(TargetCheckpointError, match="other|asks for"):
+        check_manifest(tmp_path, dataclasses.replace(options, priced=False), [spec])
+
+
 def test_variants_are_deterministic_perturbed_and_reordered():
     a, fa = variant_platform(TargetSpec("family:0", "laptop", 3), 0.46)
     b, fb = variant_platform(TargetSpec("family:0", "laptop", 3), 0.46)
