@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_finetune.py"
+from tests.lab.paper_bench import bench_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("bench_finetune_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("bench_finetune")
 
 
 ROWS = [  # best known 10 ms; two seeds
