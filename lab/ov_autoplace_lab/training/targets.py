@@ -201,6 +201,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     from ov_autoplace_lab.paper_bench.methods import Case
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
     from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
+    from ov_autoplace.strategies.base import PlacementContext
 
     started = time.perf_counter()
     graph, cost, support = case_cost(spec, options.sigma)
@@ -210,18 +211,16 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     latency = simulator.feasible_ms  # a float for one row, inf where it overflows a device
     price = legal_pricer(cost, graph, support) if options.priced else None
 
+    context = PlacementContext(graph=graph, devices=devices, support=support)
     starts = reference_placements(Case(spec.key, graph, devices, support, cost, True))
     if options.policy:
         from ov_autoplace.strategies.hsdag import HSDAGStrategy
-        from ov_autoplace.strategies.base import PlacementContext
 
-        context = PlacementContext(graph=graph, devices=devices, support=support)
         starts["policy"] = HSDAGStrategy(options.policy, cost).propose(context)
     if options.heft_start:
-        from ov_autoplace.strategies.base import PlacementContext
         from ov_autoplace.strategies.heft import HeftStrategy
 
-        starts["heft"] = HeftStrategy(cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
+        starts["heft"] = HeftStrategy(cost).propose(context)
     refiner = LocalSearchRefiner(cost, graph, support, max_submodels=MAX_SUBMODELS,
                                  max_evaluations=options.max_evaluations, max_seconds=options.local_search_seconds)
     candidates: dict[str, float] = {}
@@ -239,11 +238,10 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     milp_proven = False
     if options.milp_seconds > 0:
         from ov_autoplace.strategies import OptimumStrategy
-        from ov_autoplace.strategies.base import PlacementContext
 
         strategy = OptimumStrategy(cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=options.milp_seconds)
         try:
-            proposal = strategy.propose(PlacementContext(graph=graph, devices=devices, support=support))
+            proposal = strategy.propose(context)
             rows["milp"] = _legal_row(graph, proposal, devices, support, price)
             candidates["milp"] = latency(rows["milp"])
             milp_proven = bool(strategy.last_result is not None and strategy.last_result.optimal)
