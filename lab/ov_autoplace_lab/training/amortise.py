@@ -58,7 +58,7 @@ def _options(args: argparse.Namespace) -> TargetOptions:
         from ov_autoplace_lab.training.robust import RobustOptions
 
         robust = RobustOptions(draws=args.robust_draws, quantile=args.robust_quantile,
-                               max_slower=args.robust_max_slower)
+                               max_slower=args.robust_max_slower, min_gain=args.robust_min_gain)
     return TargetOptions(sigma=sigma, max_evaluations=args.max_evaluations, local_search_seconds=args.ls_seconds,
                          milp_seconds=args.milp_seconds, policy=policy, robust=robust, heft_start=args.heft_start,
                          priced=args.priced)
@@ -210,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--robust-quantile", type=float, default=0.8, help="the draws' quantile of the ratio minimised")
     t.add_argument("--robust-max-slower", type=float, default=0.1,
                    help="share of draws a target may be slower than the plain call's placement; above: abstain")
+    t.add_argument("--robust-min-gain", type=float, default=0.0,
+                   help="a target other than the plain call's placement must be predicted faster than it by at "
+                        "least this fraction (0.02: 2 %%); below: abstain")
     t.add_argument("--searched-from", type=Path,
                    help="a run with the same search options (robust or not): re-choose its stored searches across "
                         "draws instead of searching again (needs --robust-draws)")

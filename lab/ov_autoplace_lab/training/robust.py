@@ -17,7 +17,9 @@ validation's :data:`VALIDATION_STREAM`):
 * score: the ``quantile`` (0.8) over the draws of ``ms / best candidate of the
   draw``; the lowest score is kept (ties: the faster under the fitted model)
   among the candidates slower than the plain call's placement in at most
-  ``max_slower`` of the draws (the plain call itself always qualifies);
+  ``max_slower`` of the draws (the plain call itself always qualifies) and, with ``min_gain``, predicted
+  faster than the plain call under the fitted model by at least that fraction (a smaller gain is within the
+  fitted error, and a policy taught to chase it takes coin flips on graphs it has not seen);
 * abstain: so where every better-scored candidate is slower than the plain call
   in too many draws, the target is the plain call's placement, and the policy
   learns to leave a model alone where a split (or another device) is a gamble.
@@ -55,6 +57,7 @@ class RobustOptions:
     quantile: float = 0.8
     max_slower: float = 0.1
     seed: int = ROBUST_STREAM
+    min_gain: float = 0.0
 
 
 def draw_costs(spec, cost, graph, sigma: float, draws: int, seed: int) -> list:
@@ -147,8 +150,8 @@ def candidate_rows(spec, graph, cost, support, searched: np.ndarray, policy: str
     return rows
 
 
-def choose_robust(ms: np.ndarray, nominal: np.ndarray, plain: int, quantile: float, max_slower: float
-                  ) -> tuple[int, int, np.ndarray, np.ndarray]:
+def choose_robust(ms: np.ndarray, nominal: np.ndarray, plain: int, quantile: float, max_slower: float,
+                  min_gain: float = 0.0) -> tuple[int, int, np.ndarray, np.ndarray]:
     """The rule of the module docstring on latencies ``ms`` [K draws, C candidates] and ``nominal`` [C] (the fitted
     model's; inf where a candidate cannot run): (chosen, best unconstrained, score [C], share slower than the
     plain call [C]). Where the plain call cannot run, every candidate is eligible; where the chosen one cannot run
@@ -160,7 +163,11 @@ def choose_robust(ms: np.ndarray, nominal: np.ndarray, plain: int, quantile: flo
     key = lambda i: (score[i], nominal[i])  # noqa: E731
     candidates = range(ms.shape[1])
     unconstrained = min(candidates, key=key)
-    eligible = [i for i in candidates if slower[i] <= max_slower] if math.isfinite(nominal[plain]) else candidates
+    if math.isfinite(nominal[plain]):
+        eligible = [i for i in candidates if i == plain or (slower[i] <= max_slower and
+                                                           nominal[i] <= (1.0 - min_gain) * nominal[plain])]
+    else:
+        eligible = candidates
     chosen = min(eligible, key=key)
     if not math.isfinite(nominal[chosen]):
         chosen = int(np.argmin(nominal))
@@ -187,7 +194,8 @@ def robust_retarget(spec, searched: dict, options) -> dict:
     ms = scorer.latencies(batch)  # [K, C]
     nominal = Simulator(cost, graph).feasible_ms(batch)
     plain = names.index("plain_call")
-    chosen, unconstrained, score, slower = choose_robust(ms, nominal, plain, robust.quantile, robust.max_slower)
+    chosen, unconstrained, score, slower = choose_robust(ms, nominal, plain, robust.quantile, robust.max_slower,
+                                                         robust.min_gain)
     abstained = chosen == plain and not np.array_equal(batch[unconstrained], batch[plain])
     return {**searched, "placement": batch[chosen], "latency_ms": float(nominal[chosen]), "source": names[chosen],
             "search_placement": np.asarray(searched["placement"], np.int64),

@@ -109,11 +109,13 @@ class TargetOptions:
     priced: bool = False
 
     def to_dict(self) -> dict:
-        """The manifest's record; ``robust``, ``heft_start`` and ``priced`` only when on, so the manifests of runs
-        without them stay as they were."""
+        """The manifest's record; ``robust``, ``heft_start``, ``priced`` and the robust ``min_gain`` only when on,
+        so the manifests of runs without them stay as they were."""
         out = dataclasses.asdict(self)
         if not (self.robust and self.robust.draws):
             out.pop("robust")
+        elif not self.robust.min_gain:
+            out["robust"].pop("min_gain")
         for flag in ("heft_start", "priced"):
             if not out[flag]:
                 out.pop(flag)

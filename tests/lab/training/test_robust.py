@@ -52,6 +52,19 @@ def test_choice_takes_the_best_quantile_among_those_rarely_slower_than_the_plain
     assert choose_robust(np.where(np.arange(3) == 0, np.inf, ms), no_plain, 0, 0.8, 0.1)[0] == 1
 
 
+def test_a_gain_inside_min_gain_is_an_abstention():
+    # candidates: 0 plain call, 1 a split 1 % faster under the fitted model and in every draw, 2 one 3 % faster
+    ms = np.tile([10.0, 9.9, 9.7], (8, 1))
+    nominal = np.array([10.0, 9.9, 9.7])
+    assert choose_robust(ms, nominal, 0, 0.8, 0.1)[0] == 2
+    assert choose_robust(ms[:, :2], nominal[:2], 0, 0.8, 0.1)[0] == 1  # no margin: the 1 % split is taken
+    chosen, best, _, _ = choose_robust(ms[:, :2], nominal[:2], 0, 0.8, 0.1, min_gain=0.02)
+    assert (chosen, best) == (0, 1)  # inside the 2 % margin: the plain call, reported as an abstention
+    assert choose_robust(ms, nominal, 0, 0.8, 0.1, min_gain=0.02)[0] == 2  # 3 % clears it
+    # the margin is the plain call's, under the fitted model: a split faster in every draw still needs it
+    assert choose_robust(ms, nominal, 0, 0.8, 0.1, min_gain=0.05)[0] == 0
+
+
 @pytest.mark.parametrize("spec", [TargetSpec("family:1", "npu_cpu", 0), TargetSpec("family:4", "laptop", 1),
                                   TargetSpec("family:decoder:0", "paper")])
 def test_robust_target_is_a_legal_candidate_and_obeys_the_rule(spec):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -34,8 +36,6 @@ def test_target_is_legal_feasible_and_no_slower_than_any_single_device():
 def test_priced_targets_legalise_as_compile_model_does_and_start_from_heft(tmp_path):
     """``--priced --heft-start``: on this multi-branch graph HEFT's proposal needs the bound's merges, and merging in
     flops order makes it 15 % slower than merging as compile_model does (priced); the search also starts from it."""
-    import dataclasses
-
     from ov_autoplace.costmodel.simulator import legal_pricer
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.heft import HeftStrategy
@@ -92,6 +92,18 @@ def test_manifest_refuses_a_resume_with_other_options(tmp_path):
     check_manifest(tmp_path, FAST, [TargetSpec("family:1", "paper")])  # same options: fine
     with pytest.raises(TargetCheckpointError, match="other|asks for"):
         check_manifest(tmp_path, TargetOptions(sigma=0.1), [])
+
+
+def test_robust_min_gain_is_in_the_manifest_only_when_on(tmp_path):
+    from ov_autoplace_lab.training.robust import RobustOptions
+
+    robust = dataclasses.replace(FAST, robust=RobustOptions(draws=4, max_slower=0.2))
+    assert "min_gain" not in robust.to_dict()["robust"]  # a robust run written before the option resumes as it was
+    margin = dataclasses.replace(robust, robust=RobustOptions(draws=4, max_slower=0.2, min_gain=0.02))
+    assert margin.to_dict()["robust"]["min_gain"] == 0.02
+    check_manifest(tmp_path, robust, [TargetSpec("family:0", "paper")])
+    with pytest.raises(TargetCheckpointError):
+        check_manifest(tmp_path, margin, [])
 
 
 def test_run_sigma_reads_the_manifest_and_names_a_directory_without_one(tmp_path):
