@@ -165,7 +165,8 @@ def choose_robust(ms: np.ndarray, nominal: np.ndarray, plain: int, quantile: flo
     unconstrained = min(candidates, key=key)
     if math.isfinite(nominal[plain]):
         eligible = [i for i in candidates if i == plain or (slower[i] <= max_slower and
-                                                           nominal[i] <= (1.0 - min_gain) * nominal[plain])]
+                                                           (min_gain <= 0 or
+                                                            nominal[i] <= (1.0 - min_gain) * nominal[plain]))]
     else:
         eligible = candidates
     chosen = min(eligible, key=key)

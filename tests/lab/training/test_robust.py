@@ -63,6 +63,10 @@ def test_a_gain_inside_min_gain_is_an_abstention():
     assert choose_robust(ms, nominal, 0, 0.8, 0.1, min_gain=0.02)[0] == 2  # 3 % clears it
     # the margin is the plain call's, under the fitted model: a split faster in every draw still needs it
     assert choose_robust(ms, nominal, 0, 0.8, 0.1, min_gain=0.05)[0] == 0
+    # without a margin the fitted model does not veto: a candidate nominally 1 % slower but best across the draws
+    robust = np.array([[10.0, 9.0]] * 7 + [[10.0, 9.5]])
+    assert choose_robust(robust, np.array([10.0, 10.1]), 0, 0.8, 0.1)[0] == 1
+    assert choose_robust(robust, np.array([10.0, 10.1]), 0, 0.8, 0.1, min_gain=0.02)[0] == 0
 
 
 @pytest.mark.parametrize("spec", [TargetSpec("family:1", "npu_cpu", 0), TargetSpec("family:4", "laptop", 1),
