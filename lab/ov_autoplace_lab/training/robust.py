@@ -78,10 +78,20 @@ class DrawScorer:
     robust score of rows against a reference row (the plain call's placement)."""
 
     def __init__(self, graph, costs: list, quantile: float = 0.8, max_slower: float = 0.1,
-                 reference: np.ndarray | None = None) -> None:
+                 reference: np.ndarray | None = None, *, min_gain: float = 0.0, fitted: Simulator | None = None
+                 ) -> None:
         self.simulators = [Simulator(c, graph) for c in costs]
         self.quantile, self.max_slower = quantile, max_slower
-        self.reference_ms = None if reference is None else self.latencies(np.asarray(reference)[None])[:, 0]
+        self.min_gain, self.fitted = min_gain, fitted  # the target's min_gain, judged under the fitted model
+        self.reference_ms = self.reference_fitted_ms = None
+        if reference is not None:
+            self.set_reference(reference)
+
+    def set_reference(self, row: np.ndarray) -> None:
+        row = np.asarray(row, np.int64)[None]
+        self.reference_ms = self.latencies(row)[:, 0]
+        if self.fitted is not None:
+            self.reference_fitted_ms = float(np.atleast_1d(self.fitted.feasible_ms(row))[0])
 
     def latencies(self, rows: np.ndarray) -> np.ndarray:
         rows = np.atleast_2d(np.asarray(rows, np.int64))
@@ -89,13 +99,21 @@ class DrawScorer:
 
     def score(self, rows: np.ndarray) -> np.ndarray:
         """[P]: the quantile over draws of ms / the reference's ms, plus :data:`SLOWER_PENALTY` x the share of draws
-        slower than the reference beyond ``max_slower`` (inf where a draw cannot run the row)."""
+        slower than the reference beyond ``max_slower`` (inf where a draw cannot run the row), plus
+        :data:`SLOWER_PENALTY` where ``min_gain`` is set and the fitted model prices the row neither as the
+        reference nor ``min_gain`` faster (``choose_robust``'s rule, so a descent cannot walk an abstention back
+        to the split it abstained from)."""
         ms = self.latencies(rows)
         ratio = ms / self.reference_ms[:, None]
         slower = np.mean(ms > self.reference_ms[:, None] * (1 + 1e-9), axis=0)
         with np.errstate(invalid="ignore"):
             score = np.quantile(ratio, self.quantile, axis=0) + SLOWER_PENALTY * np.maximum(0.0, slower
                                                                                              - self.max_slower)
+        if self.min_gain > 0 and self.fitted is not None and self.reference_fitted_ms is not None:
+            fitted = self.fitted.feasible_ms(np.atleast_2d(np.asarray(rows, np.int64)))
+            ref = self.reference_fitted_ms
+            inside = (fitted > (1.0 - self.min_gain) * ref) & ~np.isclose(fitted, ref, rtol=1e-9, atol=0.0)
+            score = score + SLOWER_PENALTY * inside
         return np.where(np.isfinite(ms).all(axis=0), score, np.inf)
 
 
@@ -242,12 +260,12 @@ def robust_env(spec, target: dict, sigma: float, graph, cost, support, policy_ma
 
     info = target["robust"]
     plain = plain_call_placement(Case(spec.key, graph, tuple(cost.devices), support, cost, True))
+    sim = Simulator(cost, graph)
     scorer = DrawScorer(graph, draw_costs(spec, cost, graph, sigma, info["draws"], info["seed"]), info["quantile"],
-                        info["max_slower"], reference=plain)
+                        info["max_slower"], reference=plain, min_gain=info.get("min_gain", 0.0), fitted=sim)
     if not np.isfinite(scorer.reference_ms).all():  # the plain call cannot run here: the target is the reference
         plain = np.asarray(target["placement"], np.int64)
-        scorer.reference_ms = scorer.latencies(plain[None])[:, 0]
-    sim = Simulator(cost, graph)
+        scorer.set_reference(plain)
     return RobustSimEnv(graph, cost, scorer, float(np.atleast_1d(sim(plain[None]))[0]), name=spec.key,
                         support=support, max_submodels=policy_max_submodels)
 
