@@ -73,6 +73,16 @@ def draw_costs(spec, cost, graph, sigma: float, draws: int, seed: int) -> list:
     return [perturbed_cost(cost, graph, category_factors(platform, truth, k)) for k in range(draws)]
 
 
+def clears_min_gain(nominal_ms, reference_ms: float, min_gain: float) -> np.ndarray:
+    """True where a fitted-model latency is at least ``min_gain`` faster than the reference's (the plain call's):
+    the test ``choose_robust`` puts to every candidate but the plain call, and ``DrawScorer.score`` to every row
+    not priced as the plain call (True everywhere at ``min_gain`` 0; False where a row cannot run)."""
+    nominal_ms = np.asarray(nominal_ms, np.float64)
+    if min_gain <= 0:
+        return np.ones(nominal_ms.shape, bool)
+    return nominal_ms <= (1.0 - min_gain) * reference_ms
+
+
 class DrawScorer:
     """Latency [K, P] of rows [P, N] under K perturbed cost models (inf where a device's memory overflows), and the
     robust score of rows against a reference row (the plain call's placement)."""
@@ -112,7 +122,7 @@ class DrawScorer:
         if self.min_gain > 0 and self.fitted is not None and self.reference_fitted_ms is not None:
             fitted = self.fitted.feasible_ms(np.atleast_2d(np.asarray(rows, np.int64)))
             ref = self.reference_fitted_ms
-            inside = (fitted > (1.0 - self.min_gain) * ref) & ~np.isclose(fitted, ref, rtol=1e-9, atol=0.0)
+            inside = ~clears_min_gain(fitted, ref, self.min_gain) & ~np.isclose(fitted, ref, rtol=1e-9, atol=0.0)
             score = score + SLOWER_PENALTY * inside
         return np.where(np.isfinite(ms).all(axis=0), score, np.inf)
 
@@ -182,9 +192,8 @@ def choose_robust(ms: np.ndarray, nominal: np.ndarray, plain: int, quantile: flo
     candidates = range(ms.shape[1])
     unconstrained = min(candidates, key=key)
     if math.isfinite(nominal[plain]):
-        eligible = [i for i in candidates if i == plain or (slower[i] <= max_slower and
-                                                           (min_gain <= 0 or
-                                                            nominal[i] <= (1.0 - min_gain) * nominal[plain]))]
+        clears = clears_min_gain(nominal, nominal[plain], min_gain)
+        eligible = [i for i in candidates if i == plain or (slower[i] <= max_slower and clears[i])]
     else:
         eligible = candidates
     chosen = min(eligible, key=key)
@@ -272,4 +281,4 @@ def robust_env(spec, target: dict, sigma: float, graph, cost, support, policy_ma
 
 __all__ = ["ROBUST_STREAM", "VALIDATION_STREAM", "DrawScorer", "RobustOptions", "RobustSimEnv", "candidate_rows",
            "choose_robust",
-           "draw_costs", "generate_robust_target", "robust_env", "robust_retarget"]
+           "draw_costs", "clears_min_gain", "generate_robust_target", "robust_env", "robust_retarget"]

@@ -12,7 +12,7 @@ from ov_autoplace_lab.training.imitation import active_mask, expressible_target
 from ov_autoplace_lab.training.robust import (ROBUST_STREAM, SLOWER_PENALTY, VALIDATION_STREAM, DrawScorer,
                                               RobustOptions,
                                               candidate_rows, choose_robust, draw_costs, robust_env,
-                                              robust_retarget)
+                                              robust_retarget, clears_min_gain)
 from ov_autoplace_lab.training.targets import TargetOptions, TargetSpec, case_cost, generate_target, variant_platform
 
 FAST = TargetOptions(sigma=0.46, max_evaluations=300, local_search_seconds=5.0, policy=None)
@@ -68,6 +68,15 @@ def test_a_gain_inside_min_gain_is_an_abstention():
     robust = np.array([[10.0, 9.0]] * 7 + [[10.0, 9.5]])
     assert choose_robust(robust, np.array([10.0, 10.1]), 0, 0.8, 0.1)[0] == 1
     assert choose_robust(robust, np.array([10.0, 10.1]), 0, 0.8, 0.1, min_gain=0.02)[0] == 0
+
+
+def test_the_min_gain_test_is_the_one_both_rules_use():
+    nominal = np.array([10.0, 9.9, 9.7, np.inf, 10.2])  # the reference, 1 % and 3 % faster, cannot run, slower
+    assert clears_min_gain(nominal, 10.0, 0.0).all()  # off: everything clears it
+    assert clears_min_gain(nominal, 10.0, 0.02).tolist() == [False, False, True, False, False]
+    # choose_robust takes it for every candidate but the plain call: one priced the same is not an alternative
+    ms = np.tile(nominal[[0, 0, 1]], (8, 1))
+    assert choose_robust(ms, nominal[[0, 0, 1]], 1, 0.8, 0.1, min_gain=0.02)[0] == 1
 
 
 def test_the_imitated_target_keeps_a_min_gain_abstention():
