@@ -77,3 +77,23 @@ def test_choice_rule_admits_only_candidates_no_more_often_slower_than_the_shippe
     assert choose(summary, "v1") == "safe"
     assert choose({k: summary[k] for k in ("v1", "fast_but_risky")}, "v1") is None
     assert np.isclose(summary[choose(summary, None)]["median_ratio"], 1.01)  # no shipped policy: no bound
+
+
+def test_the_reference_rows_are_legalised_as_compile_model_legalises():
+    """HEFT's proposal (a reference of every draw) takes the bound's merges priced, as the policies' placements do:
+    on this case the flops-ordered merge was 2.9 times slower, and the draws' best was judged against it."""
+    from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.strategies.heft import HeftStrategy
+    from ov_autoplace_lab.training.targets import _legal_row, case_cost
+
+    spec = TargetSpec("family:multibranch:9", "npu_cpu", 0)
+    assert is_validation(spec)
+    row = validate_row((spec, {}, FAST.sigma, generate_target(spec, FAST)))
+    graph, cost, support = case_cost(spec, FAST.sigma)
+    devices = tuple(cost.devices)
+    proposal = HeftStrategy(cost).propose(PlacementContext(graph=graph, devices=devices, support=support))
+    simulator = Simulator(cost, graph)
+    priced = float(simulator(_legal_row(graph, proposal, devices, support, legal_pricer(cost, graph, support))[None])[0])
+    flops = float(simulator(_legal_row(graph, proposal, devices, support, None)[None])[0])
+    assert row["fitted_ms"][row["names"].index("ref:heft")] == pytest.approx(priced) and priced < 0.5 * flops
