@@ -76,7 +76,7 @@ def draw_costs(spec, cost, graph, sigma: float, draws: int, seed: int) -> list:
 def clears_min_gain(nominal_ms, reference_ms: float, min_gain: float) -> np.ndarray:
     """True where a fitted-model latency is at least ``min_gain`` faster than the reference's (the plain call's):
     the test ``choose_robust`` puts to every candidate but the plain call, and ``DrawScorer.score`` to every row
-    not priced as the plain call (True everywhere at ``min_gain`` 0; False where a row cannot run)."""
+    not priced as the plain call (True everywhere at ``min_gain`` 0; otherwise False where a row cannot run)."""
     nominal_ms = np.asarray(nominal_ms, np.float64)
     if min_gain <= 0:
         return np.ones(nominal_ms.shape, bool)

@@ -6,8 +6,8 @@ candidate policy places each validation case in one pass (legalised with the bou
 ``compile_model`` runs it), and the placement is scored under the fitted model and under
 ``VALIDATION_DRAWS`` perturbations drawn from ``robust.VALIDATION_STREAM`` (not the training draws, not the
 evaluation's truth seed 0). Per draw the reference is the best of the case's placements (every policy's, the
-target's, the plain call's, each single device's and HEFT's), each legalised as ``compile_model`` legalises (the
-bound's merges priced; until 2026-11-28 the references merged in flops order, HEFT's up to 2.9x slower).
+target's, the plain call's, each single device's and HEFT's); the single devices' and HEFT's are legalised as
+``compile_model`` legalises (the bound's merges priced; until 2026-11-28 in flops order, HEFT's up to 2.9x slower).
 
 The choice rule, fixed before any candidate was scored: among the candidates whose share of (case, draw) pairs
 slower than the plain call is no larger than the shipped policy's, the lowest median ratio to the draw's best;

@@ -10,9 +10,8 @@ from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace_lab.paper_bench.truth import TruthSpec, category_factors
 from ov_autoplace_lab.training.imitation import active_mask, expressible_target
 from ov_autoplace_lab.training.robust import (ROBUST_STREAM, SLOWER_PENALTY, VALIDATION_STREAM, DrawScorer,
-                                              RobustOptions,
-                                              candidate_rows, choose_robust, draw_costs, robust_env,
-                                              robust_retarget, clears_min_gain)
+                                              RobustOptions, candidate_rows, choose_robust, clears_min_gain,
+                                              draw_costs, robust_env, robust_retarget)
 from ov_autoplace_lab.training.targets import TargetOptions, TargetSpec, case_cost, generate_target, variant_platform
 
 FAST = TargetOptions(sigma=0.46, max_evaluations=300, local_search_seconds=5.0, policy=None)
