@@ -130,7 +130,12 @@ def _group_index(graph, groups: list[list[int]]) -> np.ndarray:
 def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget) -> int:
     """Move whole HETERO submodels to a neighbouring device (in place on ``device``), each time the move
     ``price`` predicts fastest, until the split fits ``bound``; returns the moves made. Why: the flops order
-    moves whatever is lightest, which can undo what the proposal gained (docs/training.md)."""
+    moves whatever is lightest, which can undo what the proposal gained (docs/training.md).
+
+    While the placement overflows a device's memory (``price`` inf on it) the moves are priced with
+    ``fitted=True``: the move that would be fastest were memory no limit is finished by the memory fit and
+    competes as that, so the move taken is not merely whichever one happens to fit, however slow (a vision
+    transformer on small_memory: half its GPU nodes to the CPU, 2x the latency; docs/training.md)."""
     groups = quantization_groups(graph, active)
     group_of = _group_index(graph, groups)
     both = active[graph.edge_src] & active[graph.edge_dst]
@@ -150,10 +155,12 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
                 if d != sub.device[p] and support[nodes, d].all():
                     rows.append(device.copy())
                     rows[-1][nodes] = d
-        priced += len(rows)
+        priced += len(rows) + 1
         if not rows or priced * graph.num_nodes > PRICED_BUDGET_NODE_PRICINGS:
             break
-        device[:] = rows[int(np.argmin(price(np.stack(rows))))]
+        rows = np.stack(rows)
+        fits = bool(np.isfinite(price(device[None].copy())[0]))
+        device[:] = rows[int(np.argmin(price(rows) if fits else price(rows, fitted=True)))]
         moves += 1
     return moves
 

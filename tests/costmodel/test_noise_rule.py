@@ -113,7 +113,7 @@ def test_the_guard_keeps_a_split_only_beyond_the_spread(chain):
     support = np.ones((chain.num_nodes, 2), bool)
     kept = guard_placement(_placement(chain, devices, split), chain, _with_spread(cost, 0.05), support)
     assert set(kept.assignment.values()) == {"CPU", "CPUF"} and kept.strategy == "test"
-    assert any("spread of the split" in note for note in kept.notes)
+    assert any("the split cleared the spread" in note for note in kept.notes)
     within = guard_placement(_placement(chain, devices, split), chain, _with_spread(cost, 1.0), support)
     assert set(within.assignment.values()) == {"CPU"} and within.strategy == "test+guard"
     assert any("within the spread" in note for note in within.notes)

@@ -7,7 +7,7 @@ import numpy as np
 import ov_autoplace as oa
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
-from ov_autoplace.decision.prediction_guard import guard_placement
+from ov_autoplace.decision.prediction_guard import NOISE_FREE_MIN_GAIN, guard_placement
 from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import HeftStrategy, RandomStrategy
@@ -98,3 +98,38 @@ def test_a_single_device_proven_faster_than_hetero_split_is_the_reference():
     fast = dataclasses.replace(cost, link_latency_ms=np.zeros((2, 2)), submodel_overhead_ms=np.zeros(2))
     all_cpu = legalize(graph, np.ones(graph.num_nodes, np.int64), devices, support, strategy="heft")
     assert guard_placement(all_cpu, graph, fast, support) is all_cpu
+
+
+def _split_gaining(graph, devices, gain: float):
+    """A cost model on which convolutions on device 1 and the rest on device 0 is predicted ``gain`` (a share)
+    faster than device 0 alone, and device 1 alone slower than both; no links or switches cost anything."""
+    cost = _cost(graph, devices, [1.0, 1.0], link_ms=0.0)
+    conv = np.array([t == "Convolution" for t in graph.op_types])
+    compute = cost.compute_ms.copy()
+    active = (graph.role == NodeRole.COMPUTE) & ~conv
+    compute[active] = [1.0, 1.5]
+    reference_ms = float(compute[conv | active, 0].sum())
+    compute[conv] = [1.0, 1.0 - gain * reference_ms / conv.sum()]
+    cost = dataclasses.replace(cost, compute_ms=compute, unfused_ms=compute.copy(), submodel_overhead_ms=np.zeros(2))
+    return cost, np.where(conv, 1, 0)
+
+
+def test_a_noise_free_model_must_predict_the_minimum_gain(testbed):
+    model = prepare_model(sg.residual())
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, testbed.devices)
+    for gain in (0.5 * NOISE_FREE_MIN_GAIN, 1.5 * NOISE_FREE_MIN_GAIN):
+        cost, proposal = _split_gaining(graph, testbed.devices, gain)
+        split = legalize(graph, proposal, testbed.devices, support, strategy="split")
+        guarded = guard_placement(split, graph, cost, support)
+        if gain < NOISE_FREE_MIN_GAIN:  # a simulated model's gain this small is within its error
+            assert set(guarded.assignment.values()) == {testbed.devices[0]} and guarded.strategy == "split+guard"
+            assert any("a noise-free model must predict" in n for n in guarded.notes), guarded.notes
+        else:
+            assert guarded is split
+    # a measured model reports its spread (here none): the same small gain is proven, and kept
+    cost, proposal = _split_gaining(graph, testbed.devices, 0.5 * NOISE_FREE_MIN_GAIN)
+    measured = dataclasses.replace(cost, simulated=False, compute_spread_ms=np.zeros_like(cost.compute_ms),
+                                   e2e_spread_ms=np.zeros(2))
+    split = legalize(graph, proposal, testbed.devices, support, strategy="split")
+    assert guard_placement(split, graph, measured, support) is split
