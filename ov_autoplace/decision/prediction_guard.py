@@ -53,9 +53,10 @@ def _required_gain_ms(terms: CostTerms, cost: CostModel, before: np.ndarray, aft
     return max(spread, NOISE_FREE_MIN_GAIN * reference_ms)
 
 
-def _required_note(cost: CostModel, required: float) -> str:
-    return (f"the spread {required:.2f} ms" if cost.compute_spread_ms is not None else
-            f"the {NOISE_FREE_MIN_GAIN:.0%} ({required:.2f} ms) a noise-free model must predict")
+def _required_note(cost: CostModel, required: float, reference_ms: float) -> str:
+    if cost.compute_spread_ms is not None or not np.isfinite(reference_ms):
+        return f"the spread {required:.2f} ms"
+    return f"the {NOISE_FREE_MIN_GAIN:.0%} ({required:.2f} ms) a noise-free model must predict"
 
 
 def _reference(terms: CostTerms, graph: GraphArrays, cost: CostModel, support, max_submodels: int | None):
@@ -80,7 +81,7 @@ def _reference(terms: CostTerms, graph: GraphArrays, cost: CostModel, support, m
         if ms < ref_ms - required and ms < best_ms:  # proven faster than the reference, and the fastest such
             row, best_ms, name = alone, ms, devices[d]
             reason = (f"predicted {ref_ms - ms:.2f} ms faster than the reference, beyond "
-                      f"{_required_note(cost, required)}")
+                      f"{_required_note(cost, required, ref_ms)}")
     return row, best_ms, name, reason
 
 
@@ -106,13 +107,13 @@ def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, s
     same = not (placed[terms.active] != ref_row[terms.active]).any()
     if same or (not cost.loaded and predicted <= ref_ms - required):
         placement.notes.append(f"predicted {predicted:.2f} ms ({cost.label}); {name} {ref_ms:.2f} ms ({reason})"
-                               + (f"; the split cleared {_required_note(cost, required)}" if required > 0 and not same
+                               + (f"; the split cleared {_required_note(cost, required, ref_ms)}" if required > 0 and not same
                                   else ""))
         return placement
     why = ("the profile was taken on a loaded machine" if cost.loaded else
            f"predicted slower than {name} ({ref_ms:.2f} ms)" if predicted > ref_ms else
            f"its predicted gain {ref_ms - predicted:.2f} ms over {name} ({ref_ms:.2f} ms) is within "
-           f"{_required_note(cost, required)}")
+           f"{_required_note(cost, required, ref_ms)}")
     logger.info("guard: %s's placement is predicted %.2f ms; %s; using %s", placement.strategy, predicted, why, name)
     guarded = legalize(graph, ref_row, cost.devices, support, max_submodels=max_submodels,
                        strategy=f"{placement.strategy}+guard")
