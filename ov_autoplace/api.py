@@ -49,7 +49,7 @@ def _place(req: _Request, prepared: ov.Model, graph: GraphArrays, support_dir: P
     support = device_support(req.core, prepared, graph, req.devices, support_dir)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
                                seed=req.seed)
-    from ov_autoplace.costmodel.simulator import legal_pricer
+    from ov_autoplace.costmodel.memory_fit import legal_pricer
 
     proposal = req.strategy.propose(context)
     cost = getattr(req.strategy, "last_cost", None)  # the bound's merges are priced on it, then it guards

@@ -1,10 +1,7 @@
 """Cost-model refinement of a placement: a deterministic local search that only ever lowers predicted latency.
 
-A learned policy places whole coarse groups at once and, on platforms where
-the split that pays is a few contiguous regions (a block of attention layers
-on the CPU, the NPU's unsupported head on the CPU and its neighbours with
-it), it often proposes one device. :class:`LocalSearchRefiner` starts from
-such a proposal and moves *regions* of the active nodes (compute nodes that
+A learned policy places whole coarse groups at once and can miss a split of a few
+contiguous regions. :class:`LocalSearchRefiner` starts from its proposal and moves *regions* of the active nodes (compute nodes that
 are not pure-constant, ``cost_terms``'s decision variables) between devices,
 Kernighan-Lin style, keeping a move only when the predicted latency under the
 same :class:`~ov_autoplace.costmodel.cost_model.CostModel` drops. Moves:
@@ -35,14 +32,14 @@ budget (placements, seconds, rounds) is spent. Nodes move only to devices that c
 
 The result, made legal by ``legalize()`` with the same pins and bound, must be predicted no slower by
 :class:`CostTerms` than the input made legal the same way, else the input is returned: refinement never makes a
-placement worse under the cost model it was given. It measures nothing and needs only numpy.
+placement worse under the cost model it was given.
 
 Noise (measured CostModels carry per-op and end-to-end spreads, ``noise.py``): **a move is kept only when its
 predicted gain exceeds the spread of what it moves** (``cost_terms.move_spread_ms``); the search minimises
 ``latency(x) + spread(start -> x)``. The result must also beat HETERO's own placement (each node on the first device
 that runs it: the plain call) by more than the spread between them, else that placement is returned (``stopped``:
 ``unproven``); a CostModel measured on a loaded machine (``cost.loaded``) proves no gain (``loaded``). With two
-identical devices every cross-device gain is noise. Simulated models have spread 0: "predicted no slower".
+identical devices every cross-device gain is noise. Simulated models have spread 0.
 """
 
 from __future__ import annotations

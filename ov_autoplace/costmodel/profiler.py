@@ -27,8 +27,7 @@ Per-op compute (``compute_ms``)
       neighbour costs 0 (the plugin optimised it out);
     * a runtime node naming no compute op (Reorders, inserted Converts) is
       *unmapped*: its time goes to the nearest mapped consumer in the runtime
-      graph (these nodes are inserted for the consumer's layout/precision),
-      else the nearest mapped producer, else it is spread over all ops in
+      graph (inserted for its layout/precision), else the nearest mapped producer, else it is spread over all ops in
       proportion to their time. ``DeviceReport.unmapped_fraction`` reports it.
 
     The per-op clock misses inter-op work (scheduling, memory management), so

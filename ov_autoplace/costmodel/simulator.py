@@ -44,7 +44,7 @@ import numpy as np
 
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
-from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, constant_subgraph_mask, legalize
+from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.islands import IslandLabeller
 
@@ -377,39 +377,4 @@ def memory_ok(cost: CostModel, graph: GraphArrays, placements: np.ndarray) -> np
     return Simulator(cost, graph).memory_ok(placements)
 
 
-def legal_pricer(cost: CostModel, graph: GraphArrays, support: np.ndarray, *, pins=(),
-                 max_submodels: int | None = DEFAULT_MAX_SUBMODELS):
-    """``legalize(price=)`` on ``cost`` (the legalizer's devices, in order): proposals [P, N] -> ms [P] (anchors
-    placed as it places them; inf where memory overflows).
-
-    ``fitted=True`` (the merges of a placement that overflows a device's memory, ``merge_to_bound._priced_moves``):
-    the fastest overflowing row, by its latency were memory no limit, is replaced in ``rows`` by what the memory
-    fit makes of it (``memory_fit.fit_memory``, legal with the legalizer's ``pins`` and ``max_submodels``) and
-    priced as that, the other overflowing rows inf; so a move that fits memory by itself competes with the move
-    the memory fit would finish, not with inf.
-    """
-    from ov_autoplace.costmodel.anchors import AnchorFixer
-
-    built = []  # at the first merge: most legalizations merge nothing (2-3 ms saved on BERT-base)
-
-    def price(rows, *, fitted: bool = False):
-        if not built:
-            built.extend((AnchorFixer(graph, len(cost.devices), support), Simulator(cost, graph)))
-        fixed = built[0](rows)
-        ms = np.atleast_1d(built[1].feasible_ms(fixed))
-        nominal = np.where(np.isfinite(ms), np.inf, np.atleast_1d(built[1](fixed))) if fitted else ms[:0]
-        if np.isfinite(nominal).any():
-            from ov_autoplace.costmodel.memory_fit import fit_memory  # it prices on this module
-
-            k, devices = int(np.argmin(nominal)), tuple(cost.devices)
-            legal = legalize(graph, rows[k], devices, support, pins=pins or (), max_submodels=max_submodels,
-                             strategy="merge")
-            row = fit_memory(legal, graph, cost, support, pins=pins or (),
-                             max_submodels=max_submodels).device_indices(graph.names, devices)
-            rows[k], ms[k] = row, built[1].feasible_ms(row)
-        return ms
-
-    return price
-
-
-__all__ = ["SimulationBreakdown", "Simulator", "legal_pricer", "memory_ok", "simulate"]
+__all__ = ["SimulationBreakdown", "Simulator", "memory_ok", "simulate"]

@@ -182,7 +182,7 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
     ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.
     """
     from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.costmodel.simulator import legal_pricer
+    from ov_autoplace.costmodel.memory_fit import legal_pricer
     from ov_autoplace.placement.legalizer import legalize, query_support
     from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace.strategies.base import PlacementContext

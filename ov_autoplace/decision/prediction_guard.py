@@ -7,11 +7,9 @@ under it (``CostTerms.latency_ms``, numpy only) and keeps what is proven faster,
 The rule (the local search's, ``costmodel/local_search.py``): a move is kept
 only when its predicted gain exceeds the spread of what it moves
 (``CostTerms.move_spread_ms``: the moved ops' spreads on both devices plus
-the end-to-end spreads of the devices involved). A noise-free model (a
-simulated platform or device model: no spreads) has an error all the same, which
-it cannot report: there a move must be predicted at least :data:`NOISE_FREE_MIN_GAIN`
-of the reference faster (moves the fitted model priced 0.1-1.6 % faster lost to the
-plain call in 6-9 of 16 draws of its error; docs/training.md). The reference is
+the end-to-end spreads of the devices involved); a noise-free (simulated) model
+cannot report its error, so there by at least :data:`NOISE_FREE_MIN_GAIN` of the
+reference (docs/training.md). The reference is
 HETERO's own placement, each node on the first device that runs it (one device
 when the first runs every node, else the plain call's split); a single device
 replaces it only if predicted faster by more than that of moving everything, and the
@@ -37,26 +35,17 @@ from ov_autoplace.costmodel.memory_fit import fit_memory
 
 logger = logging.getLogger(__name__)
 
-#: The gain, as a share of the reference's predicted latency, a noise-free CostModel must predict for a move (the
-#: module doc). Below it the guard keeps the reference.
+#: The share of the reference's latency a noise-free CostModel must predict a move to gain.
 NOISE_FREE_MIN_GAIN = 0.02
 
 
-def _required_gain_ms(terms: CostTerms, cost: CostModel, before: np.ndarray, after: np.ndarray,
-                      reference_ms: float) -> float:
-    """The predicted gain (ms) the move from ``before`` to ``after`` must exceed: its spread, and on a noise-free
-    model (no ``compute_spread_ms``) at least NOISE_FREE_MIN_GAIN of ``reference_ms`` (none of a reference that
-    cannot run: overflowing a device's memory, inf)."""
+def _required(terms: CostTerms, cost: CostModel, before, after, reference_ms: float) -> tuple[float, str]:
+    """(ms, what) a move's predicted gain must exceed (the module doc)."""
     spread = terms.move_spread_ms(before, after)
     if cost.compute_spread_ms is not None or not np.isfinite(reference_ms):
-        return spread
-    return max(spread, NOISE_FREE_MIN_GAIN * reference_ms)
-
-
-def _required_note(cost: CostModel, required: float, reference_ms: float) -> str:
-    if cost.compute_spread_ms is not None or not np.isfinite(reference_ms):
-        return f"the spread {required:.2f} ms"
-    return f"the {NOISE_FREE_MIN_GAIN:.0%} ({required:.2f} ms) a noise-free model must predict"
+        return spread, f"the spread {spread:.2f} ms"
+    ms = max(spread, NOISE_FREE_MIN_GAIN * reference_ms)
+    return ms, f"the {NOISE_FREE_MIN_GAIN:.0%} ({ms:.2f} ms) a noise-free model must predict"
 
 
 def _reference(terms: CostTerms, graph: GraphArrays, cost: CostModel, support, max_submodels: int | None):
@@ -77,11 +66,10 @@ def _reference(terms: CostTerms, graph: GraphArrays, cost: CostModel, support, m
     full = [d for d in range(len(devices)) if terms.allowed[terms.compute, d].all()]
     for d in ([] if loaded else full):  # on a loaded profile no single device is proven faster
         alone = np.full(n, d, dtype=np.int64)
-        ms, required = terms.latency_ms(alone), _required_gain_ms(terms, cost, ref_row, alone, ref_ms)
+        ms, (required, what) = terms.latency_ms(alone), _required(terms, cost, ref_row, alone, ref_ms)
         if ms < ref_ms - required and ms < best_ms:  # proven faster than the reference, and the fastest such
             row, best_ms, name = alone, ms, devices[d]
-            reason = (f"predicted {ref_ms - ms:.2f} ms faster than the reference, beyond "
-                      f"{_required_note(cost, required, ref_ms)}")
+            reason = f"predicted {ref_ms - ms:.2f} ms faster than the reference, beyond {what}"
     return row, best_ms, name, reason
 
 
@@ -103,17 +91,15 @@ def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, s
         placement.notes.append(f"predicted {predicted:.2f} ms ({cost.label}); no reference runs every node")
         return placement
     ref_row, ref_ms, name, reason = ref
-    required = _required_gain_ms(terms, cost, ref_row, placed, ref_ms)
+    required, what = _required(terms, cost, ref_row, placed, ref_ms)
     same = not (placed[terms.active] != ref_row[terms.active]).any()
     if same or (not cost.loaded and predicted <= ref_ms - required):
         placement.notes.append(f"predicted {predicted:.2f} ms ({cost.label}); {name} {ref_ms:.2f} ms ({reason})"
-                               + (f"; the split cleared {_required_note(cost, required, ref_ms)}" if required > 0 and not same
-                                  else ""))
+                               + (f"; the split cleared {what}" if required > 0 and not same else ""))
         return placement
     why = ("the profile was taken on a loaded machine" if cost.loaded else
            f"predicted slower than {name} ({ref_ms:.2f} ms)" if predicted > ref_ms else
-           f"its predicted gain {ref_ms - predicted:.2f} ms over {name} ({ref_ms:.2f} ms) is within "
-           f"{_required_note(cost, required, ref_ms)}")
+           f"its predicted gain {ref_ms - predicted:.2f} ms over {name} ({ref_ms:.2f} ms) is within {what}")
     logger.info("guard: %s's placement is predicted %.2f ms; %s; using %s", placement.strategy, predicted, why, name)
     guarded = legalize(graph, ref_row, cost.devices, support, max_submodels=max_submodels,
                        strategy=f"{placement.strategy}+guard")

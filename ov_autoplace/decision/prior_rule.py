@@ -84,7 +84,7 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
         return choice.single, None, choice.reason
     from ov_autoplace.costmodel.cost_terms import CostTerms
     from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.costmodel.simulator import legal_pricer
+    from ov_autoplace.costmodel.memory_fit import legal_pricer
     from ov_autoplace.placement.legalizer import legalize
 
     matrix = support()

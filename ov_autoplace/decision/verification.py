@@ -226,7 +226,7 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
     """
     from ov_autoplace.errors import PlacementError
     from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.costmodel.simulator import legal_pricer
+    from ov_autoplace.costmodel.memory_fit import legal_pricer
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.heft import HeftStrategy

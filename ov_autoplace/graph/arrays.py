@@ -86,9 +86,7 @@ Edges (one per consumed input port)
     ``log r`` (double precision, stored as float32). A node on a long path has
     ``N(r) = 2r + 1`` (dimension close to 1), an isolated node 0; bushier
     neighbourhoods grow faster. One BFS per node truncated at depth R, so cost
-    is ``O(sum of R-ball sizes)``: a 20,000-node chain of residual blocks
-    takes tens of milliseconds, but hubs make it quadratic (a 20,000-node star,
-    one Parameter and one Constant feeding 10,000 ops, takes ~2.5 s).
+    is ``O(sum of R-ball sizes)``: linear on chains, quadratic around hubs.
 
 ``meta``
     ``num_nodes``, ``num_edges``, ``pos_dim``, ``fractal_radius``, ``max_rank``.

@@ -13,7 +13,7 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
    switch and two tensor copies at run time; an island that another device
    feeds back is more than one, ``submodels.py``) - but never below what the
    devices' op support itself forces (:func:`effective_max_submodels`); with ``price``
-   (``simulator.legal_pricer``) it first moves, one at a time, the submodel it prices fastest after its move;
+   (``memory_fit.legal_pricer``) it first moves, one at a time, the submodel it prices fastest after its move;
 4. puts Constants (and pure-constant subgraphs, e.g. weight decompression) and
    Parameters on the device of their consumers - a Constant on another device
    than its consumer made HETERO fail with "Can't set the input tensor";

@@ -1,7 +1,7 @@
 """Step 3 of ``legalizer.py``: merge a placement until HETERO compiles at most ``bound`` submodels.
 
 Each move is priced by HETERO's own split (``submodels.py``), which on a large or recurrent graph is the costly
-part (an unrolled GRU of 1,737 nodes: ~0.3 s a split, 100+ moves). ``legalize`` runs inside ``compile_model``,
+part (docs/training.md). ``legalize`` runs inside ``compile_model``,
 and nothing may hang there: past ``MERGE_BUDGET_NODE_MOVES`` the search stops moving single submodels and
 halves the island target per step instead (down to one device if need be), and says so in the placement's notes.
 Within the budget the result is the one-at-a-time search's, unchanged. The budget counts work (moves x nodes),
@@ -18,12 +18,9 @@ from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.model.quant_patterns import quantization_groups
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
 
-#: Submodel moves x graph nodes before the merge switches to halving the island target (module docstring):
-#: 144 moves on the 1,737-node unrolled GRU (~3 s here; the exact search needs ~106 on 4-node blocks and up
-#: to ~380 on the local search's proposals), 12 on a 20,000-node graph.
+#: Submodel moves x graph nodes before the merge halves the island target instead: 144 moves on the 1,737-node GRU.
 MERGE_BUDGET_NODE_MOVES = 250_000
-#: Placements priced x graph nodes before the priced moves leave the rest to the flops order (~0.3 s here;
-#: without it 27 s on a 20,002-node chain in random blocks: docs/training.md).
+#: Placements priced x graph nodes before the priced moves leave the rest to the flops order (docs/training.md).
 PRICED_BUDGET_NODE_PRICINGS = 2_000_000
 
 
@@ -130,12 +127,8 @@ def _group_index(graph, groups: list[list[int]]) -> np.ndarray:
 def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget) -> int:
     """Move whole HETERO submodels to a neighbouring device (in place on ``device``), each time the move
     ``price`` predicts fastest, until the split fits ``bound``; returns the moves made. Why: the flops order
-    moves whatever is lightest, which can undo what the proposal gained (docs/training.md).
-
-    While the placement overflows a device's memory (``price`` inf on it) the moves are priced with
-    ``fitted=True``: the move that would be fastest were memory no limit is finished by the memory fit and
-    competes as that, so the move taken is not merely whichever one happens to fit, however slow (a vision
-    transformer on small_memory: half its GPU nodes to the CPU, 2x the latency; docs/training.md)."""
+    moves whatever is lightest, which can undo what the proposal gained (docs/training.md). While the placement
+    overflows memory (``price`` inf on it) they are priced ``fitted=True``: not just whichever move happens to fit."""
     groups = quantization_groups(graph, active)
     group_of = _group_index(graph, groups)
     both = active[graph.edge_src] & active[graph.edge_dst]

@@ -152,7 +152,7 @@ def test_the_merges_of_an_overflowing_proposal_are_priced_as_the_memory_fit_fini
     # once, however slow. The merges price the fastest overflowing move as the memory fit finishes it (two of the
     # eight weights moved), so the blunt move is not taken (docs/training.md: a vision transformer on small_memory
     # placed at 2x its fitted latency).
-    from ov_autoplace.costmodel.simulator import legal_pricer
+    from ov_autoplace.costmodel.memory_fit import legal_pricer
 
     graph, support, devices = chain
     cost = _cost(graph, devices, capacity=[_capacity_for(graph, devices, 6), np.inf])

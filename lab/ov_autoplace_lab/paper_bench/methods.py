@@ -23,7 +23,7 @@ import openvino as ov
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.decision.prediction_guard import guard_placement
-from ov_autoplace.costmodel.simulator import legal_pricer
+from ov_autoplace.costmodel.memory_fit import legal_pricer
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,

@@ -31,7 +31,8 @@ import openvino as ov
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.sim_costs import simulated_support
-from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
+from ov_autoplace.costmodel.memory_fit import legal_pricer
+from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays, extract_graph

@@ -188,7 +188,7 @@ def case_cost(spec: TargetSpec, sigma: float, graph: GraphArrays | None = None):
 
 # ---------------------------------------------------------------------------------------------------- the search
 def _legal_row(graph, proposal, devices, support, price=None) -> np.ndarray:
-    """``proposal`` legalised with the bound of 8; ``price``: the merge pricer (``simulator.legal_pricer``), None for
+    """``proposal`` legalised with the bound of 8; ``price``: the merge pricer (``memory_fit.legal_pricer``), None for
     flops order."""
     from ov_autoplace.placement.legalizer import legalize
 
@@ -202,7 +202,8 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     from ov_autoplace_lab.paper_bench.headroom import reference_placements
     from ov_autoplace_lab.paper_bench.methods import Case
     from ov_autoplace.costmodel.local_search import LocalSearchRefiner
-    from ov_autoplace.costmodel.simulator import Simulator, legal_pricer
+    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.strategies.base import PlacementContext
 
     started = time.perf_counter()

@@ -13,11 +13,11 @@ from ov_autoplace_lab.training.targets import TargetSpec  # noqa: E402
 
 
 def test_row_has_the_bench_keys_and_the_search_is_never_slower_than_the_plain_call(monkeypatch):
-    from ov_autoplace.costmodel import simulator
+    from ov_autoplace.costmodel import memory_fit
 
     priced = []  # the row legalizes as compile_model does with a CostModel: the bound's merges priced on it
-    real = simulator.legal_pricer
-    monkeypatch.setattr(simulator, "legal_pricer", lambda *a: priced.append(a) or real(*a))
+    real = memory_fit.legal_pricer
+    monkeypatch.setattr(memory_fit, "legal_pricer", lambda *a, **k: priced.append(a) or real(*a, **k))
     spec = TargetSpec("family:1", "npu_cpu")
     row = evaluate_row((spec, {"v1": str(PRETRAINED_POLICY)}, 0.46, None, None))
     assert priced
