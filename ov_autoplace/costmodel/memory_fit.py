@@ -147,21 +147,20 @@ def legal_pricer(cost: CostModel, graph: GraphArrays, support: np.ndarray, *, pi
                  max_submodels: int | None = DEFAULT_MAX_SUBMODELS):
     """``legalize(price=)`` on ``cost``: proposals [P, N] -> ms [P], inf where memory overflows; ``fitted=True``:
     the fastest overflowing row (were memory no limit) is replaced in ``rows`` by its memory fit and priced so."""
-    built = []  # at the first merge: most legalizations merge nothing (2-3 ms saved on BERT-base)
+    built, pins, devices = [], tuple(pins or ()), tuple(cost.devices)  # built at the first merge: most merge nothing
 
     def price(rows, *, fitted: bool = False):
         if not built:
-            built.extend((AnchorFixer(graph, len(cost.devices), support), Simulator(cost, graph)))
+            built.extend((AnchorFixer(graph, len(devices), support), Simulator(cost, graph)))
         fixed = built[0](rows)
         ms = np.atleast_1d(built[1].feasible_ms(fixed))
         nominal = np.where(np.isfinite(ms), np.inf, np.atleast_1d(built[1](fixed))) if fitted else ms[:0]
         if np.isfinite(nominal).any():
-            k, devices = int(np.argmin(nominal)), tuple(cost.devices)
-            legal = legalize(graph, rows[k], devices, support, pins=pins or (), max_submodels=max_submodels,
-                             strategy="merge")
-            row = fit_memory(legal, graph, cost, support, pins=pins or (),
-                             max_submodels=max_submodels).device_indices(graph.names, devices)
-            rows[k], ms[k] = row, built[1].feasible_ms(row)
+            k = int(np.argmin(nominal))
+            legal = legalize(graph, rows[k], devices, support, pins=pins, max_submodels=max_submodels, strategy="merge")
+            row = fit_memory(legal, graph, cost, support, pins=pins, max_submodels=max_submodels)
+            rows[k] = row.device_indices(graph.names, devices)
+            ms[k] = built[1].feasible_ms(rows[k])
         return ms
 
     return price

@@ -152,8 +152,10 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
         if not rows or priced * graph.num_nodes > PRICED_BUDGET_NODE_PRICINGS:
             break
         rows = np.stack(rows)
-        fits = bool(np.isfinite(price(device[None].copy())[0]))
-        device[:] = rows[int(np.argmin(price(rows) if fits else price(rows, fitted=True)))]
+        ms = price(np.concatenate([device[None], rows]))  # with the placement itself: does it overflow?
+        if not np.isfinite(ms[0]):
+            ms = np.concatenate([ms[:1], price(rows, fitted=True)])
+        device[:] = rows[int(np.argmin(ms[1:]))]
         moves += 1
     return moves
 

@@ -17,8 +17,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.costmodel.memory_fit import fit_memory
-from ov_autoplace.costmodel.memory_fit import legal_pricer
+from ov_autoplace.costmodel.memory_fit import fit_memory, legal_pricer
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import legalize
