@@ -6,7 +6,7 @@
 The rows are the split rows of the headroom table (``docs/bench/platforms.json``,
 ``split_pays``: the best known placement beats the best single device by >= 5 %),
 each a zoo model on a suite platform as fitted. Per policy (default: the shipped
-``hsdag_v2.npz``), per ``--offsets`` value and per seed, ``fine_tune``
+``hsdag_v3.npz``), per ``--offsets`` value and per seed, ``fine_tune``
 (``ov_autoplace_lab/training/finetune.py``) places the model with at most
 ``--budget`` distinct evaluated placements on the simulator (``SimEnv``: legalised
 with the bound of 8): ``--offsets 0`` is REINFORCE alone (the fine-tune before

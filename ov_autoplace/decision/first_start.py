@@ -58,7 +58,7 @@ def check_profiling(value: Any) -> Profiling:
 
 #: The shipped policy (``policy.pretrained.PRETRAINED_POLICY``), named here so that the cache-hit path does not
 #: import the policy package just to key the cache (tests/decision/test_first_start.py checks they agree).
-POLICY_FILE = Path(__file__).parents[1] / "policy" / "pretrained" / "hsdag_v2.npz"
+POLICY_FILE = Path(__file__).parents[1] / "policy" / "pretrained" / "hsdag_v3.npz"
 
 
 def _policy_digest(path) -> str:

@@ -1,7 +1,7 @@
 """The shipped policy stores its weights as float16 rounded to 8 mantissa bits: it places as the float32 weights do.
 
-``tests/policy/data/hsdag_v2_float32.npz`` is the shipped policy as training exported it (float32, byte for byte).
-The shipped ``hsdag_v2.npz`` must be exactly that file's weights rounded to float16 and then to 8 of its 10 mantissa
+``tests/policy/data/hsdag_v3_float32.npz`` is the shipped policy as training exported it (float32, byte for byte).
+The shipped ``hsdag_v3.npz`` must be exactly that file's weights rounded to float16 and then to 8 of its 10 mantissa
 bits (``convert_policy_file(..., weight_dtype="float16", mantissa_bits=8)``: the wheel's largest file, deflated
 below the first policy's at two and a half times the weights). The forward pass on the upcast weights is compared
 with the float32 one on the zoo-like synthetic graphs, on members of the lab's graph family (the held-out seeds
@@ -11,9 +11,10 @@ and every fortieth training seed), under the test stand-in cost model and under 
 Its placer runs four passes, each reading where the last one put the groups, so a rounding that tips one group
 at a near-tie (its two best logits closer than the rounding moves them) can move others in the passes after
 it: placements are not identical by construction, as the one-pass v1's were. What is required is what a user
-would see: almost every case identical (measured: 160 of 161 graph-family and synthetic cases, 20 of 21 zoo cases,
-60 of 60 rows of the headroom table after legalising, docs/training.md), and no case that differs slower by more
-than 2 % on the cost model it was placed on.
+would see: almost every case identical (measured for hsdag_v3: 160 of 161 graph-family and synthetic cases, the
+other 0.935x, faster; 21 of 21 zoo cases; 58 of 60 rows of the headroom table after legalising, one faster and one
+1.021x: docs/bench/policy_precision.md), and no case that differs slower by more than 2 % on the cost model it was
+placed on (the headroom rows are not in this test: they are the precision bench's).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from tests import synthetic_graphs
 from tests.policy.conftest import prepared_graph, stand_in_cost_model
 
-FLOAT32_REFERENCE = Path(__file__).resolve().parent / "data" / "hsdag_v2_float32.npz"
+FLOAT32_REFERENCE = Path(__file__).resolve().parent / "data" / "hsdag_v3_float32.npz"
 #: Cases whose placement may differ from the float32 one (a near-tie tipped; one case in any set, else this share),
 #: and how much slower one may be.
 MAX_DIFFERING_SHARE, MAX_SLOWER = 0.03, 1.02
@@ -90,14 +91,14 @@ def test_the_shipped_file_is_the_float32_weights_rounded_to_8_mantissa_bits(tmp_
     assert shipped.header["weight_dtype"] == "float16" and shipped.header["weight_layout"] == "byte_planes"
     assert shipped.header["mantissa_bits"] == SHIPPED_MANTISSA_BITS
     assert shipped.config == reference.config
-    # the metadata is training's, but for its start, named as the recipe names it now ("pretrained" meant v1 when it
+    # the metadata is training's, but for its start, named as the recipe names it now ("pretrained" meant v2 when it
     # trained), and its curve of one-pass misses per 500 steps, which the float32 export keeps and the wheel has no
     # room for: what the recipe's write_shipped_policy writes (benchmarks/pretrain.py --amortise)
-    assert reference.header["metadata"]["init"] == "pretrained" and shipped.header["metadata"]["init"] == "v1"
+    assert reference.header["metadata"]["init"] == "pretrained" and shipped.header["metadata"]["init"] == "v2"
     curve = reference.header["metadata"]["one_pass_misses"]
-    assert len(curve) == 49 and "one_pass_misses" not in shipped.header["metadata"]
+    assert len(curve) == 13 and "one_pass_misses" not in shipped.header["metadata"]
     trained = {k: v for k, v in reference.header["metadata"].items() if k != "one_pass_misses"}
-    assert shipped.header["metadata"] == {**trained, "converted_from": "float32", "init": "v1"}
+    assert shipped.header["metadata"] == {**trained, "converted_from": "float32", "init": "v2"}
     recipe = load_policy_file(write_shipped_policy(FLOAT32_REFERENCE, tmp_path / "recipe.npz"))
     assert recipe.header["mantissa_bits"] == SHIPPED_MANTISSA_BITS == 8
     assert recipe.header["metadata"] == {**shipped.header["metadata"], "init": "pretrained"}
@@ -108,7 +109,9 @@ def test_the_shipped_file_is_the_float32_weights_rounded_to_8_mantissa_bits(tmp_
     for name, weight in converted.weights.items():
         assert shipped.weights[name].dtype == np.float32
         assert np.array_equal(shipped.weights[name], weight), name
-    assert PRETRAINED_POLICY.stat().st_size < 0.5 * FLOAT32_REFERENCE.stat().st_size
+    # half the float32 weights' bytes, and the header: the file is not the export with its curve (2 KB) kept
+    weights_bytes = 4 * sum(w.size for w in reference.weights.values())
+    assert PRETRAINED_POLICY.stat().st_size < 0.5 * weights_bytes + 8_000 < FLOAT32_REFERENCE.stat().st_size / 2 + 8_000
 
 
 def test_the_shipped_policy_places_the_synthetic_graphs_and_the_graph_family_as_float32_does(twins):

@@ -5,8 +5,8 @@
 * :mod:`.trainer` - :class:`Trainer`, :class:`TrainConfig`, logs, checkpoints;
 * :mod:`.finetune` - :func:`fine_tune` under a placement / time budget;
 * :mod:`.tasks` and :mod:`.graph_family` - the pretraining tasks (zoo, random DAGs, perturbed platforms);
-* :mod:`.pretrain` - the recipe of the first policy (v1); :mod:`.amortise` - the shipped v2's (imitation of a
-  search); :mod:`.evaluate` - scoring for benchmarks.
+* :mod:`.pretrain` - the recipe of the first policy (v1); :mod:`.amortise` - v2's and the shipped v3's
+  (imitation of a search); :mod:`.evaluate` - scoring for benchmarks.
 
 The names below are imported lazily, so ``graph_family``, ``tasks`` and ``env`` work without torch.
 """
@@ -16,18 +16,23 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-#: The first pretrained policy (:mod:`.pretrain`'s recipe, float16 as it shipped until 2026-11-27): where the
-#: shipped ``hsdag_v2`` started (its targets' start policy and its imitation's initial weights, docs/training.md).
+#: The first pretrained policy (:mod:`.pretrain`'s recipe, float16 as it shipped until 2026-11-27): where ``hsdag_v2``
+#: started (its imitation's initial weights) and the start policy of the targets of v2 and v3 (docs/training.md).
 V1_POLICY = Path(__file__).with_name("hsdag_v1.npz")
+#: The second (:mod:`.amortise`'s recipe, ``cost_cut`` coarsening, seed 0), shipped 2026-11-27 to 2026-11-28: the
+#: initial weights of the shipped ``hsdag_v3`` and the reference of its evaluations (``amortise evaluate --shipped
+#: v2``).
+V2_POLICY = Path(__file__).with_name("hsdag_v2.npz")
 
 
 def named_policy(name: str) -> str:
-    """A policy file by name: ``pretrained`` = the shipped one, ``v1`` = :data:`V1_POLICY`, else ``name`` (a path)."""
+    """A policy file by name: ``pretrained`` = the shipped one, ``v1`` / ``v2`` = :data:`V1_POLICY` /
+    :data:`V2_POLICY`, else ``name`` (a path)."""
     if name == "pretrained":
         from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
         return str(PRETRAINED_POLICY)
-    return str(V1_POLICY) if name == "v1" else name
+    return str({"v1": V1_POLICY, "v2": V2_POLICY}.get(name, name))
 
 
 #: How many of float16's 10 mantissa bits the shipped policy's weights keep (docs/bench/policy_precision.md).
@@ -61,5 +66,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["FINE_TUNE_CONFIG", "MODES", "SHIPPED_MANTISSA_BITS", "V1_POLICY", "MeasuredEnv", "PlacementEnv", "SimEnv",
+__all__ = ["FINE_TUNE_CONFIG", "MODES", "SHIPPED_MANTISSA_BITS", "V1_POLICY", "V2_POLICY", "MeasuredEnv", "PlacementEnv", "SimEnv",
            "TrainConfig", "Trainer", "fine_tune", "make_policy", "named_policy", "torch_policy", "write_shipped_policy"]

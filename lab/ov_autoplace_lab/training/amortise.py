@@ -220,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("train", parents=[ray_args], help="imitation, then REINFORCE")
     r.add_argument("--output", type=Path, required=True, help="the exported policy (.npz)")
     r.add_argument("--init", default="pretrained",
-                   help="start weights: 'pretrained' (the shipped policy), 'v1' (the first; hsdag_v2 started there), "
+                   help="start weights: 'pretrained' (the shipped policy), 'v1' (the first; hsdag_v2 started there), 'v2' (hsdag_v3 "
+                        "started there), "
                         "a .npz, or 'scratch'")
     r.add_argument("--imitation-steps", type=int, default=3000)
     r.add_argument("--reinforce-steps", type=int, default=600)
@@ -282,9 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="all (default): every row (the tables keep the rows where a split pays); split: only rows "
                         "whose target beats the legalised single-device starts by 5 %%")
     e.add_argument("--no-validation", action="store_true", help="skip the validation split (validation.py)")
-    e.add_argument("--shipped", default="v2",
+    e.add_argument("--shipped", default="v3",
                    help="the --policy NAME of the shipped policy: the validation rule admits candidates no more often "
-                        "slower than the plain call than it (default v2, the shipped file; v1 in the evaluations before it)")
+                        "slower than the plain call than it (default v3, the shipped file; v2 and v1 in the evaluations before it)")
     e.add_argument("--trained-on-all", action="append", default=[], metavar="NAME",
                    help="this --policy was trained with --all-data: its rows are all in training, so the tables "
                         "show it in the 'in training' subset only (repeatable)")

@@ -1,5 +1,6 @@
 """The recipe of the first pretrained policy, ``hsdag_v1.npz`` (shipped until 2026-11-27; kept here as
-``ov_autoplace_lab.training.V1_POLICY``: the shipped ``hsdag_v2.npz`` was trained from it, docs/training.md).
+``ov_autoplace_lab.training.V1_POLICY``: ``hsdag_v2.npz``, which the shipped ``hsdag_v3.npz`` started from, was
+trained from it, docs/training.md).
 
 Tasks: the zoo models (Inception-V3, ResNet-50, BERT-base; prepared graphs)
 and the training split of the random DAG family (``graph_family``), each on

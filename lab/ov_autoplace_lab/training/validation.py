@@ -9,9 +9,12 @@ evaluation's truth seed 0). Per draw the reference is the best of the case's pla
 target's, the plain call's, each single device's and HEFT's); the single devices' and HEFT's are legalised as
 ``compile_model`` legalises (the bound's merges priced; until 2026-11-28 in flops order, HEFT's up to 2.9x slower).
 
-The choice rule, fixed before any candidate was scored: among the candidates whose share of (case, draw) pairs
-slower than the plain call is no larger than the shipped policy's, the lowest median ratio to the draw's best;
-ties by the share within 5 %. A candidate that trained on these graphs (any policy trained without
+The choice rule: among the candidates whose share of (case, draw) pairs slower than the plain call is no larger
+than the shipped policy's, the fewest cases behind HEFT under the fitted model, then the lowest median ratio to the
+draw's best, then the largest share within 5 %. The first and the last two were fixed before any candidate was
+scored; "behind HEFT" was put first on 2026-11-28, after the rule's choice of the warm-started seeds trailed HEFT on
+a headroom row that other seeds of the same recipe did not (issue 22's target "never behind HEFT", read on this
+split instead of on the rows it is judged on; docs/training.md). A candidate that trained on these graphs (any policy trained without
 ``--hold-out-validation``, and ``hsdag_v1.npz``, which saw the random DAG family) is reported but
 marked, since the split is not held out for it. Every number is simulated.
 """
@@ -70,14 +73,17 @@ def validate_row(args: tuple) -> dict:
 
 def summarize_validation(rows: list[dict], policies: list[str]) -> dict[str, dict]:
     """Per policy over every (case, draw): median ratio to the draw's best, share within 5 %, share slower than the
-    plain call; and under the fitted model: median ratio to the case's best, share slower than the plain call."""
+    plain call; and under the fitted model: median ratio to the case's best, share slower than the plain call, and
+    the cases behind HEFT (None where no row has HEFT's placement)."""
     out = {}
     for name in policies:
-        drawn, within, slower, fitted, fitted_slower = [], [], [], [], []
+        drawn, within, slower, fitted, fitted_slower, behind = [], [], [], [], [], []
         for r in rows:
             i, plain = r["names"].index(name), r["names"].index("ref:plain_call")
             f = np.array([np.inf if v is None else v for v in r["fitted_ms"]])
             d = np.array([[np.inf if v is None else v for v in row] for row in r["draws_ms"]])
+            if "ref:heft" in r["names"] and np.isfinite(heft := f[r["names"].index("ref:heft")]):
+                behind.append(bool(f[i] > heft * (1 + 1e-9)))  # a tie is not behind; an infeasible pass is
             if np.isfinite(f[i]):
                 fitted.append(f[i] / f.min())
                 fitted_slower.append(bool(f[i] > f[plain] * (1 + 1e-9)))
@@ -94,7 +100,8 @@ def summarize_validation(rows: list[dict], policies: list[str]) -> dict[str, dic
                      "within_5pct": float(np.mean(within)) if within else None,
                      "slower_than_plain_call": float(np.mean(slower)) if slower else None,
                      "fitted_median_ratio": float(np.median(fitted)) if fitted else None,
-                     "fitted_slower_than_plain_call": float(np.mean(fitted_slower)) if fitted_slower else None}
+                     "fitted_slower_than_plain_call": float(np.mean(fitted_slower)) if fitted_slower else None,
+                     "behind_heft": int(np.sum(behind)) if behind else None}
     return out
 
 
@@ -105,7 +112,8 @@ def choose(summary: dict[str, dict], shipped: str | None) -> str | None:
                 and s["slower_than_plain_call"] is not None and s["slower_than_plain_call"] <= limit + 1e-12]
     if not eligible:
         return None
-    return min(eligible, key=lambda n: (summary[n]["median_ratio"], -summary[n]["within_5pct"]))
+    return min(eligible, key=lambda n: (summary[n].get("behind_heft") or 0, summary[n]["median_ratio"],
+                                        -summary[n]["within_5pct"]))
 
 
 def trained_on_validation(path: str) -> bool | None:
@@ -124,7 +132,7 @@ def trained_on_validation(path: str) -> bool | None:
 
 
 def validate_policies(directory: str | Path, policies: dict[str, str], sigma: float, *, address: str | None = None,
-                      num_cpus: int = 2, progress: bool = True, shipped: str | None = "v2") -> dict:
+                      num_cpus: int = 2, progress: bool = True, shipped: str | None = "v3") -> dict:
     """Every validation case whose target is in ``directory``, as Ray tasks; the summary, the choice and a table."""
     from ov_autoplace_lab.training.distributed import run_tasks
     from ov_autoplace_lab.training.splits import validation_specs
@@ -147,20 +155,23 @@ def validate_policies(directory: str | Path, policies: dict[str, str], sigma: fl
     num = lambda v: "n/a" if v is None else f"{v:.3f}x"  # noqa: E731
     table = [f"validation split ({len(rows)} cases x {VALIDATION_DRAWS} draws, seed {VALIDATION_STREAM}; simulated):",
              f"{'policy':<16} {'trained on it':>13} {'median':>8} {'p80':>8} {'<=1.05x':>8} {'>plain':>7} "
-             f"{'fitted med':>10} {'fitted >plain':>13}"]
+             f"{'fitted med':>10} {'fitted >plain':>13} {'behind HEFT':>11}"]
+
+    def line(n: str, s: dict) -> str:
+        return (f"{n:<16} {str(seen[n]):>13} {num(s['median_ratio']):>8} {num(s['p80_ratio']):>8} "
+                f"{pct(s['within_5pct']):>8} {pct(s['slower_than_plain_call']):>7} "
+                f"{num(s['fitted_median_ratio']):>10} {pct(s['fitted_slower_than_plain_call']):>13} "
+                f"{'n/a' if s['behind_heft'] is None else s['behind_heft']:>11}")
+
     for n, s in summary.items():
-        table.append(f"{n:<16} {str(seen[n]):>13} {num(s['median_ratio']):>8} {num(s['p80_ratio']):>8} "
-                     f"{pct(s['within_5pct']):>8} {pct(s['slower_than_plain_call']):>7} "
-                     f"{num(s['fitted_median_ratio']):>10} {pct(s['fitted_slower_than_plain_call']):>13}")
+        table.append(line(n, s))
     table.append(f"chosen by the validation rule: {chosen or 'none (no held-out-validation candidate qualifies)'}")
     split_rows = [r for r in rows if r["split_pays"]]
     split_summary = summarize_validation(split_rows, list(policies)) if split_rows else {}
     table.append(f"the {len(split_rows)} validation cases where the search pays a split >= {SPLIT_PAYS:.0%} "
                  "(reported, not part of the rule):")
     for n, s in split_summary.items():
-        table.append(f"{n:<16} {str(seen[n]):>13} {num(s['median_ratio']):>8} {num(s['p80_ratio']):>8} "
-                     f"{pct(s['within_5pct']):>8} {pct(s['slower_than_plain_call']):>7} "
-                     f"{num(s['fitted_median_ratio']):>10} {pct(s['fitted_slower_than_plain_call']):>13}")
+        table.append(line(n, s))
     return {"cases": len(rows), "draws": VALIDATION_DRAWS, "seed": VALIDATION_STREAM, "summary": summary,
             "split_cases": len(split_rows), "split_summary": split_summary,
             "trained_on_validation": seen, "chosen": chosen, "rows": rows, "table": table}

@@ -36,10 +36,15 @@ def test_shipped_policy_is_small_and_documented():
     assert (Path(__file__).resolve().parents[3] / "docs" / "training.md").is_file()
     assert not (PRETRAINED_POLICY.parent / "TRAINING.md").exists()
     header = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).header
-    # the recipe that made it (benchmarks/pretrain.py --amortise), and where it started: v1, which the lab keeps
+    # the recipe that made it (benchmarks/pretrain.py --amortise), and where it started: v2 (the 4-pass placer it
+    # kept; imitation's placer_passes None means "as the initial weights"), which the lab keeps, as it keeps v1
     assert header["metadata"]["recipe"] == "ov_autoplace_lab.training.amortise (issue 22)"
-    assert header["metadata"]["imitation"]["placer_passes"] == 4 and header["metadata"]["init"] == "v1"
-    from ov_autoplace_lab.training import V1_POLICY
+    assert header["metadata"]["init"] == "v2" and header["metadata"]["imitation"]["placer_passes"] is None
+    from ov_autoplace_lab.training import V1_POLICY, V2_POLICY
+
+    assert NumpyHSDAGPolicy.load(PRETRAINED_POLICY).config.placer_passes == 4
+    v2 = NumpyHSDAGPolicy.load(V2_POLICY).header["metadata"]
+    assert v2["init"] == "v1" and v2["imitation"]["placer_passes"] == 4
 
     assert NumpyHSDAGPolicy.load(V1_POLICY).header["metadata"]["recipe"] in (
         "ov_autoplace.policy.train.pretrain", "ov_autoplace_lab.training.pretrain")  # its module then, or now
@@ -64,10 +69,11 @@ def test_places_bert_base(bert_prepared):
 
 
 def test_policies_by_name_for_the_recipes():
-    from ov_autoplace_lab.training import V1_POLICY, named_policy
+    from ov_autoplace_lab.training import V1_POLICY, V2_POLICY, named_policy
 
-    # 'pretrained' follows the package; 'v1' stays the first policy, where hsdag_v2's recipe starts
-    assert named_policy("pretrained") == str(PRETRAINED_POLICY) and PRETRAINED_POLICY.name == "hsdag_v2.npz"
+    # 'pretrained' follows the package; 'v1' and 'v2' stay the policies shipped before, where the recipes start
+    assert named_policy("pretrained") == str(PRETRAINED_POLICY) and PRETRAINED_POLICY.name == "hsdag_v3.npz"
     assert named_policy("v1") == str(V1_POLICY) and V1_POLICY.is_file()
+    assert named_policy("v2") == str(V2_POLICY) and V2_POLICY.is_file()
     assert named_policy("/some/policy.npz") == "/some/policy.npz"
     assert NumpyHSDAGPolicy.load(V1_POLICY).config.placer_passes == 1  # the one-pass placer v1 was

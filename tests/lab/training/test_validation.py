@@ -79,6 +79,28 @@ def test_choice_rule_admits_only_candidates_no_more_often_slower_than_the_shippe
     assert np.isclose(summary[choose(summary, None)]["median_ratio"], 1.01)  # no shipped policy: no bound
 
 
+def test_choice_rule_puts_the_fewest_cases_behind_heft_before_the_ratios():
+    summary = {"v2": {"median_ratio": 1.0, "slower_than_plain_call": 0.05, "within_5pct": 0.84, "behind_heft": 4},
+               "best_ratios": {"median_ratio": 1.0, "slower_than_plain_call": 0.05, "within_5pct": 0.88,
+                               "behind_heft": 2},
+               "never_behind": {"median_ratio": 1.0, "slower_than_plain_call": 0.05, "within_5pct": 0.87,
+                                "behind_heft": 0},
+               "never_behind_risky": {"median_ratio": 1.0, "slower_than_plain_call": 0.06, "within_5pct": 0.9,
+                                      "behind_heft": 0}}
+    assert choose(summary, "v2") == "never_behind"  # the plain-call bound still comes first
+    # a summary without HEFT's placement (an older evaluation) is chosen as before: ratios, then the share within 5 %
+    legacy = {n: {**s, "behind_heft": None} for n, s in summary.items()}
+    assert choose(legacy, "v2") == "best_ratios"
+
+
+def test_cases_behind_heft_are_counted_under_the_fitted_model():
+    row = {"names": ["ref:plain_call", "ref:heft", "tie", "behind", "infeasible"],
+           "fitted_ms": [2.0, 1.0, 1.0, 1.1, None], "draws_ms": [[2.0, 1.0, 1.0, 1.1, None]]}
+    summary = summarize_validation([row, {**row, "names": [*row["names"][:1], "ref:other", *row["names"][2:]]}],
+                                   ["tie", "behind", "infeasible"])
+    assert {n: s["behind_heft"] for n, s in summary.items()} == {"tie": 0, "behind": 1, "infeasible": 1}
+
+
 def test_the_reference_rows_are_legalised_as_compile_model_legalises():
     """HEFT's proposal (a reference of every draw) takes the bound's merges priced, as the policies' placements do:
     on this case the flops-ordered merge was 2.9 times slower, and the draws' best was judged against it."""
