@@ -14,6 +14,9 @@ shipped form (``write_shipped_policy``: float16 at 8 mantissa bits) and the held
 (``python -m ov_autoplace_lab.training.amortise``). Each step is printed before it runs and resumes where it
 stopped. It writes the policy to ``--output`` (default ``<workdir>/hsdag_v3.npz``: never into the package unless
 ``--output`` names it).
+Bit for bit it reproduces the shipped float32 export only at the commit v3 was trained at (176755c, with
+``--init pretrained``): the imitation's hard-example check legalises with the runtime's legalizer, which changed
+after it, so at a later commit the same steps train a different policy (docs/training.md, "hsdag_v3").
 
 The second form is
 
