@@ -54,8 +54,7 @@ def _place(req: _Request, prepared: ov.Model, graph: GraphArrays, support_dir: P
     proposal = req.strategy.propose(context)
     cost = getattr(req.strategy, "last_cost", None)  # the bound's merges are priced on it, then it guards
     placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
-                         strategy=req.strategy.name, price=cost and legal_pricer(cost, graph, support, pins=req.pins,
-                                                                    max_submodels=req.max_submodels))
+                         strategy=req.strategy.name, price=cost and legal_pricer(cost, graph, support))
     annotate = getattr(req.strategy, "annotate", None)
     if annotate is not None:  # e.g. the measured latencies of a budgeted search
         annotate(placement)

@@ -143,13 +143,14 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
     return fitted
 
 
-def legal_pricer(cost: CostModel, graph: GraphArrays, support: np.ndarray, *, pins=(),
-                 max_submodels: int | None = DEFAULT_MAX_SUBMODELS):
+def legal_pricer(cost: CostModel, graph: GraphArrays, support: np.ndarray):
     """``legalize(price=)`` on ``cost``: proposals [P, N] -> ms [P], inf where memory overflows; ``fitted=True``:
-    the fastest overflowing row (were memory no limit) is replaced in ``rows`` by its memory fit and priced so."""
-    built, pins, devices = [], tuple(pins or ()), tuple(cost.devices)  # built at the first merge: most merge nothing
+    the fastest overflowing row (were memory no limit) is replaced in ``rows`` by its memory fit and priced so,
+    legalised with the ``pins`` and ``max_submodels`` the legalizer hands it (its own)."""
+    built, devices = [], tuple(cost.devices)  # built at the first merge: most merge nothing
 
-    def price(rows, *, fitted: bool = False):
+    def price(rows, *, fitted: bool = False, pins: Sequence[Pin] = (),
+              max_submodels: int | None = DEFAULT_MAX_SUBMODELS):
         if not built:
             built.extend((AnchorFixer(graph, len(devices), support), Simulator(cost, graph)))
         fixed = built[0](rows)

@@ -195,8 +195,7 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
                                           "max_seconds": REFINE_SECONDS})
     proposal = hsdag.propose(context)
     placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
-                         strategy=strategy, price=legal_pricer(hsdag.last_cost, graph, support, pins=req.pins,
-                                                           max_submodels=req.max_submodels))
+                         strategy=strategy, price=legal_pricer(hsdag.last_cost, graph, support))
     if hsdag.last_refine is not None:
         note = hsdag.last_refine.note(cost.label)
         placement.notes.append(note)

@@ -89,8 +89,7 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
 
     matrix = support()
     placement = legalize(graph, choice.proposal, devices, matrix, pins=tuple(pins or ()), max_submodels=max_submodels,
-                         strategy="hsdag:prior", price=legal_pricer(cost, graph, matrix, pins=tuple(pins or ()),
-                                                                     max_submodels=max_submodels))
+                         strategy="hsdag:prior", price=legal_pricer(cost, graph, matrix))
     if not pins:  # pinned placements are the user's call, not the guard's
         legal_ms = CostTerms(cost, graph, matrix).latency_ms(placement.device_indices(graph.names, devices))
         if not legal_ms < min(choice.singles.values()) * (1.0 - margin):  # legalizing cost the gain

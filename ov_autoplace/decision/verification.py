@@ -239,7 +239,7 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
         heft = HeftStrategy(cost)
         proposal = heft.propose(PlacementContext(graph=graph, devices=devices, support=support))
         placement = legalize(graph, proposal, devices, support, max_submodels=max_submodels, strategy="heft",
-                             price=legal_pricer(heft.last_cost, graph, support, max_submodels=max_submodels))
+                             price=legal_pricer(heft.last_cost, graph, support))
         out.append(guard_placement(placement, graph, heft.last_cost, support, max_submodels=max_submodels))
     except (PlacementError, ValueError) as exc:
         logger.warning("verification: no HEFT runner-up for this model (%s: %s); verifying the candidate alone",

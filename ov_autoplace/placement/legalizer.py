@@ -215,7 +215,7 @@ def legalize(
         if num_submodels > bound:
             before = num_submodels if counted else f"at least {parts}"
             full, num_submodels = merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
-                                                  notes, price=price)
+                                                  notes, price=price, pins=pins)
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
     device = full
 

@@ -124,11 +124,12 @@ def _group_index(graph, groups: list[list[int]]) -> np.ndarray:
     return group_of
 
 
-def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget) -> int:
+def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget, pins) -> int:
     """Move whole HETERO submodels to a neighbouring device (in place on ``device``), each time the move
     ``price`` predicts fastest, until the split fits ``bound``; returns the moves made. Why: the flops order
     moves whatever is lightest, which can undo what the proposal gained (docs/training.md). While the placement
-    overflows memory (``price`` inf on it) they are priced ``fitted=True``: not just whichever move happens to fit."""
+    overflows memory (``price`` inf on it) they are priced ``fitted=True``, with ``pins`` and ``bound``: not just
+    whichever move happens to fit."""
     groups = quantization_groups(graph, active)
     group_of = _group_index(graph, groups)
     both = active[graph.edge_src] & active[graph.edge_dst]
@@ -154,7 +155,7 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
         rows = np.stack(rows)
         ms = price(np.concatenate([device[None], rows]))  # with the placement itself: does it overflow?
         if not np.isfinite(ms[0]):
-            ms = np.concatenate([ms[:1], price(rows, fitted=True)])
+            ms = np.concatenate([ms[:1], price(rows, fitted=True, pins=pins, max_submodels=bound)])
         device[:] = rows[int(np.argmin(ms[1:]))]
         moves += 1
     return moves
@@ -193,7 +194,7 @@ def _move_one_part(graph, device, active, support, locked, partition, groups: li
 
 
 def merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound, notes: list[str] | None = None,
-                    budget: float | None = None, price=None) -> tuple[np.ndarray, int]:
+                    budget: float | None = None, price=None, pins=()) -> tuple[np.ndarray, int]:
     """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
 
     First the islands, down to ``bound`` (cheap, and they never outnumber the submodels by much). An island
@@ -203,11 +204,12 @@ def merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
     submodels, the islands are merged further, one fewer at a time, down to one device if need be. Past
     ``budget`` moves x nodes (module docstring) the moves stop and the island target halves per step instead;
     ``notes`` (the placement's) then says so. ``budget`` None: ``MERGE_BUDGET_NODE_MOVES``, read at call time.
-    With ``price`` (proposals [P, N] -> predicted ms [P]) the priced moves come first, from the same budget.
+    With ``price`` (proposals [P, N] -> predicted ms [P]) the priced moves come first, from the same budget; an
+    overflowing placement's moves are fitted with the legalizer's ``pins`` (``memory_fit.legal_pricer``).
     """
     budget = MERGE_BUDGET_NODE_MOVES if budget is None else budget
     if price is not None:
-        priced = _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget)
+        priced = _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget, pins)
         budget -= priced * graph.num_nodes
         if notes is not None and priced:
             notes.append(f"{priced} submodel move(s) priced on the cost model")

@@ -112,8 +112,7 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     first = np.sort(first)  # distinct decodings in decoding order: the greedy one stays first
     batch_ms = np.atleast_1d(Simulator(cost, graph).feasible_ms(fixed[first]))
     ranked = [int(k) for k in first[1:][np.argsort(batch_ms[1:], kind="stable")]][:max(legalised, 0)]
-    terms = CostTerms(cost, graph, support)
-    price = legal_pricer(cost, graph, support, pins=pins, max_submodels=max_submodels)
+    terms, price = CostTerms(cost, graph, support), legal_pricer(cost, graph, support)
 
     def legal(k: int) -> tuple[np.ndarray, float]:
         # the caller legalises what this returns, which (the legalizer being idempotent) is this placement again;

@@ -160,7 +160,7 @@ def test_the_merges_of_an_overflowing_proposal_are_priced_as_the_memory_fit_fini
     proposal = np.zeros(graph.num_nodes, np.int64)
     compute = np.flatnonzero(graph.role == NodeRole.COMPUTE)
     proposal[compute[len(compute) // 2]] = 1
-    pricer = legal_pricer(cost, graph, support, max_submodels=2)
+    pricer = legal_pricer(cost, graph, support)  # legalize hands it its own bound (2) and pins
 
     def placed(price):
         legal = legalize(graph, proposal, devices, support, max_submodels=2, strategy="hsdag", price=price)
@@ -171,3 +171,6 @@ def test_the_merges_of_an_overflowing_proposal_are_priced_as_the_memory_fit_fini
     memory_only_ms, _ = placed(lambda rows, **_: pricer(rows))  # the merges priced on memory alone (before)
     assert fitted.num_submodels <= 2 and simulator.memory_ok(_rows(fitted, graph, devices))
     assert fitted_ms < 0.8 * memory_only_ms, (fitted_ms, memory_only_ms)  # 52.5 ms against 80.3 here
+    handed = []  # the fit is legalised with the legalizer's own bound and pins, not the pricer's defaults
+    placed(lambda rows, **options: handed.append(options) or pricer(rows, **options))
+    assert {"fitted": True, "pins": (), "max_submodels": 2} in handed
