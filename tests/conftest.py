@@ -62,24 +62,43 @@ def testbed() -> Testbed:
     return shared_testbed(False)
 
 
-#: The properties of CPUS: the CPU plugin on one thread.
-ONE_THREAD = {"INFERENCE_NUM_THREADS": 1}
+#: The properties of CPUS: the CPU plugin on one thread. Both thread_core devices state their precision: a CPU
+#: plugin's default is bf16 on a CPU with AMX and f32 elsewhere.
+ONE_THREAD = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+ALL_CORES = {"INFERENCE_NUM_THREADS": 2, "INFERENCE_PRECISION_HINT": "f32"}
+#: The host CPU the prior assumes in tests that assert on its predictions (``sim_costs.read_host_cpu``), stated
+#: instead of read off the machine: an AVX2 CPU without bf16 or AMX at 3 GHz. On a Xeon with AMX the host's own
+#: reading predicted a small model 1.22x faster on two threads than on one, inside the prior's 25 % margin.
+STATED_HOST_CPU = ("vendor_id\t: AuthenticAMD\nmodel name\t: stated test CPU (AVX2, no bf16, no AMX)\n"
+                   "cpu MHz\t\t: 3000.000\nflags\t\t: fpu sse sse2 avx avx2 fma\n\n")
 
 
 def _one_thread_core():
-    """A fresh core with CPUS registered (the CPU plugin on one thread) beside CPU (all cores)."""
+    """A fresh core with CPUS registered (the CPU plugin on one thread) beside CPU (two threads), both f32."""
     import openvino as ov
 
     from ov_autoplace.devices.device_strings import register_virtual_device
 
     core = ov.Core()
+    core.set_property("CPU", dict(ALL_CORES))
     register_virtual_device(core, "CPUS", base_device="CPU", properties=ONE_THREAD)
     return core
 
 
 @pytest.fixture(scope="module")
-def thread_core():
-    """Two devices the prior can tell apart: the CPU plugin on one thread (CPUS) and on all cores (CPU)."""
+def stated_host_cpu():
+    """The prior reads :data:`STATED_HOST_CPU` as this machine's CPU while the module's tests run."""
+    from ov_autoplace.costmodel import sim_costs
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sim_costs, "read_host_cpu", lambda: (STATED_HOST_CPU, None))
+        yield STATED_HOST_CPU
+
+
+@pytest.fixture(scope="module")
+def thread_core(stated_host_cpu):
+    """Two devices the prior can tell apart on every machine: the CPU plugin in f32 on one thread (CPUS) and on two
+    (CPU), on the stated host CPU."""
     return _one_thread_core()
 
 
@@ -96,7 +115,7 @@ def distinct_testbed() -> Testbed:
         return standard
     core = _one_thread_core()
     assert not identical_devices(core, ("CPU", "CPUS"))
-    return Testbed(core, ("CPU", "CPUS"), {"CPU": {}, "CPUS": dict(ONE_THREAD)}, bf16=False)
+    return Testbed(core, ("CPU", "CPUS"), {"CPU": dict(ALL_CORES), "CPUS": dict(ONE_THREAD)}, bf16=False)
 
 
 @pytest.fixture(scope="session")

@@ -214,26 +214,38 @@ def simulated_support(cost: CostModel, graph: GraphArrays) -> np.ndarray:
 LAUNCH_BOUND_SHARE = 0.25
 
 
-def host_cpu_device(num_threads: int = 1, name: str = "CPU", *, cpuinfo: str | None = None) -> SimDevice:
-    """A best-effort model of this machine's CPU (from /proc/cpuinfo; every number an estimate).
+def read_host_cpu() -> tuple[str, float | None]:
+    """This machine's ``/proc/cpuinfo`` text and its maximum clock in Hz from sysfs (``""`` / None where unreadable).
 
-    Used as the reference of :func:`calibrate`: the measured costs are divided
-    by what this device's roofline predicts to get efficiency factors. ``cpuinfo``: read instead of /proc/cpuinfo.
+    The one place the host's CPU is read: a test that asserts on the prior states the CPU it assumes instead.
     """
     try:
-        if cpuinfo is None:
-            with open("/proc/cpuinfo") as f:
-                cpuinfo = f.read()
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
     except OSError:
-        cpuinfo = ""
-    first = cpuinfo.split("\n\n")[0]  # first processor only
-    info = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
-    flags = set(info.get("flags", "").split())
+        text = ""
     try:
         with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
             hz = float(f.read()) * 1e3
     except (OSError, ValueError):
-        hz = float(info.get("cpu MHz", 3000.0)) * 1e6
+        hz = None
+    return text, hz
+
+
+def host_cpu_device(num_threads: int = 1, name: str = "CPU", *, cpuinfo: str | None = None) -> SimDevice:
+    """A best-effort model of this machine's CPU (from :func:`read_host_cpu`; every number an estimate).
+
+    Used as the reference of :func:`calibrate`: the measured costs are divided
+    by what this device's roofline predicts to get efficiency factors. ``cpuinfo``: a ``/proc/cpuinfo`` text to
+    read instead of the host's (its ``cpu MHz`` is then the clock).
+    """
+    max_hz = None
+    if cpuinfo is None:
+        cpuinfo, max_hz = read_host_cpu()
+    first = cpuinfo.split("\n\n")[0]  # first processor only
+    info = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
+    flags = set(info.get("flags", "").split())
+    hz = max_hz or float(info.get("cpu MHz", 3000.0)) * 1e6
     # f32 lanes per FMA: 512-bit on Intel AVX-512 cores, 256-bit datapaths otherwise (AMD Zen 4
     # double-pumps AVX-512); two FMA ports; 2 FLOPs per FMA.
     lanes = 16 if ("avx512f" in flags and info.get("vendor_id") == "GenuineIntel") else 8 if "avx2" in flags else 4
@@ -333,5 +345,5 @@ def calibrate(
                        platform.link_latency_ms, platform.link_bandwidth, platform.notes)
 
 
-__all__ = ["LAUNCH_BOUND_SHARE", "calibrate", "cost_model_for", "host_cpu_device", "post_op_fusion",
+__all__ = ["LAUNCH_BOUND_SHARE", "calibrate", "cost_model_for", "host_cpu_device", "post_op_fusion", "read_host_cpu",
            "simulated_support"]
