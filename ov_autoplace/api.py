@@ -12,59 +12,33 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.devices.call_forms import compile_plain, properties_for
+from ov_autoplace.devices.call_forms import compile_plain
 from ov_autoplace.devices.device_strings import normalized_exclusions
-from ov_autoplace.errors import DeviceError, ModelLoadError, ModelNotFoundError, PlacementError, PolicyFormatError
-from ov_autoplace.cache.placement_cache import PlacementCache
-from ov_autoplace.graph.arrays import GraphArrays, extract_graph
-from ov_autoplace.decision.prediction_guard import guard_placement
-from ov_autoplace.placement.legality_check import ensure_legal
-from ov_autoplace.cache.support_store import device_support
-from ov_autoplace.cache.root import blob_cache_props, cache_root
-from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default  # light: every default compile uses it
-from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, legalize, query_support
+from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default, default_placement
+from ov_autoplace.decision.placement_pipeline import placement_pipeline
+from ov_autoplace.decision.request import PlacementRequest
+from ov_autoplace.decision.stored_placement import compile_stored
+from ov_autoplace.decision.strategy_path import compile_with_strategy, place_with_strategy
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, query_support
 from ov_autoplace.compile.placed_compile import compile_placed
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.decision.stored_placement import compile_stored
-from ov_autoplace.decision.verification import evidence_intact, needs_verification, runner_ups, single_device_of, verify_placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import ShapesLike
 from ov_autoplace.placement.user_checks import USER_ERRORS
-from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
+from ov_autoplace.strategies.base import PlacementStrategy
 # the request (call_request.py); saved_model, the CLI, tests and the lab read these names here
 from ov_autoplace.call_request import (  # noqa: F401
-    DEFAULT_STRATEGY, ModelLike, StrategyName, _Request, _request, _resolve_strategy, _validated,
-    check_search_budget, default_core, load_model, pretrained_policy_path)
+    DEFAULT_STRATEGY, ModelLike, StrategyName, build_request, check_search_budget, default_core, load_model,
+    pretrained_policy_path, validated_call)
 
 logger = logging.getLogger("ov_autoplace")
-
-
-def _place(req: _Request, prepared: ov.Model, graph: GraphArrays, support_dir: Path | None = None) -> Placement:
-    support = device_support(req.core, prepared, graph, req.devices, support_dir)
-    context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
-                               seed=req.seed)
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
-
-    proposal = req.strategy.propose(context)
-    cost = getattr(req.strategy, "last_cost", None)  # the bound's merges are priced on it, then it guards
-    placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
-                         strategy=req.strategy.name, price=cost and legal_pricer(cost, graph, support))
-    annotate = getattr(req.strategy, "annotate", None)
-    if annotate is not None:  # e.g. the measured latencies of a budgeted search
-        annotate(placement)
-    if cost is not None and not req.pins:  # pinned placements are the user's call, not the guard's
-        placement = guard_placement(placement, graph, cost, support, max_submodels=req.max_submodels)
-    placement = ensure_legal(placement, graph, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
-                             source="new")
-    logger.info("placed %d nodes with %s: %s, %d submodel(s)", graph.num_nodes, req.strategy.name,
-                placement.counts_per_device(), placement.num_submodels)
-    return placement
 
 
 def place(
@@ -105,17 +79,15 @@ def place(
         print(placement.summary())          # nodes per device, submodels; nothing compiled
         placement.save("placement.json")
     """
-    default = strategy is None and search_budget is None
-    req = _request(model, device_name, config, core, strategy if not default else StrategyName.PRIORITY, pins,
-                   exclude_devices, max_submodels, seed, search_budget, shapes)
+    req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
+                        exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
+                        search_budget=search_budget, shapes=shapes)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     prepared = prepare_model(req.placement_model)
-    if default:  # what compile_model's default path would place: a stored profile, else the prior; nothing run
-        from ov_autoplace.decision.first_start import default_placement
-
+    if req.strategy is None:  # what compile_model's default path would place: a stored profile, else the prior
         return default_placement(req, prepared, extract_graph(prepared))
-    return _place(req, prepared, extract_graph(prepared))
+    return place_with_strategy(req, prepared, extract_graph(prepared))
 
 
 def compile_placement(
@@ -136,60 +108,18 @@ def compile_placement(
         placement = ov_autoplace.Placement.load("placement.json")
         compiled = ov_autoplace.compile_placement("model.xml", placement, {"PERFORMANCE_HINT": "LATENCY"})
     """
-    core, spec, props, ov_model = _validated(model, placement.device_string, config, core)
+    core, spec, props, ov_model = validated_call(model, placement.device_string, config, core)
     return compile_placed(core, ov_model, placement, spec.hetero_string, props)
 
 
-def _cached_or_new_placement(req: _Request, prepared: ov.Model, cache: PlacementCache | None) -> Placement:
-    graph = extract_graph(prepared)
-    if cache is None:
-        return _verified(req, prepared, graph, _place(req, prepared, graph))
-    key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
-                    exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes)
-    support = device_support(req.core, prepared, graph, req.devices, cache.directory / "support")
-    placement = cache.get(key, graph, support=support, pins=req.pins)  # legality-checked
-    if placement is not None:
-        if req.pins or evidence_intact(placement) or not needs_verification(placement, graph, support):
-            logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
-            return placement
-        logger.info("placement cache hit (%s) without intact verification evidence: verifying it again",
-                    req.strategy.name)
-    else:
-        placement = _place(req, prepared, graph, cache.directory / "support")
-    placement = _verified(req, prepared, graph, placement, support)
-    cache.put(key, placement, graph)
-    return placement
-
-
-def _verified(req: _Request, prepared: ov.Model, graph: GraphArrays, placement: Placement,
-              support: np.ndarray | None = None) -> Placement:
-    """The measured verification (``verification.py``) of a placement that differs from the plain call's.
-
-    Pinned placements are the user's call and are compiled as asked. Anything else that is not what
-    ``core.compile_model(model, device_name, config)`` would run is kept only if it measurably wins.
-    """
-    if req.pins:
-        return placement
-    if support is None:  # the caller's support matrix when it has one (a query_model per device otherwise)
-        support = query_support(req.core, prepared, graph, req.devices)
-    # the runner-up splits on the costs the strategy placed with (none on a cache hit: the strategy did not run)
-    alternatives = runner_ups(graph, req.devices, support, getattr(req.strategy, "last_cost", None),
-                              max_submodels=req.max_submodels, core=req.core)
-    if not any(needs_verification(p, graph, support) for p in (placement, *alternatives)):
-        return placement
-    verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,
-                                   model=req.placement_model, device_name=req.spec.text, alternatives=alternatives)
-    return verified
-
-
-def _pinned_fallback(req: _Request, exc: Exception) -> ov.CompiledModel:
+def _pinned_fallback(req: PlacementRequest, exc: Exception) -> ov.CompiledModel:
     """The fallback when pins were given: HETERO's own affinity plus the pins, legalized; never a silent drop."""
     try:
         prepared = prepare_model(req.placement_model)
         graph = extract_graph(prepared)
         support = query_support(req.core, prepared, graph, req.devices)
-        placement = legalize(graph, np.argmax(support, axis=1).astype(np.int64), req.devices, support, pins=req.pins,
-                             strategy="plain+pins")
+        placement = placement_pipeline(graph, np.argmax(support, axis=1).astype(np.int64), req.devices, support,
+                                       strategy="plain+pins", pins=req.pins, max_submodels=None)
         return compile_placed(req.core, req.model, placement, req.spec.hetero_string, req.props, shapes=req.shapes)
     except USER_ERRORS:
         raise
@@ -269,56 +199,30 @@ def compile_model(
         result = compiled(inputs)  # a real ov.CompiledModel
     """
     profiling = check_profiling(profile)
-    default = strategy is None and search_budget is None
     if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
         model = load_model(model, core if core is not None else default_core(), weights)
     exclude_devices = normalized_exclusions(exclude_devices)  # "CPUF" is one device, not 'C', 'P', 'U', 'F'
-    try:
-        # the default path chooses its own source (first_start.py); PRIORITY is only a cheap placeholder here
-        req = _request(model, device_name, config, core, strategy if not default else StrategyName.PRIORITY, pins,
-                       exclude_devices, max_submodels, seed, search_budget, shapes)
+    try:  # validate: every mistake of the caller's raises here, before anything is compiled
+        req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
+                            exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
+                            search_budget=search_budget, shapes=shapes)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
-        if pins:  # the user's pins still hold: HETERO's own affinity plus the pins needs no policy
-            req = _request(model, device_name, config, core, StrategyName.PRIORITY, pins, exclude_devices,
-                           max_submodels, seed, None, shapes)
-            if req.spec.is_placement:
-                logger.warning("the placement policy cannot be loaded (%s); compiling HETERO's own affinity with your "
-                               "pins on %s (reinstall ov_autoplace to restore placement)", exc, req.spec.hetero_string)
-                return _pinned_fallback(req, exc)
-        core, spec, props, ov_model = _validated(model, device_name, config, core)
-        logger.warning("the placement policy cannot be loaded (%s); falling back to plain compile_model on %s "
-                       "(reinstall ov_autoplace to restore placement)", exc, spec.text)
-        return core.compile_model(ov_model, spec.without(exclude_devices), props)
-    # From here on device_name is OpenVINO's meaning of the call ("AUTO" when none was given,
-    # "HETERO:CPU,GPU" for "HETERO" + MULTI_DEVICE_PRIORITIES): what a fallback compiles (devices/call_forms.py).
-    device_name = req.spec.text
+        return _without_policy(exc, model, device_name, config, core, pins, exclude_devices, max_submodels, shapes)
     if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile
         return compile_plain(req.core, req.model, req.spec, req.spec.without(req.exclude_devices), req.props)
-    if not default and profiling is not Profiling.STORED:
+    if req.strategy is not None and profiling is not Profiling.STORED:
         raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "
                              "search_budget unset to use it")
-    try:
-        if default:
-            compiled = None
-            if profiling is Profiling.STORED:  # an IR that carries its placement (save_model): used, not placed again
-                compiled = compile_stored(req, _verified, cache_dir=cache_dir, cache_blobs=cache_blobs)
-            if compiled is None:
-                compiled = compile_default(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
-                                           cache_blobs=cache_blobs)
-            return compiled
-        cache = PlacementCache(cache_dir) if use_cache else None
-        prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone
-        placement = _cached_or_new_placement(req, prepared, cache)
-        props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
-        device = single_device_of(placement)
-        if device is not None:  # one device: exactly the plain call on it (the user's model, not through HETERO)
-            compiled = req.core.compile_model(req.model, device, properties_for(req.core, device, props))
-        elif req.shapes is None:
-            placement.apply(prepared)
-            compiled = req.core.compile_model(prepared, req.spec.hetero_string, props)
-        else:  # carried over to the dynamic model, compiled dynamic, run once (DynamicSplitError -> fallback)
-            compiled = compile_placed(req.core, req.model, placement, req.spec.hetero_string, props,
-                                      shapes=req.shapes)
+    try:  # decide and compile
+        if req.strategy is not None:
+            return compile_with_strategy(req, cache_dir=cache_dir, use_cache=use_cache, cache_blobs=cache_blobs)
+        compiled = None
+        if profiling is Profiling.STORED:  # an IR that carries its placement (save_model): used, not placed again
+            compiled = compile_stored(req, cache_dir=cache_dir, cache_blobs=cache_blobs)
+        if compiled is None:
+            compiled = compile_default(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
+                                       cache_blobs=cache_blobs)
+        return compiled
     except USER_ERRORS:
         raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
@@ -326,11 +230,27 @@ def compile_model(
             logger.warning("placement path failed (%s: %s); compiling HETERO's own affinity with your pins on %s",
                            type(exc).__name__, exc, req.spec.hetero_string)
             return _pinned_fallback(req, exc)
+        # req.spec.text is OpenVINO's meaning of the call ("AUTO" when none was given, "HETERO:CPU,GPU" for
+        # "HETERO" + MULTI_DEVICE_PRIORITIES): what the plain call compiles (devices/call_forms.py)
         logger.warning("placement path failed (%s: %s); falling back to plain compile_model on %s",
-                       type(exc).__name__, exc, device_name)
-        return req.core.compile_model(req.model, device_name, req.props)
-    logger.info("compiled %s with placement %s", req.spec.hetero_string, placement.counts_per_device())
-    return compiled
+                       type(exc).__name__, exc, req.spec.text)
+        return req.core.compile_model(req.model, req.spec.text, req.props)
+
+
+def _without_policy(exc: PolicyFormatError, model, device_name, config, core, pins, exclude_devices, max_submodels,
+                    shapes) -> ov.CompiledModel:
+    """The shipped policy cannot be loaded: HETERO's own affinity with the user's pins, else the plain call."""
+    if pins:  # the user's pins still hold: HETERO's own affinity plus the pins needs no policy
+        req = build_request(model, device_name, config, core=core, strategy=StrategyName.PRIORITY, pins=pins,
+                            exclude_devices=exclude_devices, max_submodels=max_submodels, shapes=shapes)
+        if req.spec.is_placement:
+            logger.warning("the placement policy cannot be loaded (%s); compiling HETERO's own affinity with your "
+                           "pins on %s (reinstall ov_autoplace to restore placement)", exc, req.spec.hetero_string)
+            return _pinned_fallback(req, exc)
+    core, spec, props, ov_model = validated_call(model, device_name, config, core)
+    logger.warning("the placement policy cannot be loaded (%s); falling back to plain compile_model on %s "
+                   "(reinstall ov_autoplace to restore placement)", exc, spec.text)
+    return core.compile_model(ov_model, spec.without(exclude_devices), props)
 
 
 __all__ = ["DEFAULT_MAX_SUBMODELS", "DEFAULT_STRATEGY", "Profiling", "StrategyName", "compile_model", "compile_placement",

@@ -10,7 +10,6 @@ runtime's own strategies.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import importlib.util
@@ -21,12 +20,16 @@ from typing import Any, Union
 import numpy as np
 import openvino as ov
 
+from ov_autoplace.costmodel.providers import MeasuredCostProvider
+from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.call_forms import check_property_values, resolve_device_request
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
 from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError
+from ov_autoplace.model.shapes import ShapesLike, is_dynamic, resolve_shapes, static_clone
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.placement.pins import Pin, parse_pins
-from ov_autoplace.model.shapes import PlacementShapes, ShapesLike, is_dynamic, resolve_shapes, static_clone
 from ov_autoplace.placement.user_checks import check_pins_devices
+from ov_autoplace.policy import pretrained
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.strategies.registry import REGISTRY, make_strategy, search_budget_factory
 
@@ -56,14 +59,13 @@ def default_core() -> ov.Core:
     return ov.Core()
 
 
-def _resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None, search_budget: int | float | None,
-                      max_submodels: int | None) -> PlacementStrategy:
+def resolve_strategy(strategy: StrategyName | str | PlacementStrategy | None, search_budget: int | float | None,
+                     max_submodels: int | None) -> PlacementStrategy | None:
+    """The strategy instance that places, or None for the default path (no strategy, no ``search_budget``)."""
     if search_budget is not None:
         return _search_strategy(strategy, search_budget, max_submodels)
-    if isinstance(strategy, PlacementStrategy):
+    if strategy is None or isinstance(strategy, PlacementStrategy):
         return strategy
-    if strategy is None:
-        strategy = DEFAULT_STRATEGY
     return make_strategy(strategy)  # raises PlacementError naming the registered strategies
 
 
@@ -78,8 +80,6 @@ def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrateg
     if importlib.util.find_spec("torch") is None:
         raise PlacementError("search_budget fine-tunes the policy with torch, which is not installed; install it "
                              "with pip install 'ov-autoplace-lab[train]' or leave search_budget unset")
-    from ov_autoplace.costmodel.providers import MeasuredCostProvider
-
     return make_search(pretrained_policy_path(), MeasuredCostProvider(), search_budget, max_submodels=max_submodels)
 
 
@@ -93,9 +93,8 @@ def check_search_budget(budget: object) -> None:
 
 
 def pretrained_policy_path() -> Path:
-    """The HSDAG policy shipped inside the package."""
-    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY as path  # data only: no torch
-
+    """The HSDAG policy shipped inside the package (read from its module at each call, so a test may replace it)."""
+    path = pretrained.PRETRAINED_POLICY
     if not path.is_file():
         raise PlacementError(f"the pretrained policy {path} is missing from this installation; reinstall ov_autoplace")
     return path
@@ -137,7 +136,8 @@ def _model_from_memory(xml: Any, weights: Any, core: ov.Core) -> ov.Model:
         raise ModelLoadError(f"OpenVINO cannot read the in-memory IR (XML text + weights): {first_line}") from exc
 
 
-def _validated(model: ModelLike, device_name: str | None, config: Any, core: ov.Core | None):
+def validated_call(model: ModelLike, device_name: str | None, config: Any, core: ov.Core | None
+                   ) -> tuple[ov.Core, DeviceSpec, dict[str, Any], ov.Model]:
     """Core, DeviceSpec with OpenVINO's meaning (devices/call_forms.py), checked props, model; nothing compiled."""
     core = core if core is not None else default_core()
     if not isinstance(core, ov.Core):
@@ -147,29 +147,16 @@ def _validated(model: ModelLike, device_name: str | None, config: Any, core: ov.
     return core, spec, props, load_model(model, core)
 
 
-@dataclasses.dataclass
-class _Request:
-    """Everything a placement depends on, validated."""
+def build_request(model: ModelLike, device_name: str | None, config: Any = None, *, core: ov.Core | None = None,
+                  strategy: StrategyName | str | PlacementStrategy | None = None,
+                  pins: Any = None, exclude_devices: Any = None, max_submodels: int | None = DEFAULT_MAX_SUBMODELS,
+                  seed: int = 0, search_budget: int | float | None = None, shapes: ShapesLike = None
+                  ) -> PlacementRequest:
+    """The call validated into a :class:`PlacementRequest` (typed errors for every user mistake, nothing compiled).
 
-    core: ov.Core
-    spec: DeviceSpec
-    props: dict[str, Any]
-    model: ov.Model
-    devices: tuple[str, ...]
-    strategy: PlacementStrategy
-    pins: list[Pin]
-    exclude_devices: tuple[str, ...]
-    max_submodels: int | None
-    seed: int
-    #: Dynamic models: the static shapes placed for (None for a static model).
-    shapes: PlacementShapes | None = None
-    #: What the strategy places: ``model`` itself, or its static clone at ``shapes``.
-    placement_model: ov.Model | None = None
-
-
-def _request(model, device_name, config, core, strategy, pins, exclude_devices, max_submodels, seed,
-             search_budget=None, shapes: ShapesLike = None) -> _Request:
-    core, spec, props, ov_model = _validated(model, device_name, config, core)
+    ``strategy`` and ``search_budget`` both None: the default path (``request.strategy`` is None).
+    """
+    core, spec, props, ov_model = validated_call(model, device_name, config, core)
     placement_shapes = resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit
     if placement_shapes is not None and not is_dynamic(ov_model):
         placement_shapes = None  # shapes= only repeated the static model's own shapes
@@ -183,10 +170,10 @@ def _request(model, device_name, config, core, strategy, pins, exclude_devices, 
         raise DeviceError(f"every device of {spec.text!r} is excluded by exclude_devices={list(excluded)}")
     if max_submodels is not None and (not isinstance(max_submodels, int) or max_submodels < 1):
         raise PlacementError(f"max_submodels must be a positive int or None, got {max_submodels!r}")
-    parsed_pins = parse_pins(pins)
+    parsed_pins = tuple(parse_pins(pins))
     if parsed_pins:
         check_pins_devices(parsed_pins, spec.devices, excluded)
-    resolved = _resolve_strategy(strategy, search_budget, max_submodels)
+    resolved = resolve_strategy(strategy, search_budget, max_submodels)
     placement_model = static_clone(ov_model, placement_shapes) if placement_shapes is not None else ov_model
-    return _Request(core, spec, props, ov_model, devices, resolved, parsed_pins, excluded, max_submodels, seed,
-                    placement_shapes, placement_model)
+    return PlacementRequest(core, spec, props, ov_model, devices, resolved, parsed_pins, tuple(excluded),
+                            max_submodels, seed, placement_shapes, placement_model)

@@ -33,7 +33,7 @@ from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.portable import attach, stored_placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import ShapesLike, format_shapes, is_dynamic, resolve_shapes, static_clone
-from ov_autoplace.decision.verification import evidence_intact
+from ov_autoplace.decision.verification import evidence_intact, verified_placement
 
 
 def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placement | None = None,
@@ -73,14 +73,13 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     if placement is None:
         placement = api.place(ov_model, device_name, config, core=core, shapes=placement_shapes, **place_options)
     if verify and not evidence_intact(placement):
-        req = api._request(ov_model, placement.device_string, config, core, api.StrategyName.PRIORITY, None, None,
-                           api.DEFAULT_MAX_SUBMODELS, 0, shapes=placement_shapes)
-        placement = api._verified(req, prepared, graph, placement)
+        req = api.build_request(ov_model, placement.device_string, config, core=core, shapes=placement_shapes)
+        placement = verified_placement(req, prepared, graph, placement)
     clone = ov_model.clone()
     attach(clone, placement, graph, placement_shapes)  # FileFormatError if it is not this graph's placement
     if placement_shapes is not None and len(set(placement.assignment.values())) > 1:
         # the split as compile_model of the IR will build it: carried over, compiled dynamic, run once
-        _, spec, props, _ = api._validated(ov_model, placement.device_string, config, core)
+        _, spec, props, _ = api.validated_call(ov_model, placement.device_string, config, core)
         compile_placed(core, ov_model, placement, spec.hetero_string, props, shapes=placement_shapes)
     ov.save_model(clone, os.fspath(path), compress_to_fp16=compress_to_fp16)
     read_back, stored = load_placed(path, core=core)

@@ -22,7 +22,9 @@ import pytest
 import ov_autoplace
 from ov_autoplace import api
 from ov_autoplace.placement.portable import RT_INFO_PATH, stored_shapes
+from ov_autoplace.decision import stored_placement
 from ov_autoplace.decision.stored_placement import compile_stored
+from ov_autoplace.decision.verification import verified_placement
 from ov_autoplace.devices.testbed import make_testbed
 from ov_autoplace.decision.verification import RULE, Evidence, evidence_intact, seal
 from tests import synthetic_graphs as sg
@@ -107,17 +109,17 @@ def _sealed_split(testbed, model) -> ov_autoplace.Placement:
     return placement
 
 
-def test_a_stored_dynamic_split_is_carried_over_and_runs_at_any_shape(testbed, tmp_path):
+def test_a_stored_dynamic_split_is_carried_over_and_runs_at_any_shape(testbed, tmp_path, monkeypatch):
     model = sg.dynamic_attention()
     placement = _sealed_split(testbed, model)
     path = tmp_path / "split.xml"
     ov_autoplace.save_model(model, path, placement, core=testbed.core, shapes=SHAPES)  # intact: not measured
     read = testbed.core.read_model(path)
-    req = api._request(read, testbed.hetero, None, testbed.core, api.StrategyName.PRIORITY, None, None,
-                       api.DEFAULT_MAX_SUBMODELS, 0)
+    req = api.build_request(read, testbed.hetero, core=testbed.core)
     seen = []
-    compiled = compile_stored(req, lambda *a, **k: seen.append(a) or api._verified(*a, **k),
-                              cache_dir=tmp_path / "cache")
+    monkeypatch.setattr(stored_placement, "verified_placement",
+                        lambda *a, **k: seen.append(a) or verified_placement(*a, **k))
+    compiled = compile_stored(req, cache_dir=tmp_path / "cache")
     assert compiled is not None and not seen, "a sealed verdict read back under its own names: not measured again"
     assert set(compiled.get_property("EXECUTION_DEVICES")) == {"CPU", "CPUF"}
     plain = testbed.core.compile_model(read, "CPUF")
@@ -127,7 +129,7 @@ def test_a_stored_dynamic_split_is_carried_over_and_runs_at_any_shape(testbed, t
         assert _close(compiled({"x": x})[0], plain({"x": x})[0]), shape
 
 
-def test_other_shapes_or_a_static_entry_place_again(testbed, tmp_path):
+def test_other_shapes_or_a_static_entry_place_again(testbed, tmp_path, monkeypatch):
     model = sg.dynamic_attention()
     path = tmp_path / "dynamic.xml"
     ov_autoplace.save_model(model, path, _sealed_split(testbed, model), core=testbed.core, shapes=SHAPES)
@@ -136,21 +138,19 @@ def test_other_shapes_or_a_static_entry_place_again(testbed, tmp_path):
 
     def verify(*a, **k):
         seen.append(a)
-        return api._verified(*a, **k)
+        return verified_placement(*a, **k)
 
-    other = api._request(read, testbed.hetero, None, testbed.core, api.StrategyName.PRIORITY, None, None,
-                         api.DEFAULT_MAX_SUBMODELS, 0, shapes={"x": [1, 64, 32]})
-    assert compile_stored(other, verify) is None  # the user asked for a placement at other shapes
-    same = api._request(read, testbed.hetero, None, testbed.core, api.StrategyName.PRIORITY, None, None,
-                        api.DEFAULT_MAX_SUBMODELS, 0, shapes=SHAPES)
-    assert compile_stored(same, verify, cache_dir=tmp_path / "cache") is not None
+    monkeypatch.setattr(stored_placement, "verified_placement", verify)
+    other = api.build_request(read, testbed.hetero, core=testbed.core, shapes={"x": [1, 64, 32]})
+    assert compile_stored(other) is None  # the user asked for a placement at other shapes
+    same = api.build_request(read, testbed.hetero, core=testbed.core, shapes=SHAPES)
+    assert compile_stored(same, cache_dir=tmp_path / "cache") is not None
     # an entry without placement shapes (a static model's) on a dynamic model is not this model's
     text = json.loads(read.get_rt_info(RT_INFO_PATH).astype(str))
     del text["placement_shapes"]
     read.set_rt_info(json.dumps(text), RT_INFO_PATH)
-    again = api._request(read, testbed.hetero, None, testbed.core, api.StrategyName.PRIORITY, None, None,
-                         api.DEFAULT_MAX_SUBMODELS, 0)
-    assert compile_stored(again, verify) is None and not seen
+    again = api.build_request(read, testbed.hetero, core=testbed.core)
+    assert compile_stored(again) is None and not seen
 
 
 def test_a_placement_made_at_the_wrong_inputs_is_refused_by_name(testbed, tmp_path):

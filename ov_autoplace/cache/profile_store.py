@@ -141,7 +141,7 @@ def key_digest(key: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
-def _differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+def differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
     """Human-readable list of the key components that differ."""
     out = []
     for name in sorted(set(stored) | set(wanted)):
@@ -209,7 +209,7 @@ class ProfileStore:
         except _CORRUPT as exc:
             self._discard_corrupt(path, exc, key)
             return None
-        diffs = _differences(stored_key, key)
+        diffs = differences(stored_key, key)
         if diffs:
             thing, _, next_step = _words(key)
             logger.warning("%s %s was made under other conditions (%s); %s", thing, path, "; ".join(diffs), next_step)
@@ -283,9 +283,9 @@ class ProfileStore:
                 log = logger.info if key.get("kind") == "placement" else logger.warning
                 log("no %s for these conditions; %s %s is for this %s but was %s under other conditions (%s); %s",
                     thing, thing, other, "model" if "model_structure" in key else "device set", made,
-                    "; ".join(_differences(stored, key)), next_step)
+                    "; ".join(differences(stored, key)), next_step)
                 return
 
 
 __all__ = ["DEFAULT_PROFILE_DIR", "EXPLAIN_MAX_FILES", "KEY_PROPERTIES", "MODEL_PROFILE_FORMAT", "PROFILE_DIR_ENV", "ProfileStore", "device_properties",
-           "key_digest", "profile_key", "structural_hash"]
+           "differences", "key_digest", "profile_key", "structural_hash"]

@@ -50,7 +50,20 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ov_autoplace.cache.root import UntrustedDirectoryError, refusal_message, warn_once
+import openvino as ov
+
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.cache.profile_store import ProfileStore, differences, profile_key
+from ov_autoplace.cache.root import UntrustedDirectoryError, profile_dir, refusal_message, warn_once
+from ov_autoplace.costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
+from ov_autoplace.decision.placement_sources import measure_profile_now, place_with_cost
+from ov_autoplace.decision.request import PlacementRequest
+from ov_autoplace.decision.verification import needs_verification, runner_ups, verify_placement
+from ov_autoplace.devices.device_strings import parse_device_string, register_virtual_device
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.placement.legalizer import Pin, query_support
+from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded,
                            remove_refused, write_private_atomic)
 from ov_autoplace.devices.properties import decode_property, encode_property
@@ -76,8 +89,6 @@ class WorkerFailure(Exception):
 
 def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
     """How the worker rebuilds each device: its base plugin if it is a virtual device, and its properties."""
-    import openvino as ov
-
     builtin = set(ov.Core().available_devices)
     setup = {}
     for device in devices:
@@ -97,8 +108,6 @@ def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
 
 def restore_devices(core: Any, setup: Mapping[str, Mapping[str, Any]]) -> None:
     """Register and configure the app's devices on ``core``; WorkerFailure naming a property a device rejects."""
-    from ov_autoplace.devices.device_strings import register_virtual_device
-
     for device, entry in setup.items():
         if entry.get("base"):
             register_virtual_device(core, device, base_device=str(entry["base"]))
@@ -115,7 +124,7 @@ def restore_devices(core: Any, setup: Mapping[str, Mapping[str, Any]]) -> None:
 # --- the app side ---------------------------------------------------------------------------------------
 
 
-def spawn_worker(req: Any, root: Path, key: dict, graph: Any) -> bool:
+def spawn_worker(req: PlacementRequest, root: Path, key: dict, graph: Any) -> bool:
     """Start the worker for ``key`` unless one runs or it failed too often; never raises."""
     try:
         digest = worker_digest(key)
@@ -134,7 +143,7 @@ def spawn_worker(req: Any, root: Path, key: dict, graph: Any) -> bool:
             return False
         spec = {"format": SPEC_FORMAT, "key": key, "devices": list(req.devices),
                 "setup": device_setup(req.core, req.devices), "config": _encoded_config(req.props),
-                "device_name": req.spec.text if getattr(req, "spec", None) is not None else None,
+                "device_name": req.spec.text,
                 "max_submodels": req.max_submodels, "seed": req.seed,
                 "pins": [dataclasses.asdict(p) for p in req.pins]}
     except UntrustedDirectoryError as exc:
@@ -180,8 +189,6 @@ def _open_log(path: Path) -> int:
 
 
 def _write_and_start(model: Any, spec: dict, root: Path, digest: str) -> None:
-    import openvino as ov
-
     files = worker_files(root, digest)
     try:
         for name in ("model", "weights"):  # save_model writes through a symlink: remove whatever is there first
@@ -278,21 +285,6 @@ def run_worker(root: str | os.PathLike, digest: str) -> int:
 
 def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     """Measure, place, verify and store; None on success, else why the plain placement stays (WorkerFailure raises)."""
-    import types
-
-    import openvino as ov
-
-    from ov_autoplace.cache.root import profile_dir
-    from ov_autoplace.cache.profile_store import ProfileStore, _differences, profile_key
-    from ov_autoplace.costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
-    from ov_autoplace.graph.arrays import extract_graph
-    from ov_autoplace.placement.legalizer import Pin
-    from ov_autoplace.placement.legalizer import query_support
-    from ov_autoplace.decision.placement_sources import measure_profile_now, place_with_cost
-    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY  # not via the api: the api imports this module
-    from ov_autoplace.model.prepare import prepare_model
-    from ov_autoplace.decision.verification import runner_ups
-
     core = ov.Core()
     devices = tuple(spec["devices"])
     restore_devices(core, spec["setup"])
@@ -303,10 +295,12 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     mine = profile_key(core, devices, kind="placement", graph=graph)
     for part in ("device_properties", "model_structure", "openvino_version"):
         if mine[part] != key.get(part):
-            diff = "; ".join(_differences({part: key.get(part)}, {part: mine[part]}))
+            diff = "; ".join(differences({part: key.get(part)}, {part: mine[part]}))
             raise WorkerFailure(f"the worker sees another {part} than the app ({diff}); not measuring")
-    req = types.SimpleNamespace(core=core, devices=devices, pins=[Pin(**p) for p in spec["pins"]],
-                                max_submodels=spec["max_submodels"], seed=spec["seed"])
+    config = {name: decode_property(value) for name, value in spec.get("config", {}).items()}
+    req = PlacementRequest(core, parse_device_string(f"HETERO:{','.join(devices)}"), config, model, devices,
+                           pins=tuple(Pin(**p) for p in spec["pins"]), max_submodels=spec["max_submodels"],
+                           seed=spec["seed"])
     store = ProfileStore(profile_dir(root))
     profile_k = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
     started = time.perf_counter()
@@ -322,7 +316,6 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     support = query_support(core, prepared, graph, devices)
     alternatives = runner_ups(graph, devices, support, profile.cost_model, max_submodels=req.max_submodels,
                               pins=req.pins, core=core)
-    config = {name: decode_property(value) for name, value in spec.get("config", {}).items()}
     return store_verified(core, root, key, prepared, graph, model, candidate, pinned=bool(req.pins), config=config,
                           device_name=spec.get("device_name"), alternatives=alternatives, support=support)
 
@@ -337,10 +330,6 @@ def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any,
     runner-up deviates from it either. Returns None, or why the plain call's placement stays unverified (the
     verification abstained); WorkerFailure if nothing could be stored.
     """
-    from ov_autoplace.cache.placement_cache import PlacementCache
-    from ov_autoplace.placement.legalizer import query_support
-    from ov_autoplace.decision.verification import needs_verification, verify_placement
-
     if support is None:
         support = query_support(core, prepared, graph, candidate.devices)
     if pinned or not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):

@@ -2,10 +2,10 @@
 
 ``compile_default`` picks the source (``placement_sources.py``), compiles, and,
 with ``profile="background"``, hands the measuring to a detached worker
-(``decision/background_worker.py``). It imports only what the chosen source needs: the
-identical-devices path reads a few device properties and calls
-``core.compile_model`` on the caller's own model; the graph, the policy and the
-legalizer are imported only when a placement has to be made or looked up.
+(``decision/background_worker.py``). The identical-devices path reads a few device
+properties and calls ``core.compile_model`` on the caller's own model, without
+reading the graph; the graph arrays, the policy and the legalizer run only when a
+placement has to be made or looked up.
 While a first start decides, the plain call's compile runs on a thread and is used
 when the decision keeps the plain call's device (``plain_compile_ahead.py``).
 """
@@ -19,14 +19,24 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import openvino as ov
+
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key
 from ov_autoplace.cache.root import blob_cache_props, cache_root, profile_dir
-from ov_autoplace.devices.facts import identical_devices
+from ov_autoplace.decision import background_worker, plain_compile_ahead, single_device_index
+from ov_autoplace.decision.compile_decided import compile_decided
+from ov_autoplace.decision.placement_sources import (Decision, cache_key, decision_from_cache, decision_to_placement,
+                                                     measure_profile_now, place_from_prior, place_from_profile, settle)
+from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.call_forms import properties_for
-
-if TYPE_CHECKING:
-    from ov_autoplace.decision.placement_sources import Decision
+from ov_autoplace.devices.facts import identical_devices
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph.arrays import GraphArrays, extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.placement.assignment import Placement
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -37,7 +47,6 @@ class Profiling(str, enum.Enum):
 
         compiled = ov_autoplace.compile_model(model, "HETERO:GPU,CPU", profile=ov_autoplace.Profiling.BACKGROUND)
     """
-
     #: Use a stored profile when there is one; never measure during the call (the default).
     STORED = "stored"
     #: As STORED, and when no profile is stored a detached worker measures one and stores a better
@@ -51,13 +60,12 @@ def check_profiling(value: Any) -> Profiling:
     try:
         return Profiling(value)
     except ValueError:
-        from ov_autoplace.errors import PlacementError
 
         raise PlacementError(f"profile must be one of {[p.value for p in Profiling]}, got {value!r}") from None
 
 
-#: The shipped policy (``policy.pretrained.PRETRAINED_POLICY``), named here so that the cache-hit path does not
-#: import the policy package just to key the cache (tests/decision/test_first_start.py checks they agree).
+#: The policy file the default path places with and keys its cache on: the shipped one
+#: (``policy.pretrained.PRETRAINED_POLICY``; tests/decision/test_first_start.py checks they agree).
 POLICY_FILE = Path(__file__).parents[1] / "policy" / "pretrained" / "hsdag_v3.npz"
 
 
@@ -86,7 +94,7 @@ def _policy_stamp(path) -> str:
     return f"{st.st_size}-{st.st_mtime_ns}"
 
 
-def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
+def compile_default(req: PlacementRequest, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
     """Decide (fast path, single-device index, then :func:`decide`), log the source, compile, hand off."""
     started = time.perf_counter()
     root = cache_root(cache_dir)
@@ -96,11 +104,9 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
         logger.info("placement source: prior -> %s (%.0f ms to decide); %s report identical properties, so no split "
                     "can be predicted faster than one device; %s is HETERO's own choice", first,
                     1e3 * (time.perf_counter() - started), ", ".join(req.devices), first)
-        return req.core.compile_model(req.model, first, properties_for(req.core, first, props))  # see _compile
+        return compile_decided(req, props, device=first)
     index, hit = None, None
     if use_cache and profiling is not Profiling.NOW and not req.pins:  # a one-device decision needs no clone
-        from ov_autoplace.decision import single_device_index
-
         try:
             index = single_device_index.index_key(req, _policy_stamp(POLICY_FILE))
             if profiling is Profiling.STORED:
@@ -112,11 +118,9 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
             device, source = hit
             logger.info("placement source: cache (%s) -> %s (%.0f ms to decide)", source, device,
                         1e3 * (time.perf_counter() - started))
-            return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
+            return compile_decided(req, props, device=device)
     ahead, noted = None, False
     if profiling is not Profiling.NOW and not req.pins:  # the plain call's compile overlaps the decision
-        from ov_autoplace.decision import plain_compile_ahead
-
         noted = plain_compile_ahead.deviation_noted(root, index)
         ahead = plain_compile_ahead.start(req, properties_for(req.core, req.devices[0], props), noted=noted)
     try:
@@ -136,19 +140,19 @@ def compile_default(req: Any, *, profiling: Profiling, cache_dir, use_cache: boo
         if ahead is not None:
             ahead.discard()  # joined whatever happened (a no-op after take): no thread outlives the call
     if compiled is None:  # another placement, or the compile ahead raised: compiled (or raised) here
-        compiled = _compile(req, decision, props)
+        compiled = compile_decided(req, props, device=decision.single_device, placement=decision.placement,
+                                   prepared=decision.prepared)
     if decision.pending or (profiling is Profiling.BACKGROUND and decision.spawn_worker):
         if cache is None:
             logger.warning("%s needs the placement cache (use_cache=False): not measuring",
                            "verifying the placement" if decision.pending else "profile='background'")
         else:
-            from ov_autoplace.decision.background_worker import spawn_worker
-
-            spawn_worker(req, root, key, graph)
+            background_worker.spawn_worker(req, root, key, graph)
     return compiled
 
 
-def decide(req, root, profiling, cache_dir, use_cache):
+def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, use_cache: bool
+           ) -> tuple[Decision, PlacementCache | None, dict | None, GraphArrays, str]:
     """The default placement, in this order; the first source that applies decides.
 
     1. **cache hit** (not with ``profile="now"``): a stored decision is used when it is the plain call's
@@ -165,12 +169,6 @@ def decide(req, root, profiling, cache_dir, use_cache):
     Returns ``(decision, cache, key, graph, profile_path)``; the decision carries its source, the reason, and its
     evidence (``decision.evidence``) or that it awaits verification (``decision.pending``).
     """
-    from ov_autoplace.cache.placement_cache import PlacementCache
-    from ov_autoplace.cache.profile_store import ProfileStore
-    from ov_autoplace.graph.arrays import extract_graph
-    from ov_autoplace.decision.placement_sources import cache_key, decision_from_cache, decision_to_placement, settle
-    from ov_autoplace.model.prepare import prepare_model
-
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone (shapes.py)
     graph = extract_graph(prepared)
     cache = PlacementCache(root) if use_cache else None
@@ -188,8 +186,6 @@ def decide(req, root, profiling, cache_dir, use_cache):
                     cache.put(key, decision.stored_as, graph)
                 return decision, cache, key, graph, profile_path
     if profiling is Profiling.NOW:
-        from ov_autoplace.decision.placement_sources import measure_profile_now
-
         measure_profile_now(req, prepared, store)
     decision = _profile_or_prior(req, prepared, graph, store)
     decision = settle(req, decision, prepared, graph, verify_now=profiling is Profiling.NOW)
@@ -198,19 +194,14 @@ def decide(req, root, profiling, cache_dir, use_cache):
     return decision, cache, key, graph, profile_path
 
 
-def _profile_or_prior(req, prepared, graph, store) -> "Decision":
+def _profile_or_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, store: ProfileStore) -> Decision:
     """Sources 3 and 4: the policy on a stored profile, else on the prior."""
-    from ov_autoplace.decision.placement_sources import place_from_prior, place_from_profile
-
     decision = place_from_profile(req, prepared, graph, POLICY_FILE, store)
     return decision if decision is not None else place_from_prior(req, prepared, graph, POLICY_FILE)
 
 
-def default_placement(req, prepared, graph, cache_dir=None):
+def default_placement(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, cache_dir=None) -> Placement:
     """What the default path would place (stored profile, else prior) as a Placement; nothing is compiled or run."""
-    from ov_autoplace.cache.profile_store import ProfileStore
-    from ov_autoplace.decision.placement_sources import decision_to_placement
-
     decision = _profile_or_prior(req, prepared, graph, ProfileStore(profile_dir(cache_dir)))
     logger.info("placement source: %s -> %s%s", decision.source,
                 decision.single_device or decision.placement.counts_per_device(),
@@ -218,26 +209,10 @@ def default_placement(req, prepared, graph, cache_dir=None):
     return decision_to_placement(decision, graph, req.devices)
 
 
-def _profile_path(req, graph, store) -> Path:
+def _profile_path(req: PlacementRequest, graph: GraphArrays, store: ProfileStore) -> Path:
     """Where a measured profile of this (prepared) model on these devices is stored, if one is."""
-    from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
-
     return store.path_for(profile_key(req.core, req.devices, kind="model", graph=graph,
                                       extra={"format": MODEL_PROFILE_FORMAT}))
-
-
-def _compile(req, decision: Decision, props: dict):
-    if decision.single_device is not None:
-        # exactly plain OpenVINO: the caller's model object, the device, the caller's config (the keys it knows)
-        return req.core.compile_model(req.model, decision.single_device,
-                                      properties_for(req.core, decision.single_device, props))
-    if req.shapes is not None:  # carried over to the dynamic model, compiled dynamic, run once (placed_compile.py)
-        from ov_autoplace.compile.placed_compile import compile_placed
-
-        return compile_placed(req.core, req.model, decision.placement, req.spec.hetero_string, props,
-                              shapes=req.shapes)
-    decision.placement.apply(decision.prepared)
-    return req.core.compile_model(decision.prepared, req.spec.hetero_string, props)
 
 
 __all__ = ["compile_default"]

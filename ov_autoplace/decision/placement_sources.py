@@ -26,9 +26,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ov_autoplace.devices.facts import indistinguishable, read_device_facts
+import numpy as np
+import openvino as ov
+
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
+from ov_autoplace.costmodel.prior import prior_cost_model
+from ov_autoplace.costmodel.profiler import ModelProfile
+from ov_autoplace.costmodel.quick_profile import quick_model_profile
+from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.py); its names stay importable from here
     LIVE_DRAWS,
     PRIOR_LOG_SIGMA,
@@ -38,14 +46,15 @@ from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.p
     policy_proposal,
     survives_prior_error,
 )
-from ov_autoplace.decision.verification import single_device_of
-
-if TYPE_CHECKING:  # imported lazily: the fast paths never need them
-    import openvino as ov
-
-    from ov_autoplace.cache.placement_cache import PlacementCache
-    from ov_autoplace.graph.arrays import GraphArrays
-    from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.decision.request import PlacementRequest
+from ov_autoplace.decision.verification import (evidence_intact, needs_verification, plain_placement, runner_ups,
+                                                single_device_of, verify_placement)
+from ov_autoplace.devices.facts import indistinguishable, read_device_facts
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.placement.legalizer import query_support
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.strategies.hsdag import HSDAGStrategy
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -60,11 +69,10 @@ REFINE_SECONDS = 2.0
 @dataclasses.dataclass
 class Decision:
     """Where the model goes: one device (compiled as plain OpenVINO would) or a HETERO placement."""
-
     source: str  # prior / profile / cache (...) / search
     single_device: str | None = None
-    placement: "Placement | None" = None
-    prepared: "ov.Model | None" = None
+    placement: Placement | None = None
+    prepared: ov.Model | None = None
     spawn_worker: bool = False  # profile="background": the worker should measure this model
     reason: str = ""
     #: the prior recognized every device and its deviation beat the plain call in every draw of the prior's own
@@ -72,7 +80,7 @@ class Decision:
     calibrated: bool = False
     pending: bool = False  # a deviation from the plain call awaits verification by the background worker
     evidence: "dict | None" = None  # the measured verdict this decision rests on (verification.py)
-    stored_as: "Placement | None" = None  # a demoted cache entry: what to store instead
+    stored_as: Placement | None = None  # a demoted cache entry: what to store instead
     runner_up_cost: Any = None  # the costs it was placed on: their runner-up splits are verified beside it
 
     @property
@@ -81,7 +89,7 @@ class Decision:
         return not self.pending
 
 
-def fast_single_device(core: "ov.Core", devices: tuple[str, ...]) -> Decision | None:
+def fast_single_device(core: ov.Core, devices: tuple[str, ...]) -> Decision | None:
     """Source 1: identical devices (by their reported facts) -> the first device, without the graph."""
     facts = [read_device_facts(core, d) for d in devices]
     if indistinguishable(facts):
@@ -91,11 +99,8 @@ def fast_single_device(core: "ov.Core", devices: tuple[str, ...]) -> Decision | 
     return None
 
 
-def _single_placement(graph: "GraphArrays", devices: tuple[str, ...], device: str, strategy: str) -> "Placement":
-    import numpy as np
+def _single_placement(graph: GraphArrays, devices: tuple[str, ...], device: str, strategy: str) -> Placement:
 
-    from ov_autoplace.graph.arrays import NodeRole
-    from ov_autoplace.placement.assignment import Placement
 
     # what the legalizer makes of "everything on one device", built directly (it is on every first start); the
     # roles compared as one array (comparing each int8 with the IntEnum took 2 ms on BERT-base's 501 nodes)
@@ -105,11 +110,9 @@ def _single_placement(graph: "GraphArrays", devices: tuple[str, ...], device: st
                      compute_nodes=compute, num_submodels=1 if compute else 0)
 
 
-def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path) -> Decision:
+def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path) -> Decision:
     """Source 4: the HSDAG policy on the prior's costs, kept only beyond the margin."""
-    import numpy as np
 
-    from ov_autoplace.costmodel.prior import prior_cost_model
 
     devices = req.devices
     prior = prior_cost_model(graph, [read_device_facts(req.core, d) for d in devices])
@@ -119,18 +122,14 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
                        "to measure them", list(prior.unknown), "DEVICE_TYPE, OPTIMIZATION_CAPABILITIES, ...",
                        devices[0])
         if req.pins:  # the user's pins still hold: HETERO's priority order for the rest
-            from ov_autoplace.placement.legalizer import legalize, query_support
-
             support = query_support(req.core, prepared, graph, devices)
-            placement = legalize(graph, np.zeros(graph.num_nodes, dtype=np.int64), devices, support, pins=req.pins,
-                                 max_submodels=req.max_submodels, strategy="hsdag:prior")
+            placement = placement_pipeline(graph, np.zeros(graph.num_nodes, dtype=np.int64), devices, support,
+                                           strategy="hsdag:prior", pins=req.pins, max_submodels=req.max_submodels)
             return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True)
         return Decision("prior", single_device=devices[0], spawn_worker=True,
                         reason=f"{list(prior.unknown)} unknown to the prior")
 
     def support():
-        from ov_autoplace.placement.legalizer import query_support
-
         return query_support(req.core, prepared, graph, devices)
 
     single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
@@ -150,14 +149,11 @@ def place_from_prior(req: Any, prepared: "ov.Model", graph: "GraphArrays", polic
                     calibrated=live)
 
 
-def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", policy_path, store) -> Decision | None:
+def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path, store) -> Decision | None:
     """Source 3: a stored measured profile (None if there is none)."""
-    from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
-
     key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
     if not store.path_for(key).exists():
         return None
-    from ov_autoplace.costmodel.profiler import ModelProfile
 
     profile = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
@@ -173,7 +169,7 @@ def place_from_profile(req: Any, prepared: "ov.Model", graph: "GraphArrays", pol
     return decision
 
 
-def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str) -> "Placement":
+def place_with_cost(req: PlacementRequest, prepared, graph, policy_path, cost, strategy: str) -> Placement:
     """The HSDAG policy on ``cost`` refined by the local search, legalized and guarded (profile path, worker).
 
     The local search (``costmodel/local_search.py``) prices region moves on the same measured ``cost`` and keeps
@@ -181,12 +177,6 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
     table where one pays, policy + local search in all 17 (``docs/bench/headroom.md``). It costs up to
     ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.
     """
-    from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
-    from ov_autoplace.placement.legalizer import legalize, query_support
-    from ov_autoplace.strategies.hsdag import HSDAGStrategy
-    from ov_autoplace.strategies.base import PlacementContext
-
     support = query_support(req.core, prepared, graph, req.devices)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
                                seed=req.seed)
@@ -194,24 +184,24 @@ def place_with_cost(req: Any, prepared, graph, policy_path, cost, strategy: str)
                           refine_options={"pins": tuple(req.pins or ()), "max_submodels": req.max_submodels,
                                           "max_seconds": REFINE_SECONDS})
     proposal = hsdag.propose(context)
-    placement = legalize(graph, proposal, req.devices, support, pins=req.pins, max_submodels=req.max_submodels,
-                         strategy=strategy, price=legal_pricer(hsdag.last_cost, graph, support))
-    if hsdag.last_refine is not None:
-        note = hsdag.last_refine.note(cost.label)
-        placement.notes.append(note)
-        logger.info("placement of the profile path: %s", note)
-    if not req.pins:
-        placement = guard_placement(placement, graph, cost, support, max_submodels=req.max_submodels)
-    return placement
+
+    def note_refine(placement: Placement) -> None:
+        if hsdag.last_refine is not None:
+            note = hsdag.last_refine.note(cost.label)
+            placement.notes.append(note)
+            logger.info("placement of the profile path: %s", note)
+
+    return placement_pipeline(graph, proposal, req.devices, support, strategy=strategy, cost=hsdag.last_cost,
+                              pins=req.pins, max_submodels=req.max_submodels, annotate=note_refine)
 
 
-def cache_key(req: Any, cache: "PlacementCache", graph: "GraphArrays", policy_digest: str) -> dict:
+def cache_key(req: PlacementRequest, cache: PlacementCache, graph: GraphArrays, policy_digest: str) -> dict:
     return cache.key(req.core, graph, req.devices, strategy=f"{DEFAULT_SOURCE_TOKEN}(weights={policy_digest[:16]})",
                      pins=req.pins, exclude_devices=req.exclude_devices, max_submodels=req.max_submodels,
-                     shapes=getattr(req, "shapes", None))
+                     shapes=req.shapes)
 
 
-def decision_to_placement(decision: Decision, graph: "GraphArrays", devices: tuple[str, ...]) -> "Placement":
+def decision_to_placement(decision: Decision, graph: GraphArrays, devices: tuple[str, ...]) -> Placement:
     """The placement to cache for ``decision`` (a one-device decision becomes a one-device placement)."""
     if decision.stored_as is not None:  # carries its tags (+pending, +live) or its verification evidence
         return decision.stored_as
@@ -223,16 +213,12 @@ def decision_to_placement(decision: Decision, graph: "GraphArrays", devices: tup
     return placement
 
 
-def measure_profile_now(req: Any, prepared, store) -> None:
+def measure_profile_now(req: PlacementRequest, prepared, store) -> None:
     """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start."""
-    from ov_autoplace.costmodel.quick_profile import quick_model_profile
-
     quick_model_profile(prepared, req.core, req.devices, store=store)
 
 
-def _support(req: Any, prepared, graph):
-    from ov_autoplace.placement.legalizer import query_support
-
+def _support(req: PlacementRequest, prepared, graph):
     return query_support(req.core, prepared, graph, req.devices)
 
 
@@ -241,15 +227,13 @@ def _tags(strategy: str) -> list[str]:
     return (strategy.split(":", 1)[1] if ":" in strategy else strategy).split("+")
 
 
-def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, verify_now: bool) -> Decision:
+def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, *, verify_now: bool) -> Decision:
     """Apply the rule to a new decision: a deviation from the plain call is measured before it is trusted.
 
     ``verify_now`` (``profile="now"``): verified now. Else a calibrated prior's deviation goes live, anything
     else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
     Pinned decisions are the user's call and are not verified.
     """
-    from ov_autoplace.decision.verification import needs_verification, plain_placement, runner_ups, verify_placement
-
     if req.pins or (decision.single_device == req.devices[0] and decision.runner_up_cost is None):
         return decision  # the user's call, or HETERO's own first device: the plain call's placement
     candidate = decision_to_placement(decision, graph, req.devices)
@@ -286,10 +270,8 @@ def settle(req: Any, decision: Decision, prepared, graph: "GraphArrays", *, veri
                            "placement runs now and the background worker verifies the proposal")
 
 
-def decision_from_cache(req: Any, placement: "Placement", prepared, graph: "GraphArrays") -> Decision:
+def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, graph: GraphArrays) -> Decision:
     """A cached decision, trusted only as the rule allows (see ``first_start.decide``)."""
-    from ov_autoplace.decision.verification import evidence_intact, needs_verification, plain_placement
-
     tags = _tags(placement.strategy)
     source = "+".join(tags)
     device = single_device_of(placement)

@@ -27,14 +27,22 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ov_autoplace.cache.root import private_subdir
+from ov_autoplace.costmodel.device_names import may_all_be_recognized
+from ov_autoplace.decision.single_device_index import key_digest
+from ov_autoplace.devices.facts import read_device_facts
+from ov_autoplace.model.loading import write_private_atomic
+
+if TYPE_CHECKING:  # the request is built above this module, which only reads its fields
+    from ov_autoplace.decision.request import PlacementRequest
 
 logger = logging.getLogger("ov_autoplace")
 
 
 class PlainCompileAhead:
     """``core.compile_model(model, device, properties)`` running on a thread; :meth:`take` or :meth:`discard` it."""
-
     def __init__(self, core: Any, model: Any, device: str, properties: dict):
         self.device = device
         self.compiled = None
@@ -78,7 +86,6 @@ class PlainCompileAhead:
 
 
 def _note_path(root: Path, index_key: dict) -> Path:
-    from ov_autoplace.decision.single_device_index import key_digest
 
     return Path(root) / "placements" / f"deviates-{key_digest(index_key)}.json"
 
@@ -95,8 +102,6 @@ def note_decision(root: Path, index_key: dict, *, deviates: bool, noted: bool) -
     path = _note_path(root, index_key)
     try:
         if deviates:
-            from ov_autoplace.cache.root import private_subdir
-            from ov_autoplace.model.loading import write_private_atomic
 
             private_subdir(root, "placements")
             write_private_atomic(path, json.dumps({"key": index_key, "why": "the decision was not the plain call's "
@@ -107,12 +112,10 @@ def note_decision(root: Path, index_key: dict, *, deviates: bool, noted: bool) -
         logger.debug("compile-ahead note not %s (%s)", "written" if deviates else "removed", exc)
 
 
-def start(req: Any, properties: dict, *, noted: bool) -> PlainCompileAhead | None:
+def start(req: PlacementRequest, properties: dict, *, noted: bool) -> PlainCompileAhead | None:
     """Start the plain call's compile when the decision is unlikely to deviate (see the module docstring)."""
     if noted:
         return None
-    from ov_autoplace.costmodel.device_names import may_all_be_recognized
-    from ov_autoplace.devices.facts import read_device_facts
 
     try:
         if may_all_be_recognized(read_device_facts(req.core, d).full_name for d in req.devices):

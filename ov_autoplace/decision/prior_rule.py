@@ -9,22 +9,26 @@ this module's answer into a decision. Everything here is pure given its inputs (
   platforms);
 * :func:`survives_prior_error` - how often a deviation from the plain call still wins under draws of the prior's
   own calibration error (a calibrated prior's deviation may run before it is verified only if it wins every draw).
-
-Heavy modules (the cost terms, the legalizer, the guard, the policy) are imported inside the functions: the module
-itself is light, so ``placement_sources`` re-exports its names without slowing the paths that never ask the prior.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
+
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.platforms import CATEGORIES
+from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
+from ov_autoplace.costmodel.sim_costs import op_category, simulated_support
+from ov_autoplace.decision.placement_pipeline import InsideMargin, placement_pipeline
 from ov_autoplace.decision.verification import single_device_of
-
-if TYPE_CHECKING:
-    from ov_autoplace.graph.arrays import GraphArrays
-    from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.strategies.hsdag import HSDAGStrategy
 
 
 def _fmt(singles: dict[str, float]) -> str:
@@ -38,7 +42,7 @@ PRIOR_LOG_SIGMA = 0.463
 LIVE_DRAWS = 40
 
 
-def survives_prior_error(cost, graph: "GraphArrays", support, candidate, plain, *, sigma: float = PRIOR_LOG_SIGMA,
+def survives_prior_error(cost, graph: GraphArrays, support, candidate, plain, *, sigma: float = PRIOR_LOG_SIGMA,
                          draws: int = LIVE_DRAWS, seed: int = 0) -> float:
     """Share of ``draws`` draws of the prior's error in which ``candidate`` is predicted faster than ``plain``.
 
@@ -46,12 +50,6 @@ def survives_prior_error(cost, graph: "GraphArrays", support, candidate, plain, 
     the calibration error is spread (the same error model as the benchmarks' truth draws, with its own seed).
     ``candidate`` and ``plain`` are device indices per node.
     """
-    import numpy as np
-
-    from ov_autoplace.costmodel.cost_terms import CostTerms
-    from ov_autoplace.costmodel.platforms import CATEGORIES
-    from ov_autoplace.costmodel.sim_costs import op_category
-
     category = np.array([CATEGORIES.index(op_category(t)) for t in graph.op_types], np.int64)
     rng = np.random.default_rng(seed)
     wins = 0
@@ -64,8 +62,8 @@ def survives_prior_error(cost, graph: "GraphArrays", support, candidate, plain, 
     return wins / draws
 
 
-def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support, propose, *, pins=None,
-                  max_submodels=None, margin: float | None = None) -> tuple[str | None, "Placement | None", str]:
+def prior_outcome(cost, graph: GraphArrays, devices: tuple[str, ...], support, propose, *, pins=None,
+                  max_submodels=None, margin: float | None = None) -> tuple[str | None, Placement | None, str]:
     """The prior's whole decision on ``cost``: ``(device, None, reason)`` or ``(None, split, reason)``.
 
     Pure given its inputs (``benchmarks/bench_prior.py`` runs it on simulated platforms): ``support()``
@@ -73,8 +71,6 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
     proposal. The margin (default ``PRIOR_SPLIT_MARGIN``; ``Prior.margin``) applies to the policy's split and
     again after legalizing it; pins skip the margin.
     """
-    from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
-
     margin = PRIOR_SPLIT_MARGIN if margin is None else margin
     if pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
         choice = PriorChoice(None, propose(cost), math.nan, predicted_single_ms(cost), math.nan)
@@ -82,19 +78,11 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
         choice = prior_choice(cost, graph, devices, lambda: propose(cost), margin=margin)
     if choice.single is not None:
         return choice.single, None, choice.reason
-    from ov_autoplace.costmodel.cost_terms import CostTerms
-    from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
-    from ov_autoplace.placement.legalizer import legalize
-
-    matrix = support()
-    placement = legalize(graph, choice.proposal, devices, matrix, pins=tuple(pins or ()), max_submodels=max_submodels,
-                         strategy="hsdag:prior", price=legal_pricer(cost, graph, matrix))
-    if not pins:  # pinned placements are the user's call, not the guard's
-        legal_ms = CostTerms(cost, graph, matrix).latency_ms(placement.device_indices(graph.names, devices))
-        if not legal_ms < min(choice.singles.values()) * (1.0 - margin):  # legalizing cost the gain
-            return choice.fallback, None, f"{choice.reason}; legalized split predicted {legal_ms:.3f} ms, inside the margin"
-        placement = guard_placement(placement, graph, cost, matrix, max_submodels=max_submodels)
+    try:  # pins skip the margin and the guard (the pipeline's rule): the user's call
+        placement = placement_pipeline(graph, choice.proposal, devices, support(), strategy="hsdag:prior", cost=cost,
+                                       pins=tuple(pins or ()), max_submodels=max_submodels, min_gain=margin)
+    except InsideMargin as inside:  # legalizing cost the gain
+        return choice.fallback, None, f"{choice.reason}; {inside}"
     placement.notes.append(choice.reason)
     device = single_device_of(placement)
     if device is not None:
@@ -105,7 +93,6 @@ def prior_outcome(cost, graph: "GraphArrays", devices: tuple[str, ...], support,
 @dataclasses.dataclass
 class PriorChoice:
     """What the prior decides: one device (``single``), or keep the policy's ``proposal``."""
-
     single: str | None
     proposal: Any  # int64 [N] or None
     predicted_ms: float  # the proposal's predicted latency (nan if the policy did not run)
@@ -115,7 +102,7 @@ class PriorChoice:
     reason: str = ""
 
 
-def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, *,
+def prior_choice(cost, graph: GraphArrays, devices: tuple[str, ...], propose, *,
                  margin: float | None = None) -> PriorChoice:
     """The prior's rule (pure: no device is touched; ``propose()`` gives the policy's proposal on ``cost``).
 
@@ -124,13 +111,6 @@ def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, 
     margin. When even the bound (every op on its fastest device, nothing transferred) misses the margin, the
     policy does not run.
     """
-    import numpy as np
-
-    from ov_autoplace.costmodel.cost_terms import CostTerms
-    from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
-    from ov_autoplace.costmodel.sim_costs import simulated_support
-    from ov_autoplace.graph.arrays import NodeRole
-
     margin = PRIOR_SPLIT_MARGIN if margin is None else margin
     singles = predicted_single_ms(cost)
     first, best = devices[0], min(singles, key=singles.get)
@@ -157,10 +137,6 @@ def prior_choice(cost, graph: "GraphArrays", devices: tuple[str, ...], propose, 
 
 def policy_proposal(cost, graph, devices, policy_path):
     """The shipped HSDAG policy's proposal on ``cost`` (device index per node), support simulated from ``cost``."""
-    from ov_autoplace.costmodel.sim_costs import simulated_support
-    from ov_autoplace.strategies.hsdag import HSDAGStrategy
-    from ov_autoplace.strategies.base import PlacementContext
-
     context = PlacementContext(graph=graph, devices=devices, support=simulated_support(cost, graph))
     return HSDAGStrategy(policy_path, cost).propose(context)
 

@@ -27,25 +27,33 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import openvino as ov
+
+from ov_autoplace.cache.profile_store import device_properties, structural_hash
+from ov_autoplace.cache.root import UntrustedDirectoryError, private_subdir, refusal_message, warn_once
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.loading import (INDEX_ENTRY_MAX_BYTES, RefusedFileError, read_json_bounded, remove_refused,
+                                        write_private_atomic)
+
+if TYPE_CHECKING:  # the request is built above this module, which only reads its fields
+    from ov_autoplace.decision.request import PlacementRequest
 
 logger = logging.getLogger(__name__)
 
 INDEX_FORMAT = 2  # 2: the policy as size-mtime, not its digest
 
 
-def index_key(req: Any, policy_stamp: str) -> dict[str, Any]:
+def index_key(req: PlacementRequest, policy_stamp: str) -> dict[str, Any]:
     """The key of the caller's model on these devices (JSON-able); ``policy_stamp`` names the policy file's version."""
-    import openvino as ov
 
-    from ov_autoplace.cache.profile_store import device_properties, structural_hash
-    from ov_autoplace.graph.arrays import extract_graph
 
     key = {"format": INDEX_FORMAT, "structure": structural_hash(extract_graph(req.model)),
            "devices": list(req.devices), "excluded": sorted(req.exclude_devices),
            "properties": {d: device_properties(req.core, d) for d in req.devices},
            "openvino": ov.get_version(), "policy": policy_stamp, "max_submodels": req.max_submodels}
-    if getattr(req, "shapes", None) is not None:  # a dynamic model: the decision was made at these placement shapes
+    if req.shapes is not None:  # a dynamic model: the decision was made at these placement shapes
         key["placement_shapes"] = req.shapes
     return key
 
@@ -61,9 +69,6 @@ def _path(root: Path, key: dict[str, Any]) -> Path:
 
 def lookup(root: Path, key: dict[str, Any]) -> tuple[str, str] | None:
     """(device, source) stored for ``key``, or None (miss, stale, or a profile arrived after the prior)."""
-    from ov_autoplace.cache.root import UntrustedDirectoryError, private_subdir, refusal_message, warn_once
-    from ov_autoplace.model.loading import INDEX_ENTRY_MAX_BYTES, RefusedFileError, read_json_bounded, remove_refused
-
     path = _path(root, key)
     try:
         private_subdir(root, "placements", create=False)
@@ -86,9 +91,6 @@ def lookup(root: Path, key: dict[str, Any]) -> tuple[str, str] | None:
 
 def store(root: Path, key: dict[str, Any], device: str, source: str, profile_path: str | None) -> None:
     """Record a one-device decision (best effort: a failure is logged at DEBUG and ignored)."""
-    from ov_autoplace.cache.root import private_subdir
-    from ov_autoplace.model.loading import write_private_atomic
-
     path = _path(root, key)
     try:
         private_subdir(root, "placements")

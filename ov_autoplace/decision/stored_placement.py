@@ -19,8 +19,7 @@ as for a placement made in the same process). ``shapes=`` naming other shapes
 than the stored ones (and than the default ones) takes the normal path: the
 user asked for a placement at those shapes.
 
-Kept out of ``api`` (which imports this module) so that it imports no ``api``:
-the verification step is passed in.
+The verification is the one every placement gets (``verification.verified_placement``).
 """
 
 from __future__ import annotations
@@ -28,32 +27,25 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any, Callable
-
 import openvino as ov
 
 from ov_autoplace.cache.root import blob_cache_props, cache_root
-from ov_autoplace.devices.call_forms import properties_for
-from ov_autoplace.graph.arrays import extract_graph
-from ov_autoplace.placement.legality_check import ensure_legal
+from ov_autoplace.decision.compile_decided import compile_decided
+from ov_autoplace.decision.request import PlacementRequest
+from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verified_placement
 from ov_autoplace.errors import ShapeError
-from ov_autoplace.placement.legalizer import query_support
-from ov_autoplace.compile.placed_compile import compile_placed
-from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.placement.portable import RT_INFO_PATH, stored_placement, stored_shapes, stored_static_clone
+from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import format_shapes, is_dynamic, resolve_shapes
-from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of
+from ov_autoplace.placement.legality_check import ensure_legal
+from ov_autoplace.placement.legalizer import query_support
+from ov_autoplace.placement.portable import RT_INFO_PATH, stored_placement, stored_shapes, stored_static_clone
 
 logger = logging.getLogger("ov_autoplace")
 
 
-def compile_stored(req: Any, verify: Callable[..., Placement], *, cache_dir=None,
-                   cache_blobs: bool = False) -> ov.CompiledModel | None:
-    """The model compiled with the placement its rt_info carries, or None when there is none to use.
-
-    ``req`` is ``api._Request``; ``verify(req, prepared, graph, placement, support)`` is ``api._verified``.
-    """
+def compile_stored(req: PlacementRequest, *, cache_dir=None, cache_blobs: bool = False) -> ov.CompiledModel | None:
+    """The model compiled with the placement its rt_info carries, or None when there is none to use."""
     if req.pins or not req.model.has_rt_info(RT_INFO_PATH):
         return None
     started = time.perf_counter()
@@ -71,20 +63,14 @@ def compile_stored(req: Any, verify: Callable[..., Placement], *, cache_dir=None
     support = query_support(req.core, prepared, graph, req.devices)
     placement = ensure_legal(placement, graph, req.devices, support, max_submodels=req.max_submodels, source="stored")
     if not evidence_intact(placement) and needs_verification(placement, graph, support):
-        placement = verify(req, prepared, graph, placement, support)  # a proposal: measured against the plain call
+        placement = verified_placement(req, prepared, graph, placement, support)  # a proposal: measured against the plain call
     logger.info("placement source: the model's rt_info (%s) -> %s (%.0f ms to decide)", placement.strategy,
                 placement.counts_per_device(), 1e3 * (time.perf_counter() - started))
     props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
-    device = single_device_of(placement)
-    if device is not None:  # one device: exactly the plain call on it, as the default path compiles it (first_start)
-        return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
-    if req.shapes is not None:  # carried over to the dynamic model, compiled dynamic, run once at the shapes
-        return compile_placed(req.core, req.model, placement, req.spec.hetero_string, props, shapes=req.shapes)
-    placement.apply(prepared)
-    return req.core.compile_model(prepared, req.spec.hetero_string, props)
+    return compile_decided(req, props, device=single_device_of(placement), placement=placement, prepared=prepared)
 
 
-def _at_stored_shapes(req: Any) -> Any | None:
+def _at_stored_shapes(req: PlacementRequest) -> PlacementRequest | None:
     """``req`` of a dynamic model, placing at the stored placement shapes; None when they do not apply."""
     shapes = stored_shapes(req.model)
     if shapes is None:

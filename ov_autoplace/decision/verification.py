@@ -43,11 +43,23 @@ import logging
 import math
 import statistics
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.noise import LOADED_OTHER_CORES, LoadProbe
+from ov_autoplace.decision.placement_pipeline import placement_pipeline
+from ov_autoplace.devices.call_forms import properties_for
+from ov_autoplace.devices.facts import twin_of
+from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order
+from ov_autoplace.errors import PlacementError
+from ov_autoplace.placement.legalizer import legalize, query_support
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.strategies.heft import HeftStrategy
+
+if TYPE_CHECKING:
+    from ov_autoplace.decision.request import PlacementRequest
 
 logger = logging.getLogger("ov_autoplace")
 
@@ -186,8 +198,6 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
     Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
     not bias the test; fewer rounds only widen its bound).
     """
-    from ov_autoplace.devices.timing import measure_latency, round_order
-
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
     started = time.perf_counter()
@@ -202,7 +212,6 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
 
 def plain_placement(graph, devices: Sequence[str], support: np.ndarray, *, strategy: str = "plain"):
     """HETERO's own affinity as a Placement: every node on the first listed device that supports it."""
-    from ov_autoplace.placement.legalizer import legalize
 
     return legalize(graph, np.argmax(support, axis=1).astype(np.int64), tuple(devices), support,
                     max_submodels=None, strategy=strategy)
@@ -224,13 +233,6 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
     :func:`faster_single_device`, which makes the caller verify at all. Pinned requests get none (the pins are the
     user's call). A method that cannot place the model is dropped with a WARNING: the candidate is still verified.
     """
-    from ov_autoplace.errors import PlacementError
-    from ov_autoplace.decision.prediction_guard import guard_placement
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
-    from ov_autoplace.placement.legalizer import legalize
-    from ov_autoplace.strategies.base import PlacementContext
-    from ov_autoplace.strategies.heft import HeftStrategy
-
     if pins or cost is None:
         return []
     devices = tuple(devices)
@@ -238,9 +240,8 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
     try:
         heft = HeftStrategy(cost)
         proposal = heft.propose(PlacementContext(graph=graph, devices=devices, support=support))
-        placement = legalize(graph, proposal, devices, support, max_submodels=max_submodels, strategy="heft",
-                             price=legal_pricer(heft.last_cost, graph, support))
-        out.append(guard_placement(placement, graph, heft.last_cost, support, max_submodels=max_submodels))
+        out.append(placement_pipeline(graph, proposal, devices, support, strategy="heft", cost=heft.last_cost,
+                                      max_submodels=max_submodels))
     except (PlacementError, ValueError) as exc:
         logger.warning("verification: no HEFT runner-up for this model (%s: %s); verifying the candidate alone",
                        type(exc).__name__, exc)
@@ -255,8 +256,6 @@ def faster_single_device(graph, devices: Sequence[str], support: np.ndarray, cos
     (spreads ignored), is not that device under another name (``twin_of``, with ``core``) and ``cost`` is not
     loaded; else None. The guard keeps the plain call's device on a gain within a whole-model move's spread (every
     op's, summed; docs/default-path.md); this only asks for a measurement."""
-    from ov_autoplace.costmodel.cost_terms import CostTerms
-    from ov_autoplace.placement.legalizer import legalize
 
     devices = tuple(devices)
     plain = single_device_of(plain_placement(graph, devices, support))
@@ -273,8 +272,6 @@ def faster_single_device(graph, devices: Sequence[str], support: np.ndarray, cos
     if best == reference or predicted[best] >= (1 - MIN_GAIN) * predicted[reference]:
         return None
     if core is not None:
-        from ov_autoplace.devices.facts import twin_of
-
         first = twin_of(core, devices)
         if first.get(best, best) == first.get(reference, reference):
             return None
@@ -332,11 +329,6 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     Compile or run failures of an alternative drop it (WARNING naming the device); a failure of the plain call
     itself propagates (the caller's fallback is the plain call, which would fail the same way).
     """
-    from ov_autoplace.devices.call_forms import properties_for
-    from ov_autoplace.devices.facts import twin_of
-    from ov_autoplace.placement.legalizer import legalize
-    from ov_autoplace.devices.timing import random_inputs
-
     devices = tuple(candidate.devices)
     device_name = device_name or candidate.device_string
     props = {k: v for k, v in dict(properties or {}).items() if k != "CACHE_DIR"}  # measure; cache no blobs
@@ -404,6 +396,26 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     return chosen, evidence
 
 
+def verified_placement(req: "PlacementRequest", prepared, graph, placement, support: np.ndarray | None = None):
+    """``placement`` held to the rule for ``req``: what the plain call would run, or an alternative that measurably
+    wins (:func:`verify_placement`). Pinned placements are the user's call and are compiled as asked.
+
+    ``support``: the caller's device-support matrix when it has one (a ``query_model`` per device otherwise). The
+    runner-up splits are placed on the costs the strategy placed with (none on a cache hit: it did not run).
+    """
+    if req.pins:
+        return placement
+    if support is None:
+        support = query_support(req.core, prepared, graph, req.devices)
+    alternatives = runner_ups(graph, req.devices, support, getattr(req.strategy, "last_cost", None),
+                              max_submodels=req.max_submodels, core=req.core)
+    if not any(needs_verification(p, graph, support) for p in (placement, *alternatives)):
+        return placement
+    verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,
+                                   model=req.placement_model, device_name=req.spec.text, alternatives=alternatives)
+    return verified
+
+
 def _assignment_digest(placement) -> str:
     text = json.dumps(sorted(placement.assignment.items()), separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -439,4 +451,4 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
 __all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MIN_GAIN", "RULE", "RUNNER_UP_METHODS", "decide",
            "evidence_intact", "faster_single_device", "needs_verification", "plain_placement", "runner_ups", "seal",
            "single_device_of",
-           "t_quantile", "time_rounds", "verify_placement"]
+           "t_quantile", "time_rounds", "verified_placement", "verify_placement"]

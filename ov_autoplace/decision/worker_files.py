@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from ov_autoplace.cache.profile_store import key_digest
 from ov_autoplace.cache.root import private_subdir
 from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, SMALL_RECORD_MAX_BYTES, RefusedFileError, read_bounded,
                            read_json_bounded, remove_refused, write_private_atomic)
@@ -34,8 +35,6 @@ _FILES = {"lock": "lock", "spec": "spec.json", "model": "model.xml", "weights": 
 
 
 def worker_digest(key: Mapping[str, Any]) -> str:
-    from ov_autoplace.cache.profile_store import key_digest
-
     return key_digest(key)[:32]
 
 

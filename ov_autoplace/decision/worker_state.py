@@ -13,13 +13,12 @@ from typing import Any, Mapping
 
 from ov_autoplace.model.loading import DAMAGED_FILE_ERRORS
 from ov_autoplace.decision.worker_files import lock_pid, pid_alive, read_failure, worker_digest, worker_files
+from ov_autoplace.decision.verification import evidence_intact
+from ov_autoplace.placement.assignment import Placement
 
 
 def model_state(root: str | os.PathLike, key: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
     """pending / failed (reason) / verified / profiled / prior, for one placement-cache entry."""
-    from ov_autoplace.placement.assignment import Placement
-    from ov_autoplace.decision.verification import evidence_intact
-
     files = worker_files(root, worker_digest(key))
     pid = lock_pid(files["lock"]) if os.path.lexists(files["lock"]) else 0
     if pid and pid_alive(pid):

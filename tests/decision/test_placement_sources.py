@@ -247,13 +247,10 @@ def test_prior_outcome_is_pure_and_keeps_only_splits_beyond_the_margin(thread_co
 
 
 def _request(core, devices, model):
-    """What compile_model's default path hands the sources (api._Request's fields they read)."""
-    import types
+    """What compile_model's default path hands the sources."""
+    from ov_autoplace.call_request import build_request
 
-    from ov_autoplace.devices.device_strings import parse_device_string
-
-    return types.SimpleNamespace(core=core, devices=devices, pins=[], props={}, placement_model=model,
-                                 spec=parse_device_string("HETERO:" + ",".join(devices)), max_submodels=8, seed=0)
+    return build_request(model, "HETERO:" + ",".join(devices), core=core)
 
 
 def test_settle_leaves_the_runner_ups_to_the_worker_when_the_candidate_is_measured_there(thread_core, monkeypatch):

@@ -61,10 +61,10 @@ def test_a_deviation_awaiting_verification_runs_the_plain_compile_made_ahead(thr
 
 def _cache_entry(core, model, tmp_path, decision):
     """Store ``decision`` in the placement cache under the default path's own key for ``model`` on DISTINCT."""
-    from ov_autoplace.api import DEFAULT_MAX_SUBMODELS, StrategyName, _request
+    from ov_autoplace.call_request import build_request
     from ov_autoplace.decision.first_start import POLICY_FILE, _policy_digest
 
-    req = _request(model, DISTINCT, None, core, StrategyName.PRIORITY, None, None, DEFAULT_MAX_SUBMODELS, 0)
+    req = build_request(model, DISTINCT, core=core)
     prepared = prepare_model(req.placement_model)
     graph = extract_graph(prepared)
     decision = placement_sources.settle(req, decision, prepared, graph, verify_now=False)

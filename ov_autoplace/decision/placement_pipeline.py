@@ -1,0 +1,70 @@
+"""The one path a proposal takes to a placement: legalize -> guard -> legality check.
+
+Every site that turns a strategy's proposal into a placement calls :func:`placement_pipeline` (an explicit
+strategy, the policy on a profile, the prior's split, the runner-ups the verification measures, a pinned
+fallback), so the request's pins and submodel bound are passed once and reach every stage that needs them:
+
+1. **legalize** (``placement/legalizer.py``): what HETERO can compile, with the pins and the bound; when the
+   proposal was made on a CostModel, the bound's merges are priced on it (``costmodel/memory_fit.legal_pricer``);
+2. **margin** (optional): the legal placement must still be predicted faster than the best single device by
+   ``min_gain`` (the prior's margin), else :class:`InsideMargin` is raised with what it was predicted;
+3. **guard** (``prediction_guard.py``): on a CostModel and without pins, a placement not predicted faster than
+   the plain call beyond its spread becomes the reference (pinned placements are the user's call);
+4. **legality check** (``placement/legality_check.ensure_legal``), when ``check`` names the source to log.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.memory_fit import legal_pricer
+from ov_autoplace.costmodel.prior import predicted_single_ms
+from ov_autoplace.decision.prediction_guard import guard_placement
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.placement.legality_check import ensure_legal
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
+from ov_autoplace.placement.pins import Pin
+
+
+class InsideMargin(Exception):
+    """The legal placement is not predicted faster than the best single device by the margin asked for."""
+
+    def __init__(self, predicted_ms: float):
+        super().__init__(f"legalized split predicted {predicted_ms:.3f} ms, inside the margin")
+        self.predicted_ms = predicted_ms
+
+
+def placement_pipeline(graph: GraphArrays, proposal: np.ndarray, devices: Sequence[str], support: np.ndarray, *,
+                       strategy: str, cost: CostModel | None = None, pins: Sequence[Pin] = (),
+                       max_submodels: int | None = DEFAULT_MAX_SUBMODELS, guard: bool = True,
+                       min_gain: float | None = None, annotate: Callable[[Placement], None] | None = None,
+                       check: str | None = None) -> Placement:
+    """``proposal`` (device index per node) made legal, guarded and checked (the module doc, stages 1-4).
+
+    ``cost``: the CostModel the proposal was made on (None: nothing prices the merges or guards the result).
+    ``annotate``: called on the legal placement before the guard (a budgeted search notes its measurements).
+    """
+    devices = tuple(devices)
+    placement = legalize(graph, proposal, devices, support, pins=pins, max_submodels=max_submodels,
+                         strategy=strategy, price=legal_pricer(cost, graph, support) if cost is not None else None)
+    if annotate is not None:
+        annotate(placement)
+    if cost is not None and not pins:  # pinned placements are the user's call, not the margin's or the guard's
+        if min_gain is not None:
+            legal_ms = CostTerms(cost, graph, support).latency_ms(placement.device_indices(graph.names, devices))
+            if not legal_ms < min(predicted_single_ms(cost).values()) * (1.0 - min_gain):
+                raise InsideMargin(legal_ms)
+        if guard:
+            placement = guard_placement(placement, graph, cost, support, max_submodels=max_submodels)
+    if check is not None:
+        placement = ensure_legal(placement, graph, devices, support, pins=pins, max_submodels=max_submodels,
+                                 source=check)
+    return placement
+
+
+__all__ = ["InsideMargin", "placement_pipeline"]

@@ -1,0 +1,48 @@
+"""The validated call: everything a placement decision depends on, as one typed value.
+
+``call_request.build_request`` makes it at the door (every user mistake raised there, as a typed error); from
+then on the decision takes it by type (``first_start``, ``placement_sources``, ``strategy_path``,
+``stored_placement``, the background worker) and never validates again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import openvino as ov
+
+from ov_autoplace.devices.device_strings import DeviceSpec
+from ov_autoplace.model.shapes import PlacementShapes
+from ov_autoplace.placement.pins import Pin
+from ov_autoplace.strategies.base import PlacementStrategy
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementRequest:
+    """One ``compile_model`` / ``place`` call, validated.
+
+    ``strategy`` is None on the default path, which chooses its own source (cache, profile, prior); an explicit
+    strategy (or ``search_budget``'s fine-tuner) is the instance that places. ``placement_model`` is what gets
+    placed: ``model`` itself, or its static clone at ``shapes`` for a dynamic model.
+    """
+
+    core: ov.Core
+    spec: DeviceSpec  # the device string with OpenVINO's meaning (devices/call_forms.py)
+    props: dict[str, Any]  # the caller's config, checked
+    model: ov.Model  # the caller's model: what a one-device decision compiles, as plain OpenVINO would
+    devices: tuple[str, ...]  # the devices placed over: the spec's, minus exclude_devices
+    strategy: PlacementStrategy | None = None
+    pins: tuple[Pin, ...] = ()
+    exclude_devices: tuple[str, ...] = ()
+    max_submodels: int | None = None
+    seed: int = 0
+    shapes: PlacementShapes | None = None  # a dynamic model's placement shapes; None for a static model
+    placement_model: ov.Model | None = None
+
+    def __post_init__(self):
+        if self.placement_model is None:
+            object.__setattr__(self, "placement_model", self.model)
+
+
+__all__ = ["PlacementRequest"]

@@ -1,0 +1,81 @@
+"""``compile_model`` and ``place`` with an explicit strategy (or ``search_budget``): place, verify, cache, compile.
+
+The strategy proposes on the prepared model's graph arrays, :func:`placement_pipeline` makes the proposal legal
+and guards it, and the verification (``verification.verified_placement``) keeps a deviation from the plain call
+only if it measurably wins. The result is cached under the strategy's cache token, so the next start reuses it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import openvino as ov
+
+from ov_autoplace.cache.placement_cache import PlacementCache
+from ov_autoplace.cache.root import blob_cache_props, cache_root
+from ov_autoplace.cache.support_store import device_support
+from ov_autoplace.decision.compile_decided import compile_decided
+from ov_autoplace.decision.placement_pipeline import placement_pipeline
+from ov_autoplace.decision.request import PlacementRequest
+from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verified_placement
+from ov_autoplace.graph.arrays import GraphArrays, extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.strategies.base import PlacementContext
+
+logger = logging.getLogger("ov_autoplace")
+
+
+def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays,
+                        support_dir: Path | None = None) -> Placement:
+    """``req.strategy``'s proposal through the placement pipeline (pins and bound from the request)."""
+    support = device_support(req.core, prepared, graph, req.devices, support_dir)
+    context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
+                               seed=req.seed)
+    proposal = req.strategy.propose(context)
+    placement = placement_pipeline(graph, proposal, req.devices, support, strategy=req.strategy.name,
+                                   cost=getattr(req.strategy, "last_cost", None), pins=req.pins, max_submodels=req.max_submodels,
+                                   annotate=getattr(req.strategy, "annotate", None),  # a budgeted search's timings
+                                   check="new")
+    logger.info("placed %d nodes with %s: %s, %d submodel(s)", graph.num_nodes, req.strategy.name,
+                placement.counts_per_device(), placement.num_submodels)
+    return placement
+
+
+def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: PlacementCache | None) -> Placement:
+    """The cached placement of this request when its evidence holds, else a new one, verified (and cached)."""
+    graph = extract_graph(prepared)
+    if cache is None:
+        return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph))
+    key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
+                    exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes)
+    support = device_support(req.core, prepared, graph, req.devices, cache.directory / "support")
+    placement = cache.get(key, graph, support=support, pins=req.pins)  # legality-checked
+    if placement is not None:
+        if req.pins or evidence_intact(placement) or not needs_verification(placement, graph, support):
+            logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
+            return placement
+        logger.info("placement cache hit (%s) without intact verification evidence: verifying it again",
+                    req.strategy.name)
+    else:
+        placement = place_with_strategy(req, prepared, graph, cache.directory / "support")
+    placement = verified_placement(req, prepared, graph, placement, support)
+    cache.put(key, placement, graph)
+    return placement
+
+
+def compile_with_strategy(req: PlacementRequest, *, cache_dir, use_cache: bool,
+                          cache_blobs: bool) -> ov.CompiledModel:
+    """Place (or reuse the cached placement), verify, compile: ``compile_model`` with an explicit strategy."""
+    cache = PlacementCache(cache_dir) if use_cache else None
+    prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone
+    placement = cached_or_new_placement(req, prepared, cache)
+    props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
+    compiled = compile_decided(req, props, device=single_device_of(placement), placement=placement,
+                               prepared=prepared)
+    logger.info("compiled %s with placement %s", req.spec.hetero_string, placement.counts_per_device())
+    return compiled
+
+
+__all__ = ["cached_or_new_placement", "compile_with_strategy", "place_with_strategy"]
