@@ -22,7 +22,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import ov_autoplace as oa  # noqa: E402
-from ov_autoplace.costmodel import CostModel, ProfileStore, measure_model_profile  # noqa: E402
+from ov_autoplace.cache.profile_store import ProfileStore  # noqa: E402
+from ov_autoplace.costmodel import CostModel  # noqa: E402
+from ov_autoplace.measuring import measure_model_profile  # noqa: E402
 from ov_autoplace.costmodel.simulator import Simulator  # noqa: E402
 from ov_autoplace.graph.arrays import GraphArrays, extract_graph  # noqa: E402
 from ov_autoplace.placement.legalizer import query_support  # noqa: E402

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
     model = stage("build model", lambda: long_chain(args.blocks))
     if args.strategy == oa.StrategyName.HSDAG.value:  # the first compile's profile, then reused by place()
-        from ov_autoplace.costmodel.providers import MeasuredCostProvider
+        from ov_autoplace.measuring.providers import MeasuredCostProvider
         from ov_autoplace.graph.arrays import extract_graph
         from ov_autoplace.placement.legalizer import query_support
         from ov_autoplace.model.prepare import prepare_model

@@ -16,7 +16,7 @@
    exact optimum (MILP), HSDAG one pass, HSDAG fine-tuned (<= budget evaluated
    placements), both once as the policy alone and once followed by the
    cost-model local search (``hsdag_refined_ms``, ``hsdag_finetuned_refined_ms``:
-   ``ov_autoplace/costmodel/local_search.py``), HEFT and OpenVINO's HETERO auto /
+   ``ov_autoplace/search/local_search.py``), HEFT and OpenVINO's HETERO auto /
    PIPELINE_PARALLEL (``--baselines``: also the learned Placeto and RNN placer
    with the fine-tune budget), split into rows where one device is optimal and
    rows where a split pays. Targets in split rows: one pass <= 1.05x optimum,
@@ -296,7 +296,7 @@ def write_markdown(path: str, data: dict) -> None:
           "Every latency is SIMULATED by the batch-1 device model fitted to published OpenVINO latencies "
           "(`ov_autoplace/costmodel/data/`); no number here was measured on the hardware named.", "",
           "The HSDAG columns come in two variants: the shipped policy alone, and the policy followed by the "
-          "cost-model local search (`ov_autoplace/costmodel/local_search.py`: region, boundary, structural-class, "
+          "cost-model local search (`ov_autoplace/search/local_search.py`: region, boundary, structural-class, "
           "repeated-layer and single-node moves kept only when the predicted latency drops). The local search "
           "prices placements on the CostModel the policy reads - here the simulator's own, so on these platforms "
           "it optimises the very number the table reports; it measures nothing and never calls an exact "

@@ -62,7 +62,7 @@ from ov_autoplace_lab.paper_bench import truth  # noqa: E402
 from ov_autoplace_lab.paper_bench.headroom import headroom_row  # noqa: E402
 from ov_autoplace_lab.paper_bench.truth import platform_facts  # noqa: E402
 from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, DeviceFacts, prior_cost_model  # noqa: E402
-from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
+from ov_autoplace.measuring.quick_profile import quick_model_profile  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import simulated_support  # noqa: E402
 from ov_autoplace.costmodel.simulator import Simulator  # noqa: E402
 from ov_autoplace.costmodel.suite import load_suite  # noqa: E402

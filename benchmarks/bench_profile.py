@@ -39,8 +39,9 @@ if str(REPO) not in sys.path:
 
 import ov_autoplace as oa  # noqa: E402
 from ov_autoplace_lab import models as zoo
-from ov_autoplace.costmodel import ProfileStore, measure_model_profile, profile_links  # noqa: E402
-from ov_autoplace.costmodel.link_calibration import DEFAULT_SIZES  # noqa: E402
+from ov_autoplace.cache.profile_store import ProfileStore  # noqa: E402
+from ov_autoplace.measuring import measure_model_profile, profile_links  # noqa: E402
+from ov_autoplace.measuring.link_calibration import DEFAULT_SIZES  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.strategies import RandomStrategy  # noqa: E402
 from ov_autoplace.devices.testbed import make_testbed  # noqa: E402

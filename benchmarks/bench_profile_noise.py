@@ -29,8 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ov_autoplace.costmodel.cost_terms import CostTerms  # noqa: E402
-from ov_autoplace.costmodel.local_search import LocalSearchRefiner  # noqa: E402
-from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
+from ov_autoplace.search.local_search import LocalSearchRefiner  # noqa: E402
+from ov_autoplace.measuring.quick_profile import quick_model_profile  # noqa: E402
 from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
 from ov_autoplace.placement.legalizer import query_support  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402

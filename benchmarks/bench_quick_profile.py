@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ov_autoplace_lab import models as zoo
 from ov_autoplace.cache.profile_store import ProfileStore  # noqa: E402
-from ov_autoplace.costmodel.quick_profile import quick_model_profile  # noqa: E402
+from ov_autoplace.measuring.quick_profile import quick_model_profile  # noqa: E402
 from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 from ov_autoplace.devices.timing import random_inputs  # noqa: E402
 from tests.synthetic_graphs import long_chain  # noqa: E402
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             request, inputs = compiled["m"].create_infer_request(), random_inputs(compiled["m"])
             times["7 inferences"].append(_timed(lambda: [request.infer(inputs) for _ in range(7)]))
             if args.full:
-                from ov_autoplace.costmodel.profiler import measure_model_profile
+                from ov_autoplace.measuring.profiler import measure_model_profile
 
                 with tempfile.TemporaryDirectory() as folder:
                     times["full"].append(_timed(lambda: measure_model_profile(model, testbed.core, testbed.devices,

@@ -20,7 +20,7 @@ from typing import Any, Union
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.costmodel.providers import MeasuredCostProvider
+from ov_autoplace.measuring.providers import MeasuredCostProvider
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.call_forms import check_property_values, resolve_device_request
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions

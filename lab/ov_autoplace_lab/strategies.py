@@ -17,7 +17,7 @@ NAMED_SEARCH_BUDGET = 20
 
 
 def _measured_search(make_search):
-    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.measuring.providers import MeasuredCostProvider
     from ov_autoplace.strategies.cost_based import resolve_cost
     from ov_autoplace_lab.baselines.search import LearnedSearchStrategy
     from ov_autoplace_lab.training.env import MeasuredEnv

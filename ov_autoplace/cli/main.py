@@ -70,10 +70,10 @@ def simulated_timeline_line(model, placement, core) -> str:
 def cmd_profile(args) -> int:
     from collections import defaultdict
 
-    from ov_autoplace.costmodel.link_calibration import profile_links
+    from ov_autoplace.measuring.link_calibration import profile_links
     from ov_autoplace.cache.profile_store import ProfileStore
-    from ov_autoplace.costmodel.profiler import measure_model_profile
-    from ov_autoplace.costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
+    from ov_autoplace.measuring.profiler import measure_model_profile
+    from ov_autoplace.measuring.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
     core, device = _core_and_device(args)
     devices = target_devices(core, device, _config(args))
@@ -86,8 +86,8 @@ def cmd_profile(args) -> int:
         links = profile_links(core, devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
                               seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
         profile = measure_model_profile(model, core, devices, iterations=args.niter or 20, store=store, links=links)
-    else:  # one compile and a few PERF_COUNT runs per device (costmodel/quick_profile.py)
-        from ov_autoplace.costmodel.quick_profile import quick_model_profile
+    else:  # one compile and a few PERF_COUNT runs per device (measuring/quick_profile.py)
+        from ov_autoplace.measuring.quick_profile import quick_model_profile
 
         # -niter asks for exactly that many profiled runs; without it a slow model stops at the time budget
         profile = quick_model_profile(model, core, devices, iterations=args.niter or 6, store=store,

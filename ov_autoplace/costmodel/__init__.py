@@ -1,29 +1,10 @@
-"""Cost models of placements: measured (profiler) or simulated, and what predicts from them.
+"""Modelling: what a placement costs. ``CostModel`` (per-node costs per device, measured or simulated) and
+``CostTerms`` (a placement's latency under it), the simulator and the simulated platforms, the batch-1 device
+models fitted to published latencies and the prior built from what devices report.
 
-The names below are loaded on first use (PEP 562): ``import ov_autoplace`` and
-the cache-hit path of ``compile_model`` then do not import the profiler, the
-link calibration or the exact optimum they do not use.
+Measuring fills a CostModel (``ov_autoplace.measuring``); searching reads one (``ov_autoplace.search``).
 """
 
-import importlib
+from ov_autoplace.costmodel.cost_model import CostModel
 
-_LAZY = {
-    "CostModel": ".cost_model",
-    "DeviceReport": ".profiler",
-    "LinkProfile": ".link_calibration",
-    "ModelProfile": ".profiler",
-    "ProfileStore": "ov_autoplace.cache.profile_store",
-    "measure_model_profile": ".profiler",
-    "profile_links": ".link_calibration",
-    "profile_model": ".profiler",
-    "structural_hash": "ov_autoplace.cache.profile_store",
-}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = sorted(_LAZY)
+__all__ = ["CostModel"]

@@ -55,7 +55,7 @@ import openvino as ov
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import ProfileStore, differences, profile_key
 from ov_autoplace.cache.root import UntrustedDirectoryError, profile_dir, refusal_message, warn_once
-from ov_autoplace.costmodel.profiler import MODEL_PROFILE_FORMAT, ModelProfile
+from ov_autoplace.measuring.profiler import MODEL_PROFILE_FORMAT, ModelProfile
 from ov_autoplace.decision.placement_sources import measure_profile_now, place_with_cost
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import needs_verification, runner_ups, verify_placement

@@ -34,8 +34,8 @@ import openvino as ov
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
 from ov_autoplace.costmodel.prior import prior_cost_model
-from ov_autoplace.costmodel.profiler import ModelProfile
-from ov_autoplace.costmodel.quick_profile import quick_model_profile
+from ov_autoplace.measuring.profiler import ModelProfile
+from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.py); its names stay importable from here
     LIVE_DRAWS,
@@ -172,7 +172,7 @@ def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphAr
 def place_with_cost(req: PlacementRequest, prepared, graph, policy_path, cost, strategy: str) -> Placement:
     """The HSDAG policy on ``cost`` refined by the local search, legalized and guarded (profile path, worker).
 
-    The local search (``costmodel/local_search.py``) prices region moves on the same measured ``cost`` and keeps
+    The local search (``search/local_search.py``) prices region moves on the same measured ``cost`` and keeps
     its result only if predicted no slower: the policy alone finds the split in 3 of the 17 rows of the headroom
     table where one pays, policy + local search in all 17 (``docs/bench/headroom.md``). It costs up to
     ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.

@@ -4,7 +4,7 @@ A placement can lose to the plain call (cross-device copies and submodel switche
 strategy used a CostModel, the guard prices the legal placement, the plain call's and every single device's
 under it (``CostTerms.latency_ms``, numpy only) and keeps what is proven faster, with a note saying why.
 
-The rule (the local search's, ``costmodel/local_search.py``): a move is kept
+The rule (the local search's, ``search/local_search.py``): a move is kept
 only when its predicted gain exceeds the spread of what it moves
 (``CostTerms.move_spread_ms``: the moved ops' spreads on both devices plus
 the end-to-end spreads of the devices involved); a noise-free (simulated) model
@@ -17,7 +17,7 @@ placement is kept only if predicted faster than that reference by more than that
 of the nodes it puts elsewhere. A CostModel measured on a loaded
 machine (``cost.loaded``) proves no gain: the reference is used.
 
-A placement that overflows a device's memory is first fitted (``costmodel/memory_fit.py``), not thrown away.
+A placement that overflows a device's memory is first fitted (``search/memory_fit.py``), not thrown away.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.costmodel.memory_fit import fit_memory
+from ov_autoplace.search.memory_fit import fit_memory
 
 logger = logging.getLogger(__name__)
 

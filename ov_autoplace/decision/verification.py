@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.costmodel.noise import LOADED_OTHER_CORES, LoadProbe
+from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.devices.call_forms import properties_for
 from ov_autoplace.devices.facts import twin_of

@@ -1,7 +1,7 @@
 """What a strategy, a cost provider or the legalizer's callers know about the model being placed.
 
 Its own module below the cost model and the strategies, because both read it: a cost provider builds a
-CostModel for a context (``costmodel/providers.py``), a strategy proposes a device per node for one
+CostModel for a context (``measuring/providers.py``), a strategy proposes a device per node for one
 (``strategies/base.py``).
 """
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.costmodel.memory_fit import fit_memory, legal_pricer
+from ov_autoplace.search.memory_fit import fit_memory, legal_pricer
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import legalize
@@ -98,7 +98,7 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     device order). The decodings are priced in one batch with their anchors placed as the legalizer places them
     (:class:`AnchorFixer`, :class:`Simulator`); the ``legalised`` cheapest are then legalised in full with
     ``max_submodels`` and ``pins``, as the caller will legalise them (the bound's merging is what costs time),
-    fitted to the devices' memory where they overflow (``costmodel/memory_fit.py``, as the guard fits them), priced
+    fitted to the devices' memory where they overflow (``search/memory_fit.py``, as the guard fits them), priced
     again, and one replaces the best so far (first the greedy placement) only when its predicted gain
     exceeds the spread of the move (``CostTerms.move_spread_ms``).
     """

@@ -56,7 +56,7 @@ def measured_cost_model(model, placement_devices, core):
     """The measured per-op CostModel of ``model`` on the devices (profiled once, then read from the profile store)."""
     import numpy as np
 
-    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.measuring.providers import MeasuredCostProvider
     from ov_autoplace.graph.arrays import extract_graph
     from ov_autoplace.model.prepare import prepare_model
     from ov_autoplace.strategies.base import PlacementContext

@@ -1,6 +1,6 @@
 """Critical-path-first greedy placement (in the spirit of Baechi's m-TOPO / m-ETF family), as a strategy.
 
-The algorithm (``costmodel/list_scheduling.py``: the critical path on one device, the rest by incremental cost,
+The algorithm (``search/list_scheduling.py``: the critical path on one device, the rest by incremental cost,
 the fastest legal candidate) works on the cost model alone.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ov_autoplace.costmodel.list_scheduling import critical_path_placement
+from ov_autoplace.search.list_scheduling import critical_path_placement
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.cost_based import CostModelStrategy
 

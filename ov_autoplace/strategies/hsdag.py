@@ -27,7 +27,7 @@ class HSDAGStrategy(PlacementStrategy):
     The last output is kept in ``last_output`` (groups, logits).
 
     ``refine=True`` runs the cost-model local search
-    (:class:`~ov_autoplace.costmodel.local_search.LocalSearchRefiner`) on the
+    (:class:`~ov_autoplace.search.local_search.LocalSearchRefiner`) on the
     policy's proposal, under the same CostModel the policy read, before the
     legalizer: a different method from the policy alone ("hsdag+local search"),
     predicted never slower, measuring nothing. On a measured CostModel with
@@ -36,7 +36,7 @@ class HSDAGStrategy(PlacementStrategy):
     HETERO's own placement: a split whose gain over that is within the spread,
     or any split on a profile taken on a loaded machine, is replaced by
     HETERO's own placement (one device when it runs everything; the rule is
-    in ``costmodel/local_search.py``). ``refine_options`` go to the
+    in ``search/local_search.py``). ``refine_options`` go to the
     refiner (``max_submodels`` should be the legalizer's bound the caller
     applies; ``max_seconds``, ``max_evaluations``). Its report is kept in ``last_refine``.
 
@@ -91,7 +91,7 @@ class HSDAGStrategy(PlacementStrategy):
             log.debug("hsdag: %s", self.last_decoding.note(cost.label))
         if not self.refine:
             return proposal
-        from ov_autoplace.costmodel.local_search import LocalSearchRefiner  # numpy only, never torch
+        from ov_autoplace.search.local_search import LocalSearchRefiner  # numpy only, never torch
 
         self.last_refine = LocalSearchRefiner(cost, context.graph, context.support,
                                               **self.refine_options).refine(proposal)

@@ -6,7 +6,7 @@ from :data:`REGISTRY`, so a strategy added here is reachable everywhere at once.
 
 Strategies that price placements with a CostModel (HEFT, critical path, the
 exact optimum, best single device, HSDAG, PIPELINE_PARALLEL) get one built per
-model by :class:`~ov_autoplace.costmodel.providers.MeasuredCostProvider`: the
+model by :class:`~ov_autoplace.measuring.providers.MeasuredCostProvider`: the
 model is profiled on the requested devices the first time (seconds, then cached
 in the profile store). Factories import their strategy lazily so that
 ``import ov_autoplace`` stays light.
@@ -40,7 +40,7 @@ class StrategyInfo:
 
 
 def _measured_cost():
-    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.measuring.providers import MeasuredCostProvider
 
     return MeasuredCostProvider()
 
@@ -119,7 +119,7 @@ _ENTRIES = (
     StrategyInfo("hsdag", "the shipped pretrained HSDAG policy (GCN + graph parsing pooling), one numpy forward pass "
                           "on a measured profile (the default)", _hsdag, True, "HSDAG (pretrained, one pass)"),
     StrategyInfo("hsdag_local_search", "the HSDAG policy's placement refined by the cost-model local search "
-                                       "(costmodel/local_search.py, <= 2 s)", _hsdag_local_search, True),
+                                       "(search/local_search.py, <= 2 s)", _hsdag_local_search, True),
     StrategyInfo("heavy_ops", "FLOP-heavy ops (conv, matmul, ...) on the first device, the rest on the next",
                  _heavy_ops, False, "Heavy ops"),
     StrategyInfo("priority", "everything on the first listed device that supports it (HETERO's own rule)",

@@ -184,7 +184,7 @@ def test_every_damaged_file_is_a_warning_then_rewritten(tmp_path, key, caplog, k
 
 
 def test_link_profile_of_the_wrong_shape_is_remeasured_not_raised(tmp_path, testbed, caplog):
-    from ov_autoplace.costmodel.link_calibration import LinkProfile
+    from ov_autoplace.measuring.link_calibration import LinkProfile
 
     store = ProfileStore(tmp_path)
     key = profile_key(testbed.core, testbed.devices, kind="links", extra={"format": 1})
@@ -209,7 +209,7 @@ def test_directory_that_is_a_file_means_no_caching_not_an_error(tmp_path, key, c
 def test_compile_model_places_when_the_profile_dir_is_a_file(f32_testbed, tmp_path, caplog):
     """The measured HSDAG path with an unusable profile directory still places (profiles just are not cached)."""
     import ov_autoplace as oa
-    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.measuring.providers import MeasuredCostProvider
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
     from ov_autoplace.strategies.hsdag import HSDAGStrategy
 

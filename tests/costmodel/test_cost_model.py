@@ -6,7 +6,7 @@ import pytest
 
 import ov_autoplace as oa
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.providers import SimulatedCostProvider
+from ov_autoplace.measuring.providers import SimulatedCostProvider
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementContext

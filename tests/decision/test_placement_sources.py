@@ -14,7 +14,7 @@ from ov_autoplace.decision import placement_sources
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import ProfileStore
 from ov_autoplace.costmodel.prior import DeviceFacts
-from ov_autoplace.costmodel.quick_profile import quick_model_profile
+from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg

@@ -9,7 +9,7 @@ import pytest
 from openvino import opset13 as ops
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.local_search import LocalSearchRefiner
+from ov_autoplace.search.local_search import LocalSearchRefiner
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, effective_max_submodels, legalize
 from ov_autoplace.placement.submodels import submodel_partition
@@ -104,7 +104,7 @@ def test_the_local_search_scores_against_the_raised_bound():
 
 def test_the_milp_bound_is_raised_too():
     pytest.importorskip("scipy")
-    from ov_autoplace.costmodel.milp import milp_placement
+    from ov_autoplace.search.milp import milp_placement
 
     graph, support, exp = _case(4)
     result = milp_placement(_cost(graph, exp), graph, max_submodels=2, support=support, time_limit=20)

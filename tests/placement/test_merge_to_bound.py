@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from ov_autoplace.costmodel.memory_fit import legal_pricer
+from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement import merge_to_bound, submodels

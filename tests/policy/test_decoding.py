@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.costmodel.memory_fit import legal_pricer
+from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace.policy.decoding import offset_decodings, priced_decoding

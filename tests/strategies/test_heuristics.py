@@ -8,7 +8,7 @@ import pytest
 import ov_autoplace as oa
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.costmodel.milp import milp_placement
+from ov_autoplace.search.milp import milp_placement
 from ov_autoplace.strategies.optimum_strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.strategies.base import PlacementContext

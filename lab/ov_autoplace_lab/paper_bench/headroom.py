@@ -5,7 +5,7 @@ feasible single device, the exact optimum (MILP, the legalizer's submodel
 bound), HEFT, the shipped HSDAG policy in one pass (with the guard, as
 ``compile_model`` runs it), the policy fine-tuned on at most ``finetune_budget``
 evaluated placements, both again with the cost-model local search after the
-policy (``costmodel/local_search.py``: it prices placements on the same
+policy (``search/local_search.py``: it prices placements on the same
 CostModel, which on these platforms is the simulator's), and OpenVINO's HETERO auto and PIPELINE_PARALLEL
 (emulated from their rules: the devices are simulated). Every latency is the
 :class:`Simulator`'s on the platform's batch-1 CostModel.
@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from ov_autoplace.costmodel.device_model import SuitePlatform
-from ov_autoplace.costmodel.optimum import proven_optimal
+from ov_autoplace.search.optimum import proven_optimal
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays

@@ -23,7 +23,7 @@ import openvino as ov
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.decision.prediction_guard import guard_placement
-from ov_autoplace.costmodel.memory_fit import legal_pricer
+from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,
@@ -178,7 +178,7 @@ def default_methods(devices: tuple[str, ...]) -> list[Method]:
 
 
 def local_search_methods() -> list[Method]:
-    """The two HSDAG rows again with the cost-model local search after the policy (``costmodel/local_search.py``);
+    """The two HSDAG rows again with the cost-model local search after the policy (``search/local_search.py``);
     the headroom table runs them beside the policy alone (``bench.headroom``)."""
     from ov_autoplace_lab.baselines.hsdag_search import HSDAGFineTuneSearch
 

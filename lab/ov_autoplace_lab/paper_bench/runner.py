@@ -160,7 +160,7 @@ def _time_interleaved(compiled: list[ov.CompiledModel], inputs: list, runs: int,
 def measured_setting(config: BenchConfig, load_model: Callable[[str], ov.Model], tick: Callable[[str], None]
                      ) -> dict:
     from ov_autoplace.api import compile_placement
-    from ov_autoplace.costmodel.providers import MeasuredCostProvider
+    from ov_autoplace.measuring.providers import MeasuredCostProvider
 
     tb = make_testbed()
     f32_device = next(d for d in tb.devices if tb.properties[d].get("INFERENCE_PRECISION_HINT") == "f32")

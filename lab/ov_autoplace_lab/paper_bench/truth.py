@@ -41,7 +41,7 @@ import numpy as np
 from ov_autoplace_lab.calibration.calibration_data import load_calibration
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.device_model import SuitePlatform
-from ov_autoplace.costmodel.optimum import proven_optimal
+from ov_autoplace.search.optimum import proven_optimal
 from ov_autoplace.costmodel.platforms import CATEGORIES, op_category
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator

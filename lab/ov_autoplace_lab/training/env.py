@@ -31,7 +31,7 @@ import openvino as ov
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.sim_costs import simulated_support
-from ov_autoplace.costmodel.memory_fit import legal_pricer
+from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.errors import PlacementError
@@ -219,13 +219,13 @@ class MeasuredEnv(PlacementEnv):
         self.name = name or self.prepared.get_friendly_name()
         self.support = query_support(core, self.prepared, self.graph, self.devices)
         if cost is None:
-            from ov_autoplace.costmodel.profiler import profile_model
+            from ov_autoplace.measuring.profiler import profile_model
 
             cost = profile_model(self.prepared, core, self.devices, store=store)
         if tuple(cost.node_names) != tuple(self.graph.names) or tuple(cost.devices) != self.devices:
             raise PlacementError(f"the CostModel ({cost.num_nodes} nodes on {list(cost.devices)}) is not for this "
                                  f"prepared model's {self.graph.num_nodes} nodes on {list(self.devices)}; profile it "
-                                 "with ov_autoplace.costmodel.profiler.profile_model(model, core, devices)")
+                                 "with ov_autoplace.measuring.profiler.profile_model(model, core, devices)")
         self.cost = cost
         self.max_submodels = max_submodels
         self.warmup, self.iterations, self.max_seconds = warmup, iterations, max_seconds

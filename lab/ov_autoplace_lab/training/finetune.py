@@ -18,7 +18,7 @@ it within 50 placements. Returns the fastest legal
 :class:`~ov_autoplace.placement.assignment.Placement` seen and the log records.
 
 With ``refine=True`` the cost-model local search
-(:class:`~ov_autoplace.costmodel.local_search.LocalSearchRefiner`) runs on
+(:class:`~ov_autoplace.search.local_search.LocalSearchRefiner`) runs on
 ``env.cost`` - the CostModel the policy reads, never ``env.evaluate`` - twice:
 on the greedy placement before training, and on the best placement found
 at the end. Each refined placement is then evaluated on ``env`` and counts as
@@ -85,7 +85,7 @@ def fine_tune(policy, env: PlacementEnv, *, budget_samples: int = 50, budget_sec
     trainer._write(first)
     refiner, priced = None, 0
     if refine and budget_samples >= 2:
-        from ov_autoplace.costmodel.local_search import LocalSearchRefiner
+        from ov_autoplace.search.local_search import LocalSearchRefiner
 
         options = {"max_submodels": env.max_submodels, **(refine_options or {})}
         refiner = LocalSearchRefiner(env.cost, env.graph, env.support, **options)

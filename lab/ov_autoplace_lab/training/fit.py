@@ -49,7 +49,7 @@ def _subset(spec: TargetSpec) -> str:
 
 def fit_row(args: tuple) -> dict:
     """One target (a Ray task): ``args`` = (target path, {name: policy path}, sigma, decodings)."""
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.policy.decoding import offset_decodings

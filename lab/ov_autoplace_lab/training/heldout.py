@@ -50,8 +50,8 @@ def evaluate_row(args: tuple) -> dict:
     from ov_autoplace_lab.paper_bench import truth
     from ov_autoplace_lab.paper_bench.methods import LOCAL_SEARCH_OPTIONS, Case
     from ov_autoplace_lab.paper_bench.headroom import reference_placements
-    from ov_autoplace.costmodel.local_search import LocalSearchRefiner
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.local_search import LocalSearchRefiner
+    from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize
@@ -122,7 +122,7 @@ def evaluate_row(args: tuple) -> dict:
 
 def one_pass_row(policy, graph, cost, support) -> np.ndarray:
     """The policy alone as the default path runs it: one pass, legalised with the bound, guarded; device indices."""
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext

@@ -149,7 +149,7 @@ def candidate_rows(spec, graph, cost, support, searched: np.ndarray, policy: str
                    ) -> dict[str, np.ndarray]:
     """The legal candidates of the module docstring (device index per node); ``priced``: legalised as
     ``compile_model`` legalises (``TargetOptions.priced``)."""
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.heft import HeftStrategy
     from ov_autoplace_lab.paper_bench.headroom import plain_call_placement

@@ -15,7 +15,7 @@ device dropped with probability 0.3, and the device order shuffled.
 around a proposal: the simulated op support, ``legalize()`` with the submodel
 bound of ``compile_model`` (8, raised where the support forces more) and the
 simulator's memory check. Its candidates are the cost-model local search
-(``costmodel/local_search.py``) from every feasible single device, from
+(``search/local_search.py``) from every feasible single device, from
 HETERO's own affinity and from the policy's one pass (``TargetOptions.policy``),
 plus the MILP when ``milp_seconds > 0``. The fastest feasible legal placement
 is the target. With ``TargetOptions.robust`` (``robust.RobustOptions``, off by
@@ -201,8 +201,8 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
     """Search the best placement known of ``spec`` (see the module docstring); returns the target as a dict."""
     from ov_autoplace_lab.paper_bench.headroom import reference_placements
     from ov_autoplace_lab.paper_bench.methods import Case
-    from ov_autoplace.costmodel.local_search import LocalSearchRefiner
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.local_search import LocalSearchRefiner
+    from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.strategies.base import PlacementContext
 

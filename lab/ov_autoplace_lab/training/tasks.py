@@ -165,7 +165,7 @@ def measured_testbed_envs(models: dict[str, Callable[[], ov.Model]], *, store=No
     """SimEnvs over *measured* testbed CostModels (``profile_model``), or [] with a warning if profiling fails."""
     try:
         from ov_autoplace.cache.profile_store import ProfileStore
-        from ov_autoplace.costmodel.profiler import profile_model
+        from ov_autoplace.measuring.profiler import profile_model
         from ov_autoplace.devices.testbed import shared_testbed
 
         store = store if store is not None else ProfileStore()  # profiles are cached per model and device setup

@@ -37,7 +37,7 @@ SPLIT_PAYS = 0.05
 
 def validate_row(args: tuple) -> dict:
     """One validation case (a Ray task): ``args`` = (spec, {name: policy path}, sigma, target dict)."""
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize

@@ -20,7 +20,7 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.profiler import _profile_runs, reports_running_average  # the profiler's own run protocol
+from ov_autoplace.measuring.profiler import _profile_runs, reports_running_average  # the profiler's own run protocol
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.placed_graph import PlacedGraph, repartition

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ov_autoplace.costmodel.memory_fit import legal_pricer
+from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.costmodel.anchors import fix_anchors
 from ov_autoplace.placement.legalizer import legalize

@@ -13,7 +13,7 @@ from ov_autoplace_lab.training.targets import TargetSpec  # noqa: E402
 
 
 def test_row_has_the_bench_keys_and_the_search_is_never_slower_than_the_plain_call(monkeypatch):
-    from ov_autoplace.costmodel import memory_fit
+    from ov_autoplace.search import memory_fit
 
     priced = []  # the row legalizes as compile_model does with a CostModel: the bound's merges priced on it
     real = memory_fit.legal_pricer

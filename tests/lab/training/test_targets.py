@@ -36,7 +36,7 @@ def test_target_is_legal_feasible_and_no_slower_than_any_single_device():
 def test_priced_targets_legalise_as_compile_model_does_and_start_from_heft(tmp_path):
     """``--priced --heft-start``: on this multi-branch graph HEFT's proposal needs the bound's merges, and merging in
     flops order makes it 15 % slower than merging as compile_model does (priced); the search also starts from it."""
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.heft import HeftStrategy
 

@@ -104,7 +104,7 @@ def test_cases_behind_heft_are_counted_under_the_fitted_model():
 def test_the_reference_rows_are_legalised_as_compile_model_legalises():
     """HEFT's proposal (a reference of every draw) takes the bound's merges priced, as the policies' placements do:
     on this case the flops-ordered merge was 2.9 times slower, and the draws' best was judged against it."""
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.heft import HeftStrategy

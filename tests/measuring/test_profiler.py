@@ -10,8 +10,9 @@ import openvino as ov
 import pytest
 from openvino import opset13 as ops
 
-from ov_autoplace.costmodel import ProfileStore, measure_model_profile, profile_links
-from ov_autoplace.costmodel.link_calibration import _features, _variants, calibration_chain, fit_links
+from ov_autoplace.cache.profile_store import ProfileStore
+from ov_autoplace.measuring import measure_model_profile, profile_links
+from ov_autoplace.measuring.link_calibration import _features, _variants, calibration_chain, fit_links
 from ov_autoplace.errors import DeviceError
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model

@@ -17,7 +17,7 @@ Per-op compute (``compute_ms``)
     ``rt_info["originalLayersNames"]`` of ``get_runtime_model()``:
 
     * a runtime node naming several ops gives all its time to one *primary*
-      op: the first listed heavy op (:data:`~ov_autoplace.costmodel.perf_counts.HEAVY_OP_TYPES`), else the first
+      op: the first listed heavy op (:data:`~ov_autoplace.measuring.perf_counts.HEAVY_OP_TYPES`), else the first
       listed compute op; the others are ``fused_into`` the primary on that
       device and cost 0 there;
     * a compute op no runtime node names (the plugin dropped the name while
@@ -51,9 +51,9 @@ Unfused cost (``unfused_ms``)
     order) on which the op is fused decides it; a later device's different
     fusion is kept only if it creates no chain (i -> j -> k).
 
-Links and submodels: see :mod:`ov_autoplace.costmodel.link_calibration`.
+Links and submodels: see :mod:`ov_autoplace.measuring.link_calibration`.
 
-Noise (:mod:`ov_autoplace.costmodel.noise`): every profiled run's per-op
+Noise (:mod:`ov_autoplace.measuring.noise`): every profiled run's per-op
 times are kept (recovered from the running averages on the CPU plugin), so
 each op has a spread (``compute_spread_ms``: IQR over the runs, scaled like
 its time) and each device an end-to-end spread (``e2e_spread_ms``: IQR of the
@@ -88,12 +88,12 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.progress import progress_bar
 from ov_autoplace.devices.timing import measure_latency
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.link_calibration import LinkProfile, check_devices, profile_links
-from ov_autoplace.costmodel.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window,
+from ov_autoplace.measuring.link_calibration import LinkProfile, check_devices, profile_links
+from ov_autoplace.measuring.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window,
     noise_fields)
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
 # the PERF_COUNT mapping (perf_counts.py); quick_profile and the lab's measured timeline read these names here
-from ov_autoplace.costmodel.perf_counts import (  # noqa: F401
+from ov_autoplace.measuring.perf_counts import (  # noqa: F401
     HEAVY_OP_TYPES, _map_times, _ms_per_byte_fallback, _profile_runs, _runtime_graph, _unfused_times, _window,
     executed_ms, reports_running_average, window_ms)
 

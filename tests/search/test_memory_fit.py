@@ -11,7 +11,7 @@ from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.legalizer import legalize, query_support
-from ov_autoplace.costmodel.memory_fit import byte_cuts, fit_memory, window_moves
+from ov_autoplace.search.memory_fit import byte_cuts, fit_memory, window_moves
 from tests import synthetic_graphs as sg
 
 BLOCKS = 8
@@ -117,7 +117,7 @@ def test_a_window_carries_the_weights_of_the_constants_it_reads():
     import openvino as ov
     import openvino.opset13 as ops
 
-    from ov_autoplace.costmodel.memory_fit import carried_bytes
+    from ov_autoplace.search.memory_fit import carried_bytes
 
     x = ops.parameter([1, 4], np.float32, name="x")
     weight = ops.convert(ops.constant(np.ones((4, 4), np.float16), name="w16"), np.float32)  # a weight's Convert
@@ -152,7 +152,7 @@ def test_the_merges_of_an_overflowing_proposal_are_priced_as_the_memory_fit_fini
     # once, however slow. The merges price the fastest overflowing move as the memory fit finishes it (two of the
     # eight weights moved), so the blunt move is not taken (docs/training.md: a vision transformer on small_memory
     # placed at 2x its fitted latency).
-    from ov_autoplace.costmodel.memory_fit import legal_pricer
+    from ov_autoplace.search.memory_fit import legal_pricer
 
     graph, support, devices = chain
     cost = _cost(graph, devices, capacity=[_capacity_for(graph, devices, 6), np.inf])

@@ -7,8 +7,8 @@ import openvino as ov
 from openvino import opset13 as ops
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.local_search import LocalSearchRefiner
-from ov_autoplace.costmodel.search_moves import repeated_layer_classes
+from ov_autoplace.search.local_search import LocalSearchRefiner
+from ov_autoplace.search.search_moves import repeated_layer_classes
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.model.prepare import prepare_model

@@ -42,13 +42,13 @@ import openvino as ov
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.devices.timing import random_inputs
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.link_calibration import LINK_PROFILE_FORMAT, LinkProfile
-from ov_autoplace.costmodel.noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
+from ov_autoplace.measuring.link_calibration import LINK_PROFILE_FORMAT, LinkProfile
+from ov_autoplace.measuring.noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
 from ov_autoplace.cache.profile_store import ProfileStore, profile_key
-from ov_autoplace.costmodel.profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
+from ov_autoplace.measuring.profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
                        _node_memory_bytes, e2e_scale, executed_ms, merge_fusion, profile_request,
                        reports_running_average, window_ms)
-from ov_autoplace.costmodel.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
+from ov_autoplace.measuring.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
 logger = logging.getLogger(__name__)
 

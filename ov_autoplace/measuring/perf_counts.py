@@ -5,7 +5,7 @@ its time goes to one *primary* op (the first heavy op, :data:`HEAVY_OP_TYPES`), 
 unnamed compute ops join a named neighbour; unmapped runtime nodes (Reorders, inserted Converts) give their time
 to the nearest mapped consumer or producer. The CPU plugin reports running averages since compile, so a window's
 per-op times are recovered from the averages at its start and end. Fused ops are also compiled alone (the
-unfused cost). How the profiler assembles a CostModel from these: :mod:`ov_autoplace.costmodel.profiler`.
+unfused cost). How the profiler assembles a CostModel from these: :mod:`ov_autoplace.measuring.profiler`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 import openvino as ov
 from openvino import opset13 as ops
 
-from ov_autoplace.costmodel.noise import measured_window, per_run_node_ms
+from ov_autoplace.measuring.noise import measured_window, per_run_node_ms
 from ov_autoplace.devices.timing import measure_latency, random_inputs
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 

@@ -27,7 +27,7 @@ from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import effective_max_submodels
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.costmodel.optimum import OptimumResult, finish_result, require_scipy
+from ov_autoplace.search.optimum import OptimumResult, finish_result, require_scipy
 
 logger = logging.getLogger("ov_autoplace.optimum")
 
@@ -177,7 +177,7 @@ _MILP_STATUS = {0: "optimal", 1: "time limit", 2: "infeasible", 3: "unbounded"}
 def _heuristic_fallback(terms: CostTerms, start: float, notes: list[str], max_submodels: int | None, *,
                         quiet: bool = False) -> OptimumResult:
     """The best heuristic placement, clearly marked: for a MILP stopped with no (or a weak) incumbent."""
-    from ov_autoplace.costmodel.list_scheduling import critical_path_placement, heft_placement
+    from ov_autoplace.search.list_scheduling import critical_path_placement, heft_placement
 
     best = None
     for name, place in (("heft", heft_placement), ("critical_path", critical_path_placement)):

@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from ov_autoplace.costmodel import noise
-from ov_autoplace.costmodel.noise import LoadProbe, assess_load, iqr, per_run_node_ms
+from ov_autoplace.measuring import noise
+from ov_autoplace.measuring.noise import LoadProbe, assess_load, iqr, per_run_node_ms
 from ov_autoplace.cache.profile_store import ProfileStore
-from ov_autoplace.costmodel.profiler import ModelProfile
-from ov_autoplace.costmodel.quick_profile import quick_model_profile
+from ov_autoplace.measuring.profiler import ModelProfile
+from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
@@ -88,7 +88,7 @@ def test_a_quick_profile_has_a_non_negative_spread_per_op_and_device(testbed):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
 def test_a_profile_taken_while_another_core_is_busy_is_remeasured_then_marked_loaded(testbed, caplog):
     model = sg.attention_like(seq=64, hidden=64)
-    with cpu_hog(), caplog.at_level(logging.INFO, logger="ov_autoplace.costmodel.noise"):
+    with cpu_hog(), caplog.at_level(logging.INFO, logger="ov_autoplace.measuring.noise"):
         profile = quick_model_profile(model, testbed.core, ("CPU",))
     [report] = profile.reports
     assert report.remeasured and report.loaded and "other processes kept" in report.load_reason
@@ -126,9 +126,9 @@ def test_two_identical_devices_measured_separately_keep_one_device(f32_testbed):
     shifts every op of one device at once, which no within-window spread sees (a CI run at 1.1 busy cores
     moved two MatMuls for a predicted 0.042 ms against a spread of 0.038 ms), so a loaded profile proves no
     gain at all."""
-    from ov_autoplace.costmodel.local_search import LocalSearchRefiner
-    from ov_autoplace.costmodel.profiler import measure_model_profile
-    from ov_autoplace.costmodel.quick_profile import stored_or_prior_links
+    from ov_autoplace.search.local_search import LocalSearchRefiner
+    from ov_autoplace.measuring.profiler import measure_model_profile
+    from ov_autoplace.measuring.quick_profile import stored_or_prior_links
     from ov_autoplace.placement.legalizer import query_support
 
     model = prepare_model(sg.attention_like(seq=64, hidden=64))

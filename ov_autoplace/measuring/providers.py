@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from ov_autoplace.errors import DeviceError
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.link_calibration import profile_links
+from ov_autoplace.measuring.link_calibration import profile_links
 from ov_autoplace.costmodel.platforms import PLATFORMS, SimPlatform
 from ov_autoplace.cache.profile_store import ProfileStore
-from ov_autoplace.costmodel.profiler import profile_model
+from ov_autoplace.measuring.profiler import profile_model
 from ov_autoplace.costmodel.sim_costs import cost_model_for
 
 if TYPE_CHECKING:

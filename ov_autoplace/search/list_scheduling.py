@@ -2,7 +2,7 @@
 critical-path-first greedy placement, and the incremental placer they share.
 
 The strategies ``heft`` and ``critical_path`` (``strategies/heft.py``, ``strategies/critical_path.py``) and the
-exact optimum's fallback (``costmodel/milp.py``) call these functions on ``CostTerms``.
+exact optimum's fallback (``search/milp.py``) call these functions on ``CostTerms``.
 
 **HEFT.**
 

@@ -55,8 +55,8 @@ from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import Pin, effective_max_submodels, legalize
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms, move_spread_ms
-from ov_autoplace.costmodel.search_moves import candidate_moves, move_rows, repeated_layer_classes, structural_classes
-from ov_autoplace.costmodel.search_pricing import BATCH_CELLS, BatchPricer, Priced, lowered as _lowered, search_score
+from ov_autoplace.search.search_moves import candidate_moves, move_rows, repeated_layer_classes, structural_classes
+from ov_autoplace.search.search_pricing import BATCH_CELLS, BatchPricer, Priced, lowered as _lowered, search_score
 
 log = logging.getLogger(__name__)
 

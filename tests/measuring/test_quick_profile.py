@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.cache.profile_store import ProfileStore
-from ov_autoplace.costmodel.quick_profile import quick_model_profile, stored_or_prior_links
+from ov_autoplace.measuring.quick_profile import quick_model_profile, stored_or_prior_links
 from tests import synthetic_graphs as sg
 
 
@@ -71,7 +71,7 @@ def test_bad_arguments(thread_core):
 
 
 def test_a_slow_model_stops_at_the_time_budget_after_the_minimum_runs(thread_core):
-    from ov_autoplace.costmodel.quick_profile import MIN_PROFILED_RUNS, _runs
+    from ov_autoplace.measuring.quick_profile import MIN_PROFILED_RUNS, _runs
 
     compiled = thread_core.compile_model(sg.residual(), "CPU", {"PERF_COUNT": True})
     for running_average in (False, True):

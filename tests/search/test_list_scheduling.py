@@ -1,4 +1,4 @@
-"""List scheduling on the cost model (``costmodel/list_scheduling.py``): the incremental placer HEFT and the
+"""List scheduling on the cost model (``search/list_scheduling.py``): the incremental placer HEFT and the
 critical-path greedy share prices exactly, HEFT's rank order is topological, the critical path is a heaviest
 path. The strategies built on them: ``tests/strategies/test_heuristics.py``."""
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.costmodel.list_scheduling import IncrementalPlacer, critical_path, upward_rank
+from ov_autoplace.search.list_scheduling import IncrementalPlacer, critical_path, upward_rank
 from tests.costmodel.test_optimum import brute_latency, legal, random_cost, small_graph
 
 
