@@ -61,7 +61,7 @@ from ov_autoplace.api import DEFAULT_MAX_SUBMODELS  # noqa: E402
 from ov_autoplace_lab.paper_bench import truth  # noqa: E402
 from ov_autoplace_lab.paper_bench.headroom import headroom_row  # noqa: E402
 from ov_autoplace_lab.paper_bench.truth import platform_facts  # noqa: E402
-from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, DeviceFacts, prior_cost_model  # noqa: E402
+from ov_autoplace.costmodel.prior_costs import PRIOR_SPLIT_MARGIN, DeviceFacts, prior_cost_model  # noqa: E402
 from ov_autoplace.measuring.quick_profile import quick_model_profile  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import simulated_support  # noqa: E402
 from ov_autoplace.costmodel.simulator import Simulator  # noqa: E402

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ov_autoplace.decision.verification import MIN_GAIN, RUNNER_UP_METHODS  # noqa: E402
 
-CANDIDATE_KEY = "hsdag_refined_ms"  # place_with_cost: the HSDAG policy + the local search, guarded
+CANDIDATE_KEY = "hsdag_refined_ms"  # place_on_measured_costs: the HSDAG policy + the local search, guarded
 RUNNER_UP_KEYS = tuple(f"{m}_ms" for m in RUNNER_UP_METHODS)
 CANDIDATE_ALONE = (CANDIDATE_KEY, "best_single_device_ms")
 

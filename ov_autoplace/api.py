@@ -17,17 +17,17 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.devices.call_forms import compile_plain
+from ov_autoplace.devices.call_forms import compile_as_openvino
 from ov_autoplace.devices.device_strings import normalized_exclusions
 from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError
 from ov_autoplace.graph.arrays import extract_graph
-from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default, default_placement
+from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default_path, default_path_placement
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.stored_placement import compile_stored
+from ov_autoplace.decision.stored_placement import compile_carried_placement
 from ov_autoplace.decision.strategy_path import compile_with_strategy, place_with_strategy
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, query_support
-from ov_autoplace.compile.placed_compile import compile_placed
+from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import ShapesLike
@@ -86,7 +86,7 @@ def place(
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     prepared = prepare_model(req.placement_model)
     if req.strategy is None:  # what compile_model's default path would place: a stored profile, else the prior
-        return default_placement(req, prepared, extract_graph(prepared))
+        return default_path_placement(req, prepared, extract_graph(prepared))
     return place_with_strategy(req, prepared, extract_graph(prepared))
 
 
@@ -109,7 +109,7 @@ def compile_placement(
         compiled = ov_autoplace.compile_placement("model.xml", placement, {"PERFORMANCE_HINT": "LATENCY"})
     """
     core, spec, props, ov_model = validated_call(model, placement.device_string, config, core)
-    return compile_placed(core, ov_model, placement, spec.hetero_string, props)
+    return compile_with_affinities(core, ov_model, placement, spec.hetero_string, props)
 
 
 def _pinned_fallback(req: PlacementRequest, exc: Exception) -> ov.CompiledModel:
@@ -120,7 +120,7 @@ def _pinned_fallback(req: PlacementRequest, exc: Exception) -> ov.CompiledModel:
         support = query_support(req.core, prepared, graph, req.devices)
         placement = placement_pipeline(graph, np.argmax(support, axis=1).astype(np.int64), req.devices, support,
                                        strategy="plain+pins", pins=req.pins, max_submodels=None)
-        return compile_placed(req.core, req.model, placement, req.spec.hetero_string, req.props, shapes=req.shapes)
+        return compile_with_affinities(req.core, req.model, placement, req.spec.hetero_string, req.props, shapes=req.shapes)
     except USER_ERRORS:
         raise
     except Exception as again:  # noqa: BLE001 - say both failures; the pins are the user's request
@@ -209,7 +209,7 @@ def compile_model(
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
         return _without_policy(exc, model, device_name, config, core, pins, exclude_devices, max_submodels, shapes)
     if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile
-        return compile_plain(req.core, req.model, req.spec, req.spec.without(req.exclude_devices), req.props)
+        return compile_as_openvino(req.core, req.model, req.spec, req.spec.without(req.exclude_devices), req.props)
     if req.strategy is not None and profiling is not Profiling.STORED:
         raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "
                              "search_budget unset to use it")
@@ -218,9 +218,9 @@ def compile_model(
             return compile_with_strategy(req, cache_dir=cache_dir, use_cache=use_cache, cache_blobs=cache_blobs)
         compiled = None
         if profiling is Profiling.STORED:  # an IR that carries its placement (save_model): used, not placed again
-            compiled = compile_stored(req, cache_dir=cache_dir, cache_blobs=cache_blobs)
+            compiled = compile_carried_placement(req, cache_dir=cache_dir, cache_blobs=cache_blobs)
         if compiled is None:
-            compiled = compile_default(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
+            compiled = compile_default_path(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
                                        cache_blobs=cache_blobs)
         return compiled
     except USER_ERRORS:

@@ -28,7 +28,7 @@ import openvino as ov
 from ov_autoplace import api
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import extract_graph
-from ov_autoplace.compile.placed_compile import compile_placed
+from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.portable import attach, stored_placement
 from ov_autoplace.model.prepare import prepare_model
@@ -80,7 +80,7 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     if placement_shapes is not None and len(set(placement.assignment.values())) > 1:
         # the split as compile_model of the IR will build it: carried over, compiled dynamic, run once
         _, spec, props, _ = api.validated_call(ov_model, placement.device_string, config, core)
-        compile_placed(core, ov_model, placement, spec.hetero_string, props, shapes=placement_shapes)
+        compile_with_affinities(core, ov_model, placement, spec.hetero_string, props, shapes=placement_shapes)
     ov.save_model(clone, os.fspath(path), compress_to_fp16=compress_to_fp16)
     read_back, stored = load_placed(path, core=core)
     if stored is None or stored.assignment != placement.assignment or stored.verification != placement.verification:

@@ -23,7 +23,7 @@ import ov_autoplace
 from ov_autoplace import api
 from ov_autoplace.placement.portable import RT_INFO_PATH, stored_shapes
 from ov_autoplace.decision import stored_placement
-from ov_autoplace.decision.stored_placement import compile_stored
+from ov_autoplace.decision.stored_placement import compile_carried_placement
 from ov_autoplace.decision.verification import verified_placement
 from ov_autoplace.devices.testbed import make_testbed
 from ov_autoplace.decision.verification import RULE, Evidence, evidence_intact, seal
@@ -97,7 +97,7 @@ def _sealed_split(testbed, model) -> ov_autoplace.Placement:
     """A split carrying a sealed "kept" verdict: the state save_model writes on a machine where the split won.
 
     On the testbed the plain call wins (two CPUs), so such an IR cannot be made here by measuring; the verdict
-    is sealed with the real seal() so that compile_stored's split branch (carry-over, dynamic compile) runs.
+    is sealed with the real seal() so that compile_carried_placement's split branch (carry-over, dynamic compile) runs.
     """
     placement = ov_autoplace.place(model, testbed.hetero, core=testbed.core, strategy="heavy_ops", shapes=SHAPES)
     assert len(set(placement.assignment.values())) == 2
@@ -119,7 +119,7 @@ def test_a_stored_dynamic_split_is_carried_over_and_runs_at_any_shape(testbed, t
     seen = []
     monkeypatch.setattr(stored_placement, "verified_placement",
                         lambda *a, **k: seen.append(a) or verified_placement(*a, **k))
-    compiled = compile_stored(req, cache_dir=tmp_path / "cache")
+    compiled = compile_carried_placement(req, cache_dir=tmp_path / "cache")
     assert compiled is not None and not seen, "a sealed verdict read back under its own names: not measured again"
     assert set(compiled.get_property("EXECUTION_DEVICES")) == {"CPU", "CPUF"}
     plain = testbed.core.compile_model(read, "CPUF")
@@ -142,15 +142,15 @@ def test_other_shapes_or_a_static_entry_place_again(testbed, tmp_path, monkeypat
 
     monkeypatch.setattr(stored_placement, "verified_placement", verify)
     other = api.build_request(read, testbed.hetero, core=testbed.core, shapes={"x": [1, 64, 32]})
-    assert compile_stored(other) is None  # the user asked for a placement at other shapes
+    assert compile_carried_placement(other) is None  # the user asked for a placement at other shapes
     same = api.build_request(read, testbed.hetero, core=testbed.core, shapes=SHAPES)
-    assert compile_stored(same, cache_dir=tmp_path / "cache") is not None
+    assert compile_carried_placement(same, cache_dir=tmp_path / "cache") is not None
     # an entry without placement shapes (a static model's) on a dynamic model is not this model's
     text = json.loads(read.get_rt_info(RT_INFO_PATH).astype(str))
     del text["placement_shapes"]
     read.set_rt_info(json.dumps(text), RT_INFO_PATH)
     again = api.build_request(read, testbed.hetero, core=testbed.core)
-    assert compile_stored(again) is None and not seen
+    assert compile_carried_placement(again) is None and not seen
 
 
 def test_a_placement_made_at_the_wrong_inputs_is_refused_by_name(testbed, tmp_path):

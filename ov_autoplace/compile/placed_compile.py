@@ -67,7 +67,7 @@ def check_dynamic_split_runs(compiled: ov.CompiledModel, model: ov.Model, placem
             f"{reason}. Place for static shapes (reshape the model first) or use one device") from exc
 
 
-def compile_placed(core: ov.Core, model: ov.Model, placement: Placement, device_string: str,
+def compile_with_affinities(core: ov.Core, model: ov.Model, placement: Placement, device_string: str,
                    props: Mapping[str, Any] | None = None, *,
                    shapes: PlacementShapes | None = None) -> ov.CompiledModel:
     """Set ``placement``'s affinities on a prepared clone of ``model`` and compile it on ``device_string``.
@@ -95,4 +95,4 @@ def compile_placed(core: ov.Core, model: ov.Model, placement: Placement, device_
     return compiled
 
 
-__all__ = ["check_dynamic_split_runs", "compile_placed"]
+__all__ = ["check_dynamic_split_runs", "compile_with_affinities"]

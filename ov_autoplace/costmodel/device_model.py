@@ -42,6 +42,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ov_autoplace.devices.kinds import NPU
 from ov_autoplace.errors import CalibrationDataError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.legalizer import constant_subgraph_mask
@@ -123,7 +124,7 @@ class ModelDevice:
     terms: Batch1Terms
     calibration_key: str | None = None  # "platform/DEVICE" whose published latencies fit these terms
     fitted: bool = False  # the terms come from data/fitted_terms.json, not the prior
-    recognized_by: tuple[str, ...] = ()  # FULL_DEVICE_NAME regexes of the real device (costmodel/prior.py)
+    recognized_by: tuple[str, ...] = ()  # FULL_DEVICE_NAME regexes of the real device (costmodel/prior_costs.py)
 
     @property
     def name(self) -> str:
@@ -154,7 +155,7 @@ def node_costs(spec: SimDevice, terms: Batch1Terms, graph: GraphArrays, load, pr
     roofline[np.array([t in IN_PLACE_OP_TYPES for t in graph.op_types], bool)] = 0.0
     cost = np.where(load.costed, terms.dispatch_ms + roofline, 0.0)
     unsupported = np.array([not spec.supports(t) for t in graph.op_types]) & load.costed
-    if spec.kind == "npu":
+    if spec.kind == NPU.kind:
         unsupported |= load.dynamic
     cost[unsupported] = np.inf
     return cost

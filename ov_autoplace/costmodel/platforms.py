@@ -21,6 +21,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ov_autoplace.devices.kinds import CPU, GPU, KIND_NAMES, NPU
+
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,7 @@ class SimDevice:
 
     name: str  # HETERO device name: "CPU", "GPU", "NPU"
     product: str
-    kind: str  # "cpu" | "gpu" | "npu"
+    kind: str  # a cost-model kind name of devices/kinds.py: "cpu" | "gpu" | "npu"
     peak_flops: Mapping[str, float]  # vector units, per precision
     matrix_peak_flops: Mapping[str, float]  # matrix units used by conv/matmul/attention, per precision
     fallback_precision: str  # what it runs when the requested precision is not native
@@ -85,8 +87,8 @@ class SimDevice:
     notes: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in ("cpu", "gpu", "npu"):
-            raise ValueError(f"SimDevice.kind must be cpu, gpu or npu, got {self.kind!r}")
+        if self.kind not in KIND_NAMES:
+            raise ValueError(f"SimDevice.kind must be one of {', '.join(KIND_NAMES)}, got {self.kind!r}")
         if self.fallback_precision not in self.peak_flops:
             raise ValueError(f"{self.name}: fallback precision {self.fallback_precision!r} needs a vector peak")
         for field in ("compute_efficiency", "memory_efficiency"):
@@ -186,7 +188,7 @@ _NPU_MEMORY = _factors(conv=0.5, matmul=0.5, attention=0.4, elementwise=0.5, nor
 GiB = 2**30
 
 I9_12900K = SimDevice(
-    name="CPU", product="Intel Core i9-12900K", kind="cpu",
+    name=CPU.name, product="Intel Core i9-12900K", kind=CPU.kind,
     # ark.intel.com: 8 P-cores (Golden Cove) + 8 E-cores, no AVX-512; P all-core turbo ~4.9 GHz (reviews).
     # OpenVINO's latency hint on hybrid CPUs uses the P-cores: 8 cores x 32 f32 FLOP/cycle (2 x 256-bit FMA)
     # x 4.9 GHz = 1.25 TFLOP/s (derived). No native f16/bf16 compute: f16 requests run f32.
@@ -204,7 +206,7 @@ I9_12900K = SimDevice(
 )
 
 FLEX_170 = SimDevice(
-    name="GPU", product="Intel Data Center GPU Flex 170", kind="gpu",
+    name=GPU.name, product="Intel Data Center GPU Flex 170", kind=GPU.kind,
     # Intel spec: 32 Xe cores (512 vector engines x 8 f32 lanes = 4096 lanes), 2.05 GHz max,
     # 16 GB GDDR6 at 576 GB/s, 150 W, PCIe 4.0 x16. f32 = 4096 x 2 x 2.05 GHz = 16.8 TFLOP/s (derived;
     # Intel quotes ~16); vector f16 at twice the f32 rate (derived).
@@ -230,7 +232,7 @@ PAPER_PLATFORM = SimPlatform.from_host_links(
 )
 
 CORE_ULTRA_7_155H = SimDevice(
-    name="CPU", product="Intel Core Ultra 7 155H", kind="cpu",
+    name=CPU.name, product="Intel Core Ultra 7 155H", kind=CPU.kind,
     # ark.intel.com: 6 P-cores (Redwood Cove, up to 4.8 GHz) + 8 E-cores + 2 LP E-cores, no AVX-512.
     # P-cores only (latency hint) at ~4.0 GHz sustained in a laptop (estimate): 6 x 32 x 4.0 GHz (derived).
     peak_flops={"f32": 6 * 32 * 4.0e9},
@@ -245,7 +247,7 @@ CORE_ULTRA_7_155H = SimDevice(
 )
 
 ARC_IGPU_155H = SimDevice(
-    name="GPU", product="Intel Arc Graphics (Core Ultra 7 155H, Xe-LPG)", kind="gpu",
+    name=GPU.name, product="Intel Arc Graphics (Core Ultra 7 155H, Xe-LPG)", kind=GPU.kind,
     # ark: 8 Xe cores (128 vector engines x 8 f32 lanes), 2.25 GHz max; no XMX on Xe-LPG.
     # f32 = 1024 x 2 x 2.25 GHz = 4.6 TFLOP/s, f16 twice (derived); int8 via DP4a 4x f32 = 18.4 TOPS
     # (derived; Intel quotes 18 TOPS for the GPU).
@@ -274,7 +276,7 @@ NPU_SUPPORTED_OP_TYPES = frozenset({
 })
 
 NPU_155H = SimDevice(
-    name="NPU", product="Intel AI Boost NPU (Core Ultra 7 155H)", kind="npu",
+    name=NPU.name, product="Intel AI Boost NPU (Core Ultra 7 155H)", kind=NPU.kind,
     # Intel: 11 TOPS int8. Chips and Cheese ("Intel Meteor Lake's NPU", 2024): 2 compute tiles, 4096 int8
     # MACs/cycle. f16 at half the int8 rate: 5.7 TFLOP/s (estimate). No f32: f32 requests run f16.
     matrix_peak_flops={"int8": 11e12, "f16": 5.7e12},

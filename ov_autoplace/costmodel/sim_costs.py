@@ -42,6 +42,7 @@ import math
 
 import numpy as np
 
+from ov_autoplace.devices.kinds import CPU, NPU
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.costmodel.cost_model import CostModel
@@ -119,7 +120,7 @@ def _device_costs(device: SimDevice, graph: GraphArrays, load: _GraphLoad, preci
     """Cost in ms of every node on ``device`` (0 for nodes that do not run, inf for unsupported ones)."""
     cost = np.where(load.costed, device.launch_overhead_ms + _roofline_ms(device, load, precision), 0.0)
     unsupported = np.array([not device.supports(t) for t in graph.op_types]) & load.costed
-    if device.kind == "npu":
+    if device.kind == NPU.kind:
         unsupported |= load.dynamic  # the NPU compiles static shapes only
     cost[unsupported] = np.inf
     return cost
@@ -232,7 +233,7 @@ def read_host_cpu() -> tuple[str, float | None]:
     return text, hz
 
 
-def host_cpu_device(num_threads: int = 1, name: str = "CPU", *, cpuinfo: str | None = None) -> SimDevice:
+def host_cpu_device(num_threads: int = 1, name: str = CPU.name, *, cpuinfo: str | None = None) -> SimDevice:
     """A best-effort model of this machine's CPU (from :func:`read_host_cpu`; every number an estimate).
 
     Used as the reference of :func:`calibrate`: the measured costs are divided
@@ -266,7 +267,7 @@ def host_cpu_device(num_threads: int = 1, name: str = "CPU", *, cpuinfo: str | N
     except (OSError, ValueError, IndexError):
         mem = 16 * GiB
     return SimDevice(
-        name=name, product=f"{info.get('model name', 'host CPU')} x{num_threads} thread(s)", kind="cpu",
+        name=name, product=f"{info.get('model name', 'host CPU')} x{num_threads} thread(s)", kind=CPU.kind,
         peak_flops=peaks, matrix_peak_flops=matrix, fallback_precision="f32",
         memory_bandwidth=min(num_threads * 12e9, 60e9),  # estimate: ~12 GB/s per busy core
         memory_bytes=mem, shares_host_memory=True, launch_overhead_ms=0.002, submodel_overhead_ms=0.02,
@@ -281,7 +282,7 @@ def calibrate(
     measured: CostModel,
     graph: GraphArrays,
     *,
-    measured_device: str = "CPU",
+    measured_device: str = CPU.name,
     reference: SimDevice | None = None,
     reference_precision: str = "f32",
 ) -> SimPlatform:
@@ -307,7 +308,7 @@ def calibrate(
     if measured_device not in measured.devices:
         raise ValueError(f"measured cost model has no device {measured_device!r}; it has {list(measured.devices)}; "
                          "pass measured_device=")
-    cpus = [d for d in platform.devices if d.kind == "cpu"]
+    cpus = [d for d in platform.devices if d.kind == CPU.kind]
     if not cpus:
         raise ValueError(f"platform {platform.name!r} has no CPU to calibrate")
     target = cpus[0]

@@ -56,10 +56,11 @@ from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import ProfileStore, differences, profile_key
 from ov_autoplace.cache.root import UntrustedDirectoryError, profile_dir, refusal_message, warn_once
 from ov_autoplace.measuring.profiler import MODEL_PROFILE_FORMAT, ModelProfile
-from ov_autoplace.decision.placement_sources import measure_profile_now, place_with_cost
+from ov_autoplace.decision.placement_sources import measure_profile_now, place_on_measured_costs
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import needs_verification, runner_ups, verify_placement
 from ov_autoplace.devices.device_strings import parse_device_string, register_virtual_device
+from ov_autoplace.devices.kinds import DEVICE_KINDS, kind_of_plugin
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.legalizer import Pin, query_support
@@ -77,7 +78,6 @@ logger = logging.getLogger("ov_autoplace")
 WORKER_PROPERTIES = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS")
 SPEC_FORMAT = 2
 LOG_MAX_BYTES = 1 << 20  # the log is started afresh beyond this
-_BASES = {"intel_cpu": "CPU", "intel_gpu": "GPU", "intel_npu": "NPU"}
 
 
 class WorkerFailure(Exception):
@@ -95,7 +95,8 @@ def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
         base = None
         if device not in builtin:
             description = core.get_versions(device)[device].description
-            base = next((b for tag, b in _BASES.items() if tag in description), None)
+            kind = kind_of_plugin(description)
+            base = kind.name if kind is not None else None
         props = {}
         for prop in WORKER_PROPERTIES:
             try:
@@ -232,7 +233,7 @@ def read_spec(path: Path, digest: str) -> dict[str, Any]:
         (lambda: isinstance(spec.get("devices"), list) and spec["devices"] == spec["key"].get("devices")
          and all(isinstance(d, str) for d in spec["devices"]), "the key's device list"),
         (lambda: isinstance(spec.get("setup"), dict) and set(spec["setup"]) <= set(spec["devices"])
-         and all(isinstance(s, dict) and s.get("base") in (None, *_BASES.values()) for s in spec["setup"].values()),
+         and all(isinstance(s, dict) and s.get("base") in (None, *(k.name for k in DEVICE_KINDS)) for s in spec["setup"].values()),
          "a setup per listed device"),
         (lambda: isinstance(spec.get("config", {}), dict), "a config object"),
         (lambda: spec.get("max_submodels") is None or type(spec.get("max_submodels")) is int,
@@ -310,7 +311,7 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
         profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
         raise WorkerFailure(f"the profile could not be stored in {store.directory}")
-    candidate = place_with_cost(req, prepared, graph, PRETRAINED_POLICY, profile.cost_model, "hsdag:profile")
+    candidate = place_on_measured_costs(req, prepared, graph, PRETRAINED_POLICY, profile.cost_model, "hsdag:profile")
     candidate.notes.append(f"placed by the background worker after {time.perf_counter() - started:.1f} s of "
                            "profiling")
     support = query_support(core, prepared, graph, devices)

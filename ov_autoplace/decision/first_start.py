@@ -1,6 +1,6 @@
 """``compile_model``'s default path: a first start close to a plain compile, a warm start as fast as one.
 
-``compile_default`` picks the source (``placement_sources.py``), compiles, and,
+``compile_default_path`` picks the source (``placement_sources.py``), compiles, and,
 with ``profile="background"``, hands the measuring to a detached worker
 (``decision/background_worker.py``). The identical-devices path reads a few device
 properties and calls ``core.compile_model`` on the caller's own model, without
@@ -94,7 +94,7 @@ def _policy_stamp(path) -> str:
     return f"{st.st_size}-{st.st_mtime_ns}"
 
 
-def compile_default(req: PlacementRequest, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
+def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_dir, use_cache: bool, cache_blobs: bool):
     """Decide (fast path, single-device index, then :func:`decide`), log the source, compile, hand off."""
     started = time.perf_counter()
     root = cache_root(cache_dir)
@@ -200,7 +200,7 @@ def _profile_or_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
     return decision if decision is not None else place_from_prior(req, prepared, graph, POLICY_FILE)
 
 
-def default_placement(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, cache_dir=None) -> Placement:
+def default_path_placement(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, cache_dir=None) -> Placement:
     """What the default path would place (stored profile, else prior) as a Placement; nothing is compiled or run."""
     decision = _profile_or_prior(req, prepared, graph, ProfileStore(profile_dir(cache_dir)))
     logger.info("placement source: %s -> %s%s", decision.source,
@@ -215,4 +215,4 @@ def _profile_path(req: PlacementRequest, graph: GraphArrays, store: ProfileStore
                                       extra={"format": MODEL_PROFILE_FORMAT}))
 
 
-__all__ = ["compile_default"]
+__all__ = ["compile_default_path"]

@@ -22,7 +22,7 @@ import numpy as np
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.search.memory_fit import legal_pricer
-from ov_autoplace.costmodel.prior import predicted_single_ms
+from ov_autoplace.costmodel.prior_costs import predicted_single_ms
 from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.assignment import Placement

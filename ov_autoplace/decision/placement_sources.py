@@ -2,7 +2,7 @@
 
 Order of the sources (the one used is logged at INFO as ``placement source: ...``):
 
-1. **prior, no graph** - every device reports the same facts (``costmodel/prior.py``; e.g. the CPU
+1. **prior, no graph** - every device reports the same facts (``costmodel/prior_costs.py``; e.g. the CPU
    plugin under two names with the same precision): the prior predicts every split slower than one
    device (a split only adds transfers and submodel switches), so the model goes to the first
    device, the one HETERO itself would pick, without reading the graph;
@@ -33,7 +33,7 @@ import openvino as ov
 
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
-from ov_autoplace.costmodel.prior import prior_cost_model
+from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
@@ -158,7 +158,7 @@ def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphAr
     profile = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
         return None
-    placement = place_with_cost(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
+    placement = place_on_measured_costs(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
     device = single_device_of(placement)
     decision = Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared,
                         reason="; ".join(placement.notes) if device else "", runner_up_cost=profile.cost_model)
@@ -169,7 +169,7 @@ def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphAr
     return decision
 
 
-def place_with_cost(req: PlacementRequest, prepared, graph, policy_path, cost, strategy: str) -> Placement:
+def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path, cost, strategy: str) -> Placement:
     """The HSDAG policy on ``cost`` refined by the local search, legalized and guarded (profile path, worker).
 
     The local search (``search/local_search.py``) prices region moves on the same measured ``cost`` and keeps
@@ -299,5 +299,5 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
 
 __all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "LIVE_DRAWS", "PRIOR_LOG_SIGMA", "PriorChoice", "cache_key",
            "decision_from_cache", "decision_to_placement", "fast_single_device", "measure_profile_now",
-           "place_from_prior", "place_from_profile", "place_with_cost", "prior_choice", "prior_outcome", "settle",
+           "place_from_prior", "place_from_profile", "place_on_measured_costs", "prior_choice", "prior_outcome", "settle",
            "single_device_of", "survives_prior_error"]

@@ -1,6 +1,6 @@
 """The prior's decision rule: keep the plain call's device, switch to another one, or split - from predictions only.
 
-``first_start`` asks the prior (``costmodel/prior.py``) for costs and ``placement_sources.place_from_prior`` turns
+``first_start`` asks the prior (``costmodel/prior_costs.py``) for costs and ``placement_sources.place_from_prior`` turns
 this module's answer into a decision. Everything here is pure given its inputs (no device is compiled or run):
 
 * :func:`prior_choice` - one device (HETERO's first unless another is predicted faster beyond the margin), or the
@@ -21,7 +21,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.platforms import CATEGORIES
-from ov_autoplace.costmodel.prior import PRIOR_SPLIT_MARGIN, predicted_single_ms
+from ov_autoplace.costmodel.prior_costs import PRIOR_SPLIT_MARGIN, predicted_single_ms
 from ov_autoplace.costmodel.sim_costs import op_category, simulated_support
 from ov_autoplace.decision.placement_pipeline import InsideMargin, placement_pipeline
 from ov_autoplace.decision.verification import single_device_of

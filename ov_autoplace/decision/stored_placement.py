@@ -14,7 +14,7 @@ winner is compiled). Pins take the normal path.
 A dynamic model's IR stores the placement made on its static clone with the
 placement shapes (``saved_model.py``): the clone is rebuilt at the stored
 shapes, matched, verified there if it must be, and the placement is carried
-over to the dynamic model and run once at those shapes (``compile_placed``,
+over to the dynamic model and run once at those shapes (``compile_with_affinities``,
 as for a placement made in the same process). ``shapes=`` naming other shapes
 than the stored ones (and than the default ones) takes the normal path: the
 user asked for a placement at those shapes.
@@ -44,7 +44,7 @@ from ov_autoplace.placement.portable import RT_INFO_PATH, stored_placement, stor
 logger = logging.getLogger("ov_autoplace")
 
 
-def compile_stored(req: PlacementRequest, *, cache_dir=None, cache_blobs: bool = False) -> ov.CompiledModel | None:
+def compile_carried_placement(req: PlacementRequest, *, cache_dir=None, cache_blobs: bool = False) -> ov.CompiledModel | None:
     """The model compiled with the placement its rt_info carries, or None when there is none to use."""
     if req.pins or not req.model.has_rt_info(RT_INFO_PATH):
         return None
@@ -89,4 +89,4 @@ def _at_stored_shapes(req: PlacementRequest) -> PlacementRequest | None:
     return None if clone is None else dataclasses.replace(req, shapes=shapes, placement_model=clone)
 
 
-__all__ = ["compile_stored"]
+__all__ = ["compile_carried_placement"]

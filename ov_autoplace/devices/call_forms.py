@@ -31,6 +31,7 @@ from typing import Any
 import openvino as ov
 
 from ov_autoplace.devices.device_strings import DeviceSpec, available_devices, check_devices_present, parse_device_string
+from ov_autoplace.devices.kinds import CPU, DEVICE_KINDS, GPU, kind_of
 from ov_autoplace.errors import DeviceError, PropertyError
 
 logger = logging.getLogger("ov_autoplace")
@@ -38,7 +39,7 @@ logger = logging.getLogger("ov_autoplace")
 PRIORITIES = "MULTI_DEVICE_PRIORITIES"
 DISTRIBUTION_POLICY = "MODEL_DISTRIBUTION_POLICY"
 #: Devices AUTO never picks unless they are named (its device_block_list).
-AUTO_BLOCKED = ("NPU",)
+AUTO_BLOCKED = tuple(k.name for k in DEVICE_KINDS if not k.auto_candidate)
 #: Properties the core itself reads (not listed in any plugin's SUPPORTED_PROPERTIES).
 CORE_PROPERTIES = ("CACHE_DIR", "CACHE_MODE", "CACHE_ENCRYPTION_CALLBACKS", "ENABLE_MMAP", "FORCE_TBB_TERMINATE",
                    "ALLOW_AUTO_BATCHING", "AUTO_BATCH_TIMEOUT", "DEVICE_PROPERTIES", "WEIGHTS_PATH", "COMPILED_BLOB")
@@ -80,16 +81,17 @@ def auto_candidates(core: ov.Core, present: list[str] | None = None) -> tuple[st
         base = device.split(".")[0]
         if base in AUTO_BLOCKED:
             continue
-        if device.startswith("CPU"):
+        kind = kind_of(device)
+        if kind is CPU:
             cpus.append(device)
-        elif device.startswith("GPU"):
+        elif kind is GPU:
             try:
                 if "vendor=0x8086" not in str(core.get_property(device, "DEVICE_ARCHITECTURE")):
                     continue
-                kind = str(core.get_property(device, "DEVICE_TYPE")).upper()
+                memory = str(core.get_property(device, "DEVICE_TYPE")).upper()
             except RuntimeError:
-                kind = ""
-            (discrete if "DISCRETE" in kind else integrated).append(device)
+                memory = ""
+            (discrete if "DISCRETE" in memory else integrated).append(device)
         else:
             others.append(device)
     return tuple(discrete + integrated + others + cpus)
@@ -263,7 +265,7 @@ def check_property_values(core: ov.Core, spec: DeviceSpec, props: dict[str, Any]
 
     ``{"PERFORMANCE_HINT": 3.5}`` or ``{"NUM_STREAMS": "x"}`` would otherwise reach the placement machinery,
     fail there and fall back. A probe costs one query_model of a one-op model (~20-30 ms on the 2-core CI
-    machine), once per process and config. Calls that are not placed need no probe: :func:`compile_plain`
+    machine), once per process and config. Calls that are not placed need no probe: :func:`compile_as_openvino`
     types the error OpenVINO raises.
     """
     if not props or not spec.is_placement:
@@ -276,7 +278,7 @@ def check_property_values(core: ov.Core, spec: DeviceSpec, props: dict[str, Any]
         _READ_CONFIGS.add(key)
 
 
-def compile_plain(core: ov.Core, model: ov.Model, spec: DeviceSpec, device: str, props: dict[str, Any]):
+def compile_as_openvino(core: ov.Core, model: ov.Model, spec: DeviceSpec, device: str, props: dict[str, Any]):
     """``core.compile_model(model, device, props)`` as OpenVINO does it (no probe, nothing added).
 
     When it raises and a single device or HETERO rejected the config, the error is a PropertyError (still a
@@ -308,5 +310,5 @@ def _probe(core: ov.Core, spec: DeviceSpec, props: dict[str, Any], target: str) 
                             "OpenVINO accepts (e.g. 'PERFORMANCE_HINT': 'LATENCY'), or leave it out") from None
 
 
-__all__ = ["auto_candidates", "check_property_values", "compile_plain", "openvino_auto_excludes",
+__all__ = ["auto_candidates", "check_property_values", "compile_as_openvino", "openvino_auto_excludes",
            "resolve_device_request"]

@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 import openvino as ov
 
+from ov_autoplace.devices.kinds import CPU, DEVICE_KINDS
 from ov_autoplace.errors import DeviceError, PropertyError
 
 # Meta devices that schedule over other devices. Placement only makes sense for
@@ -328,13 +329,12 @@ def check_properties(config: object) -> dict[str, object]:
     return checked
 
 
-def plugin_library(base_device: str = "CPU") -> Path:
+def plugin_library(base_device: str = CPU.name) -> Path:
     """Path of the plugin library OpenVINO uses for ``base_device``."""
     import openvino
 
     libs = Path(openvino.__file__).parent / "libs"
-    names = {"CPU": "libopenvino_intel_cpu_plugin.so", "GPU": "libopenvino_intel_gpu_plugin.so",
-             "NPU": "libopenvino_intel_npu_plugin.so"}
+    names = {k.name: k.plugin_library for k in DEVICE_KINDS}
     if base_device not in names:
         raise DeviceError(f"cannot clone device {base_device!r}; expected one of {', '.join(names)}")
     path = libs / names[base_device]
@@ -344,7 +344,7 @@ def plugin_library(base_device: str = "CPU") -> Path:
 
 
 def register_virtual_device(
-    core: ov.Core, name: str, *, base_device: str = "CPU", properties: Mapping[str, object] | None = None
+    core: ov.Core, name: str, *, base_device: str = CPU.name, properties: Mapping[str, object] | None = None
 ) -> str:
     """Register ``base_device``'s plugin under ``name`` on ``core`` and set its properties.
 

@@ -1,6 +1,6 @@
 """What a device reports about itself, read without compiling anything (the prior's inputs).
 
-Kept apart from ``costmodel/prior.py`` on purpose: deciding that the devices are
+Kept apart from ``costmodel/prior_costs.py`` on purpose: deciding that the devices are
 indistinguishable (the first start's fast path) needs only these few property
 reads, not the simulated device models, numpy or the graph.
 """
@@ -10,9 +10,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
+from ov_autoplace.devices.kinds import MEMORY_PROPERTIES, kind_of, kind_of_plugin
+
 #: Properties a device reports about itself that the prior reads (:class:`DeviceFacts`).
 FACT_PROPERTIES = ("DEVICE_TYPE", "DEVICE_ARCHITECTURE", "OPTIMIZATION_CAPABILITIES", "DEVICE_GOPS",
-                   "GPU_DEVICE_TOTAL_MEM_SIZE", "FULL_DEVICE_NAME", "INFERENCE_PRECISION_HINT",
+                   *MEMORY_PROPERTIES, "FULL_DEVICE_NAME", "INFERENCE_PRECISION_HINT",
                    "INFERENCE_NUM_THREADS")
 
 
@@ -56,12 +58,8 @@ class DeviceFacts:
     @property
     def kind(self) -> str | None:
         """cpu / gpu / npu from the plugin or the device name (a virtual device keeps its plugin's kind)."""
-        for text in (self.plugin or "", self.name):
-            low = text.lower()
-            for kind in ("cpu", "gpu", "npu"):
-                if kind in low:
-                    return kind
-        return None
+        found = kind_of_plugin(self.plugin or "") or kind_of(self.name)
+        return found.kind if found is not None else None
 
     @property
     def reported(self) -> bool:
@@ -105,7 +103,7 @@ def read_device_facts(core: Any, device: str) -> DeviceFacts:
     gops_pairs = tuple(sorted((_precision_name(k) or str(k), float(v)) for k, v in gops.items())) \
         if isinstance(gops, dict) else ()
     caps = values["OPTIMIZATION_CAPABILITIES"]
-    memory = values["GPU_DEVICE_TOTAL_MEM_SIZE"]
+    memory = next((values[p] for p in MEMORY_PROPERTIES if values[p]), None)
     threads = values["INFERENCE_NUM_THREADS"]
     return DeviceFacts(
         name=device, plugin=plugin,

@@ -70,7 +70,7 @@ def stored_or_prior_links(core: ov.Core, devices: Sequence[str], store: ProfileS
             cached = store.load(key, LinkProfile.from_dict)
             if cached is not None and cached.devices == devices:
                 return cached
-    from ov_autoplace.costmodel.prior import prior_device, read_device_facts
+    from ov_autoplace.costmodel.prior_costs import prior_device, read_device_facts
     from ov_autoplace.costmodel.platforms import SimPlatform
 
     models = [prior_device(read_device_facts(core, d)) for d in devices]

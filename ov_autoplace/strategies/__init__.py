@@ -18,7 +18,7 @@ _LAZY = {
     "OpenVINOAutoStrategy": ".openvino_modes",
     "OpenVINOHeteroAutoStrategy": ".openvino_modes",
     "OpenVINOPipelineParallelStrategy": ".openvino_modes",
-    "OptimumStrategy": ".optimum_strategy",
+    "OptimumStrategy": ".optimum",
     "PlacementContext": ".base",
     "PlacementStrategy": ".base",
     "RandomStrategy": ".random_strategy",

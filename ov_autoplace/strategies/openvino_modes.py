@@ -26,6 +26,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from ov_autoplace.devices.kinds import CPU, GPU, kind_of
 from ov_autoplace.devices.device_strings import devices_present
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
@@ -155,7 +156,7 @@ class OpenVINOPipelineParallelStrategy(_OpenVINOMode):
             capacity = np.asarray(cost.device_memory_bytes, np.float64).copy()
         if self.memory_rule == "openvino":
             for d, name in enumerate(context.devices):
-                if "GPU" not in name:
+                if kind_of(name) is not GPU:
                     capacity[d] = np.inf  # CPU: assumed to have enough; NPU and others: no capacity reported
         device = self._split(context, weights, capacity)
         stages = [context.devices[d] for d in dict.fromkeys(device[context.graph.role == NodeRole.COMPUTE].tolist())]
@@ -232,9 +233,10 @@ class OpenVINOAutoStrategy(_OpenVINOMode):
 
     def priority(self, device: str, core=None) -> int:
         """AUTO's default class of ``device``: 0 dGPU, 1 iGPU, 2 other accelerators (NPU), 3 CPU."""
-        if device.startswith("CPU"):
+        kind = kind_of(device)
+        if kind is CPU:
             return 3
-        if device.startswith("GPU"):
+        if kind is GPU:
             discrete = device in self.discrete_gpus
             if core is not None and not discrete:
                 try:
@@ -263,7 +265,7 @@ class OpenVINOAutoStrategy(_OpenVINOMode):
             chosen = [c for c in chosen if c is not None]
             if not chosen:
                 raise RuntimeError(f"AUTO reported EXECUTION_DEVICES {reported}, none of {devices}")
-            accel = [c for c in chosen if not c.startswith("CPU")]
+            accel = [c for c in chosen if kind_of(c) is not CPU]
             self.last_choice = accel[0] if len(chosen) > 1 and accel else chosen[0]
             self.last_note = f"compiled {target!r} {props}: EXECUTION_DEVICES {reported}"
         else:

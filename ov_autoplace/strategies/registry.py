@@ -86,7 +86,7 @@ def _critical_path() -> PlacementStrategy:
 
 
 def _optimum() -> PlacementStrategy:
-    from ov_autoplace.strategies.optimum_strategy import OptimumStrategy
+    from ov_autoplace.strategies.optimum import OptimumStrategy
 
     return OptimumStrategy(_measured_cost())
 

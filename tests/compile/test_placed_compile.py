@@ -1,4 +1,4 @@
-"""compile_placed: the shared compile step; a dynamic split HETERO cannot run is caught before it is returned."""
+"""compile_with_affinities: the shared compile step; a dynamic split HETERO cannot run is caught before it is returned."""
 
 from __future__ import annotations
 

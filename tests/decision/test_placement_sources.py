@@ -13,7 +13,7 @@ import ov_autoplace as oa
 from ov_autoplace.decision import placement_sources
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import ProfileStore
-from ov_autoplace.costmodel.prior import DeviceFacts
+from ov_autoplace.costmodel.prior_costs import DeviceFacts
 from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model

@@ -116,7 +116,7 @@ def test_devices_that_may_be_calibrated_are_not_compiled_ahead(thread_core):
                                                               "Intel(R) Data Center GPU Flex 170 (dGPU)"])
     assert not may_all_be_recognized(["12th Gen Intel(R) Core(TM) i9-12900K", None])
     assert not may_all_be_recognized(["Some Future CPU 9000", "Intel(R) Data Center GPU Flex 170 (dGPU)"])
-    from ov_autoplace.costmodel.prior import recognize_devices
+    from ov_autoplace.costmodel.prior_costs import recognize_devices
     from ov_autoplace.devices.facts import read_device_facts
 
     facts = [read_device_facts(thread_core, d) for d in ("CPUS", "CPU")]

@@ -33,7 +33,7 @@ def test_warm_one_device_start_skips_the_clone_and_the_cache_machinery(tmp_path)
     assert "placement source: cache (prior) -> CPU" in runs[1].stdout
     loaded = next(line for line in runs[1].stdout.splitlines() if line.startswith("LOADED"))
     for heavy in ("ov_autoplace.model.prepare", "ov_autoplace.cache.placement_cache'", "ov_autoplace.decision.placement_sources",
-                  "ov_autoplace.policy", "ov_autoplace.costmodel.prior"):
+                  "ov_autoplace.policy", "ov_autoplace.costmodel.prior_costs"):
         assert heavy not in loaded, loaded
 
 

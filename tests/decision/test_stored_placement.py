@@ -1,4 +1,4 @@
-"""compile_stored: the default path's use of a placement an IR carries (save_model), under the verification rule."""
+"""compile_carried_placement: the default path's use of a placement an IR carries (save_model), under the verification rule."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import ov_autoplace
 from ov_autoplace import api
 from ov_autoplace.decision import stored_placement
-from ov_autoplace.decision.stored_placement import compile_stored
+from ov_autoplace.decision.stored_placement import compile_carried_placement
 from ov_autoplace.devices.testbed import make_testbed
 from ov_autoplace.decision.verification import evidence_intact, verified_placement
 from tests import synthetic_graphs as sg
@@ -27,7 +27,7 @@ def _request(model, testbed, **kw):
 
 class RecordingVerify:
     """verification.verified_placement itself, recording which placements were sent to it (the real measurement
-    runs); installed where compile_stored calls it."""
+    runs); installed where compile_carried_placement calls it."""
 
     def __init__(self, monkeypatch):
         self.seen = []
@@ -40,7 +40,7 @@ class RecordingVerify:
 
 def test_a_model_without_a_stored_placement_takes_the_normal_path(testbed, monkeypatch):
     verify = RecordingVerify(monkeypatch)
-    assert compile_stored(_request(sg.residual(), testbed)) is None and not verify.seen
+    assert compile_carried_placement(_request(sg.residual(), testbed)) is None and not verify.seen
 
 
 def test_a_stored_split_without_evidence_is_verified_then_compiled(testbed, tmp_path, monkeypatch):
@@ -49,7 +49,7 @@ def test_a_stored_split_without_evidence_is_verified_then_compiled(testbed, tmp_
     ov_autoplace.save_model(model, tmp_path / "placed.xml", placement, core=testbed.core, verify=False)
     read = testbed.core.read_model(tmp_path / "placed.xml")
     verify = RecordingVerify(monkeypatch)
-    compiled = compile_stored(_request(read, testbed), cache_dir=tmp_path / "cache")
+    compiled = compile_carried_placement(_request(read, testbed), cache_dir=tmp_path / "cache")
     assert compiled is not None
     (proposal,) = verify.seen  # not evidence_intact: measured against the plain call before it is compiled
     assert proposal.assignment == placement.assignment and not evidence_intact(proposal)
@@ -63,9 +63,9 @@ def test_pins_or_another_device_list_take_the_normal_path(testbed, tmp_path, mon
     ov_autoplace.save_model(model, tmp_path / "placed.xml", placement, core=testbed.core)
     read = testbed.core.read_model(tmp_path / "placed.xml")
     verify = RecordingVerify(monkeypatch)
-    assert compile_stored(_request(read, testbed, pins={"type:Convolution": "CPU"})) is None
+    assert compile_carried_placement(_request(read, testbed, pins={"type:Convolution": "CPU"})) is None
     other = api.build_request(read, "HETERO:CPUF,CPU", core=testbed.core, max_submodels=8)
-    assert compile_stored(other) is None and not verify.seen
+    assert compile_carried_placement(other) is None and not verify.seen
 
 
 def test_a_placement_verified_by_save_model_is_compiled_without_measuring(testbed, tmp_path, monkeypatch):
@@ -74,7 +74,7 @@ def test_a_placement_verified_by_save_model_is_compiled_without_measuring(testbe
     stored = ov_autoplace.save_model(model, tmp_path / "placed.xml", proposal, core=testbed.core)  # verified here
     read = testbed.core.read_model(tmp_path / "placed.xml")
     verify = RecordingVerify(monkeypatch)
-    compiled = compile_stored(_request(read, testbed), cache_dir=tmp_path / "cache")
+    compiled = compile_carried_placement(_request(read, testbed), cache_dir=tmp_path / "cache")
     # intact evidence (kept/plain), or an abstention that kept the plain call's placement: nothing measured again
     assert compiled is not None and not verify.seen
     used = {stored.assignment[n] for n in stored.compute_nodes}

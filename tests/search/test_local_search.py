@@ -17,7 +17,7 @@ from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import Pin, legalize
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
-from tests.costmodel.test_optimum import active_mask, random_cost, random_dag
+from tests.search.test_exact_optimum import active_mask, random_cost, random_dag
 
 
 def _legal_ms(cost, graph, proposal, support=None, pins=(), max_submodels=8) -> float:
@@ -115,7 +115,7 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.registry import make_strategy
 from tests import synthetic_graphs as sg
-from tests.costmodel.test_local_search import _split_pays_cost
+from tests.search.test_local_search import _split_pays_cost
 graph = extract_graph(prepare_model(sg.long_chain(12)))
 from ov_autoplace.search.local_search import refine_placement
 result = refine_placement(_split_pays_cost(graph), graph, np.zeros(graph.num_nodes, np.int64))

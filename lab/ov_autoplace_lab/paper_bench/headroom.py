@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from ov_autoplace.costmodel.device_model import SuitePlatform
-from ov_autoplace.search.optimum import proven_optimal
+from ov_autoplace.search.exact_optimum import proven_optimal
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays

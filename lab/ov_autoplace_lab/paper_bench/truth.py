@@ -41,7 +41,7 @@ import numpy as np
 from ov_autoplace_lab.calibration.calibration_data import load_calibration
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.device_model import SuitePlatform
-from ov_autoplace.search.optimum import proven_optimal
+from ov_autoplace.search.exact_optimum import proven_optimal
 from ov_autoplace.costmodel.platforms import CATEGORIES, op_category
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
@@ -203,7 +203,7 @@ def score_leave_platform_out(platform: SuitePlatform, graph: GraphArrays, placem
                              milp_seconds: float = TRUTH_MILP_SECONDS) -> dict | None:
     """The row's ``"truth_leave_platform_out"`` entry (one truth, scalars), or None when the prior cannot model
     some device without the left-out fits."""
-    from ov_autoplace.costmodel.prior import prior_cost_model
+    from ov_autoplace.costmodel.prior_costs import prior_cost_model
 
     excluded = leave_out_platforms(platform)
     cpu = next((d.spec for d in platform.devices if d.spec.kind == "cpu"), None)
@@ -288,7 +288,7 @@ REPORTED_NAMES = {"paper/CPU": "12th Gen Intel(R) Core(TM) i9-12900K",
 
 def platform_facts(platform: SuitePlatform) -> list:
     """What each simulated device would report to the prior: the properties ``read_device_facts`` reads."""
-    from ov_autoplace.costmodel.prior import DeviceFacts
+    from ov_autoplace.costmodel.prior_costs import DeviceFacts
 
     facts = []
     for device in platform.devices:

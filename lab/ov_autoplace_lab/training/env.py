@@ -209,10 +209,10 @@ class MeasuredEnv(PlacementEnv):
                  max_submodels: int | None = 8, warmup: int = 2, iterations: int = 10, max_seconds: float = 2.0,
                  name: str | None = None, store=None) -> None:
         super().__init__()
-        from ov_autoplace.compile.placed_compile import compile_placed  # not the public api: it imports this package (search)
+        from ov_autoplace.compile.placed_compile import compile_with_affinities  # not the public api: it imports this package (search)
         from ov_autoplace.devices.timing import measure_latency
 
-        self._compile_placed, self._measure_latency = compile_placed, measure_latency
+        self._compile_placed, self._measure_latency = compile_with_affinities, measure_latency
         self.core, self.devices = core, tuple(devices)
         self.prepared = prepare_model(model)
         self.graph = extract_graph(self.prepared)

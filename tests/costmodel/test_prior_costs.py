@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ov_autoplace.costmodel.prior import (PRIOR_SPLIT_MARGIN, PRIOR_SPLIT_MARGIN_RECOGNIZED, DeviceFacts,
+from ov_autoplace.costmodel.prior_costs import (PRIOR_SPLIT_MARGIN, PRIOR_SPLIT_MARGIN_RECOGNIZED, DeviceFacts,
                                           calibrated_templates, indistinguishable, normalized_device_name,
                                           predicted_single_ms, prior_cost_model, prior_device, read_device_facts,
                                           recognize_devices)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ov_autoplace.strategies.cost_based import CostModelStrategy, CostProvider
 from ov_autoplace.search.milp import milp_placement
-from ov_autoplace.search.optimum import OptimumResult, min_cut_placement
+from ov_autoplace.search.exact_optimum import OptimumResult, min_cut_placement
 from ov_autoplace.strategies.base import PlacementContext
 
 

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ov_autoplace.devices.kinds import CPU, kind_named
 from ov_autoplace.devices.facts import FACT_PROPERTIES, DeviceFacts, indistinguishable, read_device_facts
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.costmodel.cost_model import CostModel
@@ -121,8 +122,10 @@ def _at_precision(terms: Batch1Terms, fitted_at: set[str], precision: str) -> Ba
 
 
 def _precision(facts: DeviceFacts) -> str:
-    """The precision the device runs: its INFERENCE_PRECISION_HINT, else the plugin default (CPU f32, else f16)."""
-    return facts.precision or ("f32" if facts.kind == "cpu" else "f16")
+    """The precision the device runs: its INFERENCE_PRECISION_HINT, else its kind's default (devices/kinds.py; f16 for
+    a kind the table does not know, as an accelerator's)."""
+    row = kind_named(facts.kind) if facts.kind else None
+    return facts.precision or (row.default_precision if row is not None else "f16")
 
 
 def recognize_devices(facts: Sequence[DeviceFacts], exclude_platforms: Sequence[str] = ()
@@ -144,8 +147,8 @@ def recognize_devices(facts: Sequence[DeviceFacts], exclude_platforms: Sequence[
                      if d.spec.kind == f.kind and any(re.search(pattern, name) for pattern in d.recognized_by)), None)
 
     found = [match(f) for f in facts]
-    host_platforms = {m[0].calibration_key.split("/")[0] for m in found if m is not None and m[0].spec.kind == "cpu"}
-    return [m if m is None or m[0].spec.kind == "cpu" or not m[0].spec.shares_host_memory
+    host_platforms = {m[0].calibration_key.split("/")[0] for m in found if m is not None and m[0].spec.kind == CPU.kind}
+    return [m if m is None or m[0].spec.kind == CPU.kind or not m[0].spec.shares_host_memory
             or m[0].calibration_key.split("/")[0] in host_platforms else None for m in found]
 
 
@@ -184,7 +187,7 @@ def prior_device(facts: DeviceFacts, *, cpu_spec: SimDevice | None = None,
     fitted = [d for d, _ in calibrated]
     fitted_at = {p for _, p in calibrated}
     precision = _precision(facts)
-    if facts.kind == "cpu":
+    if facts.kind == CPU.kind:
         spec = cpu_spec if cpu_spec is not None else host_cpu_device(facts.threads or _usable_cores(),
                                                                      name=facts.name)
         if cpu_spec is None and facts.precision == "bf16" and "bf16" not in spec.peak_flops:
@@ -192,7 +195,7 @@ def prior_device(facts: DeviceFacts, *, cpu_spec: SimDevice | None = None,
         if fitted:
             terms = _geometric_mean_terms(fitted)
         else:
-            fallback = _unfitted_template("cpu")
+            fallback = _unfitted_template(CPU.kind)
             if fallback is None:
                 return None
             terms = fallback.terms
