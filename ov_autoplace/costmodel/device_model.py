@@ -48,7 +48,7 @@ from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.platforms import CATEGORIES, SimDevice, SimPlatform
-from ov_autoplace.costmodel.sim_costs import FUSABLE_POST_OPS, _graph_load, cost_model_for, post_op_fusion
+from ov_autoplace.costmodel.sim_costs import FUSABLE_POST_OPS, graph_load, cost_model_for, post_op_fusion
 
 #: Ops that write nothing of their own in OpenVINO's CPU / GPU plugins (producers write into the buffer).
 IN_PLACE_OP_TYPES = frozenset({"Concat"})
@@ -144,7 +144,7 @@ class ModelDevice:
 
 
 def node_costs(spec: SimDevice, terms: Batch1Terms, graph: GraphArrays, load, precision: str) -> np.ndarray:
-    """The batch-1 cost of every node of ``graph`` (``load``: ``sim_costs._graph_load(graph)``)."""
+    """The batch-1 cost of every node of ``graph`` (``load``: ``sim_costs.graph_load(graph)``)."""
     prec = spec.precision_for(precision)
     peak = np.array([spec.peak_for(c, prec) * spec.compute_efficiency[c] * terms.category_scale.get(c, 1.0)
                      for c in CATEGORIES])[load.category] * terms.compute_scale
@@ -211,7 +211,7 @@ class SuitePlatform:
         """The simulated CostModel of ``graph`` (the prepared model's) on this platform."""
         precision = precision or self.precision
         base = cost_model_for(graph, self.sim_platform(), precision=precision)  # links, weights, memory
-        load = _graph_load(graph)
+        load = graph_load(graph)
         unfused = np.stack([d.node_costs(graph, load, precision) for d in self.devices], axis=1)
         compute = unfused.copy()
         fused_into = batch1_fusion(graph)

@@ -43,7 +43,7 @@ from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 from ov_autoplace.costmodel.device_names import normalized_device_name
 from ov_autoplace.costmodel.platforms import SimDevice
-from ov_autoplace.costmodel.sim_costs import _graph_load, host_cpu_device
+from ov_autoplace.costmodel.sim_costs import graph_load, host_cpu_device
 
 logger = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ def prior_cost_model(graph: GraphArrays, facts: Sequence[DeviceFacts], *, cpu_sp
     base = platform.cost_model(graph, precision=precisions[0])
     compute, unfused = np.array(base.compute_ms), np.array(base.unfused_ms)
     # the platform asks one precision of all devices: a device at another precision gets its own column
-    load, members = _graph_load(graph), np.asarray(base.fused_into) >= 0
+    load, members = graph_load(graph), np.asarray(base.fused_into) >= 0
     for d, (precision, model) in enumerate(zip(precisions, models)):
         if precision != precisions[0]:
             unfused[:, d] = model.node_costs(graph, load, precision)

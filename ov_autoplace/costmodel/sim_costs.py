@@ -78,7 +78,7 @@ class _GraphLoad:
         return self.float_elements * ELEMENT_BYTES[precision] + self.other_bytes
 
 
-def _graph_load(graph: GraphArrays) -> _GraphLoad:
+def graph_load(graph: GraphArrays) -> _GraphLoad:
     n = graph.num_nodes
     # bytes per element of each node's output 0 (0: not floating point, kept at its own size)
     elem = np.array([ELEMENT_BYTES.get(t, 0) if t in FLOAT_TYPES else 0 for t in graph.out_element_type], float)
@@ -174,7 +174,7 @@ def cost_model_for(
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if calibration is not None:
         platform = calibrate(platform, calibration, graph)
-    load = _graph_load(graph)
+    load = graph_load(graph)
     unfused = np.stack([_device_costs(d, graph, load, precision) for d in platform.devices], axis=1)
     compute = unfused.copy()
     fused_into = post_op_fusion(graph) if fusion else np.full(graph.num_nodes, -1, np.int64)
@@ -315,7 +315,7 @@ def calibrate(
     reference = reference or host_cpu_device(1)
     ref = dataclasses.replace(reference, compute_efficiency=target.compute_efficiency,
                               memory_efficiency=target.memory_efficiency)
-    load = _graph_load(graph)
+    load = graph_load(graph)
     measured_ms = np.asarray(measured.compute_ms)[:, measured.devices.index(measured_device)]
     roofline = _roofline_ms(ref, load, reference_precision)
     usable = (load.costed & ~load.dynamic & (np.asarray(measured.fused_into) < 0) & np.isfinite(measured_ms)

@@ -44,7 +44,7 @@ class _RuntimeNode:
     consumers: list[str] = dataclasses.field(default_factory=list)
 
 
-def _runtime_graph(compiled: ov.CompiledModel, index: dict[str, int]) -> dict[str, _RuntimeNode]:
+def runtime_graph(compiled: ov.CompiledModel, index: dict[str, int]) -> dict[str, _RuntimeNode]:
     nodes: dict[str, _RuntimeNode] = {}
     for op in compiled.get_runtime_model().get_ordered_ops():
         info = op.get_rt_info()
@@ -122,9 +122,9 @@ def reports_running_average(core: ov.Core, device: str) -> bool:
         return False
 
 
-def _profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
-                  companion: ov.CompiledModel | None = None, chunks: int = 4, *, runs_before: int = 0,
-                  per_run: list | None = None):
+def profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
+                 companion: ov.CompiledModel | None = None, chunks: int = 4, *, runs_before: int = 0,
+                 per_run: list | None = None):
     """Per-runtime-node time (ms per inference) over ``iterations`` profiled runs after ``warmup``.
 
     With a running-average plugin the value is the mean over the profiled
@@ -164,14 +164,14 @@ def _profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, runn
     return window_ms(request, start, runs, before, iterations, running_average), e2e
 
 
-def _window(compiled: ov.CompiledModel, running_average: bool, warmup: int, iterations: int,
-            companion: ov.CompiledModel):
+def profiled_window(compiled: ov.CompiledModel, running_average: bool, warmup: int, iterations: int,
+                    companion: ov.CompiledModel):
     """A profiled window of ``compiled`` for :func:`measured_window`, each call continuing the run count."""
     done = [0]
 
     def run():
         per_run: list[dict[str, float]] = []
-        node_ms, e2e = _profile_runs(compiled, warmup, iterations, running_average, companion=companion,
+        node_ms, e2e = profile_runs(compiled, warmup, iterations, running_average, companion=companion,
                                      runs_before=done[0], per_run=per_run)
         done[0] += warmup + iterations
         return node_ms, e2e, per_run
@@ -186,7 +186,7 @@ def executed_ms(request: ov.InferRequest) -> dict[str, float]:
 
 def window_ms(request: ov.InferRequest, start: dict[str, float], runs: list[dict[str, float]], warmup: int,
               done: int, running_average: bool) -> dict[str, float]:
-    """Per-runtime-node ms per inference over ``done`` profiled runs after ``warmup`` (see ``_profile_runs``):
+    """Per-runtime-node ms per inference over ``done`` profiled runs after ``warmup`` (see ``profile_runs``):
     from the running averages at the window's start and end, or the median of the per-run ``runs``."""
     if running_average:
         end, total = executed_ms(request), warmup + done
@@ -195,8 +195,8 @@ def window_ms(request: ov.InferRequest, start: dict[str, float], runs: list[dict
     return {n: float(np.median([run.get(n, 0.0) for run in runs])) for n in names}
 
 
-def _map_times(compiled: ov.CompiledModel, graph: GraphArrays, node_ms: dict[str, float],
-               present: np.ndarray | None = None, runs: Sequence[dict[str, float]] = ()):
+def map_times(compiled: ov.CompiledModel, graph: GraphArrays, node_ms: dict[str, float],
+              present: np.ndarray | None = None, runs: Sequence[dict[str, float]] = ()):
     """Per-op times (ms, unscaled), per-device fusion map {i: primary}, stats, and the per-op times of each of
     ``runs`` (per-run runtime node times, ``noise.per_run_node_ms``; [len(runs), N]), from runtime node times.
 
@@ -208,7 +208,7 @@ def _map_times(compiled: ov.CompiledModel, graph: GraphArrays, node_ms: dict[str
     counts = Counter(graph.names)  # a duplicated friendly name cannot be mapped back
     index = {name: i for i, name in enumerate(graph.names)
              if present[i] and graph.role[i] == NodeRole.COMPUTE and counts[name] == 1}
-    nodes = _runtime_graph(compiled, index)
+    nodes = runtime_graph(compiled, index)
     owner: dict[int, _RuntimeNode] = {}
     for node in nodes.values():
         for i in node.originals:
@@ -282,14 +282,14 @@ def _isolation_model(prepared: ov.Model, graph: GraphArrays, node_ids: Sequence[
     return ov.Model(results, params, "fused_ops_isolated")
 
 
-def _unfused_times(core, prepared, graph, device, node_ids, warmup, iterations) -> np.ndarray | None:
+def unfused_times(core, prepared, graph, device, node_ids, warmup, iterations) -> np.ndarray | None:
     """Unscaled times of ``node_ids`` compiled alone on ``device`` (None if that model cannot run)."""
     try:
         compiled = core.compile_model(_isolation_model(prepared, graph, node_ids), device, {"PERF_COUNT": True})
         present = np.zeros(graph.num_nodes, dtype=bool)
         present[list(node_ids)] = True
-        node_ms, _ = _profile_runs(compiled, warmup, iterations, reports_running_average(core, device))
-        times, _, _, _ = _map_times(compiled, graph, node_ms, present)
+        node_ms, _ = profile_runs(compiled, warmup, iterations, reports_running_average(core, device))
+        times, _, _, _ = map_times(compiled, graph, node_ms, present)
     except Exception as exc:  # noqa: BLE001 - a best-effort estimate must not cost the whole profile
         logger.warning("could not run the %d fused ops alone on %s (%s: %s); their unfused cost falls back to "
                        "the device's measured ms per output byte", len(node_ids), device, type(exc).__name__, exc)
@@ -297,7 +297,7 @@ def _unfused_times(core, prepared, graph, device, node_ids, warmup, iterations) 
     return times[np.asarray(node_ids, dtype=np.int64)]
 
 
-def _ms_per_byte_fallback(times: np.ndarray, graph: GraphArrays) -> float:
+def ms_per_byte_fallback(times: np.ndarray, graph: GraphArrays) -> float:
     """Median ms per output byte of the light (non-heavy) ops that ran on their own."""
     light = [i for i in np.flatnonzero(times > 0) if graph.op_types[i] not in HEAVY_OP_TYPES
              and graph.out_bytes[i] > 0]

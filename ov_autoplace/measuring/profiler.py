@@ -92,10 +92,8 @@ from ov_autoplace.measuring.link_calibration import LinkProfile, check_devices, 
 from ov_autoplace.measuring.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window,
     noise_fields)
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
-# the PERF_COUNT mapping (perf_counts.py); quick_profile and the lab's measured timeline read these names here
-from ov_autoplace.measuring.perf_counts import (  # noqa: F401
-    HEAVY_OP_TYPES, _map_times, _ms_per_byte_fallback, _profile_runs, _runtime_graph, _unfused_times, _window,
-    executed_ms, reports_running_average, window_ms)
+from ov_autoplace.measuring.perf_counts import (HEAVY_OP_TYPES, map_times, ms_per_byte_fallback, profiled_window,
+                                                reports_running_average, unfused_times)
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +170,7 @@ class ModelProfile:
 
 # --- assembly -------------------------------------------------------------------------------------
 
-def _node_memory_bytes(graph: GraphArrays) -> np.ndarray:
+def node_memory_bytes(graph: GraphArrays) -> np.ndarray:
     memory = np.zeros(graph.num_nodes, dtype=np.int64)
     src, dst = graph.edge_src, graph.edge_dst
     from_const = (graph.role[src] == NodeRole.CONSTANT) & (graph.role[dst] == NodeRole.COMPUTE)
@@ -180,7 +178,7 @@ def _node_memory_bytes(graph: GraphArrays) -> np.ndarray:
     return memory
 
 
-def _device_memory_bytes(core: ov.Core, device: str) -> float:
+def device_memory_bytes(core: ov.Core, device: str) -> float:
     try:
         if "GPU_DEVICE_TOTAL_MEM_SIZE" in core.get_property(device, "SUPPORTED_PROPERTIES"):
             return float(core.get_property(device, "GPU_DEVICE_TOTAL_MEM_SIZE"))
@@ -253,10 +251,10 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
             bar.set_postfix_str(device)
             probe = LoadProbe().start()  # the compiles count towards the load window
             compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
-            window = _window(compiled, reports_running_average(core, device), warmup, iterations,
+            window = profiled_window(compiled, reports_running_average(core, device), warmup, iterations,
                              companion=_single_device_compile(core, prepared, device))
             (node_ms, _, per_run), noise, remeasured = measured_window(device, window, probe)
-            times, fused, stats, run_times = _map_times(compiled, graph, node_ms, runs=per_run)
+            times, fused, stats, run_times = map_times(compiled, graph, node_ms, runs=per_run)
             e2e = noise.e2e_ms
             del compiled
             scale = e2e_scale(e2e, float(links.submodel_overhead_ms[d]), stats["profiled_sum_ms"])
@@ -267,9 +265,9 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
             unfused[:, d] = compute[:, d]
             isolated = sorted(fused)
             if isolated:
-                alone = _unfused_times(core, prepared, graph, device, isolated, warmup, iterations)
+                alone = unfused_times(core, prepared, graph, device, isolated, warmup, iterations)
                 if alone is None:
-                    alone = _ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0)
+                    alone = ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0)
                 unfused[isolated, d] = alone * scale
             merge_fusion(fused_into, fused)
             report = DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
@@ -285,8 +283,8 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
     cost = CostModel(
         devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,
         fused_into=fused_into, link_latency_ms=links.link_latency_ms, link_ms_per_byte=links.link_ms_per_byte,
-        submodel_overhead_ms=links.submodel_overhead_ms, node_memory_bytes=_node_memory_bytes(graph),
-        device_memory_bytes=np.array([_device_memory_bytes(core, d) for d in devices]), simulated=False,
+        submodel_overhead_ms=links.submodel_overhead_ms, node_memory_bytes=node_memory_bytes(graph),
+        device_memory_bytes=np.array([device_memory_bytes(core, d) for d in devices]), simulated=False,
         source=f"profiled on {','.join(devices)}, OpenVINO {ov.get_version().split('-')[0]}",
         compute_spread_ms=spread, e2e_spread_ms=e2e_spread, loaded=loaded)
     profile = ModelProfile(cost, tuple(reports), links, time.perf_counter() - started)

@@ -45,9 +45,10 @@ from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.measuring.link_calibration import LINK_PROFILE_FORMAT, LinkProfile
 from ov_autoplace.measuring.noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
 from ov_autoplace.cache.profile_store import ProfileStore, profile_key
-from ov_autoplace.measuring.profiler import (DeviceReport, ModelProfile, _device_memory_bytes, _map_times, _ms_per_byte_fallback,
-                       _node_memory_bytes, e2e_scale, executed_ms, merge_fusion, profile_request,
-                       reports_running_average, window_ms)
+from ov_autoplace.measuring.perf_counts import (executed_ms, map_times, ms_per_byte_fallback, reports_running_average,
+                                                window_ms)
+from ov_autoplace.measuring.profiler import (DeviceReport, ModelProfile, device_memory_bytes, e2e_scale, merge_fusion,
+                                             node_memory_bytes, profile_request)
 from ov_autoplace.measuring.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
 logger = logging.getLogger(__name__)
@@ -112,8 +113,8 @@ def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_aver
     return window_ms(request, start, [] if running_average else snapshots, before, len(walls), running_average), walls
 
 
-def _window(compiled: ov.CompiledModel, running_average: bool, warmup: int, iterations: int,
-            budget_ms: float | None):
+def _budgeted_window(compiled: ov.CompiledModel, running_average: bool, warmup: int, iterations: int,
+                     budget_ms: float | None):
     """A profiled window for ``noise.measured_window``, each call continuing the run count since compile."""
     done = [0]
 
@@ -164,9 +165,9 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
             continue
         probe = LoadProbe().start()  # the compile counts towards the load window (no waiting for small models)
         compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
-        window = _window(compiled, reports_running_average(core, device), warmup, iterations, budget_ms)
+        window = _budgeted_window(compiled, reports_running_average(core, device), warmup, iterations, budget_ms)
         (node_ms, _, per_run), noise, remeasured = measured_window(device, window, probe)
-        times, fused, stats, run_times = _map_times(compiled, graph, node_ms, runs=per_run)
+        times, fused, stats, run_times = map_times(compiled, graph, node_ms, runs=per_run)
         del compiled
         e2e = noise.e2e_ms
         scale = e2e_scale(e2e, float(links.submodel_overhead_ms[d]), stats["profiled_sum_ms"])
@@ -175,7 +176,7 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
         unfused[:, d] = compute[:, d]
         isolated = sorted(fused)
         if isolated:
-            unfused[isolated, d] = _ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0) \
+            unfused[isolated, d] = ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0) \
                 * scale
         merge_fusion(fused_into, fused)
         reports.append(DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
@@ -188,8 +189,8 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
     cost = CostModel(
         devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,
         fused_into=fused_into, link_latency_ms=links.link_latency_ms, link_ms_per_byte=links.link_ms_per_byte,
-        submodel_overhead_ms=links.submodel_overhead_ms, node_memory_bytes=_node_memory_bytes(graph),
-        device_memory_bytes=np.array([_device_memory_bytes(core, d) for d in devices]), simulated=not links.pairs,
+        submodel_overhead_ms=links.submodel_overhead_ms, node_memory_bytes=node_memory_bytes(graph),
+        device_memory_bytes=np.array([device_memory_bytes(core, d) for d in devices]), simulated=not links.pairs,
         source=f"quick profile on {','.join(devices)} ({link_source}), OpenVINO {ov.get_version().split('-')[0]}",
         compute_spread_ms=spread, e2e_spread_ms=e2e_spread, loaded=any(r.loaded for r in reports))
     profile = ModelProfile(cost, tuple(reports), links, time.perf_counter() - started)

@@ -34,7 +34,7 @@ from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace_lab.calibration.calibration_data import CalibrationPoint
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform, batch1_fusion
 from ov_autoplace.costmodel.platforms import CATEGORIES
-from ov_autoplace.costmodel.sim_costs import _graph_load
+from ov_autoplace.costmodel.sim_costs import graph_load
 
 #: ``matmul_scale`` is ``category_scale`` of matmul and attention: transformer kernels against convolutions.
 FREE_TERMS = ("compute_scale", "memory_scale", "dispatch_ms", "occupancy_mflop", "matmul_scale")
@@ -99,7 +99,7 @@ def prepare_load(graph: GraphArrays) -> _ModelLoad:
 
     probe = SuitePlatform("probe", "probe", (ModelDevice(CORE_ULTRA_7_155H, probe_terms),), "f32")
     submodels = int(Simulator(probe.cost_model(graph), graph).num_submodels(np.zeros(graph.num_nodes, np.int64)))
-    return _ModelLoad(graph, _graph_load(graph), batch1_fusion(graph) >= 0, submodels)
+    return _ModelLoad(graph, graph_load(graph), batch1_fusion(graph) >= 0, submodels)
 
 
 def single_device_ms(device: ModelDevice, model: _ModelLoad, precision: str, *, ignore_support: bool = False) -> float:

@@ -20,7 +20,7 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.measuring.profiler import _profile_runs, reports_running_average  # the profiler's own run protocol
+from ov_autoplace.measuring.perf_counts import profile_runs, reports_running_average  # the profiler's own run protocol
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.placed_graph import PlacedGraph, repartition
@@ -80,8 +80,8 @@ def measured_timeline(placed: PlacedGraph, placement: Placement, model: ov.Model
     profiled = core.compile_model(prepared, placement.device_string, {"PERF_COUNT": True})
     plain = core.compile_model(prepared, placement.device_string, {}) if total_ms is None else None
     running_average = all(reports_running_average(core, d) for d in placement.devices)
-    node_ms, e2e = _profile_runs(profiled, warmup, iterations, running_average, companion=plain)
-    # _profile_runs keeps EXECUTED nodes only, and the CPU plugin reports an op whose mean rounds to 0 us as
+    node_ms, e2e = profile_runs(profiled, warmup, iterations, running_average, companion=plain)
+    # profile_runs keeps EXECUTED nodes only, and the CPU plugin reports an op whose mean rounds to 0 us as
     # NOT_RUN: a subgraph of one such op (a lone Relu, under load) vanished from the count and its op lost its
     # place in HETERO's order. Every runtime node of every subgraph is listed before the first inference.
     for info in profiled.create_infer_request().profiling_info:
