@@ -5,7 +5,7 @@ strategy, the policy on a profile, the prior's split, the runner-ups the verific
 fallback), so the request's pins and submodel bound are passed once and reach every stage that needs them:
 
 1. **legalize** (``placement/legalizer.py``): what HETERO can compile, with the pins and the bound; when the
-   proposal was made on a CostModel, the bound's merges are priced on it (``costmodel/memory_fit.legal_pricer``);
+   proposal was made on a CostModel, the bound's merges are priced on it (``search/memory_fit.legal_pricer``);
 2. **margin** (optional): the legal placement must still be predicted faster than the best single device by
    ``min_gain`` (the prior's margin), else :class:`InsideMargin` is raised with what it was predicted;
 3. **guard** (``prediction_guard.py``): on a CostModel and without pins, a placement not predicted faster than

@@ -3,12 +3,13 @@
 A first start pays the decision before it compiles: a folded clone, the graph, the cache key and the prior
 (ResNet-50: ~15 ms of work plus ~30 ms of first imports with no bytecode cache; the compile itself ~100 ms).
 Almost always the decision is the plain call's placement - HETERO's first device, compiled exactly as
-``core.compile_model(model, device, config)`` would be (``first_start._compile``). OpenVINO's ``compile_model``
+``core.compile_model(model, device, config)`` would be (``compile_decided.py``). OpenVINO's ``compile_model``
 releases the GIL, so that compile runs on a thread while Python decides, and the call then costs about
 ``max(compile, decision)`` instead of their sum. The decision is made as before and is not changed by this:
 
 * decided the plain call's device -> the compile made ahead is returned (the same model object, device and
-  properties ``_compile`` would pass; if it raised, ``_compile`` runs again and raises where it always did);
+  properties ``compile_decided`` would pass; if it raised, ``compile_decided`` runs again and raises where it
+  always did);
 * decided anything else (a split, another device) -> the compile made ahead is discarded and joined first, so
   the call never leaves a thread behind; that start paid up to one extra plain compile.
 
