@@ -56,7 +56,7 @@ _LIST_FIELDS = ("names", "op_types", "op_versions", "out_element_type")
 
 @dataclass(frozen=True, eq=False)
 class GraphArrays:
-    """Node and edge arrays of one model; see the module docstring for definitions.
+    """Node and edge arrays of one model; every array is defined in docs/graph-arrays.md.
 
     Node arrays have length ``num_nodes`` (first axis), edge arrays ``num_edges``.
     """
