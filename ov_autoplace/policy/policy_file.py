@@ -128,7 +128,7 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
 
 
 def header_text(entry: np.ndarray) -> str:
-    """The JSON text of a file's ``__header__`` entry, UTF-8 bytes or, in files of earlier versions, a numpy unicode string."""
+    """The JSON text of a file's ``__header__`` entry: UTF-8 bytes, or a numpy unicode string in older files."""
     if entry.dtype == np.uint8 and entry.ndim == 1:
         return entry.tobytes().decode("utf-8")  # not UTF-8: UnicodeDecodeError, a ValueError
     return str(entry)
