@@ -1,4 +1,4 @@
-"""Imitation of the search, then REINFORCE: the policy learns the splits the search finds (issue 22).
+"""Imitation of the search, then REINFORCE: the policy learns the splits the search finds.
 
 The targets (``targets.py``) hold, per training case, the best legal placement
 known. The policy cannot express every placement: chain coarsening
@@ -35,8 +35,8 @@ target places apart into one group is pushed below the merge threshold, in
 proportion to the stakes the merge would misplace. The cross-entropy reaches
 the scorer only through the group embeddings' confidence weights, so without
 it nothing stops the grouping from drifting while the GCN trains for the
-placer (2 of 9 multi-pass runs lost a quarter to a half of their ceiling that
-way, issue 22).
+placer (measured: docs/bench/training-log.md, "A grouping loss, and four seeds of
+the 4-pass recipe").
 
 Then REINFORCE on the simulator as in pretraining (``Trainer``, reward
 ``-log(latency)``, legalised with the inference bound of 8 submodels), with one

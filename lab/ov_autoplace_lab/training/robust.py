@@ -1,4 +1,4 @@
-"""Draw-robust targets: a split is imitated only if it pays under most perturbed draws of the platform (issue 22).
+"""Draw-robust targets: a split is imitated only if it pays under most perturbed draws of the platform.
 
 The search (``targets.generate_target``) finds the fastest placement under the
 *fitted* device model. Under the truth draws of ``paper_bench/truth.py`` (every

@@ -1,4 +1,4 @@
-"""Imitation targets: the best placement known of one graph on one platform, found by search (issue 22).
+"""Imitation targets: the best placement known of one graph on one platform, found by search.
 
 A :class:`TargetSpec` names a graph (``zoo:<model>``, ``family:<seed>`` or
 ``family:<kind>:<seed>`` for the named kinds of ``graph_family``), a
