@@ -1,6 +1,6 @@
 """Pure-Python reference for ``_native.extract_graph`` (the spec check).
 
-Written from the definitions in the ``ov_autoplace.graph.arrays`` module docstring,
+Written from the definitions of every array in docs/graph-arrays.md,
 using only the openvino Python API, numpy and plain loops; it shares no code
 with ``csrc/graph_extract.cpp``. Slow by design: use it for tests and the
 benchmark only.

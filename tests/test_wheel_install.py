@@ -94,19 +94,8 @@ def built_lab_wheel(tmp_path_factory):
     return wheel
 
 
-#: The runtime wheel an app downloads: under 600 KB (issue 21). 585 KB on 2026-11-25: the shipped policy's float16
-#: weights as byte planes (hsdag_v1.npz, 249 KB, 201 KB deflated), the native extension built for size (-Os,
-#: stripped: 160 KB, 70 KB deflated) and the rest (the Python runtime, its data and metadata) 314 KB, under
-#: 400 KB - the lab's code (~170 KB) or its data leaking back in would break it. 2026-11-27: 601.7 KB after the
-#: memory fit (auditwheel's repair adds ~2 KB to a local ``pip wheel``); back to ~598.7 KB by condensing module docs.
-#: Then hsdag_v2.npz: 2.5 times the weights (270 KB), float16 at 8 mantissa bits, 200.1 KB deflated (v1 201.1 KB):
-#: 599,059 bytes repaired on 2026-11-27, 941 to spare. Then the measured-faster device as a runner-up and rule v3
-#: (+0.9 KB), paid for by an unused SimDevice method and a dated finding moved to docs: 599,611, 389 to spare.
-#: 2026-11-28: 599,958; the coarsening rule cost_cut_fused made it 600,196, and repairing with the strongest deflate
-#: (``auditwheel repair -z 9``, as tools/wheels.py does) 599,638. Then the fitted merges of an overflowing placement
-#: and the guard's noise-free minimum gain (+1.9 KB), paid for by moving measurements out of module docs: 599,881.
-#: Then hsdag_v3.npz in place of v2 (the same size, 12 bytes more deflated): 599,894; the legalizer handing its own
-#: pins and bound to the pricer: 599,955.
+#: Bounds on the runtime wheel an app downloads, and on all of it but the policy and the extension: the lab's code
+#: or data leaking into the runtime would break the second; sizes over time: docs/bench/wheel-size.md.
 RUNTIME_WHEEL_MAX_BYTES = 600_000
 RUNTIME_REST_MAX_BYTES = 400_000
 
@@ -122,7 +111,7 @@ def test_the_two_wheels_hold_their_own_packages_and_the_runtime_stays_small(buil
     assert tops <= {"ov_autoplace", "ov_autoplace-0.1.0.dist-info"}, tops  # no lab, no top-level models
     assert {n.split("/")[0] for n in lab} <= {"ov_autoplace_lab", "ov_autoplace_lab-0.1.0.dist-info"}
     assert "ov_autoplace_lab/models/__init__.py" in lab and not any(n.endswith(".so") for n in lab)
-    # documentation and the lab's data stay out of the runtime: the training notes are docs/training.md, the
+    # documentation and the lab's data stay out of the runtime: the training notes are in docs/, the
     # published latencies the platforms are fitted to travel with the fit, in the lab
     assert not [i.filename for i in runtime if i.filename.endswith((".md", ".csv"))]
     assert "ov_autoplace_lab/calibration/calibration.csv" in lab

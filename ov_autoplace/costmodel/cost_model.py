@@ -1,33 +1,14 @@
 """A placement cost model: what each node costs on each device, and what crossing costs.
 
-It is the common currency of the profiler (measured on real devices), the
-simulated platforms (derived from public specs), the simulator (predicts a
-placement's latency), the exact optimum (MILP / min-cut) and the heuristics.
-
-Execution model it encodes (HETERO's): submodels run one after another within
-one inference, so a placement's latency is the *sum* of
-
-* every compute node's time on its device (``compute_ms[i, d]``; when a node
-  that the runtime fuses into a neighbour - ``fused_into[i] = j`` - ends up on
-  another device than ``j``, it runs on its own and costs ``unfused_ms[i, d]``,
-  and ``j`` loses the fusion discount too: ``unfused_ms[j, d]``);
-* every tensor that crosses devices, once per (producer output, consumer
-  device): ``link_latency_ms[a, b] + bytes * link_ms_per_byte[a, b]``.
-  Constants never cross (the legalizer duplicates them), Results never count;
-* every submodel (maximal connected same-device island of compute nodes):
-  ``submodel_overhead_ms[d]`` for its device.
-
-Memory: a device's resident bytes (weights of the nodes on it plus the largest
-activation) must stay within ``device_memory_bytes[d]``.
-
-Noise (measured models only; ``noise.py``): ``compute_spread_ms[i, d]`` is the
-interquartile range of node i's per-run time on device d (scaled like
-``compute_ms``), ``e2e_spread_ms[d]`` that of device d's end-to-end latency.
-``None`` means noise-free: a simulated platform or device model, whose numbers
-do not move between runs. ``loaded`` marks a profile taken while other
-processes competed for the cores (still so after one re-measurement): its
-predicted gains are unproven, and consumers keep the plain placement. How the
-consumers use the spreads: ``cost_terms.CostTerms.move_spread_ms``.
+The common currency of the profiler (measured), the simulated platforms, the simulator, the exact optimum and the
+heuristics. It encodes HETERO's execution model: submodels run one after another, so a placement's latency is the
+*sum* of every compute node's time on its device (``compute_ms[i, d]``, or ``unfused_ms`` for both nodes of a fused
+pair ``fused_into[i] = j`` that a cut separates), every tensor that crosses devices once per (producer output,
+consumer device) (``link_latency_ms[a, b] + bytes * link_ms_per_byte[a, b]``; Constants never cross, Results never
+count), and ``submodel_overhead_ms[d]`` per same-device island of compute nodes; a device's weights plus its largest
+activation must fit ``device_memory_bytes[d]``. Measured models also carry spreads (``compute_spread_ms``,
+``e2e_spread_ms``; ``None`` = noise-free) and ``loaded`` (gains unproven). Details: docs/cost-model.md, "The
+execution model a CostModel encodes".
 """
 
 from __future__ import annotations

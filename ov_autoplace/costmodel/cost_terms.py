@@ -1,51 +1,11 @@
 """The CostModel's execution model made precise for exact solvers and heuristics.
 
-``CostTerms`` evaluates one placement (``latency_ms``, ``breakdown``); the
-simulator is the batched, independent implementation the tests compare
-against. The execution model, as the solvers see it
-(``CostTerms.latency_ms`` evaluates it for one placement; the simulator is the
-batched, independent implementation the tests compare against):
-
-* Decision variables are the *active* nodes: compute nodes outside constant
-  subgraphs (``legalize.constant_subgraph_mask``). Everything else is placed
-  by the legalizer's rules: Parameters and constant-subgraph compute nodes
-  ("followers") go to the majority device of their non-Result consumers
-  (one vote per edge, ties to the earlier device, device 0 without votes);
-  Constants too, and they are duplicated per consumer device, so they never
-  cross; Results take their producer's device and cost nothing.
-* Compute: ``compute_ms[i, d]`` for every compute node (followers included).
-  A node of a fused pair (``fused_into[i] = j``) whose pair is split across
-  devices costs ``unfused_ms`` instead; a node belonging to several pairs does
-  as soon as any of them is split. Pairs involving a Parameter, Constant or
-  Result are ignored (a Constant always sits with its consumer).
-* Transfers: once per (producer output, consumer device other than the
-  producer's), for producers that are active nodes or Parameters (a constant
-  or constant-subgraph value stays beside its consumers), with the producing
-  output's bytes (``max(edge_bytes, 0)``; unknown sizes pay the link latency
-  only). Result consumers never count.
-* Submodels: connected components of active nodes joined by same-device edges
-  (``submodels.count_islands``, the simulator's count); each costs
-  ``submodel_overhead_ms`` of its device. An island that another device feeds
-  back is split by HETERO into more submodels (``submodels.py``), so this is a
-  lower bound on the overhead; the legalizer bounds and reports the real count.
-* Memory (a constraint): on device d, ``node_memory_bytes`` of every node on d
-  (a Constant counts on each device that holds a copy of it) plus the largest
-  ``out_bytes`` of an active node or Parameter on d must fit ``device_memory_bytes[d]``.
-* Unsupported: ``compute_ms = inf`` (or a ``support`` matrix entry False)
-  forbids the device; an ``unfused_ms = inf`` forbids splitting that pair there.
-
-Noise (``move_spread_ms``): a measured CostModel carries the spread of every
-op's time and of each device's end-to-end latency (``cost_model.py``). The
-spread of going from placement ``a`` to placement ``b`` is the summed spread
-of the active nodes that move, on both their devices, plus the end-to-end
-spread of every device the move takes nodes from or puts nodes on:
-
-    spread(a, b) = sum over moved i of (s[i, a_i] + s[i, b_i]) + sum over touched d of e2e_s[d]
-
-A predicted gain counts only when it exceeds that spread (``proven_gain``);
-summing the spreads (rather than adding them in quadrature) assumes the
-worst, that every moved op's noise points the same way. Noise-free models
-(simulated, ``compute_spread_ms is None``) have spread 0 everywhere.
+``CostTerms`` evaluates one placement (``latency_ms``, ``breakdown``) term by term over the *active* nodes (compute
+nodes outside constant subgraphs; everything else placed by the legalizer's rules), and the spread of a move
+(``move_spread_ms``): a predicted gain counts only when it exceeds the summed spread of what moves (``proven_gain``).
+The simulator is the batched, independent implementation the tests compare it against. The rules for followers,
+fusion, transfers, submodels, memory and support, and the spread formula: docs/cost-model.md, "The execution model
+for solvers and heuristics".
 """
 
 

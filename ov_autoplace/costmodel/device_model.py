@@ -1,37 +1,11 @@
 """A batch-1 device model: the terms that dominate one inference, on top of a spec-sheet roofline.
 
-Every number it produces is simulated. Per compute node ``i`` on device ``d``
-(``sim_costs`` computes the same FLOPs, bytes and categories)::
-
-    cost_ms = dispatch_ms                                              # per-kernel dispatch / launch
-              + 1e3 * max((flops + occupancy_mflop * 1e6) / (peak * eff[cat] * compute_scale * category_scale[cat]),
-                          bytes / (bandwidth * mem_eff[cat] * memory_scale))
-
-* ``dispatch_ms``: what a kernel costs even when it does nothing (queue, launch, barrier).
-* ``occupancy_mflop``: under-use of small kernels. A kernel of ``w`` FLOPs runs
-  at ``w / (w + occupancy)`` of the device's sustained rate (half of it at
-  ``w = occupancy``): a wide GPU needs big kernels to fill its cores, a CPU
-  much less so. Nodes without FLOPs (data movement) are memory-bound only.
-* ``compute_scale`` / ``memory_scale`` / ``category_scale``: the fraction of
-  the spec-sheet peak reached, fitted per device to published latencies
-  (:mod:`.fit_terms`). ``category_scale`` (optional) refines one op category.
-* ``submodel_ms``: per HETERO submodel on this device (enqueue, sync, host wait).
-* ``link_latency_ms`` + bytes / ``link_gbps``: a host <-> device transfer; two
-  accelerators talk through host memory (latencies add, the slower link wins).
-* Op support: a device with ``supported_op_types`` (the NPU) costs ``inf`` for
-  other op types and for dynamic shapes.
-* Fusion (:func:`batch1_fusion`): ``sim_costs.post_op_fusion`` (an element-wise
-  op joins the Convolution / MatMul kernel that produces its input) plus
-  element-wise chains (an element-wise op whose only data input is another
-  element-wise op with no other consumer joins its kernel), as the plugins'
-  eltwise fusion does. Concat is in place (producers write into its buffer): it
-  costs its dispatch only.
-
-``SuitePlatform.cost_model(graph)`` returns the :class:`CostModel` the
-simulator, the optimum and every strategy read. Platforms are described in
-``data/platforms.json`` (loaded by :mod:`.suite`), their fitted terms in
-``data/fitted_terms.json`` (written by ``benchmarks/bench_platforms.py --refit``).
-The runtime path is numpy only.
+Every number it produces is simulated. Per compute node and device: a dispatch cost, then the slower of compute
+(FLOPs plus an occupancy term that makes small kernels under-use a wide device) and memory traffic, each scaled by
+factors fitted per device to published latencies (:mod:`.fit_terms`); plus per-submodel and link costs, NPU op
+support and the plugins' eltwise fusion (:func:`batch1_fusion`). ``SuitePlatform.cost_model(graph)`` returns the
+:class:`CostModel` the simulator, the optimum and every strategy read; numpy only at run time. The formula and each
+term: docs/cost-model.md, "The batch-1 device model".
 """
 
 from __future__ import annotations
@@ -67,7 +41,7 @@ TERM_BOUNDS = {
 
 @dataclasses.dataclass(frozen=True)
 class Batch1Terms:
-    """The fitted (or prior) batch-1 terms of one device; see the module docstring for each."""
+    """The fitted (or prior) batch-1 terms of one device; each term: docs/cost-model.md, "The batch-1 device model"."""
 
     dispatch_ms: float
     occupancy_mflop: float
@@ -162,7 +136,7 @@ def node_costs(spec: SimDevice, terms: Batch1Terms, graph: GraphArrays, load, pr
 
 
 def batch1_fusion(graph: GraphArrays) -> np.ndarray:
-    """``fused_into`` of post-op fusion plus element-wise chains (see the module docstring)."""
+    """``fused_into`` of post-op fusion plus element-wise chains (docs/cost-model.md, "The batch-1 device model")."""
     fused = post_op_fusion(graph)
     const = constant_subgraph_mask(graph)
     role, out_degree = np.asarray(graph.role), np.asarray(graph.out_degree)

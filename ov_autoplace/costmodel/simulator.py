@@ -1,38 +1,11 @@
 """Predict placement latencies from a :class:`CostModel`, thousands of placements at a time.
 
-``Simulator(cost, graph)`` precomputes, once per graph, the index arrays the
-execution model needs; calling it on an int array of placements ``[P, N]``
-(device index per node of the prepared model, already legal) returns the
-predicted latency in ms of each, fully vectorised over ``P``. The model is
-exactly the one in ``CostModel``'s docstring:
-
-* **compute**: every compute node (role COMPUTE) costs ``compute_ms[i, d]`` on
-  its device ``d``; a node fused into ``j = fused_into[i]`` that sits on another
-  device than ``j`` costs ``unfused_ms[i, d]``, and so does ``j`` itself (it loses
-  the fusion discount when any of its fused members is cut away).
-* **transfers**: once per (producer node output port, consumer device other
-  than the producer's), ``link_latency_ms[a, b] + bytes * link_ms_per_byte[a, b]``,
-  for edges whose source is not a Constant or pure-constant-subgraph node
-  (``legalize.constant_subgraph_mask``: the legalizer keeps those beside their
-  consumers and ``Placement.apply`` duplicates them) and whose destination is not a
-  Result. Parameters do count: a model input consumed on two devices is copied.
-* **submodels**: ``submodel_overhead_ms[d]`` per connected component of
-  same-device *active* nodes (compute nodes that are not constant-subgraph),
-  ``submodels.count_islands``: a lower bound on HETERO's submodels, which
-  split an island that another device feeds back (``submodels.py``; the
-  legalizer bounds that real count). Islands of all P placements
-  are labelled at once in numpy by :class:`~.islands.IslandLabeller` (runs
-  along a fixed path cover of the graph, then hooking and pointer jumping over
-  the remaining edges; no scipy).
-
-``memory_ok`` checks that each device's resident bytes (``node_memory_bytes``
-of the nodes on it plus its largest activation, ``GraphArrays.out_bytes``) fit
-``device_memory_bytes``; ``breakdown`` splits one placement's latency for
-summaries, labelled with ``CostModel.label``.
-
-The simulator does not check legality (that anchors follow their consumers);
-:class:`~ov_autoplace.costmodel.anchors.AnchorFixer` / :func:`~ov_autoplace.costmodel.anchors.fix_anchors` (``anchors.py``) is the batched twin of ``legalize()``
-that makes random proposals legal cheaply. Speed: ``benchmarks/bench_simulator.py``.
+``Simulator(cost, graph)`` precomputes, once per graph, the index arrays the execution model needs; calling it on
+legal placements ``[P, N]`` returns each one's predicted latency in ms, vectorised over ``P``: the CostModel's
+model exactly (compute with the fusion discount, transfers, submodels counted as same-device islands by
+:class:`~.islands.IslandLabeller`). It is the batched twin of ``CostTerms`` that searches and training price with;
+it does not check legality (``anchors.py`` does that in batch). Term by term: docs/cost-model.md, "The simulator's
+vectorised model"; speed: ``benchmarks/bench_simulator.py``.
 """
 
 from __future__ import annotations

@@ -1,97 +1,11 @@
-"""The computation graph of an OpenVINO model as flat numpy arrays.
+"""The computation graph of an OpenVINO model as flat, read-only numpy arrays.
 
-``extract_graph(model)`` walks ``model.get_ordered_ops()`` once in C++
-(``_native.extract_graph``) and returns a :class:`GraphArrays`. It is step 1
-(graph construction) and the raw material of step 2 (feature extraction) of
-HSDAG; nothing here needs torch.
-
-Definitions (``tests/reference_graph.py`` re-implements them in pure Python and
-the test suite checks both agree):
-
-Nodes
-    Node ``i`` is the ``i``-th op of ``model.get_ordered_ops()`` (a topological
-    order), Parameters, Constants and Results included. Ops with bodies (If,
-    Loop, TensorIterator) are single nodes; their bodies are not expanded.
-    Control dependencies are not edges.
-
-``names`` / ``op_types`` / ``op_versions``
-    Friendly name, ``get_type_info().name`` (``"Convolution"``) and
-    ``get_type_info().version_id`` (``"opset1"``; ``""`` when null).
-    Names that are not valid UTF-8 are decoded with replacement characters.
-
-``role``
-    :class:`NodeRole`: 1 Parameter, 2 Constant, 3 Result, 0 everything else.
-
-``out_element_type``
-    ``get_type_name()`` of output 0's element type (``"f32"``, ``"i64"``,
-    ``"boolean"``, ``"string"``, ``"dynamic"``); ``""`` for an op without outputs.
-
-``num_outputs``, ``out_rank``, ``out_shape``
-    Output count; rank of output 0 (-1 for a dynamic rank or no outputs, 0 for
-    a scalar); its dims in an ``[N, MAX_RANK]`` table (``MAX_RANK = 8``), padded
-    with 0 after the rank, -1 for a dynamic dim. Dims past the 8th are dropped
-    (``out_rank`` still tells the true rank).
-
-``out_bytes``
-    Sum over all outputs of ``ceil(bitwidth * elements / 8)`` (so ``u4``/``u1``
-    pack, ``boolean`` takes a byte); -1 if any output has a dynamic shape, a
-    dynamic element type, or is a string tensor. 0 for an op without outputs.
-
-``flops`` (float64; a cost proxy, multiply-add = 2)
-    * Parameter / Constant / Result: 0 (always, even with dynamic shapes).
-    * any other op with a dynamic shape on any input or output: -1.
-    * Convolution, weights ``[Cout, Cin, k...]``: ``2 * |out| * Cin * prod(k)``.
-    * GroupConvolution, weights ``[G, Cout/G, Cin/G, k...]``:
-      ``2 * |out| * (Cin/G) * prod(k)``.
-    * ConvolutionBackpropData, weights ``[Cin, Cout, k...]``, counted from the
-      input side (each input element is scattered into ``Cout * prod(k)``
-      outputs): ``2 * |in0| * Cout * prod(k)``.
-    * GroupConvolutionBackpropData, weights ``[G, Cin/G, Cout/G, k...]``:
-      ``2 * |in0| * (Cout/G) * prod(k)``.
-    * MatMul: ``2 * |out| * K``, K the contracted dim of input 0 honouring
-      ``transpose_a`` (a rank-1 input 0 is never transposed).
-    * ScaledDotProductAttention, Q ``[..., L, E]``, K ``[..., S, E]``,
-      V ``[..., S, Ev]``: ``2*B*L*S*E + 2*B*L*S*Ev``, B the product of the
-      broadcast batch dims (mask, scale and softmax are not counted).
-    * Einsum with ``n`` operands and no ellipsis:
-      ``(1 if n == 1 else 2*(n-1)) * prod(size of every distinct label)``;
-      with an ellipsis, the element count below.
-    * every other op: total number of elements of all its outputs.
-    ``|t|`` is the element count of tensor ``t``.
-
-Edges (one per consumed input port)
-    For each node in topological order, for each of its input ports in order:
-    ``edge_src``/``edge_dst`` node ids, ``edge_src_port``/``edge_dst_port`` and
-    ``edge_bytes`` (bytes of the producing output as in ``out_bytes``, -1 if
-    dynamic or string). One output feeding k ports gives k edges; two ports of
-    one consumer fed by one output give two (multi-)edges.
-
-``in_degree``, ``out_degree``
-    Edge counts (multi-edges counted), i.e. the input count and the number of
-    consumed-output connections.
-
-``topo_index``, ``pos_enc``
-    ``topo_index[i] = i``. ``pos_enc[i, 2k] = sin(i / 10000**(2k/pos_dim))``,
-    ``pos_enc[i, 2k+1] = cos(i / 10000**(2k/pos_dim))`` (float32, computed in
-    double); ``pos_dim`` must be even.
-
-``depth``
-    Longest path, in edges, from any node without inputs (those have depth 0).
-
-``fractal_dim`` (local box-counting / mass-radius dimension)
-    Edges are taken as undirected with multi-edges collapsed. For node v,
-    ``N_v(r)`` is the number of nodes within shortest-path distance ``<= r``
-    of v, v included, for ``r = 1..R`` (``R = fractal_radius >= 2``).
-    ``fractal_dim[v]`` is the least-squares slope of ``log N_v(r)`` against
-    ``log r`` (double precision, stored as float32). A node on a long path has
-    ``N(r) = 2r + 1`` (dimension close to 1), an isolated node 0; bushier
-    neighbourhoods grow faster. One BFS per node truncated at depth R, so cost
-    is ``O(sum of R-ball sizes)``: linear on chains, quadratic around hubs.
-
-``meta``
-    ``num_nodes``, ``num_edges``, ``pos_dim``, ``fractal_radius``, ``max_rank``.
-
-All arrays of a :class:`GraphArrays` are read-only; copy one to modify it.
+``extract_graph(model)`` walks ``model.get_ordered_ops()`` once in C++ (``_native.extract_graph``) and returns a
+:class:`GraphArrays`: one node per op in that topological order (Parameters, Constants and Results included), one
+edge per consumed input port, and per node the shapes, bytes, a flops proxy, depth, positional encoding and local
+fractal dimension that HSDAG's features, the cost model and the legalizer read. Flat arrays, because every consumer
+is vectorised; no torch. The exact definitions of every array: docs/graph-arrays.md (``tests/reference_graph.py``
+re-implements them in pure Python and the tests check both agree).
 """
 
 from __future__ import annotations
@@ -142,7 +56,7 @@ _LIST_FIELDS = ("names", "op_types", "op_versions", "out_element_type")
 
 @dataclass(frozen=True, eq=False)
 class GraphArrays:
-    """Node and edge arrays of one model; see the module docstring for definitions.
+    """Node and edge arrays of one model; every array is defined in docs/graph-arrays.md.
 
     Node arrays have length ``num_nodes`` (first axis), edge arrays ``num_edges``.
     """

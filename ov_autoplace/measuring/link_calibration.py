@@ -1,40 +1,11 @@
 """What crossing devices costs, measured by timing real HETERO splits.
 
-``profile_links(core, devices)`` fills the CostModel's ``link_latency_ms``,
-``link_ms_per_byte`` (per direction) and ``submodel_overhead_ms`` (per device).
-It does not depend on any model, so it is cached on its own.
-
-Calibration model: a chain of ``L = max(cuts) + 1`` stages on an f32 tensor of
-``S`` bytes (shape ``[1, S/256, 64]``); stage ``s`` is
-``u = MVN(h, eps=1e-5)``, ``v = MVN(h, eps=1e-6)``, ``h = Add(u, v)``. MVN and
-that Add each stay one runtime node on the CPU plugin (a chain of eltwise ops
-would be fused into one Snippets kernel, and a cut would then also break a
-fusion - that cost belongs to ``unfused_ms``, not to the link).
-
-Variants at each size, all compiled through HETERO over the pair (a, b) and
-timed with ``measure_latency``, interleaved over ``rounds``: everything on a;
-everything on b; ``k`` cuts for each ``k`` in ``cuts``, either *between*
-stages (one tensor crosses to two consumers on the other device: 1 transfer,
-+1 submodel) or *inside* a stage (``u`` and ``v`` cross to the Add: 2
-transfers, +1 submodel), starting on a or on b. The two kinds of cut are what
-separate per-transfer latency from per-submodel overhead.
-
-Fit (the CostModel's execution model), by least squares with every row divided
-by that size's all-on-a latency (so 1 KB and 16 MB rows weigh alike):
-
-    latency = base(S) + n_mvn_on_b * dmvn(S) + n_add_on_b * dadd(S)
-              + (n_submodels_a - 1) * O_a + n_submodels_b * O_b
-              + n_ab * lat_ab + n_ba * lat_ba + bytes_ab * pb_ab + bytes_ba * pb_ba
-
-``base``, ``O``, ``lat`` and ``pb`` are kept >= 0 (a coefficient that would go
-negative is fixed at 0 and the rest refitted). ``r2_cut`` is the R^2 of the
-cut terms against the latency left after the fitted compute part; ``r2`` that
-of the whole fit. With more than two devices each pair is measured and a
-device's overhead is the mean over its pairs.
-
-Cost: about 70-80 s per device pair with the defaults on the 2-core testbed;
-the 18 variants of one size are alive together (to interleave them), which
-peaks at about 4 GB of RAM at 16 MB. What it found on the testbed: docs/cost-model.md.
+``profile_links(core, devices)`` fills the CostModel's ``link_latency_ms``, ``link_ms_per_byte`` (per direction)
+and ``submodel_overhead_ms`` (per device). It times a chain of MVN stages cut between and inside stages on each
+device pair (the two kinds of cut separate per-transfer latency from per-submodel overhead) and fits the
+CostModel's execution model by non-negative least squares. It depends on no model, so it is cached on its own.
+The calibration chain, the fit, its cost and what it found on the testbed: docs/cost-model.md, "Links and submodel
+overhead" and "Profiler".
 """
 
 from __future__ import annotations

@@ -1,34 +1,11 @@
 """Measurement noise of a profile: per-op spreads, and whether the machine was loaded while it was taken.
 
-A profile (``profiler.py``, ``quick_profile.py``) times each device over a window of PERF_COUNT runs.
-Two profiles of the same model never agree exactly, and a profile taken while another process competes
-for the cores is not the machine the placement will run on. This module gives the profilers what they
-need to say how far to trust their numbers:
-
-* **per-run per-op times** (:func:`per_run_node_ms`): a plugin that reports each run's time gives them
-  directly; the CPU plugin reports each node's running average since compile, in whole microseconds and
-  shared by all infer requests of the compiled model, so run ``k``'s time is
-  ``k * avg_k - (k - 1) * avg_(k-1)``. The rounding leaves up to ``k`` us of error per node and run,
-  which widens the spread of ops of a few microseconds (conservative: they look noisier than they are);
-* **spread** (:func:`iqr`): the interquartile range of the per-run values, in the same units as the median
-  or mean it accompanies; per op (``CostModel.compute_spread_ms``, scaled like the op's time) and per
-  device end to end (``CostModel.e2e_spread_ms``, the IQR of the window's wall times);
-* **load** (:class:`LoadProbe`, :func:`assess_load`): a device's window is *loaded* when
-
-  - other processes kept more than :data:`LOADED_OTHER_CORES` of this process's cores busy on average
-    (Linux ``/proc/stat``: busy time of the cores in this process's affinity mask minus this process's
-    own CPU time, over the window - the device's compile and its profiled runs; a window shorter than
-    :data:`MIN_LOAD_WINDOW_S` is stretched by waiting, since the kernel counts in 10 ms ticks). Whether the
-    cores were saturated is no test: with one core taken, the inference thread on the free core waits for its
-    partner and leaves that core idle part of the time. Other tenants of this process's affinity mask count too;
-  - or the end-to-end IQR exceeds :data:`LOADED_RELATIVE_SPREAD` of the median (a bursty load).
-
-  What these thresholds were measured on, and a signal tried and left out: docs/cost-model.md "Profiler".
-
-Profiles stored before spreads existed (no ``compute_spread_ms``) get :func:`assumed_spread`:
-:data:`UNKNOWN_RELATIVE_SPREAD` of every op's time and of each device's end-to-end latency - larger than
-what quiet profiles show (two 6-run profiles of BERT-base differ by 3.5 %, time-weighted), so such a
-profile's small gains count as unproven.
+Two profiles of the same model never agree exactly, and a profile taken while another process competes for the
+cores is not the machine the placement will run on. This module gives the profilers what they need to say how far
+to trust their numbers: per-run per-op times (:func:`per_run_node_ms`, recovered from the CPU plugin's running
+averages), their spread (:func:`iqr`), whether a window was loaded (:class:`LoadProbe`, :func:`assess_load`), and an
+assumed spread for profiles stored before spreads existed (:func:`assumed_spread`). The definitions and thresholds:
+docs/cost-model.md, "Noise and load"; what the thresholds were measured on: "Profiler".
 """
 
 from __future__ import annotations

@@ -1,75 +1,11 @@
 """Measure a :class:`CostModel` on real devices.
 
-``profile_model(model, core, devices)`` fills a CostModel for the prepared
-model from measurements on each device; ``profile_links(core, devices)``
-measures what crossing devices costs (it does not depend on the model and is
-cached on its own). Both cache in a :class:`ProfileStore` when given one.
-
-Per-op compute (``compute_ms``)
-    The prepared model is compiled on each device with ``PERF_COUNT`` (the
-    device's other properties stay as set on the core) and run ``warmup`` +
-    ``iterations`` times on random inputs. The CPU plugin reports each runtime
-    node's *running average since compile* (whole microseconds), not the last
-    run's time, so a node's time is its mean over the ``iterations`` window,
-    recovered from the averages at the window's start and end (one-off
-    first-run costs fall out); for a plugin that reports per-run times it is
-    the median over the runs. Runtime nodes map to prepared-model ops through
-    ``rt_info["originalLayersNames"]`` of ``get_runtime_model()``:
-
-    * a runtime node naming several ops gives all its time to one *primary*
-      op: the first listed heavy op (:data:`~ov_autoplace.measuring.perf_counts.HEAVY_OP_TYPES`), else the first
-      listed compute op; the others are ``fused_into`` the primary on that
-      device and cost 0 there;
-    * a compute op no runtime node names (the plugin dropped the name while
-      fusing, e.g. ResNet's last MatMul inside a FullyConnected named after
-      the bias Add) joins the runtime node of a named consumer, else of a named
-      producer (``DeviceReport.attached_nodes``); an op with no named
-      neighbour costs 0 (the plugin optimised it out);
-    * a runtime node naming no compute op (Reorders, inserted Converts) is
-      *unmapped*: its time goes to the nearest mapped consumer in the runtime
-      graph (inserted for its layout/precision), else the nearest mapped producer, else it is spread over all ops in
-      proportion to their time. ``DeviceReport.unmapped_fraction`` reports it.
-
-    The per-op clock misses inter-op work (scheduling, memory management), so
-    the per-op times are scaled to sum to the measured end-to-end median
-    (``measure_latency`` on the model compiled through HETERO on that one
-    device, i.e. one submodel, timed in chunks interleaved with the profiled
-    runs so both see the same machine load) minus that device's submodel
-    overhead (never below half the end-to-end median); the
-    CostModel then predicts a single-device placement's latency exactly.
-    ``DeviceReport.ratio`` is the unscaled sum over the end-to-end median.
-
-Unfused cost (``unfused_ms``)
-    Measured, not modelled: every op fused on a device is compiled *alone* on
-    that device - a copy of the op whose non-Constant inputs become Parameters
-    and whose outputs become Results, which is what HETERO hands a device when
-    a cut separates the op from its fusion partner - all such ops in one model,
-    profiled as above and scaled by the same factor. The primary keeps
-    ``unfused_ms == compute_ms`` (an upper bound: its kernel loses the cheap
-    epilogue). Where an op is not fused on a device, ``unfused_ms ==
-    compute_ms``. ``fused_into`` is one index per node: the first device (in
-    order) on which the op is fused decides it; a later device's different
-    fusion is kept only if it creates no chain (i -> j -> k).
-
-Links and submodels: see :mod:`ov_autoplace.measuring.link_calibration`.
-
-Noise (:mod:`ov_autoplace.measuring.noise`): every profiled run's per-op
-times are kept (recovered from the running averages on the CPU plugin), so
-each op has a spread (``compute_spread_ms``: IQR over the runs, scaled like
-its time) and each device an end-to-end spread (``e2e_spread_ms``: IQR of the
-companion's samples). A device window during which other processes kept more
-than half a core of ours busy, or whose end-to-end IQR exceeds a quarter of
-its median, is measured once more; still loaded, the profile is marked
-``loaded`` with a WARNING, and a stored loaded profile is measured again
-rather than reused. ``DeviceReport`` records the spread, the other processes'
-cores, and whether the window was loaded or re-measured. A profile stored
-before spreads existed loads with an assumed spread (``noise.assumed_spread``).
-
-Memory: ``node_memory_bytes[i]`` is the bytes of the Constants feeding node
-``i`` (a Constant shared by several consumers counts for each - the legalizer
-duplicates it per device). ``device_memory_bytes`` is ``inf`` for devices that
-report no ``GPU_DEVICE_TOTAL_MEM_SIZE`` (CPU plugins: host RAM, shared by both
-testbed devices, is not a per-device cap).
+``profile_model(model, core, devices)`` fills a CostModel for the prepared model from measurements on each device:
+per-op times from ``PERF_COUNT`` mapped back to the prepared ops through ``originalLayersNames`` and scaled to the
+measured end-to-end latency, each fused op's unfused cost measured alone, per-op and end-to-end spreads, and a
+re-measurement when the machine was loaded. ``profile_links(core, devices)`` measures what crossing devices costs
+(``link_calibration.py``; model-independent, cached on its own). Both cache in a :class:`ProfileStore` when given
+one. How each number is recovered and mapped: docs/cost-model.md, "How a full profile is measured".
 """
 
 from __future__ import annotations

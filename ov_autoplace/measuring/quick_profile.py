@@ -1,32 +1,10 @@
 """A cheap measured profile: one compile and a few PERF_COUNT runs per device.
 
-``measure_model_profile`` (profiler.py) compiles each device three times (the
-PERF_COUNT model, a one-submodel HETERO companion for the end-to-end latency,
-and a model of the fused ops alone for their unfused cost) and calibrates the
-links by timing real splits. ``quick_model_profile`` keeps what decides a
-placement and drops the rest:
-
-* **one compile per device** with ``PERF_COUNT`` - per distinct device: a device that reports the
-  same facts as an earlier one (``devices/facts.py``: same plugin, precision, threads, ...) gets that
-  device's costs, since measuring it again would only measure noise; the per-op times come from
-  ``profiling_info`` exactly as in profiler.py (same mapping back to the
-  prepared ops, same running-average arithmetic), and the end-to-end latency
-  is the median wall time of the same profiled runs (PERF_COUNT's bookkeeping
-  is included, a small bias toward slower);
-* **noise** (``noise.py``): each op's and each device's spread (IQR over the profiled runs) go
-  into the CostModel; a device window taken while other processes load the cores is measured
-  once more and, still loaded, marks the profile ``loaded`` (a WARNING; its gains count as unproven);
-* **unfused cost** of a fused op: the device's measured ms per output byte of
-  its light ops that ran alone (profiler.py's own fallback) instead of a
-  compile of the fused ops alone;
-* **links**: a stored link profile of the device set if there is one (from
-  ``ov-autoplace profile --links`` or an earlier full profile), else the
-  prior's links (``prior.py``: host-memory devices copy through memory, a
-  discrete device over its host link) - simulated, and the profile's source says so.
-
-It is stored under the same key as a full profile (a measured profile of this
-model on these devices), so every reader (the default placement, the
-``hsdag`` strategy) uses whichever was measured last.
+The full profile (``profiler.py``) compiles each device three times and calibrates the links by timing real splits;
+``quick_model_profile`` keeps what decides a placement: one ``PERF_COUNT`` compile per distinct device, the per-op
+times and spreads of a short window, each fused op's unfused cost from the device's ms per byte, and a stored link
+profile or the prior's links. It is stored under the full profile's key, so every reader uses whichever was measured
+last. What it keeps and drops, and how its window was sized: docs/cost-model.md, "The quick profile".
 """
 
 from __future__ import annotations
@@ -53,10 +31,9 @@ from ov_autoplace.measuring.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
 logger = logging.getLogger(__name__)
 
-# The profiled window of one device: at least this many runs, then runs until PROFILED_RUNS_BUDGET_MS
-# is spent (or ``iterations`` are done). Measured on BERT-base (0.33 s per inference, 2 cores): the
-# per-op times of two 6-run profiles differ by 3.5 % (time-weighted), of two 3-run profiles by 11 %;
-# 5 runs keep the 3-4 % level and bring its quick profile from 3.1 s to about 2.7 s.
+# The profiled window of one device: at least this many runs, then runs until PROFILED_RUNS_BUDGET_MS is spent (or
+# ``iterations`` are done); enough runs to keep two profiles' per-op times within a few percent at the least wall
+# time (measured in docs/cost-model.md, "The quick profile").
 MIN_PROFILED_RUNS = 3
 PROFILED_RUNS_BUDGET_MS = 1500.0
 

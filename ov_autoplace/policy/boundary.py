@@ -1,4 +1,4 @@
-"""What moving a group off the graph's best device trades its compute gain against: its boundary (issue 22).
+"""What moving a group off the graph's best device trades its compute gain against: its boundary.
 
 From a group's compute time per device alone the placer cannot tell a group worth moving to ``d`` from one whose
 gain the tensors at its boundary eat up. Per (group, device), once the pooling has formed the groups:

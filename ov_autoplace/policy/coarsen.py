@@ -1,32 +1,11 @@
 """HSDAG's pre-GNN chain collapsing: fewer, more meaningful nodes for the GCN.
 
-Rule (the paper's): a compute node merges with its only successor when that
-successor has only one predecessor. It is applied over *active* nodes only
-(compute nodes that are not pure-constant subgraphs, the nodes the legalizer
-lets a strategy place); everything else is folded into a neighbour's group,
-because the legalizer decides their device from that neighbour anyway:
-
-* Constants, pure-constant compute nodes (``legalize.constant_subgraph_mask``)
-  and Parameters join the group of their first non-Result consumer (lowest
-  node id; the legalizer uses a majority vote, which agrees whenever a weight
-  has one consumer, the common case);
-* Results join their producer's group;
-* a node with nowhere to go (a Parameter wired straight to a Result, a dangling
-  Constant) is its own group.
-
-Because a successor with one predecessor and a predecessor with one successor
-form a path, every chain group is a path and contracting it keeps the graph a
-DAG. Group edges are the model's edges between different groups, deduplicated,
-*except* edges leaving a Constant or constant subgraph: the legalizer copies
-those values beside each consumer, so they carry no transfer and would only
-tie together the unrelated users of a shared weight.
-
-All of it is vectorised: pointer jumping over a parent array (O(N log L) for
-chains of length L).
-
-**Cost cuts** (``node_class``, issue 22): two nodes merge only when their classes are equal, so a chain is cut
-where the class changes; :func:`preferred_device_class` gives the device each node is cheapest on (the search
-splits inside the paper's chains, docs/training.md).
+The paper's rule (a compute node merges with its only successor when that successor has only one predecessor) over
+the active nodes; Constants, Parameters and Results join a neighbour's group, because the legalizer decides their
+device from that neighbour anyway. Every group is a path, so the grouped graph stays a DAG; vectorised by pointer
+jumping. With ``node_class`` (cost cuts) a chain is also cut where the device a node is cheapest on changes
+(:func:`preferred_device_class`), because the best placements a search finds split inside the paper's chains. The
+rules in full: docs/policy.md, "Groups".
 """
 
 from __future__ import annotations
@@ -93,7 +72,7 @@ def preferred_device_class(compute_us: np.ndarray, fused_into: np.ndarray | None
 
 
 def chain_coarsen(graph: GraphArrays, node_class: np.ndarray | None = None) -> Coarsening:
-    """Chain-collapse ``graph`` (see the module docstring); with ``node_class`` (int [N]) a chain is cut wherever
+    """Chain-collapse ``graph`` (docs/policy.md, "Groups"); with ``node_class`` (int [N]) a chain is cut wherever
     the class of consecutive nodes changes."""
     n = graph.num_nodes
     role = graph.role

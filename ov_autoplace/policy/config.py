@@ -18,14 +18,14 @@ from ov_autoplace.policy.features import (
 from ov_autoplace.policy.inputs import COARSE_EXTRA_NAMES
 
 #: How the graph is grouped before the GCN (``coarsen.py``): ``chain`` = the paper's chains (what ``hsdag_v1`` was
-#: trained with); ``cost_cut`` = chains cut wherever the device a node is cheapest on changes (issue 22);
+#: trained with); ``cost_cut`` = chains cut wherever the device a node is cheapest on changes;
 #: ``cost_cut_fused`` = the same, never inside a fused kernel (``coarsen.preferred_device_class``).
 COARSENING_RULES = ("chain", "cost_cut", "cost_cut_fused")
 
 #: What the placer reads besides the group embedding and the devices: ``group`` = each group's mean node-device
 #: features and compute per device (``hsdag_v1``); ``boundary`` = also what moving the group trades that compute
 #: against (``boundary.BOUNDARY_FEATURE_NAMES``) and the mean group embedding of the whole graph, so its per-device
-#: threshold can depend on the graph (issue 22).
+#: threshold can depend on the graph.
 PLACER_INPUTS = ("group", "boundary")
 
 #: Per-(group, device) placer inputs besides the mean node-device features:

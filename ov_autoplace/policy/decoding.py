@@ -1,4 +1,4 @@
-"""Decoding the policy's one pass into more than its greedy placement, priced by the cost model (issue 22).
+"""Decoding the policy's one pass into more than its greedy placement, priced by the cost model.
 
 The policy's logits often rank the groups right where its threshold is wrong. :func:`offset_decodings` reads
 placements off that ranking, ``argmax(logits + b)`` for a grid of per-device offsets ``b`` (on two devices: the

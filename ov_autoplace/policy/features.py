@@ -1,47 +1,11 @@
 """HSDAG step 2: per-node, per-device and per-(node, device) features, in numpy.
 
-Three tables feed the policy:
-
-``node_features(graph, config) -> float32 [N, F]``
-    What the paper lists (op type one-hot, output shape, node id as a sin/cos
-    positional encoding, in/out degree, fractal dimension) plus the node's
-    size (bytes, FLOPs), its role and its depth. Columns, in order
-    (:func:`node_feature_names` names each one):
-
-    ========================  =====================================================  ==================
-    block                     value                                                  switch
-    ========================  =====================================================  ==================
-    ``op=<type>``             one-hot over :data:`OP_VOCAB` + ``other``               always
-    ``role=<role>``           one-hot over compute / parameter / constant / result    always
-    ``shape_dim[-4..-1]``     ``log1p`` of the 4 trailing output dims (right-aligned, ``use_output_shape``
-                              0 when the rank is smaller or the dim is dynamic)
-    ``shape_rank``            ``out_rank / 8`` (0 when dynamic)                       ``use_output_shape``
-    ``shape_dynamic``         1 when any output dim or the rank is dynamic            ``use_output_shape``
-    ``log_bytes``             ``log1p(out_bytes) / 10`` (0 when dynamic)              ``use_op_cost``
-    ``log_flops``             ``log1p(flops) / 10`` (0 when dynamic)                  ``use_op_cost``
-    ``pos_enc[k]``            ``GraphArrays.pos_enc`` (recomputed when its width      ``use_node_id``
-                              differs from the policy's ``pos_dim``)
-    ``rel_position``          ``topo_index / (N - 1)``                                ``use_node_id``
-    ``log_in_degree``         ``log1p(in_degree)``                                    ``use_structural``
-    ``log_out_degree``        ``log1p(out_degree)``                                   ``use_structural``
-    ``rel_depth``             ``depth / max(depth)``                                  ``use_structural``
-    ``fractal_dim``           ``GraphArrays.fractal_dim``                             ``use_structural``
-    ========================  =====================================================  ==================
-
-    The width ``F`` depends only on the vocabulary and ``pos_dim``, never on the
-    switches: an ablated block is zeroed, so one trained policy can be
-    evaluated under every ablation.
-
-``device_features(cost, graph) -> float32 [D, Fd]`` (:data:`DEVICE_FEATURE_NAMES`)
-    What a device is like for this graph, from the :class:`CostModel`.
-
-``node_device_features(cost, graph) -> float32 [N, D, Fnd]`` (:data:`NODE_DEVICE_FEATURE_NAMES`)
-    What node i costs on device d, absolutely and relative to its best device.
-
-Conditioning the placer on the last two (rather than on a fixed device list)
-is what lets one set of weights place onto any number and kind of devices.
-Log features of quantities that can exceed ``e**10`` (bytes, FLOPs) are
-divided by 10 so every column stays within a few units.
+Three tables feed the policy: ``node_features`` (what the paper lists - op type, output shape, positional encoding,
+degrees, fractal dimension - plus size, role and depth; ablated blocks are zeroed, never dropped, so one trained
+policy runs under every ablation), ``device_features`` (what a device is like for this graph) and
+``node_device_features`` (what node i costs on device d). Conditioning the placer on the last two, not on a fixed
+device list, is what lets one set of weights place onto any number and kind of devices. Every column:
+docs/policy.md, "Features".
 """
 
 from __future__ import annotations
@@ -159,7 +123,7 @@ def op_type_index(op_types: tuple[str, ...], vocab: tuple[str, ...] = OP_VOCAB) 
 
 def node_features(graph: GraphArrays, config: NodeFeatureConfig = NodeFeatureConfig(), *,
                   vocab: tuple[str, ...] = OP_VOCAB, pos_dim: int = POS_DIM) -> np.ndarray:
-    """float32 ``[N, F]`` node features; see the module docstring for the columns."""
+    """float32 ``[N, F]`` node features; every column: docs/policy.md, "Features"."""
     n = graph.num_nodes
     blocks: list[np.ndarray] = []
 

@@ -1,33 +1,11 @@
 """A trained HSDAG policy as one ``.npz`` file that inference can read without torch.
 
-Layout: every parameter of ``HSDAGPolicy.state_dict()`` as a float32 or float16
-array under its state-dict name (``input_proj.weight``, ``convs.0.lin.weight``,
-...) plus one entry ``__header__``: JSON text (as UTF-8 bytes; files written before 2026-11-27 hold a numpy unicode
-string, four bytes a character, and are read as well) holding
-
-* ``format`` / ``format_version`` (:data:`FORMAT`, :data:`FORMAT_VERSION`),
-* ``ov_autoplace_version`` that wrote it,
-* ``config`` (:class:`~ov_autoplace.policy.config.HSDAGConfig` as a dict: sizes,
-  pooling rule, op vocabulary, positional-encoding width, feature switches),
-* ``feature_names`` of the node, device and pair inputs (for humans and checks),
-* ``parameters``: name -> shape, and free-form ``metadata`` (training run, ...),
-* ``weight_dtype``: how the weights are stored (absent in files written before it: float32) and
-  ``weight_layout``: ``arrays`` (one array per parameter) or ``byte_planes`` (float16 only, below),
-* ``mantissa_bits`` (float16 only; absent: all 10): how many of float16's mantissa bits the weights keep.
-
-The loader upcasts float16 weights to float32, so only the weights' rounding differs; the shipped policy is
-float16 at 8 mantissa bits (it places as its float32 weights do but for near-ties: tests/policy/test_float16_policy.py).
-Exports default to float32. float16 weights are stored as two uint8 byte planes, ``__high_bytes__`` (sign,
-exponent: few distinct values, so they deflate well in the wheel) and ``__low_bytes__``, the parameters
-concatenated in the header's order. Rounding the weights to fewer mantissa bits (``mantissa_bits=7`` is
-bfloat16's precision in float16's range) zeroes the low plane's last bits, which the wheel's deflate then drops:
-a placement decided by a margin finer than that rounding is noise anyway, and whether a policy places as its
-float32 weights do at that precision is measured per policy, never assumed (docs/training.md).
-
-:func:`export_policy` takes the torch module but this file never imports torch
-(it only calls ``.detach().cpu().numpy()`` on the tensors it is given);
-:func:`load_policy_file` is pure numpy + json. Files are read with
-``allow_pickle=False``: a policy file cannot run code.
+Every parameter as a float32 or float16 array under its state-dict name, plus a JSON ``__header__`` (format
+version, the writing ov_autoplace version, the :class:`HSDAGConfig`, feature names, parameter shapes, metadata, and
+how the weights are stored). float16 weights are stored as two byte planes, optionally rounded to fewer mantissa bits,
+so they deflate well in the wheel; the loader upcasts them to float32. Pure numpy + json at load, read with
+``allow_pickle=False`` so a policy file cannot run code. The layout field by field: docs/policy.md, "The policy
+file".
 """
 
 from __future__ import annotations
@@ -150,7 +128,7 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
 
 
 def header_text(entry: np.ndarray) -> str:
-    """The JSON text of a file's ``__header__`` entry, stored either way (module docstring)."""
+    """The JSON text of a file's ``__header__`` entry: UTF-8 bytes, or a numpy unicode string in older files."""
     if entry.dtype == np.uint8 and entry.ndim == 1:
         return entry.tobytes().decode("utf-8")  # not UTF-8: UnicodeDecodeError, a ValueError
     return str(entry)

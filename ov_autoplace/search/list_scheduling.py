@@ -1,49 +1,12 @@
 """List scheduling on the cost model: HEFT (Topcuoglu et al., 2002) adapted to HETERO's sequential submodels,
 critical-path-first greedy placement, and the incremental placer they share.
 
-The strategies ``heft`` and ``critical_path`` (``strategies/heft.py``, ``strategies/critical_path.py``) and the
-exact optimum's fallback (``search/milp.py``) call these functions on ``CostTerms``.
-
-**HEFT.**
-
-Classic HEFT orders tasks by *upward rank* (a task's mean compute time plus
-the costliest path of mean transfer + rank through its successors) and puts
-each task, in decreasing rank, on the processor where it would *finish*
-earliest, processors running in parallel.
-
-HETERO runs its submodels one after another, so there is one timeline: a
-node's earliest finish time on device d is the time already spent plus what
-placing it on d adds. The processor-availability term is the same for every
-device and drops out, and EFT becomes the *incremental cost* under the
-CostModel: the node's compute on d, the transfers it creates from
-already-placed producers (once per producer output and device) and towards
-already-placed consumers, the fusion discounts it breaks (its own and its
-partner's), and the submodel switches it adds (``+overhead`` when it starts
-an island, ``-overhead`` per extra island it joins). A device whose memory
-would overflow is skipped. The rank still decides the order, so the heaviest
-remaining work is placed first, and ties go to the earlier (higher-priority)
-device.
-
-Parameters and constant-subgraph nodes are not placed here: the legalizer puts
-them with their consumers, so their outputs are treated as free.
-
-**Critical path first** (in the spirit of Baechi's m-TOPO / m-ETF family):
-
-1. The critical path is the longest path through the active nodes when each
-   node weighs its fastest compute time (compute-weighted depth).
-2. The whole path goes on one device - splitting it would put transfers and
-   submodel switches on the path every inference must walk. Every device that
-   can run all of it is tried in turn (path nodes that no longer fit in its
-   memory are placed like the rest).
-3. The remaining active nodes are then placed in topological order, each where
-   its incremental cost is smallest: compute, transfers from placed producers
-   *and* to placed consumers (the path's nodes are placed already), lost
-   fusion and submodel switches (``IncrementalPlacer``; memory-full
-   devices skipped; ties to the higher-priority device).
-4. Of the completed candidates, the one whose legal placement the CostModel
-   predicts fastest wins (ties to the earlier device).
-
-Parameters and constant-subgraph nodes are left to the legalizer.
+HETERO runs submodels one after another, so HEFT's earliest finish time becomes the *incremental cost* of placing a
+node under the CostModel (compute, transfers to and from placed neighbours, lost fusion, submodel switches);
+critical path first puts the compute-weighted longest path on one device and places the rest by the same
+incremental cost. The strategies ``heft`` and ``critical_path`` and the exact optimum's fallback (``milp.py``) call
+these on ``CostTerms``. Both algorithms step by step: docs/cost-model.md, "List scheduling: HEFT and critical path
+first".
 """
 
 from __future__ import annotations
@@ -166,7 +129,8 @@ def upward_rank(terms: CostTerms) -> np.ndarray:
     return rank
 
 def heft_placement(terms: CostTerms) -> np.ndarray:
-    """HEFT under HETERO's sequential execution (module docstring): rank order, least incremental cost."""
+    """HEFT under HETERO's sequential execution: rank order, least incremental cost (docs/cost-model.md, "List
+    scheduling")."""
     rank = upward_rank(terms)
     order = sorted(np.flatnonzero(terms.active).tolist(), key=lambda i: (-rank[i], i))
     placer = IncrementalPlacer(terms)
@@ -197,7 +161,7 @@ def critical_path(terms: CostTerms) -> list[int]:
     return path[::-1]
 
 def critical_path_placement(terms: CostTerms) -> np.ndarray:
-    """Critical path on one device, the rest greedily by incremental cost (module docstring)."""
+    """Critical path on one device, the rest greedily by incremental cost (docs/cost-model.md, "List scheduling")."""
     path = critical_path(terms)
     on_path = set(path)
     rest = [i for i in np.flatnonzero(terms.active).tolist() if i not in on_path]

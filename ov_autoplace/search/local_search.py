@@ -1,45 +1,12 @@
 """Cost-model refinement of a placement: a deterministic local search that only ever lowers predicted latency.
 
-A learned policy places whole coarse groups at once and can miss a split of a few
-contiguous regions. :class:`LocalSearchRefiner` starts from its proposal and moves *regions* of the active nodes (compute nodes that
-are not pure-constant, ``cost_terms``'s decision variables) between devices,
-Kernighan-Lin style, keeping a move only when the predicted latency under the
-same :class:`~ov_autoplace.costmodel.cost_model.CostModel` drops. Moves:
-
-* island moves - a whole same-device island to another device (removes the
-  small islands a proposal leaves, whose submodel switch costs more than they save);
-* boundary shifts - the border between two islands, in topological order,
-  pushed 1, 2, 4, ... nodes either way (the regions' exact extent);
-* structural-class moves - every node of one op type, or of one op type with
-  the same producer and consumer op types (one role in every repeated layer);
-* repeated-layer moves - the nodes whose names are equal up to their digits
-  (one role, or one module, of every layer: ``search_moves``), whole and with
-  only the nodes faster on the target;
-* interval moves - a run of the topological order to another device, at every scale, in overlapping windows,
-  whole and with only the nodes faster on the target (on large graphs in blocks of consecutive active nodes, so
-  a round holds a few hundred candidates whatever the size).
-
-A filtered move also comes with the nodes it would leave enclosed (every
-active neighbour on the target): an op between moved ops costs two transfers
-if it stays.
-
-Each round prices every candidate in batches with the vectorised
-:class:`~ov_autoplace.costmodel.simulator.Simulator` (``search_pricing``: anchors placed, memory and the
-submodel bound enforced) and takes the best (steepest descent), three times: within the bound, without it, within
-it again; then Kernighan-Lin passes (a few forced best moves, the best prefix kept if it beats the start). It
-minimises memory overflow, then submodels above the bound, then latency, and stops when nothing improves or the
-budget (placements, seconds, rounds) is spent. Nodes move only to devices that can run them; pins never move.
-
-The result, made legal by ``legalize()`` with the same pins and bound, must be predicted no slower by
-:class:`CostTerms` than the input made legal the same way, else the input is returned: refinement never makes a
-placement worse under the cost model it was given.
-
-Noise (measured CostModels carry per-op and end-to-end spreads, ``noise.py``): **a move is kept only when its
-predicted gain exceeds the spread of what it moves** (``cost_terms.move_spread_ms``); the search minimises
-``latency(x) + spread(start -> x)``. The result must also beat HETERO's own placement (each node on the first device
-that runs it: the plain call) by more than the spread between them, else that placement is returned (``stopped``:
-``unproven``); a CostModel measured on a loaded machine (``cost.loaded``) proves no gain (``loaded``). With two
-identical devices every cross-device gain is noise. Simulated models have spread 0.
+A learned policy places whole coarse groups at once and can miss a split of a few contiguous regions.
+:class:`LocalSearchRefiner` starts from its proposal and moves *regions* of the active nodes between devices
+(islands, island borders, structural classes, repeated layers, intervals of the topological order), priced in
+batches by the simulator, steepest descent then Kernighan-Lin passes. The legalized result must be predicted no
+slower than the legalized input, and on a measured CostModel a move counts only when its gain exceeds the spread of
+what it moves, so refinement never makes a placement worse under the model it was given. The moves, the order of
+objectives and the stops: docs/cost-model.md, "The local search's moves and stops"; results: "Local search".
 """
 
 from __future__ import annotations

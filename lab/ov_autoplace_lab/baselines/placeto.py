@@ -1,44 +1,11 @@
 """Placeto (Addanki et al., NeurIPS 2019) as a budgeted :class:`LearnedSearch`.
 
-"Placeto: Learning Generalizable Device Placement Algorithms for Distributed
-Machine Learning" casts placement as an MDP that *improves* a placement: an
-episode visits the graph's (grouped) nodes one at a time and at each visit a
-policy picks a device for that node, given a graph embedding computed from
-the *current* placement. The embedding is message passing over the DAG:
-from parents (upward), from children (downward) and a summary of the
-*parallel* nodes (neither ancestor nor descendant). Trained with REINFORCE.
-
-Here (what this reproduction does, and where it differs):
-
-* Nodes are :func:`~ov_autoplace.policy.coarsen.chain_coarsen` groups (what
-  the legalizer places as a unit), visited in a topological order. Group
-  features: log1p of the summed ``compute_ms`` per device (z-scored jointly
-  over all devices, so "device a is slower" survives), its excess over the
-  group's fastest device, an unsupported flag per device, log bytes leaving
-  the group, log member count; plus Placeto's state part: the current
-  placement (one-hot), "placed now" and "already visited" flags.
-* Message passing: ``rounds`` synchronous rounds of parent->child (and
-  child->parent) mean aggregation with ``index_add_``, instead of Placeto's
-  one full recursive pass in topological order: information travels
-  ``rounds`` hops. The parallel aggregate is exact (mean over the
-  reachability complement) for graphs of at most ``parallel_exact_max``
-  groups; above that it is approximated by the mean over all other groups.
-* An episode starts from the fastest single device (episode 0; it is
-  evaluated first, one sample, so the search never ends worse than it) or the
-  best placement found so far (Placeto's iterative improvement). For speed,
-  groups are visited in chunks of ``ceil(G / max_forwards)`` consecutive
-  groups: one embedding per chunk, all its groups flagged "placed now" and
-  sampled together (one group per step when G <= max_forwards, as in the paper).
-* Rewards: the paper rewards every step from a simulator (r_t = R(p_t) -
-  R(p_{t+1})). Every evaluated placement counts against the budget here (on
-  devices each is a compile), so only an episode's final placement is
-  evaluated and its return ``-log(latency)`` goes to every step; REINFORCE
-  with a moving-average baseline that starts at the first episode's return
-  (faster = higher reward).
-* Exploration prior (not in the paper, which trains for thousands of
-  episodes): a fixed bonus on the logit of each group's current device so an
-  untrained policy changes about ``init_changes`` groups per episode instead
-  of re-randomising a good placement; ``init_changes=None`` = uniform start.
+Placeto casts placement as an MDP that *improves* a placement: an episode visits the graph's groups one at a time and
+a policy picks each one's device from a message-passing embedding of the *current* placement (parents, children and
+the parallel nodes), trained with REINFORCE. This reproduction visits chain groups in chunks, starts each episode from
+the best placement so far, rewards only an episode's final placement (each evaluation counts against the budget; on
+devices it is a compile) and biases an untrained policy toward few changes per episode. Where it differs from the
+paper, point by point: docs/results.md, "Placeto as reproduced here".
 """
 
 from __future__ import annotations
@@ -102,7 +69,7 @@ def parallel_matrix(coarse: Coarsening, order: np.ndarray) -> np.ndarray:
 class PlacetoGraph:
     """What an episode needs of one environment's graph, at group granularity.
 
-    ``static`` float32 [G, 3D+2] (see the module docstring), ``allowed`` bool [G, D]
+    ``static`` float32 [G, 3D+2] (docs/results.md, "Placeto as reproduced here"), ``allowed`` bool [G, D]
     (every compute member supported), ``order`` int64 [G], ``edge_src``/``edge_dst``
     int64 [Eg], ``parallel`` float32 [G, G] or None (approximated), ``group_of_node`` [N].
     """
@@ -238,7 +205,7 @@ def keep_bias_for(num_groups: int, num_devices: int, init_changes: float | None)
 class PlacetoSearch(LearnedSearch):
     """Placeto's episodes + REINFORCE within a budget of distinct evaluated placements.
 
-    One episode = one proposal evaluated (see the module docstring); at most
+    One episode = one proposal evaluated (docs/results.md, "Placeto as reproduced here"); at most
     ``max_episodes_factor * budget`` episodes, and none after ``patience``
     episodes in a row without a new distinct placement, since a proposal may
     legalise to a placement already seen (free, not counted; a converged

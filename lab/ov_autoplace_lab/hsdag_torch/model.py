@@ -8,7 +8,7 @@ Forward pass (steps 3-4 of the paper; steps 1-2 are ``extract_graph`` and
       --GraphParsingPool-->  groups of coarse nodes, h [G, H]     (learned number of groups)
       --DevicePlacer(h, device features, group x device costs)-->  logits [G, D]
 
-With ``placer_inputs="boundary"`` (issue 22) the placer also reads what moving each
+With ``placer_inputs="boundary"`` the placer also reads what moving each
 group trades against its compute gain (``ov_autoplace.policy.boundary``) and the mean
 group embedding; with ``placer_passes`` > 1 it scores the groups again, each pass
 pricing the moves with the neighbours where the previous pass's greedy choice put them.

@@ -47,7 +47,7 @@ from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
 
-#: Draws of the perturbed device model per row (issue 19: at least 20).
+#: Draws of the perturbed device model per row: the 20 the truth tables were specified with (one draw = 5 % of a row).
 TRUTH_DRAWS = 20
 #: Seconds the MILP gets per truth; the best known placement under the truth is used when it is faster.
 TRUTH_MILP_SECONDS = 2.0

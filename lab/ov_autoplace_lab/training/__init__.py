@@ -16,12 +16,11 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-#: The first pretrained policy (:mod:`.pretrain`'s recipe, float16 as it shipped until 2026-11-27): where ``hsdag_v2``
+#: The first pretrained policy (:mod:`.pretrain`'s recipe, float16 as it shipped): where ``hsdag_v2``
 #: started (its imitation's initial weights) and the start policy of the targets of v2 and v3 (docs/training.md).
 V1_POLICY = Path(__file__).with_name("hsdag_v1.npz")
-#: The second (:mod:`.amortise`'s recipe, ``cost_cut`` coarsening, seed 0), shipped 2026-11-27 to 2026-11-28: the
-#: initial weights of the shipped ``hsdag_v3`` and the reference of its evaluations (``amortise evaluate --shipped
-#: v2``).
+#: The second (:mod:`.amortise`'s recipe, ``cost_cut`` coarsening, seed 0; docs/bench/training-log.md): the initial
+#: weights of the shipped ``hsdag_v3`` and the reference of its evaluations (``amortise evaluate --shipped v2``).
 V2_POLICY = Path(__file__).with_name("hsdag_v2.npz")
 
 

@@ -1,4 +1,4 @@
-"""``python -m ov_autoplace_lab.training.amortise``: amortise the search into the policy (issue 22).
+"""``python -m ov_autoplace_lab.training.amortise``: amortise the search into the policy.
 
 Three steps, each resumable, each on Ray where it is parallel:
 

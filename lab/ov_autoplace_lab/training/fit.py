@@ -1,4 +1,4 @@
-"""How well a policy's one pass fits the targets it imitates, and how well its grouping could (issue 22).
+"""How well a policy's one pass fits the targets it imitates, and how well its grouping could.
 
 ``amortise evaluate`` scores policies on the headroom table's rows; this
 asks the question before it: on the stored targets themselves (training,

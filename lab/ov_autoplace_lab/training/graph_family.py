@@ -12,7 +12,7 @@ Three kinds, each with its size and shape drawn from one ``numpy`` generator
 * ``mlp``: MLPs of varied width and depth with Relu/Gelu/Sigmoid/Tanh, optional
   residual skips and optional split-and-concat branches.
 
-Four more (issue 22, item 2), built only when named (:data:`EXTRA_KINDS`):
+Four more, built only when named (:data:`EXTRA_KINDS`):
 ``detection`` (feature pyramid + shared towers), ``decoder`` (causal decoder
 layers, RMS norm, SwiGLU), ``multibranch`` (wide parallel-branch CNN stages),
 ``state_space`` (Mamba-like scan blocks or a GRU unrolled over time), at sizes
@@ -184,7 +184,7 @@ def mlp(rng: np.random.Generator, name: str = "mlp") -> ov.Model:
     return ov.Model([out], [x], name)
 
 
-# ---- the families of issue 22 (item 2): reached only through build(seed, kind) -----------------------------
+# ---- the extra kinds (EXTRA_KINDS): reached only through build(seed, kind) -------------------------------------
 def detection_head(rng: np.random.Generator, name: str = "detection") -> ov.Model:
     """A small backbone, a top-down feature pyramid (Interpolate + Add) and an FCOS/RetinaNet-like head of shared
     classification and box towers on every level, flattened and concatenated."""

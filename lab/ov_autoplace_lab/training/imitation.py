@@ -1,48 +1,12 @@
-"""Imitation of the search, then REINFORCE: the policy learns the splits the search finds (issue 22).
+"""Imitation of the search, then REINFORCE: the policy learns the splits the search finds.
 
-The targets (``targets.py``) hold, per training case, the best legal placement
-known. The policy cannot express every placement: chain coarsening
-(``policy/coarsen.py``) puts a chain of nodes on one device, and the search
-often splits inside a chain (gpt2_decoder on ``paper``: the search's 1.417 ms
-needs split chains; the best chain-constant placement is 1.611 ms, and the
-per-chain majority of the search's placement is 2.51 ms, slower than the GPU
-alone). So what is imitated is :func:`expressible_target`: the fastest
-chain-constant placement found from the search's per-chain majority and from
-every single device by steepest descent over single chain moves. A policy
-with ``coarsening="cost_cut"`` (``ImitationConfig.coarsening``; chains cut
-where the cheapest device changes) can split a chain, and its target is the
-same search at that finer grouping, started also from the chain target, so
-it is never slower than the chain one. Imitation
-minimises the cross-entropy of that target's device of every
-active node (compute nodes that are not constant folding: the decision
-variables of ``cost_terms``) under the device distribution of the node's group:
-
-    L = - sum_n w_n log softmax(logits)[group(n), target(n)] / sum_n w_n
-
-with ``w_n`` 1 on active nodes, 0 elsewhere (anchors follow their neighbours in
-the legalizer; the target says nothing about them), or - with
-``node_weighting="stakes"`` - ``w_n`` grown by what the node's device decides:
-:func:`node_weights`. Uniform weights let the many cheap nodes that stay put
-outvote the few heavy ones a split moves. This is Post's
-cross-entropy step with the search's placement as the single elite. The
-policy places whole groups, so a group that mixes target devices can only
-match its majority; the loss still moves the group embeddings (and through
-them the GCN) toward the split.
-
-With ``grouping_weight`` > 0 the parsing network's edge scores are also
-trained (:func:`grouping_loss`): an edge whose merge would put nodes the
-target places apart into one group is pushed below the merge threshold, in
-proportion to the stakes the merge would misplace. The cross-entropy reaches
-the scorer only through the group embeddings' confidence weights, so without
-it nothing stops the grouping from drifting while the GCN trains for the
-placer (2 of 9 multi-pass runs lost a quarter to a half of their ceiling that
-way, issue 22).
-
-Then REINFORCE on the simulator as in pretraining (``Trainer``, reward
-``-log(latency)``, legalised with the inference bound of 8 submodels), with one
-imitation step after every policy-gradient step so the policy-gradient noise
-does not wash the imitated splits out. ``imitation_steps=0`` is the ablation:
-REINFORCE alone, on the same tasks, from the same start.
+The policy places whole groups, so it imitates :func:`expressible_target`, the fastest group-constant placement near
+the search's target, by a cross-entropy over each active node's target device (weighted by what the node's device
+decides with ``node_weighting="stakes"``: :func:`node_weights`); ``grouping_weight`` also trains the parsing
+network not to merge what the target places apart (:func:`grouping_loss`), so the grouping does not drift while the
+GCN trains. Then REINFORCE on the simulator, one imitation step after each policy-gradient step so its noise does
+not wash the imitated splits out; ``imitation_steps=0`` is the ablation. The loss in full: docs/training.md,
+"Imitation".
 """
 
 from __future__ import annotations
@@ -180,7 +144,7 @@ class ImitationTask:
 
 
 def imitation_loss(policy, task: ImitationTask, grouping_weight: float = 0.0) -> torch.Tensor:
-    """The weighted cross-entropy of the module docstring on one task (+ ``grouping_weight`` x
+    """The weighted cross-entropy (docs/training.md, "Imitation") on one task (+ ``grouping_weight`` x
     :func:`grouping_loss`)."""
     output = policy(task.inputs)
     log_p = torch.log_softmax(output.logits, dim=-1)[output.node_group]  # [N, D]

@@ -1,4 +1,4 @@
-"""The recipe of the first pretrained policy, ``hsdag_v1.npz`` (shipped until 2026-11-27; kept here as
+"""The recipe of the first pretrained policy, ``hsdag_v1.npz`` (the first shipped policy; kept here as
 ``ov_autoplace_lab.training.V1_POLICY``: ``hsdag_v2.npz``, which the shipped ``hsdag_v3.npz`` started from, was
 trained from it, docs/training.md).
 

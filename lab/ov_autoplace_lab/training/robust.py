@@ -1,33 +1,12 @@
-"""Draw-robust targets: a split is imitated only if it pays under most perturbed draws of the platform (issue 22).
+"""Draw-robust targets: a split is imitated only if it pays under most perturbed draws of the platform.
 
-The search (``targets.generate_target``) finds the fastest placement under the
-*fitted* device model. Under the truth draws of ``paper_bench/truth.py`` (every
-device's compute cost scaled per op category by a log-normal factor at the
-held-out sigma) many of those splits lose: last session's ``cut`` policy, which
-imitated them, was slower than the plain call in 27.5 % of the held-out-platform
-pairs. Here a target is chosen across ``draws`` perturbations of the case's own
-cost model drawn from :data:`ROBUST_STREAM` (the truth draws' error model, seeded
-``[ROBUST_STREAM, draw, device]`` - never the evaluation's seed 0 nor the
-validation's :data:`VALIDATION_STREAM`):
-
-* candidates (:func:`candidate_rows`): the search's placement, its legalised
-  variants with one device's nodes moved to another, every single device
-  (legalised), the plain call's placement (HETERO's own affinity), HEFT and
-  the start policy's one pass;
-* score: the ``quantile`` (0.8) over the draws of ``ms / best candidate of the
-  draw``; the lowest score is kept (ties: the faster under the fitted model)
-  among the candidates slower than the plain call's placement in at most
-  ``max_slower`` of the draws (the plain call itself always qualifies) and, with ``min_gain``, predicted
-  faster than the plain call under the fitted model by at least that fraction (a smaller gain is within the
-  fitted error, and a policy taught to chase it takes coin flips on graphs it has not seen);
-* abstain: so where every better-scored candidate is slower than the plain call
-  in too many draws, the target is the plain call's placement, and the policy
-  learns to leave a model alone where a split (or another device) is a gamble.
-
-:class:`DrawScorer` prices rows under the same draws; the imitation step's
-``expressible_target`` and the REINFORCE reward use it (``RobustSimEnv``) so
-neither undoes the choice by optimising the fitted model again.
-Everything is simulated.
+The search finds the fastest placement under the *fitted* device model, and under the truth draws many of those
+splits lose. So a target is chosen across perturbed draws of the case's own cost model (:data:`ROBUST_STREAM`, never
+the evaluation's or the validation's draws): the candidate with the best 0.8-quantile ratio to each draw's best,
+among those slower than the plain call in at most ``max_slower`` of the draws (and, with ``min_gain``, predicted
+faster than it by that fraction); else the plain call's placement, so the policy learns to abstain where a split is
+a gamble. :class:`DrawScorer` prices under the same draws for the imitation and the REINFORCE reward. Candidates,
+score and rule in full: docs/training.md, "Draw-robust targets". Everything is simulated.
 """
 
 from __future__ import annotations
@@ -147,7 +126,7 @@ class RobustSimEnv(SimEnv):
 
 def candidate_rows(spec, graph, cost, support, searched: np.ndarray, policy: str | None, *, priced: bool = False
                    ) -> dict[str, np.ndarray]:
-    """The legal candidates of the module docstring (device index per node); ``priced``: legalised as
+    """The legal candidates of docs/training.md, "Draw-robust targets" (device index per node); ``priced``: legalised as
     ``compile_model`` legalises (``TargetOptions.priced``)."""
     from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.strategies.base import PlacementContext
@@ -180,9 +159,9 @@ def candidate_rows(spec, graph, cost, support, searched: np.ndarray, policy: str
 
 def choose_robust(ms: np.ndarray, nominal: np.ndarray, plain: int, quantile: float, max_slower: float,
                   min_gain: float = 0.0) -> tuple[int, int, np.ndarray, np.ndarray]:
-    """The rule of the module docstring on latencies ``ms`` [K draws, C candidates] and ``nominal`` [C] (the fitted
-    model's; inf where a candidate cannot run): (chosen, best unconstrained, score [C], share slower than the
-    plain call [C]). Where the plain call cannot run, every candidate is eligible; where the chosen one cannot run
+    """The rule of docs/training.md, "Draw-robust targets", on latencies ``ms`` [K draws, C candidates] and
+    ``nominal`` [C] (the fitted model's; inf where a candidate cannot run): (chosen, best unconstrained, score [C],
+    share slower than the plain call [C]). Where the plain call cannot run, every candidate is eligible; where the chosen one cannot run
     under the fitted model, the fitted model's fastest is taken."""
     with np.errstate(invalid="ignore"):
         best = ms.min(axis=1, keepdims=True)

@@ -1,32 +1,12 @@
-"""Imitation targets: the best placement known of one graph on one platform, found by search (issue 22).
+"""Imitation targets: the best placement known of one graph on one platform, found by search.
 
-A :class:`TargetSpec` names a graph (``zoo:<model>``, ``family:<seed>`` or
-``family:<kind>:<seed>`` for the named kinds of ``graph_family``), a
-suite platform (``costmodel/suite.py``: the calibrated ``paper``/``laptop``
-and the split settings ``npu_cpu``/``small_memory``/``cpu_igpu``) and a
-variant: ``-1`` is the platform as fitted; ``k >= 0`` is a perturbed variant
-(:func:`variant_platform`): every device's compute cost scaled per op category
-by a log-normal factor with the sigma of the held-out calibration error (the
-same error model as ``bench.truth``, but drawn from a separate seed stream, so
-training never sees the truth draws of the benchmark), on 3-device platforms a
-device dropped with probability 0.3, and the device order shuffled.
-
-:func:`generate_target` runs, on that case, exactly what inference runs
-around a proposal: the simulated op support, ``legalize()`` with the submodel
-bound of ``compile_model`` (8, raised where the support forces more) and the
-simulator's memory check. Its candidates are the cost-model local search
-(``search/local_search.py``) from every feasible single device, from
-HETERO's own affinity and from the policy's one pass (``TargetOptions.policy``),
-plus the MILP when ``milp_seconds > 0``. The fastest feasible legal placement
-is the target. With ``TargetOptions.robust`` (``robust.RobustOptions``, off by
-default) ``robust.generate_robust_target`` re-chooses it across perturbed draws
-of the case (best 80th-percentile ratio, the plain call's placement where the
-split is slower than it in too many draws); this module is below ``robust.py``
-and never applies that choice itself. Everything is simulated; nothing is compiled.
-
-Targets are stored one ``.npz`` per spec (:func:`save_target`, written
-atomically) so a run that stops resumes with what is finished; a file that
-cannot be read raises :class:`TargetCheckpointError` naming it.
+A :class:`TargetSpec` names a graph, a suite platform and a variant (as fitted, or perturbed with the held-out
+calibration error from a seed stream of its own, so training never sees the benchmark's truth draws).
+:func:`generate_target` runs what inference runs around a proposal (op support, ``legalize()`` with
+``compile_model``'s bound, the memory check) on the local search's placements from every single device, HETERO's
+own affinity and the policy's one pass (plus the MILP if asked), and keeps the fastest legal one. Targets are stored
+one ``.npz`` per spec, atomically, so a stopped run resumes. Everything is simulated. The cases and candidates in
+full: docs/training.md, "Targets".
 """
 
 from __future__ import annotations
@@ -155,7 +135,7 @@ def _suite():
 
 
 def variant_platform(spec: TargetSpec, sigma: float):
-    """(SuitePlatform, per-category factors [D, categories] or None) of ``spec`` (see the module docstring)."""
+    """(SuitePlatform, per-category factors [D, categories] or None) of ``spec`` (docs/training.md, "Targets")."""
     from ov_autoplace.costmodel.platforms import CATEGORIES
 
     suite = _suite()
@@ -198,7 +178,7 @@ def _legal_row(graph, proposal, devices, support, price=None) -> np.ndarray:
 
 
 def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
-    """Search the best placement known of ``spec`` (see the module docstring); returns the target as a dict."""
+    """Search the best placement known of ``spec`` (docs/training.md, "Targets"); returns the target as a dict."""
     from ov_autoplace_lab.paper_bench.headroom import reference_placements
     from ov_autoplace_lab.paper_bench.methods import Case
     from ov_autoplace.search.local_search import LocalSearchRefiner

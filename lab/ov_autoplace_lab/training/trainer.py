@@ -1,36 +1,11 @@
 """The HSDAG training loop: one or many environments, three algorithms, logs, checkpoints, fixed seeds.
 
-``Trainer(policy, envs, TrainConfig(...)).run()``. Each step draws
-``tasks_per_step`` environments (seeded), samples ``samples`` placements from
-the policy on each, evaluates them (simulated or measured, see ``env``), and
-updates the policy with the chosen algorithm (``reinforce.py``):
-
-* ``mode="paper"`` - REINFORCE, no baseline, reward 1/latency; with
-  :meth:`TrainConfig.paper` also the paper's budget (25 steps x 20 samples,
-  Adam 1e-3, hidden 128, no entropy bonus, no gradient clipping);
-* ``mode="reinforce"`` (default) - batch-mean baseline, standardised
-  advantages of -log(latency), entropy bonus, gradient clipping;
-* ``mode="ppo"`` - Post: ``ppo_epochs`` clipped-surrogate epochs on each
-  batch plus a cross-entropy term on the elite samples and the best placement
-  found so far on each task.
-
-Two additions against the premature convergence seen in pretraining (the
-softmax saturates, entropy reaches ~0, and a task whose optimum needs every
-group to move at once - e.g. "all on the GPU instead of all on the NPU" - is
-never explored): ``logit_penalty`` (an L2 penalty on the logits) and
-``single_device_samples`` (every batch also evaluates the D placements with
-every group on one device and treats them as extra samples: a guided,
-off-policy exploration in the spirit of Post's cross-entropy elites). Both
-are off in the paper mode.
-
-Every step appends one JSON line per task to ``log_path`` (step, task,
-samples, distinct placements evaluated, best / mean / min latency, greedy
-latency if evaluated, entropy, number of groups, loss, elapsed seconds) after
-a ``{"event": "start"}`` line with the configuration. Checkpoints
-(``torch.save``: policy and optimizer state, step, both random generators, the
-environments' counters and bests) resume a run so that it continues exactly
-as if never stopped. Seeds: ``config.seed`` fixes the initial weights, task
-order and samples; torch runs on ``config.threads`` threads.
+``Trainer(policy, envs, TrainConfig(...)).run()``: each step samples placements on a few seeded environments,
+evaluates them (simulated or measured, ``env``) and updates the policy with ``mode="paper"`` (the paper's
+REINFORCE), ``"reinforce"`` (baseline, standardised -log latency, entropy bonus; the default) or ``"ppo"`` (Post's
+clipped surrogate plus cross-entropy on elites). ``logit_penalty`` and ``single_device_samples`` keep the softmax from
+saturating before a move-everything optimum is explored. One JSON log line per task and step; checkpoints resume a run
+exactly; ``config.seed`` fixes weights, task order and samples. In full: docs/training.md, "The training loop".
 """
 
 from __future__ import annotations
@@ -63,7 +38,7 @@ MODES = ("paper", "reinforce", "ppo")
 
 @dataclasses.dataclass
 class TrainConfig:
-    """Hyper-parameters of a training run (see the module docstring for the modes)."""
+    """Hyper-parameters of a training run (the modes: docs/training.md, "The training loop")."""
 
     mode: str = "reinforce"
     steps: int = 25

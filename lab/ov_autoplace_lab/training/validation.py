@@ -1,4 +1,4 @@
-"""The validation split: choosing among trained candidates without the held-out rows (issue 22).
+"""The validation split: choosing among trained candidates without the held-out rows.
 
 ``splits.VALIDATION_GRAPHS`` (five random DAGs and seed 9 of each new graph kind) on the training platforms, as
 fitted and in their perturbed variants, are left out of training by ``train --hold-out-validation``. Here every
@@ -7,16 +7,15 @@ candidate policy places each validation case in one pass (legalised with the bou
 ``VALIDATION_DRAWS`` perturbations drawn from ``robust.VALIDATION_STREAM`` (not the training draws, not the
 evaluation's truth seed 0). Per draw the reference is the best of the case's placements (every policy's, the
 target's, the plain call's, each single device's and HEFT's); the single devices' and HEFT's are legalised as
-``compile_model`` legalises (the bound's merges priced; until 2026-11-28 in flops order, HEFT's up to 2.9x slower).
+``compile_model`` legalises (the bound's merges priced), so the policies are not compared with weakened baselines.
 
 The choice rule: among the candidates whose share of (case, draw) pairs slower than the plain call is no larger
-than the shipped policy's, the fewest cases behind HEFT under the fitted model, then the lowest median ratio to the
-draw's best, then the largest share within 5 %. The first and the last two were fixed before any candidate was
-scored; "behind HEFT" was put first on 2026-11-28, after the rule's choice of the warm-started seeds trailed HEFT on
-a headroom row that other seeds of the same recipe did not (issue 22's target "never behind HEFT", read on this
-split instead of on the rows it is judged on; docs/training.md). A candidate that trained on these graphs (any policy trained without
-``--hold-out-validation``, and ``hsdag_v1.npz``, which saw the random DAG family) is reported but
-marked, since the split is not held out for it. Every number is simulated.
+than the shipped policy's, the fewest cases behind HEFT under the fitted model (the target "never behind HEFT",
+read on this split instead of on the rows a policy is judged on), then the lowest median ratio to the draw's best,
+then the largest share within 5 %. When each criterion was fixed, and why: docs/training.md, "The selection rule".
+A candidate that trained on these graphs (any policy trained without ``--hold-out-validation``, and
+``hsdag_v1.npz``, which saw the random DAG family) is reported but marked, since the split is not held out for it.
+Every number is simulated.
 """
 
 from __future__ import annotations

@@ -69,32 +69,11 @@ class PoolResult:
 class GraphParsingPool(nn.Module):
     r"""Learned grouping: score edges, keep each node's best, pool connected components; repeat.
 
-    One iteration on a graph with node embeddings ``z`` [n, C]:
-
-    1. every undirected edge gets ``s_uv = sigmoid(MLP(standardize(z_u * z_v)))``
-       (symmetric in u, v; :func:`standardize_edges` is over this level's edges);
-    2. every node keeps its best-scoring incident edge **if** ``s_uv >= score_threshold``
-       (ties: lower edge index);
-    3. the connected components of the kept edges become the groups;
-    4. a group's embedding is DeepSets pooling with a mean aggregator,
-       ``rho([mean_i w_i * phi(z_i), log1p(size_g)])``, where ``w_i`` is the
-       node's confidence in its decision: the score of the best kept edge
-       touching it if it merged, ``1 - s`` of its best edge if it stayed alone
-       (:func:`decision_weights`). The multiplication is what lets gradients
-       reach the scorer through a discrete grouping, for merged and lone nodes
-       alike. ``size_g`` is the number of original nodes in the group (the
-       mean keeps scales stable; the size restores what it loses).
-
-    Stopping rule: iterate until no edge reaches ``score_threshold`` (nothing
-    merges) or ``max_iterations`` is reached. The number of groups is thus set
-    by the learned scorer (its output bias is the learned threshold), not by a
-    ratio. The scorer, ``phi`` and ``rho`` are shared by all iterations (the
-    iteration count is data dependent). A freshly initialised scorer merges
-    all or nothing depending on the seed; ``HSDAGPolicy.calibrate_merging``
-    sets its bias from data before training.
-
-    Steps 2-3 run in numpy on detached logits (``graph_ops``), the same code the
-    torch-free policy runs.
+    Each iteration scores every edge from its endpoints' embeddings, keeps each node's best edge if it reaches
+    ``score_threshold``, pools the connected components with DeepSets weighted by each node's confidence in its
+    decision (what lets gradients reach the scorer through a discrete grouping), and stops when nothing merges or
+    after ``max_iterations``: the learned scorer, not a ratio, sets the number of groups. Keeping and grouping run
+    in numpy (``graph_ops``), the code the torch-free policy runs. Step by step: docs/policy.md, "Learned grouping".
 
     Shapes: ``x`` [n, C], ``edge_index`` int [2, E], ``size`` [n] -> :class:`PoolResult`.
     """
