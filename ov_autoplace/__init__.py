@@ -17,6 +17,7 @@ _check_openvino_version()  # a mismatched build fails here, with the command tha
 
 from ov_autoplace.api import Profiling, StrategyName, compile_model, compile_placement, place  # noqa: E402
 from ov_autoplace.saved_model import load_placed, save_model  # noqa: E402
+from ov_autoplace.routing import route_openvino, routed_openvino, unroute_openvino  # noqa: E402
 from ov_autoplace.devices.device_strings import available_devices, register_virtual_device  # noqa: E402
 from ov_autoplace.errors import (  # noqa: E402
     CalibrationDataError,
@@ -54,6 +55,10 @@ __all__ = [
     "Pin",
     "Profiling",
     "StrategyName",
+    # adopting it where the compile call is a library's
+    "route_openvino",
+    "routed_openvino",
+    "unroute_openvino",
     # devices
     "register_virtual_device",
     "available_devices",

@@ -19,7 +19,7 @@ import openvino as ov
 
 from ov_autoplace.devices.call_forms import compile_as_openvino
 from ov_autoplace.devices.device_strings import normalized_exclusions
-from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError
+from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default_path, default_path_placement
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
@@ -32,6 +32,7 @@ from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import ShapesLike
 from ov_autoplace.placement.user_checks import USER_ERRORS
+from ov_autoplace.reentry import ov_autoplace_call
 from ov_autoplace.strategies.base import PlacementStrategy
 # the request (call_request.py); saved_model, the CLI, tests and the lab read these names here
 from ov_autoplace.call_request import (  # noqa: F401
@@ -41,6 +42,7 @@ from ov_autoplace.call_request import (  # noqa: F401
 logger = logging.getLogger("ov_autoplace")
 
 
+@ov_autoplace_call()
 def place(
     model: ModelLike,
     device_name: str,
@@ -84,12 +86,15 @@ def place(
                         search_budget=search_budget, shapes=shapes)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
+    if req.unplaceable:
+        raise ShapeError(req.unplaceable)
     prepared = prepare_model(req.placement_model)
     if req.strategy is None:  # what compile_model's default path would place: a stored profile, else the prior
         return default_path_placement(req, prepared, extract_graph(prepared))
     return place_with_strategy(req, prepared, extract_graph(prepared))
 
 
+@ov_autoplace_call()
 def compile_placement(
     model: ModelLike,
     placement: Placement,
@@ -129,6 +134,7 @@ def _pinned_fallback(req: PlacementRequest, exc: Exception) -> ov.CompiledModel:
                              "remove the pins to get a plain compile_model") from again
 
 
+@ov_autoplace_call()
 def compile_model(
     model: ModelLike,
     device_name: str | None = None,
@@ -205,7 +211,7 @@ def compile_model(
     try:  # validate: every mistake of the caller's raises here, before anything is compiled
         req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                             exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
-                            search_budget=search_budget, shapes=shapes)
+                            search_budget=search_budget, shapes=shapes, compiles_alone=True)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
         return _without_policy(exc, model, device_name, config, core, pins, exclude_devices, max_submodels, shapes)
     if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile
@@ -213,6 +219,9 @@ def compile_model(
     if req.strategy is not None and profiling is not Profiling.STORED:
         raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "
                              "search_budget unset to use it")
+    if req.unplaceable:  # our default shapes do not fit: not the caller's mistake, and OpenVINO compiles it
+        logger.warning("%s; compiling as plain compile_model on %s", req.unplaceable, req.spec.text)
+        return req.core.compile_model(req.model, req.spec.text, req.props)
     try:  # decide and compile
         if req.strategy is not None:
             return compile_with_strategy(req, cache_dir=cache_dir, use_cache=use_cache, cache_blobs=cache_blobs)

@@ -19,13 +19,15 @@ from typing import Any, Union
 
 import numpy as np
 import openvino as ov
+from openvino import _pyopenvino  # the binding's Model class, which openvino.compile_model passes on
 
 from ov_autoplace.measuring.providers import MeasuredCostProvider
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.call_forms import check_property_values, resolve_device_request
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
-from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError
-from ov_autoplace.model.shapes import ShapesLike, is_dynamic, resolve_shapes, static_clone
+from ov_autoplace.errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
+                                 ShapeError)
+from ov_autoplace.model.shapes import ShapesLike, default_static_clone, is_dynamic, resolve_shapes, static_clone
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.placement.pins import Pin, parse_pins
 from ov_autoplace.placement.user_checks import check_pins_devices
@@ -107,6 +109,8 @@ def load_model(model: ModelLike, core: ov.Core, weights: Any = None) -> ov.Model
         return _model_from_memory(model, weights, core)
     if isinstance(model, ov.Model):
         return model
+    if isinstance(model, _pyopenvino.Model):  # what openvino.compile_model hands Core.compile_model
+        return ov.Model(model)
     if not isinstance(model, (str, os.PathLike)):
         raise ModelLoadError(f"model must be an openvino.Model or a path to a model file, got {type(model).__name__}")
     path = Path(model)
@@ -150,16 +154,30 @@ def validated_call(model: ModelLike, device_name: str | None, config: Any, core:
 def build_request(model: ModelLike, device_name: str | None, config: Any = None, *, core: ov.Core | None = None,
                   strategy: StrategyName | str | PlacementStrategy | None = None,
                   pins: Any = None, exclude_devices: Any = None, max_submodels: int | None = DEFAULT_MAX_SUBMODELS,
-                  seed: int = 0, search_budget: int | float | None = None, shapes: ShapesLike = None
-                  ) -> PlacementRequest:
+                  seed: int = 0, search_budget: int | float | None = None, shapes: ShapesLike = None,
+                  compiles_alone: bool = False) -> PlacementRequest:
     """The call validated into a :class:`PlacementRequest` (typed errors for every user mistake, nothing compiled).
 
     ``strategy`` and ``search_budget`` both None: the default path (``request.strategy`` is None).
+    ``compiles_alone``: a call that is not a placement (one device, AUTO, ...) is compiled by OpenVINO itself
+    (``compile_model``), so a dynamic model gets no static clone (``place`` places even on one device).
     """
     core, spec, props, ov_model = validated_call(model, device_name, config, core)
     placement_shapes = resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit
     if placement_shapes is not None and not is_dynamic(ov_model):
         placement_shapes = None  # shapes= only repeated the static model's own shapes
+    placement_model, unplaceable = ov_model, ""
+    if placement_shapes is not None and (spec.is_placement or not compiles_alone):
+        if shapes is not None:  # the caller's shapes: a model that rejects them is the caller's mistake
+            placement_model = static_clone(ov_model, placement_shapes)
+        else:  # our guess: a model that accepts none of them is compiled unplaced, never refused
+            try:
+                placement_shapes, placement_model = default_static_clone(ov_model)
+            except ShapeError as exc:
+                placement_shapes, unplaceable = None, (f"no default placement shape fits this dynamic model ({exc}); "
+                                                       "pass shapes= (--shape) with shapes it accepts to place it")
+    elif compiles_alone:
+        placement_shapes = None  # one device, AUTO, ...: OpenVINO compiles the model itself, nothing is placed
     excluded = normalized_exclusions(exclude_devices) or ()  # "CPUF" is one device, place() and compile_model
     unknown = [d for d in excluded if d not in spec.devices]
     if unknown:
@@ -174,6 +192,5 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
     if parsed_pins:
         check_pins_devices(parsed_pins, spec.devices, excluded)
     resolved = resolve_strategy(strategy, search_budget, max_submodels)
-    placement_model = static_clone(ov_model, placement_shapes) if placement_shapes is not None else ov_model
     return PlacementRequest(core, spec, props, ov_model, devices, resolved, parsed_pins, tuple(excluded),
-                            max_submodels, seed, placement_shapes, placement_model)
+                            max_submodels, seed, placement_shapes, placement_model, unplaceable)

@@ -27,6 +27,7 @@ import openvino as ov
 
 from ov_autoplace import api
 from ov_autoplace.errors import PlacementError
+from ov_autoplace.reentry import ov_autoplace_call
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
@@ -36,6 +37,7 @@ from ov_autoplace.model.shapes import ShapesLike, format_shapes, is_dynamic, res
 from ov_autoplace.decision.verification import evidence_intact, verified_placement
 
 
+@ov_autoplace_call()
 def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placement | None = None,
                device_name: str | None = None, config: Mapping[str, Any] | None = None, *,
                core: ov.Core | None = None, compress_to_fp16: bool = False, verify: bool = True,

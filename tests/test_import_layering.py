@@ -31,9 +31,9 @@ RUNTIME, LAB = "ov_autoplace", "ov_autoplace_lab"
 #: Top to bottom. A room is a subpackage of ov_autoplace or a top-level module; imports only go down a layer
 #: (or stay in their room). The facade re-exports the public API and may import anything.
 LAYERS: list[tuple[str, ...]] = [
-    ("<facade>",),
+    ("<facade>", "run"),
     ("cli",),
-    ("api", "saved_model", "call_request"),
+    ("api", "saved_model", "call_request", "routing"),
     ("decision",),
     ("compile",),
     ("strategies",),
@@ -44,13 +44,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("placement",),
     ("model",),
     ("graph", "devices"),
-    ("progress", "_version", "_build_info", "_native_loader", "errors"),
+    ("progress", "_version", "_build_info", "_native_loader", "errors", "reentry"),
 ]
 #: Rooms of one layer that may import each other (the base: the loader raises the typed errors).
-SHARED_LAYER_OK = {"progress", "_version", "_build_info", "_native_loader", "errors", "api", "saved_model", "call_request"}
+SHARED_LAYER_OK = {"progress", "_version", "_build_info", "_native_loader", "errors", "reentry", "api", "saved_model",
+                   "call_request", "routing"}
 
 #: What an app or the CLI starts from: the package, the commands, the background worker (run as a process).
-RUNTIME_ENTRY_POINTS = (RUNTIME, f"{RUNTIME}.cli.main", f"{RUNTIME}.decision.background_worker")
+RUNTIME_ENTRY_POINTS = (RUNTIME, f"{RUNTIME}.cli.main", f"{RUNTIME}.decision.background_worker", f"{RUNTIME}.run")
 
 
 def _modules(package) -> dict[str, tuple[Path, bool]]:

@@ -8,7 +8,8 @@ import ov_autoplace
 from ov_autoplace import errors
 
 PUBLIC = {"compile_model", "place", "compile_placement", "save_model", "load_placed", "Placement", "Pin", "Profiling",
-          "StrategyName", "register_virtual_device", "available_devices", "__version__"}
+          "StrategyName", "register_virtual_device", "available_devices", "__version__", "route_openvino",
+          "routed_openvino", "unroute_openvino"}
 
 
 def test_all_is_the_dozen_names_and_every_error():

@@ -22,6 +22,7 @@ calibrated prior may run its deviation before verification; ``costmodel/device_n
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -50,7 +51,10 @@ class PlainCompileAhead:
         self.error: BaseException | None = None
         self.seconds = float("nan")
         self._taken = False
-        self._thread = threading.Thread(target=self._run, args=(core, model, device, properties),
+        # in the caller's context: the thread is inside ov_autoplace as its caller is (reentry.py), so a routed
+        # OpenVINO (routing.py) hands this compile to OpenVINO's own method
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(target=context.run, args=(self._run, core, model, device, properties),
                                         name=f"ov_autoplace plain compile ({device})", daemon=False)
         self._thread.start()
 

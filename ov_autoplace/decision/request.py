@@ -39,6 +39,9 @@ class PlacementRequest:
     seed: int = 0
     shapes: PlacementShapes | None = None  # a dynamic model's placement shapes; None for a static model
     placement_model: ov.Model | None = None
+    #: Why this call cannot be placed though the caller made no mistake (e.g. no default placement shape fits the
+    #: dynamic model): compile_model then compiles it as plain OpenVINO would, with a WARNING; "" when it can.
+    unplaceable: str = ""
 
     def __post_init__(self):
         if self.placement_model is None:

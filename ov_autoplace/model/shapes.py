@@ -14,7 +14,9 @@ The placement shapes come, in this order, from
    or one shape (``[1, 3, 224, 224]`` / ``"[1,3,224,224]"``) for a model with one input;
 2. else the documented default: every dynamic dimension takes
    :data:`DEFAULT_BATCH` on axis 0 and :data:`DEFAULT_DIM` on the other axes,
-   clamped into the dimension's bounds (``[1..8]`` gives 8 on a non-batch axis).
+   clamped into the dimension's bounds (``[1..8]`` gives 8 on a non-batch axis); a model that rejects
+   them (its position table is shorter, say) is placed at the halved non-batch default it accepts
+   (:func:`default_static_clone`), and one that accepts none is compiled as plain OpenVINO compiles it.
 
 A model whose inputs are all static needs none of this (``shapes=`` may then
 only repeat its own shapes). Anything that does not fit the model raises
@@ -121,8 +123,8 @@ def _check_fits(name: str, dims: object, pshape: ov.PartialShape) -> list[int]:
     return dims
 
 
-def default_dims(pshape: ov.PartialShape, name: str) -> list[int]:
-    """The documented default for one input: :data:`DEFAULT_BATCH` / :data:`DEFAULT_DIM`, clamped into bounds."""
+def default_dims(pshape: ov.PartialShape, name: str, dim_default: int = DEFAULT_DIM) -> list[int]:
+    """The documented default for one input: :data:`DEFAULT_BATCH` / ``dim_default``, clamped into bounds."""
     if pshape.rank.is_dynamic:
         raise ShapeError(f"input {name!r} has a dynamic rank ({pshape}); pass shapes={{{name!r}: [...]}} "
                          f"(or --shape '{name}[...]') to say which shape to place for")
@@ -131,7 +133,7 @@ def default_dims(pshape: ov.PartialShape, name: str) -> list[int]:
         if dim.is_static:
             dims.append(dim.get_length())
             continue
-        wanted = DEFAULT_BATCH if axis == 0 else DEFAULT_DIM
+        wanted = DEFAULT_BATCH if axis == 0 else dim_default
         low = max(1, dim.get_min_length())
         high = dim.get_max_length()  # -1 when unbounded
         dims.append(max(low, wanted if high < 0 else min(wanted, high)))
@@ -180,10 +182,34 @@ def static_clone(model: ov.Model, shapes: PlacementShapes) -> ov.Model:
     return clone
 
 
+def default_static_clone(model: ov.Model) -> tuple[PlacementShapes, ov.Model]:
+    """The default placement shapes that ``model`` accepts, and its static clone at them.
+
+    The defaults (:func:`default_dims`) first; a model that rejects them (a position table shorter than
+    :data:`DEFAULT_DIM`, say) is tried at halved non-batch defaults down to 1. Raises ShapeError naming what was
+    tried when none fits (then only ``shapes=`` can say what to place for).
+    """
+    ports = list(model.inputs)
+    tried, dim_default, first = [], DEFAULT_DIM, None
+    while True:
+        shapes = {input_name(p): (default_dims(p.get_partial_shape(), input_name(p), dim_default)
+                                  if p.get_partial_shape().is_dynamic else
+                                  [int(d) for d in p.get_partial_shape().to_shape()]) for p in ports}
+        if shapes not in tried:
+            tried.append(shapes)
+            try:
+                return shapes, static_clone(model, shapes)
+            except ShapeError as exc:
+                first = first or exc
+        if dim_default == 1:
+            raise ShapeError(f"{first}; tried {len(tried)} default shapes, down to {format_shapes(tried[-1])}")
+        dim_default //= 2
+
+
 def format_shapes(shapes: PlacementShapes) -> str:
     """benchmark_app's syntax: ``input_ids[1,128],attention_mask[1,128]``."""
     return ",".join(f"{name}[{','.join(str(d) for d in dims)}]" for name, dims in shapes.items())
 
 
-__all__ = ["DEFAULT_BATCH", "DEFAULT_DIM", "PlacementShapes", "ShapesLike", "default_dims", "format_shapes",
-           "input_name", "is_dynamic", "resolve_shapes", "static_clone"]
+__all__ = ["DEFAULT_BATCH", "DEFAULT_DIM", "PlacementShapes", "ShapesLike", "default_dims", "default_static_clone",
+           "format_shapes", "input_name", "is_dynamic", "resolve_shapes", "static_clone"]

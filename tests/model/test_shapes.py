@@ -103,3 +103,46 @@ def test_compile_model_raises_bad_shapes_without_fallback(f32_testbed, caplog):
 def _fixed_numel() -> ov.Model:
     x = ops.parameter(ov.PartialShape([-1, -1]), np.float32, name="x")
     return ov.Model([ops.relu(ops.reshape(x, ops.constant(np.array([4, 4], dtype=np.int64)), False))], [x], "fixed")
+
+
+def _position_table(rows: int) -> ov.Model:
+    """A dynamic model whose axis 1 must broadcast against a ``rows``-long table (a short position table)."""
+    x = ops.parameter([-1, -1, 8], ov.Type.f32, name="x")
+    return ov.Model([ops.multiply(ops.add(x, ops.constant(np.ones((1, rows, 8), np.float32))), x)], [x], "table")
+
+
+def _multiple_of_three() -> ov.Model:
+    """A dynamic model that takes axis 1 only in multiples of 3: none of the halved defaults (128, 64, ..., 1)."""
+    x = ops.parameter([-1, -1, 8], ov.Type.f32, name="x")
+    return ov.Model([ops.reshape(x, ops.constant(np.array([-1, 24], np.int64)), False)], [x], "threes")
+
+
+def test_a_model_that_rejects_the_default_is_placed_at_a_halved_one():
+    from ov_autoplace.model.shapes import default_static_clone
+
+    shapes, clone = default_static_clone(_position_table(32))
+    assert shapes == {"x": [DEFAULT_BATCH, 32, 8]} and clone.inputs[0].partial_shape.is_static
+    with pytest.raises(oa.ShapeError, match=r"tried \d+ default shapes, down to x\[1,1,8\]"):
+        default_static_clone(_multiple_of_three())
+
+
+def test_no_default_fitting_compiles_unplaced_with_a_warning_and_place_asks_for_shapes(f32_testbed, caplog):
+    """The default placement shapes are ov_autoplace's guess: a model that takes none of them is not the caller's
+    mistake, so compile_model compiles it as OpenVINO would (WARNING naming shapes=); place() needs shapes."""
+    model = _multiple_of_three()
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core)
+    assert "no default placement shape fits" in caplog.text and "shapes=" in caplog.text
+    x = np.ones((2, 3, 8), np.float32)
+    np.testing.assert_array_equal(compiled({"x": x})[0], x.reshape(-1, 24))
+    with pytest.raises(oa.ShapeError, match="no default placement shape fits"):
+        oa.place(model, f32_testbed.hetero, core=f32_testbed.core)
+    placed = oa.place(model, f32_testbed.hetero, core=f32_testbed.core, shapes={"x": [1, 3, 8]})
+    assert set(placed.assignment.values()) <= set(f32_testbed.devices)
+
+
+def test_one_device_compiles_a_dynamic_model_without_a_static_clone(f32_testbed, caplog):
+    """Not a placement: OpenVINO compiles the caller's model itself, whatever default shapes would have been."""
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        compiled = oa.compile_model(_multiple_of_three(), "CPU", core=f32_testbed.core)
+    assert not caplog.records and compiled.inputs[0].partial_shape.is_dynamic

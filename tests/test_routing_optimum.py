@@ -1,0 +1,65 @@
+"""optimum-intel, unchanged, through the route: it compiles on its own module-level Core, and gets ov_autoplace.
+
+A two-layer BERT classifier with random weights, exported by optimum-intel as users export theirs. Slow tier: the
+export runs torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+
+import numpy as np
+import pytest
+
+import ov_autoplace as oa
+from ov_autoplace import api
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("optimum") is None, reason="optimum-intel not installed "
+                                 "(pip install './lab[llm]')")]
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=256, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64, num_labels=3)
+    path = tmp_path_factory.mktemp("tiny_bert")
+    BertForSequenceClassification(config).eval().save_pretrained(path)
+    return path
+
+
+def _logits(model_dir, device: str, **kw) -> np.ndarray:
+    from optimum.intel import OVModelForSequenceClassification
+
+    model = OVModelForSequenceClassification.from_pretrained(model_dir, export=True, device=device, **kw)
+    ids = np.arange(1, 17, dtype=np.int64)[None, :] % 256
+    out = model(input_ids=ids, attention_mask=np.ones_like(ids), token_type_ids=np.zeros_like(ids))
+    return np.asarray(out.logits)
+
+
+def test_optimum_intel_compiles_through_the_route_with_identical_outputs(bert_dir, monkeypatch, tmp_path, caplog):
+    monkeypatch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path))
+    routed = []
+    real = api.compile_model
+    monkeypatch.setattr(api, "compile_model", lambda *a, **k: routed.append(a[1]) or real(*a, **k))
+    plain = _logits(bert_dir, "CPU")
+    assert routed == []
+    with oa.routed_openvino():
+        through = _logits(bert_dir, "CPU")
+    assert routed == ["CPU"], routed  # optimum's own core.compile_model reached ov_autoplace, once
+    np.testing.assert_array_equal(through, plain)  # one device: exactly the plain compile
+
+
+def test_optimum_intel_on_the_apps_heterogeneous_devices(bert_dir, f32_testbed, monkeypatch, tmp_path, caplog):
+    """route_openvino(core=...) lends optimum's private core the app's virtual device (CPUF)."""
+    monkeypatch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path))
+    plain = _logits(bert_dir, "CPU", ov_config={"INFERENCE_PRECISION_HINT": "f32"})
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"), oa.routed_openvino(core=f32_testbed.core):
+        through = _logits(bert_dir, f32_testbed.hetero)
+    assert any(r.getMessage().startswith("placement source: ") for r in caplog.records)
+    np.testing.assert_allclose(through, plain, rtol=1e-4, atol=1e-4)  # both f32 devices
