@@ -68,8 +68,8 @@ def check_dynamic_split_runs(compiled: ov.CompiledModel, model: ov.Model, placem
 
 
 def compile_with_affinities(core: ov.Core, model: ov.Model, placement: Placement, device_string: str,
-                   props: Mapping[str, Any] | None = None, *,
-                   shapes: PlacementShapes | None = None) -> ov.CompiledModel:
+                            props: Mapping[str, Any] | None = None, *,
+                            shapes: PlacementShapes | None = None) -> ov.CompiledModel:
     """Set ``placement``'s affinities on a prepared clone of ``model`` and compile it on ``device_string``.
 
     ``shapes``: a dynamic model's placement shapes (default: the documented
@@ -95,4 +95,18 @@ def compile_with_affinities(core: ov.Core, model: ov.Model, placement: Placement
     return compiled
 
 
-__all__ = ["check_dynamic_split_runs", "compile_with_affinities"]
+def compile_on_one_device(core: ov.Core, model: ov.Model, device_string: str, device: str,
+                          props: Mapping[str, Any] | None = None) -> ov.CompiledModel:
+    """``model`` wholly on ``device``, compiled through the HETERO string the caller named.
+
+    Every node of a clone gets ``device`` as its affinity (the caller's model is not touched; a dynamic model stays
+    dynamic: one submodel, nothing to carry over), so the result answers HETERO's properties
+    (``MULTI_DEVICE_PRIORITIES``) and exports a blob that imports with ``device_string``, as the plain call's does.
+    """
+    clone = model.clone()
+    for op in clone.get_ops():
+        op.get_rt_info()["affinity"] = device
+    return core.compile_model(clone, device_string, dict(props or {}))
+
+
+__all__ = ["check_dynamic_split_runs", "compile_on_one_device", "compile_with_affinities"]

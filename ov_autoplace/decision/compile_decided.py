@@ -1,8 +1,11 @@
-"""Compile what the decision chose: one device exactly as plain OpenVINO would, or the placement through HETERO.
+"""Compile what the decision chose: the plain call itself, one device through HETERO, or the placement's split.
 
-Every path ends here (the default path, an explicit strategy, an IR that carries its placement), so a decision
-on one device always compiles the caller's own model object on that device with the caller's config (the keys it
-knows), which hits the same ``CACHE_DIR`` blob as ``core.compile_model(model, device)``.
+Every path ends here (the default path, an explicit strategy, an IR that carries its placement). A decision for
+HETERO's own first device (no device excluded) is exactly the call it replaces, ``core.compile_model(model,
+device_name, config)``: the caller's model object, string and config, so the same OpenVINO blob and properties.
+Another single device is compiled through the same HETERO string with every node's affinity on it
+(``compile_on_one_device``): a one-submodel HETERO model that answers HETERO's properties and exports a blob that
+imports with the caller's string.
 """
 
 from __future__ import annotations
@@ -11,22 +14,30 @@ from typing import Any
 
 import openvino as ov
 
-from ov_autoplace.compile.placed_compile import compile_with_affinities
+from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.devices.call_forms import properties_for
 from ov_autoplace.placement.assignment import Placement
+
+
+def is_plain_call(req: PlacementRequest, device: str) -> bool:
+    """Whether everything on ``device`` is what the replaced call itself runs (HETERO's first device, none excluded)."""
+    return device == req.devices[0] and req.devices == req.spec.devices
 
 
 def compile_decided(req: PlacementRequest, props: dict[str, Any], *, device: str | None = None,
                     placement: Placement | None = None, prepared: ov.Model | None = None) -> ov.CompiledModel:
-    """``device``: the caller's model compiled on it alone. Else ``placement`` (of ``prepared``) through HETERO: a
-    dynamic model gets it carried over from the static clone, compiled dynamic and run once (``compile_with_affinities``)."""
+    """``device``: the caller's model wholly on it (the plain call itself where :func:`is_plain_call`). Else
+    ``placement`` (of ``prepared``) through HETERO: a dynamic model gets it carried over from the static clone,
+    compiled dynamic and run once (``compile_with_affinities``)."""
     if device is not None:
-        return req.core.compile_model(req.model, device, properties_for(req.core, device, props))
+        if is_plain_call(req, device):
+            return req.core.compile_model(req.model, req.spec.text, props)
+        return compile_on_one_device(req.core, req.model, req.spec.hetero_string, device, props)
     if req.shapes is not None:
-        return compile_with_affinities(req.core, req.model, placement, req.spec.hetero_string, props, shapes=req.shapes)
+        return compile_with_affinities(req.core, req.model, placement, req.spec.hetero_string, props,
+                                       shapes=req.shapes)
     placement.apply(prepared)
     return req.core.compile_model(prepared, req.spec.hetero_string, props)
 
 
-__all__ = ["compile_decided"]
+__all__ = ["compile_decided", "is_plain_call"]

@@ -31,7 +31,6 @@ from ov_autoplace.decision.compile_decided import compile_decided
 from ov_autoplace.decision.placement_sources import (Decision, cache_key, decision_from_cache, decision_to_placement,
                                                      measure_profile_now, place_from_prior, place_from_profile, settle)
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.devices.call_forms import properties_for
 from ov_autoplace.devices.facts import identical_devices
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays, extract_graph
@@ -122,7 +121,7 @@ def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_d
     ahead, noted = None, False
     if profiling is not Profiling.NOW and not req.pins:  # the plain call's compile overlaps the decision
         noted = plain_compile_ahead.deviation_noted(root, index)
-        ahead = plain_compile_ahead.start(req, properties_for(req.core, req.devices[0], props), noted=noted)
+        ahead = plain_compile_ahead.start(req, props, noted=noted)
     try:
         decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache)
         if index is not None and profiling is Profiling.STORED and decision.single_device is not None \

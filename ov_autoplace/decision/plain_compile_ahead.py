@@ -2,12 +2,12 @@
 
 A first start pays the decision before it compiles: a folded clone, the graph, the cache key and the prior
 (ResNet-50: ~15 ms of work plus ~30 ms of first imports with no bytecode cache; the compile itself ~100 ms).
-Almost always the decision is the plain call's placement - HETERO's first device, compiled exactly as
-``core.compile_model(model, device, config)`` would be (``compile_decided.py``). OpenVINO's ``compile_model``
+Almost always the decision is the plain call's placement - HETERO's first device, compiled as the plain call
+itself, ``core.compile_model(model, device_name, config)`` (``compile_decided.py``). OpenVINO's ``compile_model``
 releases the GIL, so that compile runs on a thread while Python decides, and the call then costs about
 ``max(compile, decision)`` instead of their sum. The decision is made as before and is not changed by this:
 
-* decided the plain call's device -> the compile made ahead is returned (the same model object, device and
+* decided the plain call's device -> the compile made ahead is returned (the same model object, device string and
   properties ``compile_decided`` would pass; if it raised, ``compile_decided`` runs again and raises where it
   always did);
 * decided anything else (a split, another device) -> the compile made ahead is discarded and joined first, so
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ov_autoplace.cache.root import private_subdir
 from ov_autoplace.costmodel.device_names import may_all_be_recognized
+from ov_autoplace.decision.compile_decided import is_plain_call
 from ov_autoplace.decision.single_device_index import key_digest
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.model.loading import write_private_atomic
@@ -44,8 +45,13 @@ logger = logging.getLogger("ov_autoplace")
 
 
 class PlainCompileAhead:
-    """``core.compile_model(model, device, properties)`` running on a thread; :meth:`take` or :meth:`discard` it."""
-    def __init__(self, core: Any, model: Any, device: str, properties: dict):
+    """``core.compile_model(model, target, properties)`` running on a thread; :meth:`take` or :meth:`discard` it.
+
+    ``device`` is the decision it serves (the plain call's device); ``target`` the device string compiled (the
+    plain call's own, by default ``device``).
+    """
+
+    def __init__(self, core: Any, model: Any, device: str, properties: dict, target: str | None = None):
         self.device = device
         self.compiled = None
         self.error: BaseException | None = None
@@ -54,7 +60,7 @@ class PlainCompileAhead:
         # in the caller's context: the thread is inside ov_autoplace as its caller is (reentry.py), so a routed
         # OpenVINO (routing.py) hands this compile to OpenVINO's own method
         context = contextvars.copy_context()
-        self._thread = threading.Thread(target=context.run, args=(self._run, core, model, device, properties),
+        self._thread = threading.Thread(target=context.run, args=(self._run, core, model, target or device, properties),
                                         name=f"ov_autoplace plain compile ({device})", daemon=False)
         self._thread.start()
 
@@ -118,17 +124,17 @@ def note_decision(root: Path, index_key: dict, *, deviates: bool, noted: bool) -
 
 
 def start(req: PlacementRequest, properties: dict, *, noted: bool) -> PlainCompileAhead | None:
-    """Start the plain call's compile when the decision is unlikely to deviate (see the module docstring)."""
-    if noted:
+    """Start the plain call's compile (``core.compile_model(req.model, device_name, properties)``) when the decision
+    is unlikely to deviate (see the module docstring)."""
+    if noted or not is_plain_call(req, req.devices[0]):  # a device excluded: the plain call is not the decision
         return None
-
     try:
         if may_all_be_recognized(read_device_facts(req.core, d).full_name for d in req.devices):
             return None
     except Exception as exc:  # noqa: BLE001 - a damaged platform file: the prior reports it; just do not start
         logger.debug("plain compile ahead not started (%s: %s)", type(exc).__name__, exc)
         return None
-    return PlainCompileAhead(req.core, req.model, req.devices[0], properties)
+    return PlainCompileAhead(req.core, req.model, req.devices[0], properties, target=req.spec.text)
 
 
 __all__ = ["PlainCompileAhead", "deviation_noted", "note_decision", "start"]

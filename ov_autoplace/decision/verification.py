@@ -50,7 +50,7 @@ import numpy as np
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
-from ov_autoplace.devices.call_forms import properties_for
+from ov_autoplace.compile.placed_compile import compile_on_one_device
 from ov_autoplace.devices.facts import twin_of
 from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order
 from ov_autoplace.errors import PlacementError
@@ -352,12 +352,14 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     runner_up = _distinct_splits(alternatives, devices, {_compute_assignment(candidate), _compute_assignment(plain)})
     for label, alt in runner_up.items():
         builds[label] = lambda p=alt: compile_split(p)
-    # a single device compiled alone, with the keys of the config it knows; never the plain call's device under
-    # another name (the f32 testbed's CPUF beside CPU was kept at x0.967 once: one of the 5 % false wins)
+    # a single device compiled as compile_decided compiles it (one submodel through the HETERO string); never the
+    # plain call's device under another name (the f32 testbed's CPUF beside CPU was kept at x0.967 once: one of the
+    # 5 % false wins)
     first = {devices[d]: devices[t] for d, t in twin_of(core, devices).items()}  # a twin -> the first of its facts
     for device in _able_devices(graph, candidate, support):
         if plain_single is None or first.get(device, device) != first.get(plain_single, plain_single):
-            builds[f"single:{device}"] = lambda d=device: core.compile_model(model, d, properties_for(core, d, props))
+            builds[f"single:{device}"] = lambda d=device: compile_on_one_device(core, model, candidate.device_string,
+                                                                                 d, props)
     probe = LoadProbe().start()  # over the compiles and the rounds: what the decision rests on
     compiled = {PLAIN: core.compile_model(model, device_name, props)}
     inputs = random_inputs(compiled[PLAIN])

@@ -57,18 +57,6 @@ def _supported(core: ov.Core, device: str) -> set[str]:
         return set()
 
 
-def properties_for(core: ov.Core, device: str, props: dict[str, Any]) -> dict[str, Any]:
-    """The part of a HETERO call's config that ``device``, compiled alone, accepts: its own keys and the core's.
-
-    HETERO hands each device only the keys it supports, so a GPU-only key in ``"HETERO:GPU,CPU"`` compiles there;
-    a placement that ends on the CPU alone is compiled on ``"CPU"`` directly, which would reject that key.
-    """
-    supported = _supported(core, device)
-    if not props or not supported:  # nothing to filter, or the device does not say what it knows: pass as given
-        return props
-    return {k: v for k, v in props.items() if k in supported or k in CORE_PROPERTIES}
-
-
 def auto_candidates(core: ov.Core, present: list[str] | None = None) -> tuple[str, ...]:
     """The devices AUTO chooses among by default, in its order: discrete GPU, integrated GPU, others, CPU.
 

@@ -56,13 +56,13 @@ def _blobs(folder) -> list:
 
 
 def test_compile_uses_the_cores_cache_dir_and_the_plain_blob(testbed, tmp_path):
-    """An all-one-device placement compiles the caller's model as plain OpenVINO: the same blob, no second one."""
+    """A placement on HETERO's first device compiles the call it replaces: the same blob, no second one."""
     user_dir = tmp_path / "user_blobs"
     core = testbed.core
     core.set_property({"CACHE_DIR": str(user_dir)})
     try:
         model = sg.residual()
-        core.compile_model(model, "CPU")
+        core.compile_model(model, testbed.hetero)
         plain = _blobs(user_dir)
         assert len(plain) == 1
         compiled = oa.compile_model(model, testbed.hetero, core=core, cache_dir=tmp_path / "root")

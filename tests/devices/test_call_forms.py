@@ -147,12 +147,3 @@ def test_exclude_devices_as_a_string_is_one_device(testbed, tmp_path):
     with pytest.raises(oa.ExcludedDeviceError, match=r"names \['GPU'\]"):
         oa.compile_model(model, "HETERO:CPU,CPUF", core=testbed.core, exclude_devices="GPU", cache_dir=tmp_path)
 
-
-def test_a_device_compiled_alone_gets_the_keys_it_knows(testbed, tmp_path):
-    from ov_autoplace.devices.call_forms import properties_for
-
-    props = {"PERFORMANCE_HINT": "LATENCY", "GPU_HOST_TASK_PRIORITY": "HIGH", "CACHE_DIR": str(tmp_path)}
-    kept = properties_for(testbed.core, "CPU", props)
-    assert kept == {"PERFORMANCE_HINT": "LATENCY", "CACHE_DIR": str(tmp_path)}  # the GPU key is HETERO's to drop
-    testbed.core.compile_model(sg.residual(), "CPU", kept)  # and CPU takes what is left
-    assert properties_for(testbed.core, "CPU", {}) == {}

@@ -1,0 +1,92 @@
+"""What compiling a one-device decision through HETERO costs, against the device compiled alone (measured).
+
+A HETERO call whose placement keeps one device is compiled through the caller's HETERO string: the plain call
+itself for HETERO's first device, every node's affinity on the device otherwise (``compile_decided.py``), so the
+app gets a HETERO compiled model (its properties, an exported blob that imports with its string). This times, in
+paired interleaved rounds on the native timer (``verification.time_rounds``), each model compiled three ways:
+
+* ``alone``: ``core.compile_model(model, "CPU")``, what ov_autoplace compiled before;
+* ``plain``: ``core.compile_model(model, "HETERO:CPU,CPUF")``, the replaced call (and the first-device decision);
+* ``affinity``: every node's affinity on ``CPUF``, through ``"HETERO:CPU,CPUF"`` (another device's decision; on
+  the testbed CPUF is the CPU plugin in f32, so compare it with ``CPUF`` alone, also timed).
+
+    python benchmarks/bench_one_device_hetero.py [--rounds 15] [--markdown docs/bench/one_device_hetero.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ov_autoplace.compile.placed_compile import compile_on_one_device  # noqa: E402
+from ov_autoplace.decision.verification import time_rounds  # noqa: E402
+from ov_autoplace.devices.testbed import shared_testbed  # noqa: E402
+from ov_autoplace.devices.timing import random_inputs  # noqa: E402
+from tests import synthetic_graphs as sg  # noqa: E402
+
+MODELS = {"residual": lambda: sg.residual(blocks=4, channels=32, size=56),
+          "attention_like": lambda: sg.attention_like(),
+          "residual_small": lambda: sg.residual()}
+
+
+def measure(rounds: int, iterations: int) -> list[dict]:
+    tb = shared_testbed(True)  # both devices f32: CPUF alone is what the affinity contender runs
+    rows = []
+    for name, build in MODELS.items():
+        model = build()
+        started = {}
+        compiled = {}
+        for label, make in (("alone", lambda: tb.core.compile_model(model, "CPU")),
+                            ("plain", lambda: tb.core.compile_model(model, tb.hetero)),
+                            ("CPUF alone", lambda: tb.core.compile_model(model, "CPUF")),
+                            ("affinity", lambda: compile_on_one_device(tb.core, model, tb.hetero, "CPUF"))):
+            t = time.perf_counter()
+            compiled[label] = make()
+            started[label] = 1e3 * (time.perf_counter() - t)
+        inputs = random_inputs(compiled["alone"])
+        ms = time_rounds(compiled, inputs, rounds=rounds, min_rounds=rounds, iterations=iterations, budget_s=1e9)
+        ratios = {"plain/alone": [p / a for p, a in zip(ms["plain"], ms["alone"])],
+                  "affinity/CPUF alone": [p / a for p, a in zip(ms["affinity"], ms["CPUF alone"])]}
+        rows.append({"model": name, "median_ms": {k: statistics.median(v) for k, v in ms.items()},
+                     "compile_ms": started,
+                     "ratio": {k: (statistics.median(v), min(v), max(v)) for k, v in ratios.items()}})
+    return rows
+
+
+def markdown(rows: list[dict], command: str) -> str:
+    out = [f"# One-device decisions compiled through HETERO ({datetime.date.today()}, measured)", "",
+           f"`{command}`; medians of paired interleaved rounds; per-round ratio median [min, max].", "",
+           "| model | alone ms | plain HETERO ms | ratio | CPUF alone ms | affinity ms | ratio | compile ms (alone / plain / affinity) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m, c = r["median_ms"], r["compile_ms"]
+        p, a = r["ratio"]["plain/alone"], r["ratio"]["affinity/CPUF alone"]
+        out.append(f"| {r['model']} | {m['alone']:.3f} | {m['plain']:.3f} | {p[0]:.3f} [{p[1]:.3f}, {p[2]:.3f}] | "
+                   f"{m['CPUF alone']:.3f} | {m['affinity']:.3f} | {a[0]:.3f} [{a[1]:.3f}, {a[2]:.3f}] | "
+                   f"{c['alone']:.0f} / {c['plain']:.0f} / {c['affinity']:.0f} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--markdown", type=Path)
+    args = parser.parse_args()
+    rows = measure(args.rounds, args.iterations)
+    text = markdown(rows, "python benchmarks/bench_one_device_hetero.py " + " ".join(sys.argv[1:]))
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
