@@ -72,3 +72,46 @@ def damaged_policy(tmp_path: Path, kind: str) -> Path:
         with open(path, "wb") as f:
             np.savez(f, **arrays)
     return path
+
+
+#: Hostile things in place of a file ov_autoplace reads or writes (``make_hostile``): reads that block, never end,
+#: or land outside the cache root, and modes no file of ours has.
+HOSTILE_KINDS = ("fifo", "dev_zero", "etc_passwd", "outside_file", "outside_dir", "hard_link", "oversize",
+                 "mode_0666", "mode_0000", "directory")
+
+
+def make_hostile(path: Path, kind: str, outside: Path, *, oversize_bytes: int = 17 << 20) -> None:
+    """Replace ``path`` by one of :data:`HOSTILE_KINDS`; ``outside`` is a folder outside the cache root holding
+    ``precious.txt`` (what a link points at; it must stay as it is)."""
+    import os
+
+    old = path.read_bytes() if path.is_file() and not path.is_symlink() else b"{}"
+    if os.path.lexists(path):
+        if path.is_dir() and not path.is_symlink():
+            import shutil
+
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev_zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "etc_passwd":
+        path.symlink_to("/etc/passwd")
+    elif kind == "outside_file":
+        path.symlink_to(outside / "precious.txt")
+    elif kind == "outside_dir":
+        path.symlink_to(outside)
+    elif kind == "hard_link":
+        os.link(outside / "precious.txt", path)
+    elif kind == "oversize":  # valid JSON past every cap of a file of ours (16 MiB for the largest read whole)
+        path.write_text(json.dumps({"padding": "x" * oversize_bytes}))
+    elif kind in ("mode_0666", "mode_0000"):
+        path.write_bytes(old)
+        os.chmod(path, 0o666 if kind == "mode_0666" else 0)
+    elif kind == "directory":
+        path.mkdir()
+        (path / "inside").write_text("{}")
+    else:
+        raise ValueError(f"unknown hostile kind {kind!r}; expected one of {HOSTILE_KINDS}")

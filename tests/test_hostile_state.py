@@ -16,16 +16,13 @@ import sys
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-import ov_autoplace as oa
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.root import clear_cache
 from tests import synthetic_graphs as sg
-from ov_autoplace.devices.timing import random_inputs
+from tests.hostile import BOUND_S, bounded, compile_checked, snapshot  # noqa: F401 - shared with the probe
 
-BOUND_S = 10.0  # the issue's target: a correct compile or a typed error within 10 s each
 NOBODY = 65534
 
 
@@ -33,46 +30,6 @@ NOBODY = 65534
 def testbed(distinct_testbed):
     """These tests attack the cache, which the first start never touches on two identical devices."""
     return distinct_testbed
-
-
-def bounded(fn, seconds: float = BOUND_S):
-    """``fn()`` in a daemon thread; fails (instead of hanging) if it does not return within ``seconds``."""
-    result: dict = {}
-
-    def run():
-        try:
-            result["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"did not return within {seconds} s (hang)"
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
-
-
-def compile_checked(testbed, root: Path, model=None, **kw):
-    """Compile with ov_autoplace under the time bound and compare outputs with the plain call's."""
-    model = model if model is not None else sg.residual()
-    compiled = bounded(lambda: oa.compile_model(model, testbed.hetero, core=testbed.core, cache_dir=root, **kw))
-    plain = testbed.core.compile_model(model, testbed.hetero)
-    inputs = random_inputs(plain, seed=1)
-    ours, ref = compiled(inputs)[0], plain(inputs)[0]
-    scale = float(np.max(np.abs(ref))) or 1.0
-    assert np.max(np.abs(ours - ref)) <= 0.05 * scale, "outputs differ beyond bf16 precision"  # CPU runs bf16
-    return compiled
-
-
-def snapshot(folder: Path) -> dict[str, tuple]:
-    """Every path under ``folder`` with its type, size, mode and mtime (to prove nothing was touched)."""
-    out = {}
-    for path in [folder, *folder.rglob("*")]:
-        st = os.lstat(path)
-        out[str(path)] = (stat.S_IFMT(st.st_mode), st.st_size, stat.S_IMODE(st.st_mode), st.st_mtime_ns)
-    return out
 
 
 @pytest.fixture()
