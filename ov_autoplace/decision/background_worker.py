@@ -108,7 +108,21 @@ def device_setup(core: Any, devices) -> dict[str, dict[str, Any]]:
 
 
 def restore_devices(core: Any, setup: Mapping[str, Mapping[str, Any]]) -> None:
-    """Register and configure the app's devices on ``core``; WorkerFailure naming a property a device rejects."""
+    """Register and configure the app's devices on ``core``; WorkerFailure naming a property a device rejects.
+
+    Only the properties :func:`device_setup` hands over (``WORKER_PROPERTIES``) are set: any other one in a spec
+    (``CACHE_DIR``, a path OpenVINO would write blobs to, or anything else the app never writes) is a
+    WorkerFailure naming it, raised before any device is touched.
+    """
+    for device, entry in setup.items():
+        properties = entry.get("properties", {})
+        if not isinstance(properties, Mapping):
+            raise WorkerFailure(f"the spec's properties of {device} are a {type(properties).__name__}, not an "
+                                "object; not measuring")
+        unknown = sorted(str(p) for p in properties if p not in WORKER_PROPERTIES)
+        if unknown:
+            raise WorkerFailure(f"the spec sets {', '.join(unknown)} on {device}; the worker sets only "
+                                f"{', '.join(WORKER_PROPERTIES)} (what the app hands it); not measuring")
     for device, entry in setup.items():
         if entry.get("base"):
             register_virtual_device(core, device, base_device=str(entry["base"]))
@@ -161,9 +175,16 @@ def spawn_worker(req: PlacementRequest, root: Path, key: dict, graph: Any) -> bo
     return True
 
 
+#: Compile properties that name a place on disk: never handed to the worker (a blob cache changes nothing it
+#: measures) and refused in a spec, so the worker writes nowhere but its own folder and the cache root.
+PATH_PROPERTIES = ("CACHE_DIR", "WEIGHTS_PATH")
+
+
 def _encoded_config(props: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for name, value in dict(props or {}).items():
+        if name in PATH_PROPERTIES:
+            continue
         try:
             out[name] = encode_property(value)
         except TypeError as exc:
@@ -236,6 +257,8 @@ def read_spec(path: Path, digest: str) -> dict[str, Any]:
          and all(isinstance(s, dict) and s.get("base") in (None, *(k.name for k in DEVICE_KINDS)) for s in spec["setup"].values()),
          "a setup per listed device"),
         (lambda: isinstance(spec.get("config", {}), dict), "a config object"),
+        (lambda: not set(spec.get("config", {})) & set(PATH_PROPERTIES),
+         f"a config without a path ({', '.join(PATH_PROPERTIES)}: the worker writes only under its root)"),
         (lambda: spec.get("max_submodels") is None or type(spec.get("max_submodels")) is int,
          "an integer max_submodels"),
         (lambda: type(spec.get("seed")) is int, "an integer seed"),

@@ -294,3 +294,76 @@ def test_a_failing_worker_records_why_and_the_next_start_warns_once(thread_core,
         assert not background.spawn_worker(req, tmp_path, key, None)
     assert "second reason" in caplog.text and f"failed ({MAX_FAILURES} of {MAX_FAILURES} tries)" in caplog.text
     assert "not retrying" in caplog.text
+
+
+# --- what a spec may make the worker do (nothing outside its root) ---------------------------------------------
+
+
+@pytest.fixture()
+def outside(tmp_path):
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "precious.txt").write_text("keep me")
+    return folder
+
+
+def _real_spec(core, devices, root, model):
+    """A spec as the app writes it (key, setup, model copy) for ``model`` on ``devices``; returns (spec, digest)."""
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+
+    key = PlacementCache(root).key(core, extract_graph(prepare_model(model)), devices, strategy="test")
+    digest = worker_digest(key)
+    files = worker_files(root, digest)
+    background.private_worker_dir(root, digest)
+    ov.save_model(model, str(files["model"]), compress_to_fp16=False)
+    spec = {"format": background.SPEC_FORMAT, "key": key, "devices": list(devices),
+            "setup": json.loads(json.dumps(device_setup(core, devices))), "config": {}, "device_name": DISTINCT,
+            "max_submodels": 8, "seed": 0, "pins": []}
+    return spec, digest
+
+
+def test_the_worker_sets_only_the_properties_the_app_hands_it(thread_core, tmp_path, outside):
+    """A spec with a valid key and CACHE_DIR on a device made the worker compile with blobs written there: now
+    only WORKER_PROPERTIES are set; anything else is the worker's failure, naming it and the allow-list."""
+    from tests.hostile import FAST_S, bounded, outside_changes, surroundings
+
+    root = tmp_path / "root"
+    spec, digest = _real_spec(thread_core, ("CPUS", "CPU"), root, sg.residual())
+    spec["setup"]["CPU"]["properties"]["CACHE_DIR"] = str(outside / "blobs")
+    files = worker_files(root, digest)
+    files["spec"].write_text(json.dumps(spec))
+    before = surroundings(root, outside)
+    assert bounded(lambda: run_worker(root, digest), FAST_S) == 3
+    reason = read_failure(files["failed"])["reason"]
+    assert "CACHE_DIR" in reason and all(p in reason for p in WORKER_PROPERTIES), reason
+    assert outside_changes(before, surroundings(root, outside)) == [], "nothing written outside the root"
+    assert not (outside / "blobs").exists()
+
+
+@pytest.mark.parametrize("setup", [{"CPU": {"base": None, "properties": {"CACHE_DIR": "/tmp/elsewhere"}}},
+                                   {"CPU": {"base": None, "properties": {"WEIGHTS_PATH": "/tmp/w.bin"}}},
+                                   {"CPU": {"base": None, "properties": {"PERF_COUNT": True}}},
+                                   {"CPU": {"base": None, "properties": ["CACHE_DIR"]}}])
+def test_a_property_outside_the_allow_list_is_refused_before_any_device_is_touched(setup):
+    core = ov.Core()
+    with pytest.raises(background.WorkerFailure, match="not measuring"):
+        restore_devices(core, setup)
+    assert not core.get_property("CACHE_DIR"), "nothing was set"
+
+
+def test_no_path_reaches_the_worker_through_the_config(tmp_path):
+    assert background._encoded_config({"CACHE_DIR": "/x", "WEIGHTS_PATH": "/w", "PERFORMANCE_HINT": "LATENCY"}) \
+        == {"PERFORMANCE_HINT": "LATENCY"}
+    key = {"kind": "placement", "devices": ["CPU"]}
+    digest = worker_digest(key)
+    files = worker_files(tmp_path, digest)
+    background.private_worker_dir(tmp_path, digest)
+    files["spec"].write_text(json.dumps({"format": background.SPEC_FORMAT, "key": key, "devices": ["CPU"],
+                                         "setup": {}, "config": {"CACHE_DIR": "/elsewhere"}, "max_submodels": 8,
+                                         "seed": 0, "pins": []}))
+    with pytest.raises(background.WorkerFailure, match="a config without a path"):
+        background.read_spec(files["spec"], digest)
+
+
