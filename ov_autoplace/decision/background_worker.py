@@ -65,7 +65,7 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.legalizer import Pin, query_support
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
-from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, RefusedFileError, read_json_bounded,
+from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, file_kind, read_json_bounded,
                            remove_refused, write_private_atomic)
 from ov_autoplace.devices.properties import decode_property, encode_property
 from ov_autoplace.decision.worker_files import (MAX_FAILURES, acquire_lock, holder_died, private_worker_dir,
@@ -192,20 +192,44 @@ def _encoded_config(props: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _log_problem(st: os.stat_result) -> str | None:
+    """Why a file may not take the worker's log, or None: it must be a regular file of ours with one name only.
+
+    A hard link passes ``O_NOFOLLOW`` (it is no symlink), yet appending to it writes into whatever file it
+    shares, possibly outside the root; so a second link, another owner or another kind of file is refused.
+    """
+    if not stat.S_ISREG(st.st_mode):
+        return f"is {file_kind(st.st_mode)}"
+    if st.st_nlink != 1:
+        return f"has {st.st_nlink} hard links (its other names may be outside the cache root)"
+    if st.st_uid != os.geteuid():
+        return f"is owned by uid {st.st_uid}, not by this user"
+    return None
+
+
 def _open_log(path: Path) -> int:
-    """The worker log, appended, 0600; never through a symlink, never a FIFO (O_NONBLOCK: ENXIO, not a hang)."""
+    """The worker log, appended, 0600; a fresh private file whenever the one there is not plainly ours.
+
+    Never through a symlink (``O_NOFOLLOW``) or a hard link (``st_nlink``), never a FIFO (``O_NONBLOCK``: ENXIO,
+    not a hang); what is checked is what was opened (``fstat``), and a refused name is unlinked (the file behind
+    a link is left alone) and the log created again with ``O_EXCL``.
+    """
     try:
         st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode):  # a FIFO or a link where the log belongs: out of the way (not followed)
-            logger.warning("worker log %s is not a regular file; %s", path, remove_refused(path))
+        problem = _log_problem(st)
+        if problem:
+            logger.warning("worker log %s %s; %s and starting a fresh one", path, problem, remove_refused(path))
         elif st.st_size > LOG_MAX_BYTES:
             os.unlink(path)
     except OSError:
         pass
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags | os.O_CREAT, 0o600)
+    problem = _log_problem(os.fstat(fd))
+    if problem:  # swapped in between the lstat and the open: out of the way, and a new file only we created
         os.close(fd)
-        raise RefusedFileError(f"{path} is not a regular file")
+        logger.warning("worker log %s %s; %s and starting a fresh one", path, problem, remove_refused(path))
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
     os.fchmod(fd, 0o600)
     return fd
 

@@ -367,3 +367,39 @@ def test_no_path_reaches_the_worker_through_the_config(tmp_path):
         background.read_spec(files["spec"], digest)
 
 
+@pytest.mark.parametrize("link", ["hard_link", "foreign_owner"])
+def test_the_worker_log_is_never_written_through_a_hard_link(thread_core, tmp_path, outside, caplog, link):
+    """The log is the worker's stdout: opened through a hard link (O_NOFOLLOW does not see one), the worker's
+    lines went into the file outside the root. Now a log with another name, or not ours, is replaced by a fresh
+    private file first."""
+    from tests.hostile import outside_changes, surroundings
+
+    if link == "foreign_owner" and os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    root = tmp_path / "root"
+    key = {"kind": "placement", "devices": ["CPUS", "CPU"], "model_structure": "x"}
+    digest = worker_digest(key)
+    files = worker_files(root, digest)
+    background.private_worker_dir(root, digest)
+    assert acquire_lock(files["lock"])
+    if link == "hard_link":
+        os.link(outside / "precious.txt", files["log"])
+    else:
+        files["log"].write_text("someone else's\n")
+        os.chown(files["log"], 65534, 65534)
+    foreign = {"format": background.SPEC_FORMAT, "key": {**key, "model_structure": "y"}, "devices": ["CPUS", "CPU"],
+               "setup": {}, "config": {}, "max_submodels": 8, "seed": 0, "pins": []}  # fails fast: a foreign spec
+    before = surroundings(root, outside)
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        background._write_and_start(sg.residual(), foreign, root, digest)
+    deadline = time.time() + 60
+    while files["lock"].exists() and time.time() < deadline:  # the worker releases the lock when it is done
+        time.sleep(0.1)
+    assert not files["lock"].exists(), "the worker finished"
+    assert (outside / "precious.txt").read_text() == "keep me"
+    assert outside_changes(before, surroundings(root, outside)) == []
+    st = os.lstat(files["log"])
+    assert stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid == os.geteuid()
+    assert stat.S_IMODE(st.st_mode) == 0o600
+    assert "foreign spec" in files["log"].read_text()
+    assert "starting a fresh one" in caplog.text
