@@ -18,6 +18,7 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.devices.call_forms import compile_as_openvino
+from ov_autoplace.cache.root import cache_root
 from ov_autoplace.devices.device_strings import normalized_exclusions
 from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
@@ -205,6 +206,7 @@ def compile_model(
         result = compiled(inputs)  # a real ov.CompiledModel
     """
     profiling = check_profiling(profile)
+    cache_root(cache_dir)  # PropertyError now, before any compile, for a cache_dir that names no directory
     if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
         model = load_model(model, core if core is not None else default_core(), weights)
     exclude_devices = normalized_exclusions(exclude_devices)  # "CPUF" is one device, not 'C', 'P', 'U', 'F'

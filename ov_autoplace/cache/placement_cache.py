@@ -53,7 +53,7 @@ class PlacementCache:
     """Placements on disk under ``directory/placements``; OpenVINO blobs under ``directory/openvino``."""
 
     def __init__(self, directory: str | os.PathLike | None = None) -> None:
-        self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        self.directory = cache_root(directory)  # PropertyError for a directory argument that names none
         self._store = ProfileStore(self.directory / "placements")
 
     @property

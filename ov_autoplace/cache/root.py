@@ -60,10 +60,39 @@ class UntrustedDirectoryError(PermissionError):
     """A cache directory ov_autoplace refuses: another user's, writable by group/others, or not a directory."""
 
 
+def checked_cache_dir(cache_dir: object, what: str = "cache_dir") -> Path:
+    """A directory the caller named for ov_autoplace's cache, as a Path; PropertyError (a ValueError and a
+    RuntimeError, as OpenVINO's error for a bad ``CACHE_DIR``) if it is not one.
+
+    An empty string is refused rather than read as the current directory (``Path("")`` is ``.``): the cache
+    would land wherever the app happens to run, which nobody asks for on purpose.
+    """
+    from ov_autoplace.errors import PropertyError
+
+    if isinstance(cache_dir, os.PathLike):
+        cache_dir = os.fspath(cache_dir)
+    if not isinstance(cache_dir, str):
+        raise PropertyError(f"{what} must be a directory path (str or os.PathLike), or unset for the default "
+                            f"({default_root_text()}), got {type(cache_dir).__name__}")
+    if not cache_dir.strip() or "\0" in cache_dir:
+        raise PropertyError(f"{what} {cache_dir!r} names no directory; pass a directory of your own (e.g. "
+                            f"'~/.cache/ov_autoplace'), or leave it unset for the default ({default_root_text()}); "
+                            "for the current directory say '.'")
+    return Path(cache_dir).expanduser()
+
+
+def default_root_text() -> str:
+    return f"${CACHE_DIR_ENV}, else $XDG_CACHE_HOME/ov_autoplace, else ~/.cache/ov_autoplace"
+
+
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    """``cache_dir``, else ``$OV_AUTOPLACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ov_autoplace``, else ``~/.cache/ov_autoplace``."""
+    """``cache_dir``, else ``$OV_AUTOPLACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ov_autoplace``, else ``~/.cache/ov_autoplace``.
+
+    The one resolution of the root every writer uses (placements, profiles, support, blobs, workers);
+    PropertyError for a ``cache_dir`` that names no directory (:func:`checked_cache_dir`).
+    """
     if cache_dir is not None:
-        return Path(cache_dir).expanduser()
+        return checked_cache_dir(cache_dir)
     env = os.environ.get(CACHE_DIR_ENV)
     if env:
         return Path(env).expanduser()
@@ -334,5 +363,6 @@ def clear_cache(cache_dir: str | os.PathLike | None = None) -> ClearReport:
 
 
 __all__ = ["BLOB_MIN_FREE_BYTES", "CACHE_DIR_ENV", "ClearReport", "PROFILE_DIR_ENV", "SUBDIRS",
-           "UntrustedDirectoryError", "blob_cache_props", "cache_root", "clear_cache", "private_root",
+           "UntrustedDirectoryError", "blob_cache_props", "cache_root", "checked_cache_dir", "clear_cache",
+           "private_root",
            "private_store_dir", "private_subdir", "profile_dir", "user_blob_cache_dir", "warn_once"]

@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("-shape", "--shape", default=None, metavar="SHAPES",
                          help="static shapes to profile a dynamic model at, as for `place --shape`")
     profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
-    profile.add_argument("--profile-dir", type=Path, default=None,
+    profile.add_argument("--profile-dir", type=_directory_arg, default=None,
                          help="profile store (default $OV_AUTOPLACE_PROFILE_DIR or ~/.cache/ov_autoplace/profiles)")
     profile.add_argument("--no-store", action="store_true", help="always measure; do not read or write the store")
     profile.set_defaults(func=cmd_profile)
@@ -194,9 +194,20 @@ def build_parser() -> argparse.ArgumentParser:
     cache = sub.add_parser("cache", help="list cached placements, or clear everything ov_autoplace wrote",
                            description="Inspect the placement cache ($OV_AUTOPLACE_CACHE_DIR or ~/.cache/ov_autoplace).")
     cache.add_argument("action", choices=["list", "clear"])
-    cache.add_argument("--cache-dir", type=Path, default=None, help="cache directory (default: the user cache)")
+    cache.add_argument("--cache-dir", type=_directory_arg, default=None, help="cache directory (default: the user cache)")
     cache.set_defaults(func=cmd_cache)
     return parser
+
+
+def _directory_arg(text: str) -> Path:
+    """A directory flag of ov_autoplace's own cache: '' is an error (argparse: one line, exit 2), not the current
+    directory (the API's rule, ``cache.root.checked_cache_dir``)."""
+    from ov_autoplace.cache.root import checked_cache_dir
+
+    try:
+        return checked_cache_dir(text, "the value")
+    except OVAutoplaceError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def version_line() -> str:

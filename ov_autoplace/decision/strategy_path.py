@@ -13,7 +13,7 @@ from pathlib import Path
 import openvino as ov
 
 from ov_autoplace.cache.placement_cache import PlacementCache
-from ov_autoplace.cache.root import blob_cache_props, cache_root
+from ov_autoplace.cache.root import blob_cache_props, cache_root, profile_dir
 from ov_autoplace.cache.support_store import device_support
 from ov_autoplace.decision.compile_decided import compile_decided
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
@@ -28,11 +28,15 @@ logger = logging.getLogger("ov_autoplace")
 
 
 def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays,
-                        support_dir: Path | None = None) -> Placement:
-    """``req.strategy``'s proposal through the placement pipeline (pins and bound from the request)."""
+                        support_dir: Path | None = None, profiles: Path | None = None) -> Placement:
+    """``req.strategy``'s proposal through the placement pipeline (pins and bound from the request).
+
+    ``profiles``: where a measured cost provider stores what it measures (the call's ``<root>/profiles``;
+    None: the default root's).
+    """
     support = device_support(req.core, prepared, graph, req.devices, support_dir)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
-                               seed=req.seed)
+                               seed=req.seed, profile_dir=profiles)
     proposal = req.strategy.propose(context)
     placement = placement_pipeline(graph, proposal, req.devices, support, strategy=req.strategy.name,
                                    cost=getattr(req.strategy, "last_cost", None), pins=req.pins, max_submodels=req.max_submodels,
@@ -43,11 +47,12 @@ def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphA
     return placement
 
 
-def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: PlacementCache | None) -> Placement:
+def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: PlacementCache | None,
+                            profiles: Path | None = None) -> Placement:
     """The cached placement of this request when its evidence holds, else a new one, verified (and cached)."""
     graph = extract_graph(prepared)
     if cache is None:
-        return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph))
+        return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph, profiles=profiles))
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
                     exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes)
     support = device_support(req.core, prepared, graph, req.devices, cache.directory / "support")
@@ -59,7 +64,7 @@ def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: Pl
         logger.info("placement cache hit (%s) without intact verification evidence: verifying it again",
                     req.strategy.name)
     else:
-        placement = place_with_strategy(req, prepared, graph, cache.directory / "support")
+        placement = place_with_strategy(req, prepared, graph, cache.directory / "support", profiles)
     placement = verified_placement(req, prepared, graph, placement, support)
     cache.put(key, placement, graph)
     return placement
@@ -70,7 +75,7 @@ def compile_with_strategy(req: PlacementRequest, *, cache_dir, use_cache: bool,
     """Place (or reuse the cached placement), verify, compile: ``compile_model`` with an explicit strategy."""
     cache = PlacementCache(cache_dir) if use_cache else None
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone
-    placement = cached_or_new_placement(req, prepared, cache)
+    placement = cached_or_new_placement(req, prepared, cache, profile_dir(cache_dir))  # profiles: the call's root
     props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
     compiled = compile_decided(req, props, device=single_device_of(placement), placement=placement,
                                prepared=prepared)

@@ -37,7 +37,7 @@ class MeasuredCostProvider:
     def __call__(self, context: PlacementContext) -> CostModel:
         if context.core is None or context.model is None:
             raise ValueError("a measured cost model needs the context's core and model")
-        store = self.store if self.store is not None else ProfileStore()
+        store = self.store if self.store is not None else ProfileStore(context.profile_dir)  # the call's root
         links = profile_links(context.core, context.devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
                               seconds_per_variant=0.3, store=store)
         return profile_model(context.model, context.core, context.devices, warmup=self.warmup,

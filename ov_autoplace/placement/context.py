@@ -8,6 +8,7 @@ CostModel for a context (``measuring/providers.py``), a strategy proposes a devi
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -25,6 +26,9 @@ class PlacementContext:
     core: ov.Core | None = None
     model: ov.Model | None = None
     seed: int = 0
+    #: Where a measured cost provider stores the profiles it measures: the call's cache root's ``profiles/``
+    #: (``cache.root.profile_dir(cache_dir)``); None: the default root's.
+    profile_dir: Path | None = None
 
 
 __all__ = ["PlacementContext"]

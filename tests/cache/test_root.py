@@ -146,3 +146,64 @@ def test_folders_of_ours_inside_a_private_root_are_tightened(tmp_path):
     os.chmod(tmp_path / "placements", 0o775)
     assert private_subdir(tmp_path, "placements") == tmp_path / "placements"
     assert (tmp_path / "placements").stat().st_mode & 0o777 == 0o700
+
+
+# --- one root for every writer: profiles of explicit strategies, an empty cache_dir, blob modes -----------------
+
+
+@pytest.fixture()
+def isolated_home(clean_env, tmp_path):
+    """HOME in tmp_path and none of the cache variables set: the default root is ``<home>/.cache/ov_autoplace``,
+    so a write that ignores ``cache_dir=`` shows up in :func:`tests.hostile.surroundings`."""
+    home = tmp_path / "home"
+    (home / ".cache").mkdir(parents=True)
+    clean_env.setenv("HOME", str(home))
+    return home
+
+
+@pytest.mark.parametrize("how", [{"strategy": "heft"},
+                                 pytest.param({"strategy": "hsdag"}, marks=pytest.mark.slow),
+                                 pytest.param({"search_budget": 2}, marks=pytest.mark.slow)],
+                         ids=["heft", "hsdag", "search_budget"])
+def test_explicit_strategies_store_their_profiles_under_the_calls_cache_dir(testbed, isolated_home, tmp_path, how):
+    """``strategy="heft"`` (and ``"hsdag"``, ``search_budget``) measured the model and stored the profile and the
+    link profile under ``$HOME/.cache/ov_autoplace/profiles``, whatever ``cache_dir=`` said, and ``cache clear``
+    of that root left them."""
+    from ov_autoplace.cli.main import main
+    from tests.hostile import outside_changes, surroundings
+
+    if "search_budget" in how:
+        pytest.importorskip("torch")
+    root = tmp_path / "root"
+    before = surroundings(root)
+    oa.compile_model(sg.residual(blocks=1), testbed.hetero, core=testbed.core, cache_dir=root, **how)
+    assert outside_changes(before, surroundings(root)) == [], "nothing outside the root"
+    assert not (isolated_home / ".cache" / "ov_autoplace").exists()
+    stored = sorted(p.name.split("-")[0] for p in (root / "profiles").iterdir())
+    assert stored == ["links", "model"], stored
+    assert main(["cache", "clear", "--cache-dir", str(root)]) == 0
+    assert not (root / "profiles").exists()
+
+
+@pytest.mark.parametrize("cache_dir", ["", "   ", "a\0b", 5, b"bytes"])
+def test_a_cache_dir_that_names_no_directory_is_a_typed_error(testbed, isolated_home, tmp_path, monkeypatch,
+                                                             cache_dir):
+    """``cache_dir=""`` wrote ``placements/`` into the current directory without a word (``Path("")`` is ``.``)."""
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from tests.hostile import FAST_S, bounded, outside_changes, surroundings
+
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    before = surroundings(workdir / "no_root_here")
+    with pytest.raises(oa.PropertyError, match="cache_dir") as info:
+        bounded(lambda: oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, cache_dir=cache_dir),
+                FAST_S)
+    assert isinstance(info.value, (ValueError, RuntimeError)), "OpenVINO's family for a bad argument"
+    if isinstance(cache_dir, str):
+        assert "names no directory" in str(info.value) and "~/.cache/ov_autoplace" in str(info.value)
+    for writer in (cache_root, profile_dir, PlacementCache, clear_cache):  # one resolution every writer uses
+        with pytest.raises(oa.PropertyError):
+            writer(cache_dir)
+    assert outside_changes(before, surroundings(workdir / "no_root_here")) == []
+    assert list(workdir.iterdir()) == []

@@ -240,3 +240,25 @@ def test_a_lab_strategy_without_the_lab_is_one_line_and_exit_2(ir_path, monkeypa
         registry.plugin_strategies.cache_clear()
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'rnn_placer' is part of the lab" in err[0] and "pip install ov-autoplace-lab" in err[0]
+
+
+# --- bad input: one `error:` line and exit 2, within a second, nothing touched --------------------------------
+
+
+def _one_error_line(err: str) -> None:
+    """One line saying ``error:`` (argparse's usage lines may precede it), no traceback."""
+    assert len([line for line in err.splitlines() if "error:" in line]) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("flag", [["cache", "clear", "--cache-dir", ""], ["cache", "list", "--cache-dir", ""],
+                                  ["profile", "-m", "x.xml", "--profile-dir", ""]])
+def test_an_empty_directory_flag_is_refused_not_read_as_the_current_directory(tmp_path, monkeypatch, capsys, flag):
+    """`cache clear --cache-dir ""` cleared the layout folders of whatever directory it ran in."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "placements").mkdir()
+    (tmp_path / "placements" / "mine.json").write_text("{}")
+    with pytest.raises(SystemExit) as info:
+        main(flag)
+    assert info.value.code == 2
+    _one_error_line(capsys.readouterr().err)
+    assert (tmp_path / "placements" / "mine.json").exists()
