@@ -25,8 +25,8 @@ from ov_autoplace.measuring.providers import MeasuredCostProvider
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.call_forms import check_property_values, resolve_device_request
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
-from ov_autoplace.errors import (DeviceError, ExcludedDeviceError, ModelLoadError, ModelNotFoundError, PlacementError,
-                                 ShapeError)
+from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, PlacementError, ShapeError
+from ov_autoplace.model.loading import check_model_path
 from ov_autoplace.model.shapes import ShapesLike, default_static_clone, is_dynamic, resolve_shapes, static_clone
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.placement.pins import Pin, parse_pins
@@ -114,11 +114,7 @@ def load_model(model: ModelLike, core: ov.Core, weights: Any = None) -> ov.Model
     if not isinstance(model, (str, os.PathLike)):
         raise ModelLoadError(f"model must be an openvino.Model or a path to a model file, got {type(model).__name__}")
     path = Path(model)
-    if path.is_dir() and not (path / "saved_model.pb").is_file():
-        raise ModelLoadError(f"model path {str(path)!r} is a directory, not a model file; expected an IR .xml, "
-                             ".onnx, ... file (or a TensorFlow SavedModel directory, which holds saved_model.pb)")
-    if not path.exists():
-        raise ModelNotFoundError(f"model file {str(path)!r} does not exist (expected an IR .xml, .onnx, ... file)")
+    check_model_path(path)  # a FIFO or /dev/zero would hang OpenVINO's read: refused before it opens anything
     try:
         return core.read_model(str(path))
     except Exception as exc:  # OpenVINO raises RuntimeError subclasses with long traces

@@ -163,3 +163,56 @@ def test_place_takes_a_single_excluded_device_as_a_string(testbed):
     placement = oa.place(sg.residual(), testbed.hetero, core=testbed.core, strategy="priority",
                          exclude_devices="CPUF")
     assert set(placement.assignment.values()) == {"CPU"}
+
+
+# --- bad input refused before anything is compiled or opened (a typed error within a second) -------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "dev_zero_link", "bin_fifo", "bin_dev_zero", "empty_dir",
+                                  "saved_model_pb_fifo"])
+@pytest.mark.parametrize("entry", ["compile_model", "place"])
+def test_a_model_path_that_is_not_a_regular_file_is_refused_before_openvino_opens_it(testbed, tmp_path, kind,
+                                                                                     entry):
+    """A FIFO or /dev/zero as the model hung compile_model in OpenVINO's read (killed at 50-60 s)."""
+    import os
+
+    from tests.hostile import FAST_S, bounded, outside_changes, surroundings
+
+    model = tmp_path / "model.xml"
+    if kind in ("bin_fifo", "bin_dev_zero"):
+        ov.save_model(sg.residual(), model)
+        model.with_suffix(".bin").unlink()
+        os.mkfifo(model.with_suffix(".bin")) if kind == "bin_fifo" else model.with_suffix(".bin").symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(model)
+    elif kind == "dev_zero":
+        model = "/dev/zero"
+    elif kind == "dev_zero_link":
+        model.symlink_to("/dev/zero")
+    else:
+        model = tmp_path / "saved"
+        model.mkdir()
+        if kind == "saved_model_pb_fifo":
+            os.mkfifo(model / "saved_model.pb")
+    call = getattr(oa, entry)
+    root = tmp_path / "root"
+    before = surroundings(root)
+    kw = {"cache_dir": root} if entry == "compile_model" else {}
+    with pytest.raises(oa.ModelLoadError) as info:
+        bounded(lambda: call(str(model), testbed.hetero, core=testbed.core, **kw), FAST_S)
+    assert isinstance(info.value, RuntimeError), "OpenVINO raises RuntimeError for a file it cannot read"
+    assert ("not a regular file" in str(info.value)) or ("is a directory" in str(info.value)), info.value
+    assert outside_changes(before, surroundings(root)) == [] and not root.exists()
+
+
+def test_a_saved_model_directory_and_an_ir_still_reach_openvino(testbed, tmp_path):
+    """The check lets through what OpenVINO reads: an IR with its weights, a SavedModel directory (this fake one
+    then fails in OpenVINO's own reader, not in the check)."""
+    ir = tmp_path / "m.xml"
+    ov.save_model(sg.residual(), ir)
+    assert isinstance(oa.place(str(ir), testbed.hetero, core=testbed.core), oa.Placement)
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "saved_model.pb").write_bytes(b"not a protobuf")
+    with pytest.raises(oa.ModelLoadError, match="cannot read"):
+        oa.place(str(saved), testbed.hetero, core=testbed.core)

@@ -185,6 +185,46 @@ def read_json_file(path: str | Path, what: str, parse: Callable[[Any], T]) -> T:
         raise FileFormatError(f"{path} is not a valid {what} file: {_reason(exc)}") from exc
 
 
+def check_model_path(path: str | os.PathLike) -> None:
+    """Check the model path the user named before OpenVINO opens it; ModelNotFoundError / ModelLoadError.
+
+    OpenVINO's ``read_model`` opens with a blocking read: a FIFO hangs it until a writer comes (forever), and a
+    character device such as ``/dev/zero`` is read without end. A ``stat`` (which follows the user's symlinks
+    and never blocks) refuses what is not a regular file, and an IR's weights (the ``.bin`` beside the ``.xml``)
+    alike; a TensorFlow SavedModel directory (it holds ``saved_model.pb``) is a model too. No size cap: a model's
+    weights are legitimately gigabytes (OpenVINO maps them, nothing is read into Python).
+    """
+    from ov_autoplace.errors import ModelLoadError, ModelNotFoundError
+
+    path = Path(path)
+    expected = "expected an IR .xml, .onnx, ... file, or a TensorFlow SavedModel directory (holding saved_model.pb)"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ModelNotFoundError(f"model file {str(path)!r} does not exist ({expected})") from None
+    except OSError as exc:  # a dangling link's loop, a path through a file, no permission
+        raise ModelLoadError(f"model path {str(path)!r} cannot be examined ({exc.strerror or exc}); {expected}") from None
+    if stat.S_ISDIR(st.st_mode):
+        pb = path / "saved_model.pb"
+        if not pb.exists():
+            raise ModelLoadError(f"model path {str(path)!r} is a directory, not a model file; {expected}")
+        path, st = pb, os.stat(pb)  # what OpenVINO opens in it
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelLoadError(f"model path {str(path)!r} is {file_kind(st.st_mode)}, not a regular file: OpenVINO "
+                             f"would block or read it without end; {expected}")
+    weights = path.with_suffix(".bin")
+    if path.suffix.lower() == ".xml" and os.path.lexists(weights):
+        try:
+            wst = os.stat(weights)
+        except OSError as exc:
+            raise ModelLoadError(f"the IR's weights {str(weights)!r} cannot be examined ({exc.strerror or exc}); "
+                                 "expected a regular .bin file beside the .xml") from None
+        if not stat.S_ISREG(wst.st_mode):
+            raise ModelLoadError(f"the IR's weights {str(weights)!r} are {file_kind(wst.st_mode)}, not a regular "
+                                 "file: OpenVINO would block or read them without end; expected a regular .bin file "
+                                 "beside the .xml")
+
+
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "JSON nested too deeply"
@@ -196,6 +236,6 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
-__all__ = ["DAMAGED_FILE_ERRORS", "file_kind", "INDEX_ENTRY_MAX_BYTES", "PLACEMENT_ENTRY_MAX_BYTES", "PROFILE_MAX_BYTES",
+__all__ = ["DAMAGED_FILE_ERRORS", "check_model_path", "file_kind", "INDEX_ENTRY_MAX_BYTES", "PLACEMENT_ENTRY_MAX_BYTES", "PROFILE_MAX_BYTES",
            "RefusedFileError", "SMALL_RECORD_MAX_BYTES", "USER_FILE_MAX_BYTES", "WORKER_SPEC_MAX_BYTES",
            "read_bounded", "read_json_bounded", "read_json_file", "remove_refused", "write_private_atomic"]

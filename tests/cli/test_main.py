@@ -250,6 +250,30 @@ def _one_error_line(err: str) -> None:
     assert len([line for line in err.splitlines() if "error:" in line]) == 1 and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "dev_zero_link", "bin_fifo"])
+def test_place_refuses_a_model_path_that_is_not_a_regular_file(ir_path, tmp_path, capsys, kind):
+    """`ov-autoplace place -m fifo` hung in OpenVINO's read (killed at 50-60 s)."""
+    import os
+
+    from tests.hostile import FAST_S, bounded
+
+    model = tmp_path / "hostile.xml"
+    if kind == "fifo":
+        os.mkfifo(model)
+    elif kind == "dev_zero":
+        model = "/dev/zero"
+    elif kind == "dev_zero_link":
+        model.symlink_to("/dev/zero")
+    else:
+        model = ir_path
+        ir_path.with_suffix(".bin").unlink()
+        os.mkfifo(ir_path.with_suffix(".bin"))
+    assert bounded(lambda: main(["place", "-m", str(model), "-d", "CPU", "--no-measure"]), FAST_S) == 2
+    err = capsys.readouterr().err
+    _one_error_line(err)
+    assert "not a regular file" in err
+
+
 @pytest.mark.parametrize("flag", [["cache", "clear", "--cache-dir", ""], ["cache", "list", "--cache-dir", ""],
                                   ["profile", "-m", "x.xml", "--profile-dir", ""]])
 def test_an_empty_directory_flag_is_refused_not_read_as_the_current_directory(tmp_path, monkeypatch, capsys, flag):
