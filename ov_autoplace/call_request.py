@@ -85,13 +85,22 @@ def _search_strategy(strategy, search_budget, max_submodels) -> PlacementStrateg
     return make_search(pretrained_policy_path(), MeasuredCostProvider(), search_budget, max_submodels=max_submodels)
 
 
+#: The largest ``search_budget``: measured placements (each one a compile and a timing, seconds on a big model) and
+#: seconds (a day). The API, the CLI's ``--search-budget`` and the lab's search all check with
+#: :func:`check_search_budget`, so one value is accepted or refused alike everywhere.
+MAX_SEARCH_PLACEMENTS = 10_000
+MAX_SEARCH_SECONDS = 24 * 3600.0
+
+
 def check_search_budget(budget: object) -> None:
-    """Raise PlacementError unless ``budget`` is an int >= 1 (placements) or a float > 0 (seconds)."""
-    ok = (isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1) or (
-        isinstance(budget, float) and np.isfinite(budget) and budget > 0)
+    """Raise PlacementError unless ``budget`` is an int in [1, MAX_SEARCH_PLACEMENTS] (placements) or a float in
+    (0, MAX_SEARCH_SECONDS] (seconds)."""
+    ok = (isinstance(budget, int) and not isinstance(budget, bool) and 1 <= budget <= MAX_SEARCH_PLACEMENTS) or (
+        isinstance(budget, float) and np.isfinite(budget) and 0 < budget <= MAX_SEARCH_SECONDS)
     if not ok:
-        raise PlacementError(f"search_budget must be an int >= 1 (measured placements) or a float > 0 (seconds), "
-                             f"got {budget!r}")
+        raise PlacementError(f"search_budget must be an int >= 1 and <= {MAX_SEARCH_PLACEMENTS} (measured "
+                             f"placements, e.g. 30) or a float > 0 and <= {MAX_SEARCH_SECONDS:.0f} (seconds, e.g. "
+                             f"60.0), got {budget!r}")
 
 
 def pretrained_policy_path() -> Path:

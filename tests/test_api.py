@@ -216,3 +216,14 @@ def test_a_saved_model_directory_and_an_ir_still_reach_openvino(testbed, tmp_pat
     (saved / "saved_model.pb").write_bytes(b"not a protobuf")
     with pytest.raises(oa.ModelLoadError, match="cannot read"):
         oa.place(str(saved), testbed.hetero, core=testbed.core)
+
+
+@pytest.mark.parametrize("budget", [1e9, 10**9, 10_001, 86_400.5, 0, -1.0, float("nan"), True, "10"])
+def test_search_budget_out_of_bounds_is_refused_at_once(testbed, tmp_path, budget):
+    """search_budget=1e9 was taken as 1e9 seconds (still running at 60 s) while the CLI refused it."""
+    from tests.hostile import FAST_S, bounded
+
+    with pytest.raises(oa.PlacementError, match="search_budget must be"):
+        bounded(lambda: oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, cache_dir=tmp_path,
+                                         search_budget=budget), FAST_S)
+    assert not any(tmp_path.iterdir()), "refused before anything was written"

@@ -19,7 +19,7 @@ import openvino as ov
 
 from ov_autoplace import api
 from ov_autoplace.devices.targets import placement_target
-from ov_autoplace.errors import PinError, PropertyError
+from ov_autoplace.errors import PinError, PlacementError, PropertyError
 from ov_autoplace.model.loading import read_json_file
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.assignment import Placement
@@ -114,10 +114,17 @@ def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _budget(text: str) -> int | float:
+    """``--search-budget``: an int is measured placements, a number with '.' or an exponent is seconds; the bound is
+    the API's own (``call_request.check_search_budget``)."""
     try:
-        return float(text) if "." in text else int(text)
+        budget = float(text) if any(c in text for c in ".eE") else int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of placements (30) or seconds (60.0), got {text!r}")
+    try:
+        api.check_search_budget(budget)
+    except PlacementError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return budget
 
 
 def _loaded_config(args) -> dict[str, dict[str, Any]]:

@@ -286,3 +286,26 @@ def test_an_empty_directory_flag_is_refused_not_read_as_the_current_directory(tm
     assert info.value.code == 2
     _one_error_line(capsys.readouterr().err)
     assert (tmp_path / "placements" / "mine.json").exists()
+
+
+@pytest.mark.parametrize("text", ["0", "-3", "1e9", "1000000000", "10001", "86400.5", "inf", "nan", "30", "60.0",
+                                  "10000", "86400.0", "1e2"])
+def test_search_budget_flag_and_api_share_one_rule(text):
+    """The CLI refused `--search-budget 1e9` (by its spelling) while compile_model(search_budget=1e9) ran for
+    1e9 seconds; the same values are refused by both now, by one function."""
+    from ov_autoplace.call_request import check_search_budget
+    from ov_autoplace.errors import PlacementError
+
+    value = float(text) if any(c in text for c in ".eEn") else int(text)
+    try:
+        check_search_budget(value)
+        api_accepts = True
+    except PlacementError:
+        api_accepts = False
+    try:
+        build_parser().parse_args(["place", "-m", "x.xml", "--search-budget", text])
+        cli_accepts = True
+    except SystemExit:
+        cli_accepts = False
+    assert cli_accepts == api_accepts
+    assert api_accepts == (text in ("30", "60.0", "10000", "86400.0", "1e2"))

@@ -110,12 +110,15 @@ class HSDAGSearchStrategy(PlacementStrategy):
 
 
 def check_search_budget(budget: object) -> None:
-    """Raise ValueError unless ``budget`` is an int >= 1 (placements) or a float > 0 (seconds)."""
-    ok = (isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1) or (
-        isinstance(budget, float) and np.isfinite(budget) and budget > 0)
-    if not ok:
-        raise ValueError(f"search_budget must be an int >= 1 (measured placements) or a float > 0 (seconds), "
-                         f"got {budget!r}")
+    """ValueError unless ``budget`` is what ``compile_model(search_budget=...)`` accepts (the runtime's rule and bound:
+    ``ov_autoplace.call_request.check_search_budget``)."""
+    from ov_autoplace.call_request import check_search_budget as runtime_check
+    from ov_autoplace.errors import PlacementError
+
+    try:
+        runtime_check(budget)
+    except PlacementError as exc:
+        raise ValueError(str(exc)) from None
 
 
 __all__ = ["HSDAGSearchStrategy", "SearchOutcome", "check_search_budget"]
