@@ -180,7 +180,18 @@ def _core_and_device(args) -> tuple[ov.Core, str | None]:
         core, device = ov.Core(), args.device
     for section, props in _loaded_config(args).items():
         if section not in META_DEVICES:  # benchmark_app: core.set_property(device, its section)
-            core.set_property(section, props)
+            try:  # the plugin loaded first: set on a plugin not yet loaded, a bad property lingers and every
+                core.get_property(section, "FULL_DEVICE_NAME")  # device later reads "not available"
+            except Exception:  # noqa: BLE001 - a device this machine lacks: OpenVINO keeps its section, as before
+                pass
+            try:
+                core.set_property(section, props)
+            except Exception as exc:  # noqa: BLE001 - OpenVINO: RuntimeError (or TypeError) with a long trace
+                first_line = next((line for line in str(exc).splitlines() if line.strip()
+                                   and not line.startswith("Exception from")), type(exc).__name__)
+                raise PropertyError(f"-load_config {args.load_config}: {section} rejects {props} ({first_line}); "
+                                    "expected properties that device has (e.g. {\"CPU\": {\"NUM_STREAMS\": 1}})"
+                                    ) from None
     target, _ = placement_target(core, device, _config(args))
     return core, target
 

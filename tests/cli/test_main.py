@@ -250,6 +250,19 @@ def _one_error_line(err: str) -> None:
     assert len([line for line in err.splitlines() if "error:" in line]) == 1 and "Traceback" not in err, err
 
 
+def test_load_config_with_an_unknown_property_is_one_error_line(ir_path, tmp_path, capsys):
+    """It printed OpenVINO's RuntimeError traceback and exited 1."""
+    from tests.hostile import FAST_S, bounded
+
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"CPU": {"NOT_A_PROPERTY": 1}}))
+    assert bounded(lambda: main(["place", "-m", str(ir_path), "-d", "CPU", "--no-measure", "-load_config",
+                                 str(config)]), FAST_S) == 2
+    err = capsys.readouterr().err
+    _one_error_line(err)
+    assert "NOT_A_PROPERTY" in err and str(config) in err
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "dev_zero_link", "bin_fifo"])
 def test_place_refuses_a_model_path_that_is_not_a_regular_file(ir_path, tmp_path, capsys, kind):
     """`ov-autoplace place -m fifo` hung in OpenVINO's read (killed at 50-60 s)."""
