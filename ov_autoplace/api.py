@@ -18,7 +18,7 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.devices.call_forms import compile_as_openvino
-from ov_autoplace.cache.root import cache_root
+from ov_autoplace.cache.root import cache_root, private_blob_files
 from ov_autoplace.devices.device_strings import normalized_exclusions
 from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
@@ -205,8 +205,20 @@ def compile_model(
         compiled = ov_autoplace.compile_model("model.xml", "HETERO:GPU,CPU", {"PERFORMANCE_HINT": "LATENCY"}, core=core)
         result = compiled(inputs)  # a real ov.CompiledModel
     """
-    profiling = check_profiling(profile)
     cache_root(cache_dir)  # PropertyError now, before any compile, for a cache_dir that names no directory
+    compiled = _compile_model(model, device_name, config, weights=weights, core=core, strategy=strategy, pins=pins,
+                              exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
+                              cache_dir=cache_dir, use_cache=use_cache, search_budget=search_budget, profile=profile,
+                              cache_blobs=cache_blobs, shapes=shapes)
+    if cache_blobs:  # OpenVINO writes its blobs read-only for the group (0440/0640, whatever the umask): ours are 0600
+        private_blob_files(cache_root(cache_dir))
+    return compiled
+
+
+def _compile_model(model, device_name, config, *, weights, core, strategy, pins, exclude_devices, max_submodels,
+                   seed, cache_dir, use_cache, search_budget, profile, cache_blobs, shapes) -> ov.CompiledModel:
+    """:func:`compile_model`'s work, its arguments as given: validate, decide, compile."""
+    profiling = check_profiling(profile)
     if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
         model = load_model(model, core if core is not None else default_core(), weights)
     exclude_devices = normalized_exclusions(exclude_devices)  # "CPUF" is one device, not 'C', 'P', 'U', 'F'

@@ -246,6 +246,38 @@ def blob_cache_props(core: Any, props: Mapping[str, Any], root: Path, cache_blob
     return out
 
 
+def private_blob_files(root: str | os.PathLike) -> None:
+    """Make OpenVINO's blobs under ``<root>/openvino`` 0600, like every file of ours.
+
+    OpenVINO sets a blob's mode itself (0440 or 0640 whatever the umask: read-only, and readable by the group),
+    so it is tightened after each compile that used the folder (and before the next one, for a blob a
+    compile made ahead on another thread wrote later). Regular files of ours only: a link is not followed.
+    """
+    blob_dir = Path(root) / "openvino"
+    try:
+        if not stat.S_ISDIR(os.lstat(blob_dir).st_mode):
+            return
+        entries = list(os.scandir(blob_dir))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) == 0o600:
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:  # what was opened is what is changed
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                os.fchmod(fd, 0o600)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
 def _sweep_blob_dir(blob_dir: Path) -> None:
     """Remove what is not a regular file or a folder from our blob folder: OpenVINO reads a blob with a blocking
     open, so a FIFO named like a blob hangs its compile forever (measured: killed by ``timeout 30``), and a
@@ -263,6 +295,7 @@ def _sweep_blob_dir(blob_dir: Path) -> None:
             target = f" to {os.readlink(entry.path)!r}" if stat.S_ISLNK(mode) else ""
             logger.warning("the blob cache holds %s, which is %s%s, not a blob OpenVINO can read; %s", entry.path,
                            file_kind(mode), target, remove_refused(entry.path))
+    private_blob_files(blob_dir.parent)
 
 
 @dataclasses.dataclass
@@ -364,5 +397,5 @@ def clear_cache(cache_dir: str | os.PathLike | None = None) -> ClearReport:
 
 __all__ = ["BLOB_MIN_FREE_BYTES", "CACHE_DIR_ENV", "ClearReport", "PROFILE_DIR_ENV", "SUBDIRS",
            "UntrustedDirectoryError", "blob_cache_props", "cache_root", "checked_cache_dir", "clear_cache",
-           "private_root",
+           "private_blob_files", "private_root",
            "private_store_dir", "private_subdir", "profile_dir", "user_blob_cache_dir", "warn_once"]

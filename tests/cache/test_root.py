@@ -207,3 +207,17 @@ def test_a_cache_dir_that_names_no_directory_is_a_typed_error(testbed, isolated_
             writer(cache_dir)
     assert outside_changes(before, surroundings(workdir / "no_root_here")) == []
     assert list(workdir.iterdir()) == []
+
+
+def test_openvinos_blobs_are_private_whatever_the_umask(testbed, tmp_path):
+    """OpenVINO writes its blobs 0440 under umask 077 (it sets the mode itself): ours are tightened to 0600."""
+    root = tmp_path / "root"
+    old = os.umask(0o077)
+    try:
+        oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, cache_dir=root, cache_blobs=True)
+        oa.compile_model(sg.residual(blocks=2), "HETERO:CPUF,CPU", core=testbed.core, cache_dir=root,
+                         cache_blobs=True)
+    finally:
+        os.umask(old)
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in (root / "openvino").iterdir()}
+    assert modes and set(modes.values()) == {"0o600"}, modes
