@@ -103,6 +103,13 @@ def check_search_budget(budget: object) -> None:
                              f"60.0), got {budget!r}")
 
 
+def check_seed(seed: object) -> int:
+    """``seed`` as given if it is an int (not a bool: ``seed=True`` is a slip, not a seed); PlacementError else."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise PlacementError(f"seed must be an int (e.g. 0), got {type(seed).__name__} {seed!r}")
+    return int(seed)
+
+
 def pretrained_policy_path() -> Path:
     """The HSDAG policy shipped inside the package (read from its module at each call, so a test may replace it)."""
     path = pretrained.PRETRAINED_POLICY
@@ -193,6 +200,7 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
         raise DeviceError(f"every device of {spec.text!r} is excluded by exclude_devices={list(excluded)}")
     if max_submodels is not None and (not isinstance(max_submodels, int) or max_submodels < 1):
         raise PlacementError(f"max_submodels must be a positive int or None, got {max_submodels!r}")
+    seed = check_seed(seed)
     parsed_pins = tuple(parse_pins(pins))
     if parsed_pins:
         check_pins_devices(parsed_pins, spec.devices, excluded)

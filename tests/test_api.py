@@ -227,3 +227,15 @@ def test_search_budget_out_of_bounds_is_refused_at_once(testbed, tmp_path, budge
         bounded(lambda: oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, cache_dir=tmp_path,
                                          search_budget=budget), FAST_S)
     assert not any(tmp_path.iterdir()), "refused before anything was written"
+
+
+@pytest.mark.parametrize("seed", ["x", True, 1.5, None, [0]])
+def test_a_seed_that_is_not_an_int_is_a_typed_error(testbed, tmp_path, seed):
+    from tests.hostile import FAST_S, bounded
+
+    for call in (lambda: oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, cache_dir=tmp_path,
+                                          seed=seed),
+                 lambda: oa.place(sg.residual(), testbed.hetero, core=testbed.core, seed=seed)):
+        with pytest.raises(oa.PlacementError, match="seed must be an int"):
+            bounded(call, FAST_S)
+    assert oa.place(sg.residual(), testbed.hetero, core=testbed.core, seed=np.int64(3)).devices
