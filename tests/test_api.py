@@ -239,3 +239,24 @@ def test_a_seed_that_is_not_an_int_is_a_typed_error(testbed, tmp_path, seed):
         with pytest.raises(oa.PlacementError, match="seed must be an int"):
             bounded(call, FAST_S)
     assert oa.place(sg.residual(), testbed.hetero, core=testbed.core, seed=np.int64(3)).devices
+
+
+@pytest.mark.parametrize("device", ["HETERO: CPU , CPUF", "HETERO:CPU ,CPUF", "HETERO: CPU,CPUF", " HETERO:CPU,CPUF",
+                                    "HETERO :CPU,CPUF", "HETERO:CPU ", "CPU ", " CPU", "HETERO:CPU, CPUF",
+                                    "HETERO:CPU,CPUF ", "HETERO:CPU,  CPUF"])
+def test_white_space_in_a_device_string_as_openvino_reads_it(testbed, device):
+    """``"HETERO: CPU , CPUF"`` compiled where OpenVINO raises: OpenVINO looks up a single device, the meta
+    device and the first device of a HETERO list as written, and trims the later entries. The plain call on
+    this machine decides what is expected."""
+    model = sg.residual()
+    try:
+        testbed.core.compile_model(model, device)
+        openvino_raises = False
+    except RuntimeError:
+        openvino_raises = True
+    if openvino_raises:
+        with pytest.raises(oa.DeviceError) as info:
+            oa.compile_model(model, device, core=testbed.core)
+        assert isinstance(info.value, RuntimeError) and "white space" in str(info.value)
+    else:
+        assert isinstance(oa.compile_model(model, device, core=testbed.core), ov.CompiledModel)

@@ -143,6 +143,23 @@ def _parse_entries(meta: str, rest: str, text: str) -> tuple[tuple[str, ...], tu
     return tuple(devices), tuple(excluded)
 
 
+def _check_literal_spaces(text: str) -> None:
+    """DeviceError where OpenVINO reads a name with its white space and finds no such device.
+
+    ``core.compile_model`` looks up a single device, a meta device's name and the first device of a HETERO list
+    exactly as written (``"HETERO: CPU , GPU"``: 'Device with " CPU " name is not registered'), while it trims
+    the later entries of a list (``"HETERO:CPU, GPU"`` compiles). The same strings raise here, and the same ones
+    pass.
+    """
+    meta, colon, rest = text.partition(":")
+    literal = [meta] if not colon else [meta, rest.split(",")[0]] if meta.strip() == PLACEMENT_META_DEVICE else [meta]
+    for name in literal:
+        if name != name.strip():
+            raise DeviceError(f"device string {text!r}: {name!r} has white space around it, and OpenVINO looks that "
+                              f"name up as written (no device is called {name!r}); write {name.strip()!r}, e.g. "
+                              f"{text.replace(' ', '').replace(chr(9), '')!r}")
+
+
 def parse_device_string(text: object) -> DeviceSpec:
     """Parse ``"CPU"``, ``"GPU.1"``, ``"HETERO:GPU,CPU"``, ``"AUTO"``, ``"AUTO:-NPU"``, ``"BATCH:GPU(4)"``...
 
@@ -160,6 +177,7 @@ def parse_device_string(text: object) -> DeviceSpec:
     if not stripped:
         raise DeviceError("device_name is empty; expected e.g. 'CPU' or 'HETERO:GPU,CPU', or omit it for "
                           "OpenVINO's default (AUTO)")
+    _check_literal_spaces(text)
     if ":" not in stripped:
         if stripped.upper() in META_DEVICES:
             if stripped != stripped.upper():

@@ -22,7 +22,7 @@ from ov_autoplace.devices.device_strings import (
         ("CPU", None, ("CPU",), ()),
         ("GPU.1", None, ("GPU.1",), ()),
         ("HETERO:GPU,CPU", "HETERO", ("GPU", "CPU"), ()),
-        ("HETERO: GPU , CPU ", "HETERO", ("GPU", "CPU"), ()),
+        ("HETERO:GPU, CPU ", "HETERO", ("GPU", "CPU"), ()),  # OpenVINO trims a HETERO list's later entries
         ("AUTO:GPU,CPU", "AUTO", ("GPU", "CPU"), ()),
         ("HETERO:CPU", "HETERO", ("CPU",), ()),
         ("AUTO", "AUTO", (), ()),  # AUTO's own candidates: resolved against a core (device_requests)
@@ -63,6 +63,11 @@ def test_parse_valid(text, meta, devices, excluded):
         ("FOO:CPU", "unknown meta device"),
         ("HETERO:CPU:GPU", "more than one ':'"),
         ("HETERO:C-PU", "malformed"),
+        # OpenVINO looks these names up as written (core.compile_model: 'Device with " GPU " name is not registered')
+        ("HETERO: GPU , CPU ", "white space"),
+        ("HETERO:GPU ,CPU", "white space"),
+        (" HETERO:GPU,CPU", "white space"),
+        ("CPU ", "white space"),
         (42, "must be a str"),
         (None, "must be a str"),
     ],
