@@ -268,9 +268,9 @@ def private_blob_files(root: str | os.PathLike) -> None:
             fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
-        try:  # what was opened is what is changed
+        try:  # what was opened is what is changed; a file with another name (a hard link) is not ours alone
             st = os.fstat(fd)
-            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_nlink == 1:
                 os.fchmod(fd, 0o600)
         except OSError:
             pass
@@ -281,20 +281,26 @@ def private_blob_files(root: str | os.PathLike) -> None:
 def _sweep_blob_dir(blob_dir: Path) -> None:
     """Remove what is not a regular file or a folder from our blob folder: OpenVINO reads a blob with a blocking
     open, so a FIFO named like a blob hangs its compile forever (measured: killed by ``timeout 30``), and a
-    symlink to ``/dev/zero`` would be read without end. A few ``lstat`` calls per compile with cache_blobs=True."""
+    symlink to ``/dev/zero`` would be read without end. A hard link goes too (the name only): its other name may
+    be outside the root, and making it 0600 (``private_blob_files``) changed that file's mode. A few ``lstat``
+    calls per compile with cache_blobs=True."""
     try:
         entries = list(os.scandir(blob_dir))
     except OSError:
         return
     for entry in entries:
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
+        mode, links = st.st_mode, st.st_nlink
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             target = f" to {os.readlink(entry.path)!r}" if stat.S_ISLNK(mode) else ""
             logger.warning("the blob cache holds %s, which is %s%s, not a blob OpenVINO can read; %s", entry.path,
                            file_kind(mode), target, remove_refused(entry.path))
+        elif stat.S_ISREG(mode) and links > 1:
+            logger.warning("the blob cache holds %s, a file with %d hard links (its other names may be outside the "
+                           "cache root); %s", entry.path, links, remove_refused(entry.path))
     private_blob_files(blob_dir.parent)
 
 

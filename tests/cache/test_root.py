@@ -221,3 +221,21 @@ def test_openvinos_blobs_are_private_whatever_the_umask(testbed, tmp_path):
         os.umask(old)
     modes = {p.name: oct(p.stat().st_mode & 0o777) for p in (root / "openvino").iterdir()}
     assert modes and set(modes.values()) == {"0o600"}, modes
+
+
+def test_a_hard_linked_blob_loses_its_name_and_the_file_behind_it_keeps_its_mode(testbed, tmp_path, caplog):
+    """Found by the hostile probe: making a hard-linked blob 0600 changed the mode of its other name, outside the
+    root. A blob name with another link is removed before the compile, like a FIFO there."""
+    root = tmp_path / "root"
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    os.chmod(outside, 0o644)
+    oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, cache_dir=root, cache_blobs=True)
+    (blob,) = (root / "openvino").glob("*.blob")
+    blob.unlink()
+    os.link(outside, blob)
+    with caplog.at_level(logging.WARNING):
+        oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, cache_dir=root, cache_blobs=True)
+    assert "hard links" in caplog.text
+    assert outside.read_text() == "keep me" and outside.stat().st_mode & 0o777 == 0o644
+    assert all(p.stat().st_nlink == 1 and p.stat().st_mode & 0o777 == 0o600 for p in (root / "openvino").iterdir())
