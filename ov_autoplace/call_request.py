@@ -157,7 +157,8 @@ def validated_call(model: ModelLike, device_name: str | None, config: Any, core:
     """Core, DeviceSpec with OpenVINO's meaning (devices/call_forms.py), checked props, model; nothing compiled."""
     core = core if core is not None else default_core()
     if not isinstance(core, ov.Core):
-        raise TypeError(f"core must be an openvino.Core, got {type(core).__name__}")
+        raise PlacementError(f"core must be an openvino.Core (or left out for the process-wide one), got "
+                             f"{type(core).__name__}")
     spec, props = resolve_device_request(core, device_name, check_properties(config))
     check_property_values(core, spec, props)
     return core, spec, props, load_model(model, core)

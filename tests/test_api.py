@@ -260,3 +260,14 @@ def test_white_space_in_a_device_string_as_openvino_reads_it(testbed, device):
         assert isinstance(info.value, RuntimeError) and "white space" in str(info.value)
     else:
         assert isinstance(oa.compile_model(model, device, core=testbed.core), ov.CompiledModel)
+
+
+@pytest.mark.parametrize("argument", [{"core": "core"}, {"pins": 5}, {"pins": "type:MatMul=CPU"}])
+def test_a_core_or_pins_of_the_wrong_type_is_a_typed_error(testbed, argument):
+    """Found by the hostile probe: core="core" raised a bare TypeError, pins=5 one from inside the pin parser."""
+    from tests.hostile import FAST_S, bounded
+
+    kw = {"core": testbed.core, **argument}
+    for call in (oa.compile_model, oa.place):
+        with pytest.raises(oa.PlacementError, match="core must be|pins must be"):
+            bounded(lambda: call(sg.residual(), testbed.hetero, **kw), FAST_S)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays
@@ -62,6 +62,9 @@ def parse_pins(pins: Mapping[str, str] | Sequence[Pin] | None) -> list[Pin]:
             else:
                 parsed.append(Pin(device, name=key))
         return parsed
+    if isinstance(pins, (str, bytes)) or not isinstance(pins, Iterable):
+        raise PlacementError(f"pins must be a dict {{node name, pattern or 'type:OpType': device}} or a list of Pin, "
+                             f"got {type(pins).__name__} {pins!r:.60}")
     out = list(pins)
     for pin in out:
         if not isinstance(pin, Pin):
