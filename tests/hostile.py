@@ -107,6 +107,28 @@ def outputs_match(compiled, plain, seed: int = 1) -> bool:
     return bool(np.max(np.abs(ours - ref)) <= 0.05 * scale)
 
 
+def distinct_devices():
+    """``(core, devices)``: two devices the prior can tell apart, on every machine kind.
+
+    The testbed's CPU (bf16) and CPUF (f32) where the CPU has bf16; where it has not, both are the same f32
+    device and the first start compiles on the first one without touching the cache, so the second device is
+    the CPU plugin on one thread (``CPUS``) instead. The same choice as ``tests/conftest.py``'s
+    ``distinct_testbed`` fixture, for the probe's processes, which have no fixtures.
+    """
+    import openvino as ov
+
+    from ov_autoplace.devices.device_strings import register_virtual_device
+    from ov_autoplace.devices.facts import identical_devices
+    from ov_autoplace.devices.testbed import shared_testbed
+
+    standard = shared_testbed(False)
+    if not identical_devices(standard.core, standard.devices):
+        return standard.core, tuple(standard.devices)
+    core = ov.Core()
+    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
+    return core, ("CPU", "CPUS")
+
+
 def compile_checked(testbed, root: Path, model=None, **kw):
     """Compile with ov_autoplace under the time bound and compare outputs with the plain call's."""
     import ov_autoplace as oa
@@ -119,5 +141,5 @@ def compile_checked(testbed, root: Path, model=None, **kw):
     return compiled
 
 
-__all__ = ["BOUND_S", "FAST_S", "bounded", "compile_checked", "outputs_match", "outside_changes", "snapshot",
+__all__ = ["BOUND_S", "FAST_S", "bounded", "compile_checked", "distinct_devices", "outputs_match", "outside_changes", "snapshot",
            "surroundings"]
