@@ -4,7 +4,8 @@ in its own process with its own cache root and a timeout; one table of outcomes.
     python tools/hostile_probe.py [--json out.json] [--jobs 2] [--timeout 60] [-k SUBSTRING] [--skip SUBSTRING]
                                   [--list]
 
-Each case runs as ``python tools/hostile_probe.py --case NAME --base DIR`` in a fresh session, with ``HOME``,
+Each case runs in a process of its own (forked from one that imported OpenVINO and ov_autoplace once, or with
+``--no-fork`` a fresh ``python tools/hostile_probe.py --case NAME --base DIR``) in a session of its own, with ``HOME``,
 the working directory, the cache root and a folder of precious files "outside" all inside ``DIR`` (none of
 ``OV_AUTOPLACE_CACHE_DIR``, ``OV_AUTOPLACE_PROFILE_DIR``, ``XDG_CACHE_HOME`` set, so a write that ignores the
 root lands in ``DIR/home/.cache`` and is seen). A case sets up its state (a populated cache, a hostile file, a
@@ -776,24 +777,126 @@ _define_cases()
 # --- the parent: every case in its own process ---------------------------------------------------------------
 
 
-def run_one(name: str, timeout: float) -> dict:
+#: None of these reach a case: a write that ignores ``cache_dir=`` must land in the case's own ``HOME``.
+CACHE_VARIABLES = ("OV_AUTOPLACE_CACHE_DIR", "OV_AUTOPLACE_PROFILE_DIR", "XDG_CACHE_HOME")
+
+
+def _case_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in CACHE_VARIABLES}
+    env.update(HOME=str(home), PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""))
+    return env
+
+
+class Spawner:
+    """Starts one case per process. By default forked from a *zygote* that has imported OpenVINO and ov_autoplace
+    once (and created no ``ov.Core``): the import is about half of a small case's time. Each forked case is a
+    process of its own, in its own session (killed as a group on a timeout), with its own HOME and directory;
+    ``--no-fork`` starts a fresh interpreter per case instead."""
+
+    def __init__(self, fork: bool, home: Path) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.zygote = None
+        if fork:
+            self.zygote = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--zygote"],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_case_env(home),
+                                           cwd=home, text=True, start_new_session=True)
+            if self.zygote.stdout.readline().strip() != "ready":
+                raise RuntimeError("the probe's zygote did not start")
+
+    def run(self, name: str, base: Path, timeout: float) -> tuple[bool, str]:
+        """(hung, what the case printed): the case runs to its end or is killed at ``timeout``."""
+        if self.zygote is None:
+            process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--case", name, "--base",
+                                        str(base)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       env=_case_env(base / "home"), cwd=base, start_new_session=True, text=True)
+            try:
+                return False, process.communicate(timeout=timeout)[0]
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                return True, process.communicate()[0]
+        with self.lock:  # one request, one pid back
+            self.zygote.stdin.write(f"{name}\t{base}\n")
+            self.zygote.stdin.flush()
+            pid = int(self.zygote.stdout.readline())
+        deadline = time.monotonic() + timeout
+        while _alive(pid):
+            if time.monotonic() > deadline:
+                os.killpg(pid, signal.SIGKILL)
+                return True, _read(base / PROBE / "output.txt")
+            time.sleep(0.05)
+        return False, _read(base / PROBE / "output.txt")
+
+    def close(self) -> None:
+        if self.zygote is not None:
+            self.zygote.stdin.close()
+            self.zygote.wait(30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # the zygote reaps its children (SIGCHLD ignored): a finished case is gone, no zombie
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def zygote() -> int:
+    """Import what every case needs, then fork one process per request ``name<TAB>base`` read from stdin."""
+    import numpy  # noqa: F401 - imported once, here
+    import openvino  # noqa: F401
+
+    import ov_autoplace.api  # noqa: F401
+    import ov_autoplace.cli.main  # noqa: F401
+    import ov_autoplace.decision.background_worker  # noqa: F401
+    import tests.damaged_files  # noqa: F401
+    import tests.hostile  # noqa: F401
+    import tests.synthetic_graphs  # noqa: F401
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    print("ready", flush=True)
+    for line in sys.stdin:
+        name, base = line.rstrip("\n").split("\t")
+        pid = os.fork()
+        if pid == 0:  # the case: a session of its own, its HOME, its directory, its output in its base
+            code = 1
+            try:
+                os.setsid()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # it waits for its own children (the worker)
+                os.environ["HOME"] = str(Path(base) / "home")
+                os.chdir(base)
+                out = os.open(Path(base) / PROBE / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(out, 1)
+                os.dup2(out, 2)
+                sys.stdin.close()
+                code = _case_main(name, Path(base))
+            finally:
+                os._exit(code)
+        print(pid, flush=True)
+    return 0
+
+
+def _case_main(name: str, base: Path) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    result = run_case(name, base)
+    (base / PROBE / "result.json").write_text(json.dumps(result))
+    return 0
+
+
+def run_one(name: str, timeout: float, spawner: Spawner) -> dict:
     base = Path(tempfile.mkdtemp(prefix="ov_autoplace_probe_"))
     (base / "home" / ".cache").mkdir(parents=True)
     (base / PROBE).mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OV_AUTOPLACE_CACHE_DIR", "OV_AUTOPLACE_PROFILE_DIR", "XDG_CACHE_HOME")}
-    env.update(HOME=str(base / "home"), PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""))
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--case", name, "--base", str(base)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=base,
-                               start_new_session=True, text=True)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-        hung = False
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        hung = True
+    hung, output = spawner.run(name, base, timeout)
     kill_processes_naming(base / "root")
     seconds = time.perf_counter() - started
     result_path = base / PROBE / "result.json"
@@ -802,7 +905,7 @@ def run_one(name: str, timeout: float) -> dict:
     elif result_path.exists():
         result = json.loads(result_path.read_text())
     else:
-        result = {"outcome": UNTYPED, "detail": f"the case process died (exit {process.returncode}): {stderr[-300:]}"}
+        result = {"outcome": UNTYPED, "detail": f"the case process died: {output[-300:]}"}
     before_path = base / PROBE / "before.json"
     if before_path.exists():
         before = {k: tuple(v) for k, v in json.loads(before_path.read_text()).items()}
@@ -855,14 +958,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out cases whose name contains this (repeatable; e.g. dev_zero on a build that "
                              "would read /dev/zero without end)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--no-fork", action="store_true",
+                        help="start a fresh interpreter per case (default: fork each case from one that imported "
+                             "OpenVINO and ov_autoplace once)")
+    parser.add_argument("--zygote", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--base", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.case:  # one case, in this process (started by the parent)
-        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-        result = run_case(args.case, args.base)
-        (args.base / PROBE / "result.json").write_text(json.dumps(result))
-        return 0
+    if args.zygote:
+        return zygote()
+    if args.case:  # one case, in this process (started by the parent with --no-fork)
+        return _case_main(args.case, args.base)
     names = [n for n in CASES if (args.select is None or args.select in n) and not any(k in n for k in args.skip)]
     if args.list:
         print("\n".join(f"{n}  ({CASES[n].family}; expects {', '.join(sorted(CASES[n].expect))})" for n in names))
@@ -870,14 +976,21 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     done = []
 
+    home = Path(tempfile.mkdtemp(prefix="ov_autoplace_probe_home_"))  # the zygote's own (OpenVINO's telemetry)
+    spawner = Spawner(not args.no_fork, home)
+
     def one(name: str) -> dict:
-        result = run_one(name, args.timeout)
+        result = run_one(name, args.timeout, spawner)
         done.append(name)
         print(f"[{len(done)}/{len(names)}] {name}: {result['outcome']}", file=sys.stderr, flush=True)
         return result
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = list(pool.map(one, names))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            results = list(pool.map(one, names))
+    finally:
+        spawner.close()
+        shutil.rmtree(home, ignore_errors=True)
     print(summary(results))
     print(f"wall time {time.perf_counter() - started:.0f} s with {args.jobs} job(s)")
     if args.json:
