@@ -153,14 +153,23 @@ def run(target: Sequence[str], **options: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ov_autoplace.run [python] app.py args...``: the app runs with OpenVINO's compile routed."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    if argv and os.path.basename(argv[0]).startswith("python") and not argv[0].endswith(".py"):
-        argv = argv[1:]  # "ov-autoplace run -- python app.py": this interpreter runs it
+    """``ov-autoplace run [--profile P] [--strategy S] [--cache-dir D] [--] [python] app.py args...`` (also
+    ``python -m ov_autoplace.run ...``): the app runs in this interpreter with OpenVINO's compile routed."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="ov-autoplace run", description=main.__doc__.splitlines()[0])
+    parser.add_argument("--profile", choices=["stored", "background", "now"], help="compile_model(profile=...)")
+    parser.add_argument("--strategy", help="compile_model(strategy=...)")
+    parser.add_argument("--cache-dir", help="compile_model(cache_dir=...)")
+    parser.add_argument("target", nargs=argparse.REMAINDER, help="[python] app.py args... or -m module args...")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    target = args.target[1:] if args.target[:1] == ["--"] else args.target
+    if target and os.path.basename(target[0]).startswith("python") and not target[0].endswith(".py"):
+        target = target[1:]  # "ov-autoplace run -- python app.py": this interpreter runs it
+    options = {k: v for k, v in (("profile", args.profile), ("strategy", args.strategy),
+                                 ("cache_dir", args.cache_dir)) if v is not None}
     try:
-        run(argv)
+        run(target, **options)
     except (FileNotFoundError, ValueError) as exc:
         print(f"ov-autoplace run: error: {exc}", file=sys.stderr)
         return 2

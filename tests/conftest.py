@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ov_autoplace.devices.testbed import Testbed, shared_testbed
+from tests.testbeds import distinct_devices, one_thread_core
 
 ZOO_MODELS = ("inception_v3", "resnet50", "bert_base")
 
@@ -62,27 +63,11 @@ def testbed() -> Testbed:
     return shared_testbed(False)
 
 
-#: The properties of CPUS: the CPU plugin on one thread. Both thread_core devices state their precision: a CPU
-#: plugin's default is bf16 on a CPU with AMX and f32 elsewhere.
-ONE_THREAD = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
-ALL_CORES = {"INFERENCE_NUM_THREADS": 2, "INFERENCE_PRECISION_HINT": "f32"}
 #: The host CPU the prior assumes in tests that assert on its predictions (``sim_costs.read_host_cpu``), stated
 #: instead of read off the machine: an AVX2 CPU without bf16 or AMX at 3 GHz. On a Xeon with AMX the host's own
 #: reading predicted a small model 1.22x faster on two threads than on one, inside the prior's 25 % margin.
 STATED_HOST_CPU = ("vendor_id\t: AuthenticAMD\nmodel name\t: stated test CPU (AVX2, no bf16, no AMX)\n"
                    "cpu MHz\t\t: 3000.000\nflags\t\t: fpu sse sse2 avx avx2 fma\n\n")
-
-
-def _one_thread_core():
-    """A fresh core with CPUS registered (the CPU plugin on one thread) beside CPU (two threads), both f32."""
-    import openvino as ov
-
-    from ov_autoplace.devices.device_strings import register_virtual_device
-
-    core = ov.Core()
-    core.set_property("CPU", dict(ALL_CORES))
-    register_virtual_device(core, "CPUS", base_device="CPU", properties=ONE_THREAD)
-    return core
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +84,7 @@ def stated_host_cpu():
 def thread_core(stated_host_cpu):
     """Two devices the prior can tell apart on every machine: the CPU plugin in f32 on one thread (CPUS) and on two
     (CPU), on the stated host CPU."""
-    return _one_thread_core()
+    return one_thread_core()
 
 
 @pytest.fixture(scope="session")
@@ -108,14 +93,8 @@ def distinct_testbed() -> Testbed:
     device, and the first start compiles on the first one without the cache, a profile or a worker (devices with
     identical facts cannot give a split); there the second device is the CPU plugin on one thread (CPUS) instead,
     so tests of those paths run on every machine."""
-    from ov_autoplace.devices.facts import identical_devices
-
-    standard = shared_testbed(False)
-    if not identical_devices(standard.core, standard.devices):
-        return standard
-    core = _one_thread_core()
-    assert not identical_devices(core, ("CPU", "CPUS"))
-    return Testbed(core, ("CPU", "CPUS"), {"CPU": dict(ALL_CORES), "CPUS": dict(ONE_THREAD)}, bf16=False)
+    core, devices, setup = distinct_devices()
+    return shared_testbed(False) if setup is None else Testbed(core, devices, setup, bf16=False)
 
 
 @pytest.fixture(scope="session")

@@ -108,25 +108,11 @@ def outputs_match(compiled, plain, seed: int = 1) -> bool:
 
 
 def distinct_devices():
-    """``(core, devices)``: two devices the prior can tell apart, on every machine kind.
+    """``(core, devices)``: two devices the prior can tell apart, on every machine kind (``testbeds.py``)."""
+    from tests.testbeds import distinct_devices as chosen
 
-    The testbed's CPU (bf16) and CPUF (f32) where the CPU has bf16; where it has not, both are the same f32
-    device and the first start compiles on the first one without touching the cache, so the second device is
-    the CPU plugin on one thread (``CPUS``) instead. The same choice as ``tests/conftest.py``'s
-    ``distinct_testbed`` fixture, for the probe's processes, which have no fixtures.
-    """
-    import openvino as ov
-
-    from ov_autoplace.devices.device_strings import register_virtual_device
-    from ov_autoplace.devices.facts import identical_devices
-    from ov_autoplace.devices.testbed import shared_testbed
-
-    standard = shared_testbed(False)
-    if not identical_devices(standard.core, standard.devices):
-        return standard.core, tuple(standard.devices)
-    core = ov.Core()
-    register_virtual_device(core, "CPUS", base_device="CPU", properties={"INFERENCE_NUM_THREADS": 1})
-    return core, ("CPU", "CPUS")
+    core, devices, _ = chosen()
+    return core, devices
 
 
 def compile_checked(testbed, root: Path, model=None, **kw):

@@ -161,6 +161,19 @@ def test_the_launcher_runs_an_unchanged_app_routed(tmp_path):
     assert "routed True CompiledModel ['--flag', 'x']" in run.stdout
 
 
+def test_ov_autoplace_run_passes_its_options_to_every_routed_compile(tmp_path):
+    """The CLI's run: options before the app, the app's own arguments untouched."""
+    app = tmp_path / "app.py"
+    app.write_text("import sys, ov_autoplace\n"
+                   "print('options', ov_autoplace.routing._options, sys.argv[1:])\n")
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-m", "ov_autoplace.cli.main", "run", "--profile", "background", "--",
+                          "python", str(app), "--profile", "x"], capture_output=True, text=True, timeout=300, env=env,
+                         cwd=str(tmp_path))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "options {'profile': 'background'} ['--profile', 'x']" in run.stdout
+
+
 def test_the_launcher_names_a_script_that_does_not_exist(tmp_path):
     run = subprocess.run([sys.executable, "-m", "ov_autoplace.run", str(tmp_path / "missing.py")],
                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin"})

@@ -89,7 +89,7 @@ def add_run_args(parser: argparse.ArgumentParser, *, niter_default: int | None =
                         help="write the report as JSON instead of CSV")
 
 
-def _add_model_device_args(parser: argparse.ArgumentParser) -> None:
+def add_model_device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--model", required=True, help="model file OpenVINO can read (IR .xml, .onnx, ...)")
     add_device_args(parser)
     # the lab's names are accepted here even without the lab: the API then says what to install, in one line
@@ -140,7 +140,7 @@ def _loaded_config(args) -> dict[str, dict[str, Any]]:
     return read_json_file(path, "-load_config", parse)
 
 
-def _config(args) -> dict[str, object]:
+def config_of(args) -> dict[str, object]:
     """The compile config the flags ask for (benchmark_app's meaning of each); -load_config's meta section below."""
     config: dict[str, object] = {}
     loaded = _loaded_config(args)
@@ -171,7 +171,7 @@ def _config(args) -> dict[str, object]:
     return config
 
 
-def _core_and_device(args) -> tuple[ov.Core, str | None]:
+def core_and_device(args) -> tuple[ov.Core, str | None]:
     """The core (``-load_config``'s device sections set on it) and what ``place`` takes for ``-d``."""
     if args.testbed:
         testbed = make_testbed()
@@ -192,7 +192,7 @@ def _core_and_device(args) -> tuple[ov.Core, str | None]:
                 raise PropertyError(f"-load_config {args.load_config}: {section} rejects {props} ({first_line}); "
                                     "expected properties that device has (e.g. {\"CPU\": {\"NUM_STREAMS\": 1}})"
                                     ) from None
-    target, _ = placement_target(core, device, _config(args))
+    target, _ = placement_target(core, device, config_of(args))
     return core, target
 
 
@@ -201,7 +201,7 @@ def dump_config(args, devices: Sequence[str]) -> None:
     if not getattr(args, "dump_config", None):
         return
     dumped = _loaded_config(args)
-    config = _config(args)
+    config = config_of(args)
     per_device = config.pop("DEVICE_PROPERTIES", {})
     for device in devices:
         section = dumped.setdefault(device, {})
@@ -252,11 +252,11 @@ def throughput_fps(compiled: ov.CompiledModel, inputs, args) -> float:
     return done / (time.perf_counter() - t0)
 
 
-def _placed_and_measured(args, core_and_device: tuple[ov.Core, str | None] | None = None):
+def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None):
     """Place (or load ``--placement``), then time it and every single device unless ``--no-measure``."""
-    core, device = core_and_device or _core_and_device(args)
+    core, device = opened or core_and_device(args)
     model = api.load_model(args.model, core)
-    config = _config(args)
+    config = config_of(args)
     t0 = time.perf_counter()
     if getattr(args, "placement", None):
         from ov_autoplace.placement.placed_graph import check_placement_matches

@@ -32,13 +32,13 @@ from ov_autoplace.errors import OVAutoplaceError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import resolve_shapes, static_clone
-from ov_autoplace.cli.args import _add_model_device_args, _config, _core_and_device, _placed_and_measured, add_device_args, \
-    add_run_args
+from ov_autoplace.cli.args import (add_device_args, add_model_device_args, add_run_args, config_of, core_and_device,
+    placed_and_measured)
 
 
 def cmd_place(args) -> int:
-    core, device = _core_and_device(args)
-    model, placement, place_s = _placed_and_measured(args, (core, device))
+    core, device = core_and_device(args)
+    model, placement, place_s = placed_and_measured(args, (core, device))
     print(placement.summary())
     if not args.no_measure:  # the same transfer numbers `show` draws
         shapes = resolve_shapes(model, args.shape)  # a dynamic model is timed as placed: its static clone
@@ -75,8 +75,8 @@ def cmd_profile(args) -> int:
     from ov_autoplace.measuring.profiler import measure_model_profile
     from ov_autoplace.measuring.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
-    core, device = _core_and_device(args)
-    devices = target_devices(core, device, _config(args))
+    core, device = core_and_device(args)
+    devices = target_devices(core, device, config_of(args))
     store = ProfileStore(args.profile_dir) if not args.no_store else None
     model = api.load_model(args.model, core)
     shapes = resolve_shapes(model, args.shape)
@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     place = sub.add_parser("place", help="place a model and print the summary",
                            description="Place every node of a model on a device, print nodes per device, "
                                        "submodels and measured latency against every single device.")
-    _add_model_device_args(place)
+    add_model_device_args(place)
     place.add_argument("-o", "--output", type=Path, help="write the placement as JSON")
     place.add_argument("--save-model", type=Path, metavar="IR.xml",
                        help="write the model as an IR carrying this placement (rt_info ov_autoplace/placement, "
@@ -164,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     place.add_argument("--no-measure", action="store_true", help="only place; do not compile and time")
     place.set_defaults(func=cmd_place)
 
+    sub.add_parser("run", help="run an unchanged Python app with OpenVINO's compile routed through ov_autoplace: "
+                               "ov-autoplace run [--profile P] -- python app.py args", add_help=False)
     strategies = sub.add_parser("strategies", help="list every placement strategy, one line each",
                                 description="The registered placement strategies (ov_autoplace.strategies.registry, "
                                             "plus the lab's where it is installed); each name works with --strategy "
@@ -242,6 +244,10 @@ def lab_commands() -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # everything after `run` is the launcher's and the app's (routing.main)
+        from ov_autoplace.routing import main as run_routed
+
+        return run_routed(argv[1:])
     if argv[:1] and argv[0] in LAB_COMMANDS:
         commands = lab_commands()
         if argv[0] not in commands:

@@ -18,13 +18,13 @@ from ov_autoplace_lab.same_device_note import same_device_note
 
 
 def cmd_show(args) -> int:
-    from ov_autoplace.cli.args import _core_and_device, _placed_and_measured
+    from ov_autoplace.cli.args import core_and_device, placed_and_measured
     from ov_autoplace_lab.viz import placement_picture, write_picture
     from ov_autoplace_lab.viz.measured import measured_timeline
     from ov_autoplace.placement.placed_graph import analyze
 
-    core, device = _core_and_device(args)
-    model, placement, _ = _placed_and_measured(args, (core, device))
+    core, device = core_and_device(args)
+    model, placement, _ = placed_and_measured(args, (core, device))
     shapes = resolve_shapes(model, args.shape)
     if shapes:  # a dynamic model is drawn as placed: its static clone
         model = static_clone(model, shapes)
@@ -93,11 +93,11 @@ DEFAULT_COMPARE = "hsdag,heft,critical_path,optimum,heavy_ops,openvino_hetero_au
 
 
 def cmd_compare(args) -> int:
-    from ov_autoplace.cli.args import _core_and_device
+    from ov_autoplace.cli.args import core_and_device
     from ov_autoplace import api
     from ov_autoplace_lab.compare import compare_strategies, write_comparison
 
-    core, device = _core_and_device(args)
+    core, device = core_and_device(args)
     model = api.load_model(args.model, core)
     result = compare_strategies(model, device, core=core, strategies=args.strategies, runs=args.niter,
                                 rounds=args.rounds, measure=not args.no_measure, max_submodels=args.max_submodels)
@@ -112,7 +112,7 @@ def cmd_compare(args) -> int:
 
 def add_show_parser(sub) -> None:
     """Register ``show`` on the runtime CLI's subparsers (entry-point group ``ov_autoplace.commands``)."""
-    from ov_autoplace.cli.args import _add_model_device_args as add_model_device_args, add_run_args
+    from ov_autoplace.cli.args import add_model_device_args as add_model_device_args, add_run_args
 
     show = sub.add_parser("show", help="draw the placement: timeline, per-device summary and graph (SVG, PNG, HTML)",
                           description="Place a model (or load --placement) and draw what deciding on it needs: a "
