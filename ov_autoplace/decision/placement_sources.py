@@ -17,9 +17,8 @@ Order of the sources (the one used is logged at INFO as ``placement source: ...`
    first device, with a WARNING saying so (and the background worker, if asked, measures it).
    The rule itself (margin, bound, legalized split, the prior's error draws) is ``prior_rule.py``.
 
-A placement on one device is compiled exactly as plain OpenVINO compiles it: the caller's own
-model object, the device name and the caller's config (``compile_single``), so it hits the same
-``CACHE_DIR`` blob as ``core.compile_model(model, device)``.
+A placement on one device is compiled as the call it replaces (``compile_decided.py``): HETERO's own first device
+is the plain call itself, another device one submodel through the same HETERO string.
 """
 
 from __future__ import annotations

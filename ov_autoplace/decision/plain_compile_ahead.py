@@ -60,14 +60,15 @@ class PlainCompileAhead:
         # in the caller's context: the thread is inside ov_autoplace as its caller is (reentry.py), so a routed
         # OpenVINO (routing.py) hands this compile to OpenVINO's own method
         context = contextvars.copy_context()
-        self._thread = threading.Thread(target=context.run, args=(self._run, core, model, target or device, properties),
+        self._thread = threading.Thread(target=context.run,
+                                        args=(self._run, core, model, target or device, properties),
                                         name=f"ov_autoplace plain compile ({device})", daemon=False)
         self._thread.start()
 
-    def _run(self, core, model, device, properties) -> None:
+    def _run(self, core, model, target, properties) -> None:
         started = time.perf_counter()
         try:
-            self.compiled = core.compile_model(model, device, properties)
+            self.compiled = core.compile_model(model, target, properties)
         except BaseException as exc:  # noqa: BLE001 - kept: the main thread compiles again and raises it there
             self.error = exc
         self.seconds = time.perf_counter() - started
