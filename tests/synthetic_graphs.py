@@ -283,3 +283,38 @@ __all__ = [
     "with_loop",
 ]
 
+
+
+def stateful_layers(layers: int = 2, hidden: int = 16) -> ov.Model:
+    """A decoder-like stateful graph: per layer a variable (ReadValue -> beam Gather -> Concat -> Assign) whose
+    zero initializer is computed from ``ShapeOf(x)``, as optimum-intel exports a KV cache. Inputs ``x``
+    ``[1, ?, hidden]`` and ``beam_idx`` ``[1]``; node names ``rv{l}``, ``reorder{l}``, ``proj{l}``, ``cat{l}``,
+    ``assign{l}``, ``mean{l}``, ``act{l}``, ``init{l}``."""
+    from openvino.op.util import Variable, VariableInfo
+
+    rng = _rng()
+    x = ops.parameter([1, -1, hidden], np.float32, name="x")
+    beam = ops.parameter([1], np.int32, name="beam_idx")
+    h, sinks = x, []
+    for layer in range(layers):
+        info = VariableInfo()
+        info.data_shape, info.data_type, info.variable_id = ov.PartialShape([1, -1, hidden]), ov.Type.f32, f"past.{layer}"
+        var = Variable(info)
+        batch = ops.gather(ops.shape_of(x), ops.constant([0]), ops.constant(0))
+        init = ops.broadcast(ops.constant(np.float32(0)),
+                             ops.concat([batch, ops.constant(np.array([0, hidden], np.int64))], 0))
+        read = ops.read_value(init, var)
+        reorder = ops.gather(read, beam, ops.constant(0))
+        proj = ops.matmul(h, _const(rng, (hidden, hidden), 0.2), False, False)
+        cat = ops.concat([reorder, proj], 1)
+        assign = ops.assign(cat, var)
+        mean = ops.reduce_mean(cat, ops.constant([1]), keep_dims=True)
+        act = ops.tanh(ops.add(proj, mean))
+        for node, name in ((init, "init"), (read, "rv"), (reorder, "reorder"), (proj, "proj"), (cat, "cat"),
+                           (assign, "assign"), (mean, "mean"), (act, "act")):
+            node.set_friendly_name(f"{name}{layer}")
+        sinks.append(assign)
+        h = act
+    out = ops.result(h)
+    out.set_friendly_name("out")
+    return ov.Model([out], sinks, [x, beam], "stateful_layers")

@@ -88,6 +88,11 @@ Edges (one per consumed input port)
     neighbourhoods grow faster. One BFS per node truncated at depth R, so cost
     is ``O(sum of R-ball sizes)``: linear on chains, quadratic around hubs.
 
+``variables``
+    One ``(ReadValue, Assign)`` node-id pair per state variable the model holds both of (paired by variable
+    id; empty for a stateless model). Read in Python from the model, not in C++: only a model with a
+    ``ReadValue`` pays for it.
+
 ``meta``
     ``num_nodes``, ``num_edges``, ``pos_dim``, ``fractal_radius``, ``max_rank``.
 
@@ -169,6 +174,7 @@ class GraphArrays:
     depth: np.ndarray  # int32[N]
     fractal_dim: np.ndarray  # float32[N]
     meta: dict[str, int]
+    variables: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GraphArrays":
@@ -196,6 +202,7 @@ class GraphArrays:
             arr.setflags(write=False)
             kw[name] = arr
         kw["meta"] = dict(d["meta"])
+        kw["variables"] = tuple((int(r), int(a)) for r, a in d.get("variables", ()))
         return cls(**kw)
 
     @property
@@ -295,4 +302,18 @@ def extract_graph(model, *, pos_dim: int = 16, fractal_radius: int = 4) -> Graph
 
     from ov_autoplace._native_loader import load_native
 
-    return GraphArrays.from_dict(load_native().extract_graph(model, pos_dim=pos_dim, fractal_radius=fractal_radius))
+    arrays = load_native().extract_graph(model, pos_dim=pos_dim, fractal_radius=fractal_radius)
+    if "ReadValue" in arrays["op_types"]:
+        arrays["variables"] = _variable_pairs(model)
+    return GraphArrays.from_dict(arrays)
+
+
+def _variable_pairs(model) -> list[tuple[int, int]]:
+    """(ReadValue, Assign) node ids per variable id; the node ids are ``get_ordered_ops()`` positions."""
+    reads: dict[str, int] = {}
+    writes: dict[str, int] = {}
+    for i, op in enumerate(model.get_ordered_ops()):
+        kind = op.get_type_name()
+        if kind in ("ReadValue", "Assign"):
+            (reads if kind == "ReadValue" else writes).setdefault(op.get_variable_id(), i)
+    return [(reads[v], writes[v]) for v in sorted(reads) if v in writes]
