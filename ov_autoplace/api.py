@@ -19,7 +19,8 @@ import openvino as ov
 
 from ov_autoplace.devices.call_forms import compile_as_openvino
 from ov_autoplace.devices.device_strings import normalized_exclusions
-from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError
+from ov_autoplace.devices.timing import input_sample
+from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default_path, default_path_placement
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
@@ -30,6 +31,7 @@ from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, query_s
 from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.input_sample import check_input_sample, sample_shapes
 from ov_autoplace.model.shapes import ShapesLike
 from ov_autoplace.placement.user_checks import USER_ERRORS
 from ov_autoplace.strategies.base import PlacementStrategy
@@ -54,6 +56,7 @@ def place(
     seed: int = 0,
     search_budget: int | float | None = None,
     shapes: ShapesLike = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> Placement:
     """Choose a device for every node of ``model`` over ``device_name``'s devices, without compiling.
 
@@ -79,15 +82,36 @@ def place(
         print(placement.summary())          # nodes per device, submodels; nothing compiled
         placement.save("placement.json")
     """
+    model, sample, shapes = _with_sample(model, core, shapes, inputs)
     req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                         exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
                         search_budget=search_budget, shapes=shapes)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     prepared = prepare_model(req.placement_model)
-    if req.strategy is None:  # what compile_model's default path would place: a stored profile, else the prior
-        return default_path_placement(req, prepared, extract_graph(prepared))
-    return place_with_strategy(req, prepared, extract_graph(prepared))
+    with input_sample(sample):
+        if req.strategy is None:  # what compile_model's default path would place: a stored profile, else the prior
+            return default_path_placement(req, prepared, extract_graph(prepared))
+        return place_with_strategy(req, prepared, extract_graph(prepared))
+
+
+def _with_sample(model: ModelLike, core: ov.Core | None, shapes: ShapesLike, inputs: Mapping[str, Any] | None):
+    """``(model, sample, shapes)``: the model loaded when a sample must be checked against it, the checked sample
+    (None without one), and the placement shapes: ``shapes``, else the sample's (``model/input_sample.py``)."""
+    if inputs is None:
+        return model, None, shapes
+    if not isinstance(model, ov.Model):
+        model = load_model(model, core if core is not None else default_core(), None)
+    sample = check_input_sample(model, inputs)
+    implied = sample_shapes(model, sample)
+    if shapes is None:
+        return model, sample, implied
+    if isinstance(shapes, Mapping):
+        differ = {n: (list(shapes[n]), implied[n]) for n in sample if n in shapes and list(shapes[n]) != implied[n]}
+        if differ:
+            raise ShapeError(f"inputs= and shapes= disagree on {differ} (shapes=, inputs=): the sample is fed at the "
+                             "placement shapes; drop shapes= to place at the sample's")
+    return model, sample, shapes
 
 
 def compile_placement(
@@ -147,6 +171,7 @@ def compile_model(
     profile: Profiling | str = Profiling.STORED,
     cache_blobs: bool = False,
     shapes: ShapesLike = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
@@ -182,6 +207,13 @@ def compile_model(
     :mod:`ov_autoplace.model.shapes`); the affinities are carried over and the
     returned model stays dynamic. The placement shapes are part of the cache key.
 
+    Measuring feeds each input an array: an LLM's (``input_ids``, ``attention_mask``, ``position_ids``,
+    ``beam_idx``) as a generation's prefill feeds it, from a reset state every run (docs/llm.md), others random.
+    ``inputs`` (a mapping input name -> array) is fed instead where a convention cannot guess; its shapes are the
+    placement shapes unless ``shapes`` is given. A sample the model rejects (unknown input, dtype, shape, an LLM
+    rule such as ``beam_idx`` outside the batch) raises ShapeError before anything is compiled. The background
+    worker (``profile="background"``) measures in its own process with the conventions, not the sample.
+
     The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
     ``~/.cache/ov_autoplace``; profiles beside it). OpenVINO's blob cache is
@@ -202,6 +234,7 @@ def compile_model(
     if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
         model = load_model(model, core if core is not None else default_core(), weights)
     exclude_devices = normalized_exclusions(exclude_devices)  # "CPUF" is one device, not 'C', 'P', 'U', 'F'
+    model, sample, shapes = _with_sample(model, core, shapes, inputs)  # a sample the model rejects raises here
     try:  # validate: every mistake of the caller's raises here, before anything is compiled
         req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                             exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
@@ -214,15 +247,16 @@ def compile_model(
         raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "
                              "search_budget unset to use it")
     try:  # decide and compile
-        if req.strategy is not None:
-            return compile_with_strategy(req, cache_dir=cache_dir, use_cache=use_cache, cache_blobs=cache_blobs)
-        compiled = None
-        if profiling is Profiling.STORED:  # an IR that carries its placement (save_model): used, not placed again
-            compiled = compile_carried_placement(req, cache_dir=cache_dir, cache_blobs=cache_blobs)
-        if compiled is None:
-            compiled = compile_default_path(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
-                                       cache_blobs=cache_blobs)
-        return compiled
+        with input_sample(sample):
+            if req.strategy is not None:
+                return compile_with_strategy(req, cache_dir=cache_dir, use_cache=use_cache, cache_blobs=cache_blobs)
+            compiled = None
+            if profiling is Profiling.STORED:  # an IR that carries its placement (save_model): used, not placed again
+                compiled = compile_carried_placement(req, cache_dir=cache_dir, cache_blobs=cache_blobs)
+            if compiled is None:
+                compiled = compile_default_path(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
+                                                cache_blobs=cache_blobs)
+            return compiled
     except USER_ERRORS:
         raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model

@@ -318,3 +318,33 @@ def stateful_layers(layers: int = 2, hidden: int = 16) -> ov.Model:
     out = ops.result(h)
     out.set_friendly_name("out")
     return ov.Model([out], sinks, [x, beam], "stateful_layers")
+
+
+def llm_like(vocab: int = 37, hidden: int = 8, positions: int = 64) -> ov.Model:
+    """The inputs and state of an optimum-intel decoder on a few ops: ``input_ids``, ``attention_mask``,
+    ``position_ids`` (``[?, ?]`` i64), ``beam_idx`` (``[?]`` i32) and one variable holding the past hidden states;
+    the mask multiplies past + new states, so a mask shorter or longer than the state is rejected as in a decoder.
+    Output ``logits`` ``[?, ?, vocab]``."""
+    from openvino.op.util import Variable, VariableInfo
+
+    rng = _rng()
+    ids = ops.parameter([-1, -1], np.int64, name="input_ids")
+    mask = ops.parameter([-1, -1], np.int64, name="attention_mask")
+    pos = ops.parameter([-1, -1], np.int64, name="position_ids")
+    beam = ops.parameter([-1], np.int32, name="beam_idx")
+    h = ops.add(ops.gather(_const(rng, (vocab, hidden)), ids, ops.constant(0)),
+                ops.gather(_const(rng, (positions, hidden)), pos, ops.constant(0)))
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([-1, -1, hidden]), ov.Type.f32, "past"
+    var = Variable(info)
+    batch = ops.gather(ops.shape_of(ids), ops.constant([0]), ops.constant(0))
+    init = ops.broadcast(ops.constant(np.float32(0)), ops.concat([batch, ops.constant(np.array([0, hidden], np.int64))], 0))
+    cat = ops.concat([ops.gather(ops.read_value(init, var), beam, ops.constant(0)), h], 1)
+    assign = ops.assign(cat, var)
+    masked = ops.multiply(cat, ops.unsqueeze(ops.convert(mask, np.float32), ops.constant(-1)))
+    context = ops.reduce_mean(masked, ops.constant([1]), keep_dims=True)
+    logits = ops.matmul(ops.add(h, context), _const(rng, (hidden, vocab)), False, False)
+    out = ops.result(logits)
+    out.output(0).get_tensor().set_names({"logits"})
+    logits.output(0).get_tensor().set_names({"logits"})
+    return ov.Model([out], [assign], [ids, mask, pos, beam], "llm_like")

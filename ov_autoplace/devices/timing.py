@@ -4,6 +4,8 @@ overhead is not in the samples."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 from typing import Mapping, Sequence
 
@@ -35,6 +37,21 @@ class LatencyStats:
     def __str__(self) -> str:
         p25, p75 = self.iqr_ms
         return f"{self.median_ms:.2f} ms (IQR {p25:.2f}-{p75:.2f}, n={len(self.samples_ms)})"
+
+
+#: The user's input sample (``compile_model(..., inputs=)``) while a call measures: name -> array.
+_SAMPLE: contextvars.ContextVar[Mapping[str, np.ndarray] | None] = contextvars.ContextVar("input_sample", default=None)
+
+
+@contextlib.contextmanager
+def input_sample(sample: Mapping[str, np.ndarray] | None):
+    """Within the block, :func:`random_inputs` feeds ``sample``'s arrays to the inputs they name and fit
+    (``model/input_sample.py`` checked them). One context per call: a thread the call starts does not see it."""
+    token = _SAMPLE.set(sample)
+    try:
+        yield
+    finally:
+        _SAMPLE.reset(token)
 
 
 #: Inputs named as optimum-intel names a causal LM's (and transformers' generally), fed as a generation's prefill.
@@ -77,13 +94,15 @@ def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
                   shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray]:
     """One array per input of ``compiled`` with its static shape (or ``shapes[name]``) and dtype.
 
-    Inputs named as an LLM's (:data:`LLM_INPUTS`) get what a generation's prefill feeds (:func:`llm_convention`).
+    An input the user's sample (:func:`input_sample`) gives at this shape gets the sample's array. Inputs named
+    as an LLM's (:data:`LLM_INPUTS`) get what a generation's prefill feeds (:func:`llm_convention`).
     Other integer inputs get values in {0, 1}: valid token ids, token types and mask values for any embedding
     table, so BERT-like models run as in real use; floats are standard normal.
     A dynamic input needs its shape in ``shapes`` (e.g. the placement shapes).
     """
     rng = np.random.default_rng(seed)
     vocabulary = _vocabulary(compiled)
+    sample = _SAMPLE.get() or {}
     arrays = []
     for port in compiled.inputs:
         pshape = port.get_partial_shape()
@@ -100,7 +119,10 @@ def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
         named = next((n for n in port.get_names() if n in LLM_INPUTS), None)
         fed = llm_convention(named, shape, dtype, rng, vocabulary) if named and np.issubdtype(dtype, np.integer) \
             else None
-        if fed is not None:
+        given = next((sample[n] for n in port.get_names() if n in sample), None)
+        if given is not None and tuple(given.shape) == shape:
+            arrays.append(np.ascontiguousarray(given, dtype=dtype))
+        elif fed is not None:
             arrays.append(np.ascontiguousarray(fed))
         elif dtype == np.bool_:
             arrays.append(rng.integers(0, 2, size=shape).astype(np.bool_))
@@ -165,4 +187,4 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
     return list(labels[k:]) + list(labels[:k])
 
 
-__all__ = ["LLM_INPUTS", "LatencyStats", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order"]
+__all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order"]
