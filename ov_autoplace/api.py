@@ -261,14 +261,39 @@ def compile_model(
         raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
         if req.pins:
-            logger.warning("placement path failed (%s: %s); compiling HETERO's own affinity with your pins on %s",
-                           type(exc).__name__, exc, req.spec.hetero_string)
+            logger.warning("placement path failed (%s: %s)%s; compiling HETERO's own affinity with your pins on %s",
+                           type(exc).__name__, exc, _state_note(req.model, exc), req.spec.hetero_string)
             return _pinned_fallback(req, exc)
         # req.spec.text is OpenVINO's meaning of the call ("AUTO" when none was given, "HETERO:CPU,GPU" for
         # "HETERO" + MULTI_DEVICE_PRIORITIES): what the plain call compiles (devices/call_forms.py)
-        logger.warning("placement path failed (%s: %s); falling back to plain compile_model on %s",
-                       type(exc).__name__, exc, req.spec.text)
+        logger.warning("placement path failed (%s: %s)%s; falling back to plain compile_model on %s",
+                       type(exc).__name__, exc, _state_note(req.model, exc), req.spec.text)
         return req.core.compile_model(req.model, req.spec.text, req.props)
+
+
+#: What HETERO or the CPU plugin says when a stateful rule is broken -> the rule (placement/stateful.py, docs/llm.md).
+_STATE_SYMPTOMS = (
+    ("sibling output", "stateful rule 1/2: a variable's ReadValue and Assign on one device, in one submodel"),
+    ("unordered_map::at", "stateful rule 1: a variable's ReadValue, the nodes between and its Assign on one device"),
+    ("undeclared parameters", "stateful rules 2/3: a variable in one submodel, its initializer with it"),
+    ("has to extend (relax)", "stateful rule 3: a variable's initializer on its device, no shape value crossing"),
+    ("beam", "the measuring feed's LLM rule: beam_idx within the batch"),
+)
+
+
+def _state_note(model: ov.Model, exc: Exception) -> str:
+    """For a fallback's WARNING on a stateful model: the LLM rule the failure points at, else the rules to check."""
+    try:
+        variables = sum(op.get_type_name() == "ReadValue" for op in model.get_ops())
+    except Exception:  # noqa: BLE001 - a note must not fail the fallback
+        return ""
+    if not variables:
+        return ""
+    text = str(exc)
+    rules = [rule for symptom, rule in _STATE_SYMPTOMS if symptom in text]
+    return (f"; the model holds {variables} state variable(s), and the LLM rule that failed is "
+            + ("; ".join(rules) if rules else "not one ov_autoplace knows (its stateful rules: placement/stateful.py, "
+                                              "its measuring feed: devices/timing.py)"))
 
 
 def _without_policy(exc: PolicyFormatError, model, device_name, config, core, pins, exclude_devices, max_submodels,

@@ -79,3 +79,23 @@ def test_a_pin_splitting_a_variable_is_a_pin_error_naming_the_rule_and_nodes(pla
     graph, place, run, reference = placed
     with pytest.raises(PinError, match=r"(?s)ReadValue 'rv0' / Assign 'assign0'.*rv0.*CPU.*cat0.*CPUF"):
         place(set(), pins=[Pin("CPU", name="rv0"), Pin("CPUF", name="cat0")])
+
+
+def test_a_fallback_on_a_stateful_model_names_the_llm_rule(testbed, monkeypatch, caplog, tmp_path):
+    """Should our machinery still hand HETERO a placement that breaks a stateful rule, the WARNING of the fallback
+    names the rule HETERO's message points at (the placement path is made to fail as HETERO fails then)."""
+    import logging
+
+    import ov_autoplace
+    import ov_autoplace.api as api
+
+    def hetero_rejects(*args, **kwargs):
+        raise RuntimeError("Exception from src/inference/src/cpp/infer_request.cpp:224:\n"
+                           "ReadValue node with name 'rv1'  doesn't have sibling output")
+    monkeypatch.setattr(api, "compile_with_strategy", hetero_rejects)
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(stateful_layers(), testbed.hetero, core=testbed.core,
+                                              strategy="heft", cache_dir=tmp_path)
+    assert compiled is not None
+    warning = next(r.getMessage() for r in caplog.records if "falling back" in r.getMessage())
+    assert "2 state variable(s)" in warning and "stateful rule 1/2" in warning
