@@ -61,6 +61,9 @@ def test_a_pipeline_split_compiles_runs_and_generates_as_the_plain_compile(famil
     _no_fallback(caplog)
     assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
     _same_generation(core, compiled, model)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):  # the next start: the same static clone, a cache hit
+        ov_autoplace.compile_model(model, testbed.hetero, core=core, pins=pins, cache_dir=tmp_path)
+    assert any("placement source: cache" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.parametrize("path", [{}, {"profile": "now"}, {"strategy": "heft"}, {"strategy": "hsdag_local_search"}],
