@@ -338,7 +338,13 @@ def llm_like(vocab: int = 37, hidden: int = 8, positions: int = 64) -> ov.Model:
     info.data_shape, info.data_type, info.variable_id = ov.PartialShape([-1, -1, hidden]), ov.Type.f32, "past"
     var = Variable(info)
     batch = ops.gather(ops.shape_of(ids), ops.constant([0]), ops.constant(0))
-    init = ops.broadcast(ops.constant(np.float32(0)), ops.concat([batch, ops.constant(np.array([0, hidden], np.int64))], 0))
+    # the empty past's length as a computed 0: with a literal 0 the CPU plugin fixes the variable's dynamic batch
+    # at 0..? and its length at 0, and rejects the first Assign of a dynamic-batch model ("Can not clone with new
+    # dims"); optimum-intel's decoders escape it through the fused attention
+    empty = ops.multiply(ops.gather(ops.shape_of(ids), ops.constant([1]), ops.constant(0)),
+                         ops.constant(np.array([0], np.int64)))
+    init = ops.broadcast(ops.constant(np.float32(0)),
+                         ops.concat([batch, empty, ops.constant(np.array([hidden], np.int64))], 0))
     cat = ops.concat([ops.gather(ops.read_value(init, var), beam, ops.constant(0)), h], 1)
     assign = ops.assign(cat, var)
     masked = ops.multiply(cat, ops.unsqueeze(ops.convert(mask, np.float32), ops.constant(-1)))
