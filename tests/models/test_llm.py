@@ -64,15 +64,44 @@ def test_a_pipeline_split_compiles_runs_and_generates_as_the_plain_compile(famil
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):  # the next start: the same static clone, a cache hit
         ov_autoplace.compile_model(model, testbed.hetero, core=core, pins=pins, cache_dir=tmp_path)
     assert any("placement source: cache" in r.getMessage() for r in caplog.records)
+    assert not any("not legal" in r.getMessage() for r in caplog.records)  # the legalizer is idempotent on it
 
 
-@pytest.mark.parametrize("path", [{}, {"profile": "now"}, {"strategy": "heft"}, {"strategy": "hsdag_local_search"}],
-                         ids=["default", "profile_now", "heft", "hsdag_local_search"])
+@pytest.mark.parametrize("path", [{}, {"profile": "now"}, {"strategy": "heft"}, {"strategy": "hsdag"},
+                                  {"strategy": "hsdag_local_search"}],
+                         ids=["default", "profile_now", "heft", "hsdag", "hsdag_local_search"])
 def test_every_path_places_a_decoder_without_falling_back(path, tiny_llms, distinct_testbed, tmp_path, caplog):
     core = distinct_testbed.core
     model = core.read_model(tiny_llms["llama"] / "openvino_model.xml")
     with caplog.at_level(logging.WARNING):
         compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path, **path)
+    _no_fallback(caplog)
+    _same_generation(core, compiled, model)
+
+
+def test_a_background_profile_then_the_next_start_use_the_measured_placement(tiny_llms, distinct_testbed, tmp_path,
+                                                                           caplog):
+    """profile="background": the worker measures the decoder in its own process (the conventions' feed) and stores
+    its placement; the next start reads it from the cache. Neither falls back."""
+    import time
+
+    core = distinct_testbed.core
+    model = core.read_model(tiny_llms["llama"] / "openvino_model.xml")
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path, profile="background")
+        deadline = time.time() + 600
+        logs = []
+        while time.time() < deadline:
+            logs = list((tmp_path / "workers").glob("*/worker.log"))
+            if logs and "stored the profiled placement" in logs[0].read_text():
+                break
+            time.sleep(1)
+        worker_log = logs[0].read_text()
+        assert "stored the profiled placement" in worker_log, worker_log[-2000:]
+        assert " falls back" not in worker_log and "failed" not in worker_log, worker_log[-2000:]
+        caplog.clear()
+        compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path)
+    assert any("placement source: cache (profile)" in r.getMessage() for r in caplog.records)
     _no_fallback(caplog)
     _same_generation(core, compiled, model)
 

@@ -63,6 +63,8 @@ def test_graph_pairs_each_readvalue_with_its_assign(placed):
 def test_legal_placements_of_a_stateful_graph_compile_and_run_as_the_plain_compile(placed, on_second):
     graph, place, run, reference = placed
     placement = place(on_second)
+    again = place({n for n, d in placement.assignment.items() if d == "CPUF"})  # legal stays as it is
+    assert again.assignment == placement.assignment
     outs = run(placement)
     for got, want in zip(outs, reference):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -79,6 +81,15 @@ def test_a_pin_splitting_a_variable_is_a_pin_error_naming_the_rule_and_nodes(pla
     graph, place, run, reference = placed
     with pytest.raises(PinError, match=r"(?s)ReadValue 'rv0' / Assign 'assign0'.*rv0.*CPU.*cat0.*CPUF"):
         place(set(), pins=[Pin("CPU", name="rv0"), Pin("CPUF", name="cat0")])
+
+
+def test_pins_that_make_hetero_cut_a_variable_apart_are_a_pin_error(placed):
+    """proj1 on the second device and the state it feeds pinned to the first: a cycle through the second device cuts
+    the first device's part in two, rv1 (fed from ShapeOf(x), upstream) in one, assign1 in the other. HETERO fails
+    on that at the first request (doesn't have sibling output); the legalizer says so before any compile."""
+    graph, place, run, reference = placed
+    with pytest.raises(PinError, match=r"stateful rule 2.*ReadValue 'rv1' / Assign 'assign1'"):
+        place(set(), pins=[Pin("CPUF", name="proj1"), Pin("CPU", name="cat1")])
 
 
 def test_a_fallback_on_a_stateful_model_names_the_llm_rule(testbed, monkeypatch, caplog, tmp_path):
