@@ -204,7 +204,7 @@ def legalize(
 
     # 2c. state variables and their initializers on one device each (a split one fails inside HETERO)
     if graph.variables and locked.any():  # pins by layer name: a pinned layer's unnamed nodes go with it
-        filled = fill_between_pins(graph, device, active, locked)
+        filled = fill_between_pins(graph, device, active, locked, support)
         if filled:
             notes.append(f"{filled} node(s) between pins on one device moved there (stateful model)")
     keep_state_together(graph, device, active, support, locked, devices, notes)

@@ -42,12 +42,13 @@ INIT_RULE = "stateful rule 3 (a ReadValue's initializer on the ReadValue's devic
 
 @dataclasses.dataclass(frozen=True)
 class StateGroup:
-    """Nodes that must share a device: one variable's pair and what lies between, or a connected initializer."""
+    """Nodes that must share a device: one variable's ReadValue, what lies between it and its Assign, the Assign and
+    the initializer nodes no other variable uses."""
 
     rule: str
     members: np.ndarray  # int64 node ids
-    label: str
-    voters: np.ndarray  # the members that choose the device: the variable's own nodes, not its initializer  # e.g. the variable's ReadValue and Assign names
+    label: str  # the variable's ReadValue and Assign names, for messages
+    voters: np.ndarray  # the members that choose the device: the variable's own nodes, not its initializer
 
 
 def _reach(graph: GraphArrays, start: list[int], forward: bool) -> np.ndarray:
@@ -177,13 +178,15 @@ def _nearest_locked(graph: GraphArrays, device: np.ndarray, locked: np.ndarray, 
     return best
 
 
-def fill_between_pins(graph: GraphArrays, device: np.ndarray, active: np.ndarray, locked: np.ndarray) -> int:
+def fill_between_pins(graph: GraphArrays, device: np.ndarray, active: np.ndarray, locked: np.ndarray,
+                      support: np.ndarray) -> int:
     """Rule 2's repair for pinned splits: an unpinned node whose nearest pinned nodes upstream and downstream are
     all on one device goes there (in place; returns how many moved). Pins by layer name leave a layer's unnamed
     nodes (reshapes, the beam reorder) to the strategy, and one of them on the other device makes the cycle that
     cuts the layer's variables apart."""
     up, down = _nearest_locked(graph, device, locked, False), _nearest_locked(graph, device, locked, True)
     fill = active & ~locked & (up >= 0) & (up == down) & (device != up)
+    fill[fill] = support[np.flatnonzero(fill), up[fill]]  # never onto a device that cannot run the node
     device[fill] = up[fill]
     return int(fill.sum())
 
