@@ -70,9 +70,10 @@ def test_a_pipeline_split_compiles_runs_and_generates_as_the_plain_compile(famil
 @pytest.mark.parametrize("path", [{}, {"profile": "now"}, {"strategy": "heft"}, {"strategy": "hsdag"},
                                   {"strategy": "hsdag_local_search"}],
                          ids=["default", "profile_now", "heft", "hsdag", "hsdag_local_search"])
-def test_every_path_places_a_decoder_without_falling_back(path, tiny_llms, distinct_testbed, tmp_path, caplog):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_path_places_a_decoder_without_falling_back(family, path, tiny_llms, distinct_testbed, tmp_path, caplog):
     core = distinct_testbed.core
-    model = core.read_model(tiny_llms["llama"] / "openvino_model.xml")
+    model = core.read_model(tiny_llms[family] / "openvino_model.xml")
     with caplog.at_level(logging.WARNING):
         compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path, **path)
     _no_fallback(caplog)
@@ -107,12 +108,13 @@ def test_a_background_profile_then_the_next_start_use_the_measured_placement(tin
 
 
 @pytest.mark.parametrize("pins", [None, PIPELINE_PINS], ids=["default", "pipeline_split"])
-def test_optimum_intel_generates_on_the_placed_model(pins, tiny_llms, testbed, tmp_path):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, testbed, tmp_path):
     """The connection docs/llm.md gives: ``from_pretrained(..., compile=False)``, then the placed request."""
     import torch
     from optimum.intel import OVModelForCausalLM
 
-    directory = tiny_llms["llama"]
+    directory = tiny_llms[family]
     reference = OVModelForCausalLM.from_pretrained(directory, device="CPU")
     placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
     pins = {pattern: testbed.devices[1] for pattern in pins} if pins else None
