@@ -11,16 +11,19 @@ Found by compiling small stateful graphs and optimum-intel's decoders on the tes
    second fail like (1). Checked on HETERO's split as ``submodels.py`` re-derives it; a placement that breaks it
    is kept on one device (a note says so) unless pins forbid that, which is a ``PinError``.
 3. **Initializers with their variable.** A ReadValue's initializer (``ShapeOf(input_ids) -> Gather -> Concat ->
-   Broadcast`` zeros in an optimum-intel export) runs on the ReadValue's device. Its output crossing a device
-   fails at compile with ``Model references undeclared parameters: Parameter ... f32[?,2,0,16]``; a shape *value*
-   crossing a device arrives as a Parameter of unknown value, the initializer's shape becomes ``[?,?,?]`` and the
-   compile fails with ``The shape specified in the Variable has to extend (relax) the shape inferred from the
-   initializing subgraph``. The part several variables share (one ``ShapeOf(input_ids) -> Gather`` for every
+   Broadcast`` zeros in an optimum-intel export) runs on the ReadValue's device. A shape *value* crossing a device
+   arrives as a Parameter of unknown value, the initializer's shape becomes ``[?,?,?]`` and the compile fails with
+   ``The shape specified in the Variable has to extend (relax) the shape inferred from the initializing
+   subgraph``. Only the initializer's *output* crossing compiled on a small graph, but on a decoder it failed
+   (``Model references undeclared parameters: Parameter ... f32[?,2,0,16]``, with a rule-2 cut in the same
+   placement, so which of the two it was is not separated): the whole initializer stays. The part several variables share (one ``ShapeOf(input_ids) -> Gather`` for every
    layer) cannot be on every device at once: ``Placement.apply`` gives each device its own copy
    (``assignment.copy_shared_initializers``), so only the Parameter itself crosses.
 
-:func:`keep_state_together` applies (1) and (3) before the submodel bound is enforced, :func:`check_state_submodels`
-applies (2) after it; both run only for graphs with variables (``GraphArrays.variables``).
+:func:`keep_state_together` applies (1) and (3) before the submodel bound is enforced (after
+:func:`fill_between_pins` where there are pins), :func:`split_variables` checks (2) after it and
+:func:`one_device_for_state` picks the device when it is broken; all run only for graphs with variables
+(``GraphArrays.variables``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from ov_autoplace.placement.submodels import submodel_partition
 ONE_DEVICE_RULE = ("stateful rules 1 and 3 (a variable's ReadValue, its own initializer, the nodes between it and its "
                    "Assign, and the Assign on one device)")
 ONE_SUBMODEL_RULE = "stateful rule 2 (a variable's ReadValue and Assign in one HETERO submodel)"
-INIT_RULE = "stateful rule 3 (a ReadValue's initializer on the ReadValue's device; shared parts copied per device)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,5 +213,5 @@ def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndar
     return pinned[0] if pinned else able[0]
 
 
-__all__ = ["INIT_RULE", "ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "StateGroup", "keep_state_together",
+__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "StateGroup", "keep_state_together",
            "one_device_for_state", "split_variables", "state_groups"]
