@@ -285,22 +285,26 @@ __all__ = [
 
 
 
-def stateful_layers(layers: int = 2, hidden: int = 16) -> ov.Model:
+def stateful_layers(layers: int = 2, hidden: int = 16, shared_init: bool = False) -> ov.Model:
     """A decoder-like stateful graph: per layer a variable (ReadValue -> beam Gather -> Concat -> Assign) whose
     zero initializer is computed from ``ShapeOf(x)``, as optimum-intel exports a KV cache. Inputs ``x``
     ``[1, ?, hidden]`` and ``beam_idx`` ``[1]``; node names ``rv{l}``, ``reorder{l}``, ``proj{l}``, ``cat{l}``,
-    ``assign{l}``, ``mean{l}``, ``act{l}``, ``init{l}``."""
+    ``assign{l}``, ``mean{l}``, ``act{l}``, ``init{l}``. ``shared_init``: one ``ShapeOf(x) -> Gather`` (named
+    ``batch``) feeds every layer's initializer, as in optimum-intel's exports."""
     from openvino.op.util import Variable, VariableInfo
 
     rng = _rng()
     x = ops.parameter([1, -1, hidden], np.float32, name="x")
     beam = ops.parameter([1], np.int32, name="beam_idx")
     h, sinks = x, []
+    shared = ops.gather(ops.shape_of(x), ops.constant([0]), ops.constant(0)) if shared_init else None
+    if shared is not None:
+        shared.set_friendly_name("batch")
     for layer in range(layers):
         info = VariableInfo()
         info.data_shape, info.data_type, info.variable_id = ov.PartialShape([1, -1, hidden]), ov.Type.f32, f"past.{layer}"
         var = Variable(info)
-        batch = ops.gather(ops.shape_of(x), ops.constant([0]), ops.constant(0))
+        batch = shared if shared is not None else ops.gather(ops.shape_of(x), ops.constant([0]), ops.constant(0))
         init = ops.broadcast(ops.constant(np.float32(0)),
                              ops.concat([batch, ops.constant(np.array([0, hidden], np.int64))], 0))
         read = ops.read_value(init, var)

@@ -83,6 +83,26 @@ def test_a_pin_splitting_a_variable_is_a_pin_error_naming_the_rule_and_nodes(pla
         place(set(), pins=[Pin("CPU", name="rv0"), Pin("CPUF", name="cat0")])
 
 
+def test_an_initializer_every_layer_shares_is_copied_per_device(testbed):
+    """One ShapeOf(x) -> Gather feeds both layers' initializers (optimum-intel's layout): with layer 1 on the second
+    device, a shape value would cross a device (rule 3: the variable's shape "has to extend" the initializer's);
+    Placement.apply gives the second device its own copy, and the split runs as the plain compile."""
+    model = stateful_layers(shared_init=True)
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, DEVICES)
+    layer1 = {"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1", "init1"}
+    placement = legalize(graph, np.array([1 if n in layer1 else 0 for n in graph.names]), DEVICES, support)
+    assert placement.assignment["batch"] == "CPU" and placement.assignment["rv1"] == "CPUF"
+    clone = model.clone()
+    placement.apply(clone)
+    copies = [op for op in clone.get_ops() if op.get_friendly_name().startswith("batch/on_")]
+    assert [op.get_rt_info()["affinity"].astype(str) for op in copies] == ["CPUF"]
+    got = _generate(testbed.core.compile_model(clone, "HETERO:CPU,CPUF"))
+    want = _generate(testbed.core.compile_model(model, "CPU"))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
 def test_pins_that_make_hetero_cut_a_variable_apart_are_a_pin_error(placed):
     """proj1 on the second device and the state it feeds pinned to the first: a cycle through the second device cuts
     the first device's part in two, rv1 (fed from ShapeOf(x), upstream) in one, assign1 in the other. HETERO fails
