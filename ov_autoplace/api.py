@@ -20,6 +20,7 @@ import openvino as ov
 from ov_autoplace.devices.call_forms import compile_as_openvino
 from ov_autoplace.cache.root import cache_root, private_blob_files
 from ov_autoplace.devices.device_strings import normalized_exclusions
+from ov_autoplace.devices.timing import input_sample
 from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default_path, default_path_placement
@@ -31,6 +32,7 @@ from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, query_s
 from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.input_sample import check_input_sample, sample_shapes
 from ov_autoplace.model.shapes import ShapesLike
 from ov_autoplace.placement.user_checks import USER_ERRORS
 from ov_autoplace.reentry import ov_autoplace_call
@@ -57,6 +59,7 @@ def place(
     seed: int = 0,
     search_budget: int | float | None = None,
     shapes: ShapesLike = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> Placement:
     """Choose a device for every node of ``model`` over ``device_name``'s devices, without compiling.
 
@@ -82,6 +85,7 @@ def place(
         print(placement.summary())          # nodes per device, submodels; nothing compiled
         placement.save("placement.json")
     """
+    model, sample, shapes = _with_sample(model, core, shapes, inputs)
     req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                         exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
                         search_budget=search_budget, shapes=shapes)
@@ -90,9 +94,29 @@ def place(
     if req.unplaceable:
         raise ShapeError(req.unplaceable)
     prepared = prepare_model(req.placement_model)
-    if req.strategy is None:  # what compile_model's default path would place: a stored profile, else the prior
-        return default_path_placement(req, prepared, extract_graph(prepared))
-    return place_with_strategy(req, prepared, extract_graph(prepared))
+    with input_sample(sample):
+        if req.strategy is None:  # what compile_model's default path would place: a stored profile, else the prior
+            return default_path_placement(req, prepared, extract_graph(prepared))
+        return place_with_strategy(req, prepared, extract_graph(prepared))
+
+
+def _with_sample(model: ModelLike, core: ov.Core | None, shapes: ShapesLike, inputs: Mapping[str, Any] | None):
+    """``(model, sample, shapes)``: the model loaded when a sample must be checked against it, the checked sample
+    (None without one), and the placement shapes: ``shapes``, else the sample's (``model/input_sample.py``)."""
+    if inputs is None:
+        return model, None, shapes
+    if not isinstance(model, ov.Model):
+        model = load_model(model, core if core is not None else default_core(), None)
+    sample = check_input_sample(model, inputs)
+    implied = sample_shapes(model, sample)
+    if shapes is None:
+        return model, sample, implied
+    if isinstance(shapes, Mapping):
+        differ = {n: (list(shapes[n]), implied[n]) for n in sample if n in shapes and list(shapes[n]) != implied[n]}
+        if differ:
+            raise ShapeError(f"inputs= and shapes= disagree on {differ} (shapes=, inputs=): the sample is fed at the "
+                             "placement shapes; drop shapes= to place at the sample's")
+    return model, sample, shapes
 
 
 @ov_autoplace_call()
@@ -154,6 +178,7 @@ def compile_model(
     profile: Profiling | str = Profiling.STORED,
     cache_blobs: bool = False,
     shapes: ShapesLike = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
@@ -189,6 +214,13 @@ def compile_model(
     :mod:`ov_autoplace.model.shapes`); the affinities are carried over and the
     returned model stays dynamic. The placement shapes are part of the cache key.
 
+    Measuring feeds each input an array: an LLM's (``input_ids``, ``attention_mask``, ``position_ids``,
+    ``beam_idx``) as a generation's prefill feeds it, from a reset state every run (docs/llm.md), others random.
+    ``inputs`` (a mapping input name -> array) is fed instead where a convention cannot guess; its shapes are the
+    placement shapes unless ``shapes`` is given. A sample the model rejects (unknown input, dtype, shape, an LLM
+    rule such as ``beam_idx`` outside the batch) raises ShapeError before anything is compiled. The background
+    worker (``profile="background"``) measures in its own process with the conventions, not the sample.
+
     The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
     ``~/.cache/ov_autoplace``; profiles beside it). OpenVINO's blob cache is
@@ -209,19 +241,20 @@ def compile_model(
     compiled = _compile_model(model, device_name, config, weights=weights, core=core, strategy=strategy, pins=pins,
                               exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
                               cache_dir=cache_dir, use_cache=use_cache, search_budget=search_budget, profile=profile,
-                              cache_blobs=cache_blobs, shapes=shapes)
+                              cache_blobs=cache_blobs, shapes=shapes, inputs=inputs)
     if cache_blobs:  # OpenVINO writes its blobs read-only for the group (0440/0640, whatever the umask): ours are 0600
         private_blob_files(cache_root(cache_dir))
     return compiled
 
 
 def _compile_model(model, device_name, config, *, weights, core, strategy, pins, exclude_devices, max_submodels,
-                   seed, cache_dir, use_cache, search_budget, profile, cache_blobs, shapes) -> ov.CompiledModel:
+                   seed, cache_dir, use_cache, search_budget, profile, cache_blobs, shapes, inputs) -> ov.CompiledModel:
     """:func:`compile_model`'s work, its arguments as given: validate, decide, compile."""
     profiling = check_profiling(profile)
     if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
         model = load_model(model, core if core is not None else default_core(), weights)
     exclude_devices = normalized_exclusions(exclude_devices)  # "CPUF" is one device, not 'C', 'P', 'U', 'F'
+    model, sample, shapes = _with_sample(model, core, shapes, inputs)  # a sample the model rejects raises here
     try:  # validate: every mistake of the caller's raises here, before anything is compiled
         req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                             exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
@@ -237,27 +270,53 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
         logger.warning("%s; compiling as plain compile_model on %s", req.unplaceable, req.spec.text)
         return req.core.compile_model(req.model, req.spec.text, req.props)
     try:  # decide and compile
-        if req.strategy is not None:
-            return compile_with_strategy(req, cache_dir=cache_dir, use_cache=use_cache, cache_blobs=cache_blobs)
-        compiled = None
-        if profiling is Profiling.STORED:  # an IR that carries its placement (save_model): used, not placed again
-            compiled = compile_carried_placement(req, cache_dir=cache_dir, cache_blobs=cache_blobs)
-        if compiled is None:
-            compiled = compile_default_path(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
-                                       cache_blobs=cache_blobs)
-        return compiled
+        with input_sample(sample):
+            if req.strategy is not None:
+                return compile_with_strategy(req, cache_dir=cache_dir, use_cache=use_cache, cache_blobs=cache_blobs)
+            compiled = None
+            if profiling is Profiling.STORED:  # an IR that carries its placement (save_model): used, not placed again
+                compiled = compile_carried_placement(req, cache_dir=cache_dir, cache_blobs=cache_blobs)
+            if compiled is None:
+                compiled = compile_default_path(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
+                                                cache_blobs=cache_blobs)
+            return compiled
     except USER_ERRORS:
         raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
         if req.pins:
-            logger.warning("placement path failed (%s: %s); compiling HETERO's own affinity with your pins on %s",
-                           type(exc).__name__, exc, req.spec.hetero_string)
+            logger.warning("placement path failed (%s: %s)%s; compiling HETERO's own affinity with your pins on %s",
+                           type(exc).__name__, exc, _state_note(req.model, exc), req.spec.hetero_string)
             return _pinned_fallback(req, exc)
         # req.spec.text is OpenVINO's meaning of the call ("AUTO" when none was given, "HETERO:CPU,GPU" for
         # "HETERO" + MULTI_DEVICE_PRIORITIES): what the plain call compiles (devices/call_forms.py)
-        logger.warning("placement path failed (%s: %s); falling back to plain compile_model on %s",
-                       type(exc).__name__, exc, req.spec.text)
+        logger.warning("placement path failed (%s: %s)%s; falling back to plain compile_model on %s",
+                       type(exc).__name__, exc, _state_note(req.model, exc), req.spec.text)
         return req.core.compile_model(req.model, req.spec.text, req.props)
+
+
+#: What HETERO or the CPU plugin says when a stateful rule is broken -> the rule (placement/stateful.py, docs/llm.md).
+_STATE_SYMPTOMS = (
+    ("sibling output", "stateful rule 1/2: a variable's ReadValue and Assign on one device, in one submodel"),
+    ("unordered_map::at", "stateful rule 1: a variable's ReadValue, the nodes between and its Assign on one device"),
+    ("undeclared parameters", "stateful rules 2/3: a variable in one submodel, its initializer with it"),
+    ("has to extend (relax)", "stateful rule 3: a variable's initializer on its device, no shape value crossing"),
+    ("beam", "the measuring feed's LLM rule: beam_idx within the batch"),
+)
+
+
+def _state_note(model: ov.Model, exc: Exception) -> str:
+    """For a fallback's WARNING on a stateful model: the LLM rule the failure points at, else the rules to check."""
+    try:
+        variables = sum(op.get_type_name() == "ReadValue" for op in model.get_ops())
+    except Exception:  # noqa: BLE001 - a note must not fail the fallback
+        return ""
+    if not variables:
+        return ""
+    text = str(exc)
+    rules = [rule for symptom, rule in _STATE_SYMPTOMS if symptom in text]
+    return (f"; the model holds {variables} state variable(s), and the LLM rule that failed is "
+            + ("; ".join(rules) if rules else "not one ov_autoplace knows (its stateful rules: placement/stateful.py, "
+                                              "its measuring feed: devices/timing.py)"))
 
 
 def _without_policy(exc: PolicyFormatError, model, device_name, config, core, pins, exclude_devices, max_submodels,

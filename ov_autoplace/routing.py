@@ -37,9 +37,10 @@ logger = logging.getLogger("ov_autoplace")
 
 #: OpenVINO's own method, as it was when this module was imported.
 OPENVINO_COMPILE_MODEL = ov.Core.compile_model
-#: The keyword options of ``ov_autoplace.compile_model`` a route may set (not core=, weights=: each call has its own).
+#: The keyword options of ``ov_autoplace.compile_model`` a route may set (not core=, weights=, inputs=: each call
+#: has its own model and weights, and a sample fits one model).
 ROUTE_OPTIONS = tuple(name for name, p in inspect.signature(api.compile_model).parameters.items()
-                      if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("core", "weights"))
+                      if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("core", "weights", "inputs"))
 
 _lock = threading.Lock()
 _options: dict[str, Any] | None = None  # None: not routed; else compile_model's options (and "core", if given)

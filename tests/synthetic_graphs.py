@@ -283,3 +283,78 @@ __all__ = [
     "with_loop",
 ]
 
+
+
+def stateful_layers(layers: int = 2, hidden: int = 16, shared_init: bool = False) -> ov.Model:
+    """A decoder-like stateful graph: per layer a variable (ReadValue -> beam Gather -> Concat -> Assign) whose
+    zero initializer is computed from ``ShapeOf(x)``, as optimum-intel exports a KV cache. Inputs ``x``
+    ``[1, ?, hidden]`` and ``beam_idx`` ``[1]``; node names ``rv{l}``, ``reorder{l}``, ``proj{l}``, ``cat{l}``,
+    ``assign{l}``, ``mean{l}``, ``act{l}``, ``init{l}``. ``shared_init``: one ``ShapeOf(x) -> Gather`` (named
+    ``batch``) feeds every layer's initializer, as in optimum-intel's exports."""
+    from openvino.op.util import Variable, VariableInfo
+
+    rng = _rng()
+    x = ops.parameter([1, -1, hidden], np.float32, name="x")
+    beam = ops.parameter([1], np.int32, name="beam_idx")
+    h, sinks = x, []
+    shared = ops.gather(ops.shape_of(x), ops.constant([0]), ops.constant(0)) if shared_init else None
+    if shared is not None:
+        shared.set_friendly_name("batch")
+    for layer in range(layers):
+        info = VariableInfo()
+        info.data_shape, info.data_type, info.variable_id = ov.PartialShape([1, -1, hidden]), ov.Type.f32, f"past.{layer}"
+        var = Variable(info)
+        batch = shared if shared is not None else ops.gather(ops.shape_of(x), ops.constant([0]), ops.constant(0))
+        init = ops.broadcast(ops.constant(np.float32(0)),
+                             ops.concat([batch, ops.constant(np.array([0, hidden], np.int64))], 0))
+        read = ops.read_value(init, var)
+        reorder = ops.gather(read, beam, ops.constant(0))
+        proj = ops.matmul(h, _const(rng, (hidden, hidden), 0.2), False, False)
+        cat = ops.concat([reorder, proj], 1)
+        assign = ops.assign(cat, var)
+        mean = ops.reduce_mean(cat, ops.constant([1]), keep_dims=True)
+        act = ops.tanh(ops.add(proj, mean))
+        for node, name in ((init, "init"), (read, "rv"), (reorder, "reorder"), (proj, "proj"), (cat, "cat"),
+                           (assign, "assign"), (mean, "mean"), (act, "act")):
+            node.set_friendly_name(f"{name}{layer}")
+        sinks.append(assign)
+        h = act
+    out = ops.result(h)
+    out.set_friendly_name("out")
+    return ov.Model([out], sinks, [x, beam], "stateful_layers")
+
+
+def llm_like(vocab: int = 37, hidden: int = 8, positions: int = 64) -> ov.Model:
+    """The inputs and state of an optimum-intel decoder on a few ops: ``input_ids``, ``attention_mask``,
+    ``position_ids`` (``[?, ?]`` i64), ``beam_idx`` (``[?]`` i32) and one variable holding the past hidden states;
+    the mask multiplies past + new states, so a mask shorter or longer than the state is rejected as in a decoder.
+    Output ``logits`` ``[?, ?, vocab]``."""
+    from openvino.op.util import Variable, VariableInfo
+
+    rng = _rng()
+    ids = ops.parameter([-1, -1], np.int64, name="input_ids")
+    mask = ops.parameter([-1, -1], np.int64, name="attention_mask")
+    pos = ops.parameter([-1, -1], np.int64, name="position_ids")
+    beam = ops.parameter([-1], np.int32, name="beam_idx")
+    h = ops.add(ops.gather(_const(rng, (vocab, hidden)), ids, ops.constant(0)),
+                ops.gather(_const(rng, (positions, hidden)), pos, ops.constant(0)))
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([-1, -1, hidden]), ov.Type.f32, "past"
+    var = Variable(info)
+    batch = ops.gather(ops.shape_of(ids), ops.constant([0]), ops.constant(0))
+    # the empty past's length as a computed 0: with a literal 0 the CPU plugin fixes the variable's dynamic batch
+    # at 0..? and its length at 0, and rejects the first Assign of a dynamic-batch model ("Can not clone with new
+    # dims"); optimum-intel's decoders escape it through the fused attention
+    empty = ops.multiply(ops.gather(ops.shape_of(ids), ops.constant([1]), ops.constant(0)),
+                         ops.constant(np.array([0], np.int64)))
+    init = ops.broadcast(ops.constant(np.float32(0)),
+                         ops.concat([batch, empty, ops.constant(np.array([hidden], np.int64))], 0))
+    cat = ops.concat([ops.gather(ops.read_value(init, var), beam, ops.constant(0)), h], 1)
+    assign = ops.assign(cat, var)
+    masked = ops.multiply(cat, ops.unsqueeze(ops.convert(mask, np.float32), ops.constant(-1)))
+    context = ops.reduce_mean(masked, ops.constant([1]), keep_dims=True)
+    logits = ops.matmul(ops.add(h, context), _const(rng, (hidden, vocab)), False, False)
+    out = ops.result(logits)
+    out.output(0).get_tensor().set_names({"logits"})
+    logits.output(0).get_tensor().set_names({"logits"})
+    return ov.Model([out], [assign], [ids, mask, pos, beam], "llm_like")

@@ -19,7 +19,7 @@ import openvino as ov
 
 from ov_autoplace import api
 from ov_autoplace.devices.targets import placement_target
-from ov_autoplace.errors import PinError, PlacementError, PropertyError
+from ov_autoplace.errors import PinError, PlacementError, PropertyError, ShapeError
 from ov_autoplace.model.loading import read_json_file
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.assignment import Placement
@@ -27,7 +27,8 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import DEFAULT_BATCH, DEFAULT_DIM, resolve_shapes
 from ov_autoplace.strategies.registry import LAB_STRATEGIES, strategy_names
 from ov_autoplace.devices.testbed import make_testbed
-from ov_autoplace.devices.timing import measure_latency, random_inputs
+from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs
+from ov_autoplace.model.input_sample import check_input_sample, sample_shapes
 
 #: Every PERFORMANCE_HINT OpenVINO has, with benchmark_app's short forms.
 HINTS = {"latency": "LATENCY", "throughput": "THROUGHPUT", "tput": "THROUGHPUT",
@@ -108,6 +109,7 @@ def add_model_device_args(parser: argparse.ArgumentParser) -> None:
                         help="for a model with dynamic dimensions, the static shapes to place (and time) it for, "
                              "as benchmark_app's -shape: 'input_ids[1,128],attention_mask[1,128]' or '[1,3,224,224]' "
                              f"(default: {DEFAULT_BATCH} for a dynamic axis 0, {DEFAULT_DIM} for other dynamic axes)")
+    add_inputs_arg(parser)
     parser.add_argument("--search-budget", type=_budget, default=None, metavar="N|SECONDS",
                         help="fine-tune the HSDAG policy on the devices: N measured placements (e.g. 30) or "
                              "seconds (e.g. 60.0); needs the train extra")
@@ -252,11 +254,35 @@ def throughput_fps(compiled: ov.CompiledModel, inputs, args) -> float:
     return done / (time.perf_counter() - t0)
 
 
+def add_inputs_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inputs", type=Path, default=None, metavar="FILE.npz",
+                        help="an input sample to measure with (numpy .npz, one array per input name), for what the "
+                             "conventions cannot guess; its shapes are the placement shapes (docs/llm.md)")
+
+
+def read_inputs(args, model: ov.Model) -> tuple[dict | None, Any]:
+    """``(sample, shapes)`` from ``--inputs`` (checked against ``model``) and ``--shape``: the sample's shapes
+    unless ``--shape`` is given. ShapeError for a file that is not an .npz of arrays or a sample the model rejects."""
+    path = getattr(args, "inputs", None)
+    if path is None:
+        return None, args.shape
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            raw = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError) as exc:
+        raise ShapeError(f"--inputs {path}: not a numpy .npz of arrays named by input ({exc})") from None
+    sample = check_input_sample(model, raw)
+    return sample, args.shape if args.shape is not None else sample_shapes(model, sample)
+
+
 def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None):
     """Place (or load ``--placement``), then time it and every single device unless ``--no-measure``."""
     core, device = opened or core_and_device(args)
     model = api.load_model(args.model, core)
     config = config_of(args)
+    sample, shapes = read_inputs(args, model)
     t0 = time.perf_counter()
     if getattr(args, "placement", None):
         from ov_autoplace.placement.placed_graph import check_placement_matches
@@ -266,12 +292,13 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None):
     else:
         placement = api.place(model, device, config, core=core, strategy=args.strategy, pins=_pins(args.pin),
                               exclude_devices=args.exclude, max_submodels=args.max_submodels,
-                              search_budget=args.search_budget, shapes=args.shape)
+                              search_budget=args.search_budget, shapes=shapes, inputs=sample)
     place_s = time.perf_counter() - t0
     dump_config(args, placement.devices)
     if not args.no_measure:
         placed = api.compile_placement(model, placement, config, core=core)
-        inputs = random_inputs(placed, shapes=resolve_shapes(model, args.shape))  # dynamic: the placement shapes
+        with input_sample(sample):  # dynamic: the placement shapes
+            inputs = random_inputs(placed, shapes=resolve_shapes(model, shapes))
         placement.measured_latency_ms = _timed(placed, inputs, args).median_ms
         if args.nireq > 1:
             placement.notes.append(f"throughput with {args.nireq} requests: {throughput_fps(placed, inputs, args):.1f} "

@@ -32,8 +32,9 @@ from ov_autoplace.errors import OVAutoplaceError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import resolve_shapes, static_clone
-from ov_autoplace.cli.args import (add_device_args, add_model_device_args, add_run_args, config_of, core_and_device,
-    placed_and_measured)
+from ov_autoplace.devices.timing import input_sample
+from ov_autoplace.cli.args import (add_device_args, add_inputs_arg, add_model_device_args, add_run_args, config_of,
+                                   core_and_device, placed_and_measured, read_inputs)
 
 
 def cmd_place(args) -> int:
@@ -41,7 +42,7 @@ def cmd_place(args) -> int:
     model, placement, place_s = placed_and_measured(args, (core, device))
     print(placement.summary())
     if not args.no_measure:  # the same transfer numbers `show` draws
-        shapes = resolve_shapes(model, args.shape)  # a dynamic model is timed as placed: its static clone
+        shapes = resolve_shapes(model, read_inputs(args, model)[1])  # timed as placed: the static clone
         print("  " + simulated_timeline_line(static_clone(model, shapes) if shapes else model, placement, core))
     print(f"  placing took {place_s:.2f} s")
     if args.output:
@@ -67,31 +68,38 @@ def simulated_timeline_line(model, placement, core) -> str:
     return simulated_timeline(analyze(graph, placement), cost).summary_line()
 
 
+def _measured_profile(args, model, core, devices, store):
+    from ov_autoplace.measuring.link_calibration import profile_links
+    from ov_autoplace.measuring.profiler import measure_model_profile
+    from ov_autoplace.measuring.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
+
+    if args.full:  # three compiles per device and a measured link calibration (minutes on big graphs)
+        links = profile_links(core, devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
+                              seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
+        return measure_model_profile(model, core, devices, iterations=args.niter or 20, store=store, links=links)
+    from ov_autoplace.measuring.quick_profile import quick_model_profile
+
+    # one compile and a few PERF_COUNT runs per device (measuring/quick_profile.py); -niter asks for exactly that
+    # many profiled runs; without it a slow model stops at the time budget
+    return quick_model_profile(model, core, devices, iterations=args.niter or 6, store=store,
+                               **({"budget_ms": None} if args.niter else {}))
+
+
 def cmd_profile(args) -> int:
     from collections import defaultdict
 
-    from ov_autoplace.measuring.link_calibration import profile_links
     from ov_autoplace.cache.profile_store import ProfileStore
-    from ov_autoplace.measuring.profiler import measure_model_profile
-    from ov_autoplace.measuring.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
     core, device = core_and_device(args)
     devices = target_devices(core, device, config_of(args))
     store = ProfileStore(args.profile_dir) if not args.no_store else None
     model = api.load_model(args.model, core)
-    shapes = resolve_shapes(model, args.shape)
+    sample, shapes = read_inputs(args, model)
+    shapes = resolve_shapes(model, shapes)
     if shapes is not None:  # a dynamic model is profiled (and placed) at static shapes
         model = static_clone(model, shapes)
-    if args.full:  # three compiles per device and a measured link calibration (minutes on big graphs)
-        links = profile_links(core, devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
-                              seconds_per_variant=0.3, store=store) if len(devices) > 1 else None
-        profile = measure_model_profile(model, core, devices, iterations=args.niter or 20, store=store, links=links)
-    else:  # one compile and a few PERF_COUNT runs per device (measuring/quick_profile.py)
-        from ov_autoplace.measuring.quick_profile import quick_model_profile
-
-        # -niter asks for exactly that many profiled runs; without it a slow model stops at the time budget
-        profile = quick_model_profile(model, core, devices, iterations=args.niter or 6, store=store,
-                                      **({"budget_ms": None} if args.niter else {}))
+    with input_sample(sample):
+        profile = _measured_profile(args, model, core, devices, store)
     cost = profile.cost_model
     print(f"{Path(args.model).name} on {', '.join(devices)}: {cost.label}")
     for report in profile.reports:
@@ -184,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the full profiler: fused ops compiled alone and measured links (slower)")
     profile.add_argument("-shape", "--shape", default=None, metavar="SHAPES",
                          help="static shapes to profile a dynamic model at, as for `place --shape`")
+    add_inputs_arg(profile)
     profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
     profile.add_argument("--profile-dir", type=_directory_arg, default=None,
                          help="profile store (default $OV_AUTOPLACE_PROFILE_DIR or ~/.cache/ov_autoplace/profiles)")

@@ -23,6 +23,7 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.placement.dynamic_model import transfer_placement
+from ov_autoplace.devices.timing import LLM_INPUTS, llm_convention
 from ov_autoplace.errors import DynamicSplitError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.legality_check import ensure_legal
@@ -33,13 +34,19 @@ from ov_autoplace.model.shapes import PlacementShapes, input_name, is_dynamic, r
 
 
 def _smoke_inputs(model: ov.Model, shapes: PlacementShapes) -> list[np.ndarray]:
-    """Inputs at the placement shapes: token-like 0/1 integers, standard-normal floats."""
+    """Inputs at the placement shapes: an LLM's inputs by its conventions (``timing.random_inputs``), other
+    integers token-like 0/1, standard-normal floats."""
     rng = np.random.default_rng(0)
     arrays = []
     for port in model.inputs:
         shape = shapes[input_name(port)]
         dtype = port.get_element_type().to_dtype()
-        if np.issubdtype(dtype, np.floating):
+        named = next((n for n in port.get_names() if n in LLM_INPUTS), None)
+        fed = llm_convention(named, tuple(shape), dtype, rng, None) if named and np.issubdtype(dtype, np.integer) \
+            else None
+        if fed is not None:
+            arrays.append(np.ascontiguousarray(fed))
+        elif np.issubdtype(dtype, np.floating):
             arrays.append(rng.standard_normal(shape).astype(dtype))
         else:
             arrays.append(rng.integers(0, 2, size=shape).astype(dtype))

@@ -4,6 +4,8 @@ overhead is not in the samples."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 from typing import Mapping, Sequence
 
@@ -37,15 +39,70 @@ class LatencyStats:
         return f"{self.median_ms:.2f} ms (IQR {p25:.2f}-{p75:.2f}, n={len(self.samples_ms)})"
 
 
+#: The user's input sample (``compile_model(..., inputs=)``) while a call measures: name -> array.
+_SAMPLE: contextvars.ContextVar[Mapping[str, np.ndarray] | None] = contextvars.ContextVar("input_sample", default=None)
+
+
+@contextlib.contextmanager
+def input_sample(sample: Mapping[str, np.ndarray] | None):
+    """Within the block, :func:`random_inputs` feeds ``sample``'s arrays to the inputs they name and fit
+    (``model/input_sample.py`` checked them). One context per call: a thread the call starts does not see it."""
+    token = _SAMPLE.set(sample)
+    try:
+        yield
+    finally:
+        _SAMPLE.reset(token)
+
+
+#: Inputs named as optimum-intel names a causal LM's (and transformers' generally), fed as a generation's prefill.
+LLM_INPUTS = ("input_ids", "attention_mask", "position_ids", "beam_idx")
+
+
+def _vocabulary(compiled: ov.CompiledModel) -> int | None:
+    """The vocabulary size, read from a ``logits`` output's static last dim (None when there is none)."""
+    for port in compiled.outputs:
+        if "logits" in port.get_names():
+            last = port.get_partial_shape()[-1] if port.get_partial_shape().rank.is_static else None
+            return int(last.get_length()) if last is not None and last.is_static else None
+    return None
+
+
+def llm_convention(name: str, shape: tuple[int, ...], dtype, rng, vocabulary: int | None) -> np.ndarray | None:
+    """An LLM input as a prefill from an empty state feeds it: ``reset_state`` comes before every run (the
+    timers do it), so the past is empty and the prompt is the whole ``attention_mask``. None for other names.
+
+    ``beam_idx`` picks rows of the batch (``[0, batch)``; the CPU plugin's fused attention rejects anything else),
+    ``position_ids`` count the prompt's positions, ``attention_mask`` is all ones, ``input_ids`` are drawn from
+    the vocabulary (``{0, 1}`` when it cannot be read)."""
+    if name == "beam_idx":
+        return np.arange(shape[0], dtype=dtype) if len(shape) == 1 else None
+    if name == "position_ids":
+        return np.broadcast_to(np.arange(shape[-1]), shape).astype(dtype) if shape else None
+    if name == "attention_mask":
+        return np.ones(shape, dtype=dtype)
+    if name == "input_ids":
+        return rng.integers(0, vocabulary or 2, size=shape).astype(dtype)
+    return None
+
+
+def is_stateful(compiled: ov.CompiledModel) -> bool:
+    """Whether ``compiled`` holds state (ReadValue/Assign): then every run must start from ``reset_state``."""
+    return bool(compiled.create_infer_request().query_state())
+
+
 def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
                   shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray]:
-    """One random array per input of ``compiled`` with its static shape (or ``shapes[name]``) and dtype.
+    """One array per input of ``compiled`` with its static shape (or ``shapes[name]``) and dtype.
 
-    Integer inputs get values in {0, 1}: valid token ids, token types and mask
-    values for any embedding table, so BERT-like models run as in real use.
+    An input the user's sample (:func:`input_sample`) gives at this shape gets the sample's array. Inputs named
+    as an LLM's (:data:`LLM_INPUTS`) get what a generation's prefill feeds (:func:`llm_convention`).
+    Other integer inputs get values in {0, 1}: valid token ids, token types and mask values for any embedding
+    table, so BERT-like models run as in real use; floats are standard normal.
     A dynamic input needs its shape in ``shapes`` (e.g. the placement shapes).
     """
     rng = np.random.default_rng(seed)
+    vocabulary = _vocabulary(compiled)
+    sample = _SAMPLE.get() or {}
     arrays = []
     for port in compiled.inputs:
         pshape = port.get_partial_shape()
@@ -59,7 +116,15 @@ def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
         else:
             shape = tuple(int(d) for d in pshape.to_shape())
         dtype = port.get_element_type().to_dtype()
-        if dtype == np.bool_:
+        named = next((n for n in port.get_names() if n in LLM_INPUTS), None)
+        fed = llm_convention(named, shape, dtype, rng, vocabulary) if named and np.issubdtype(dtype, np.integer) \
+            else None
+        given = next((sample[n] for n in port.get_names() if n in sample), None)
+        if given is not None and tuple(given.shape) == shape:
+            arrays.append(np.ascontiguousarray(given, dtype=dtype))
+        elif fed is not None:
+            arrays.append(np.ascontiguousarray(fed))
+        elif dtype == np.bool_:
             arrays.append(rng.integers(0, 2, size=shape).astype(np.bool_))
         elif np.issubdtype(dtype, np.integer):
             arrays.append(rng.integers(0, 2, size=shape).astype(dtype))
@@ -78,10 +143,41 @@ def measure_latency(
     iterations: int = 30,
     max_seconds: float = 0.0,
 ) -> LatencyStats:
-    """Time ``compiled`` with the native timer: ``warmup`` untimed, then up to ``iterations`` timed runs."""
+    """Time ``compiled`` with the native timer: ``warmup`` untimed, then up to ``iterations`` timed runs.
+
+    A stateful model (an LLM's KV cache) is timed run by run from a reset state: every sample is the same
+    prefill, not a prompt appended to all the previous ones (which the model rejects once the state outgrows
+    the mask, and which would time ever longer inferences)."""
     arrays = list(inputs) if inputs is not None else random_inputs(compiled)
+    if is_stateful(compiled):
+        samples = _time_stateful(compiled, arrays, warmup, iterations, max_seconds)
+        return LatencyStats(samples_ms=np.asarray(samples))
     samples = load_native().time_inference(compiled, arrays, warmup, iterations, max_seconds)
     return LatencyStats(samples_ms=np.asarray(samples))
+
+
+def _time_stateful(compiled: ov.CompiledModel, arrays: Sequence[np.ndarray], warmup: int, iterations: int,
+                   max_seconds: float) -> list[float]:
+    """The native timer's loop in Python with ``reset_state`` (untimed) before each run: the native loop cannot
+    reset, and an LLM inference (milliseconds and up) dwarfs the loop's own microseconds."""
+    import time
+
+    request = compiled.create_infer_request()
+    for k, array in enumerate(arrays):
+        request.set_input_tensor(k, ov.Tensor(np.ascontiguousarray(array)))
+    for _ in range(warmup):
+        request.reset_state()
+        request.infer()
+    samples, started = [], time.perf_counter()
+    for _ in range(iterations):
+        request.reset_state()
+        t0 = time.perf_counter()
+        request.infer()
+        t1 = time.perf_counter()
+        samples.append(1e3 * (t1 - t0))
+        if max_seconds > 0 and t1 - started >= max_seconds:
+            break
+    return samples
 
 
 def round_order(labels: Sequence[str], r: int) -> list[str]:
@@ -91,4 +187,4 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
     return list(labels[k:]) + list(labels[:k])
 
 
-__all__ = ["LatencyStats", "measure_latency", "random_inputs", "round_order"]
+__all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order"]

@@ -83,6 +83,7 @@ class GraphArrays:
     depth: np.ndarray  # int32[N]
     fractal_dim: np.ndarray  # float32[N]
     meta: dict[str, int]
+    variables: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GraphArrays":
@@ -110,6 +111,7 @@ class GraphArrays:
             arr.setflags(write=False)
             kw[name] = arr
         kw["meta"] = dict(d["meta"])
+        kw["variables"] = tuple((int(r), int(a)) for r, a in d.get("variables", ()))
         return cls(**kw)
 
     @property
@@ -209,4 +211,18 @@ def extract_graph(model, *, pos_dim: int = 16, fractal_radius: int = 4) -> Graph
 
     from ov_autoplace._native_loader import load_native
 
-    return GraphArrays.from_dict(load_native().extract_graph(model, pos_dim=pos_dim, fractal_radius=fractal_radius))
+    arrays = load_native().extract_graph(model, pos_dim=pos_dim, fractal_radius=fractal_radius)
+    if "ReadValue" in arrays["op_types"]:
+        arrays["variables"] = _variable_pairs(model)
+    return GraphArrays.from_dict(arrays)
+
+
+def _variable_pairs(model) -> list[tuple[int, int]]:
+    """(ReadValue, Assign) node ids per variable id; the node ids are ``get_ordered_ops()`` positions."""
+    reads: dict[str, int] = {}
+    writes: dict[str, int] = {}
+    for i, op in enumerate(model.get_ordered_ops()):
+        kind = op.get_type_name()
+        if kind in ("ReadValue", "Assign"):
+            (reads if kind == "ReadValue" else writes).setdefault(op.get_variable_id(), i)
+    return [(reads[v], writes[v]) for v in sorted(reads) if v in writes]

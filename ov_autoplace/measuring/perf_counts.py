@@ -141,7 +141,10 @@ def profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, runni
     """
     request = compiled.create_infer_request()
     inputs = random_inputs(compiled)
+    stateful = bool(request.query_state())  # an LLM: each run a prefill from an empty state
     for _ in range(warmup):
+        if stateful:
+            request.reset_state()
         request.infer(inputs)
     before = runs_before + warmup
     start = executed_ms(request) if before else {}
@@ -151,6 +154,8 @@ def profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, runni
     chunks = max(1, min(chunks, iterations))
     for chunk in range(chunks):
         for _ in range(iterations // chunks + (chunk < iterations % chunks)):
+            if stateful:
+                request.reset_state()
             request.infer(inputs)
             if not running_average or per_run is not None:
                 snapshots.append(executed_ms(request))

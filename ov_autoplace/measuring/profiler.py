@@ -200,11 +200,22 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
             loaded |= noise.loaded
             unfused[:, d] = compute[:, d]
             isolated = sorted(fused)
+            # A ReadValue or Assign cannot be compiled without its pair (an Assign alone is a sink without a
+            # model), nor an op fed a dynamic shape (what a variable's ReadValue gives even in the static clone) be
+            # timed alone; their unfused cost is priced per output byte, the others are compiled alone.
+            dynamic_input = np.zeros(graph.num_nodes, dtype=bool)
+            dynamic_input[graph.edge_dst[graph.edge_bytes < 0]] = True
+            alone_ok = [graph.op_types[i] not in ("ReadValue", "Assign") and not dynamic_input[i] for i in isolated]
+            by_byte = [i for i, ok in zip(isolated, alone_ok) if not ok]
+            isolated = [i for i, ok in zip(isolated, alone_ok) if ok]
             if isolated:
                 alone = unfused_times(core, prepared, graph, device, isolated, warmup, iterations)
                 if alone is None:
                     alone = ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[isolated], 0)
                 unfused[isolated, d] = alone * scale
+            if by_byte:
+                unfused[by_byte, d] = ms_per_byte_fallback(times, graph) * np.maximum(graph.out_bytes[by_byte], 0) \
+                    * scale
             merge_fusion(fused_into, fused)
             report = DeviceReport(device=device, e2e_ms=e2e, scale=scale, compute_nodes=int(compute_mask.sum()),
                                   fused_nodes=len(fused), isolated_nodes=len(isolated), **stats,

@@ -73,13 +73,18 @@ def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_aver
     """
     request = compiled.create_infer_request()
     inputs = random_inputs(compiled)
+    stateful = bool(request.query_state())  # an LLM: each run a prefill from an empty state, as the timers do
     for _ in range(warmup):
+        if stateful:
+            request.reset_state()
         request.infer(inputs)
     before = runs_before + warmup
     start = executed_ms(request) if before else {}
     walls, snapshots = [], []
     while len(walls) < iterations and (budget_ms is None or len(walls) < MIN_PROFILED_RUNS
                                        or sum(walls) < budget_ms):
+        if stateful:
+            request.reset_state()
         t0 = time.perf_counter()
         request.infer(inputs)
         walls.append(1e3 * (time.perf_counter() - t0))

@@ -13,6 +13,8 @@ same model again gives the same names.
 
 from __future__ import annotations
 
+import re
+
 import openvino as ov
 from openvino.passes import ConstantFolding, Manager
 
@@ -26,7 +28,31 @@ def prepare_model(model: ov.Model) -> ov.Model:
     manager.register_pass(ConstantFolding())
     with quantized_weights_hidden(prepared):  # int8 weights stay int8 (folding them made every conv f32)
         manager.run_passes(prepared)
+    name_new_constants(prepared, {op.get_friendly_name() for op in model.get_ops()})
     return prepared
 
 
-__all__ = ["prepare_model"]
+def name_new_constants(prepared: ov.Model, original: set[str]) -> None:
+    """Give a Constant that folding (or a reshape: ``shapes.static_clone``) created under an automatic name (``Constant_<counter>``, a process-wide
+    counter: another name on every preparation) a name derived from its consumer instead. Seen on optimum-intel
+    decoders' static clones: two folded Reshape shapes were named anew each time, so a cached placement never
+    matched the model again and ``ov-autoplace place`` could not draw its own placement."""
+    taken = {op.get_friendly_name() for op in prepared.get_ops()}
+    for op in prepared.get_ordered_ops():
+        name = op.get_friendly_name()
+        if op.get_type_name() != "Constant" or name in original or not _AUTOMATIC.fullmatch(name):
+            continue
+        consumers = sorted((t.get_node().get_friendly_name(), t.get_index()) for t in op.output(0).get_target_inputs())
+        if not consumers:
+            continue
+        base = f"{consumers[0][0]}/folded_input{consumers[0][1]}"
+        new, k = base, 1
+        while new in taken:
+            new, k = f"{base}_{k}", k + 1
+        taken.add(new)
+        op.set_friendly_name(new)
+
+
+_AUTOMATIC = re.compile(r"Constant_\d+")
+
+__all__ = ["name_new_constants", "prepare_model"]

@@ -32,6 +32,7 @@ from typing import Mapping, Sequence, Union
 import openvino as ov
 
 from ov_autoplace.errors import ShapeError
+from ov_autoplace.model.prepare import name_new_constants
 
 #: A dynamic axis 0 (the batch in almost every model) is placed at this size.
 DEFAULT_BATCH = 1
@@ -179,6 +180,7 @@ def static_clone(model: ov.Model, shapes: PlacementShapes) -> ov.Model:
         first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise ShapeError(f"the model cannot be reshaped to the placement shapes {format_shapes(shapes)}: {first}; "
                          "give shapes the model accepts (shapes= / --shape)") from exc
+    name_new_constants(clone, {op.get_friendly_name() for op in model.get_ops()})  # the same names every time
     return clone
 
 

@@ -90,10 +90,12 @@ class Placement:
                 "ov_autoplace.compile_placement(model, placement, config) (it prepares a clone and applies the "
                 "placement there); or place this exact model again"
             )
-        for op in model.get_ordered_ops():
+        ordered = model.get_ordered_ops()
+        for op in ordered:
             op.get_rt_info()[AFFINITY_KEY] = self.assignment[op.get_friendly_name()]
             if op.get_type_name() == "Constant":
                 self._split_constant(op)
+        copy_shared_initializers(ordered, self.assignment)
 
     def _split_constant(self, const: ov.Node) -> None:
         own = self.assignment[const.get_friendly_name()]
@@ -177,3 +179,86 @@ class Placement:
 
 
 __all__ = ["AFFINITY_KEY", "Placement", "PlacementCoverageError"]
+
+
+def _initializer_nodes(ordered: Sequence[ov.Node]) -> list[ov.Node]:
+    """Compute nodes a ReadValue's initial value is computed from (its ancestors short of Parameters and
+    Constants), in topological order."""
+    found: set[int] = set()
+    stack = [i.get_source_output().get_node() for op in ordered if op.get_type_name() == "ReadValue"
+             for i in op.inputs()]
+    while stack:
+        node = stack.pop()
+        if node.get_type_name() in ("Parameter", "Constant") or id(node) in found:
+            continue
+        found.add(id(node))
+        stack.extend(i.get_source_output().get_node() for i in node.inputs())
+    return [op for op in ordered if id(op) in found]
+
+
+def copy_shared_initializers(ordered: Sequence[ov.Node], assignment: Mapping[str, str]) -> None:
+    """Give each device its own copy of a ReadValue initializer node that several devices' variables share.
+
+    optimum-intel's decoders compute every variable's zero initializer from one ``ShapeOf(input_ids) -> Gather``.
+    A shape *value* that crosses a device reaches the other submodel as a Parameter of unknown value, the
+    initializer's shape becomes fully dynamic and HETERO rejects the variable (stateful rule 3,
+    ``placement/stateful.py``); a copy on each device computes the value where it is used, from the Parameter.
+    """
+    init = _initializer_nodes(ordered)
+    if not init:
+        return
+    ids = {id(op) for op in init}
+    need: dict[int, set[str]] = {id(op): set() for op in init}
+    for op in reversed(init):  # the devices each node's value is used on, through other initializer nodes too
+        for output in op.outputs():
+            for target in output.get_target_inputs():
+                consumer = target.get_node()
+                if id(consumer) in ids:
+                    need[id(op)] |= need[id(consumer)] | {assignment[consumer.get_friendly_name()]}
+                else:
+                    need[id(op)].add(assignment.get(consumer.get_friendly_name(), ""))
+    copies: dict[tuple[int, str], ov.Node] = {id(op): {} for op in init}  # id -> device -> copy
+    for device in sorted({d for devices in need.values() for d in devices} - {""}):
+        wanted = [op for op in init if device in need[id(op)] and assignment[op.get_friendly_name()] != device]
+        for op, copy in zip(wanted, _copies(wanted)):
+            copy.set_friendly_name(f"{op.get_friendly_name()}/on_{device}")
+            copies[id(op)][device] = copy
+    for copy_set in copies.values():
+        for device, copy in copy_set.items():
+            copy.get_rt_info()[AFFINITY_KEY] = device
+    for op in init:  # every consumer, initializer nodes included, reads the copy on its own device
+        for output in op.outputs():
+            for target in list(output.get_target_inputs()):
+                consumer = target.get_node()  # a copy (not in the assignment) was built from the right sources
+                copy = copies[id(op)].get(assignment.get(consumer.get_friendly_name()))
+                if copy is not None:
+                    target.replace_source_output(copy.output(output.get_index()))
+
+
+def _copies(nodes: Sequence[ov.Node]) -> list[ov.Node]:
+    """A copy of ``nodes`` (a set closed under inputs, short of Parameters and Constants) wired like them: each
+    copy reads the other copies, and the originals' Parameters. The Python API has no ``clone_with_new_inputs``,
+    so the nodes are cut out as a small model, that model is cloned, and the clone is spliced back."""
+    from openvino import opset13 as ops
+
+    members = {id(n) for n in nodes}
+    params = {id(i.get_source_output().get_node()): i.get_source_output().get_node() for n in nodes
+              for i in n.inputs() if i.get_source_output().get_node().get_type_name() == "Parameter"}
+    outputs = [out for n in nodes for out in n.outputs()]
+    results = [ops.result(out) for out in outputs]
+    try:
+        cut = ov.Model(results, list(params.values()), "initializer")
+        clone = cut.clone()
+    finally:
+        for out, result in zip(outputs, results):  # the cut's Results must not stay behind as consumers
+            out.remove_target_input(result.input(0))
+    for original, param in zip(params.values(), clone.get_parameters()):
+        for target in list(param.output(0).get_target_inputs()):
+            target.replace_source_output(original.output(0))
+    copied = [r.input(0).get_source_output().get_node() for r in clone.get_results()]
+    by_node, k = [], 0
+    for n in nodes:
+        by_node.append(copied[k])
+        k += len(n.outputs())
+    assert all(id(c) not in members for c in by_node)
+    return by_node

@@ -8,6 +8,8 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
    device, in priority order, that can - or raises UnsupportedOpError;
 2b. keeps quantization patterns (FakeQuantize and the op it feeds, int8
    dequantization chains) on one device (``quant_patterns``), so int8 ops stay int8;
+2c. keeps each state variable (ReadValue, what lies between it and its Assign, the
+   Assign) and each variable's initializer on one device (``stateful.py``);
 3. optionally merges the smallest same-device islands into a neighbour until
    HETERO compiles at most ``max_submodels`` submodels (each costs a submodel
    switch and two tensor copies at run time; an island that another device
@@ -17,7 +19,9 @@ compute node; it need not know HETERO's rules. The legalizer then, in order:
 4. puts Constants (and pure-constant subgraphs, e.g. weight decompression) and
    Parameters on the device of their consumers - a Constant on another device
    than its consumer made HETERO fail with "Can't set the input tensor";
-5. puts Results on their producer's device.
+5. puts Results on their producer's device;
+6. for a stateful model, checks that every variable's ReadValue and Assign land in one
+   HETERO submodel, else keeps the model on one device (``stateful.py``, rule 2).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from ov_autoplace.model.quant_patterns import keep_groups_together
 from ov_autoplace.placement.merge_to_bound import follow_consumers, merge_to_bound
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_joined_parts
 from ov_autoplace.placement.pins import Pin, parse_pins, unmatched_pin_message
+from ov_autoplace.placement.stateful import ONE_SUBMODEL_RULE, fill_between_pins, keep_state_together, \
+    one_device_for_state, split_variables
 
 #: Default bound on HETERO submodels (``compile_model``'s, and every benchmark's and training's): each submodel
 #: costs a switch and two tensor copies. Defined here, with the bound's enforcement, so the lab reads the same number
@@ -196,6 +202,13 @@ def legalize(
     if regrouped:
         notes.append(f"{regrouped} node(s) moved to keep quantization patterns on one device")
 
+    # 2c. state variables and their initializers on one device each (a split one fails inside HETERO)
+    if graph.variables and locked.any():  # pins by layer name: a pinned layer's unnamed nodes go with it
+        filled = fill_between_pins(graph, device, active, locked, support)
+        if filled:
+            notes.append(f"{filled} node(s) between pins on one device moved there (stateful model)")
+    keep_state_together(graph, device, active, support, locked, devices, notes)
+
     # 3. submodel bound: merge islands until HETERO's split of the whole placement fits. The split itself is
     # taken only where it can decide: HETERO's parts before any cycle is split are a lower bound of it (one
     # union-find), and more of them than the bound need merging whatever the exact count (one split of a large
@@ -218,6 +231,17 @@ def legalize(
                                                   notes, price=price, pins=pins)
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
     device = full
+
+    # 6. a cycle through another device can still cut a variable's ReadValue from its Assign: one device then
+    broken = split_variables(graph, device, active)
+    if broken:
+        target = one_device_for_state(graph, device, active, support, locked, devices, broken)
+        moved = active & (device != target)
+        device = np.where(active, target, device)
+        device = follow_consumers(graph, device, active, pinned_anchor)
+        num_submodels = count_hetero_submodels(graph, device, active)
+        notes.append(f"{int(moved.sum())} node(s) moved to {devices[target]}: {ONE_SUBMODEL_RULE} was broken for "
+                     f"{len(broken)} variable(s), e.g. {graph.names[broken[0][0]]!r}")
 
     assignment = {graph.names[i]: devices[int(device[i])] for i in range(n)}
     if len(assignment) != n:

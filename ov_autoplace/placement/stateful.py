@@ -1,0 +1,217 @@
+"""What HETERO (OpenVINO 2026.4) needs of a model that holds state (ReadValue / Assign: an LLM's KV cache).
+
+Found by compiling small stateful graphs and optimum-intel's decoders on the testbed (docs/architecture.md,
+"Submodels"); each rule names the error HETERO gives when it is broken:
+
+1. **One variable, one device.** A variable's ReadValue, its Assign and every node on a path between them
+   (an LLM's beam reorder ``Gather`` and the KV ``Concat``) run on one device. Split, HETERO fails at compile
+   (``unordered_map::at``) or at the first request (``ReadValue node ... doesn't have sibling output``).
+2. **One variable, one submodel.** The pair must also land in the same HETERO *submodel*: when a cycle through
+   another device makes HETERO cut a same-device part in two, a ReadValue in the first half and its Assign in the
+   second fail like (1). Checked on HETERO's split as ``submodels.py`` re-derives it; a placement that breaks it
+   is kept on one device (a note says so) unless pins forbid that, which is a ``PinError``.
+3. **Initializers with their variable.** A ReadValue's initializer (``ShapeOf(input_ids) -> Gather -> Concat ->
+   Broadcast`` zeros in an optimum-intel export) runs on the ReadValue's device. A shape *value* crossing a device
+   arrives as a Parameter of unknown value, the initializer's shape becomes ``[?,?,?]`` and the compile fails with
+   ``The shape specified in the Variable has to extend (relax) the shape inferred from the initializing
+   subgraph``. Only the initializer's *output* crossing compiled on a small graph, but on a decoder it failed
+   (``Model references undeclared parameters: Parameter ... f32[?,2,0,16]``, with a rule-2 cut in the same
+   placement, so which of the two it was is not separated): the whole initializer stays. The part several variables share (one ``ShapeOf(input_ids) -> Gather`` for every
+   layer) cannot be on every device at once: ``Placement.apply`` gives each device its own copy
+   (``assignment.copy_shared_initializers``), so only the Parameter itself crosses.
+
+:func:`keep_state_together` applies (1) and (3) before the submodel bound is enforced (after
+:func:`fill_between_pins` where there are pins), :func:`split_variables` checks (2) after it and
+:func:`one_device_for_state` picks the device when it is broken; all run only for graphs with variables
+(``GraphArrays.variables``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ov_autoplace.errors import PinError
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.placement.submodels import submodel_partition
+
+#: How a WARNING or a note names the rules (the fallbacks' messages quote it).
+ONE_DEVICE_RULE = ("stateful rules 1 and 3 (a variable's ReadValue, its own initializer, the nodes between it and its "
+                   "Assign, and the Assign on one device)")
+ONE_SUBMODEL_RULE = "stateful rule 2 (a variable's ReadValue and Assign in one HETERO submodel)"
+
+
+@dataclasses.dataclass(frozen=True)
+class StateGroup:
+    """Nodes that must share a device: one variable's ReadValue, what lies between it and its Assign, the Assign and
+    the initializer nodes no other variable uses."""
+
+    rule: str
+    members: np.ndarray  # int64 node ids
+    label: str  # the variable's ReadValue and Assign names, for messages
+    voters: np.ndarray  # the members that choose the device: the variable's own nodes, not its initializer
+
+
+def _reach(graph: GraphArrays, start: list[int], forward: bool) -> np.ndarray:
+    indptr, indices = graph.successors_csr if forward else graph.predecessors_csr
+    seen = np.zeros(graph.num_nodes, dtype=bool)
+    stack = list(start)
+    seen[stack] = True
+    while stack:
+        v = stack.pop()
+        for w in indices[indptr[v]:indptr[v + 1]].tolist():
+            if not seen[w]:
+                seen[w] = True
+                stack.append(w)
+    return seen
+
+
+def state_groups(graph: GraphArrays) -> list[StateGroup]:
+    """One group per variable: rules 1 and 3 (its ReadValue, Assign, what lies between, its own initializer)."""
+    if not graph.variables:
+        return []
+    groups = []
+    compute = graph.role == NodeRole.COMPUTE
+    for read, write in graph.variables:
+        between = _reach(graph, [read], True) & _reach(graph, [write], False)
+        between[[read, write]] = True
+        groups.append(StateGroup(ONE_DEVICE_RULE, np.flatnonzero(between),
+                                 f"ReadValue {graph.names[read]!r} / Assign {graph.names[write]!r}",
+                                 np.flatnonzero(between)))
+    # Initializers: every compute ancestor of a ReadValue's inputs (Parameters and Constants are placed with their
+    # consumers anyway). A node only one variable's initializer uses joins that variable's group; one several share
+    # (optimum-intel: one ShapeOf(input_ids) -> Gather for all) may sit anywhere: Placement.apply gives every
+    # device its own copy (assignment.copy_shared_initializers).
+    users = np.zeros(graph.num_nodes, dtype=np.int64)
+    inits = []
+    for read, _ in graph.variables:
+        init = _reach(graph, graph.predecessors(read).tolist(), False) & compute
+        users += init
+        inits.append(init)
+    for k, init in enumerate(inits):
+        private = init & (users == 1)
+        if private.any():
+            groups[k] = dataclasses.replace(groups[k], members=np.union1d(groups[k].members, np.flatnonzero(private)))
+    return groups
+
+
+def _names(graph: GraphArrays, nodes, limit: int = 4) -> str:
+    nodes = list(nodes)
+    shown = ", ".join(repr(graph.names[i]) for i in nodes[:limit])
+    return shown + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")
+
+
+def keep_state_together(graph: GraphArrays, device: np.ndarray, active: np.ndarray, support: np.ndarray,
+                        locked: np.ndarray, devices, notes: list[str]) -> None:
+    """Rules 1 and 3, in place on ``device`` (index per node; active nodes decide). ``locked``: pinned nodes.
+
+    A group goes to its pinned members' device, else to the device most of the variable's own nodes are on
+    (ReadValue, beam reorder, KV ``Concat``, Assign), else to the first device that runs all of it. Pins that put one group on
+    two devices cannot be honoured: ``PinError`` naming the rule, the nodes and what would work.
+    """
+    moved = 0
+    for group in state_groups(graph):
+        members = group.members[active[group.members]]
+        if members.size == 0:
+            continue
+        pinned = sorted(set(device[members[locked[members]]].tolist()))
+        if len(pinned) > 1:
+            by_device = {devices[d]: [i for i in members.tolist() if locked[i] and device[i] == d] for d in pinned}
+            raise PinError(
+                f"pins cannot be honoured under {group.rule}: {group.label} would be split across "
+                + "; ".join(f"{_names(graph, nodes)} pinned to {d}" for d, nodes in by_device.items())
+                + f". HETERO cannot run a variable split this way. Pin all of {_names(graph, members.tolist(), 6)} "
+                  f"to one device (e.g. the whole layer with its state), or drop one of these pins")
+        if pinned:
+            target = pinned[0]
+        else:  # the device most of the variable's own nodes are on (an initializer's tiny shape ops do not vote)
+            voters = group.voters[active[group.voters]]
+            voters = voters if voters.size else members
+            target = int(np.argmax(np.bincount(device[voters], minlength=len(devices))))
+        if not support[members, target].all():
+            able = np.flatnonzero(support[members].all(axis=0))
+            if pinned or able.size == 0:
+                raise PinError(f"{group.rule}: {group.label} needs one device that runs all of "
+                               f"{_names(graph, members.tolist())}; {devices[target]} cannot and "
+                               f"{'it is pinned there' if pinned else 'no listed device can'}")
+            target = int(able[0])
+        moved += int((device[members] != target).sum())
+        device[members] = target
+    if moved:
+        notes.append(f"{moved} node(s) moved to keep each state variable and each initializer on one device")
+
+
+def split_variables(graph: GraphArrays, full: np.ndarray, active: np.ndarray) -> list[tuple[int, int]]:
+    """Variables whose ReadValue and Assign fall into different HETERO submodels under ``full`` (rule 2)."""
+    if not graph.variables:
+        return []
+    sub = submodel_partition(graph, full, active).submodel
+
+    def submodel_of(i: int) -> int:
+        # A ReadValue whose initializer is constant (the static clone folds ShapeOf) is not active: it follows
+        # its consumers, so it runs in theirs
+        if active[i]:
+            return int(sub[i])
+        found = {int(sub[j]) for j in graph.successors(i).tolist() if active[j]}
+        return found.pop() if len(found) == 1 else -1
+    return [(r, a) for r, a in graph.variables if submodel_of(r) != submodel_of(a) or submodel_of(a) < 0]
+
+
+def _nearest_locked(graph: GraphArrays, device: np.ndarray, locked: np.ndarray, forward: bool) -> np.ndarray:
+    """Per node, the device of the nearest pinned nodes along ``forward`` (downstream) or upstream edges; -1 where
+    none is reached or the nearest ones disagree."""
+    indptr, indices = graph.successors_csr if forward else graph.predecessors_csr
+    order = range(graph.num_nodes - 1, -1, -1) if forward else range(graph.num_nodes)
+    best = np.full(graph.num_nodes, -2, dtype=np.int64)  # -2: nothing reached, -1: disagreement
+    dist = np.full(graph.num_nodes, np.iinfo(np.int64).max, dtype=np.int64)
+    for v in order:  # node ids are a topological order, so every neighbour is settled first
+        if locked[v]:
+            best[v], dist[v] = device[v], 0
+            continue
+        for w in indices[indptr[v]:indptr[v + 1]].tolist():
+            if best[w] == -2:
+                continue
+            d = dist[w] + 1
+            if d < dist[v]:
+                best[v], dist[v] = best[w], d
+            elif d == dist[v] and best[v] != best[w]:
+                best[v] = -1
+    return best
+
+
+def fill_between_pins(graph: GraphArrays, device: np.ndarray, active: np.ndarray, locked: np.ndarray,
+                      support: np.ndarray) -> int:
+    """Rule 2's repair for pinned splits: an unpinned node whose nearest pinned nodes upstream and downstream are
+    all on one device goes there (in place; returns how many moved). Pins by layer name leave a layer's unnamed
+    nodes (reshapes, the beam reorder) to the strategy, and one of them on the other device makes the cycle that
+    cuts the layer's variables apart."""
+    up, down = _nearest_locked(graph, device, locked, False), _nearest_locked(graph, device, locked, True)
+    fill = active & ~locked & (up >= 0) & (up == down) & (device != up)
+    fill[fill] = support[np.flatnonzero(fill), up[fill]]  # never onto a device that cannot run the node
+    device[fill] = up[fill]
+    return int(fill.sum())
+
+
+def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndarray, support: np.ndarray,
+                         locked: np.ndarray, devices, broken: list[tuple[int, int]]) -> int:
+    """Rule 2's fallback: the device every active node moves to (the one holding most FLOPs that runs them all).
+
+    Raises PinError when pins hold nodes on another device: the pins themselves make the split.
+    """
+    weight = np.maximum(graph.flops, 0.0) + 1.0
+    load = np.bincount(device[active], weights=weight[active], minlength=len(devices))
+    able = [d for d in np.argsort(-load).tolist() if support[active, d].all()]
+    pinned = sorted(set(device[locked & active].tolist()))
+    label = "; ".join(f"ReadValue {graph.names[r]!r} / Assign {graph.names[a]!r}" for r, a in broken[:3])
+    if len(pinned) > 1 or (pinned and pinned[0] not in able) or not able:
+        raise PinError(
+            f"pins cannot be honoured under {ONE_SUBMODEL_RULE}: with them HETERO cuts {len(broken)} variable(s) "
+            f"apart ({label}), because a part on one device feeds another device and is fed back by it. "
+            "Pin contiguous layers with their state (a pipeline split: layers k..n on one device, everything "
+            "before on the other), or pin fewer nodes")
+    return pinned[0] if pinned else able[0]
+
+
+__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "StateGroup", "keep_state_together",
+           "one_device_for_state", "split_variables", "state_groups"]

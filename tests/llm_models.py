@@ -1,0 +1,62 @@
+"""Tiny decoders exported the way optimum-intel exports every causal LM (stateful: the KV cache in variables),
+and the generation loop an OpenVINO app runs on them (docs/llm.md).
+
+Random weights: logits are nearly flat, so greedy tokens can flip on a rounding between devices that compute
+differently; the loop can be teacher-forced (fed the reference's tokens) so logits are compared at every step.
+Exporting takes 10-100 s on the 2-core machine: the session fixture in ``tests/models/test_llm.py`` does it once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+#: Two families optimum-intel 2.2.0 exports stateful from a random-weight config: Llama geometry (grouped KV
+#: heads, RoPE, SwiGLU) and Qwen2 (the same with biased Q/K/V projections).
+FAMILIES = ("llama", "qwen2")
+LAYERS = 4
+
+
+def export_tiny(family: str, directory: Path) -> Path:
+    """``directory/<family>``: a 4-layer decoder (vocabulary 512, hidden 64) exported by optimum-intel; returns
+    the directory holding ``openvino_model.xml`` and the config ``OVModelForCausalLM.from_pretrained`` reads."""
+    import torch
+    from optimum.intel import OVModelForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    config_class, model_class = {"llama": (LlamaConfig, LlamaForCausalLM),
+                                 "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
+    out = directory / family
+    if (out / "openvino_model.xml").exists():
+        return out
+    torch.manual_seed(0)
+    config = config_class(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    hf_dir = directory / f"{family}_hf"
+    model_class(config).eval().save_pretrained(hf_dir)
+    OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=True, compile=False).save_pretrained(out)
+    return out
+
+
+def generate(compiled, prompt, steps: int, *, teacher: list[int] | None = None) -> tuple[list[int], list[np.ndarray]]:
+    """Greedy generation as an OpenVINO app runs it: ``reset_state``, a prefill of the prompt (``position_ids``
+    0..n-1, ``attention_mask`` of n ones, ``beam_idx`` zeros), then one token per step (``position_ids`` [past],
+    ``attention_mask`` of past+1 ones). Returns the tokens (prompt included) and each step's last logits.
+    ``teacher``: feed these tokens instead of the argmax (teacher forcing)."""
+    request = compiled.create_infer_request()
+    request.reset_state()
+    tokens, logits = list(prompt), []
+    for step in range(steps):
+        new = tokens if step == 0 else tokens[-1:]
+        past = len(tokens) - len(new)
+        result = request.infer({
+            "input_ids": np.array([new], dtype=np.int64),
+            "attention_mask": np.ones((1, len(tokens)), dtype=np.int64),
+            "position_ids": np.arange(past, len(tokens), dtype=np.int64)[None],
+            "beam_idx": np.zeros(1, dtype=np.int32),
+        })
+        last = np.array(result["logits"][0, -1], dtype=np.float32)
+        logits.append(last)
+        tokens.append(int(teacher[len(tokens)]) if teacher is not None else int(np.argmax(last)))
+    return tokens, logits

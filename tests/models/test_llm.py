@@ -1,0 +1,130 @@
+"""Decoders exported by optimum-intel, placed by ov_autoplace, run as apps run them (slow tier: exports and
+several compiles per test).
+
+What the app gets from ``ov_autoplace.compile_model`` generates what the plain ``core.compile_model`` generates:
+a plain OpenVINO generation loop (teacher-forced logits within f32 precision at every step, greedy tokens
+identical: both testbed devices compute in f32 on this machine or are told to) and optimum-intel's
+``generate()`` on the placed request (docs/llm.md). Every measuring path places the decoder without falling back.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import ov_autoplace
+from tests.llm_models import FAMILIES, export_tiny, generate
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("optimum.intel")
+
+PROMPTS = ([1, 5, 9, 33, 7], list(range(40, 72)))  # two prompt lengths
+STEPS = 12
+#: Layers 2-3 of 4 on the second device: a pipeline split, pinned by the names optimum-intel gives them.
+PIPELINE_PINS = {"*layers.2.*": "SECOND", "*layers.3.*": "SECOND"}
+
+
+@pytest.fixture(scope="session")
+def tiny_llms(tmp_path_factory):
+    root = tmp_path_factory.mktemp("llm")
+    return {family: export_tiny(family, root) for family in FAMILIES}
+
+
+def _same_generation(core, compiled, model):
+    """Teacher-forced logits within f32 precision of the plain compile's at every step, and the same tokens."""
+    plain = core.compile_model(model, "CPU")
+    for prompt in PROMPTS:
+        tokens, reference = generate(plain, prompt, STEPS)
+        forced_tokens, forced = generate(compiled, prompt, STEPS, teacher=tokens)
+        for step, (got, want) in enumerate(zip(forced, reference)):
+            scale = float(np.abs(want).max())
+            assert np.abs(got - want).max() <= 1e-2 * scale, f"prompt of {len(prompt)}, step {step}"
+        assert generate(compiled, prompt, STEPS)[0] == tokens
+
+
+def _no_fallback(caplog):
+    fallbacks = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+                 and r.name.startswith("ov_autoplace") and ("fall" in r.getMessage() or "failed" in r.getMessage())]
+    assert not fallbacks, fallbacks
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_pipeline_split_compiles_runs_and_generates_as_the_plain_compile(family, tiny_llms, testbed, tmp_path,
+                                                                          caplog):
+    core, second = testbed.core, testbed.devices[1]
+    model = core.read_model(tiny_llms[family] / "openvino_model.xml")
+    pins = {pattern: second for pattern in PIPELINE_PINS}
+    with caplog.at_level(logging.WARNING):
+        compiled = ov_autoplace.compile_model(model, testbed.hetero, core=core, pins=pins, cache_dir=tmp_path)
+    _no_fallback(caplog)
+    assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
+    _same_generation(core, compiled, model)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):  # the next start: the same static clone, a cache hit
+        ov_autoplace.compile_model(model, testbed.hetero, core=core, pins=pins, cache_dir=tmp_path)
+    assert any("placement source: cache" in r.getMessage() for r in caplog.records)
+    assert not any("not legal" in r.getMessage() for r in caplog.records)  # the legalizer is idempotent on it
+
+
+@pytest.mark.parametrize("path", [{}, {"profile": "now"}, {"strategy": "heft"}, {"strategy": "hsdag"},
+                                  {"strategy": "hsdag_local_search"}],
+                         ids=["default", "profile_now", "heft", "hsdag", "hsdag_local_search"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_path_places_a_decoder_without_falling_back(family, path, tiny_llms, distinct_testbed, tmp_path, caplog):
+    core = distinct_testbed.core
+    model = core.read_model(tiny_llms[family] / "openvino_model.xml")
+    with caplog.at_level(logging.WARNING):
+        compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path, **path)
+    _no_fallback(caplog)
+    _same_generation(core, compiled, model)
+
+
+def test_a_background_profile_then_the_next_start_use_the_measured_placement(tiny_llms, distinct_testbed, tmp_path,
+                                                                           caplog):
+    """profile="background": the worker measures the decoder in its own process (the conventions' feed) and stores
+    its placement; the next start reads it from the cache. Neither falls back."""
+    import time
+
+    core = distinct_testbed.core
+    model = core.read_model(tiny_llms["llama"] / "openvino_model.xml")
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path, profile="background")
+        deadline = time.time() + 600
+        logs = []
+        while time.time() < deadline:
+            logs = list((tmp_path / "workers").glob("*/worker.log"))
+            if logs and "stored the profiled placement" in logs[0].read_text():
+                break
+            time.sleep(1)
+        worker_log = logs[0].read_text()
+        assert "stored the profiled placement" in worker_log, worker_log[-2000:]
+        assert " falls back" not in worker_log and "failed" not in worker_log, worker_log[-2000:]
+        caplog.clear()
+        compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path)
+    assert any("placement source: cache (profile)" in r.getMessage() for r in caplog.records)
+    _no_fallback(caplog)
+    _same_generation(core, compiled, model)
+
+
+@pytest.mark.parametrize("pins", [None, PIPELINE_PINS], ids=["default", "pipeline_split"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, testbed, tmp_path):
+    """The connection docs/llm.md gives: ``from_pretrained(..., compile=False)``, then the placed request."""
+    import torch
+    from optimum.intel import OVModelForCausalLM
+
+    directory = tiny_llms[family]
+    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU")
+    placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
+    pins = {pattern: testbed.devices[1] for pattern in pins} if pins else None
+    compiled = ov_autoplace.compile_model(placed.model, testbed.hetero, core=testbed.core, pins=pins,
+                                          cache_dir=tmp_path)
+    placed.request = compiled.create_infer_request()
+    prompt = torch.tensor([PROMPTS[0]])
+    mask = torch.ones_like(prompt)
+    want = reference.generate(prompt, attention_mask=mask, max_new_tokens=STEPS, do_sample=False)
+    got = placed.generate(prompt, attention_mask=mask, max_new_tokens=STEPS, do_sample=False)
+    assert got.tolist() == want.tolist()
+    if pins:
+        assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)

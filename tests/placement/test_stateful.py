@@ -1,0 +1,132 @@
+"""Stateful graphs (ReadValue / Assign, an LLM's KV cache) placed across devices: every legal placement compiles
+and runs as the plain compile does, and a pin that would split a variable is a PinError (placement/stateful.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ov_autoplace.errors import PinError
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.placement.legalizer import legalize, query_support
+from ov_autoplace.placement.pins import Pin
+from ov_autoplace.placement.stateful import state_groups
+from tests.synthetic_graphs import stateful_layers
+
+DEVICES = ("CPU", "CPUF")
+
+
+def _generate(compiled, steps: int = 3) -> list[np.ndarray]:
+    """A prefill of 4 positions then single-position steps, state reset first (as a generation loop does)."""
+    request = compiled.create_infer_request()
+    request.reset_state()
+    rng = np.random.default_rng(1)
+    outs = []
+    for step in range(steps):
+        x = rng.standard_normal((1, 4 if step == 0 else 1, 16)).astype(np.float32)
+        outs.append(request.infer({"x": x, "beam_idx": np.zeros(1, np.int32)})[compiled.outputs[0]].copy())
+    return outs
+
+
+@pytest.fixture(scope="module")
+def placed(testbed):
+    model = stateful_layers()
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, DEVICES)
+    reference = _generate(testbed.core.compile_model(model, "CPU"))
+
+    def place(on_second: set[str], pins=()):
+        proposal = np.array([1 if name in on_second else 0 for name in graph.names])
+        return legalize(graph, proposal, DEVICES, support, pins=pins)
+
+    def run(placement):
+        clone = model.clone()
+        placement.apply(clone)
+        return _generate(testbed.core.compile_model(clone, "HETERO:CPU,CPUF"))
+    return graph, place, run, reference
+
+
+def test_graph_pairs_each_readvalue_with_its_assign(placed):
+    graph = placed[0]
+    pairs = {(graph.names[r], graph.names[a]) for r, a in graph.variables}
+    assert pairs == {("rv0", "assign0"), ("rv1", "assign1")}
+    groups = {g.label: {graph.names[i] for i in g.members} for g in state_groups(graph)}
+    assert {"rv1", "reorder1", "cat1", "assign1", "init1"} <= groups["ReadValue 'rv1' / Assign 'assign1'"]
+
+
+@pytest.mark.parametrize("on_second", [
+    {"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1"},  # a layer split, its initializer left behind
+    {"cat0"},  # the node between a ReadValue and its Assign (HETERO: unordered_map::at)
+    {"proj1"},  # the new state's producer: a cycle cuts rv1 from assign1 (doesn't have sibling output)
+    {"rv0", "reorder0", "proj0", "cat0", "assign0", "mean0", "act0"},
+], ids=["layer1", "between", "producer", "layer0"])
+def test_legal_placements_of_a_stateful_graph_compile_and_run_as_the_plain_compile(placed, on_second):
+    graph, place, run, reference = placed
+    placement = place(on_second)
+    again = place({n for n, d in placement.assignment.items() if d == "CPUF"})  # legal stays as it is
+    assert again.assignment == placement.assignment
+    outs = run(placement)
+    for got, want in zip(outs, reference):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_layer_split_stays_split(placed):
+    graph, place, run, reference = placed
+    placement = place({"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1", "init1"})
+    assert placement.counts_per_device()["CPUF"] > 0 and placement.num_submodels >= 2
+    assert placement.assignment["rv1"] == placement.assignment["assign1"] == placement.assignment["init1"] == "CPUF"
+
+
+def test_a_pin_splitting_a_variable_is_a_pin_error_naming_the_rule_and_nodes(placed):
+    graph, place, run, reference = placed
+    with pytest.raises(PinError, match=r"(?s)ReadValue 'rv0' / Assign 'assign0'.*rv0.*CPU.*cat0.*CPUF"):
+        place(set(), pins=[Pin("CPU", name="rv0"), Pin("CPUF", name="cat0")])
+
+
+def test_an_initializer_every_layer_shares_is_copied_per_device(testbed):
+    """One ShapeOf(x) -> Gather feeds both layers' initializers (optimum-intel's layout): with layer 1 on the second
+    device, a shape value would cross a device (rule 3: the variable's shape "has to extend" the initializer's);
+    Placement.apply gives the second device its own copy, and the split runs as the plain compile."""
+    model = stateful_layers(shared_init=True)
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, DEVICES)
+    layer1 = {"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1", "init1"}
+    placement = legalize(graph, np.array([1 if n in layer1 else 0 for n in graph.names]), DEVICES, support)
+    assert placement.assignment["batch"] == "CPU" and placement.assignment["rv1"] == "CPUF"
+    clone = model.clone()
+    placement.apply(clone)
+    copies = [op for op in clone.get_ops() if op.get_friendly_name().startswith("batch/on_")]
+    assert [op.get_rt_info()["affinity"].astype(str) for op in copies] == ["CPUF"]
+    got = _generate(testbed.core.compile_model(clone, "HETERO:CPU,CPUF"))
+    want = _generate(testbed.core.compile_model(model, "CPU"))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_pins_that_make_hetero_cut_a_variable_apart_are_a_pin_error(placed):
+    """proj1 on the second device and the state it feeds pinned to the first: a cycle through the second device cuts
+    the first device's part in two, rv1 (fed from ShapeOf(x), upstream) in one, assign1 in the other. HETERO fails
+    on that at the first request (doesn't have sibling output); the legalizer says so before any compile."""
+    graph, place, run, reference = placed
+    with pytest.raises(PinError, match=r"stateful rule 2.*ReadValue 'rv1' / Assign 'assign1'"):
+        place(set(), pins=[Pin("CPUF", name="proj1"), Pin("CPU", name="cat1")])
+
+
+def test_a_fallback_on_a_stateful_model_names_the_llm_rule(testbed, monkeypatch, caplog, tmp_path):
+    """Should our machinery still hand HETERO a placement that breaks a stateful rule, the WARNING of the fallback
+    names the rule HETERO's message points at (the placement path is made to fail as HETERO fails then)."""
+    import logging
+
+    import ov_autoplace
+    import ov_autoplace.api as api
+
+    def hetero_rejects(*args, **kwargs):
+        raise RuntimeError("Exception from src/inference/src/cpp/infer_request.cpp:224:\n"
+                           "ReadValue node with name 'rv1'  doesn't have sibling output")
+    monkeypatch.setattr(api, "compile_with_strategy", hetero_rejects)
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(stateful_layers(), testbed.hetero, core=testbed.core,
+                                              strategy="heft", cache_dir=tmp_path)
+    assert compiled is not None
+    warning = next(r.getMessage() for r in caplog.records if "falling back" in r.getMessage())
+    assert "2 state variable(s)" in warning and "stateful rule 1/2" in warning
