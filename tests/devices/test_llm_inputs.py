@@ -68,3 +68,13 @@ def test_a_sample_sets_the_placement_shapes(testbed):
     with pytest.raises(ShapeError, match="disagree"):
         ov_autoplace.place(llm_like(), testbed.hetero, core=testbed.core, inputs=sample,
                            shapes={"input_ids": [1, 6]})
+
+
+def test_an_auto_compiled_model_is_timed_as_stateless(testbed):
+    """AUTO's requests raise "Not Implemented" for query_state: measure_latency must still time such a model."""
+    from ov_autoplace.devices.timing import is_stateful, measure_latency
+    from tests import synthetic_graphs as sg
+
+    compiled = testbed.core.compile_model(sg.residual(), "AUTO")
+    assert not is_stateful(compiled)
+    assert measure_latency(compiled, warmup=1, iterations=2).samples_ms.size == 2
