@@ -21,6 +21,7 @@ import pytest
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.root import clear_cache
 from tests import synthetic_graphs as sg
+from tests.damaged_files import HOSTILE_KINDS, make_hostile
 from tests.hostile import BOUND_S, bounded, compile_checked, snapshot  # noqa: F401 - shared with the probe
 
 NOBODY = 65534
@@ -72,22 +73,10 @@ def test_a_hostile_entry_is_refused_and_healed(testbed, tmp_path, outside, caplo
         entry = _entry(root)
     else:
         entry = index
-    data = json.loads(entry.read_text())
-    entry.unlink()
-    if hostile == "fifo":
-        os.mkfifo(entry)
-    elif hostile == "dev_zero":
-        entry.symlink_to("/dev/zero")
-    elif hostile == "etc_passwd":
-        entry.symlink_to("/etc/passwd")
-    elif hostile == "outside_file":
-        entry.symlink_to(outside / "placement-x.json")
-    elif hostile == "outside_dir":
-        entry.symlink_to(outside)
-    elif hostile == "oversize":  # valid JSON, 17 MB: over the 16 MiB cap of an entry, the 1 MiB of the index
-        data["padding"] = ["x" * 1000] * 17_000
-        entry.write_text(json.dumps(data))
+    if hostile in HOSTILE_KINDS:  # valid JSON past the caps for "oversize": 16 MiB of an entry, 1 MiB of the index
+        make_hostile(entry, hostile, outside)
     else:
+        data = json.loads(entry.read_text())
         data["payload"]["compute_by_index"] = [-1] if hostile == "negative_index" else ["3"]
         entry.write_text(json.dumps(data))
     before = snapshot(outside)

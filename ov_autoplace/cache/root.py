@@ -257,14 +257,12 @@ def private_blob_files(root: str | os.PathLike) -> None:
     try:
         if not stat.S_ISDIR(os.lstat(blob_dir).st_mode):
             return
-        entries = list(os.scandir(blob_dir))
     except OSError:
         return
-    for entry in entries:
+    for entry, st in _blob_entries(blob_dir):
+        if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) == 0o600:
+            continue
         try:
-            st = entry.stat(follow_symlinks=False)
-            if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) == 0o600:
-                continue
             fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
@@ -278,21 +276,28 @@ def private_blob_files(root: str | os.PathLike) -> None:
             os.close(fd)
 
 
+def _blob_entries(blob_dir: Path) -> list[tuple[os.DirEntry, os.stat_result]]:
+    """Every entry of our blob folder with its own ``lstat`` (never a link's target); one that vanished is skipped."""
+    try:
+        entries = list(os.scandir(blob_dir))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        try:
+            found.append((entry, entry.stat(follow_symlinks=False)))
+        except OSError:
+            continue
+    return found
+
+
 def _sweep_blob_dir(blob_dir: Path) -> None:
     """Remove what is not a regular file or a folder from our blob folder: OpenVINO reads a blob with a blocking
     open, so a FIFO named like a blob hangs its compile forever (measured: killed by ``timeout 30``), and a
     symlink to ``/dev/zero`` would be read without end. A hard link goes too (the name only): its other name may
     be outside the root, and making it 0600 (``private_blob_files``) changed that file's mode. A few ``lstat``
     calls per compile with cache_blobs=True."""
-    try:
-        entries = list(os.scandir(blob_dir))
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
+    for entry, st in _blob_entries(blob_dir):
         mode, links = st.st_mode, st.st_nlink
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             target = f" to {os.readlink(entry.path)!r}" if stat.S_ISLNK(mode) else ""
