@@ -39,8 +39,8 @@ import numpy as np
 from _common import ZOO_MODELS, ZooCase, load_average, load_case, markdown_table, profile_store, write_json
 import ov_autoplace as oa
 from ov_autoplace.costmodel import CostModel
-from ov_autoplace.search.milp import milp_placement
-from ov_autoplace.search.exact_optimum import min_cut_placement
+from ov_autoplace_lab.optimum.milp import milp_placement
+from ov_autoplace_lab.optimum.exact_optimum import min_cut_placement
 from ov_autoplace.costmodel.platforms import PLATFORMS
 from ov_autoplace.costmodel.sim_costs import cost_model_for, simulated_support
 from ov_autoplace.costmodel.simulator import Simulator

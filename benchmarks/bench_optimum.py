@@ -29,8 +29,8 @@ if str(REPO) not in sys.path:
 
 from ov_autoplace.costmodel.cost_model import CostModel  # noqa: E402
 from ov_autoplace.costmodel.cost_terms import CostTerms  # noqa: E402
-from ov_autoplace.search.milp import milp_placement  # noqa: E402
-from ov_autoplace.search.exact_optimum import min_cut_placement  # noqa: E402
+from ov_autoplace_lab.optimum.milp import milp_placement  # noqa: E402
+from ov_autoplace_lab.optimum.exact_optimum import min_cut_placement  # noqa: E402
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.strategies.base import PlacementContext  # noqa: E402

@@ -48,6 +48,18 @@ def _hsdag_paper():
     return _measured_search(HSDAGPaperSearch)
 
 
+def _optimum():
+    from ov_autoplace.measuring.providers import MeasuredCostProvider
+    from ov_autoplace_lab.optimum.strategy import OptimumStrategy
+
+    return OptimumStrategy(MeasuredCostProvider())
+
+
+def optimum() -> StrategyInfo:
+    return StrategyInfo("optimum", "the exact optimum under the measured cost model, min cut or MILP in 10 s (lab, "
+                                   "scipy)", _optimum, True, "Optimum (MILP)")
+
+
 def placeto() -> StrategyInfo:
     return StrategyInfo("placeto", f"Placeto (Addanki et al. 2019) as a measured search of {NAMED_SEARCH_BUDGET} "
                                    "placements (lab, torch)", _placeto, True)

@@ -1,9 +1,9 @@
 """Placement strategies: everything that proposes a device per node.
 
-Strategies that read a CostModel (best single device, HEFT, critical path,
-the exact optimum) take it in their constructor, or a callable that builds it
-for the context being placed. Names are loaded on first use (PEP 562), so
-``import ov_autoplace`` does not import the MILP of the exact optimum.
+Strategies that read a CostModel (best single device, HEFT, critical path) take
+it in their constructor, or a callable that builds it for the context being
+placed (the exact optimum is the lab's: ``ov_autoplace_lab.optimum``). Names are
+loaded on first use (PEP 562).
 """
 
 import importlib
@@ -18,7 +18,6 @@ _LAZY = {
     "OpenVINOAutoStrategy": ".openvino_modes",
     "OpenVINOHeteroAutoStrategy": ".openvino_modes",
     "OpenVINOPipelineParallelStrategy": ".openvino_modes",
-    "OptimumStrategy": ".optimum",
     "PlacementContext": ".base",
     "PlacementStrategy": ".base",
     "RandomStrategy": ".random_strategy",

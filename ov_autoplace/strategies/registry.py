@@ -4,8 +4,8 @@
 ``compare``, ``bench --strategies``) and ``ov-autoplace strategies`` are all read
 from :data:`REGISTRY`, so a strategy added here is reachable everywhere at once.
 
-Strategies that price placements with a CostModel (HEFT, critical path, the
-exact optimum, best single device, HSDAG, PIPELINE_PARALLEL) get one built per
+Strategies that price placements with a CostModel (HEFT, critical path, best
+single device, HSDAG, PIPELINE_PARALLEL; the lab's exact optimum) get one built per
 model by :class:`~ov_autoplace.measuring.providers.MeasuredCostProvider`: the
 model is profiled on the requested devices the first time (seconds, then cached
 in the profile store). Factories import their strategy lazily so that
@@ -85,12 +85,6 @@ def _critical_path() -> PlacementStrategy:
     return CriticalPathGreedyStrategy(_measured_cost())
 
 
-def _optimum() -> PlacementStrategy:
-    from ov_autoplace.strategies.optimum import OptimumStrategy
-
-    return OptimumStrategy(_measured_cost())
-
-
 def _best_single() -> PlacementStrategy:
     from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
 
@@ -129,8 +123,6 @@ _ENTRIES = (
     StrategyInfo("heft", "HEFT list scheduling on the measured per-op cost model", _heft, True, "HEFT"),
     StrategyInfo("critical_path", "ops on the critical path first, each to its cheapest device (cost model)",
                  _critical_path, True, "Critical path"),
-    StrategyInfo("optimum", "the exact optimum under the measured cost model (min cut or MILP, 10 s limit)",
-                 _optimum, True, "Optimum (MILP)"),
     StrategyInfo("best_single", "the whole model on the device the cost model predicts fastest", _best_single, True),
     StrategyInfo("openvino_hetero_auto", "OpenVINO HETERO without affinities (core.query_model's greedy split)",
                  _openvino_hetero_auto, False, "OpenVINO HETERO auto"),
@@ -152,7 +144,7 @@ SEARCH_BUDGET_ENTRY_POINTS = "ov_autoplace.search_budget"
 #: The distribution to install for the lab's strategies, commands and ``search_budget``.
 LAB_DISTRIBUTION = "ov-autoplace-lab"
 #: The lab's strategy names, known here only so that asking for one without the lab says what to install.
-LAB_STRATEGIES = ("placeto", "rnn_placer", "hsdag_paper")
+LAB_STRATEGIES = ("optimum", "placeto", "rnn_placer", "hsdag_paper")
 
 
 def _entry_points(group: str) -> list:

@@ -104,7 +104,7 @@ def test_the_local_search_scores_against_the_raised_bound():
 
 def test_the_milp_bound_is_raised_too():
     pytest.importorskip("scipy")
-    from ov_autoplace.search.milp import milp_placement
+    from ov_autoplace_lab.optimum.milp import milp_placement
 
     graph, support, exp = _case(4)
     result = milp_placement(_cost(graph, exp), graph, max_submodels=2, support=support, time_limit=20)

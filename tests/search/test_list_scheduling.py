@@ -9,7 +9,7 @@ import numpy as np
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.search.list_scheduling import IncrementalPlacer, critical_path, upward_rank
-from tests.search.test_exact_optimum import brute_latency, legal, random_cost, small_graph
+from tests.lab.optimum.test_exact_optimum import brute_latency, legal, random_cost, small_graph
 
 
 def test_incremental_placer_prices_placements_exactly():

@@ -17,7 +17,7 @@ from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import Pin, legalize
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
-from tests.search.test_exact_optimum import active_mask, random_cost, random_dag
+from tests.lab.optimum.test_exact_optimum import active_mask, random_cost, random_dag
 
 
 def _legal_ms(cost, graph, proposal, support=None, pins=(), max_submodels=8) -> float:

@@ -17,7 +17,7 @@ from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 from tests.search.test_local_search import _legal_ms, _split_pays_cost
-from tests.search.test_exact_optimum import active_mask
+from tests.lab.optimum.test_exact_optimum import active_mask
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,15 @@ import pytest
 import ov_autoplace as oa
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.milp import milp_placement
-from ov_autoplace.strategies.optimum import OptimumStrategy
+from ov_autoplace_lab.optimum.milp import milp_placement
+from ov_autoplace_lab.optimum.strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
 from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
 from ov_autoplace.strategies.heft import HeftStrategy
 from tests import synthetic_graphs as sg
-from tests.search.test_exact_optimum import brute_latency, legal, random_cost, small_graph
+from tests.lab.optimum.test_exact_optimum import brute_latency, legal, random_cost, small_graph
 from ov_autoplace.api import DEFAULT_MAX_SUBMODELS
 
 HEURISTICS = (BestSingleDeviceStrategy, HeftStrategy, CriticalPathGreedyStrategy)

@@ -89,4 +89,4 @@ def test_the_installed_lab_registers_its_strategies():
     from ov_autoplace.strategies.registry import LAB_STRATEGIES, plugin_strategies, strategy_info
 
     assert set(LAB_STRATEGIES) <= set(plugin_strategies()) and set(LAB_STRATEGIES) <= set(strategy_names())
-    assert all(strategy_info(n).needs_profile and "(lab, torch)" in strategy_info(n).summary for n in LAB_STRATEGIES)
+    assert all(strategy_info(n).needs_profile and "(lab, " in strategy_info(n).summary for n in LAB_STRATEGIES)

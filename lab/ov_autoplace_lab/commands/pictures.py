@@ -141,7 +141,8 @@ def add_compare_parser(sub) -> None:
                                          "table (PREFIX.svg/.html/.png/.md).")
     compare.add_argument("-m", "--model", required=True, help="model file OpenVINO can read (IR .xml, .onnx, ...)")
     add_device_args(compare)
-    compare.add_argument("--strategies", type=_strategy_list, default=_strategy_list(DEFAULT_COMPARE),
+    # a str default: argparse converts it only when compare runs (the exact optimum is the lab's own strategy)
+    compare.add_argument("--strategies", type=_strategy_list, default=DEFAULT_COMPARE,
                          help=f"comma-separated registered strategies (default: {DEFAULT_COMPARE})")
     compare.add_argument("--max-submodels", type=int, default=8, help="bound on HETERO submodels (default 8)")
     compare.add_argument("-niter", "--niter", type=int, default=30, help="timed inferences per placement (default 30)")

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from ov_autoplace.costmodel.device_model import SuitePlatform
-from ov_autoplace.search.exact_optimum import proven_optimal
+from ov_autoplace_lab.optimum.exact_optimum import proven_optimal
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
@@ -129,7 +129,7 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
 
 def _run_milp(case: Case, milp_seconds: float, seed: int):
     """The exact optimum (as ``default_methods`` runs it), keeping whether HiGHS proved it optimal."""
-    from ov_autoplace.strategies import OptimumStrategy
+    from ov_autoplace_lab.optimum.strategy import OptimumStrategy
     from ov_autoplace_lab.paper_bench.methods import Outcome
 
     strategy = OptimumStrategy(case.cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=milp_seconds)

@@ -26,8 +26,9 @@ from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, OptimumStrategy,
-                          PlacementContext, PlacementStrategy)
+from ov_autoplace_lab.optimum.strategy import OptimumStrategy
+from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, PlacementContext,
+                                     PlacementStrategy)
 
 #: The legalizer's bound for every method (compile_model's default); legalize, the local search and the MILP raise it
 #: to the submodels the devices' op support forces where that is more (legalize.effective_max_submodels).

@@ -41,7 +41,7 @@ import numpy as np
 from ov_autoplace_lab.calibration.calibration_data import load_calibration
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.device_model import SuitePlatform
-from ov_autoplace.search.exact_optimum import proven_optimal
+from ov_autoplace_lab.optimum.exact_optimum import proven_optimal
 from ov_autoplace.costmodel.platforms import CATEGORIES, op_category
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
@@ -133,7 +133,7 @@ def _latencies(cost: CostModel, graph: GraphArrays, placements: Mapping[str, np.
 def _truth_optimum(cost: CostModel, graph: GraphArrays, known: dict[str, float | None],
                    milp_seconds: float) -> tuple[float | None, bool, str]:
     """(optimum ms, proven, whose) under ``cost``: a MILP on it, or the best known placement when faster."""
-    from ov_autoplace.strategies import OptimumStrategy
+    from ov_autoplace_lab.optimum.strategy import OptimumStrategy
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace_lab.paper_bench.methods import MAX_SUBMODELS
     from ov_autoplace.placement.legalizer import legalize

@@ -220,7 +220,7 @@ def generate_target(spec: TargetSpec, options: TargetOptions) -> dict:
         rows[f"{name}+ls"], candidates[f"{name}+ls"] = refined, latency(refined)
     milp_proven = False
     if options.milp_seconds > 0:
-        from ov_autoplace.strategies import OptimumStrategy
+        from ov_autoplace_lab.optimum.strategy import OptimumStrategy
 
         strategy = OptimumStrategy(cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=options.milp_seconds)
         try:

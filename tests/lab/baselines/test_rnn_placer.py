@@ -17,7 +17,7 @@ from ov_autoplace_lab.baselines.rnn_placer import (
     topological_group_order,
 )
 from ov_autoplace_lab.baselines.search import run_search
-from ov_autoplace.search.exact_optimum import min_cut_placement
+from ov_autoplace_lab.optimum.exact_optimum import min_cut_placement
 from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
 from ov_autoplace_lab.training import SimEnv
 from tests.policy.conftest import stand_in_cost_model

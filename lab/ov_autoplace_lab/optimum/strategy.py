@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ov_autoplace.strategies.cost_based import CostModelStrategy, CostProvider
-from ov_autoplace.search.milp import milp_placement
-from ov_autoplace.search.exact_optimum import OptimumResult, min_cut_placement
+from ov_autoplace_lab.optimum.milp import milp_placement
+from ov_autoplace_lab.optimum.exact_optimum import OptimumResult, min_cut_placement
 from ov_autoplace.strategies.base import PlacementContext
 
 

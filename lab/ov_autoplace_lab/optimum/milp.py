@@ -27,7 +27,7 @@ from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import effective_max_submodels
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.exact_optimum import OptimumResult, finish_result, require_scipy
+from ov_autoplace_lab.optimum.exact_optimum import OptimumResult, finish_result, require_scipy
 
 logger = logging.getLogger("ov_autoplace.optimum")
 

@@ -18,9 +18,9 @@ from openvino import opset13 as ops
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.milp import milp_placement
-from ov_autoplace.search.exact_optimum import min_cut_placement
-from ov_autoplace.strategies.optimum import OptimumStrategy
+from ov_autoplace_lab.optimum.milp import milp_placement
+from ov_autoplace_lab.optimum.exact_optimum import min_cut_placement
+from ov_autoplace_lab.optimum.strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
@@ -355,7 +355,7 @@ def test_no_solution_in_time_falls_back_to_the_best_heuristic():
 
 # ----------------------------------------------------------------- when an optimum counts as proven
 def test_proven_rejects_a_4_percent_objective_gap_and_accepts_0_1_percent():
-    from ov_autoplace.search.exact_optimum import PROVEN_TOLERANCE, proven_optimal
+    from ov_autoplace_lab.optimum.exact_optimum import PROVEN_TOLERANCE, proven_optimal
 
     assert PROVEN_TOLERANCE == 0.005
     # the gap quoted in issue 19: MILP objective 3.570256 != model latency 3.721341 (4.1 %)
@@ -367,7 +367,7 @@ def test_proven_rejects_a_4_percent_objective_gap_and_accepts_0_1_percent():
 
 
 def test_a_milp_stopped_at_its_time_limit_is_never_proven_even_with_a_zero_gap():
-    from ov_autoplace.search.exact_optimum import proven_optimal
+    from ov_autoplace_lab.optimum.exact_optimum import proven_optimal
 
     proven, why = proven_optimal(False, 2.0, 2.0)
     assert not proven and "time limit" in why
