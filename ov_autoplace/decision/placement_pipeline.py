@@ -4,8 +4,9 @@ Every site that turns a strategy's proposal into a placement calls :func:`placem
 strategy, the policy on a profile, the prior's split, the runner-ups the verification measures, a pinned
 fallback), so the request's pins and submodel bound are passed once and reach every stage that needs them:
 
-1. **legalize** (``placement/legalizer.py``): what HETERO can compile, with the pins and the bound; when the
-   proposal was made on a CostModel, the bound's merges are priced on it (``search/memory_fit.legal_pricer``);
+1. **legalize** (``search/memory_fit.legalize_on_cost``): what HETERO can compile, with the pins and the bound;
+   when the proposal was made on a CostModel, the bound's merges are priced on it. The policy's decoding calls
+   this stage alone to rank its candidates' legal forms before it proposes one (stages 2-4 follow here);
 2. **margin** (optional): the legal placement must still be predicted faster than the best single device by
    ``min_gain`` (the prior's margin), else :class:`InsideMargin` is raised with what it was predicted;
 3. **guard** (``prediction_guard.py``): on a CostModel and without pins, a placement not predicted faster than
@@ -21,13 +22,13 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.memory_fit import legal_pricer
+from ov_autoplace.search.memory_fit import legalize_on_cost
 from ov_autoplace.costmodel.prior_costs import predicted_single_ms
 from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.legality_check import ensure_legal
-from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.placement.pins import Pin
 
 
@@ -50,8 +51,8 @@ def placement_pipeline(graph: GraphArrays, proposal: np.ndarray, devices: Sequen
     ``annotate``: called on the legal placement before the guard (a budgeted search notes its measurements).
     """
     devices = tuple(devices)
-    placement = legalize(graph, proposal, devices, support, pins=pins, max_submodels=max_submodels,
-                         strategy=strategy, price=legal_pricer(cost, graph, support) if cost is not None else None)
+    placement = legalize_on_cost(graph, proposal, devices, support, cost=cost, strategy=strategy, pins=pins,
+                                 max_submodels=max_submodels)
     if annotate is not None:
         annotate(placement)
     if cost is not None and not pins:  # pinned placements are the user's call, not the margin's or the guard's

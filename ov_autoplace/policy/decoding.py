@@ -17,10 +17,9 @@ import numpy as np
 
 from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.memory_fit import fit_memory, legal_pricer
+from ov_autoplace.search.memory_fit import fit_memory, legal_pricer, legalize_on_cost
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
-from ov_autoplace.placement.legalizer import legalize
 
 
 def offset_decodings(logits: np.ndarray, count: int) -> list[np.ndarray]:
@@ -117,8 +116,8 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
     def legal(k: int) -> tuple[np.ndarray, float]:
         # the caller legalises what this returns, which (the legalizer being idempotent) is this placement again;
         # one that overflows a device's memory is fitted as the guard will fit it, so it competes as it will run
-        placement = legalize(graph, decoded[k][node_group], devices, support, pins=pins,
-                             max_submodels=max_submodels, strategy="hsdag", price=price)
+        placement = legalize_on_cost(graph, decoded[k][node_group], devices, support, cost=cost, strategy="hsdag",
+                                     pins=pins, max_submodels=max_submodels, price=price)
         row = placement.device_indices(graph.names, devices)
         ms = terms.latency_ms(row)
         if not np.isfinite(ms) and not terms.memory_ok(row):

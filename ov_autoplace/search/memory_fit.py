@@ -167,4 +167,19 @@ def legal_pricer(cost: CostModel, graph: GraphArrays, support: np.ndarray):
     return price
 
 
-__all__ = ["byte_cuts", "carried_bytes", "fit_memory", "legal_pricer", "window_moves"]
+def legalize_on_cost(graph: GraphArrays, proposal: np.ndarray, devices: Sequence[str], support: np.ndarray, *,
+                     cost: CostModel | None, strategy: str, pins: Sequence[Pin] = (),
+                     max_submodels: int | None = DEFAULT_MAX_SUBMODELS, price=None) -> Placement:
+    """``legalize()`` with the pins and the bound, the bound's merges priced on ``cost`` (None: unpriced).
+
+    The first stage of ``decision.placement_pipeline``, and the only legalization a proposal on a cost model gets:
+    the policy's decoding ranks its candidates' legal forms with it, so what it ranks is what the pipeline
+    returns. ``price``: a :func:`legal_pricer` on ``cost`` to reuse across many proposals (it builds lazily).
+    """
+    if cost is not None and price is None:
+        price = legal_pricer(cost, graph, support)
+    return legalize(graph, proposal, tuple(devices), support, pins=pins, max_submodels=max_submodels,
+                    strategy=strategy, price=price)
+
+
+__all__ = ["byte_cuts", "carried_bytes", "fit_memory", "legal_pricer", "legalize_on_cost", "window_moves"]
