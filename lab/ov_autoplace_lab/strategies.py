@@ -55,6 +55,37 @@ def _optimum():
     return OptimumStrategy(MeasuredCostProvider())
 
 
+def _openvino_mode(name: str):
+    from ov_autoplace_lab.baselines import openvino_modes
+
+    def make():
+        if name == "openvino_pipeline_parallel":
+            from ov_autoplace.measuring.providers import MeasuredCostProvider
+
+            return openvino_modes.OpenVINOPipelineParallelStrategy(MeasuredCostProvider())
+        return {"openvino_hetero_auto": openvino_modes.OpenVINOHeteroAutoStrategy,
+                "openvino_auto": openvino_modes.OpenVINOAutoStrategy}[name]()
+
+    return make
+
+
+def openvino_hetero_auto() -> StrategyInfo:
+    return StrategyInfo("openvino_hetero_auto", "OpenVINO HETERO without affinities, core.query_model's greedy split "
+                                                "(lab baseline)", _openvino_mode("openvino_hetero_auto"), False,
+                        "OpenVINO HETERO auto")
+
+
+def openvino_auto() -> StrategyInfo:
+    return StrategyInfo("openvino_auto", "OpenVINO AUTO: the whole model on the one device AUTO selects (lab baseline)",
+                        _openvino_mode("openvino_auto"), False, "OpenVINO AUTO")
+
+
+def openvino_pipeline_parallel() -> StrategyInfo:
+    return StrategyInfo("openvino_pipeline_parallel", "OpenVINO HETERO MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL, "
+                                                      "in contiguous stages by device memory (lab baseline)",
+                        _openvino_mode("openvino_pipeline_parallel"), True, "OpenVINO PIPELINE_PARALLEL")
+
+
 def optimum() -> StrategyInfo:
     return StrategyInfo("optimum", "the exact optimum under the measured cost model, min cut or MILP in 10 s (lab, "
                                    "scipy)", _optimum, True, "Optimum (MILP)")
@@ -82,4 +113,5 @@ def search_budget_strategy(policy_path, cost_provider, budget, *, max_submodels)
     return HSDAGSearchStrategy(policy_path, cost_provider, budget, max_submodels=max_submodels)
 
 
-__all__ = ["hsdag_paper", "placeto", "rnn_placer", "search_budget_strategy"]
+__all__ = ["hsdag_paper", "openvino_auto", "openvino_hetero_auto", "openvino_pipeline_parallel", "optimum",
+           "placeto", "rnn_placer", "search_budget_strategy"]

@@ -2,7 +2,8 @@
 
 Strategies that read a CostModel (best single device, HEFT, critical path) take
 it in their constructor, or a callable that builds it for the context being
-placed (the exact optimum is the lab's: ``ov_autoplace_lab.optimum``). Names are
+placed (the exact optimum and OpenVINO's own modes, baselines, are the lab's: ``ov_autoplace_lab.optimum``,
+``ov_autoplace_lab.baselines.openvino_modes``). Names are
 loaded on first use (PEP 562).
 """
 
@@ -15,9 +16,6 @@ _LAZY = {
     "DevicePriorityStrategy": ".priority",
     "HeavyOpsStrategy": ".heavy_ops",
     "HeftStrategy": ".heft",
-    "OpenVINOAutoStrategy": ".openvino_modes",
-    "OpenVINOHeteroAutoStrategy": ".openvino_modes",
-    "OpenVINOPipelineParallelStrategy": ".openvino_modes",
     "PlacementContext": ".base",
     "PlacementStrategy": ".base",
     "RandomStrategy": ".random_strategy",

@@ -5,7 +5,7 @@
 from :data:`REGISTRY`, so a strategy added here is reachable everywhere at once.
 
 Strategies that price placements with a CostModel (HEFT, critical path, best
-single device, HSDAG, PIPELINE_PARALLEL; the lab's exact optimum) get one built per
+single device, HSDAG; the lab's exact optimum and PIPELINE_PARALLEL) get one built per
 model by :class:`~ov_autoplace.measuring.providers.MeasuredCostProvider`: the
 model is profiled on the requested devices the first time (seconds, then cached
 in the profile store). Factories import their strategy lazily so that
@@ -91,23 +91,6 @@ def _best_single() -> PlacementStrategy:
     return BestSingleDeviceStrategy(_measured_cost())
 
 
-def _openvino_hetero_auto() -> PlacementStrategy:
-    from ov_autoplace.strategies.openvino_modes import OpenVINOHeteroAutoStrategy
-
-    return OpenVINOHeteroAutoStrategy()
-
-
-def _openvino_auto() -> PlacementStrategy:
-    from ov_autoplace.strategies.openvino_modes import OpenVINOAutoStrategy
-
-    return OpenVINOAutoStrategy()
-
-
-def _openvino_pipeline_parallel() -> PlacementStrategy:
-    from ov_autoplace.strategies.openvino_modes import OpenVINOPipelineParallelStrategy
-
-    return OpenVINOPipelineParallelStrategy(_measured_cost())
-
 
 _ENTRIES = (
     StrategyInfo("hsdag", "the shipped pretrained HSDAG policy (GCN + graph parsing pooling), one numpy forward pass "
@@ -124,13 +107,6 @@ _ENTRIES = (
     StrategyInfo("critical_path", "ops on the critical path first, each to its cheapest device (cost model)",
                  _critical_path, True, "Critical path"),
     StrategyInfo("best_single", "the whole model on the device the cost model predicts fastest", _best_single, True),
-    StrategyInfo("openvino_hetero_auto", "OpenVINO HETERO without affinities (core.query_model's greedy split)",
-                 _openvino_hetero_auto, False, "OpenVINO HETERO auto"),
-    StrategyInfo("openvino_auto", "OpenVINO AUTO: the whole model on the one device AUTO selects",
-                 _openvino_auto, False, "OpenVINO AUTO"),
-    StrategyInfo("openvino_pipeline_parallel", "OpenVINO HETERO MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL "
-                                               "(contiguous stages by device memory)",
-                 _openvino_pipeline_parallel, True, "OpenVINO PIPELINE_PARALLEL"),
 )
 
 #: The runtime's own strategies by name, in the order ``ov-autoplace strategies`` lists them.
@@ -144,7 +120,8 @@ SEARCH_BUDGET_ENTRY_POINTS = "ov_autoplace.search_budget"
 #: The distribution to install for the lab's strategies, commands and ``search_budget``.
 LAB_DISTRIBUTION = "ov-autoplace-lab"
 #: The lab's strategy names, known here only so that asking for one without the lab says what to install.
-LAB_STRATEGIES = ("optimum", "placeto", "rnn_placer", "hsdag_paper")
+LAB_STRATEGIES = ("optimum", "placeto", "rnn_placer", "hsdag_paper", "openvino_hetero_auto", "openvino_auto",
+                  "openvino_pipeline_parallel")
 
 
 def _entry_points(group: str) -> list:
@@ -215,9 +192,10 @@ def make_strategy(name: str) -> PlacementStrategy:
 
 def strategy_listing() -> str:
     """One line per strategy, for ``ov-autoplace strategies``."""
-    width = max(len(n) for n in REGISTRY)
+    entries = (*_ENTRIES, *(plugin_strategies()[n] for n in strategy_names() if n not in REGISTRY))
+    width = max(len(entry.name) for entry in entries)
     lines = []
-    for entry in (*_ENTRIES, *(plugin_strategies()[n] for n in strategy_names() if n not in REGISTRY)):
+    for entry in entries:
         tag = " [profiles the model]" if entry.needs_profile else ""
         lines.append(f"{entry.name:<{width}}  {entry.summary}{tag}")
     return "\n".join(lines)

@@ -142,7 +142,7 @@ def _run_milp(case: Case, milp_seconds: float, seed: int):
 def plain_call_placement(case: Case) -> np.ndarray:
     """What ``core.compile_model(model, "HETERO:<devices>")`` runs: each node on the first device of the list that
     supports it (HETERO's own affinity, emulated from its rule on simulated devices; not bounded in submodels)."""
-    from ov_autoplace.strategies.openvino_modes import OpenVINOHeteroAutoStrategy
+    from ov_autoplace_lab.baselines.openvino_modes import OpenVINOHeteroAutoStrategy
 
     placement = case.legal(OpenVINOHeteroAutoStrategy().propose(case.context()), "plain call", bound=None)
     return placement.device_indices(case.graph.names, case.devices)

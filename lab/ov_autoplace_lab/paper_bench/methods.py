@@ -153,7 +153,7 @@ def default_methods(devices: tuple[str, ...]) -> list[Method]:
     from ov_autoplace_lab.baselines.hsdag_search import HSDAGFineTuneSearch, HSDAGPaperSearch
     from ov_autoplace_lab.baselines.placeto import PlacetoSearch
     from ov_autoplace_lab.baselines.rnn_placer import RNNPlacerSearch
-    from ov_autoplace.strategies.openvino_modes import (OpenVINOAutoStrategy, OpenVINOHeteroAutoStrategy,
+    from ov_autoplace_lab.baselines.openvino_modes import (OpenVINOAutoStrategy, OpenVINOHeteroAutoStrategy,
                                              OpenVINOPipelineParallelStrategy)
 
     methods = [_single(d) for d in devices]

@@ -77,9 +77,9 @@ class BenchConfig:
         if min(self.budget, self.sim_budget, self.runs, self.rounds, self.search_iterations) < 1:
             raise ValueError(f"budgets, runs, rounds and search_iterations must be >= 1, got {self}")
         if self.strategies:
-            from ov_autoplace.strategies.registry import REGISTRY
+            from ov_autoplace.strategies.registry import strategy_info, strategy_names
 
-            benched = [name for name, info in REGISTRY.items() if info.bench_method]
+            benched = [name for name in strategy_names() if strategy_info(name).bench_method]
             wrong = [name for name in self.strategies if name not in benched]
             if wrong:
                 raise ValueError(f"strategies {wrong} have no row in the benchmark; expected some of {benched}")
@@ -90,9 +90,9 @@ def _methods(config: BenchConfig, devices) -> list[Method]:
     methods = default_methods(devices)
     if not config.strategies:
         return methods
-    from ov_autoplace.strategies.registry import REGISTRY
+    from ov_autoplace.strategies.registry import strategy_info
 
-    wanted = {REGISTRY[name].bench_method for name in config.strategies}
+    wanted = {strategy_info(name).bench_method for name in config.strategies}
     return [m for m in methods if m.kind == "single" or m.name in wanted]
 
 

@@ -13,7 +13,7 @@ from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementContext
-from ov_autoplace.strategies.openvino_modes import (
+from ov_autoplace_lab.baselines.openvino_modes import (
     OpenVINOAutoStrategy,
     OpenVINOHeteroAutoStrategy,
     OpenVINOPipelineParallelStrategy,
