@@ -38,6 +38,33 @@ def bounded(fn: Callable[[], Any], seconds: float = BOUND_S) -> Any:
     return result["value"]
 
 
+#: Model paths that are not regular files, each of which hung OpenVINO's read before the check at the door.
+NOT_A_REGULAR_FILE = ("fifo", "dev_zero", "dev_zero_link", "bin_fifo", "bin_dev_zero", "empty_dir", "saved_model_pb_fifo")
+
+
+def plant_model_path(kind: str, folder: Path, ir: Path) -> Path | str:
+    """A model path of ``kind`` (:data:`NOT_A_REGULAR_FILE`) planted in ``folder``; ``ir`` is a saved IR whose
+    weights the ``bin_*`` kinds replace with a FIFO or a link to ``/dev/zero``."""
+    if kind in ("bin_fifo", "bin_dev_zero"):
+        weights = ir.with_suffix(".bin")
+        weights.unlink()
+        os.mkfifo(weights) if kind == "bin_fifo" else weights.symlink_to("/dev/zero")
+        return ir
+    if kind == "dev_zero":
+        return "/dev/zero"
+    model = folder / "hostile.xml"
+    if kind == "fifo":
+        os.mkfifo(model)
+    elif kind == "dev_zero_link":
+        model.symlink_to("/dev/zero")
+    else:  # a directory OpenVINO would read as a SavedModel
+        model = folder / "saved"
+        model.mkdir()
+        if kind == "saved_model_pb_fifo":
+            os.mkfifo(model / "saved_model.pb")
+    return model
+
+
 def snapshot(folder: Path) -> dict[str, tuple]:
     """Every path under ``folder`` with its type, size, mode and mtime (to prove nothing was touched)."""
     out = {}

@@ -12,6 +12,7 @@ import ov_autoplace as oa
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import PlacementStrategy
 from tests import synthetic_graphs as sg
+from tests.hostile import NOT_A_REGULAR_FILE
 from ov_autoplace.api import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.devices.timing import random_inputs
 
@@ -168,32 +169,16 @@ def test_place_takes_a_single_excluded_device_as_a_string(testbed):
 # --- bad input refused before anything is compiled or opened (a typed error within a second) -------------------
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "dev_zero_link", "bin_fifo", "bin_dev_zero", "empty_dir",
-                                  "saved_model_pb_fifo"])
+@pytest.mark.parametrize("kind", NOT_A_REGULAR_FILE)
 @pytest.mark.parametrize("entry", ["compile_model", "place"])
 def test_a_model_path_that_is_not_a_regular_file_is_refused_before_openvino_opens_it(testbed, tmp_path, kind,
                                                                                      entry):
     """A FIFO or /dev/zero as the model hung compile_model in OpenVINO's read (killed at 50-60 s)."""
-    import os
+    from tests.hostile import FAST_S, bounded, outside_changes, plant_model_path, surroundings
 
-    from tests.hostile import FAST_S, bounded, outside_changes, surroundings
-
-    model = tmp_path / "model.xml"
-    if kind in ("bin_fifo", "bin_dev_zero"):
-        ov.save_model(sg.residual(), model)
-        model.with_suffix(".bin").unlink()
-        os.mkfifo(model.with_suffix(".bin")) if kind == "bin_fifo" else model.with_suffix(".bin").symlink_to("/dev/zero")
-    elif kind == "fifo":
-        os.mkfifo(model)
-    elif kind == "dev_zero":
-        model = "/dev/zero"
-    elif kind == "dev_zero_link":
-        model.symlink_to("/dev/zero")
-    else:
-        model = tmp_path / "saved"
-        model.mkdir()
-        if kind == "saved_model_pb_fifo":
-            os.mkfifo(model / "saved_model.pb")
+    ir = tmp_path / "model.xml"
+    ov.save_model(sg.residual(), ir)
+    model = plant_model_path(kind, tmp_path, ir)
     call = getattr(oa, entry)
     root = tmp_path / "root"
     before = surroundings(root)

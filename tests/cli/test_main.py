@@ -266,21 +266,9 @@ def test_load_config_with_an_unknown_property_is_one_error_line(ir_path, tmp_pat
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "dev_zero_link", "bin_fifo"])
 def test_place_refuses_a_model_path_that_is_not_a_regular_file(ir_path, tmp_path, capsys, kind):
     """`ov-autoplace place -m fifo` hung in OpenVINO's read (killed at 50-60 s)."""
-    import os
+    from tests.hostile import FAST_S, bounded, plant_model_path
 
-    from tests.hostile import FAST_S, bounded
-
-    model = tmp_path / "hostile.xml"
-    if kind == "fifo":
-        os.mkfifo(model)
-    elif kind == "dev_zero":
-        model = "/dev/zero"
-    elif kind == "dev_zero_link":
-        model.symlink_to("/dev/zero")
-    else:
-        model = ir_path
-        ir_path.with_suffix(".bin").unlink()
-        os.mkfifo(ir_path.with_suffix(".bin"))
+    model = plant_model_path(kind, tmp_path, ir_path)
     assert bounded(lambda: main(["place", "-m", str(model), "-d", "CPU", "--no-measure"]), FAST_S) == 2
     err = capsys.readouterr().err
     _one_error_line(err)
