@@ -72,8 +72,8 @@ from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace_lab.optimum.strategy import OptimumStrategy  # noqa: E402
-from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeftStrategy, PlacementContext,
-                                     RandomStrategy)
+from ov_autoplace.strategies import HeftStrategy, PlacementContext, RandomStrategy
+from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
 from ov_autoplace.devices.testbed import Testbed, make_testbed
 from ov_autoplace.devices.timing import measure_latency, random_inputs
 

@@ -48,8 +48,8 @@ from ov_autoplace.graph.arrays import GraphArrays, extract_graph
 from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.strategies import (BestSingleDeviceStrategy, CriticalPathGreedyStrategy, HeftStrategy,
-                                     PlacementContext)
+from ov_autoplace.strategies import BestSingleDeviceStrategy, HeftStrategy, PlacementContext
+from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
 from ov_autoplace.devices.testbed import Testbed, make_testbed
 from ov_autoplace.devices.timing import measure_latency, random_inputs
 

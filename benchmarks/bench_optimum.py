@@ -35,7 +35,7 @@ from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph  # no
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.strategies.base import PlacementContext  # noqa: E402
 from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy  # noqa: E402
-from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy  # noqa: E402
+from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy  # noqa: E402
 from ov_autoplace.strategies.heft import HeftStrategy  # noqa: E402
 
 LABEL = "synthetic costs"

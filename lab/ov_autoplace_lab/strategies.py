@@ -69,6 +69,18 @@ def _openvino_mode(name: str):
     return make
 
 
+def _critical_path():
+    from ov_autoplace.measuring.providers import MeasuredCostProvider
+    from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
+
+    return CriticalPathGreedyStrategy(MeasuredCostProvider())
+
+
+def critical_path() -> StrategyInfo:
+    return StrategyInfo("critical_path", "ops on the critical path first, each to its cheapest device by the cost "
+                                         "model (lab baseline)", _critical_path, True, "Critical path")
+
+
 def openvino_hetero_auto() -> StrategyInfo:
     return StrategyInfo("openvino_hetero_auto", "OpenVINO HETERO without affinities, core.query_model's greedy split "
                                                 "(lab baseline)", _openvino_mode("openvino_hetero_auto"), False,
@@ -113,5 +125,5 @@ def search_budget_strategy(policy_path, cost_provider, budget, *, max_submodels)
     return HSDAGSearchStrategy(policy_path, cost_provider, budget, max_submodels=max_submodels)
 
 
-__all__ = ["hsdag_paper", "openvino_auto", "openvino_hetero_auto", "openvino_pipeline_parallel", "optimum",
+__all__ = ["critical_path", "hsdag_paper", "openvino_auto", "openvino_hetero_auto", "openvino_pipeline_parallel", "optimum",
            "placeto", "rnn_placer", "search_budget_strategy"]

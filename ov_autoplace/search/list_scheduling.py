@@ -1,11 +1,11 @@
-"""List scheduling on the cost model: HEFT (Topcuoglu et al., 2002) adapted to HETERO's sequential submodels,
-critical-path-first greedy placement, and the incremental placer they share.
+"""List scheduling on the cost model: HEFT (Topcuoglu et al., 2002) adapted to HETERO's sequential submodels, and
+the incremental placer it shares with the lab's critical-path-first baseline (``ov_autoplace_lab.baselines``).
 
 HETERO runs submodels one after another, so HEFT's earliest finish time becomes the *incremental cost* of placing a
 node under the CostModel (compute, transfers to and from placed neighbours, lost fusion, submodel switches);
-critical path first puts the compute-weighted longest path on one device and places the rest by the same
-incremental cost. The strategies ``heft`` and ``critical_path`` and the exact optimum's fallback (``milp.py``) call
-these on ``CostTerms``. Both algorithms step by step: docs/cost-model.md, "List scheduling: HEFT and critical path
+the lab's critical path first puts the compute-weighted longest path on one device and places the rest by the
+same incremental cost. The strategy ``heft`` and the exact optimum's fallback (the lab's ``milp.py``) call these on
+``CostTerms``. Both algorithms step by step: docs/cost-model.md, "List scheduling: HEFT and critical path
 first".
 """
 
@@ -138,45 +138,4 @@ def heft_placement(terms: CostTerms) -> np.ndarray:
         placer.place(i, placer.best_device(i))
     return placer.proposal()
 
-def critical_path(terms: CostTerms) -> list[int]:
-    """Active nodes of the longest compute-weighted path, in topological order."""
-    weight = np.where(terms.allowed, terms.compute_cost, np.inf).min(axis=1)
-    predecessors: list[list[int]] = [[] for _ in range(terms.num_nodes)]
-    for s, _, consumers in terms.outputs:
-        if terms.active[s]:
-            for c in consumers:
-                if terms.active[c]:
-                    predecessors[c].append(s)
-    length = np.full(terms.num_nodes, -np.inf)
-    back = np.full(terms.num_nodes, -1, dtype=np.int64)
-    for i in np.flatnonzero(terms.active).tolist():  # indices are topological
-        best = max(predecessors[i], key=lambda p: (length[p], -p), default=-1)
-        length[i] = weight[i] + (length[best] if best >= 0 else 0.0)
-        back[i] = best
-    if not terms.active.any():
-        return []
-    path = [int(np.argmax(length))]
-    while back[path[-1]] >= 0:
-        path.append(int(back[path[-1]]))
-    return path[::-1]
-
-def critical_path_placement(terms: CostTerms) -> np.ndarray:
-    """Critical path on one device, the rest greedily by incremental cost (docs/cost-model.md, "List scheduling")."""
-    path = critical_path(terms)
-    on_path = set(path)
-    rest = [i for i in np.flatnonzero(terms.active).tolist() if i not in on_path]
-    best, best_ms = None, np.inf
-    candidates = [d for d in range(terms.num_devices) if terms.allowed[path, d].all()] or [None]
-    for d in candidates:
-        placer = IncrementalPlacer(terms)
-        for i in path:  # on d while it fits in memory; past that, like the rest
-            placer.place(i, d if d is not None and placer.fits(i, d) else placer.best_device(i))
-        for i in rest:
-            placer.place(i, placer.best_device(i))
-        device, _ = terms.legal_devices(placer.proposal())
-        latency = terms.latency_ms(device)
-        if best is None or latency < best_ms:
-            best, best_ms = placer.proposal(), latency
-    return best
-
-__all__ = ["IncrementalPlacer", "critical_path", "critical_path_placement", "heft_placement", "upward_rank"]
+__all__ = ["IncrementalPlacer", "heft_placement", "upward_rank"]

@@ -1,6 +1,6 @@
 """Placement strategies: everything that proposes a device per node.
 
-Strategies that read a CostModel (best single device, HEFT, critical path) take
+Strategies that read a CostModel (best single device, HEFT) take
 it in their constructor, or a callable that builds it for the context being
 placed (the exact optimum and OpenVINO's own modes, baselines, are the lab's: ``ov_autoplace_lab.optimum``,
 ``ov_autoplace_lab.baselines.openvino_modes``). Names are
@@ -12,7 +12,6 @@ import importlib
 _LAZY = {
     "HEAVY_OP_TYPES": ".heavy_ops",
     "BestSingleDeviceStrategy": ".best_single",
-    "CriticalPathGreedyStrategy": ".critical_path",
     "DevicePriorityStrategy": ".priority",
     "HeavyOpsStrategy": ".heavy_ops",
     "HeftStrategy": ".heft",

@@ -4,8 +4,8 @@
 ``compare``, ``bench --strategies``) and ``ov-autoplace strategies`` are all read
 from :data:`REGISTRY`, so a strategy added here is reachable everywhere at once.
 
-Strategies that price placements with a CostModel (HEFT, critical path, best
-single device, HSDAG; the lab's exact optimum and PIPELINE_PARALLEL) get one built per
+Strategies that price placements with a CostModel (HEFT, best single device,
+HSDAG; the lab's critical path, exact optimum and PIPELINE_PARALLEL) get one built per
 model by :class:`~ov_autoplace.measuring.providers.MeasuredCostProvider`: the
 model is profiled on the requested devices the first time (seconds, then cached
 in the profile store). Factories import their strategy lazily so that
@@ -79,11 +79,6 @@ def _heft() -> PlacementStrategy:
     return HeftStrategy(_measured_cost())
 
 
-def _critical_path() -> PlacementStrategy:
-    from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
-
-    return CriticalPathGreedyStrategy(_measured_cost())
-
 
 def _best_single() -> PlacementStrategy:
     from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
@@ -104,8 +99,6 @@ _ENTRIES = (
     StrategyInfo("random", "a uniformly random device per node (islands merged to the submodel bound); for testing",
                  _random),
     StrategyInfo("heft", "HEFT list scheduling on the measured per-op cost model", _heft, True, "HEFT"),
-    StrategyInfo("critical_path", "ops on the critical path first, each to its cheapest device (cost model)",
-                 _critical_path, True, "Critical path"),
     StrategyInfo("best_single", "the whole model on the device the cost model predicts fastest", _best_single, True),
 )
 
@@ -120,7 +113,7 @@ SEARCH_BUDGET_ENTRY_POINTS = "ov_autoplace.search_budget"
 #: The distribution to install for the lab's strategies, commands and ``search_budget``.
 LAB_DISTRIBUTION = "ov-autoplace-lab"
 #: The lab's strategy names, known here only so that asking for one without the lab says what to install.
-LAB_STRATEGIES = ("optimum", "placeto", "rnn_placer", "hsdag_paper", "openvino_hetero_auto", "openvino_auto",
+LAB_STRATEGIES = ("critical_path", "optimum", "placeto", "rnn_placer", "hsdag_paper", "openvino_hetero_auto", "openvino_auto",
                   "openvino_pipeline_parallel")
 
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.list_scheduling import IncrementalPlacer, critical_path, upward_rank
+from ov_autoplace.search.list_scheduling import IncrementalPlacer, upward_rank
+from ov_autoplace_lab.baselines.critical_path import critical_path
 from tests.lab.optimum.test_exact_optimum import brute_latency, legal, random_cost, small_graph
 
 

@@ -13,7 +13,7 @@ from ov_autoplace_lab.optimum.strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
-from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
+from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
 from ov_autoplace.strategies.heft import HeftStrategy
 from tests import synthetic_graphs as sg
 from tests.lab.optimum.test_exact_optimum import brute_latency, legal, random_cost, small_graph

@@ -177,7 +177,8 @@ _MILP_STATUS = {0: "optimal", 1: "time limit", 2: "infeasible", 3: "unbounded"}
 def _heuristic_fallback(terms: CostTerms, start: float, notes: list[str], max_submodels: int | None, *,
                         quiet: bool = False) -> OptimumResult:
     """The best heuristic placement, clearly marked: for a MILP stopped with no (or a weak) incumbent."""
-    from ov_autoplace.search.list_scheduling import critical_path_placement, heft_placement
+    from ov_autoplace.search.list_scheduling import heft_placement
+    from ov_autoplace_lab.baselines.critical_path import critical_path_placement
 
     best = None
     for name, place in (("heft", heft_placement), ("critical_path", critical_path_placement)):

@@ -27,7 +27,8 @@ from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace_lab.optimum.strategy import OptimumStrategy
-from ov_autoplace.strategies import (CriticalPathGreedyStrategy, HeavyOpsStrategy, HeftStrategy, PlacementContext,
+from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
+from ov_autoplace.strategies import (HeavyOpsStrategy, HeftStrategy, PlacementContext,
                                      PlacementStrategy)
 
 #: The legalizer's bound for every method (compile_model's default); legalize, the local search and the MILP raise it

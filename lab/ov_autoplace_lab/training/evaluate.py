@@ -54,7 +54,7 @@ def reference_latencies(env: SimEnv, *, time_limit: float = 30.0, unbounded: boo
     """Exact optima (MILP with max_submodels=8 and, if ``unbounded``, without a bound) and heuristics on ``env``."""
     from ov_autoplace_lab.optimum.milp import milp_placement
     from ov_autoplace.strategies.best_single import BestSingleDeviceStrategy
-    from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
+    from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
     from ov_autoplace.strategies.heft import HeftStrategy
 
     out: dict[str, Any] = {}

@@ -338,7 +338,7 @@ def test_cost_model_for_another_graph_is_rejected():
 def test_no_solution_in_time_falls_back_to_the_best_heuristic():
     from tests import synthetic_graphs as sg
     from ov_autoplace.model.prepare import prepare_model
-    from ov_autoplace.strategies.critical_path import CriticalPathGreedyStrategy
+    from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
     from ov_autoplace.strategies.heft import HeftStrategy
 
     graph = extract_graph(prepare_model(sg.attention_like()))
