@@ -24,6 +24,7 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import resolve_shapes
 from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.progress import progress_bar
 
 
 @dataclasses.dataclass
@@ -84,20 +85,27 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
                     read_ms=read_ms)
     dump_config(args, placement.devices)
     inputs = None
-    if not args.no_measure:
-        placed, compile_ms = compiled_timed(lambda: compile_placed(core, model, placement, run.compiled_label,
-                                                                   config))
-        if args.niter != 0:  # benchmark_app's -niter 0: compile and exit without running inference
-            with input_sample(sample):  # dynamic: the placement shapes
-                inputs = random_inputs(placed, shapes=resolve_shapes(model, shapes))
-            placement.measured_latency_ms = _timed(placed, inputs, args).median_ms
-            for dev in placement.devices:
-                single = core.compile_model(model, dev, single_device_config(config, dev))
-                placement.reference_latency_ms[dev] = _timed(single, inputs, args).median_ms
-                del single
-        if _counters_wanted(args) and args.niter != 0:  # the placement's own latency was timed without them
-            placed = compile_placed(core, model, placement, run.compiled_label, {**config, "PERF_COUNT": True})
-        run.statistics, requests = _benchmark_run(args, placed, run.compiled_label, compile_ms, inputs)
+    if not args.no_measure:  # on a terminal a bar shows after 2 s (-t 10 times each of these for 10 s)
+        with progress_bar(len(placement.devices) + 2, "measuring", unit="model") as bar:
+            bar.set_postfix_str(run.compiled_label)
+            placed, compile_ms = compiled_timed(lambda: compile_placed(core, model, placement, run.compiled_label,
+                                                                       config))
+            if args.niter != 0:  # benchmark_app's -niter 0: compile and exit without running inference
+                with input_sample(sample):  # dynamic: the placement shapes
+                    inputs = random_inputs(placed, shapes=resolve_shapes(model, shapes))
+                placement.measured_latency_ms = _timed(placed, inputs, args).median_ms
+                for dev in placement.devices:
+                    bar.update(1)
+                    bar.set_postfix_str(f"{dev} alone")
+                    single = core.compile_model(model, dev, single_device_config(config, dev))
+                    placement.reference_latency_ms[dev] = _timed(single, inputs, args).median_ms
+                    del single
+            bar.update(1)
+            bar.set_postfix_str("benchmark_app's run")
+            if _counters_wanted(args) and args.niter != 0:  # the placement's own latency was timed without them
+                placed = compile_placed(core, model, placement, run.compiled_label, {**config, "PERF_COUNT": True})
+            run.statistics, requests = _benchmark_run(args, placed, run.compiled_label, compile_ms, inputs)
+            bar.update(1)
         _after_run(args, placed, requests)
     if getattr(args, "report_type", None):
         from ov_autoplace.cli.report import write_report
