@@ -84,7 +84,7 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
     run = PlacedRun(model, placement, time.perf_counter() - t0, compiled_label(core, args, placement, config),
                     read_ms=read_ms)
     dump_config(args, placement.devices)
-    inputs = None
+    inputs = counted = None
     if not args.no_measure:  # on a terminal a bar shows after 2 s (-t 10 times each of these for 10 s)
         with progress_bar(len(placement.devices) + 2, "measuring", unit="model") as bar:
             bar.set_postfix_str(run.compiled_label)
@@ -103,14 +103,17 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
             bar.update(1)
             bar.set_postfix_str("benchmark_app's run")
             if _counters_wanted(args) and args.niter != 0:  # the placement's own latency was timed without them
-                placed = compile_placed(core, model, placement, run.compiled_label, {**config, "PERF_COUNT": True})
+                placed = counted = compile_placed(core, model, placement, run.compiled_label,
+                                                  {**config, "PERF_COUNT": True})
             run.statistics, requests = _benchmark_run(args, placed, run.compiled_label, compile_ms, inputs)
             bar.update(1)
         _after_run(args, placed, requests)
     if getattr(args, "report_type", None):
         from ov_autoplace.cli.report import write_report
 
-        write_report(args, run, config, core, inputs)
+        if args.report_type != "no_counters" and inputs is not None and counted is None:
+            counted = compile_placed(core, model, placement, run.compiled_label, {**config, "PERF_COUNT": True})
+        write_report(args, run, config, counted, inputs)
     return run
 
 

@@ -64,12 +64,9 @@ def sections(args, run, config: dict) -> dict[str, dict[str, Any]]:
     return {"cmd_options": _command_line(args), "configuration_setup": setup, "execution_results": results}
 
 
-def _counters(run, config: dict, core: ov.Core, inputs, runs: int) -> list[list[Any]]:
+def _counters(counted: ov.CompiledModel, inputs, runs: int) -> list[list[Any]]:
     """Each node's PERF_COUNT profiling info over ``runs`` inferences of the placed model, one list per run."""
-    from ov_autoplace.cli.placed_run import compile_placed
-
-    placed = compile_placed(core, run.model, run.placement, run.compiled_label, {**config, "PERF_COUNT": True})
-    request = placed.create_infer_request()
+    request = counted.create_infer_request()
     per_run = []
     for _ in range(runs):
         request.infer(list(inputs))
@@ -97,14 +94,15 @@ def _json_counters(rows: list[Any]) -> dict[str, Any]:
             "total_real_time": f"{sum(r[4] for r in rows):.3f}", "total_cpu_time": f"{sum(r[5] for r in rows):.3f}"}
 
 
-def write_report(args, run, config: dict, core: ov.Core | None = None, inputs=None) -> list[Path]:
-    """Write the report ``args.report_type`` asks for into ``args.report_folder``; returns the files written."""
+def write_report(args, run, config: dict, counted: ov.CompiledModel | None = None, inputs=None) -> list[Path]:
+    """Write the report ``args.report_type`` asks for into ``args.report_folder``; returns the files written.
+    ``counted``: the placed model compiled with PERF_COUNT, for the ``*_counters`` types."""
     folder = Path(args.report_folder or ".")
     folder.mkdir(parents=True, exist_ok=True)
     report = sections(args, run, config)
     per_run: list[list[Any]] = []
-    if args.report_type != "no_counters" and inputs is not None and core is not None:
-        per_run = _counters(run, config, core, inputs, COUNTER_RUNS)
+    if args.report_type != "no_counters" and inputs is not None and counted is not None:
+        per_run = _counters(counted, inputs, COUNTER_RUNS)
     detailed = args.report_type == "detailed_counters"
     written = []
     if args.json_stats:
