@@ -1,15 +1,9 @@
-"""benchmark_app's flags, taken from benchmark_app's own parser (``openvino.tools.benchmark.parameters``).
+"""benchmark_app's flags from benchmark_app's own parser (``openvino.tools.benchmark.parameters``).
 
-``place`` (and ``show``, ``profile``) declare every flag ``benchmark_app -h`` lists, short and long, from that
-parser: spelling, value type, choices and ``nargs`` are benchmark_app's, so ``-json_stats True``,
-``--number_iterations 5`` and ``-data_shape [1,3,224,224]`` parse as they do there. A flag is either accepted with
-benchmark_app's meaning (:data:`ACCEPTED`: the ``args`` attribute it fills, our default where it differs) or
-rejected in one line saying why it has no meaning for the command (:data:`REJECTED`); a flag a later OpenVINO adds
-is rejected as unknown to this ov_autoplace. The meaning of each accepted flag is applied in ``cli/args.py``
-(compile properties), ``cli/statistics.py`` (the benchmark_app run) and ``cli/report.py`` (the reports).
-
-benchmark_app's parser module configures the root logger when imported (INFO on stdout); it is imported here only
-when a command line is parsed, and the root logger is put back as it was.
+Spelling (short and long), value type, choices and ``nargs`` are benchmark_app's, so its command lines parse the
+same; each flag is taken with benchmark_app's meaning (:data:`ACCEPTED`: the ``args`` attribute, our default) or
+rejected in one line saying why (:data:`REJECTED`; a flag a newer OpenVINO adds: unknown). Imported only when a
+command line is parsed: benchmark_app's logging module configures the root logger, which is put back.
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ BENCHMARK_UTILS = "openvino.tools.benchmark.utils.utils"
 
 
 class Accepted:
-    """A benchmark_app flag a command takes: the ``args`` attribute it fills, our default and a note for --help."""
+    """A flag a command takes: the ``args`` attribute it fills, our default, a note for --help."""
 
     def __init__(self, dest: str, default: Any = None, note: str = "", *, aliases: tuple[str, ...] = (),
                  type: Any = None):
@@ -34,7 +28,7 @@ class Accepted:
 
 
 def _positive_seconds(text: str) -> float:
-    """``-t``: benchmark_app's positive seconds; a fraction (0.5) is accepted too, so short measurements stay short."""
+    """``-t``: positive seconds, fractions too (benchmark_app: whole seconds)."""
     try:
         value = float(text)
     except ValueError:
@@ -44,32 +38,30 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-#: benchmark_app dest -> how ov-autoplace takes it (the meaning is benchmark_app's; docs/cli.md lists the defaults).
+#: benchmark_app dest -> how ov-autoplace takes it (docs/cli.md).
 ACCEPTED: dict[str, Accepted] = {
-    "path_to_model": Accepted("model", note="an .xml/.onnx model to place (a compiled .blob cannot be placed)",
-                              aliases=("--model",)),
-    "target_device": Accepted("device", note="default: no device, OpenVINO's default: the devices this machine has "
-                                             "(--testbed: the testbed's HETERO)", aliases=("--device",)),
-    "perf_hint": Accepted("hint", "latency", "default: latency, what a placement minimises"),
-    "number_iterations": Accepted("niter", None, "default: 20 per measurement (with -t: until the time); 0: place "
-                                                 "and compile, no inference"),
-    "time": Accepted("time", None, "fractions of a second accepted", type=_positive_seconds),
-    "shape": Accepted("shape", None, "the static shapes to place a dynamic model at", aliases=("--shape",)),
-    "data_shape": Accepted("data_shape", None, "one shape set: the shapes to place and time a dynamic model at"),
+    "path_to_model": Accepted("model", note="not a .blob", aliases=("--model",)),
+    "target_device": Accepted("device", note="default: this machine's devices (--testbed: its HETERO)",
+                              aliases=("--device",)),
+    "perf_hint": Accepted("hint", "latency", "default: latency"),
+    "number_iterations": Accepted("niter", None, "default: 20 per measurement"),
+    "time": Accepted("time", None, "fractions too", type=_positive_seconds),
+    "shape": Accepted("shape", None, "static shapes to place a dynamic model at", aliases=("--shape",)),
+    "data_shape": Accepted("data_shape", None, "one shape set"),
     "extensions": Accepted("extensions"),
     "path_to_cldnn_config": Accepted("path_to_cldnn_config"),
-    "cache_dir": Accepted("cdir", None, "OpenVINO's model cache; ov_autoplace's own cache is separate"),
+    "cache_dir": Accepted("cdir"),
     "api_type": Accepted("api_type", None),
     "number_infer_requests": Accepted("nireq", 0),
     "number_streams": Accepted("nstreams"),
-    "inference_only": Accepted("inference_only", None, "only true: ov-autoplace fills inputs once"),
-    "no_warmup": Accepted("no_warmup", False, "skips the final run's first inference"),
+    "inference_only": Accepted("inference_only", None, "true only"),
+    "no_warmup": Accepted("no_warmup", False),
     "infer_precision": Accepted("infer_precision"),
     "number_threads": Accepted("nthreads"),
     "infer_threads_pinning": Accepted("threads_pinning"),
     "latency_percentile": Accepted("latency_percentile", 50),
     "report_type": Accepted("report_type"),
-    "report_folder": Accepted("report_folder", ".", "files are named ov_autoplace_*"),
+    "report_folder": Accepted("report_folder", "."),
     "json_stats": Accepted("json_stats", False),
     "perf_counts": Accepted("perf_counts", False),
     "perf_counts_sort": Accepted("perf_counts_sort", ""),
@@ -78,29 +70,24 @@ ACCEPTED: dict[str, Accepted] = {
     "load_config": Accepted("load_config"),
 }
 
+_TYPES = "a placement is made for the model's own element types; convert the model first"
+_PREPROCESSING = "image preprocessing is not part of placing a model; put it in the model first"
 #: benchmark_app dest -> why it has no meaning for placing a model (printed as the error).
 REJECTED: dict[str, str] = {
-    "paths_to_input": "a placement is measured on generated inputs or on one sample; give it as --inputs FILE.npz "
-                      "(one array per input name)",
-    "maximum_inference_rate": "a capped inference rate (for power measurements) would time the cap, not the "
-                              "placement",
-    "batch_size": "set the batch in the shape instead: -shape [8,3,224,224] (a placement is for one static shape)",
-    "layout": "layouts only steer benchmark_app's batch and image preprocessing, which ov-autoplace does not do; "
-              "give shapes with -shape",
-    "load_from_file": "a placement needs the model's graph, which compiling straight from the file skips",
-    "input_precision": "a placement is made for the model's own input element types; convert the model first",
-    "output_precision": "a placement is made for the model's own output element types; convert the model first",
-    "input_output_precision": "a placement is made for the model's own element types; convert the model first",
-    "mean_values": "image preprocessing is not part of placing a model; bake it into the model first",
-    "scale_values": "image preprocessing is not part of placing a model; bake it into the model first",
-    "pcseq": "a placement is measured at one shape set, so there is no -data_shape sequence to report",
+    "paths_to_input": "a placement is measured on generated inputs or one sample: --inputs FILE.npz",
+    "maximum_inference_rate": "a capped rate (for power measurements) would time the cap, not the placement",
+    "batch_size": "give the batch in the shape: -shape [8,3,224,224]",
+    "layout": "layouts steer only benchmark_app's batch and preprocessing; give shapes with -shape",
+    "load_from_file": "a placement needs the model's graph, which compiling from the file skips",
+    "input_precision": _TYPES, "output_precision": _TYPES, "input_output_precision": _TYPES,
+    "mean_values": _PREPROCESSING, "scale_values": _PREPROCESSING,
+    "pcseq": "a placement is measured at one shape set: no -data_shape sequence",
 }
 
 #: The flags ``profile`` takes (it profiles with its own compile settings: the property flags would be ignored).
 PROFILE_FLAGS = ("path_to_model", "target_device", "number_iterations", "shape", "data_shape", "extensions",
                  "path_to_cldnn_config", "load_config")
-PROFILE_REASON = "profile measures per-op times with its own compile settings (PERF_COUNT, one request); " \
-                 "use it with `ov-autoplace place`"
+PROFILE_REASON = "profile measures per-op times with its own compile settings; use it with `place`"
 
 
 def _benchmark_module(name: str):

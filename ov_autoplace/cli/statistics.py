@@ -90,22 +90,12 @@ def _percentile(sorted_ms: list[float], percent: int) -> float:
 
 
 def batch_size(compiled: ov.CompiledModel) -> int:
-    """benchmark_app's batch: the N dimension of an input whose layout has one (set, or guessed from an image
-    shape as benchmark_app guesses: [N,C<=4,H,W>4] or [N,H,W>4,C<=4]), else 1."""
-    for port in compiled.inputs:
-        shape = port.get_partial_shape()
-        layout = port.get_node().layout if hasattr(port.get_node(), "layout") else ov.Layout()
-        if layout.has_name("N"):
-            dim = shape[layout.get_index_by_name("N")]
-        elif shape.rank.is_static and len(shape) == 4 and (
-                (shape[1].get_max_length() <= 4 < shape[3].get_max_length())
-                or (shape[3].get_max_length() <= 4 < shape[1].get_max_length())):
-            dim = shape[0]
-        else:
-            continue
-        if dim.is_static:
-            return dim.get_length()
-    return 1
+    """benchmark_app's batch (its own helpers: the N of a layout, set or guessed from an image shape; else 1)."""
+    from ov_autoplace.cli.benchmark_flags import benchmark_utils
+
+    utils = benchmark_utils()
+    dim = utils.get_network_batch_size(utils.get_inputs_info("", "", "", 0, "", "", compiled.inputs)[0])
+    return dim.get_length() if dim.is_static else 1
 
 
 def _streams(compiled: ov.CompiledModel, device: str) -> dict[str, str]:
