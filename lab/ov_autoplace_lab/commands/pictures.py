@@ -147,7 +147,7 @@ def add_compare_parser(sub) -> None:
     compare.add_argument("--strategies", type=_strategy_list, default=DEFAULT_COMPARE,
                          help=f"comma-separated registered strategies (default: {DEFAULT_COMPARE})")
     compare.add_argument("--max-submodels", type=int, default=8, help="bound on HETERO submodels (default 8)")
-    compare.add_argument("-niter", "--niter", type=int, default=30, help="timed inferences per placement (default 30)")
+    compare.add_argument("-niter", "--number_iterations", dest="niter", type=int, default=30, help="timed inferences per placement (default 30)")
     compare.add_argument("--rounds", type=int, default=3, help="interleaved rounds the runs are split into (default 3)")
     compare.add_argument("--no-measure", action="store_true", help="only place and simulate; do not run the model")
     compare.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib)")
