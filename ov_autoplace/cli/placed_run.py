@@ -9,6 +9,7 @@ benchmark_app would make of the compiled placed model (``cli/statistics.py``) an
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import resolve_shapes
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.progress import progress_bar
+from ov_autoplace.progress import progress_bar, progress_wanted
 
 
 @dataclasses.dataclass
@@ -37,6 +38,13 @@ class PlacedRun:
     compiled_label: str  # the device string the placed model was compiled for
     statistics: BenchmarkStatistics | None = None
     read_ms: float = 0.0
+
+
+def _status(text: str) -> None:
+    """A step whose length is unknown (reading, placing), named on a terminal so no stretch is silent; the steps
+    with a known length draw a bar (progress.py)."""
+    if progress_wanted():
+        print(f"{text} ...", file=sys.stderr, flush=True)
 
 
 def _timed(compiled, inputs, args):
@@ -67,6 +75,7 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
     benchmark_app would and write the reports ``-report_type`` asks for."""
     core, device = opened or core_and_device(args)
     started = time.perf_counter()
+    _status(f"reading {args.model}")
     model = api.load_model(args.model, core)
     read_ms = (time.perf_counter() - started) * 1e3
     config = config_of(args)
@@ -78,6 +87,7 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
         placement = Placement.load(args.placement)
         check_placement_matches(placement, extract_graph(prepare_model(model)), source=f"placement {args.placement}")
     else:
+        _status(f"placing {len(model.get_ops())} nodes on {device or 'this machine'}")
         placement = api.place(model, device, config, core=core, strategy=args.strategy, pins=pins_of(args.pin),
                               exclude_devices=args.exclude, max_submodels=args.max_submodels,
                               search_budget=args.search_budget, shapes=shapes, inputs=sample)
