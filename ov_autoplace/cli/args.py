@@ -1,9 +1,9 @@
 """The arguments and helpers every model command shares (``place``, ``profile``, ``show``, ``compare``).
 
 A module of its own so that ``cli/main.py`` and ``commands/pictures.py`` both use it without importing each other.
-Flags that benchmark_app has keep its spelling and meaning (``-d``, ``-hint``, ``-niter``, ``-t``, ``-nireq``,
-``-nstreams``, ``-pin``, ``-cdir``, ``-shape``, ``-load_config``, ``-dump_config``, ``-report_type``,
-``-report_folder``, ``-json_stats``); flags only ov_autoplace has are ``--kebab-case`` (docs/cli.md).
+Every flag benchmark_app has is declared from benchmark_app's own parser (``cli/benchmark_flags.py``): its
+spelling, short and long, its value type and its meaning; flags only ov_autoplace has are ``--kebab-case``
+(docs/cli.md).
 """
 
 from __future__ import annotations
@@ -11,23 +11,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
 import openvino as ov
 
 from ov_autoplace import api
+from ov_autoplace.cli.benchmark_flags import add_benchmark_flags, reject_other_benchmark_flags
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.errors import PinError, PlacementError, PropertyError, ShapeError
 from ov_autoplace.model.loading import read_json_file
-from ov_autoplace.graph.arrays import extract_graph
-from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.model.shapes import DEFAULT_BATCH, DEFAULT_DIM, resolve_shapes
 from ov_autoplace.strategies.registry import LAB_STRATEGIES, strategy_names
 from ov_autoplace.devices.testbed import make_testbed
-from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs
 from ov_autoplace.model.input_sample import check_input_sample, sample_shapes
 
 #: Every PERFORMANCE_HINT OpenVINO has, with benchmark_app's short forms.
@@ -35,6 +30,14 @@ HINTS = {"latency": "LATENCY", "throughput": "THROUGHPUT", "tput": "THROUGHPUT",
          "cumulative_throughput": "CUMULATIVE_THROUGHPUT", "ctput": "CUMULATIVE_THROUGHPUT", "none": None}
 META_DEVICES = ("AUTO", "HETERO", "MULTI", "BATCH")
 DEFAULT_NITER = 20
+#: benchmark_app's flags that choose the device and its compile properties.
+DEVICE_FLAGS = ("target_device", "load_config", "extensions", "path_to_cldnn_config")
+PROPERTY_FLAGS = ("perf_hint", "number_streams", "infer_threads_pinning", "number_threads", "infer_precision",
+                  "cache_dir", "dump_config")
+#: benchmark_app's flags that say how long to run, how, and what to report.
+RUN_FLAGS = ("number_iterations", "time", "api_type", "number_infer_requests", "inference_only", "no_warmup",
+             "latency_percentile", "report_type", "report_folder", "json_stats", "perf_counts", "perf_counts_sort",
+             "exec_graph_path")
 
 
 class _DeprecatedPin(argparse.Action):
@@ -48,50 +51,24 @@ class _DeprecatedPin(argparse.Action):
 
 def add_device_args(parser: argparse.ArgumentParser, *, properties: bool = True) -> None:
     """``-d``, ``--testbed``, ``-load_config`` and (``properties``) the compile properties benchmark_app's flags set."""
-    parser.add_argument("-d", "--device", default=None,
-                        help="device string as benchmark_app's -d / core.compile_model's: HETERO:GPU,CPU, AUTO, "
-                             "CPU... (default: no device, OpenVINO's default: the devices this machine has, as "
-                             "ov_autoplace.compile_model(model) places over them; --testbed: the testbed's HETERO)")
+    add_benchmark_flags(parser, DEVICE_FLAGS)
     parser.add_argument("--testbed", action="store_true",
                         help="register the standard testbed (CPU bf16 + virtual CPUF f32, all cores each)")
-    parser.add_argument("-load_config", "--load-config", dest="load_config", type=Path, default=None,
-                        help="JSON {device: {property: value}} as benchmark_app's: each device's properties are "
-                             "set on the core; a HETERO/AUTO/MULTI/BATCH section is the compile config of a -d "
-                             "string of that kind. Flags win over the file")
-    if not properties:  # the command compiles with its own settings (profile): no flag it would ignore
-        return
-    parser.add_argument("-hint", "--hint", choices=list(HINTS), default="latency",
-                        help="PERFORMANCE_HINT of the compile (benchmark_app's -hint; default: latency, what a "
-                             "placement minimises; none: no hint set)")
-    parser.add_argument("-nstreams", "--nstreams", default=None, metavar="N|DEV:N,...",
-                        help="NUM_STREAMS: a number, or per device as benchmark_app: CPU:2,CPUF:1")
-    parser.add_argument("-pin", "--infer_threads_pinning", dest="threads_pinning", choices=["YES", "NO"],
-                        default=None, help="ENABLE_CPU_PINNING for CPU devices (benchmark_app's -pin)")
-    parser.add_argument("-cdir", "--cache_dir", dest="cdir", default=None,
-                        help="OpenVINO's model cache (CACHE_DIR); ov_autoplace's own cache is separate (docs/cache.md)")
-    parser.add_argument("-dump_config", "--dump-config", dest="dump_config", type=Path, default=None,
-                        help="write the properties this run set, in -load_config's format")
+    if properties:  # a command that compiles with its own settings (profile) takes none it would ignore
+        add_benchmark_flags(parser, PROPERTY_FLAGS)
 
 
 def add_run_args(parser: argparse.ArgumentParser, *, niter_default: int | None = None) -> None:
-    """How long to time (benchmark_app's -niter, -t, -nireq) and what to report (-report_type...)."""
-    parser.add_argument("-niter", "--niter", type=int, default=niter_default,
-                        help=f"timed inferences per measurement (default {DEFAULT_NITER}; with -t: until the time)")
-    parser.add_argument("-t", "--time", type=float, default=None, help="seconds to time each measurement")
-    parser.add_argument("-nireq", "--nireq", type=int, default=1,
-                        help="infer requests in flight (default 1: latency; more: also the throughput, async)")
-    parser.add_argument("-report_type", "--report-type", dest="report_type", default=None,
-                        choices=["no_counters", "average_counters", "detailed_counters"],
-                        help="write a report to -report_folder: the run's parameters and results; *_counters: "
-                             "also each node's PERF_COUNT time")
-    parser.add_argument("-report_folder", "--report-folder", dest="report_folder", type=Path, default=Path("."),
-                        help="folder for -report_type (default: .)")
-    parser.add_argument("-json_stats", "--json-stats", dest="json_stats", action="store_true",
-                        help="write the report as JSON instead of CSV")
+    """How long to time and how (benchmark_app's -niter, -t, -api, -nireq...) and what to report (-report_type...);
+    then every other benchmark_app flag, rejected in one line saying why."""
+    add_benchmark_flags(parser, RUN_FLAGS)
+    if niter_default is not None:
+        parser.set_defaults(niter=niter_default)
+    reject_other_benchmark_flags(parser)
 
 
 def add_model_device_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-m", "--model", required=True, help="model file OpenVINO can read (IR .xml, .onnx, ...)")
+    add_benchmark_flags(parser, ("path_to_model",))
     add_device_args(parser)
     # the lab's names are accepted here even without the lab: the API then says what to install, in one line
     names = strategy_names()
@@ -105,14 +82,36 @@ def add_model_device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", action="append", default=[], metavar="DEVICE", help="do not use this device")
     parser.add_argument("--max-submodels", type=int, default=api.DEFAULT_MAX_SUBMODELS,
                         help=f"bound on HETERO submodels (default {api.DEFAULT_MAX_SUBMODELS})")
-    parser.add_argument("-shape", "--shape", default=None, metavar="SHAPES",
-                        help="for a model with dynamic dimensions, the static shapes to place (and time) it for, "
-                             "as benchmark_app's -shape: 'input_ids[1,128],attention_mask[1,128]' or '[1,3,224,224]' "
-                             f"(default: {DEFAULT_BATCH} for a dynamic axis 0, {DEFAULT_DIM} for other dynamic axes)")
+    add_benchmark_flags(parser, ("shape", "data_shape"))
     add_inputs_arg(parser)
     parser.add_argument("--search-budget", type=_budget, default=None, metavar="N|SECONDS",
                         help="fine-tune the HSDAG policy on the devices: N measured placements (e.g. 30) or "
                              "seconds (e.g. 60.0); needs the train extra")
+
+
+def checked_args(args) -> None:
+    """What benchmark_app checks after parsing, and what ov-autoplace adds; a mistake is a PlacementError.
+
+    ``-data_shape`` becomes the placement shapes (one shape set); ``-api`` gets benchmark_app's default
+    (sync under the latency hint, async otherwise)."""
+    percentile = getattr(args, "latency_percentile", 50)
+    if not 1 <= percentile <= 100:
+        raise PlacementError(f"-latency_percentile {percentile} is out of range; expected 1 to 100 (50: median)")
+    if getattr(args, "inference_only", None) is False:
+        raise PlacementError("-inference_only false is not taken: ov-autoplace fills the inputs once and times "
+                             "inference only, so a device's time is not mixed with input filling; drop the flag")
+    data_shape = getattr(args, "data_shape", None)
+    if data_shape:
+        if "][" in data_shape.replace(" ", ""):
+            raise ShapeError(f"-data_shape {data_shape!r} gives several shape sets; a placement is made at one: "
+                             "give one [..] per input (e.g. -data_shape input[1,3,224,224])")
+        args.shape = data_shape
+    if hasattr(args, "api_type") and not args.api_type:
+        args.api_type = "sync" if args.hint == "latency" else "async"
+    if getattr(args, "api_type", None) == "sync" and args.nireq and args.niter and not args.time \
+            and args.nireq > args.niter:
+        raise PlacementError(f"-nireq {args.nireq} is more than -niter {args.niter} in sync mode; expected "
+                             "-nireq <= -niter (benchmark_app's rule)")
 
 
 def _budget(text: str) -> int | float:
@@ -155,22 +154,31 @@ def config_of(args) -> dict[str, object]:
     if hint is not None:
         config["PERFORMANCE_HINT"] = hint
     if args.nstreams:
-        if ":" in args.nstreams:  # per device: CPU:2,CPUF:1
-            per_device: dict[str, dict[str, str]] = {}
-            for item in args.nstreams.split(","):
-                device, _, streams = item.partition(":")
-                if not device or not streams:
-                    raise PropertyError(f"-nstreams expects N or DEVICE:N,DEVICE:N (e.g. CPU:2,CPUF:1), got "
-                                        f"{args.nstreams!r}")
-                per_device[device.strip()] = {"NUM_STREAMS": streams.strip()}
-            config["DEVICE_PROPERTIES"] = per_device
-        else:
-            config["NUM_STREAMS"] = args.nstreams
+        _per_device(config, "-nstreams", "NUM_STREAMS", args.nstreams, "N or DEVICE:N,DEVICE:N (e.g. CPU:2,CPUF:1)")
     if args.threads_pinning:
         config["ENABLE_CPU_PINNING"] = args.threads_pinning
+    if args.nthreads:
+        config["INFERENCE_NUM_THREADS"] = args.nthreads
+    if args.infer_precision:
+        _per_device(config, "-infer_precision", "INFERENCE_PRECISION_HINT", args.infer_precision, "bf16 or CPU:bf16,GPU:f32")
+    if getattr(args, "nireq", 0):  # benchmark_app: -nireq given sets the hint's number of requests
+        config["PERFORMANCE_HINT_NUM_REQUESTS"] = args.nireq
     if args.cdir:
         config["CACHE_DIR"] = args.cdir
     return config
+
+
+def _per_device(config: dict[str, object], flag: str, key: str, text: str, expected: str) -> None:
+    """benchmark_app's ``VALUE`` or ``DEVICE:VALUE,DEVICE:VALUE`` (the latter into DEVICE_PROPERTIES)."""
+    if ":" not in text:
+        config[key] = text
+        return
+    per_device = config.setdefault("DEVICE_PROPERTIES", {})
+    for item in text.split(","):
+        device, _, value = item.partition(":")
+        if not device.strip() or not value.strip():
+            raise PropertyError(f"{flag} expects {expected}, got {text!r}")
+        per_device.setdefault(device.strip(), {})[key] = value.strip()  # type: ignore[union-attr]
 
 
 def core_and_device(args) -> tuple[ov.Core, str | None]:
@@ -180,6 +188,11 @@ def core_and_device(args) -> tuple[ov.Core, str | None]:
         core, device = testbed.core, args.device or testbed.hetero
     else:
         core, device = ov.Core(), args.device
+    for extension in (getattr(args, "extensions", None) or "").split(","):
+        if extension.strip():  # benchmark_app's -extensions: libraries with custom ops, before the model is read
+            core.add_extension(extension.strip())
+    if getattr(args, "path_to_cldnn_config", None) and "GPU" in (device or ""):
+        core.set_property("GPU", {"CONFIG_FILE": args.path_to_cldnn_config})  # benchmark_app's -c
     for section, props in _loaded_config(args).items():
         if section not in META_DEVICES:  # benchmark_app: core.set_property(device, its section)
             try:  # the plugin loaded first: set on a plugin not yet loaded, a bad property lingers and every
@@ -209,8 +222,9 @@ def dump_config(args, devices: Sequence[str]) -> None:
         section = dumped.setdefault(device, {})
         section.update({k: str(v) for k, v in config.items()})
         section.update(per_device.get(device, {}))
-    args.dump_config.parent.mkdir(parents=True, exist_ok=True)
-    args.dump_config.write_text(json.dumps(dumped, indent=4, sort_keys=True))
+    path = Path(args.dump_config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dumped, indent=4, sort_keys=True))
     print(f"config written to {args.dump_config}")
 
 
@@ -222,7 +236,7 @@ def single_device_config(config: dict[str, object], device: str) -> dict[str, ob
     return own
 
 
-def _pins(values: Sequence[str]) -> dict[str, str]:
+def pins_of(values: Sequence[str]) -> dict[str, str]:
     pins = {}
     for item in values:
         name, sep, device = item.rpartition("=")
@@ -230,28 +244,6 @@ def _pins(values: Sequence[str]) -> dict[str, str]:
             raise PinError(f"--pin-node expects NODE=DEVICE (e.g. 'type:MatMul=GPU'), got {item!r}")
         pins[name] = device
     return pins
-
-
-def _timed(compiled, inputs, args):
-    """LatencyStats for -niter/-t: -t alone runs until the time, -niter alone that many, both: the first reached."""
-    iterations = args.niter or (10 ** 9 if args.time else DEFAULT_NITER)
-    return measure_latency(compiled, inputs, iterations=iterations, max_seconds=args.time or 0.0)
-
-
-def throughput_fps(compiled: ov.CompiledModel, inputs, args) -> float:
-    """Inferences per second with ``-nireq`` requests in flight (AsyncInferQueue), for -niter or -t."""
-    queue = ov.AsyncInferQueue(compiled, args.nireq)
-    count = args.niter or (10 ** 9 if args.time else DEFAULT_NITER * args.nireq)
-    for _ in range(args.nireq):  # warm-up: one inference per request
-        queue.start_async(list(inputs))
-    queue.wait_all()
-    t0 = time.perf_counter()
-    done = 0
-    while done < count and (not args.time or time.perf_counter() - t0 < args.time):
-        queue.start_async(list(inputs))
-        done += 1
-    queue.wait_all()
-    return done / (time.perf_counter() - t0)
 
 
 def add_inputs_arg(parser: argparse.ArgumentParser) -> None:
@@ -275,39 +267,3 @@ def read_inputs(args, model: ov.Model) -> tuple[dict | None, Any]:
         raise ShapeError(f"--inputs {path}: not a numpy .npz of arrays named by input ({exc})") from None
     sample = check_input_sample(model, raw)
     return sample, args.shape if args.shape is not None else sample_shapes(model, sample)
-
-
-def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None):
-    """Place (or load ``--placement``), then time it and every single device unless ``--no-measure``."""
-    core, device = opened or core_and_device(args)
-    model = api.load_model(args.model, core)
-    config = config_of(args)
-    sample, shapes = read_inputs(args, model)
-    t0 = time.perf_counter()
-    if getattr(args, "placement", None):
-        from ov_autoplace.placement.placed_graph import check_placement_matches
-
-        placement = Placement.load(args.placement)
-        check_placement_matches(placement, extract_graph(prepare_model(model)), source=f"placement {args.placement}")
-    else:
-        placement = api.place(model, device, config, core=core, strategy=args.strategy, pins=_pins(args.pin),
-                              exclude_devices=args.exclude, max_submodels=args.max_submodels,
-                              search_budget=args.search_budget, shapes=shapes, inputs=sample)
-    place_s = time.perf_counter() - t0
-    dump_config(args, placement.devices)
-    if not args.no_measure:
-        placed = api.compile_placement(model, placement, config, core=core)
-        with input_sample(sample):  # dynamic: the placement shapes
-            inputs = random_inputs(placed, shapes=resolve_shapes(model, shapes))
-        placement.measured_latency_ms = _timed(placed, inputs, args).median_ms
-        if args.nireq > 1:
-            placement.notes.append(f"throughput with {args.nireq} requests: {throughput_fps(placed, inputs, args):.1f} "
-                                   "inferences/s")
-        for dev in placement.devices:
-            single = core.compile_model(model, dev, single_device_config(config, dev))
-            placement.reference_latency_ms[dev] = _timed(single, inputs, args).median_ms
-    if getattr(args, "report_type", None):
-        from ov_autoplace.cli.report import write_report
-
-        write_report(args, placement, config, place_s, model, core, None if args.no_measure else inputs)
-    return model, placement, place_s

@@ -33,18 +33,25 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import resolve_shapes, static_clone
 from ov_autoplace.devices.timing import input_sample
-from ov_autoplace.cli.args import (add_device_args, add_inputs_arg, add_model_device_args, add_run_args, config_of,
-                                   core_and_device, placed_and_measured, read_inputs)
+from ov_autoplace.cli.args import (add_device_args, add_inputs_arg, add_model_device_args, add_run_args,
+                                   checked_args, config_of, core_and_device, read_inputs)
+from ov_autoplace.cli.benchmark_flags import (PROFILE_FLAGS, PROFILE_REASON, Accepted, add_benchmark_flags,
+                                              reject_other_benchmark_flags)
 
 
 def cmd_place(args) -> int:
+    from ov_autoplace.cli.placed_run import placed_and_measured
+
     core, device = core_and_device(args)
-    model, placement, place_s = placed_and_measured(args, (core, device))
-    print(placement.summary())
-    if not args.no_measure:  # the same transfer numbers `show` draws
+    run = placed_and_measured(args, (core, device))
+    model, placement = run.model, run.placement
+    print(placement.summary(run.compiled_label))
+    if not args.no_measure and args.niter != 0:  # the same transfer numbers `show` draws
         shapes = resolve_shapes(model, read_inputs(args, model)[1])  # timed as placed: the static clone
         print("  " + simulated_timeline_line(static_clone(model, shapes) if shapes else model, placement, core))
-    print(f"  placing took {place_s:.2f} s")
+    print(f"  placing took {run.place_s:.2f} s")
+    if run.statistics is not None:  # benchmark_app's closing statistics, for the placed model
+        print("\n".join(run.statistics.console_lines()))
     if args.output:
         placement.save(args.output)
         print(f"placement written to {args.output}")
@@ -184,20 +191,20 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Profile a model on every listed device (PERF_COUNT per op, mapped back to "
                                          "the model's ops; link and submodel costs from real splits), print per-op-type "
                                          "times per device; reused from the profile store when nothing changed.")
-    profile.add_argument("-m", "--model", required=True, help="model file OpenVINO can read")
-    add_device_args(profile, properties=False)
-    profile.add_argument("-niter", "--niter", type=int, default=None,
-                         help="profiled inferences per device (default 6 quick, 20 with --full)")
+    add_benchmark_flags(profile, PROFILE_FLAGS, overrides={  # -m -d -niter -shape -data_shape -extensions -c ...
+        "number_iterations": Accepted("niter", None, "profiled inferences per device (default 6 quick, 20 with "
+                                                     "--full)")})
+    profile.add_argument("--testbed", action="store_true",
+                         help="register the standard testbed (CPU bf16 + virtual CPUF f32, all cores each)")
     profile.add_argument("--full", action="store_true",
                          help="the full profiler: fused ops compiled alone and measured links (slower)")
-    profile.add_argument("-shape", "--shape", default=None, metavar="SHAPES",
-                         help="static shapes to profile a dynamic model at, as for `place --shape`")
     add_inputs_arg(profile)
     profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
     profile.add_argument("--profile-dir", type=_directory_arg, default=None,
                          help="profile store (default $OV_AUTOPLACE_PROFILE_DIR or ~/.cache/ov_autoplace/profiles)")
     profile.add_argument("--no-store", action="store_true", help="always measure; do not read or write the store")
     profile.set_defaults(func=cmd_profile)
+    reject_other_benchmark_flags(profile, default_reason=PROFILE_REASON)
 
     for add_parser in lab_commands().values():  # show, compare, whatif, bench, train: where the lab is installed
         add_parser(sub)
@@ -268,8 +275,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if run_raw is not None:  # everything after `train` belongs to the trainer's own parser
             return run_raw(argv[1:])
     args = build_parser().parse_args(argv)
+    args.argv = argv  # the report's command line, as typed
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
+        checked_args(args)
         return args.func(args)
     except (OVAutoplaceError, FileNotFoundError) as exc:  # LabNotInstalledError too: one line, exit 2
         print(f"ov-autoplace: error: {exc}", file=sys.stderr)

@@ -22,6 +22,7 @@ from openvino import opset13 as ops
 
 from ov_autoplace.errors import DeviceError
 from ov_autoplace.devices.timing import measure_latency, random_inputs
+from ov_autoplace.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ def _compile_variant(core: ov.Core, nbytes: int, stages: int, sides: list[int], 
     return core.compile_model(model, f"HETERO:{pair[0]},{pair[1]}", {"PERF_COUNT": False})
 
 
-def _measure_pair(core, pair, sizes, cuts, rounds, seconds_per_variant) -> list[dict[str, float]]:
+def _measure_pair(core, pair, sizes, cuts, rounds, seconds_per_variant, bar) -> list[dict[str, float]]:
     stages = max(cuts) + 1
     variants = _variants(stages, cuts)
     rows = []
@@ -165,6 +166,7 @@ def _measure_pair(core, pair, sizes, cuts, rounds, seconds_per_variant) -> list[
             rows.append({"variant": name, "bytes": true_bytes, "latency_ms": float(np.median(s)), **f})
         logger.info("link calibration %s at %d bytes: %s", pair, true_bytes,
                     ", ".join(f"{r['variant']}={r['latency_ms']:.3f}" for r in rows[-len(variants):]))
+        bar.update(1)
     return rows
 
 
@@ -243,9 +245,11 @@ def profile_links(core: ov.Core, devices: Sequence[str], *, sizes: Sequence[int]
     latency, per_byte = np.zeros((n, n)), np.zeros((n, n))
     overhead_sum, overhead_count = np.zeros(n), np.zeros(n)
     pairs = []
-    for i, j in itertools.combinations(range(n), 2):
-        rows = _measure_pair(core, (devices[i], devices[j]), sorted(set(sizes)), sorted(set(cuts)), rounds,
-                             seconds_per_variant)
+    couples = list(itertools.combinations(range(n), 2))
+    with progress_bar(len(couples) * len(set(sizes)), "calibrating links", unit="size") as bar:
+        rows_of = [_measure_pair(core, (devices[i], devices[j]), sorted(set(sizes)), sorted(set(cuts)), rounds,
+                                 seconds_per_variant, bar) for i, j in couples]
+    for (i, j), rows in zip(couples, rows_of):
         fit = fit_links(rows)
         g = fit["globals"]
         latency[i, j], latency[j, i] = g["latency_ab"], g["latency_ba"]

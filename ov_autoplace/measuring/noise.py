@@ -114,6 +114,16 @@ class LoadProbe:
         return max(0.0, ((busy1 - busy0) - (own1 - own0)) / (wall1 - wall0))
 
 
+def busy_now() -> bool:
+    """Whether other processes keep this process's cores busy right now (one :class:`LoadProbe` window).
+
+    A stored profile that was taken on a loaded machine is measured again only when this says no: measured on a
+    machine that is still loaded it would be as loaded, and the run would pay the profile again for nothing (a
+    busy machine re-profiled on every ``place``)."""
+    other = LoadProbe().start().other_cores()
+    return not math.isnan(other) and other > LOADED_OTHER_CORES
+
+
 @dataclasses.dataclass(frozen=True)
 class WindowNoise:
     """One device window's noise: end-to-end median and IQR, other processes' cores, and the verdict."""
@@ -173,4 +183,4 @@ def assumed_spread(compute_ms: np.ndarray, e2e_ms: Sequence[float]) -> tuple[np.
 
 
 __all__ = ["LOADED_OTHER_CORES", "LOADED_RELATIVE_SPREAD", "MIN_LOAD_WINDOW_S", "UNKNOWN_RELATIVE_SPREAD", "LoadProbe",
-           "WindowNoise", "assess_load", "assumed_spread", "iqr", "measured_window", "noise_fields", "per_run_node_ms"]
+           "WindowNoise", "assess_load", "assumed_spread", "busy_now", "iqr", "measured_window", "noise_fields", "per_run_node_ms"]

@@ -25,8 +25,8 @@ from ov_autoplace.progress import progress_bar
 from ov_autoplace.devices.timing import measure_latency
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.measuring.link_calibration import LinkProfile, check_devices, profile_links
-from ov_autoplace.measuring.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, iqr, measured_window,
-    noise_fields)
+from ov_autoplace.measuring.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, busy_now, iqr,
+                                          measured_window, noise_fields)
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
 from ov_autoplace.measuring.perf_counts import (HEAVY_OP_TYPES, map_times, ms_per_byte_fallback, profiled_window,
                                                 reports_running_average, unfused_times)
@@ -168,6 +168,10 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
         cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
         if cached is not None and not cached.cost_model.loaded:
             logger.info("model profile for %s loaded from %s", devices, store.path_for(key))
+            return cached
+        if cached is not None and busy_now():
+            logger.info("the stored profile for %s was taken on a loaded machine and the machine is loaded now: "
+                        "reused (its gains stay unproven) rather than measured again as loaded", devices)
             return cached
         if cached is not None:
             logger.info("the stored profile for %s was taken on a loaded machine; measuring it again", devices)

@@ -21,7 +21,7 @@ from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.devices.timing import random_inputs
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.measuring.link_calibration import LINK_PROFILE_FORMAT, LinkProfile
-from ov_autoplace.measuring.noise import LoadProbe, iqr, measured_window, noise_fields, per_run_node_ms
+from ov_autoplace.measuring.noise import LoadProbe, busy_now, iqr, measured_window, noise_fields, per_run_node_ms
 from ov_autoplace.cache.profile_store import ProfileStore, profile_key
 from ov_autoplace.measuring.perf_counts import (executed_ms, map_times, ms_per_byte_fallback, reports_running_average,
                                                 window_ms)
@@ -123,6 +123,10 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
     if store is not None and store.path_for(key).exists():
         cached = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
         if cached is not None and not cached.cost_model.loaded:
+            return cached
+        if cached is not None and busy_now():
+            logger.info("the stored profile of this model was taken on a loaded machine and the machine is loaded "
+                        "now: reused (its gains stay unproven) rather than measured again as loaded")
             return cached
         if cached is not None:
             logger.info("the stored profile of this model was taken on a loaded machine; measuring it again")

@@ -120,11 +120,13 @@ class Placement:
             for target in targets:
                 target.replace_source_output(copy.output(0))
 
-    def summary(self) -> str:
+    def summary(self, compiled_as: str | None = None) -> str:
+        """The summary lines; ``compiled_as``: the device string the placement was compiled for, when it is not
+        the placement's HETERO string (one device named plainly is compiled on that device)."""
         counts = self.counts_per_device()
         total = max(1, sum(counts.values()))
         lines = [
-            f"Placement on {self.device_string} (strategy: {self.strategy})",
+            f"Placement on {compiled_as or self.device_string} (strategy: {self.strategy})",
             f"  compute nodes: {sum(counts.values())}, all nodes: {len(self.assignment)}, "
             f"submodels: {self.num_submodels}",
         ]

@@ -142,3 +142,21 @@ def test_two_identical_devices_measured_separately_keep_one_device(f32_testbed):
     assert (result.proposal[compute] == 0).all(), result.note(cost.label)
     if cost.loaded:
         assert result.stopped == "loaded", result.note(cost.label)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
+def test_a_stored_loaded_profile_is_reused_while_the_machine_is_still_loaded(testbed, tmp_path, caplog):
+    """Measured again on a machine that is still busy it would be as loaded: a busy machine re-profiled the same
+    model on every `place` (46 s, 16 s, 12 s). The stored one is reused; it stays marked loaded."""
+    model = sg.residual()
+    store = ProfileStore(tmp_path)
+    first = quick_model_profile(model, testbed.core, ("CPU",), store=store)
+    [path] = tmp_path.glob("model-*.json")
+    data = json.loads(path.read_text())
+    data["payload"]["cost_model"]["loaded"] = True  # as stored on a loaded machine
+    path.write_text(json.dumps(data))
+    with cpu_hog(), caplog.at_level(logging.INFO, logger="ov_autoplace.measuring.quick_profile"):
+        assert noise.busy_now()
+        again = quick_model_profile(model, testbed.core, ("CPU",), store=store)
+    assert again.profiler_seconds == first.profiler_seconds and again.cost_model.loaded  # read, not measured
+    assert "reused" in caplog.text

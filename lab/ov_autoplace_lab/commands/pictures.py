@@ -18,13 +18,15 @@ from ov_autoplace_lab.same_device_note import same_device_note
 
 
 def cmd_show(args) -> int:
-    from ov_autoplace.cli.args import core_and_device, placed_and_measured
+    from ov_autoplace.cli.args import core_and_device
+    from ov_autoplace.cli.placed_run import placed_and_measured
     from ov_autoplace_lab.viz import placement_picture, write_picture
     from ov_autoplace_lab.viz.measured import measured_timeline
     from ov_autoplace.placement.placed_graph import analyze
 
     core, device = core_and_device(args)
-    model, placement, _ = placed_and_measured(args, (core, device))
+    run = placed_and_measured(args, (core, device))
+    model, placement = run.model, run.placement
     shapes = resolve_shapes(model, args.shape)
     if shapes:  # a dynamic model is drawn as placed: its static clone
         model = static_clone(model, shapes)
@@ -39,7 +41,7 @@ def cmd_show(args) -> int:
     dot_path = Path(f"{args.output}.dot")
     dot_path.write_text(placement_dot(graph, placement, title))
     written = [*written, dot_path]
-    print(placement.summary())
+    print(placement.summary(run.compiled_label))
     for block in picture.text_blocks[:-1]:
         print(block)
     if skipped:
@@ -145,7 +147,7 @@ def add_compare_parser(sub) -> None:
     compare.add_argument("--strategies", type=_strategy_list, default=DEFAULT_COMPARE,
                          help=f"comma-separated registered strategies (default: {DEFAULT_COMPARE})")
     compare.add_argument("--max-submodels", type=int, default=8, help="bound on HETERO submodels (default 8)")
-    compare.add_argument("-niter", "--niter", type=int, default=30, help="timed inferences per placement (default 30)")
+    compare.add_argument("-niter", "--number_iterations", dest="niter", type=int, default=30, help="timed inferences per placement (default 30)")
     compare.add_argument("--rounds", type=int, default=3, help="interleaved rounds the runs are split into (default 3)")
     compare.add_argument("--no-measure", action="store_true", help="only place and simulate; do not run the model")
     compare.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib)")
