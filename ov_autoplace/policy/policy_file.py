@@ -2,8 +2,9 @@
 
 Every parameter as a float32 or float16 array under its state-dict name, plus a JSON ``__header__`` (format
 version, the writing ov_autoplace version, the :class:`HSDAGConfig`, feature names, parameter shapes, metadata, and
-how the weights are stored). float16 weights are stored as two byte planes, optionally rounded to fewer mantissa bits,
-so they deflate well in the wheel; the loader upcasts them to float32. Pure numpy + json at load, read with
+how the weights are stored). float16 weights are stored as two byte planes, optionally rounded to fewer mantissa bits;
+rounded ones are packed (the high plane xz-compressed, the low plane without its always-zero bits) so the wheel
+carries only what the weights hold. The loader upcasts them to float32. Pure numpy + json at load, read with
 ``allow_pickle=False`` so a policy file cannot run code. The layout field by field: docs/policy.md, "The policy
 file".
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import lzma
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,9 @@ HEADER_KEY = "__header__"
 WEIGHT_DTYPES = ("float32", "float16")
 _HIGH, _LOW = "__high_bytes__", "__low_bytes__"  # the byte planes of float16 weights
 FLOAT16_MANTISSA_BITS = 10
+#: The high plane (sign, exponent, top mantissa bits: few distinct values) as xz with no literal context, which
+#: models it better than the wheel's deflate; the low plane's zeroed bits are dropped rather than compressed.
+_XZ_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "lc": 0, "lp": 0, "pb": 0}]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -105,6 +110,8 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
             largest = float(np.abs(np.asarray(weights[name], dtype=np.float32)).max())
             raise PolicyFormatError(f"weight {name!r} holds values up to {largest:g}, beyond {weight_dtype}'s "
                                     f"range (max {float(np.finfo(weight_dtype).max):g}); store it as float32")
+    # the low byte holds float16's 8 lowest mantissa bits: rounding to ``mantissa_bits`` zeroes the last ones
+    dropped = min(FLOAT16_MANTISSA_BITS - (mantissa_bits or FLOAT16_MANTISSA_BITS), 8)
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -113,13 +120,16 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
         "feature_names": expected_feature_names(config),
         "parameters": {name: list(w.shape) for name, w in stored.items()},
         "weight_dtype": weight_dtype,
-        "weight_layout": "byte_planes" if weight_dtype == "float16" else "arrays",
+        "weight_layout": "arrays" if weight_dtype != "float16" else "byte_planes" if dropped == 0 else "packed_planes",
         **({"mantissa_bits": mantissa_bits} if mantissa_bits is not None else {}),
         "metadata": metadata or {},
     }
     if weight_dtype == "float16":  # little-endian pairs: byte 1 is the high byte
         pairs = np.concatenate([w.astype("<f2").reshape(-1) for w in stored.values()]).view(np.uint8).reshape(-1, 2)
         stored = {_HIGH: pairs[:, 1].copy(), _LOW: pairs[:, 0].copy()}
+        if dropped:
+            stored = {_HIGH: np.frombuffer(lzma.compress(stored[_HIGH].tobytes(), filters=_XZ_FILTERS), np.uint8),
+                      _LOW: np.packbits(np.unpackbits(stored[_LOW][:, None], axis=1)[:, :8 - dropped])}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
@@ -144,6 +154,8 @@ def _joined_planes(path: Path, header: dict[str, Any], arrays: dict[str, np.ndar
                                 "by export_policy")
     sizes = [int(np.prod(shape)) for shape in parameters.values()]
     high, low = arrays.pop(_HIGH, None), arrays.pop(_LOW, None)
+    if header.get("weight_layout") == "packed_planes" and high is not None and low is not None:
+        high, low = _unpacked(path, header, high, low, sum(sizes))
     if high is None or low is None or high.dtype != np.uint8 or low.dtype != np.uint8 \
             or high.shape != (sum(sizes),) or low.shape != (sum(sizes),):
         raise PolicyFormatError(f"{path}: the byte planes {_HIGH!r} and {_LOW!r} are missing or do not hold the "
@@ -154,6 +166,29 @@ def _joined_planes(path: Path, header: dict[str, Any], arrays: dict[str, np.ndar
     ends = np.cumsum(sizes)
     return {name: values[end - size:end].reshape(shape)
             for (name, shape), size, end in zip(parameters.items(), sizes, ends)}
+
+
+def _unpacked(path: Path, header: dict[str, Any], high: np.ndarray, low: np.ndarray, count: int):
+    """The byte planes of a ``packed_planes`` file: the high plane xz-decompressed (at most ``count`` bytes, so a
+    damaged file cannot inflate without end), the low plane's kept bits back in place, the dropped ones zero."""
+    bits = header.get("mantissa_bits")
+    if type(bits) is not int or not 1 <= bits < FLOAT16_MANTISSA_BITS or high.dtype != np.uint8 or low.dtype != np.uint8:
+        raise PolicyFormatError(f"{path}: packed byte planes need float16 'mantissa_bits' below "
+                                f"{FLOAT16_MANTISSA_BITS} and uint8 planes; re-export the policy with export_policy")
+    kept = 8 - min(FLOAT16_MANTISSA_BITS - bits, 8)
+    try:
+        decompressor = lzma.LZMADecompressor()
+        high = np.frombuffer(decompressor.decompress(high.tobytes(), max_length=count), np.uint8)
+    except lzma.LZMAError as exc:
+        raise PolicyFormatError(f"{path}: the packed high byte plane is not xz data ({exc}); re-export the "
+                                "policy with export_policy") from exc
+    if not decompressor.eof:
+        raise PolicyFormatError(f"{path}: the packed high byte plane holds more (or less) than the {count} float16 "
+                                "weights its header lists; re-export the policy with export_policy")
+    lows = np.unpackbits(low)[:count * kept]
+    if lows.size != count * kept:
+        return high, low[:0]  # too short: the caller names the mismatch
+    return high, np.packbits(np.pad(lows.reshape(count, kept), ((0, 0), (0, 8 - kept))), axis=1).reshape(-1)
 
 
 def convert_policy_file(source: str | Path, destination: str | Path, *, weight_dtype: str,
@@ -218,7 +253,7 @@ def _checked(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) 
         raise PolicyFormatError(
             f"{path} was trained on other input features than this ov_autoplace computes "
             f"(written by ov_autoplace {header.get('ov_autoplace_version')}); retrain or re-export it")
-    if header.get("weight_layout", "arrays") == "byte_planes":
+    if header.get("weight_layout", "arrays") in ("byte_planes", "packed_planes"):
         arrays = _joined_planes(path, header, arrays)
     shapes = {name: list(a.shape) for name, a in arrays.items()}
     if shapes != header.get("parameters"):

@@ -19,6 +19,8 @@ placed on (the headroom rows are not in this test: they are the precision bench'
 
 from __future__ import annotations
 
+import lzma
+
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +30,8 @@ from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.costmodel.suite import load_suite
 from ov_autoplace.errors import PolicyFormatError
 from ov_autoplace.policy import NumpyHSDAGPolicy
-from ov_autoplace.policy.policy_file import convert_policy_file, load_policy_file, write_policy_file
+from ov_autoplace.policy.policy_file import (_rounded_mantissa, convert_policy_file, load_policy_file,  # noqa: PLC2701
+                                            write_policy_file)
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from tests import synthetic_graphs
 from tests.policy.conftest import prepared_graph, stand_in_cost_model
@@ -83,12 +86,14 @@ def test_the_shipped_file_is_the_float32_weights_rounded_to_8_mantissa_bits(tmp_
     from ov_autoplace_lab.training import SHIPPED_MANTISSA_BITS, write_shipped_policy
 
     reference, shipped = load_policy_file(FLOAT32_REFERENCE), load_policy_file(PRETRAINED_POLICY)
-    with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:  # float16 as two byte planes, high bytes first
+    with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:  # float16 as two packed byte planes
         assert stored.files == ["__header__", "__high_bytes__", "__low_bytes__"]
-        assert stored["__high_bytes__"].dtype == np.uint8 and stored["__high_bytes__"].size == 131_970
-        assert not (stored["__low_bytes__"] & 0b11).any()  # the two mantissa bits dropped
+        assert stored["__high_bytes__"].dtype == np.uint8 and stored["__high_bytes__"].size < 0.75 * 131_970  # xz
+        assert stored["__low_bytes__"].size == 131_970 * 6 // 8 + 1  # 6 of each low byte's 8 bits kept
+    patterns = np.concatenate([w.astype("<f2").view(np.uint16).reshape(-1) for w in shipped.weights.values()])
+    assert not (patterns & 0b11).any()  # the two mantissa bits dropped
     assert reference.header["weight_dtype"] == "float32" and "mantissa_bits" not in reference.header
-    assert shipped.header["weight_dtype"] == "float16" and shipped.header["weight_layout"] == "byte_planes"
+    assert shipped.header["weight_dtype"] == "float16" and shipped.header["weight_layout"] == "packed_planes"
     assert shipped.header["mantissa_bits"] == SHIPPED_MANTISSA_BITS
     assert shipped.config == reference.config
     # the metadata is training's, but for its start, named as the recipe names it now ("pretrained" meant v2 when it
@@ -186,6 +191,28 @@ def test_a_missing_or_short_byte_plane_is_refused_by_name(tmp_path):
                                    ("missing", missing, "'__high_bytes__'"), ("extra", extra, "'stray'")):
         path = tmp_path / f"{kind}.npz"
         np.savez(path, **damaged)
+        with pytest.raises(PolicyFormatError, match=message):
+            load_policy_file(path)
+
+
+def test_packed_planes_hold_the_byte_planes_exactly_and_refuse_damage_by_name(tmp_path):
+    """Rounded float16 weights are packed (the high plane as xz, the low plane without its zeroed bits); the
+    weights read back are those of the unpacked byte planes, bit for bit, and a damaged plane is named."""
+    exported = load_policy_file(FLOAT32_REFERENCE)
+    for bits in (1, 5, 8, 9):
+        packed = load_policy_file(write_policy_file(tmp_path / f"m{bits}.npz", exported.config, exported.weights,
+                                                    weight_dtype="float16", mantissa_bits=bits))
+        rounded = {name: np.asarray(w, np.float32).astype(np.float16) for name, w in exported.weights.items()}
+        rounded = {name: _rounded_mantissa(w, bits).astype(np.float32) for name, w in rounded.items()}
+        assert packed.header["weight_layout"] == "packed_planes"
+        assert all(np.array_equal(packed.weights[name], w) for name, w in rounded.items()), bits
+    with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    longer = np.frombuffer(lzma.compress(bytes(131_971)), np.uint8)
+    for kind, high, message in (("not_xz", arrays["__high_bytes__"][::-1], "not xz data"),
+                                ("inflates_past_its_weights", longer, "holds more .or less. than the 131970")):
+        path = tmp_path / f"{kind}.npz"
+        np.savez(path, **{**arrays, "__high_bytes__": high})
         with pytest.raises(PolicyFormatError, match=message):
             load_policy_file(path)
 
