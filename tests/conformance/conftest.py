@@ -11,6 +11,9 @@ Each test takes ``via`` and runs once per way of compiling:
   is a real HETERO split (or, for a one-op model, the whole model on HETERO's second device): the default
   path keeps these small models on one device, and a behaviour must hold on what a placement produces too.
 
+Calls whose device is not a testbed string (no device, ``openvino.compile_model`` on its own new Core) take
+``via_cpu``: plain and routed only.
+
 HETERO is the testbed's ``HETERO:CPU,CPUF`` (``ov_autoplace.devices.testbed``) with both devices in f32
 (``like_for_like``), so a split's outputs match the plain call's to f32 rounding on every machine. Every module is
 in the slow tier (``pytestmark``): each variant compiles real models on real plugins.
@@ -84,4 +87,10 @@ def f32_testbed() -> Testbed:
 def via(request, f32_testbed) -> Via:
     how, device = request.param
     return Via(how, f32_testbed.hetero if device == "HETERO" else device, f32_testbed.core)
+
+
+@pytest.fixture(params=["plain", "routed"], ids=["plain-CPU", "routed-CPU"])
+def via_cpu(request, f32_testbed) -> Via:
+    """For calls whose device is not a testbed string: no device (AUTO's pick) and ``openvino.compile_model``."""
+    return Via(request.param, "CPU", f32_testbed.core)
 

@@ -61,9 +61,8 @@ def test_config_reaches_the_compiled_model(via, config):
     _check_outputs(compiled)
 
 
-def test_no_device(via):
-    if via.device != "CPU":
-        pytest.skip("no device: one run per way of compiling (the device comes from AUTO)")
+def test_no_device(via_cpu):
+    via = via_cpu
     model = models.relu_scale_model()
     with via.routing(model):
         compiled = via.core.compile_model(model)
@@ -76,10 +75,9 @@ def test_no_device(via):
 @pytest.mark.parametrize("config", [None, {hints.performance_mode: hints.PerformanceMode.THROUGHPUT}],
                          ids=["none", "throughput"])
 @pytest.mark.parametrize("with_device", [True, False], ids=["device", "no_device"])
-def test_openvino_compile_model(via, model_as, config, with_device, tmp_path):
+def test_openvino_compile_model(via_cpu, model_as, config, with_device, tmp_path):
     """``openvino.compile_model`` compiles on a new Core of its own, so only devices every Core has."""
-    if via.device != "CPU":
-        pytest.skip("openvino.compile_model's own Core has no CPUF")
+    via = via_cpu
     model = models.relu_scale_model()
     argument = model if model_as == "model" else Path(models.ir_files(model, tmp_path)[0])
     with via.routing(model):
