@@ -147,6 +147,7 @@ FORMS = [
     Form('compile_model(model, "HETERO:CPU,CPUF,CPU")', STRICTER, "HETERO:CPU,CPUF,CPU"),
     Form('compile_model(model, "HETERO:-CPU,CPUF")', STRICTER, "HETERO:-CPU,CPUF"),
     Form('compile_model(model, "MULTI:CPU,CPU")', STRICTER, "MULTI:CPU,CPU"),
+    Form('compile_model(model, "HETERO:CPU,FOO")', STRICTER, "HETERO:CPU,FOO"),
 ]
 
 
