@@ -4,6 +4,7 @@ and the exceptions a failing callback or inference raises."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 
 import numpy as np
@@ -13,6 +14,17 @@ import pytest
 from tests.conformance import models
 
 pytestmark = pytest.mark.slow
+
+
+def settle() -> None:
+    """Let OpenVINO's callback threads let go of Python before the test's requests and queues are destroyed.
+
+    ``wait``/``wait_all`` can return while a request's callback thread is still to take the GIL once more; a
+    request, queue or compiled model destroyed right then by the main thread (which holds the GIL while it joins
+    those threads) deadlocks inside OpenVINO's binding, whatever compiled the model: one full run of this suite
+    hung that way. A short sleep releases the GIL so the thread finishes first.
+    """
+    time.sleep(0.05)
 
 
 @pytest.fixture
@@ -38,6 +50,7 @@ def test_start_async_with_callbacks(compiled, share_inputs):
         assert request.latency > 0
         np.testing.assert_allclose(request.get_output_tensor().data, models.relu_scale_reference(x), rtol=1e-6)
     assert sorted(finished) == [0, 1, 2]
+    settle()
 
 
 def test_wait_for_and_userdata(compiled):
@@ -49,6 +62,7 @@ def test_wait_for_and_userdata(compiled):
     assert request.wait_for(10_000)
     assert seen == [{"job": 7}]
     assert request.userdata == {"job": 7}
+    settle()
 
 
 @pytest.mark.parametrize("share_inputs", [True, False])
@@ -69,6 +83,7 @@ def test_infer_queue_runs_every_job(compiled, share_inputs):
     for job, (latency, out) in done.items():
         assert latency > 0
         np.testing.assert_allclose(out, models.relu_scale_reference(images[job]), rtol=1e-6)
+    settle()
 
 
 def test_infer_queue_results_equal_a_synchronous_infer(compiled):
@@ -80,6 +95,7 @@ def test_infer_queue_results_equal_a_synchronous_infer(compiled):
     expected = compiled.create_infer_request().infer({0: x})
     for index in range(len(queue)):
         np.testing.assert_array_equal(list(queue[index].results.values())[0], list(expected.values())[0])
+    settle()
 
 
 def test_infer_queue_iterates_its_requests(compiled):
@@ -92,6 +108,7 @@ def test_infer_queue_iterates_its_requests(compiled):
     assert next(it).userdata is None
     with pytest.raises(StopIteration):
         next(it)
+    settle()
 
 
 def test_infer_queue_idle_requests(compiled):
@@ -105,6 +122,7 @@ def test_infer_queue_idle_requests(compiled):
         assert queue[idle].wait_for(0)
         queue.start_async({"data": models.image()})
     queue.wait_all()
+    settle()
 
 
 def test_infer_queue_with_array_like_inputs(via):
@@ -123,6 +141,7 @@ def test_infer_queue_with_array_like_inputs(via):
     queue.wait_all()
     for request in queue:
         np.testing.assert_array_equal(request.get_output_tensor().data, np.abs(values))
+    settle()
 
 
 def test_error_in_a_callback_reaches_wait_all(compiled):
@@ -138,6 +157,7 @@ def test_error_in_a_callback_reaches_wait_all(compiled):
     with pytest.raises(TypeError, match="unsupported operand"):
         queue.start_async({"data": models.image()})
         queue.wait_all()
+    settle()
 
 
 @pytest.mark.parametrize("with_callback", [False, True])
@@ -151,6 +171,7 @@ def test_error_inside_inference_reaches_wait_all(via, with_callback):
         for _ in range(3):
             queue.start_async({"data": data, "k": np.array(11, dtype=np.int32)})  # k > 10 elements
         queue.wait_all()
+    settle()
 
 
 @pytest.mark.parametrize(("element_type", "dtype"), [(ov.Type.f32, np.float32), (ov.Type.i64, np.int64),
@@ -164,3 +185,4 @@ def test_start_async_element_types(via, element_type, dtype):
     request.start_async([tensor, array])
     request.wait()
     np.testing.assert_array_equal(request.output_tensors[0].data, np.concatenate((tensor.data, array)))
+    settle()
