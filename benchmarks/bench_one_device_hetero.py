@@ -14,7 +14,8 @@ It also times what an app does next with the compiled model: ``export_model()`` 
 device string)`` of each, in paired interleaved rounds (the order rotates each round), with the blob's size: the
 cost of handing back a HETERO compiled model instead of the device's own.
 
-    python benchmarks/bench_one_device_hetero.py [--rounds 15] [--blob-rounds 11] [--markdown docs/bench/one_device_hetero.md]
+    python benchmarks/bench_one_device_hetero.py [--rounds 15] [--blob-rounds 11]
+        [--markdown docs/bench/one_device_hetero.md]
 """
 
 from __future__ import annotations
@@ -107,8 +108,8 @@ def markdown(rows: list[dict], command: str) -> str:
         out.append(f"| {r['model']} | {m['alone']:.3f} | {m['plain']:.3f} | {p[0]:.3f} [{p[1]:.3f}, {p[2]:.3f}] | "
                    f"{m['CPUF alone']:.3f} | {m['affinity']:.3f} | {a[0]:.3f} [{a[1]:.3f}, {a[2]:.3f}] | "
                    f"{c['alone']:.0f} / {c['plain']:.0f} / {c['affinity']:.0f} |")
-    out += ["", "Export and import (what an app does next): medians of paired rounds in ms, the per-round ratio against "
-            "the device alone median [min, max], and the blob's bytes. `plain` imports with `HETERO:CPU,CPUF` (the "
+    out += ["", "Export and import (what an app does next): medians of paired rounds in ms, the per-round ratio "
+            "against the device alone median [min, max], and the blob's bytes. `plain` imports with `HETERO:CPU,CPUF` (the "
             "first-device decision returns exactly this call), `affinity` too; `alone` / `CPUF alone` with their "
             "device.", "",
             "| model | contender | export ms | import ms | blob bytes | export ratio | import ratio |",

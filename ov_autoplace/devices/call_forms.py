@@ -9,8 +9,9 @@ call form (docs/call-forms.md has the table):
   (a CPU-only machine) is ``core.compile_model(model, "CPU", config)``,
   several are a HETERO placement whose plain call (the one it must not be
   slower than) is AUTO. The config is the one AUTO hands its device: keys no
-  candidate knows dropped, AUTO's performance hint added when none is given. AUTO-only properties (``ENABLE_STARTUP_FALLBACK``,
-  ``MULTI_DEVICE_PRIORITIES``, ``CUMULATIVE_THROUGHPUT``...) keep the call on AUTO.
+  candidate knows dropped, AUTO's performance hint added when none is given.
+  AUTO-only properties (``ENABLE_STARTUP_FALLBACK``, ``MULTI_DEVICE_PRIORITIES``,
+  ``CUMULATIVE_THROUGHPUT``...) keep the call on AUTO.
 * ``"HETERO"`` + ``MULTI_DEVICE_PRIORITIES`` is ``"HETERO:<priorities>"``;
   ``MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL`` is OpenVINO's own
   memory-based split, handed to HETERO unplaced.
