@@ -10,7 +10,12 @@ paired interleaved rounds on the native timer (``verification.time_rounds``), ea
 * ``affinity``: every node's affinity on ``CPUF``, through ``"HETERO:CPU,CPUF"`` (another device's decision; on
   the testbed CPUF is the CPU plugin in f32, so compare it with ``CPUF`` alone, also timed).
 
-    python benchmarks/bench_one_device_hetero.py [--rounds 15] [--markdown docs/bench/one_device_hetero.md]
+It also times what an app does next with the compiled model: ``export_model()`` and ``core.import_model(blob,
+device string)`` of each, in paired interleaved rounds (the order rotates each round), with the blob's size: the
+cost of handing back a HETERO compiled model instead of the device's own.
+
+    python benchmarks/bench_one_device_hetero.py [--rounds 15] [--blob-rounds 11]
+        [--markdown docs/bench/one_device_hetero.md]
 """
 
 from __future__ import annotations
@@ -36,7 +41,38 @@ MODELS = {"residual": lambda: sg.residual(blocks=4, channels=32, size=56),
           "residual_small": lambda: sg.residual()}
 
 
-def measure(rounds: int, iterations: int) -> list[dict]:
+#: Each contender's device string, for import_model (the one its blob imports with).
+IMPORT_DEVICE = {"alone": "CPU", "plain": None, "CPUF alone": "CPUF", "affinity": None}  # None: the HETERO string
+
+
+def measure_blobs(core, hetero: str, compiled: dict, rounds: int) -> dict:
+    """Per contender: median export ms, median import ms, per-round ratios against the device alone, blob bytes."""
+    labels = list(compiled)
+    export_ms: dict[str, list[float]] = {k: [] for k in labels}
+    import_ms: dict[str, list[float]] = {k: [] for k in labels}
+    size = {}
+    for r in range(rounds):
+        for label in labels[r % len(labels):] + labels[:r % len(labels)]:  # rotate who goes first
+            t = time.perf_counter()
+            blob = compiled[label].export_model()
+            export_ms[label].append(1e3 * (time.perf_counter() - t))
+            t = time.perf_counter()
+            core.import_model(blob, IMPORT_DEVICE[label] or hetero)
+            import_ms[label].append(1e3 * (time.perf_counter() - t))
+            size[label] = blob.getbuffer().nbytes if hasattr(blob, "getbuffer") else len(blob)
+    pairs = {"plain/alone": ("plain", "alone"), "affinity/CPUF alone": ("affinity", "CPUF alone")}
+    ratio = {name: {kind: _spread([a / b for a, b in zip(times[x], times[y])])
+                    for kind, times in (("export", export_ms), ("import", import_ms))}
+             for name, (x, y) in pairs.items()}
+    return {"export_ms": {k: statistics.median(v) for k, v in export_ms.items()},
+            "import_ms": {k: statistics.median(v) for k, v in import_ms.items()}, "bytes": size, "ratio": ratio}
+
+
+def _spread(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def measure(rounds: int, iterations: int, blob_rounds: int) -> list[dict]:
     tb = shared_testbed(True)  # both devices f32: CPUF alone is what the affinity contender runs
     rows = []
     for name, build in MODELS.items():
@@ -56,7 +92,8 @@ def measure(rounds: int, iterations: int) -> list[dict]:
                   "affinity/CPUF alone": [p / a for p, a in zip(ms["affinity"], ms["CPUF alone"])]}
         rows.append({"model": name, "median_ms": {k: statistics.median(v) for k, v in ms.items()},
                      "compile_ms": started,
-                     "ratio": {k: (statistics.median(v), min(v), max(v)) for k, v in ratios.items()}})
+                     "ratio": {k: (statistics.median(v), min(v), max(v)) for k, v in ratios.items()},
+                     "blobs": measure_blobs(tb.core, tb.hetero, compiled, blob_rounds)})
     return rows
 
 
@@ -71,6 +108,20 @@ def markdown(rows: list[dict], command: str) -> str:
         out.append(f"| {r['model']} | {m['alone']:.3f} | {m['plain']:.3f} | {p[0]:.3f} [{p[1]:.3f}, {p[2]:.3f}] | "
                    f"{m['CPUF alone']:.3f} | {m['affinity']:.3f} | {a[0]:.3f} [{a[1]:.3f}, {a[2]:.3f}] | "
                    f"{c['alone']:.0f} / {c['plain']:.0f} / {c['affinity']:.0f} |")
+    out += ["", "Export and import (what an app does next): medians of paired rounds in ms, the per-round ratio "
+            "against the device alone median [min, max], and the blob's bytes. `plain` imports with `HETERO:CPU,CPUF` (the "
+            "first-device decision returns exactly this call), `affinity` too; `alone` / `CPUF alone` with their "
+            "device.", "",
+            "| model | contender | export ms | import ms | blob bytes | export ratio | import ratio |",
+            "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        b = r["blobs"]
+        for label, against in (("alone", None), ("plain", "plain/alone"), ("CPUF alone", None),
+                               ("affinity", "affinity/CPUF alone")):
+            e, i = (b["ratio"][against]["export"], b["ratio"][against]["import"]) if against else (None, None)
+            cell = (lambda x: f"{x[0]:.2f} [{x[1]:.2f}, {x[2]:.2f}]" if x else "")
+            out.append(f"| {r['model']} | {label} | {b['export_ms'][label]:.2f} | {b['import_ms'][label]:.2f} | "
+                       f"{b['bytes'][label]:,} | {cell(e)} | {cell(i)} |")
     return "\n".join(out) + "\n"
 
 
@@ -78,9 +129,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--blob-rounds", type=int, default=11)
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args()
-    rows = measure(args.rounds, args.iterations)
+    rows = measure(args.rounds, args.iterations, args.blob_rounds)
     text = markdown(rows, "python benchmarks/bench_one_device_hetero.py " + " ".join(sys.argv[1:]))
     print(text)
     if args.markdown:

@@ -185,8 +185,9 @@ def compile_model(
     Every device string and config ``core.compile_model`` takes keeps OpenVINO's
     meaning (docs/call-forms.md, ``devices/call_forms.py``). With no device (OpenVINO's
     default, AUTO) it places over the devices AUTO chooses among, and on a
-    machine with one of them it is exactly ``core.compile_model(model, "CPU",
-    config)``. With one device, or an AUTO/MULTI/BATCH string, it is exactly
+    machine with one of them it is ``core.compile_model(model, "CPU", config)``
+    with the config AUTO hands its device (AUTO's hint added when none is given,
+    keys no device knows dropped). With one device, or an AUTO/MULTI/BATCH string, it is exactly
     ``core.compile_model``; ``weights=`` reads an IR from memory as OpenVINO
     does. Errors OpenVINO raises as RuntimeError are typed errors that are
     RuntimeErrors too. With ``HETERO:<devices>`` the chosen strategy

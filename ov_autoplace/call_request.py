@@ -127,8 +127,13 @@ def load_model(model: ModelLike, core: ov.Core, weights: Any = None) -> ov.Model
         return model
     if isinstance(model, _pyopenvino.Model):  # what openvino.compile_model hands Core.compile_model
         return ov.Model(model)
+    if isinstance(model, bytes):  # OpenVINO reads a bytes path as the file system's encoding of it
+        model = os.fsdecode(model)
     if not isinstance(model, (str, os.PathLike)):
-        raise ModelLoadError(f"model must be an openvino.Model or a path to a model file, got {type(model).__name__}")
+        # OpenVINO reads str(model) as a path and names it in this sentence, which apps and its own tests match
+        raise ModelLoadError(f"Path: '{model}' does not exist. Please provide valid model's path either as a string, "
+                             f"bytes or pathlib.Path: model must be an openvino.Model or a path to a model file, got "
+                             f"{type(model).__name__}")
     path = Path(model)
     check_model_path(path)  # a FIFO or /dev/zero would hang OpenVINO's read: refused before it opens anything
     try:

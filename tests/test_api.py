@@ -84,6 +84,20 @@ def test_missing_and_corrupt_model_files(tmp_path, testbed):
         oa.compile_model(12, "CPU", core=testbed.core)
 
 
+def test_model_path_as_bytes_and_an_object_that_is_no_path(tmp_path, testbed):
+    """As core.compile_model: a bytes path is read; any other object is refused in OpenVINO's own words."""
+    ov.save_model(sg.residual(), tmp_path / "model.xml")
+    compiled = oa.compile_model(str(tmp_path / "model.xml").encode(), "CPU", core=testbed.core)
+    assert isinstance(compiled, ov.CompiledModel)
+
+    class NotAPath:
+        def __str__(self):
+            return "not a path"
+
+    with pytest.raises(RuntimeError, match="Path: 'not a path' does not exist. Please provide valid model's path"):
+        oa.compile_model(NotAPath(), "CPU", core=testbed.core)
+
+
 def test_unknown_strategy(testbed):
     with pytest.raises(oa.PlacementError, match="unknown strategy"):
         oa.compile_model(sg.residual(), testbed.hetero, core=testbed.core, strategy="magic")

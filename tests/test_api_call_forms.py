@@ -40,7 +40,7 @@ class Form:
     kind: str
     device: object = NO_DEVICE
     config: dict | None = None
-    model: str = "model"  # model | ir_path | xml_weights | missing_path | directory
+    model: str = "model"  # model | ir_path | xml_weights | xml_tensor_weights | missing_path | directory
 
 
 PIPELINE = {hints.model_distribution_policy: {hints.ModelDistributionPolicy.PIPELINE_PARALLEL}}
@@ -64,6 +64,7 @@ FORMS = [
          {"PERFORMANCE_HINT": "CUMULATIVE_THROUGHPUT"}),
     Form('compile_model(model, config={"ENABLE_STARTUP_FALLBACK": False})', SAME, NO_DEVICE,
          {"ENABLE_STARTUP_FALLBACK": False}),
+    Form('compile_model(model, config={"NOT_A_PROPERTY": 1})', PLACED, NO_DEVICE, {"NOT_A_PROPERTY": 1}),
     Form('compile_model(model, config={"PERFORMANCE_HINT": "THROUGHPUT"})', PLACED, NO_DEVICE,
          {"PERFORMANCE_HINT": "THROUGHPUT"}),
     # --- HETERO (docs: "Heterogeneous execution")
@@ -106,6 +107,7 @@ FORMS = [
     Form('compile_model("model.xml", "CPU")', SAME, "CPU", model="ir_path"),
     Form('compile_model(xml_text, "CPU", weights=bin_bytes)', SAME, "CPU", model="xml_weights"),
     Form('compile_model(xml_text, weights=bin_bytes)', FIXED, model="xml_weights"),
+    Form('compile_model(xml_text, "CPU", weights=ov.Tensor(bin))', FIXED, "CPU", model="xml_tensor_weights"),
     # --- failures: both raise (the bad-input column of the issue)
     Form('compile_model(model, "GPU")', BOTH_RAISE, "GPU"),
     Form('compile_model(model, "HETERO:GPU,CPU")', BOTH_RAISE, "HETERO:GPU,CPU"),
@@ -145,6 +147,7 @@ FORMS = [
     Form('compile_model(model, "HETERO:CPU,CPUF,CPU")', STRICTER, "HETERO:CPU,CPUF,CPU"),
     Form('compile_model(model, "HETERO:-CPU,CPUF")', STRICTER, "HETERO:-CPU,CPUF"),
     Form('compile_model(model, "MULTI:CPU,CPU")', STRICTER, "MULTI:CPU,CPU"),
+    Form('compile_model(model, "HETERO:CPU,FOO")', STRICTER, "HETERO:CPU,FOO"),
 ]
 
 
@@ -162,6 +165,9 @@ def _model_argument(form: Form, folder: Path, model: ov.Model):
         return str(folder / "model.xml"), {}
     if form.model == "xml_weights":
         return (folder / "model.xml").read_text(), {"weights": (folder / "model.bin").read_bytes()}
+    if form.model == "xml_tensor_weights":  # read_model takes a Tensor; OpenVINO's compile_model raises TypeError
+        weights = np.frombuffer((folder / "model.bin").read_bytes(), np.uint8).copy()
+        return (folder / "model.xml").read_text(), {"weights": ov.Tensor(weights)}
     if form.model == "missing_path":
         return str(folder / "missing.xml"), {}
     if form.model == "directory":

@@ -6,10 +6,12 @@ call form (docs/call-forms.md has the table):
 * no device: OpenVINO's default is AUTO, which picks one device among its
   candidates (discrete GPU, integrated GPU, other devices, CPU; never NPU
   unless named). ov_autoplace places over the same candidates: one candidate
-  (a CPU-only machine) is exactly ``core.compile_model(model, "CPU", config)``,
+  (a CPU-only machine) is ``core.compile_model(model, "CPU", config)``,
   several are a HETERO placement whose plain call (the one it must not be
-  slower than) is AUTO. AUTO-only properties (``ENABLE_STARTUP_FALLBACK``,
-  ``MULTI_DEVICE_PRIORITIES``, ``CUMULATIVE_THROUGHPUT``...) keep the call on AUTO.
+  slower than) is AUTO. The config is the one AUTO hands its device: keys no
+  candidate knows dropped, AUTO's performance hint added when none is given.
+  AUTO-only properties (``ENABLE_STARTUP_FALLBACK``, ``MULTI_DEVICE_PRIORITIES``,
+  ``CUMULATIVE_THROUGHPUT``...) keep the call on AUTO.
 * ``"HETERO"`` + ``MULTI_DEVICE_PRIORITIES`` is ``"HETERO:<priorities>"``;
   ``MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL`` is OpenVINO's own
   memory-based split, handed to HETERO unplaced.
@@ -104,7 +106,7 @@ def _auto_only_properties(core: ov.Core, devices: tuple[str, ...]) -> set[str]:
     return _supported(core, "AUTO") - device_props - {"SUPPORTED_PROPERTIES", "FULL_DEVICE_NAME"}
 
 
-def _default_request(core: ov.Core, props: dict[str, Any]) -> DeviceSpec:
+def _default_request(core: ov.Core, props: dict[str, Any]) -> tuple[DeviceSpec, dict[str, Any]]:
     present = available_devices(core)
     candidates = auto_candidates(core, present)
     if not candidates:
@@ -118,10 +120,32 @@ def _default_request(core: ov.Core, props: dict[str, Any]) -> DeviceSpec:
     if auto_keys:
         logger.info("no device given and config holds AUTO's own %s: compiled by AUTO, as core.compile_model "
                     "does (not placed)", ", ".join(auto_keys))
-        return DeviceSpec("AUTO", "AUTO", candidates, from_default=True)
-    if len(candidates) == 1:  # a CPU-only machine: exactly core.compile_model(model, "CPU", config)
-        return DeviceSpec("AUTO", None, candidates, plain=candidates[0], from_default=True)
-    return DeviceSpec("AUTO", "HETERO", candidates, from_default=True)
+        return DeviceSpec("AUTO", "AUTO", candidates, from_default=True), props
+    props = _as_auto_hands_it(core, candidates, props)
+    if len(candidates) == 1:  # a CPU-only machine: core.compile_model(model, "CPU", config as AUTO hands it)
+        return DeviceSpec("AUTO", None, candidates, plain=candidates[0], from_default=True), props
+    return DeviceSpec("AUTO", "HETERO", candidates, from_default=True), props
+
+
+def _as_auto_hands_it(core: ov.Core, candidates: tuple[str, ...], props: dict[str, Any]) -> dict[str, Any]:
+    """The config AUTO hands the device it picks: without the keys none of AUTO, its candidates or the core knows
+    (AUTO compiles ``{"NOT_A_PROPERTY": 1}``, the CPU plugin alone rejects it), and with AUTO's performance hint
+    when the config has none (AUTO's own property, LATENCY unless set on AUTO or on the whole core: a hint the app
+    set on ``CPU`` alone does not reach a device AUTO picks)."""
+    known = set(CORE_PROPERTIES) | _supported(core, "AUTO")
+    for device in candidates:
+        known |= _supported(core, device)
+    ignored = [k for k in props if k not in known]
+    if ignored:
+        logger.info("no device given: AUTO (OpenVINO's default) ignores %s (none of %s knows it); so does "
+                    "ov_autoplace", ", ".join(ignored), ", ".join(candidates))
+    handed = {k: v for k, v in props.items() if k not in ignored}
+    if "PERFORMANCE_HINT" not in handed:
+        try:
+            handed["PERFORMANCE_HINT"] = core.get_property("AUTO", "PERFORMANCE_HINT")
+        except RuntimeError:  # no AUTO plugin in this installation: nothing to hand on
+            pass
+    return handed
 
 
 def _list_from_config(spec: DeviceSpec, props: dict[str, Any]) -> DeviceSpec:
@@ -223,7 +247,7 @@ def resolve_device_request(core: ov.Core, device_name: str | None, props: dict[s
 
 def _resolve(core: ov.Core, device_name: str | None, props: dict[str, Any]) -> tuple[DeviceSpec, dict[str, Any]]:
     if device_name is None:
-        return _default_request(core, props), props
+        return _default_request(core, props)
     spec = parse_device_string(device_name)
     if spec.meta is None:
         check_devices_present(core, spec.devices)

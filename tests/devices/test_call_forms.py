@@ -38,6 +38,24 @@ def test_no_device_on_a_cpu_only_core_is_exactly_a_cpu_compile():
     np.testing.assert_array_equal(ours(x)[0], plain(x)[0])
 
 
+@pytest.mark.parametrize("core_setting, config", [
+    ({"CPU": {"PERFORMANCE_HINT": "THROUGHPUT"}}, {}),   # a device's hint: AUTO hands its own (LATENCY)
+    ({"AUTO": {"PERFORMANCE_HINT": "THROUGHPUT"}}, {}),  # AUTO's own property
+    ({}, {"NOT_A_PROPERTY": 1}),                          # a key no device knows: AUTO compiles it
+])
+def test_no_device_hands_the_config_auto_hands(core_setting, config):
+    core = ov.Core()
+    if core.available_devices != ["CPU"]:
+        pytest.skip(f"not a CPU-only machine ({core.available_devices}): the call places")
+    for device, properties in core_setting.items():
+        core.set_property(device, properties)
+    model = sg.residual()
+    plain = core.compile_model(model, config=dict(config))
+    ours = oa.compile_model(model, config=dict(config), core=core)
+    for name in ("EXECUTION_DEVICES", "PERFORMANCE_HINT", "OPTIMAL_NUMBER_OF_INFER_REQUESTS"):
+        assert str(ours.get_property(name)).split(".")[-1] == str(plain.get_property(name)).split(".")[-1], name
+
+
 @pytest.mark.parametrize("config, kept", [({"ENABLE_STARTUP_FALLBACK": False}, "ENABLE_STARTUP_FALLBACK"),
                                           ({"PERFORMANCE_HINT": "CUMULATIVE_THROUGHPUT"}, "CUMULATIVE_THROUGHPUT"),
                                           ({"MULTI_DEVICE_PRIORITIES": "CPUF"}, "MULTI_DEVICE_PRIORITIES")])
