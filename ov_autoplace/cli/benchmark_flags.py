@@ -90,7 +90,8 @@ PROFILE_FLAGS = ("path_to_model", "target_device", "number_iterations", "shape",
 PROFILE_REASON = "profile measures per-op times with its own compile settings; use it with `place`"
 
 
-def _benchmark_module(name: str):
+def benchmark_module(name: str):
+    """A module of benchmark_app (``openvino.tools.benchmark...``), imported with the root logger put back."""
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     try:
@@ -103,12 +104,13 @@ def _benchmark_module(name: str):
 @functools.lru_cache(maxsize=1)
 def benchmark_app_parser() -> argparse.ArgumentParser:
     """benchmark_app's own parser, as ``benchmark_app`` builds it."""
-    return _benchmark_module(BENCHMARK_PARAMETERS).parse_args()
+    return benchmark_module(BENCHMARK_PARAMETERS).parse_args()
 
 
 def benchmark_utils():
-    """benchmark_app's helpers (its performance-counter printers), imported as the parser is."""
-    return _benchmark_module(BENCHMARK_UTILS)
+    """benchmark_app's helpers (``utils/utils.py``: counter printers, batch, iteration alignment), imported as the
+    parser is."""
+    return benchmark_module(BENCHMARK_UTILS)
 
 
 def benchmark_actions() -> list[argparse.Action]:
@@ -183,4 +185,5 @@ def reject_other_benchmark_flags(parser: argparse.ArgumentParser, reasons: Mappi
 
 
 __all__ = ["ACCEPTED", "Accepted", "PROFILE_FLAGS", "PROFILE_REASON", "REJECTED", "add_benchmark_flags",
-           "benchmark_actions", "benchmark_app_parser", "benchmark_utils", "reject_other_benchmark_flags"]
+           "benchmark_actions", "benchmark_app_parser", "benchmark_module", "benchmark_utils",
+           "reject_other_benchmark_flags"]
