@@ -1,9 +1,5 @@
-"""benchmark_app's flags from benchmark_app's own parser (``openvino.tools.benchmark.parameters``).
-
-Spelling (short and long), value type, choices and ``nargs`` are benchmark_app's, so its command lines parse the
-same; each flag is taken with benchmark_app's meaning (:data:`ACCEPTED`: the ``args`` attribute, our default) or
-rejected in one line saying why (:data:`REJECTED`; a flag a newer OpenVINO adds: unknown). Imported only when a
-command line is parsed: benchmark_app's logging module configures the root logger, which is put back.
+"""benchmark_app's flags from benchmark_app's own parser (``openvino.tools.benchmark.parameters``): each taken with
+its meaning (:data:`ACCEPTED`) or rejected in one line saying why (:data:`REJECTED`); docs/cli.md, "One style of flags".
 """
 
 from __future__ import annotations

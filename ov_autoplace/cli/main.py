@@ -1,18 +1,4 @@
-"""``ov-autoplace``: the command line, in benchmark_app's conventions.
-
-    ov-autoplace place -m model.xml                     # over this machine's devices (OpenVINO's default)
-    ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json] [-t 10 -hint latency]
-    ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
-    ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png .dot
-    ov-autoplace compare -m model.xml --testbed [--strategies hsdag,heft,random]
-    ov-autoplace strategies                             # every --strategy name, one line each
-    ov-autoplace profile -m model.xml --testbed
-    ov-autoplace bench [--quick]                        # the paper's Table 2, every method
-    ov-autoplace cache list | clear
-    ov-autoplace whatif -m bert_base --platform laptop  # which devices pay for a model (simulated)
-
-Every subcommand has its own ``--help``; flags benchmark_app has keep its spelling and meaning
-(``cli/args.py``, docs/cli.md).
+"""``ov-autoplace``: the command line, in benchmark_app's conventions. Every command and flag: docs/cli.md.
 """
 
 from __future__ import annotations
@@ -51,7 +37,7 @@ def cmd_place(args) -> int:
         print("  " + simulated_timeline_line(static_clone(model, shapes) if shapes else model, placement, core))
     print(f"  placing took {run.place_s:.2f} s")
     if run.statistics is not None:  # benchmark_app's closing statistics, for the placed model
-        print("\n".join(run.statistics.console_lines()))
+        print("\n".join(run.statistics.lines))
     if args.output:
         placement.save(args.output)
         print(f"placement written to {args.output}")

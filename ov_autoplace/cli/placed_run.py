@@ -1,10 +1,6 @@
 """Place a model as the command line asks, time it against each single device, and end with benchmark_app's run.
 
-``place`` and the lab's ``show`` share this: the placement (or ``--placement``), the latency of the placed model
-and of each device alone (median of ``-niter`` runs or ``-t`` seconds each, the placement summary), then the run
-benchmark_app's own engine makes of the compiled placed model (``cli/statistics.py``) and what benchmark_app does
-after it (``cli/report.py``: runtime graph, counters, report).
-``-niter 0`` is benchmark_app's "compile and exit": placed and compiled, nothing run.
+Shared by ``place`` and the lab's ``show`` (docs/cli.md, "What place prints"); ``-niter 0``: compiled, nothing run.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from ov_autoplace import api
 from ov_autoplace.cli.args import (DEFAULT_NITER, config_of, core_and_device, dump_config, pins_of, read_inputs,
                                    single_device_config)
 from ov_autoplace.cli.report import counters_wanted, finish_run
-from ov_autoplace.cli.statistics import BenchmarkStatistics, compiled_timed, run_benchmark
+from ov_autoplace.cli.statistics import BenchmarkStatistics, run_benchmark
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs
 from ov_autoplace.graph.arrays import extract_graph
@@ -63,6 +59,13 @@ def compiled_label(core: ov.Core, args, placement: Placement, config: dict) -> s
     if spec.meta is None and len(placement.devices) == 1:
         return placement.devices[0]
     return placement.device_string
+
+
+def compiled_timed(compile_call) -> tuple[ov.CompiledModel, float]:
+    """``compile_call()`` and its wall time in ms (benchmark_app's "compile model time")."""
+    start = time.perf_counter()
+    compiled = compile_call()
+    return compiled, (time.perf_counter() - start) * 1e3
 
 
 def compile_placed(core: ov.Core, model: ov.Model, placement: Placement, label: str, config: dict):
@@ -117,10 +120,8 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
             if counters_wanted(args) and args.niter != 0:  # the placement's own latency was timed without them
                 placed, compile_ms = compiled_timed(lambda: compile_placed(
                     core, model, placement, run.compiled_label, {**config, "PERF_COUNT": True}))
-            run.statistics = run_benchmark(placed, run.compiled_label, compile_ms, inputs=inputs, api=args.api_type,
-                                           nireq=args.nireq, niter=args.niter, seconds=args.time,
-                                           percentile=args.latency_percentile, warmup=not args.no_warmup,
-                                           default_niter=DEFAULT_NITER)
+            run.statistics = run_benchmark(args, placed, run.compiled_label, compile_ms, inputs,
+                                           args.niter if args.niter is not None or args.time else DEFAULT_NITER)
             bar.update(1)
     finish_run(args, run, config, placed)
     return run

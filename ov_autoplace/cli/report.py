@@ -1,14 +1,5 @@
-"""What benchmark_app does after its run, on the placed run, with benchmark_app's own writers and printers.
-
-``-exec_graph_path`` serializes the runtime graph; ``-pc`` / ``-pcsort`` print each request's PERF_COUNT counters
-(HETERO names the placed model's nodes ``subgraph<K>: node``); ``-report_type`` / ``-report_folder`` /
-``-json_stats`` write benchmark_app's report (``utils/statistics_report.py``): ``benchmark_report.csv`` (``;``
-sections: command line parameters, configuration setup, execution results) or ``benchmark_report.json``
-(``cmd_options``, ``configuration_setup``, ``execution_results``), and for ``average_counters`` /
-``detailed_counters`` ``benchmark_<type>_report.csv`` / ``.json``, the counters of each request of the run
-(``-pcsort``: ``benchmark_sorted_report`` too). The sections hold benchmark_app's fields (``cli/statistics.py``),
-then the placement's own: ``device`` (what was compiled), ``strategy``, ``submodels``, ``nodes per device``,
-``placing time (s)``, the placed model's median latency and each device's alone, and the compile properties.
+"""What benchmark_app does after its run (``-exec_graph_path``, ``-pc``, ``-pcsort``, ``-report_type``), done on the
+placed run by benchmark_app's own writers and printers; the report adds the placement's fields (docs/cli.md, Reports).
 """
 
 from __future__ import annotations
@@ -54,9 +45,8 @@ def _write_report(args, run, config: dict, counters: list, sorted_counters) -> N
     report.add_parameters(category.COMMAND_LINE_PARAMETERS, benchmark_utils().get_command_line_arguments(
         ["ov-autoplace", *(sys.argv[1:] if argv is None else argv)]))
     stats = run.statistics
-    setup = stats.runtime_config(run.model.get_name()) if stats is not None and stats.iterations else [
-        ("topology", run.model.get_name()), ("target device", run.compiled_label)]
-    results = [("read model time (ms)", f"{run.read_ms:.2f}"), *(stats.execution_results() if stats else []),
+    setup = [("topology", run.model.get_name()), *(stats and stats.setup or [("target device", run.compiled_label)])]
+    results = [("read model time (ms)", f"{run.read_ms:.2f}"), *(stats.results if stats else []),
                *_placement_results(run)]
     setup += [(k, v if isinstance(v, str) else json.dumps(v, default=str)) for k, v in config.items()]
     if not args.json_stats:  # benchmark_app's CSV writes f"{value}": a mapping or list as JSON, not Python's repr
@@ -64,14 +54,11 @@ def _write_report(args, run, config: dict, counters: list, sorted_counters) -> N
     report.add_parameters(category.RUNTIME_CONFIG, setup)
     report.add_parameters(category.EXECUTION_RESULTS, results)
     report.dump()
-    written = [folder / f"benchmark_report.{'json' if args.json_stats else 'csv'}"]
-    if counters and args.report_type in COUNTER_REPORTS:
-        report.dump_performance_counters(counters)
-        written.append(folder / f"benchmark_{args.report_type}_report.{written[0].suffix[1:]}")
+    if counters:
+        report.dump_performance_counters(counters)  # for average_counters and detailed_counters only
     if sorted_counters is not None:
         report.dump_performance_counters_sorted(sorted_counters)
-        written.append(folder / f"benchmark_sorted_report.{written[0].suffix[1:]}")
-    print("report written to " + ", ".join(str(p) for p in written))
+    print(f"report written to {folder} (benchmark_*report.{'json' if args.json_stats else 'csv'})")
 
 
 def finish_run(args, run, config: dict, placed=None) -> None:
