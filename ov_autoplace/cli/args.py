@@ -1,9 +1,5 @@
-"""The arguments and helpers every model command shares (``place``, ``profile``, ``show``, ``compare``).
-
-A module of its own so that ``cli/main.py`` and ``commands/pictures.py`` both use it without importing each other.
-Every flag benchmark_app has is declared from benchmark_app's own parser (``cli/benchmark_flags.py``): its
-spelling, short and long, its value type and its meaning; flags only ov_autoplace has are ``--kebab-case``
-(docs/cli.md).
+"""The arguments and helpers every model command shares (``place``, ``profile``, ``show``, ``compare``), in a module
+of its own so ``cli/main.py`` and the lab's ``commands/pictures.py`` share it; the flags: ``cli/benchmark_flags.py``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from ov_autoplace.model.shapes import resolve_shapes, static_clone
 from ov_autoplace.devices.timing import input_sample
 from ov_autoplace.cli.args import (add_device_args, add_inputs_arg, add_model_device_args, add_run_args,
                                    checked_args, config_of, core_and_device, read_inputs)
-from ov_autoplace.cli.benchmark_flags import (PROFILE_FLAGS, PROFILE_REASON, Accepted, add_benchmark_flags,
+from ov_autoplace.cli.benchmark_flags import (PROFILE_REASON, Accepted, add_benchmark_flags,
                                               reject_other_benchmark_flags)
 
 
@@ -177,11 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Profile a model on every listed device (PERF_COUNT per op, mapped back to "
                                          "the model's ops; link and submodel costs from real splits), print per-op-type "
                                          "times per device; reused from the profile store when nothing changed.")
-    add_benchmark_flags(profile, PROFILE_FLAGS, overrides={  # -m -d -niter -shape -data_shape -extensions -c ...
+    add_benchmark_flags(profile, ("path_to_model", "number_iterations", "shape", "data_shape"), overrides={
         "number_iterations": Accepted("niter", None, "profiled inferences per device (default 6 quick, 20 with "
                                                      "--full)")})
-    profile.add_argument("--testbed", action="store_true",
-                         help="register the standard testbed (CPU bf16 + virtual CPUF f32, all cores each)")
+    add_device_args(profile, properties=False)  # the rest of PROFILE_FLAGS: -d -load_config -extensions -c
     profile.add_argument("--full", action="store_true",
                          help="the full profiler: fused ops compiled alone and measured links (slower)")
     add_inputs_arg(profile)

@@ -14,8 +14,7 @@ import openvino as ov
 from ov_autoplace import api
 from ov_autoplace.cli.args import (DEFAULT_NITER, config_of, core_and_device, dump_config, pins_of, read_inputs,
                                    single_device_config)
-from ov_autoplace.cli.report import counters_wanted, finish_run
-from ov_autoplace.cli.statistics import BenchmarkStatistics, run_benchmark
+from ov_autoplace.cli.benchmark_run import BenchmarkStatistics, counters_wanted, finish_run, run_benchmark
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs
 from ov_autoplace.graph.arrays import extract_graph
@@ -61,13 +60,6 @@ def compiled_label(core: ov.Core, args, placement: Placement, config: dict) -> s
     return placement.device_string
 
 
-def compiled_timed(compile_call) -> tuple[ov.CompiledModel, float]:
-    """``compile_call()`` and its wall time in ms (benchmark_app's "compile model time")."""
-    start = time.perf_counter()
-    compiled = compile_call()
-    return compiled, (time.perf_counter() - start) * 1e3
-
-
 def compile_placed(core: ov.Core, model: ov.Model, placement: Placement, label: str, config: dict):
     if label == placement.device_string:
         return api.compile_placement(model, placement, config, core=core)
@@ -99,11 +91,16 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
                     read_ms=read_ms)
     dump_config(args, placement.devices)
     placed = None
+
+    def compiled_timed(extra: dict) -> tuple[ov.CompiledModel, float]:  # and benchmark_app's "compile model time"
+        start = time.perf_counter()
+        compiled = compile_placed(core, model, placement, run.compiled_label, {**config, **extra})
+        return compiled, (time.perf_counter() - start) * 1e3
+
     if not args.no_measure:  # on a terminal a bar shows after 2 s (-t 10 times each of these for 10 s)
         with progress_bar(len(placement.devices) + 2, "measuring", unit="model") as bar:
             bar.set_postfix_str(run.compiled_label)
-            placed, compile_ms = compiled_timed(lambda: compile_placed(core, model, placement, run.compiled_label,
-                                                                       config))
+            placed, compile_ms = compiled_timed({})
             inputs = None
             if args.niter != 0:  # benchmark_app's -niter 0: compile and exit without running inference
                 with input_sample(sample):  # dynamic: the placement shapes
@@ -118,8 +115,7 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
             bar.update(1)
             bar.set_postfix_str("benchmark_app's run")
             if counters_wanted(args) and args.niter != 0:  # the placement's own latency was timed without them
-                placed, compile_ms = compiled_timed(lambda: compile_placed(
-                    core, model, placement, run.compiled_label, {**config, "PERF_COUNT": True}))
+                placed, compile_ms = compiled_timed({"PERF_COUNT": True})
             run.statistics = run_benchmark(args, placed, run.compiled_label, compile_ms, inputs,
                                            args.niter if args.niter is not None or args.time else DEFAULT_NITER)
             bar.update(1)
