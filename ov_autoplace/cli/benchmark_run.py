@@ -20,7 +20,7 @@ from ov_autoplace.devices.timing import is_stateful
 class BenchmarkStatistics:
     """benchmark_app's run of a compiled model: its report's two sections, its closing lines, the requests run."""
 
-    setup: list[tuple[str, Any]]  # ``configuration_setup`` after the topology; empty for -niter 0 (benchmark_app: compile and exit)
+    setup: list[tuple[str, Any]]  # ``configuration_setup`` after the topology; empty for -niter 0 (compile, exit)
     results: list[tuple[str, str]]  # ``execution_results``
     lines: list[str]
     requests: Any = ()
