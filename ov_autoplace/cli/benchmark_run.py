@@ -1,6 +1,6 @@
-"""The run a ``place`` ends with, on the compiled placed model: benchmark_app's own engine (``openvino.tools.benchmark``:
-its loop, statistics, report writers and counter printers) with the placement's inputs, a stateful model's reset and
-the placement's fields in the report (docs/cli.md, "What place prints" and Reports).
+"""The run a ``place`` ends with, on the compiled placed model: benchmark_app's own engine (``openvino.tools.
+benchmark``: its loop, statistics, report writers and counter printers) with the placement's inputs, a stateful
+model's reset and the placement's fields in the report (docs/cli.md, "What place prints" and Reports).
 """
 
 from __future__ import annotations
