@@ -1,15 +1,10 @@
-"""The arguments and helpers every model command shares (``place``, ``profile``, ``show``, ``compare``).
-
-A module of its own so that ``cli/main.py`` and ``commands/pictures.py`` both use it without importing each other.
-Every flag benchmark_app has is declared from benchmark_app's own parser (``cli/benchmark_flags.py``): its
-spelling, short and long, its value type and its meaning; flags only ov_autoplace has are ``--kebab-case``
-(docs/cli.md).
+"""The arguments and helpers every model command shares (``place``, ``profile``, ``show``, ``compare``), in a module
+of its own so ``cli/main.py`` and the lab's ``commands/pictures.py`` share it; the flags: ``cli/benchmark_flags.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,7 +12,7 @@ from typing import Any, Sequence
 import openvino as ov
 
 from ov_autoplace import api
-from ov_autoplace.cli.benchmark_flags import add_benchmark_flags, reject_other_benchmark_flags
+from ov_autoplace.cli.benchmark_flags import add_benchmark_flags, benchmark_utils, reject_other_benchmark_flags
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.errors import PinError, PlacementError, PropertyError, ShapeError
 from ov_autoplace.model.loading import read_json_file
@@ -220,11 +215,10 @@ def dump_config(args, devices: Sequence[str]) -> None:
     per_device = config.pop("DEVICE_PROPERTIES", {})
     for device in devices:
         section = dumped.setdefault(device, {})
-        section.update({k: str(v) for k, v in config.items()})
+        section.update(config)
         section.update(per_device.get(device, {}))
-    path = Path(args.dump_config)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dumped, indent=4, sort_keys=True))
+    Path(args.dump_config).parent.mkdir(parents=True, exist_ok=True)
+    benchmark_utils().dump_config(args.dump_config, dumped)  # benchmark_app's writer: str values, bools YES/NO
     print(f"config written to {args.dump_config}")
 
 

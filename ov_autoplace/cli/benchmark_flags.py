@@ -1,9 +1,5 @@
-"""benchmark_app's flags from benchmark_app's own parser (``openvino.tools.benchmark.parameters``).
-
-Spelling (short and long), value type, choices and ``nargs`` are benchmark_app's, so its command lines parse the
-same; each flag is taken with benchmark_app's meaning (:data:`ACCEPTED`: the ``args`` attribute, our default) or
-rejected in one line saying why (:data:`REJECTED`; a flag a newer OpenVINO adds: unknown). Imported only when a
-command line is parsed: benchmark_app's logging module configures the root logger, which is put back.
+"""benchmark_app's flags from benchmark_app's own parser (``openvino.tools.benchmark.parameters``): each taken with
+its meaning (:data:`ACCEPTED`) or rejected in one line saying why (:data:`REJECTED`); docs/cli.md, "One style of flags".
 """
 
 from __future__ import annotations
@@ -90,7 +86,8 @@ PROFILE_FLAGS = ("path_to_model", "target_device", "number_iterations", "shape",
 PROFILE_REASON = "profile measures per-op times with its own compile settings; use it with `place`"
 
 
-def _benchmark_module(name: str):
+def benchmark_module(name: str):
+    """A module of benchmark_app (``openvino.tools.benchmark...``), imported with the root logger put back."""
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     try:
@@ -103,12 +100,13 @@ def _benchmark_module(name: str):
 @functools.lru_cache(maxsize=1)
 def benchmark_app_parser() -> argparse.ArgumentParser:
     """benchmark_app's own parser, as ``benchmark_app`` builds it."""
-    return _benchmark_module(BENCHMARK_PARAMETERS).parse_args()
+    return benchmark_module(BENCHMARK_PARAMETERS).parse_args()
 
 
 def benchmark_utils():
-    """benchmark_app's helpers (its performance-counter printers), imported as the parser is."""
-    return _benchmark_module(BENCHMARK_UTILS)
+    """benchmark_app's helpers (``utils/utils.py``: counter printers, batch, iteration alignment), imported as the
+    parser is."""
+    return benchmark_module(BENCHMARK_UTILS)
 
 
 def benchmark_actions() -> list[argparse.Action]:
@@ -183,4 +181,5 @@ def reject_other_benchmark_flags(parser: argparse.ArgumentParser, reasons: Mappi
 
 
 __all__ = ["ACCEPTED", "Accepted", "PROFILE_FLAGS", "PROFILE_REASON", "REJECTED", "add_benchmark_flags",
-           "benchmark_actions", "benchmark_app_parser", "benchmark_utils", "reject_other_benchmark_flags"]
+           "benchmark_actions", "benchmark_app_parser", "benchmark_module", "benchmark_utils",
+           "reject_other_benchmark_flags"]

@@ -1,18 +1,4 @@
-"""``ov-autoplace``: the command line, in benchmark_app's conventions.
-
-    ov-autoplace place -m model.xml                     # over this machine's devices (OpenVINO's default)
-    ov-autoplace place -m model.xml -d HETERO:GPU,CPU [-o placement.json] [-t 10 -hint latency]
-    ov-autoplace place -m model.xml --testbed          # the CPU/CPUF testbed
-    ov-autoplace show -m model.xml --testbed -o out/placement   # .svg .html .png .dot
-    ov-autoplace compare -m model.xml --testbed [--strategies hsdag,heft,random]
-    ov-autoplace strategies                             # every --strategy name, one line each
-    ov-autoplace profile -m model.xml --testbed
-    ov-autoplace bench [--quick]                        # the paper's Table 2, every method
-    ov-autoplace cache list | clear
-    ov-autoplace whatif -m bert_base --platform laptop  # which devices pay for a model (simulated)
-
-Every subcommand has its own ``--help``; flags benchmark_app has keep its spelling and meaning
-(``cli/args.py``, docs/cli.md).
+"""``ov-autoplace``: the command line, in benchmark_app's conventions. Every command and flag: docs/cli.md.
 """
 
 from __future__ import annotations
@@ -35,7 +21,7 @@ from ov_autoplace.model.shapes import resolve_shapes, static_clone
 from ov_autoplace.devices.timing import input_sample
 from ov_autoplace.cli.args import (add_device_args, add_inputs_arg, add_model_device_args, add_run_args,
                                    checked_args, config_of, core_and_device, read_inputs)
-from ov_autoplace.cli.benchmark_flags import (PROFILE_FLAGS, PROFILE_REASON, Accepted, add_benchmark_flags,
+from ov_autoplace.cli.benchmark_flags import (PROFILE_REASON, Accepted, add_benchmark_flags,
                                               reject_other_benchmark_flags)
 
 
@@ -51,7 +37,7 @@ def cmd_place(args) -> int:
         print("  " + simulated_timeline_line(static_clone(model, shapes) if shapes else model, placement, core))
     print(f"  placing took {run.place_s:.2f} s")
     if run.statistics is not None:  # benchmark_app's closing statistics, for the placed model
-        print("\n".join(run.statistics.console_lines()))
+        print("\n".join(run.statistics.lines))
     if args.output:
         placement.save(args.output)
         print(f"placement written to {args.output}")
@@ -191,11 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Profile a model on every listed device (PERF_COUNT per op, mapped back to "
                                          "the model's ops; link and submodel costs from real splits), print per-op-type "
                                          "times per device; reused from the profile store when nothing changed.")
-    add_benchmark_flags(profile, PROFILE_FLAGS, overrides={  # -m -d -niter -shape -data_shape -extensions -c ...
+    add_benchmark_flags(profile, ("path_to_model", "number_iterations", "shape", "data_shape"), overrides={
         "number_iterations": Accepted("niter", None, "profiled inferences per device (default 6 quick, 20 with "
                                                      "--full)")})
-    profile.add_argument("--testbed", action="store_true",
-                         help="register the standard testbed (CPU bf16 + virtual CPUF f32, all cores each)")
+    add_device_args(profile, properties=False)  # the rest of PROFILE_FLAGS: -d -load_config -extensions -c
     profile.add_argument("--full", action="store_true",
                          help="the full profiler: fused ops compiled alone and measured links (slower)")
     add_inputs_arg(profile)

@@ -1,9 +1,6 @@
 """Place a model as the command line asks, time it against each single device, and end with benchmark_app's run.
 
-``place`` and the lab's ``show`` share this: the placement (or ``--placement``), the latency of the placed model
-and of each device alone (median of ``-niter`` runs or ``-t`` seconds each, the placement summary), then the run
-benchmark_app would make of the compiled placed model (``cli/statistics.py``) and the reports it asks for.
-``-niter 0`` is benchmark_app's "compile and exit": placed and compiled, nothing run.
+Shared by ``place`` and the lab's ``show`` (docs/cli.md, "What place prints"); ``-niter 0``: compiled, nothing run.
 """
 
 from __future__ import annotations
@@ -11,14 +8,13 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from pathlib import Path
 
 import openvino as ov
 
 from ov_autoplace import api
 from ov_autoplace.cli.args import (DEFAULT_NITER, config_of, core_and_device, dump_config, pins_of, read_inputs,
                                    single_device_config)
-from ov_autoplace.cli.statistics import BenchmarkStatistics, compiled_timed, run_benchmark
+from ov_autoplace.cli.benchmark_run import BenchmarkStatistics, counters_wanted, finish_run, run_benchmark
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs
 from ov_autoplace.graph.arrays import extract_graph
@@ -94,12 +90,18 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
     run = PlacedRun(model, placement, time.perf_counter() - t0, compiled_label(core, args, placement, config),
                     read_ms=read_ms)
     dump_config(args, placement.devices)
-    inputs = counted = None
+    placed = None
+
+    def compiled_timed(extra: dict) -> tuple[ov.CompiledModel, float]:  # and benchmark_app's "compile model time"
+        start = time.perf_counter()
+        compiled = compile_placed(core, model, placement, run.compiled_label, {**config, **extra})
+        return compiled, (time.perf_counter() - start) * 1e3
+
     if not args.no_measure:  # on a terminal a bar shows after 2 s (-t 10 times each of these for 10 s)
         with progress_bar(len(placement.devices) + 2, "measuring", unit="model") as bar:
             bar.set_postfix_str(run.compiled_label)
-            placed, compile_ms = compiled_timed(lambda: compile_placed(core, model, placement, run.compiled_label,
-                                                                       config))
+            placed, compile_ms = compiled_timed({})
+            inputs = None
             if args.niter != 0:  # benchmark_app's -niter 0: compile and exit without running inference
                 with input_sample(sample):  # dynamic: the placement shapes
                     inputs = random_inputs(placed, shapes=resolve_shapes(model, shapes))
@@ -112,54 +114,13 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
                     del single
             bar.update(1)
             bar.set_postfix_str("benchmark_app's run")
-            if _counters_wanted(args) and args.niter != 0:  # the placement's own latency was timed without them
-                placed = counted = compile_placed(core, model, placement, run.compiled_label,
-                                                  {**config, "PERF_COUNT": True})
-            run.statistics, requests = _benchmark_run(args, placed, run.compiled_label, compile_ms, inputs)
+            if counters_wanted(args) and args.niter != 0:  # the placement's own latency was timed without them
+                placed, compile_ms = compiled_timed({"PERF_COUNT": True})
+            run.statistics = run_benchmark(args, placed, run.compiled_label, compile_ms, inputs,
+                                           args.niter if args.niter is not None or args.time else DEFAULT_NITER)
             bar.update(1)
-        _after_run(args, placed, requests)
-    if getattr(args, "report_type", None):
-        from ov_autoplace.cli.report import write_report
-
-        if args.report_type != "no_counters" and inputs is not None and counted is None:
-            counted = compile_placed(core, model, placement, run.compiled_label, {**config, "PERF_COUNT": True})
-        write_report(args, run, config, counted, inputs)
+    finish_run(args, run, config, placed)
     return run
-
-
-def _counters_wanted(args) -> bool:
-    """benchmark_app turns PERF_COUNT on for -pc, -pcsort and -exec_graph_path."""
-    return bool(getattr(args, "perf_counts", False) or getattr(args, "perf_counts_sort", "")
-                or getattr(args, "exec_graph_path", None))
-
-
-def _benchmark_run(args, placed, label: str, compile_ms: float, inputs):
-    """benchmark_app's run of the placed model (none for -niter 0: its compile time alone is reported)."""
-    if args.niter == 0:
-        return BenchmarkStatistics(device=label, api=args.api_type, nireq=0, iterations=0, duration_ms=0.0,
-                                   latency_ms=0.0, percentile=args.latency_percentile, avg_ms=0.0, min_ms=0.0,
-                                   max_ms=0.0, throughput=0.0, compile_ms=compile_ms, first_inference_ms=None,
-                                   batch=1, streams={}), []
-    return run_benchmark(placed, label, compile_ms, inputs=inputs, api=args.api_type, nireq=args.nireq,
-                         niter=args.niter, seconds=args.time, percentile=args.latency_percentile,
-                         warmup=not args.no_warmup, default_niter=DEFAULT_NITER)
-
-
-def _after_run(args, placed, requests) -> None:
-    """benchmark_app's -exec_graph_path, -pc and -pcsort, with its own printers."""
-    if getattr(args, "exec_graph_path", None):
-        Path(args.exec_graph_path).parent.mkdir(parents=True, exist_ok=True)
-        ov.serialize(placed.get_runtime_model(), args.exec_graph_path)
-        print(f"execution graph written to {args.exec_graph_path}")
-    if requests and (getattr(args, "perf_counts", False) or getattr(args, "perf_counts_sort", "")):
-        from ov_autoplace.cli.benchmark_flags import benchmark_utils
-
-        utils = benchmark_utils()
-        counts = [request.profiling_info for request in requests]
-        if args.perf_counts_sort:
-            utils.print_perf_counters_sort(counts, sort_flag=args.perf_counts_sort)
-        else:
-            utils.print_perf_counters(counts)
 
 
 __all__ = ["PlacedRun", "compile_placed", "compiled_label", "placed_and_measured"]

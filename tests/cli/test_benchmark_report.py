@@ -28,9 +28,9 @@ def tiny_ir(tmp_path):
 
 def _benchmark_app(argv, monkeypatch) -> None:
     """benchmark_app's own main, in process, with ``argv`` (its logging put back afterwards)."""
-    from ov_autoplace.cli.benchmark_flags import _benchmark_module
+    from ov_autoplace.cli.benchmark_flags import benchmark_module
 
-    bench = _benchmark_module("openvino.tools.benchmark.main")
+    bench = benchmark_module("openvino.tools.benchmark.main")
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     monkeypatch.setattr(sys, "argv", ["benchmark_app", *argv])
@@ -49,7 +49,7 @@ def test_json_report_field_names_are_a_superset_of_benchmark_apps(tiny_ir, tmp_p
     _benchmark_app([*flags, "-report_folder", str(tmp_path / "bench")], monkeypatch)
     theirs = json.loads((tmp_path / "bench" / "benchmark_report.json").read_text())
     assert main(["place", *flags, "-report_folder", str(tmp_path / "ours")]) == 0
-    ours = json.loads((tmp_path / "ours" / "ov_autoplace_report.json").read_text())
+    ours = json.loads((tmp_path / "ours" / "benchmark_report.json").read_text())
     assert set(ours) >= set(theirs) == {"cmd_options", "configuration_setup", "execution_results"}
     for section, fields in theirs.items():
         assert set(ours[section]) >= set(fields), (section, set(fields) - set(ours[section]))
@@ -66,7 +66,7 @@ def test_percentile_and_niter_zero_as_benchmark_app(tiny_ir, tmp_path, capsys):
     folder = tmp_path / "r"
     assert main(["place", "-m", str(tiny_ir), "-d", "CPU", "-niter", "5", "-latency_percentile", "90",
                  "-json_stats", "-report_type", "no_counters", "-report_folder", str(folder)]) == 0
-    results = json.loads((folder / "ov_autoplace_report.json").read_text())["execution_results"]
+    results = json.loads((folder / "benchmark_report.json").read_text())["execution_results"]
     assert "latency (90 percentile) (ms)" in results and "latency (ms)" not in results
     assert "90 percentile:" in capsys.readouterr().out
     # -niter 0: placed and compiled, nothing run (benchmark_app: "compile the model and exit")
@@ -86,11 +86,11 @@ def test_place_on_the_testbed_ends_with_benchmark_apps_statistics_and_report(tin
     assert "Placement on HETERO:CPU,CPUF" in out and "(API async, 2 request(s))" in out
     for line in ("Compile model took", "Count:", "Duration:", "Median:", "Average:", "Min:", "Max:", "Throughput:"):
         assert line in out, line
-    report = json.loads((folder / "ov_autoplace_report.json").read_text())
+    report = json.loads((folder / "benchmark_report.json").read_text())
     results = report["execution_results"]
     assert int(results["total number of iterations"]) == 6 and float(results["compile model time (ms)"]) > 0
     assert report["configuration_setup"]["number of parallel infer requests"] == "2"
     assert report["cmd_options"]["-nireq"] == "2" and results["device"] == "HETERO:CPU,CPUF"
-    counters = json.loads((folder / "ov_autoplace_average_counters_report.json").read_text())
+    counters = json.loads((folder / "benchmark_average_counters_report.json").read_text())
     assert counters["report_type"] == "average" and counters["avg_performance"]["nodes"]
     assert "<layer" in graph.read_text()  # the runtime graph, serialized as benchmark_app writes it

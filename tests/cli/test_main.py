@@ -187,17 +187,17 @@ def test_reports_csv_counters_and_json(ir_path, tmp_path, capsys):
     folder = tmp_path / "reports"
     assert main(["place", "-m", str(ir_path), "--testbed", "-niter", "3", "-report_type", "average_counters",
                  "-report_folder", str(folder), "-cdir", str(tmp_path / "blobs")]) == 0
-    report = (folder / "ov_autoplace_report.csv").read_text()
+    report = (folder / "benchmark_report.csv").read_text()
     assert "Command line parameters" in report and "Execution results" in report and "median latency (ms)" in report
     assert "CACHE_DIR" in report
-    counters = (folder / "ov_autoplace_average_counters_report.csv").read_text().splitlines()
+    counters = (folder / "benchmark_average_counters_report.csv").read_text().splitlines()
     assert counters[0].startswith("layerName;execStatus;layerType") and any(";Convolution;" in c for c in counters)
-    assert main(["place", "-m", str(ir_path), "--testbed", "-niter", "3", "-report_type", "detailed_counters",
-                 "-json_stats", "-report_folder", str(folder)]) == 0
-    data = json.loads((folder / "ov_autoplace_report.json").read_text())
+    assert main(["place", "-m", str(ir_path), "--testbed", "-niter", "4", "-api", "async", "-nireq", "2",
+                 "-report_type", "detailed_counters", "-json_stats", "-report_folder", str(folder)]) == 0
+    data = json.loads((folder / "benchmark_report.json").read_text())
     assert data["execution_results"]["device"] == "HETERO:CPU,CPUF"
-    detailed = json.loads((folder / "ov_autoplace_detailed_counters_report.json").read_text())
-    assert detailed["report_type"] == "detailed" and len(detailed["detailed_performance"]) > 1  # every run's
+    detailed = json.loads((folder / "benchmark_detailed_counters_report.json").read_text())
+    assert detailed["report_type"] == "detailed" and len(detailed["detailed_performance"]) == 2  # each request's
     assert {"name", "node_type", "status", "real_time", "cpu_time", "exec_type"} == \
         set(detailed["detailed_performance"][0]["nodes"][0])
 
