@@ -23,6 +23,7 @@ from ov_autoplace.devices.device_strings import normalized_exclusions
 from ov_autoplace.devices.timing import input_sample
 from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.decision.memory_path import memory_request
 from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default_path, default_path_placement
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.request import PlacementRequest
@@ -60,6 +61,7 @@ def place(
     search_budget: int | float | None = None,
     shapes: ShapesLike = None,
     inputs: Mapping[str, Any] | None = None,
+    memory_caps: Mapping[str, int | str] | None = None,
 ) -> Placement:
     """Choose a device for every node of ``model`` over ``device_name``'s devices, without compiling.
 
@@ -78,6 +80,7 @@ def place(
     for (see :func:`compile_model`); the placement names the nodes of the
     prepared *static clone*, and ``compile_placement`` carries it over to the
     dynamic model.
+    ``memory_caps``: bytes each device may hold, see :func:`compile_model`.
 
     Example::
 
@@ -88,7 +91,7 @@ def place(
     model, sample, shapes = _with_sample(model, core, shapes, inputs)
     req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                         exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
-                        search_budget=search_budget, shapes=shapes)
+                        search_budget=search_budget, shapes=shapes, memory_caps=memory_caps)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     if req.unplaceable:
@@ -179,6 +182,7 @@ def compile_model(
     cache_blobs: bool = False,
     shapes: ShapesLike = None,
     inputs: Mapping[str, Any] | None = None,
+    memory_caps: Mapping[str, int | str] | None = None,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
@@ -222,6 +226,13 @@ def compile_model(
     rule such as ``beam_idx`` outside the batch) raises ShapeError before anything is compiled. The background
     worker (``profile="background"``) measures in its own process with the conventions, not the sample.
 
+    ``memory_caps`` (``{"GPU": "2 GB", "CPU": 3_000_000_000}``; B, KB/MB/GB, KiB/MiB/GiB): what each device may
+    hold, for a device whose plugin reports no memory or to leave room for other apps. Each device's weights and,
+    on an LLM, the KV cache of its variables at the declared context (``costmodel/memory_need.py``) stay under
+    its cap; the split is chosen by latency within the caps (the fastest single device that fits when one does).
+    Caps that no split can meet raise MemoryCapError before anything is compiled; a cap on a device not in the
+    string, or a malformed size, PropertyError. The caps are part of the cache key (docs/llm.md, "Memory").
+
     The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
     ``~/.cache/ov_autoplace``; profiles beside it). OpenVINO's blob cache is
@@ -242,14 +253,15 @@ def compile_model(
     compiled = _compile_model(model, device_name, config, weights=weights, core=core, strategy=strategy, pins=pins,
                               exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
                               cache_dir=cache_dir, use_cache=use_cache, search_budget=search_budget, profile=profile,
-                              cache_blobs=cache_blobs, shapes=shapes, inputs=inputs)
+                              cache_blobs=cache_blobs, shapes=shapes, inputs=inputs, memory_caps=memory_caps)
     if cache_blobs:  # OpenVINO writes its blobs read-only for the group (0440/0640, whatever the umask): ours are 0600
         private_blob_files(cache_root(cache_dir))
     return compiled
 
 
 def _compile_model(model, device_name, config, *, weights, core, strategy, pins, exclude_devices, max_submodels,
-                   seed, cache_dir, use_cache, search_budget, profile, cache_blobs, shapes, inputs) -> ov.CompiledModel:
+                   seed, cache_dir, use_cache, search_budget, profile, cache_blobs, shapes, inputs,
+                   memory_caps) -> ov.CompiledModel:
     """:func:`compile_model`'s work, its arguments as given: validate, decide, compile."""
     profiling = check_profiling(profile)
     if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
@@ -259,10 +271,12 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
     try:  # validate: every mistake of the caller's raises here, before anything is compiled
         req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                             exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
-                            search_budget=search_budget, shapes=shapes, compiles_alone=True)
+                            search_budget=search_budget, shapes=shapes, compiles_alone=True, memory_caps=memory_caps)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
         return _without_policy(exc, model, device_name, config, core, pins, exclude_devices, max_submodels, shapes)
     if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile
+        if req.memory_caps:  # nothing is placed: the caps can only be checked (MemoryCapError if they cannot hold it)
+            memory_request(req, extract_graph(prepare_model(req.placement_model)))
         return compile_as_openvino(req.core, req.model, req.spec, req.spec.without(req.exclude_devices), req.props)
     if req.strategy is not None and profiling is not Profiling.STORED:
         raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "
@@ -284,6 +298,10 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
     except USER_ERRORS:
         raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
+        if req.memory_caps:  # the plain call (everything on HETERO's first device) would ignore the caps
+            raise PlacementError(f"placing within memory_caps failed ({type(exc).__name__}: {exc})"
+                                 f"{_state_note(req.model, exc)}; the plain compile_model would ignore the caps, so "
+                                 "nothing is compiled: remove memory_caps to get a plain compile_model") from exc
         if req.pins:
             logger.warning("placement path failed (%s: %s)%s; compiling HETERO's own affinity with your pins on %s",
                            type(exc).__name__, exc, _state_note(req.model, exc), req.spec.hetero_string)

@@ -3,9 +3,9 @@
 ``compile_model``, ``place`` and ``save_model`` start here: the core (given or the process-wide one), the device
 argument and config with OpenVINO's meaning (``devices/call_forms.py``), the model loaded (a path, an
 ``ov.Model``, or XML + weights in memory), placement shapes of a dynamic model, excluded devices, the submodel
-bound, pins and the strategy (a name of the registry, an instance, or ``search_budget``'s fine-tuner from the
-lab) - every user mistake raised here as a typed error, never fallen back from. :class:`StrategyName` lists the
-runtime's own strategies.
+bound, pins, the memory caps (``devices/memory_caps.py``) and the strategy (a name of the registry, an instance,
+or ``search_budget``'s fine-tuner from the lab) - every user mistake raised here as a typed error, never fallen
+back from. :class:`StrategyName` lists the runtime's own strategies.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ov_autoplace.measuring.providers import MeasuredCostProvider
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.call_forms import check_property_values, resolve_device_request
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
+from ov_autoplace.devices.memory_caps import parse_memory_caps
 from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, PlacementError, ShapeError
 from ov_autoplace.model.loading import check_model_path
 from ov_autoplace.model.shapes import ShapesLike, default_static_clone, is_dynamic, resolve_shapes, static_clone
@@ -173,7 +174,7 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
                   strategy: StrategyName | str | PlacementStrategy | None = None,
                   pins: Any = None, exclude_devices: Any = None, max_submodels: int | None = DEFAULT_MAX_SUBMODELS,
                   seed: int = 0, search_budget: int | float | None = None, shapes: ShapesLike = None,
-                  compiles_alone: bool = False) -> PlacementRequest:
+                  compiles_alone: bool = False, memory_caps: Any = None) -> PlacementRequest:
     """The call validated into a :class:`PlacementRequest` (typed errors for every user mistake, nothing compiled).
 
     ``strategy`` and ``search_budget`` both None: the default path (``request.strategy`` is None).
@@ -181,6 +182,7 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
     (``compile_model``), so a dynamic model gets no static clone (``place`` places even on one device).
     """
     core, spec, props, ov_model = validated_call(model, device_name, config, core)
+    caps = parse_memory_caps(memory_caps, spec.devices)  # PropertyError: a malformed size, a device not in the string
     placement_shapes = resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit
     if placement_shapes is not None and not is_dynamic(ov_model):
         placement_shapes = None  # shapes= only repeated the static model's own shapes
@@ -212,4 +214,4 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
         check_pins_devices(parsed_pins, spec.devices, excluded)
     resolved = resolve_strategy(strategy, search_budget, max_submodels)
     return PlacementRequest(core, spec, props, ov_model, devices, resolved, parsed_pins, tuple(excluded),
-                            max_submodels, seed, placement_shapes, placement_model, unplaceable)
+                            max_submodels, seed, placement_shapes, placement_model, unplaceable, caps)

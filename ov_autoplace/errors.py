@@ -120,6 +120,16 @@ class DynamicSplitError(PlacementError):
     """
 
 
+class MemoryCapError(PlacementError, ValueError):
+    """The model (weights and KV cache) cannot be split so every part fits its device's memory cap.
+
+    Example::
+
+        ov_autoplace.compile_model(model, "HETERO:GPU,CPU", memory_caps={"GPU": "1 GB", "CPU": "1 GB"})
+        # MemoryCapError when the model needs more than 2 GB: says how much is missing
+    """
+
+
 class UnsupportedOpError(PlacementError):
     """Some operations are supported by none of the listed devices.
 
@@ -172,6 +182,7 @@ __all__ = [
     "ExcludedDeviceError",
     "FileFormatError",
     "ModelLoadError",
+    "MemoryCapError",
     "ModelNotFoundError",
     "NativeExtensionError",
     "OVAutoplaceError",

@@ -71,6 +71,7 @@ class PlacementCache:
         exclude_devices: Sequence[str] = (),
         max_submodels: int | None = None,
         shapes: Mapping[str, Sequence[int]] | None = None,
+        memory_caps: Mapping[str, int] | None = None,
     ) -> dict[str, Any]:
         """The key components of a placement (JSON-able; compared field by field on load).
 
@@ -87,6 +88,8 @@ class PlacementCache:
         }
         if shapes is not None:  # only for dynamic models, so static models keep their keys
             extra["placement_shapes"] = {name: list(dims) for name, dims in shapes.items()}
+        if memory_caps:  # only where caps are given, so uncapped calls keep their keys
+            extra["memory_caps"] = {device: int(size) for device, size in sorted(memory_caps.items())}
         return profile_key(core, devices, kind="placement", graph=graph, extra=extra)
 
     def get(self, key: Mapping[str, Any], graph: GraphArrays, *, support: np.ndarray | None = None,

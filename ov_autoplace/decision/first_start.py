@@ -29,7 +29,9 @@ from ov_autoplace.cache.root import blob_cache_props, cache_root, profile_dir
 from ov_autoplace.decision import background_worker, plain_compile_ahead, single_device_index
 from ov_autoplace.decision.compile_decided import compile_decided
 from ov_autoplace.decision.placement_sources import (Decision, cache_key, decision_from_cache, decision_to_placement,
-                                                     measure_profile_now, place_from_prior, place_from_profile, settle)
+                                                     measure_profile_now, place_from_prior, place_from_profile,
+                                                     place_within_caps, settle)
+from ov_autoplace.decision.memory_path import memory_request
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.facts import identical_devices
 from ov_autoplace.errors import PlacementError
@@ -98,14 +100,16 @@ def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_d
     started = time.perf_counter()
     root = cache_root(cache_dir)
     props = blob_cache_props(req.core, req.props, root, cache_blobs)
-    if profiling is not Profiling.NOW and not req.pins and identical_devices(req.core, req.devices):
+    # pins and memory caps need the graph: never the one-device shortcuts (a cap may forbid the first device)
+    if profiling is not Profiling.NOW and not req.pins and not req.memory_caps and identical_devices(req.core,
+                                                                                                   req.devices):
         first = req.devices[0]
         logger.info("placement source: prior -> %s (%.0f ms to decide); %s report identical properties, so no split "
                     "can be predicted faster than one device; %s is HETERO's own choice", first,
                     1e3 * (time.perf_counter() - started), ", ".join(req.devices), first)
         return compile_decided(req, props, device=first)
     index, hit = None, None
-    if use_cache and profiling is not Profiling.NOW and not req.pins:  # a one-device decision needs no clone
+    if use_cache and profiling is not Profiling.NOW and not req.pins and not req.memory_caps:  # no clone needed
         try:
             index = single_device_index.index_key(req, _policy_stamp(POLICY_FILE))
             if profiling is Profiling.STORED:
@@ -119,7 +123,7 @@ def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_d
                         1e3 * (time.perf_counter() - started))
             return compile_decided(req, props, device=device)
     ahead, noted = None, False
-    if profiling is not Profiling.NOW and not req.pins:  # the plain call's compile overlaps the decision
+    if profiling is not Profiling.NOW and not req.pins and not req.memory_caps:  # the plain call's compile overlaps
         noted = plain_compile_ahead.deviation_noted(root, index)
         ahead = plain_compile_ahead.start(req, props, noted=noted)
     try:
@@ -141,7 +145,10 @@ def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_d
     if compiled is None:  # another placement, or the compile ahead raised: compiled (or raised) here
         compiled = compile_decided(req, props, device=decision.single_device, placement=decision.placement,
                                    prepared=decision.prepared)
-    if decision.pending or (profiling is Profiling.BACKGROUND and decision.spawn_worker):
+    if req.memory_caps and profiling is Profiling.BACKGROUND:  # the worker places without the caps
+        logger.info("profile='background' measures nothing under memory_caps; use profile='now' or `ov-autoplace "
+                    "profile` to place within the caps on measured costs")
+    elif decision.pending or (profiling is Profiling.BACKGROUND and decision.spawn_worker):
         if cache is None:
             logger.warning("%s needs the placement cache (use_cache=False): not measuring",
                            "verifying the placement" if decision.pending else "profile='background'")
@@ -184,6 +191,8 @@ def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, u
                 if decision.stored_as is not None:  # demoted (edited evidence): store what runs now
                     cache.put(key, decision.stored_as, graph)
                 return decision, cache, key, graph, profile_path
+    if req.memory_caps:
+        memory_request(req, graph)  # MemoryCapError before anything is measured when no split can fit
     if profiling is Profiling.NOW:
         measure_profile_now(req, prepared, store)
     decision = _profile_or_prior(req, prepared, graph, store)
@@ -194,7 +203,9 @@ def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, u
 
 
 def _profile_or_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, store: ProfileStore) -> Decision:
-    """Sources 3 and 4: the policy on a stored profile, else on the prior."""
+    """Sources 3 and 4: the policy on a stored profile, else on the prior (within the caps under ``memory_caps``)."""
+    if req.memory_caps:
+        return place_within_caps(req, prepared, graph, POLICY_FILE, store)
     decision = place_from_profile(req, prepared, graph, POLICY_FILE, store)
     return decision if decision is not None else place_from_prior(req, prepared, graph, POLICY_FILE)
 

@@ -6,12 +6,15 @@ fallback), so the request's pins and submodel bound are passed once and reach ev
 
 1. **legalize** (``search/memory_fit.legalize_on_cost``): what HETERO can compile, with the pins and the bound;
    when the proposal was made on a CostModel, the bound's merges are priced on it. The policy's decoding calls
-   this stage alone to rank its candidates' legal forms before it proposes one (stages 2-4 follow here);
+   this stage alone to rank its candidates' legal forms before it proposes one (stages 2-5 follow here);
 2. **margin** (optional): the legal placement must still be predicted faster than the best single device by
    ``min_gain`` (the prior's margin), else :class:`InsideMargin` is raised with what it was predicted;
 3. **guard** (``prediction_guard.py``): on a CostModel and without pins, a placement not predicted faster than
    the plain call beyond its spread becomes the reference (pinned placements are the user's call);
-4. **legality check** (``placement/legality_check.ensure_legal``), when ``check`` names the source to log.
+4. **memory** (``enforce_memory``: the user's ``memory_caps`` are in ``cost``): a placement that overflows a cap
+   (pinned, or what the guard kept) is fitted (``search/memory_fit.fit_memory``, pins kept); one that still
+   overflows raises :class:`MemoryCapError`: a placement that breaks a cap is never returned;
+5. **legality check** (``placement/legality_check.ensure_legal``), when ``check`` names the source to log.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.memory_fit import legalize_on_cost
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.devices.memory_caps import format_bytes
+from ov_autoplace.errors import MemoryCapError
+from ov_autoplace.search.memory_fit import fit_memory, legalize_on_cost
 from ov_autoplace.costmodel.prior_costs import predicted_single_ms
 from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.graph.arrays import GraphArrays
@@ -44,8 +50,8 @@ def placement_pipeline(graph: GraphArrays, proposal: np.ndarray, devices: Sequen
                        strategy: str, cost: CostModel | None = None, pins: Sequence[Pin] = (),
                        max_submodels: int | None = DEFAULT_MAX_SUBMODELS, guard: bool = True,
                        min_gain: float | None = None, annotate: Callable[[Placement], None] | None = None,
-                       check: str | None = None) -> Placement:
-    """``proposal`` (device index per node) made legal, guarded and checked (the module doc, stages 1-4).
+                       check: str | None = None, enforce_memory: bool = False) -> Placement:
+    """``proposal`` (device index per node) made legal, guarded and checked (the module doc, stages 1-5).
 
     ``cost``: the CostModel the proposal was made on (None: nothing prices the merges or guards the result).
     ``annotate``: called on the legal placement before the guard (a budgeted search notes its measurements).
@@ -62,10 +68,36 @@ def placement_pipeline(graph: GraphArrays, proposal: np.ndarray, devices: Sequen
                 raise InsideMargin(legal_ms)
         if guard:
             placement = guard_placement(placement, graph, cost, support, max_submodels=max_submodels)
+    if enforce_memory:
+        placement = within_memory(placement, graph, cost, support, pins=pins, max_submodels=max_submodels)
     if check is not None:
         placement = ensure_legal(placement, graph, devices, support, pins=pins, max_submodels=max_submodels,
                                  source=check)
     return placement
 
 
-__all__ = ["InsideMargin", "placement_pipeline"]
+def within_memory(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
+                  pins: Sequence[Pin] = (), max_submodels: int | None = DEFAULT_MAX_SUBMODELS) -> Placement:
+    """``placement`` if every device's resident bytes fit ``cost.device_memory_bytes``, else its memory fit; raises
+    MemoryCapError when the fit overflows too (stage 4)."""
+    if cost is None:
+        raise ValueError("within_memory needs the CostModel that carries the memory caps")
+    simulator = Simulator(cost, graph)
+    row = placement.device_indices(graph.names, cost.devices)
+    if simulator.memory_ok(row):
+        return placement
+    fitted = fit_memory(placement, graph, cost, support, pins=pins, max_submodels=max_submodels)
+    row = fitted.device_indices(graph.names, cost.devices)
+    if simulator.memory_ok(row):
+        return fitted
+    resident, caps = simulator.resident_bytes(row[None])[0], np.asarray(cost.device_memory_bytes, np.float64)
+    over = "; ".join(f"{d} holds {format_bytes(r)} of {format_bytes(c)}" for d, r, c in zip(cost.devices, resident, caps)
+                     if r > c)
+    raise MemoryCapError(
+        f"no split of this model that HETERO can run fits the memory caps: the closest found ({fitted.strategy}, "
+        f"{fitted.counts_per_device()}) still overflows ({over})"
+        + ("; the pins hold nodes on the device that overflows: unpin some of them" if pins else "")
+        + "; raise the caps, allow more submodels (max_submodels), or add a device")
+
+
+__all__ = ["InsideMargin", "placement_pipeline", "within_memory"]

@@ -35,6 +35,7 @@ from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
 from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
+from ov_autoplace.decision.memory_path import place_within_memory
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.py); its names stay importable from here
     LIVE_DRAWS,
@@ -148,6 +149,21 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
                     calibrated=live)
 
 
+def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path,
+                      store) -> Decision:
+    """Sources 3 and 4 under ``memory_caps``: the placement within the caps on a stored profile's costs, else the
+    prior's (``memory_path.py``), neither margin nor verification against the plain call, which may break a cap."""
+    key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    profile = (store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
+               if store.path_for(key).exists() else None)
+    source = "profile" if profile is not None else "prior"
+    placement = place_within_memory(req, prepared, graph, policy_path,
+                                    profile.cost_model if profile is not None else None, f"{source}+memory")
+    device = single_device_of(placement)
+    return Decision(source, single_device=device, placement=None if device else placement, prepared=prepared,
+                    reason="; ".join(placement.notes))
+
+
 def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path, store) -> Decision | None:
     """Source 3: a stored measured profile (None if there is none)."""
     key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
@@ -197,7 +213,7 @@ def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path,
 def cache_key(req: PlacementRequest, cache: PlacementCache, graph: GraphArrays, policy_digest: str) -> dict:
     return cache.key(req.core, graph, req.devices, strategy=f"{DEFAULT_SOURCE_TOKEN}(weights={policy_digest[:16]})",
                      pins=req.pins, exclude_devices=req.exclude_devices, max_submodels=req.max_submodels,
-                     shapes=req.shapes)
+                     shapes=req.shapes, memory_caps=req.memory_caps)
 
 
 def decision_to_placement(decision: Decision, graph: GraphArrays, devices: tuple[str, ...]) -> Placement:
@@ -233,8 +249,8 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
     else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
     Pinned decisions are the user's call and are not verified.
     """
-    if req.pins or (decision.single_device == req.devices[0] and decision.runner_up_cost is None):
-        return decision  # the user's call, or HETERO's own first device: the plain call's placement
+    if req.pins or req.memory_caps or (decision.single_device == req.devices[0] and decision.runner_up_cost is None):
+        return decision  # the user's call (the plain call breaks a cap), or HETERO's own first device
     candidate = decision_to_placement(decision, graph, req.devices)
     support = _support(req, prepared, graph)
     # The runner-ups (HEFT on the same costs) are placed here only when they are measured now or decide whether
@@ -280,7 +296,7 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
         return dataclasses.replace(base, evidence=placement.verification, spawn_worker=False)
     if "live" in tags or "pending" in tags:
         return dataclasses.replace(base, pending=True)
-    if device == req.devices[0] or req.pins:
+    if device == req.devices[0] or req.pins or req.memory_caps:  # with caps the plain call is no fallback
         return base
     support = _support(req, prepared, graph)
     if not needs_verification(placement, graph, support):
@@ -298,5 +314,6 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
 
 __all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "LIVE_DRAWS", "PRIOR_LOG_SIGMA", "PriorChoice", "cache_key",
            "decision_from_cache", "decision_to_placement", "fast_single_device", "measure_profile_now",
-           "place_from_prior", "place_from_profile", "place_on_measured_costs", "prior_choice", "prior_outcome", "settle",
+           "place_from_prior", "place_from_profile", "place_within_caps", "place_on_measured_costs", "prior_choice",
+           "prior_outcome", "settle",
            "single_device_of", "survives_prior_error"]

@@ -8,7 +8,8 @@ then on the decision takes it by type (``first_start``, ``placement_sources``, `
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import types
+from typing import Any, Mapping
 
 import openvino as ov
 
@@ -42,6 +43,9 @@ class PlacementRequest:
     #: Why this call cannot be placed though the caller made no mistake (e.g. no default placement shape fits the
     #: dynamic model): compile_model then compiles it as plain OpenVINO would, with a WARNING; "" when it can.
     unplaceable: str = ""
+    #: ``memory_caps=``: bytes each capped device may hold (read-only; empty: no cap but what plugins report).
+    #: Every decision keeps each device's weights and KV cache under its cap (``decision/memory_path.py``).
+    memory_caps: Mapping[str, int] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
 
     def __post_init__(self):
         if self.placement_model is None:

@@ -46,7 +46,7 @@ logger = logging.getLogger("ov_autoplace")
 
 def compile_carried_placement(req: PlacementRequest, *, cache_dir=None, cache_blobs: bool = False) -> ov.CompiledModel | None:
     """The model compiled with the placement its rt_info carries, or None when there is none to use."""
-    if req.pins or not req.model.has_rt_info(RT_INFO_PATH):
+    if req.pins or req.memory_caps or not req.model.has_rt_info(RT_INFO_PATH):  # caps: placed within them
         return None
     started = time.perf_counter()
     if is_dynamic(req.model):

@@ -16,6 +16,7 @@ from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.root import blob_cache_props, cache_root, profile_dir
 from ov_autoplace.cache.support_store import device_support
 from ov_autoplace.decision.compile_decided import compile_decided
+from ov_autoplace.decision.memory_path import capped_cost, memory_request
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verified_placement
@@ -34,14 +35,19 @@ def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphA
     ``profiles``: where a measured cost provider stores what it measures (the call's ``<root>/profiles``;
     None: the default root's).
     """
+    if req.memory_caps:
+        memory_request(req, graph)  # MemoryCapError before the strategy profiles anything
     support = device_support(req.core, prepared, graph, req.devices, support_dir)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
                                seed=req.seed, profile_dir=profiles)
     proposal = req.strategy.propose(context)
-    placement = placement_pipeline(graph, proposal, req.devices, support, strategy=req.strategy.name,
-                                   cost=getattr(req.strategy, "last_cost", None), pins=req.pins, max_submodels=req.max_submodels,
+    cost = getattr(req.strategy, "last_cost", None)
+    if req.memory_caps:  # priced with the caps (the prior's costs for a strategy that has none) and held to them
+        cost = capped_cost(req, graph, cost)
+    placement = placement_pipeline(graph, proposal, req.devices, support, strategy=req.strategy.name, cost=cost,
+                                   pins=req.pins, max_submodels=req.max_submodels,
                                    annotate=getattr(req.strategy, "annotate", None),  # a budgeted search's timings
-                                   check="new")
+                                   check="new", enforce_memory=bool(req.memory_caps))
     logger.info("placed %d nodes with %s: %s, %d submodel(s)", graph.num_nodes, req.strategy.name,
                 placement.counts_per_device(), placement.num_submodels)
     return placement
@@ -54,11 +60,12 @@ def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: Pl
     if cache is None:
         return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph, profiles=profiles))
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
-                    exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes)
+                    exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes,
+                    memory_caps=req.memory_caps)
     support = device_support(req.core, prepared, graph, req.devices, cache.directory / "support")
     placement = cache.get(key, graph, support=support, pins=req.pins)  # legality-checked
     if placement is not None:
-        if req.pins or evidence_intact(placement) or not needs_verification(placement, graph, support):
+        if req.pins or req.memory_caps or evidence_intact(placement) or not needs_verification(placement, graph, support):
             logger.info("placement cache hit (%s): %s", req.strategy.name, placement.counts_per_device())
             return placement
         logger.info("placement cache hit (%s) without intact verification evidence: verifying it again",

@@ -400,12 +400,13 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
 
 def verified_placement(req: "PlacementRequest", prepared, graph, placement, support: np.ndarray | None = None):
     """``placement`` held to the rule for ``req``: what the plain call would run, or an alternative that measurably
-    wins (:func:`verify_placement`). Pinned placements are the user's call and are compiled as asked.
+    wins (:func:`verify_placement`). Pinned placements are the user's call and are compiled as asked, and so are
+    placements within ``memory_caps`` (the plain call they would be measured against may break a cap).
 
     ``support``: the caller's device-support matrix when it has one (a ``query_model`` per device otherwise). The
     runner-up splits are placed on the costs the strategy placed with (none on a cache hit: it did not run).
     """
-    if req.pins:
+    if req.pins or req.memory_caps:
         return placement
     if support is None:
         support = query_support(req.core, prepared, graph, req.devices)

@@ -24,6 +24,7 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.progress import progress_bar
 from ov_autoplace.devices.timing import measure_latency
 from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.memory_need import weight_bytes
 from ov_autoplace.measuring.link_calibration import LinkProfile, check_devices, profile_links
 from ov_autoplace.measuring.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, busy_now, iqr,
                                           measured_window, noise_fields)
@@ -106,12 +107,8 @@ class ModelProfile:
 
 # --- assembly -------------------------------------------------------------------------------------
 
-def node_memory_bytes(graph: GraphArrays) -> np.ndarray:
-    memory = np.zeros(graph.num_nodes, dtype=np.int64)
-    src, dst = graph.edge_src, graph.edge_dst
-    from_const = (graph.role[src] == NodeRole.CONSTANT) & (graph.role[dst] == NodeRole.COMPUTE)
-    np.add.at(memory, dst[from_const], np.maximum(graph.out_bytes[src[from_const]], 0))
-    return memory
+#: Weights per node, as every cost model charges them (``costmodel/memory_need.py``).
+node_memory_bytes = weight_bytes
 
 
 def device_memory_bytes(core: ov.Core, device: str) -> float:

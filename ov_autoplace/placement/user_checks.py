@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ov_autoplace.errors import PinError, ShapeError, UnsupportedOpError
+from ov_autoplace.errors import MemoryCapError, PinError, ShapeError, UnsupportedOpError
 from ov_autoplace.placement.legalizer import Pin
 
 #: Raised through ``compile_model``'s fallback: the request is wrong (or plain OpenVINO cannot compile it either).
-USER_ERRORS = (PinError, ShapeError, UnsupportedOpError)
+USER_ERRORS = (PinError, ShapeError, UnsupportedOpError, MemoryCapError)
 
 
 def check_pins_devices(pins: Sequence[Pin], devices: Sequence[str], excluded: Sequence[str]) -> None:

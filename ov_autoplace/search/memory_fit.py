@@ -6,6 +6,10 @@ topological order (the device's part is cut in at most three pieces, not scatter
 at equal shares of the bytes they carry, coarse then fine, anchored and priced by the simulator in batches; the
 cheapest that fit are legalised with the submodel bound and the fastest legal one is kept. Where no device
 reports a finite memory (every CPU) nothing runs; where nothing fits, the placement comes back as it was.
+A state variable (an LLM's KV cache: its ReadValue, the nodes between and its Assign, ``placement/stateful.py``)
+moves as one: every window takes the whole group where the group's first active node lands, so the legalizer's
+one-device rule does not undo the move (optimum-intel's Assigns sit at the end of the topological order, far
+from their layer).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, legalize
+from ov_autoplace.placement.stateful import state_groups
 
 #: 16 byte shares and 6 windows legalised: at 12 and 3 the legalizer's merges left small_memory BERT-base 6.8 %
 #: slower for 4 of 11 policies (1.003x at 16 and 6); 2.4 s instead of 1.3 s on the 20,002-node chain.
@@ -57,6 +62,20 @@ def window_moves(row: np.ndarray, nodes: np.ndarray, target: int, starts, ends) 
     return out, pairs
 
 
+def state_mover(graph: GraphArrays, active: np.ndarray):
+    """``fix(batch)``: placements [P, N] with each state variable's group on the device of its first active member
+    (in place; the identity for a graph without variables)."""
+    groups = [(int(g.members[active[g.members]][0]), g.members) for g in state_groups(graph)
+              if active[g.members].any()]
+
+    def fix(batch: np.ndarray) -> np.ndarray:
+        for lead, members in groups:
+            batch[:, members] = batch[:, [lead]]
+        return batch
+
+    return fix
+
+
 def _priced(simulator, batch, caps):
     """``feasible_ms`` [P] of placements [P, N] and the bytes beyond the devices' capacities [P], from one pass over
     the resident bytes."""
@@ -65,7 +84,7 @@ def _priced(simulator, batch, caps):
     return np.where((over == 0) & np.isfinite(ms), ms, np.inf), over
 
 
-def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts):
+def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, together):
     """Placements [P, N] moving a window off ``source`` to each other device, their ``feasible_ms`` [P] and
     overflow in bytes [P]."""
     rows, ms, overs = [], [], []
@@ -78,7 +97,7 @@ def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts):
         starts = ends = grid
         for fine in (False, True):  # the coarse grid, then a fine one around both ends of its best window
             batch, pairs = window_moves(row, nodes, target, starts, ends)
-            batch = anchors(batch).astype(row.dtype)
+            batch = anchors(together(batch)).astype(row.dtype)
             priced, over = _priced(simulator, batch, caps)
             rows.append(batch)
             ms.append(priced)
@@ -111,6 +130,7 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
     movable = np.asarray(support, dtype=bool) & simulator.active[:, None]
     weights = carried_bytes(graph, simulator.active, np.asarray(cost.node_memory_bytes))
     anchors = AnchorFixer(graph, len(devices), support)
+    together = state_mover(graph, simulator.active)
 
     def legal(proposal, strategy):
         return legalize(graph, proposal, devices, support, pins=pins, max_submodels=max_submodels, strategy=strategy)
@@ -118,7 +138,7 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
     best = None
     for _ in range(rounds):
         source = int(np.argmax(simulator.resident_bytes(row[None])[0] - caps))  # the furthest over its capacity
-        batch, ms, over = _candidates(simulator, anchors, caps, row, movable, weights, source, cuts)
+        batch, ms, over = _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, together)
         if not batch.size:
             break
         for k in np.argsort(ms, kind="stable")[:legalised]:

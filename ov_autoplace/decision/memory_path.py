@@ -1,0 +1,112 @@
+"""``memory_caps=``: every decision keeps each device's weights and KV cache under its cap, chosen by latency.
+
+A device's capacity is the smaller of what its plugin reports (``GPU_DEVICE_TOTAL_MEM_SIZE``,
+``measuring/profiler.device_memory_bytes``) and the user's cap; what each node needs is its weights plus, on an
+LLM, the KV cache of each variable at a declared context (``costmodel/memory_need.py``). Both go into the
+CostModel every path prices placements on, so memory is a constraint of the search, not its objective:
+
+1. **check** (:func:`memory_request`): before anything is profiled or compiled, a node (or a variable's
+   cache with its layer) that fits under no cap, or caps that cannot hold the model in total, raise
+   ``MemoryCapError`` saying what is missing;
+2. **place** (:func:`place_within_memory`, the default path): the HSDAG policy and the local search on the
+   stored profile's costs, else the prior's, with the caps; the guard then keeps the split only if it is
+   predicted faster than the fastest single device *that fits* (a device that cannot hold the model costs
+   ``inf``), so a model that fits one device stays on the fastest such device, and one that fits none is split;
+   an explicit strategy's proposal goes through the same pipeline (``strategy_path.py``);
+3. **enforce** (``placement_pipeline(enforce_memory=True)``): a placement that still overflows is fitted
+   (``search/memory_fit.py``) or refused with ``MemoryCapError``; never returned.
+
+With caps the prior's margin and the measured verification against the plain call are skipped: the plain call
+(everything on HETERO's first device) is no reference when it breaks a cap. The placement cache keys on the caps.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import openvino as ov
+
+from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.memory_need import MemoryNeed, check_caps_hold, memory_need, with_caps
+from ov_autoplace.costmodel.prior_costs import prior_cost_model
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.decision.placement_pipeline import placement_pipeline
+from ov_autoplace.decision.request import PlacementRequest
+from ov_autoplace.devices.facts import read_device_facts
+from ov_autoplace.devices.memory_caps import format_bytes
+from ov_autoplace.errors import MemoryCapError
+from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.measuring.profiler import device_memory_bytes
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.placement.legalizer import query_support
+from ov_autoplace.placement.stateful import state_groups
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.strategies.hsdag import HSDAGStrategy
+
+logger = logging.getLogger("ov_autoplace")
+
+#: Seconds the local search may refine the policy's split within the caps (the profile path's budget).
+REFINE_SECONDS = 2.0
+
+
+def device_caps(req: PlacementRequest) -> np.ndarray:
+    """float64 [D] in ``req.devices`` order: the smaller of the user's cap and the plugin's report (inf: neither)."""
+    return np.array([min(float(req.memory_caps.get(d, np.inf)), device_memory_bytes(req.core, d))
+                     for d in req.devices], dtype=np.float64)
+
+
+def memory_request(req: PlacementRequest, graph: GraphArrays) -> tuple[MemoryNeed, np.ndarray]:
+    """``(need, caps)`` of ``graph`` (the prepared placement model) under ``req.memory_caps``; MemoryCapError when
+    no split can fit (step 1 of the module doc). Cheap: sums over the graph, nothing measured."""
+    need, caps = memory_need(graph, req.model), device_caps(req)
+    groups = [(g.label, g.members) for g in state_groups(graph)]
+    check_caps_hold(graph, need, req.devices, caps, groups)
+    return need, caps
+
+
+def capped_cost(req: PlacementRequest, graph: GraphArrays, cost: CostModel | None) -> CostModel:
+    """``cost`` (the strategy's; the prior's where it has none) charging the model's memory need under the caps."""
+    if cost is None or tuple(cost.devices) != tuple(req.devices):
+        cost = prior_costs(req, graph)
+    need, caps = memory_request(req, graph)
+    return with_caps(cost, need, caps)
+
+
+def prior_costs(req: PlacementRequest, graph: GraphArrays) -> CostModel:
+    """The prior's CostModel of ``graph`` on ``req.devices``; MemoryCapError when a device reports nothing to price."""
+    prior = prior_cost_model(graph, [read_device_facts(req.core, d) for d in req.devices])
+    if prior.cost is None:
+        raise MemoryCapError(f"memory_caps: device(s) {list(prior.unknown)} report none of the properties the prior "
+                             "prices placements with, so no split within the caps can be chosen by latency; measure "
+                             "them first (`ov-autoplace profile`, or profile='now')")
+    return prior.cost
+
+
+def place_within_memory(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path,
+                        cost: CostModel | None, source: str) -> Placement:
+    """The default path's placement under the caps (step 2): the policy refined by the local search on ``cost``
+    (a stored profile's; None: the prior's), made legal, guarded and held to the caps."""
+    cost = capped_cost(req, graph, cost)
+    support = query_support(req.core, prepared, graph, req.devices)
+    context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
+                               seed=req.seed)
+    hsdag = HSDAGStrategy(policy_path, cost, refine=True,
+                          refine_options={"pins": tuple(req.pins or ()), "max_submodels": req.max_submodels,
+                                          "max_seconds": REFINE_SECONDS})
+    placement = placement_pipeline(graph, hsdag.propose(context), req.devices, support, strategy=f"hsdag:{source}",
+                                   cost=cost, pins=req.pins, max_submodels=req.max_submodels, enforce_memory=True)
+    resident = _resident(placement, graph, cost)
+    note = "memory caps: " + ", ".join(f"{d} {format_bytes(r)} of {format_bytes(c)}"
+                                       for d, r, c in zip(req.devices, resident, cost.device_memory_bytes))
+    placement.notes.append(note)
+    logger.info("placed within the memory caps (%s): %s; %s", cost.label, placement.counts_per_device(), note)
+    return placement
+
+
+def _resident(placement: Placement, graph: GraphArrays, cost: CostModel) -> np.ndarray:
+    """Bytes [D] each device holds under ``placement`` as ``cost`` charges them."""
+    return Simulator(cost, graph).resident_bytes(placement.device_indices(graph.names, cost.devices)[None])[0]
+
+
+__all__ = ["capped_cost", "device_caps", "memory_request", "place_within_memory", "prior_costs"]
