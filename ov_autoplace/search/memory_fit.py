@@ -9,7 +9,8 @@ reports a finite memory (every CPU) nothing runs; where nothing fits, the placem
 A state variable (an LLM's KV cache: its ReadValue, the nodes between and its Assign, ``placement/stateful.py``)
 moves as one: every window takes the whole group where the group's first active node lands, so the legalizer's
 one-device rule does not undo the move (optimum-intel's Assigns sit at the end of the topological order, far
-from their layer).
+from their layer); a window whose cut HETERO would split inside a variable's submodel (rule 2, which the
+legalizer repairs by putting everything on one device) is skipped before it is legalised.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, legalize
-from ov_autoplace.placement.stateful import state_groups
+from ov_autoplace.placement.stateful import split_variables, state_groups
 
 #: 16 byte shares and 6 windows legalised: at 12 and 3 the legalizer's merges left small_memory BERT-base 6.8 %
 #: slower for 4 of 11 policies (1.003x at 16 and 6); 2.4 s instead of 1.3 s on the 20,002-node chain.
@@ -141,9 +142,13 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
         batch, ms, over = _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, together)
         if not batch.size:
             break
-        for k in np.argsort(ms, kind="stable")[:legalised]:
-            if not np.isfinite(ms[k]):
+        tried = 0
+        for k in np.argsort(ms, kind="stable"):
+            if not np.isfinite(ms[k]) or tried >= legalised:
                 break
+            if graph.variables and split_variables(graph, batch[k].astype(np.int64), simulator.active):
+                continue  # the legalizer would put everything on one device (stateful rule 2): not a fit
+            tried += 1
             fitted = legal(batch[k], f"{placement.strategy}+memory_fit")
             fitted_ms = float(simulator.feasible_ms(fitted.device_indices(graph.names, devices)))
             if np.isfinite(fitted_ms) and (best is None or fitted_ms < best[0]):
