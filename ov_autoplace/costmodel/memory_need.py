@@ -54,7 +54,7 @@ def max_positions(model: ov.Model) -> int | None:
         for path in ((key,), ("config", key), ("model_info", key)):
             try:
                 if model.has_rt_info(list(path)):
-                    value = int(str(model.get_rt_info(list(path))))
+                    value = int(model.get_rt_info(list(path)).astype(str))
                     if value > 0:
                         return value
             except (RuntimeError, ValueError, TypeError):
@@ -144,7 +144,9 @@ def check_caps_hold(graph: GraphArrays, need: MemoryNeed, devices: Sequence[str]
     largest = float(caps.max())
     k = int(np.argmax(need.node_bytes))
     if need.node_bytes[k] > largest:
-        kind = "KV cache and weights" if graph.names[k] in need.state else "weights"
+        kv = need.state.get(graph.names[k], 0)
+        kind = (f"its KV cache at {need.tokens} tokens" + (" and weights" if need.node_bytes[k] > kv else "")
+                if kv else "the weights it reads")
         raise MemoryCapError(
             f"node {graph.names[k]!r} alone needs {format_bytes(need.node_bytes[k])} ({kind}), more than any device "
             f"may hold (memory caps: {stated}); a node is never split across devices: raise a cap to at least "

@@ -1,0 +1,133 @@
+"""``memory_caps=`` through compile_model and place on a small stateful graph (the testbed, both devices f32): caps
+that no single device meets force a real split that compiles and generates as the plain compile does, a device
+that cannot hold the model holds no more than its cap, the split is chosen within the caps (never the plain call
+kept on a device that cannot hold it), and caps no split can meet are typed errors before anything is compiled.
+
+The model: 4 layers of ``stateful_layers(hidden=64)``, each a 16 KB weight and a KV cache of 64 KB at the default
+256-token context (f32): about 330 KB in all, 360 KB resident on one device with its largest activation."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import ov_autoplace
+from ov_autoplace.call_request import build_request
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace.decision.memory_path import capped_cost
+from ov_autoplace.errors import MemoryCapError, PropertyError
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
+from tests.synthetic_graphs import attention_like, stateful_layers
+
+HIDDEN = 64
+
+
+@pytest.fixture(scope="module")
+def model():
+    return stateful_layers(4, HIDDEN)
+
+
+def _resident(core, model, hetero, caps, placement):
+    """Bytes each device holds under ``placement`` as the capped cost model charges them, and the caps."""
+    req = build_request(model, hetero, core=core, memory_caps=caps)
+    graph = extract_graph(prepare_model(req.placement_model))
+    cost = capped_cost(req, graph, None)
+    row = placement.device_indices(graph.names, req.devices)
+    return dict(zip(req.devices, Simulator(cost, graph).resident_bytes(row[None])[0])), dict(
+        zip(req.devices, cost.device_memory_bytes))
+
+
+def _generate(compiled, steps=4):
+    request = compiled.create_infer_request()
+    request.reset_state()
+    rng = np.random.default_rng(3)
+    outs = []
+    for step in range(steps):
+        x = rng.standard_normal((1, 5 if step == 0 else 1, HIDDEN)).astype(np.float32)
+        outs.append(request.infer({"x": x, "beam_idx": np.zeros(1, np.int32)})[compiled.outputs[0]].copy())
+    return outs
+
+
+@pytest.mark.parametrize("caps", [{"CPU": "200 KB", "CPUF": "200 KB"}, {"CPU": "150 KB", "CPUF": "300 KB"}])
+def test_caps_no_single_device_meets_force_a_split_within_them(model, f32_testbed, stated_host_cpu, caps, tmp_path,
+                                                               caplog):
+    core, hetero = f32_testbed.core, f32_testbed.hetero
+    placement = ov_autoplace.place(model, hetero, core=core, memory_caps=caps)
+    counts = placement.counts_per_device()
+    assert all(counts[d] > 0 for d in f32_testbed.devices), counts  # a real split
+    resident, capacity = _resident(core, model, hetero, caps, placement)
+    assert all(resident[d] <= capacity[d] for d in resident), (resident, capacity)
+
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, hetero, core=core, memory_caps=caps, cache_dir=tmp_path)
+    assert not [r for r in caplog.records if "fall" in r.getMessage()]
+    assert len(compiled.get_runtime_model().get_ops()) > 0
+    for got, want in zip(_generate(compiled), _generate(core.compile_model(model, "CPU"))):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_device_that_cannot_hold_the_model_holds_no_more_than_its_cap(model, f32_testbed, stated_host_cpu):
+    core, hetero = f32_testbed.core, f32_testbed.hetero
+    caps = {"CPU": "100 KB"}  # HETERO's first device: the plain call would put all 360 KB there
+    placement = ov_autoplace.place(model, hetero, core=core, memory_caps=caps)
+    resident, capacity = _resident(core, model, hetero, caps, placement)
+    assert resident["CPU"] <= capacity["CPU"] == 100_000
+    assert placement.counts_per_device()["CPUF"] > 0
+
+
+def test_the_cache_keys_on_the_caps(model, f32_testbed, stated_host_cpu, tmp_path, caplog):
+    core, hetero = f32_testbed.core, f32_testbed.hetero
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        ov_autoplace.compile_model(model, hetero, core=core, memory_caps={"CPU": "200 KB", "CPUF": "200 KB"},
+                                   cache_dir=tmp_path)
+        caplog.clear()
+        ov_autoplace.compile_model(model, hetero, core=core, memory_caps={"CPU": "200 KB", "CPUF": "200 KB"},
+                                   cache_dir=tmp_path)
+        assert any("placement source: cache" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        ov_autoplace.compile_model(model, hetero, core=core, memory_caps={"CPU": "150 KB", "CPUF": "300 KB"},
+                                   cache_dir=tmp_path)
+        assert not any("placement source: cache" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("caps, error, match", [
+    ({"GPU": "1 GB"}, PropertyError, r"memory_caps names device 'GPU'.*\['CPU', 'CPUF'\]"),
+    ({"CPU": "2 GX"}, PropertyError, r"'2 GX' is not a size"),
+    ({"CPU": "10 KB", "CPUF": "10 KB"}, MemoryCapError, r"node 'rv\d' alone needs 65.5 KB .*KV cache at 256 tokens.*CPU 10 KB"),
+    ({"CPU": "150 KB", "CPUF": "150 KB"}, MemoryCapError, r"needs at least 328 KB .*: 27.7 KB \(27744 B\) missing"),
+])
+def test_caps_no_split_can_meet_are_typed_errors_before_any_compile(model, f32_testbed, caps, error, match,
+                                                                    monkeypatch, tmp_path):
+    core = f32_testbed.core
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled before the caps were checked")
+
+    monkeypatch.setattr(core, "compile_model", no_compile)
+    for call in (ov_autoplace.place, ov_autoplace.compile_model):
+        with pytest.raises(error, match=match):
+            call(model, f32_testbed.hetero, core=core, memory_caps=caps,
+                 **({"cache_dir": tmp_path} if call is ov_autoplace.compile_model else {}))
+
+
+def test_a_cap_below_the_largest_weight_on_every_device_names_the_weight(f32_testbed):
+    model = attention_like(hidden=32)  # the largest weight: an MLP matrix of 32 x 128 f32, 16 KB
+    with pytest.raises(MemoryCapError, match=r"node '.*' alone needs 16.4 KB \(16384 B\) \(the weights it reads\).*"
+                                             r"CPU 3 KB \(3000 B\), CPUF 3 KB"):
+        ov_autoplace.place(model, f32_testbed.hetero, core=f32_testbed.core,
+                           memory_caps={"CPU": "3 KB", "CPUF": "3000"})
+
+
+def test_pins_that_overflow_a_cap_are_refused(model, f32_testbed, stated_host_cpu):
+    pins = {f"*{k}": "CPU" for k in range(4)}  # every layer pinned to CPU, which may hold 200 KB of the 360 KB
+    with pytest.raises(MemoryCapError, match="CPU holds .* of 200 KB.*unpin"):
+        ov_autoplace.place(model, f32_testbed.hetero, core=f32_testbed.core, pins=pins,
+                           memory_caps={"CPU": "200 KB", "CPUF": "200 KB"})
+
+
+def test_one_device_with_a_cap_it_cannot_meet_is_refused(model, f32_testbed):
+    with pytest.raises(MemoryCapError, match="missing"):
+        ov_autoplace.compile_model(model, "CPU", core=f32_testbed.core, memory_caps={"CPU": "100 KB"})
