@@ -13,6 +13,7 @@ import openvino as ov
 
 from ov_autoplace import api
 from ov_autoplace.cli.benchmark_flags import add_benchmark_flags, benchmark_utils, reject_other_benchmark_flags
+from ov_autoplace.devices.memory_caps import parse_cap_option
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.errors import PinError, PlacementError, PropertyError, ShapeError
 from ov_autoplace.model.loading import read_json_file
@@ -75,6 +76,7 @@ def add_model_device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pin", dest="pin", action=_DeprecatedPin, metavar="NODE=DEVICE",
                         help="deprecated spelling of --pin-node (removed after 0.1)")
     parser.add_argument("--exclude", action="append", default=[], metavar="DEVICE", help="do not use this device")
+    add_memory_cap_arg(parser)
     parser.add_argument("--max-submodels", type=int, default=api.DEFAULT_MAX_SUBMODELS,
                         help=f"bound on HETERO submodels (default {api.DEFAULT_MAX_SUBMODELS})")
     add_benchmark_flags(parser, ("shape", "data_shape"))
@@ -107,6 +109,18 @@ def checked_args(args) -> None:
             and args.nireq > args.niter:
         raise PlacementError(f"-nireq {args.nireq} is more than -niter {args.niter} in sync mode; expected "
                              "-nireq <= -niter (benchmark_app's rule)")
+
+
+def add_memory_cap_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--memory-cap", dest="memory_cap", action="append", default=[], metavar="DEVICE=SIZE",
+                        help="bytes DEVICE may hold (weights and KV cache), e.g. CPU=2GB or GPU=1.5GiB: the split "
+                             "keeps each device under its cap (compile_model's memory_caps=); repeatable")
+
+
+def memory_caps_of(args) -> dict[str, int] | None:
+    """``--memory-cap DEVICE=SIZE`` (repeated) as ``memory_caps=``; None when none is given."""
+    caps = dict(parse_cap_option(text) for text in getattr(args, "memory_cap", None) or ())
+    return caps or None
 
 
 def _budget(text: str) -> int | float:

@@ -19,8 +19,9 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import resolve_shapes, static_clone
 from ov_autoplace.devices.timing import input_sample
-from ov_autoplace.cli.args import (add_device_args, add_inputs_arg, add_model_device_args, add_run_args,
-                                   checked_args, config_of, core_and_device, read_inputs)
+from ov_autoplace.cli.args import (add_device_args, add_inputs_arg, add_memory_cap_arg, add_model_device_args,
+                                   add_run_args, checked_args, config_of, core_and_device, memory_caps_of,
+                                   read_inputs)
 from ov_autoplace.cli.benchmark_flags import (PROFILE_REASON, Accepted, add_benchmark_flags,
                                               reject_other_benchmark_flags)
 
@@ -78,6 +79,21 @@ def _measured_profile(args, model, core, devices, store):
                                **({"budget_ms": None} if args.niter else {}))
 
 
+def _memory_check(args, model, core, device, shapes) -> str:
+    """With ``--memory-cap``: the model's need against the caps (MemoryCapError when no split can fit), as a line."""
+    caps = memory_caps_of(args)
+    if not caps:
+        return ""
+    from ov_autoplace.decision.memory_path import memory_request
+    from ov_autoplace.devices.memory_caps import format_bytes
+
+    req = api.build_request(model, device, config_of(args), core=core, shapes=shapes, memory_caps=caps)
+    need, capacity = memory_request(req, extract_graph(prepare_model(req.placement_model)))
+    return (f"memory: the model needs {need.describe()}; caps "
+            + ", ".join(f"{d} {format_bytes(c)}" for d, c in zip(req.devices, capacity) if c != float("inf"))
+            + " (place with the same --memory-cap, or compile_model(memory_caps=...), to split within them)")
+
+
 def cmd_profile(args) -> int:
     from collections import defaultdict
 
@@ -88,6 +104,7 @@ def cmd_profile(args) -> int:
     store = ProfileStore(args.profile_dir) if not args.no_store else None
     model = api.load_model(args.model, core)
     sample, shapes = read_inputs(args, model)
+    memory = _memory_check(args, model, core, device, shapes)  # MemoryCapError before anything is measured
     shapes = resolve_shapes(model, shapes)
     if shapes is not None:  # a dynamic model is profiled (and placed) at static shapes
         model = static_clone(model, shapes)
@@ -111,6 +128,8 @@ def cmd_profile(args) -> int:
             print(f"  {op_type:<28}" + "".join(f"{v:12.3f}" for v in values))
     print(f"  {'total':<28}" + "".join(f"{v:12.3f}" for v in total))
     print(f"  profiler time {profile.profiler_seconds:.1f} s")
+    if memory:
+        print(f"  {memory}")
     if args.output:
         args.output.write_text(json.dumps(profile.to_dict()))
         print(f"profile written to {args.output}")
@@ -184,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--full", action="store_true",
                          help="the full profiler: fused ops compiled alone and measured links (slower)")
     add_inputs_arg(profile)
+    add_memory_cap_arg(profile)
     profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
     profile.add_argument("--profile-dir", type=_directory_arg, default=None,
                          help="profile store (default $OV_AUTOPLACE_PROFILE_DIR or ~/.cache/ov_autoplace/profiles)")

@@ -12,8 +12,8 @@ import time
 import openvino as ov
 
 from ov_autoplace import api
-from ov_autoplace.cli.args import (DEFAULT_NITER, config_of, core_and_device, dump_config, pins_of, read_inputs,
-                                   single_device_config)
+from ov_autoplace.cli.args import (DEFAULT_NITER, config_of, core_and_device, dump_config, memory_caps_of, pins_of,
+                                   read_inputs, single_device_config)
 from ov_autoplace.cli.benchmark_run import BenchmarkStatistics, counters_wanted, finish_run, run_benchmark
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs
@@ -86,7 +86,8 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
         _status(f"placing {len(model.get_ops())} nodes on {device or 'this machine'}")
         placement = api.place(model, device, config, core=core, strategy=args.strategy, pins=pins_of(args.pin),
                               exclude_devices=args.exclude, max_submodels=args.max_submodels,
-                              search_budget=args.search_budget, shapes=shapes, inputs=sample)
+                              search_budget=args.search_budget, shapes=shapes, inputs=sample,
+                              memory_caps=memory_caps_of(args))
     run = PlacedRun(model, placement, time.perf_counter() - t0, compiled_label(core, args, placement, config),
                     read_ms=read_ms)
     dump_config(args, placement.devices)

@@ -315,3 +315,26 @@ def test_search_budget_flag_and_api_share_one_rule(text):
         cli_accepts = False
     assert cli_accepts == api_accepts
     assert api_accepts == (text in ("30", "60.0", "10000", "86400.0", "1e2"))
+
+
+@pytest.fixture
+def stateful_ir(tmp_path):
+    path = tmp_path / "stateful.xml"
+    ov.save_model(sg.stateful_layers(4, 64), str(path))  # 4 layers of 16 KB weights + 64 KB KV cache (256 tokens)
+    return path
+
+
+def test_memory_caps_split_place_and_are_checked_before_profiling(stateful_ir, tmp_path, capsys):
+    caps = ["--memory-cap", "CPU=200KB", "--memory-cap", "CPUF=200 KB"]
+    assert main(["place", "-m", str(stateful_ir), "--testbed", "--no-measure", *caps]) == 0
+    out = capsys.readouterr().out
+    assert "memory caps: CPU" in out and "of 200 KB" in out
+    assert main(["profile", "-m", str(stateful_ir), "--testbed", "-niter", "2", "--profile-dir",
+                 str(tmp_path / "store"), *caps]) == 0
+    assert "memory: the model needs weights" in capsys.readouterr().out
+    for bad, said in ((["--memory-cap", "CPU=100KB", "--memory-cap", "CPUF=100KB"], "missing"),
+                      (["--memory-cap", "CPU"], "DEVICE=SIZE"), (["--memory-cap", "GPU=1GB"], "'GPU'")):
+        for command in ("place", "profile"):
+            assert main([command, "-m", str(stateful_ir), "--testbed", "--no-measure" if command == "place" else
+                         "--no-store", *bad]) == 2
+            assert said in capsys.readouterr().err
