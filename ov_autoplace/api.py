@@ -273,6 +273,10 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
                             exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
                             search_budget=search_budget, shapes=shapes, compiles_alone=True, memory_caps=memory_caps)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
+        if memory_caps:  # the fallbacks below would ignore the caps
+            raise PlacementError(f"the placement policy cannot be loaded ({exc}), so nothing can be placed within "
+                                 "memory_caps; reinstall ov_autoplace, or remove memory_caps to get a plain "
+                                 "compile_model") from exc
         return _without_policy(exc, model, device_name, config, core, pins, exclude_devices, max_submodels, shapes)
     if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile
         if req.memory_caps:  # nothing is placed: the caps can only be checked (MemoryCapError if they cannot hold it)
