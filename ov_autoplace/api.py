@@ -226,12 +226,9 @@ def compile_model(
     rule such as ``beam_idx`` outside the batch) raises ShapeError before anything is compiled. The background
     worker (``profile="background"``) measures in its own process with the conventions, not the sample.
 
-    ``memory_caps`` (``{"GPU": "2 GB", "CPU": 3_000_000_000}``; B, KB/MB/GB, KiB/MiB/GiB): what each device may
-    hold, for a device whose plugin reports no memory or to leave room for other apps. Each device's weights and,
-    on an LLM, the KV cache of its variables at the declared context (``costmodel/memory_need.py``) stay under
-    its cap; the split is chosen by latency within the caps (the fastest single device that fits when one does).
-    Caps that no split can meet raise MemoryCapError before anything is compiled; a cap on a device not in the
-    string, or a malformed size, PropertyError. The caps are part of the cache key (docs/llm.md, "Memory").
+    ``memory_caps`` (``{"GPU": "2 GB", "CPU": 3_000_000_000}``): bytes each device may hold (weights and an LLM's
+    KV cache), the split chosen by latency within them; MemoryCapError when no split can meet them, before any
+    compile (docs/llm.md, "Memory").
 
     The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or

@@ -1,23 +1,5 @@
-"""What a model needs resident on the device that runs each node: its weights, and an LLM's KV cache.
-
-**Weights** (:func:`weight_bytes`): a Constant's bytes are charged to each compute node that reads it (a shared
-Constant is copied to every device that reads it by ``Placement.apply``, so per-consumer accounting is the
-conservative reading; the profiler and the simulated platforms count the same way).
-
-**KV cache** (:func:`state_bytes`): a stateful model (optimum-intel's decoders) holds its past keys and values in
-variables, which grow by one position per generated token. Each variable is charged at a declared context length,
-on its ReadValue node (``placement/stateful.py`` keeps the ReadValue, the nodes between and the Assign on one
-device, so the whole cache lives there). The rule, from the variable's declared shape (``VariableInfo.data_shape``):
-
-* dimension 0 is the batch: 1 where it is dynamic (one sequence, as a local assistant generates);
-* every other dynamic dimension is the sequence: ``context_tokens`` positions;
-* static dimensions (KV heads, head size) as declared; bytes per element of the declared type (f32 where the type
-  is dynamic: what optimum-intel declares, and the larger of what a plugin may store).
-
-``context_tokens`` defaults to :func:`context_tokens`: the prompt plus the new tokens of the generation when the
-caller declares them, else :data:`DEFAULT_CONTEXT_TOKENS`, and never more than the model's own maximum positions
-where its runtime info states them (``max_position_embeddings``). A longer generation needs more: declare it.
-"""
+"""What a model needs resident on the device that runs each node: the weights it reads and, on an LLM, each
+variable's KV cache at a declared context, charged on its ReadValue (the rule: docs/llm.md, "Memory")."""
 
 from __future__ import annotations
 
@@ -51,14 +33,12 @@ def weight_bytes(graph: GraphArrays) -> np.ndarray:
 def max_positions(model: ov.Model) -> int | None:
     """The model's maximum positions where its runtime info states them (an exporter's config), else None."""
     for key in _POSITION_KEYS:
-        for path in ((key,), ("config", key), ("model_info", key)):
-            try:
-                if model.has_rt_info(list(path)):
-                    value = int(model.get_rt_info(list(path)).astype(str))
-                    if value > 0:
-                        return value
-            except (RuntimeError, ValueError, TypeError):
-                continue
+        try:
+            value = int(model.get_rt_info(key).astype(str)) if model.has_rt_info(key) else 0
+        except (RuntimeError, ValueError, TypeError):
+            continue
+        if value > 0:
+            return value
     return None
 
 
@@ -72,17 +52,15 @@ def context_tokens(model: ov.Model, declared: int | None = None) -> int:
 
 def state_bytes(model: ov.Model, tokens: int) -> dict[str, int]:
     """Bytes of each variable's state at ``tokens`` positions, by its ReadValue's friendly name (the module doc)."""
-    out = {}
+    out, declared = {}, {v.get_info().variable_id: v.get_info() for v in model.get_variables()}
     for op in model.get_ordered_ops():
         if op.get_type_name() != "ReadValue":
             continue
-        shape = op.get_output_partial_shape(0)
-        element = op.get_output_element_type(0)
-        for variable in model.get_variables():
-            info = variable.get_info()
-            if info.variable_id == op.get_variable_id():
-                shape = info.data_shape if info.data_shape.rank.is_static else shape
-                element = info.data_type if not info.data_type.is_dynamic() else element
+        shape, element, info = op.get_output_partial_shape(0), op.get_output_element_type(0), declared.get(
+            op.get_variable_id())
+        if info is not None:
+            shape = info.data_shape if info.data_shape.rank.is_static else shape
+            element = info.data_type if not info.data_type.is_dynamic() else element
         if shape.rank.is_dynamic:
             continue  # nothing declared to size it by
         dims = [d.get_length() if d.is_static else (1 if axis == 0 else tokens) for axis, d in enumerate(shape)]
@@ -157,7 +135,7 @@ def check_caps_hold(graph: GraphArrays, need: MemoryNeed, devices: Sequence[str]
             raise MemoryCapError(
                 f"{label} and the nodes between them share one device and need {format_bytes(total)} (its KV cache "
                 f"at {need.tokens} tokens and their weights), more than any device may hold (memory caps: {stated}); "
-                f"raise a cap to at least {format_bytes(total)} or declare a shorter generation")
+                f"raise a cap to at least {format_bytes(total)} or charge a shorter context")
     if need.unique_bytes > caps.sum():
         raise MemoryCapError(
             f"the model needs at least {format_bytes(need.unique_bytes)} ({need.describe()}) and the devices may hold "

@@ -1,23 +1,10 @@
-"""``memory_caps=``: every decision keeps each device's weights and KV cache under its cap, chosen by latency.
+"""``memory_caps=``: each device's weights and KV cache kept under its cap, the split chosen by latency.
 
-A device's capacity is the smaller of what its plugin reports (``GPU_DEVICE_TOTAL_MEM_SIZE``,
-``measuring/profiler.device_memory_bytes``) and the user's cap; what each node needs is its weights plus, on an
-LLM, the KV cache of each variable at a declared context (``costmodel/memory_need.py``). Both go into the
-CostModel every path prices placements on, so memory is a constraint of the search, not its objective:
-
-1. **check** (:func:`memory_request`): before anything is profiled or compiled, a node (or a variable's
-   cache with its layer) that fits under no cap, or caps that cannot hold the model in total, raise
-   ``MemoryCapError`` saying what is missing;
-2. **place** (:func:`place_within_memory`, the default path): the HSDAG policy and the local search on the
-   stored profile's costs, else the prior's, with the caps; the guard then keeps the split only if it is
-   predicted faster than the fastest single device *that fits* (a device that cannot hold the model costs
-   ``inf``), so a model that fits one device stays on the fastest such device, and one that fits none is split;
-   an explicit strategy's proposal goes through the same pipeline (``strategy_path.py``);
-3. **enforce** (``placement_pipeline(enforce_memory=True)``): a placement that still overflows is fitted
-   (``search/memory_fit.py``) or refused with ``MemoryCapError``; never returned.
-
-With caps the prior's margin and the measured verification against the plain call are skipped: the plain call
-(everything on HETERO's first device) is no reference when it breaks a cap. The placement cache keys on the caps.
+1. **check** (:func:`memory_request`): before anything is measured or compiled, ``MemoryCapError`` when no split
+   can fit; 2. **place** (:func:`place_within_memory`): the policy and the local search on costs that carry the
+   caps (an overflowing placement costs ``inf``), guarded against the fastest single device that fits;
+3. **enforce** (``placement_pipeline(enforce_memory=True)``): fitted or refused, never returned over a cap.
+Why the prior's margin and the verification against the plain call are skipped: docs/llm.md, "Memory".
 """
 
 from __future__ import annotations

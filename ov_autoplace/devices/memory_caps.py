@@ -1,11 +1,5 @@
-"""``memory_caps=``: how much memory the user lets each device hold, read at the door.
-
-A cap is an int (bytes) or a string with a unit: ``"2 GB"`` / ``"2GB"`` (decimal: B, KB, MB, GB, TB) or
-``"2 GiB"`` (binary: KiB, MiB, GiB, TiB); case does not matter and a space is optional. Every mistake (a
-malformed size, a negative or zero one, a device that is not in the device string) is a :class:`PropertyError`
-naming the value and what would be accepted, raised before anything is compiled. The caps the placement then
-respects are the smaller of the user's and what a plugin reports (``measuring/profiler.device_memory_bytes``).
-"""
+"""``memory_caps=`` read at the door: sizes with units (:data:`UNITS`), each cap on a device of the device string;
+every mistake a :class:`PropertyError` before anything is compiled (docs/llm.md, "Memory")."""
 
 from __future__ import annotations
 
