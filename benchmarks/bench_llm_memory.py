@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for label in round_order(list(requests), r):
             rows[label].append(one_generation(requests[label], args.prompt, args.new, vocabulary, rng))
+    load = os.getloadavg()[0]  # other processes on the machine: their load is the ratios' noise
     reference = np.array(rows[REFERENCE])
     table = ["| contender | TTFT ms | per token ms | TTFT / plain CPUF [range] | per token / plain CPUF [range] |",
              "|---|---:|---:|---:|---:|"]
@@ -101,14 +103,14 @@ def main(argv: list[str] | None = None) -> int:
         table.append(f"| {label} | {np.median(v[:, 0]):.2f} | {np.median(v[:, 1]):.3f} | "
                      f"{np.median(ratios[:, 0]):.3f} [{ratios[:, 0].min():.3f}-{ratios[:, 0].max():.3f}] | "
                      f"{np.median(ratios[:, 1]):.3f} [{ratios[:, 1].min():.3f}-{ratios[:, 1].max():.3f}] |")
-    header = (f"{args.family}, prompt {args.prompt}, {args.new} new tokens, {args.rounds} paired rounds "
-              f"({testbed.describe()})")
+    header = (f"{args.family}, prompt {args.prompt}, {args.new} new tokens, {args.rounds} paired rounds, load "
+              f"average {load:.1f} on {os.cpu_count()} cores at the end ({testbed.describe()})")
     print(f"\n{header}:\n" + "\n".join(table))
     if args.out:
         command = "python benchmarks/bench_llm_memory.py " + " ".join(argv if argv is not None else sys.argv[1:])
         args.out.write_text(
             "# A decoder placed within memory caps (`memory_caps=`)\n\n"
-            f"Measured {datetime.date.today().isoformat()} with `{command.strip()}` (the LLM venv, "
+            f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with `{command.strip()}` (the LLM venv, "
             "`source env-llm.sh`; docs/llm.md, \"Memory\").\n\n"
             + "\n".join(f"- {line}" for line in lines) + f"\n\n{header}:\n\n" + "\n".join(table) + "\n")
         print(f"written to {args.out}")
