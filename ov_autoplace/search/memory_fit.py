@@ -7,10 +7,10 @@ at equal shares of the bytes they carry, coarse then fine, anchored and priced b
 cheapest that fit are legalised with the submodel bound and the fastest legal one is kept. Where no device
 reports a finite memory (every CPU) nothing runs; where nothing fits, the placement comes back as it was.
 A state variable (an LLM's KV cache: its ReadValue, the nodes between and its Assign, ``placement/stateful.py``)
-moves as one: every window takes the whole group where the group's first active node lands, so the legalizer's
-one-device rule does not undo the move (optimum-intel's Assigns sit at the end of the topological order, far
-from their layer); a window whose cut HETERO would split inside a variable's submodel (rule 2, which the
-legalizer repairs by putting everything on one device) is skipped before it is legalised.
+moves as one: every window takes the whole group where the group's lead (its KV ``Concat``) lands, so the
+legalizer's one-device rule does not undo the move (optimum-intel's Assigns sit at the end of the topological
+order, far from their layer); a window whose cut HETERO would split inside a variable's submodel (rule 2, which
+the legalizer repairs by putting everything on one device) is skipped before it is legalised.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from ov_autoplace.placement.stateful import split_variables, state_groups
 #: 16 byte shares and 6 windows legalised: at 12 and 3 the legalizer's merges left small_memory BERT-base 6.8 %
 #: slower for 4 of 11 policies (1.003x at 16 and 6); 2.4 s instead of 1.3 s on the 20,002-node chain.
 CUTS, LEGALISED, ROUNDS = 16, 6, 3
+#: Pipeline cuts tried on a stateful graph (a decoder is a chain of layers, each with its state: a split that
+#: HETERO keeps per variable is a prefix on one device and the rest on the other).
+PIPELINE_CUTS = 256
 
 
 def carried_bytes(graph: GraphArrays, active: np.ndarray, node_bytes: np.ndarray) -> np.ndarray:
@@ -63,18 +66,24 @@ def window_moves(row: np.ndarray, nodes: np.ndarray, target: int, starts, ends) 
     return out, pairs
 
 
-def state_mover(graph: GraphArrays, active: np.ndarray):
-    """``fix(batch)``: placements [P, N] with each state variable's group on the device of its first active member
-    (in place; the identity for a graph without variables)."""
-    groups = [(int(g.members[active[g.members]][0]), g.members) for g in state_groups(graph)
-              if active[g.members].any()]
+class StateMover:
+    """``mover(batch)``: placements [P, N] with each state variable's group on the device of its lead (in place;
+    the identity for a graph without variables, whose ``groups`` are empty). The lead is the group's last active
+    member that feeds another node (the KV ``Concat``, where the layer meets its state), not the beam reorder an
+    export may place at the start of the topological order, nor the Assign that sits at its end."""
 
-    def fix(batch: np.ndarray) -> np.ndarray:
-        for lead, members in groups:
+    def __init__(self, graph: GraphArrays, active: np.ndarray):
+        self.groups = []
+        for group in state_groups(graph):
+            members = group.members[active[group.members]]
+            if members.size:
+                feeding = [m for m in members.tolist() if graph.successors(m).size]
+                self.groups.append((max(feeding) if feeding else int(members.max()), group.members))
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        for lead, members in self.groups:
             batch[:, members] = batch[:, [lead]]
         return batch
-
-    return fix
 
 
 def _priced(simulator, batch, caps):
@@ -109,6 +118,14 @@ def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, t
             near = [np.searchsorted(grid, end) for end in best]
             starts, ends = (byte_cuts(cumulative, int(grid[max(i - 1, 0)]), int(grid[min(i + 1, grid.size - 1)]),
                                       cuts) for i in near)
+        if together.groups:  # a stateful graph: every pipeline cut too (a prefix or a suffix moved), at most 2 x 256
+            cut = np.unique(np.linspace(0, nodes.size, min(nodes.size, PIPELINE_CUTS) + 1).astype(np.int64))
+            for starts, ends in (([0], cut), (cut, [nodes.size])):
+                batch = anchors(together(window_moves(row, nodes, target, starts, ends)[0])).astype(row.dtype)
+                priced, over = _priced(simulator, batch, caps)
+                rows.append(batch)
+                ms.append(priced)
+                overs.append(over)
     if not rows:
         return np.zeros((0, row.size), row.dtype), np.zeros(0), np.zeros(0)
     return np.concatenate(rows), np.concatenate(ms), np.concatenate(overs)
@@ -131,7 +148,7 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
     movable = np.asarray(support, dtype=bool) & simulator.active[:, None]
     weights = carried_bytes(graph, simulator.active, np.asarray(cost.node_memory_bytes))
     anchors = AnchorFixer(graph, len(devices), support)
-    together = state_mover(graph, simulator.active)
+    together = StateMover(graph, simulator.active)
 
     def legal(proposal, strategy):
         return legalize(graph, proposal, devices, support, pins=pins, max_submodels=max_submodels, strategy=strategy)
@@ -207,4 +224,5 @@ def legalize_on_cost(graph: GraphArrays, proposal: np.ndarray, devices: Sequence
                     strategy=strategy, price=price)
 
 
-__all__ = ["byte_cuts", "carried_bytes", "fit_memory", "legal_pricer", "legalize_on_cost", "window_moves"]
+__all__ = ["StateMover", "byte_cuts", "carried_bytes", "fit_memory", "legal_pricer", "legalize_on_cost",
+           "window_moves"]

@@ -69,6 +69,18 @@ def test_caps_no_single_device_meets_force_a_split_within_them(model, f32_testbe
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("strategy", ["priority", "heavy_ops"])
+def test_an_explicit_strategy_is_held_to_the_caps(model, f32_testbed, stated_host_cpu, strategy, tmp_path):
+    """"priority" puts everything on CPU; with caps no device meets alone, the pipeline fits it into a split."""
+    core, hetero, caps = f32_testbed.core, f32_testbed.hetero, {"CPU": "200 KB", "CPUF": "200 KB"}
+    placement = ov_autoplace.place(model, hetero, core=core, strategy=strategy, memory_caps=caps)
+    resident, capacity = _resident(core, model, hetero, caps, placement)
+    assert all(resident[d] <= capacity[d] for d in resident), (resident, capacity)
+    compiled = ov_autoplace.compile_model(model, hetero, core=core, strategy=strategy, memory_caps=caps,
+                                          cache_dir=tmp_path)
+    assert sorted(compiled.get_property("EXECUTION_DEVICES")) == sorted(f32_testbed.devices)
+
+
 def test_a_device_that_cannot_hold_the_model_holds_no_more_than_its_cap(model, f32_testbed, stated_host_cpu):
     core, hetero = f32_testbed.core, f32_testbed.hetero
     caps = {"CPU": "100 KB"}  # HETERO's first device: the plain call would put all 360 KB there
