@@ -283,6 +283,8 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
         raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "
                              "search_budget unset to use it")
     if req.unplaceable:  # our default shapes do not fit: not the caller's mistake, and OpenVINO compiles it
+        if req.memory_caps:  # ... but the plain compile would ignore the caps
+            raise ShapeError(f"{req.unplaceable}; memory_caps needs the model placed")
         logger.warning("%s; compiling as plain compile_model on %s", req.unplaceable, req.spec.text)
         return req.core.compile_model(req.model, req.spec.text, req.props)
     try:  # decide and compile
