@@ -46,6 +46,7 @@ from ov_autoplace.devices.kinds import CPU, NPU
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.costmodel.cost_model import CostModel
+from ov_autoplace.costmodel.memory_need import weight_bytes
 from ov_autoplace.costmodel.platforms import (
     CATEGORIES,
     CPU_COMPUTE_EFFICIENCY,
@@ -182,11 +183,7 @@ def cost_model_for(
     compute[members] = np.where(np.isfinite(unfused[members]), 0.0, np.inf)  # free inside its absorber's kernel
     with np.errstate(divide="ignore"):
         ms_per_byte = np.where(np.isinf(platform.link_bandwidth), 0.0, 1e3 / platform.link_bandwidth)
-    # Weights sit on the compute nodes that read them (the profiler's convention): bytes of Constant inputs.
-    role, src, dst = np.asarray(graph.role), np.asarray(graph.edge_src), np.asarray(graph.edge_dst)
-    from_const = (role[src] == NodeRole.CONSTANT) & (role[dst] == NodeRole.COMPUTE)
-    weights = np.bincount(dst[from_const], weights=np.maximum(np.asarray(graph.out_bytes)[src[from_const]], 0),
-                          minlength=graph.num_nodes)
+    weights = weight_bytes(graph)  # on the compute nodes that read them, as the profiler charges them
     return CostModel(
         devices=platform.device_names,
         node_names=tuple(graph.names),
