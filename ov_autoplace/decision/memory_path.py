@@ -43,10 +43,17 @@ def device_caps(req: PlacementRequest) -> np.ndarray:
                      for d in req.devices], dtype=np.float64)
 
 
+def context_of(req: PlacementRequest) -> int | None:
+    """The tokens the KV cache is charged at: the declared generation's prompt + new tokens where the request
+    carries one (``generation=``, the LLM objective's option), else None (``memory_need.context_tokens``' default)."""
+    generation = getattr(req, "generation", None)  # a field of the request only where generation= exists
+    return generation.prompt_tokens + generation.new_tokens if generation is not None else None
+
+
 def memory_request(req: PlacementRequest, graph: GraphArrays) -> tuple[MemoryNeed, np.ndarray]:
     """``(need, caps)`` of ``graph`` (the prepared placement model) under ``req.memory_caps``; MemoryCapError when
     no split can fit (step 1 of the module doc). Cheap: sums over the graph, nothing measured."""
-    need, caps = memory_need(graph, req.model), device_caps(req)
+    need, caps = memory_need(graph, req.model, context_of(req)), device_caps(req)
     groups = [(g.label, g.members) for g in state_groups(graph)]
     check_caps_hold(graph, need, req.devices, caps, groups)
     return need, caps
@@ -96,4 +103,4 @@ def _resident(placement: Placement, graph: GraphArrays, cost: CostModel) -> np.n
     return Simulator(cost, graph).resident_bytes(placement.device_indices(graph.names, cost.devices)[None])[0]
 
 
-__all__ = ["capped_cost", "device_caps", "memory_request", "place_within_memory", "prior_costs"]
+__all__ = ["capped_cost", "context_of", "device_caps", "memory_request", "place_within_memory", "prior_costs"]
