@@ -174,3 +174,21 @@ def test_the_merges_of_an_overflowing_proposal_are_priced_as_the_memory_fit_fini
     handed = []  # the fit is legalised with the legalizer's own bound and pins, not the pricer's defaults
     placed(lambda rows, **options: handed.append(options) or pricer(rows, **options))
     assert {"fitted": True, "pins": (), "max_submodels": 2} in handed
+
+
+def test_a_stateful_chain_is_fitted_by_a_pipeline_cut_that_keeps_each_variable_in_one_submodel(testbed):
+    """stateful_layers(4): each layer's variable (its beam reorder early in the topological order, its Assign at the
+    end) moves with its KV Concat, so an everything-on-CPU placement whose CPU holds about half of it is fitted
+    into a legal two-part split instead of windows the legalizer would put back on one device (rule 2)."""
+    model = prepare_model(sg.stateful_layers(4, 64))
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, testbed.devices)
+    placed = legalize(graph, np.zeros(graph.num_nodes, np.int64), testbed.devices, support)
+    one = Simulator(_cost(graph, testbed.devices, capacity=[np.inf, np.inf]), graph)
+    whole = one.resident_bytes(np.zeros((1, graph.num_nodes), np.int64))[0, 0]
+    cost = _cost(graph, testbed.devices, capacity=[0.6 * whole, np.inf])
+    fitted = fit_memory(placed, graph, cost, support)
+    row = fitted.device_indices(graph.names, testbed.devices)
+    assert Simulator(cost, graph).memory_ok(row)
+    assert fitted.counts_per_device()[testbed.devices[0]] > 0 and fitted.num_submodels == 2
+    assert not any("rule 2" in note for note in fitted.notes)
