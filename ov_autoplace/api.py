@@ -32,6 +32,7 @@ from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, query_s
 from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.generation import Generation
 from ov_autoplace.model.input_sample import check_input_sample, sample_shapes
 from ov_autoplace.model.shapes import ShapesLike
 from ov_autoplace.placement.user_checks import USER_ERRORS
@@ -60,6 +61,7 @@ def place(
     search_budget: int | float | None = None,
     shapes: ShapesLike = None,
     inputs: Mapping[str, Any] | None = None,
+    generation: Generation | tuple[int, int] | None = None,
 ) -> Placement:
     """Choose a device for every node of ``model`` over ``device_name``'s devices, without compiling.
 
@@ -88,7 +90,7 @@ def place(
     model, sample, shapes = _with_sample(model, core, shapes, inputs)
     req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                         exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
-                        search_budget=search_budget, shapes=shapes)
+                        search_budget=search_budget, shapes=shapes, generation=generation)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     if req.unplaceable:
@@ -179,6 +181,7 @@ def compile_model(
     cache_blobs: bool = False,
     shapes: ShapesLike = None,
     inputs: Mapping[str, Any] | None = None,
+    generation: Generation | tuple[int, int] | None = None,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
@@ -221,6 +224,11 @@ def compile_model(
     rule such as ``beam_idx`` outside the batch) raises ShapeError before anything is compiled. The background
     worker (``profile="background"``) measures in its own process with the conventions, not the sample.
 
+    ``generation`` (a stateful decoder only; default ``Generation(prompt_tokens=128, new_tokens=128)``, or a
+    ``(prompt, new)`` tuple): the generation an LLM app runs, placed (at the prompt's prefill shapes) and verified
+    for its whole time, time to first token plus every decode step (docs/llm.md, ``model/generation.py``); part of
+    the cache key. ShapeError for a model that is not a stateful decoder or a generation past its position table.
+
     The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
     ``~/.cache/ov_autoplace``; profiles beside it). OpenVINO's blob cache is
@@ -241,14 +249,15 @@ def compile_model(
     compiled = _compile_model(model, device_name, config, weights=weights, core=core, strategy=strategy, pins=pins,
                               exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
                               cache_dir=cache_dir, use_cache=use_cache, search_budget=search_budget, profile=profile,
-                              cache_blobs=cache_blobs, shapes=shapes, inputs=inputs)
+                              cache_blobs=cache_blobs, shapes=shapes, inputs=inputs, generation=generation)
     if cache_blobs:  # OpenVINO writes its blobs read-only for the group (0440/0640, whatever the umask): ours are 0600
         private_blob_files(cache_root(cache_dir))
     return compiled
 
 
 def _compile_model(model, device_name, config, *, weights, core, strategy, pins, exclude_devices, max_submodels,
-                   seed, cache_dir, use_cache, search_budget, profile, cache_blobs, shapes, inputs) -> ov.CompiledModel:
+                   seed, cache_dir, use_cache, search_budget, profile, cache_blobs, shapes, inputs,
+                   generation) -> ov.CompiledModel:
     """:func:`compile_model`'s work, its arguments as given: validate, decide, compile."""
     profiling = check_profiling(profile)
     if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
@@ -258,7 +267,7 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
     try:  # validate: every mistake of the caller's raises here, before anything is compiled
         req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                             exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
-                            search_budget=search_budget, shapes=shapes, compiles_alone=True)
+                            search_budget=search_budget, shapes=shapes, compiles_alone=True, generation=generation)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
         return _without_policy(exc, model, device_name, config, core, pins, exclude_devices, max_submodels, shapes)
     if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile

@@ -110,9 +110,21 @@ def add_model_device_args(parser: argparse.ArgumentParser) -> None:
                              "as benchmark_app's -shape: 'input_ids[1,128],attention_mask[1,128]' or '[1,3,224,224]' "
                              f"(default: {DEFAULT_BATCH} for a dynamic axis 0, {DEFAULT_DIM} for other dynamic axes)")
     add_inputs_arg(parser)
+    parser.add_argument("--generation", type=_generation, default=None, metavar="PROMPT,NEW",
+                        help="a stateful decoder's generation to place and verify for: prompt tokens, new tokens "
+                             "(default 128,128 for a decoder; docs/llm.md)")
     parser.add_argument("--search-budget", type=_budget, default=None, metavar="N|SECONDS",
                         help="fine-tune the HSDAG policy on the devices: N measured placements (e.g. 30) or "
                              "seconds (e.g. 60.0); needs the train extra")
+
+
+def _generation(text: str) -> tuple[int, int]:
+    """``--generation 128,128``: (prompt tokens, new tokens); the API checks them against the model."""
+    try:
+        prompt, new = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected PROMPT,NEW token counts (e.g. 128,128), got {text!r}") from None
+    return prompt, new
 
 
 def _budget(text: str) -> int | float:
@@ -292,7 +304,8 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None):
     else:
         placement = api.place(model, device, config, core=core, strategy=args.strategy, pins=_pins(args.pin),
                               exclude_devices=args.exclude, max_submodels=args.max_submodels,
-                              search_budget=args.search_budget, shapes=shapes, inputs=sample)
+                              search_budget=args.search_budget, shapes=shapes, inputs=sample,
+                              generation=getattr(args, "generation", None))
     place_s = time.perf_counter() - t0
     dump_config(args, placement.devices)
     if not args.no_measure:

@@ -197,7 +197,7 @@ def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path,
 def cache_key(req: PlacementRequest, cache: PlacementCache, graph: GraphArrays, policy_digest: str) -> dict:
     return cache.key(req.core, graph, req.devices, strategy=f"{DEFAULT_SOURCE_TOKEN}(weights={policy_digest[:16]})",
                      pins=req.pins, exclude_devices=req.exclude_devices, max_submodels=req.max_submodels,
-                     shapes=req.shapes)
+                     shapes=req.shapes, generation=req.generation)
 
 
 def decision_to_placement(decision: Decision, graph: GraphArrays, devices: tuple[str, ...]) -> Placement:
@@ -247,8 +247,10 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
             return decision
     if verify_now:
         verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
-                                              properties=req.props, model=req.placement_model,
-                                              device_name=req.spec.text, alternatives=alternatives)
+                                              properties=req.props,
+                                              model=req.model if req.generation else req.placement_model,
+                                              device_name=req.spec.text, alternatives=alternatives,
+                                              generation=req.generation)
         device = single_device_of(verified)
         return Decision(decision.source, single_device=device, placement=None if device else verified,
                         prepared=prepared, reason=evidence.describe(), evidence=verified.verification,

@@ -13,6 +13,7 @@ from typing import Any
 import openvino as ov
 
 from ov_autoplace.devices.device_strings import DeviceSpec
+from ov_autoplace.model.generation import Generation
 from ov_autoplace.model.shapes import PlacementShapes
 from ov_autoplace.placement.pins import Pin
 from ov_autoplace.strategies.base import PlacementStrategy
@@ -42,6 +43,8 @@ class PlacementRequest:
     #: Why this call cannot be placed though the caller made no mistake (e.g. no default placement shape fits the
     #: dynamic model): compile_model then compiles it as plain OpenVINO would, with a WARNING; "" when it can.
     unplaceable: str = ""
+    #: The generation a stateful decoder is placed and verified for (``model/generation.py``); None: single-shot.
+    generation: Generation | None = None
 
     def __post_init__(self):
         if self.placement_model is None:

@@ -58,7 +58,7 @@ def input_sample(sample: Mapping[str, np.ndarray] | None):
 LLM_INPUTS = ("input_ids", "attention_mask", "position_ids", "beam_idx")
 
 
-def _vocabulary(compiled: ov.CompiledModel) -> int | None:
+def vocabulary_size(compiled: ov.CompiledModel | ov.Model) -> int | None:
     """The vocabulary size, read from a ``logits`` output's static last dim (None when there is none)."""
     for port in compiled.outputs:
         if "logits" in port.get_names():
@@ -107,7 +107,7 @@ def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
     A dynamic input needs its shape in ``shapes`` (e.g. the placement shapes).
     """
     rng = np.random.default_rng(seed)
-    vocabulary = _vocabulary(compiled)
+    vocabulary = vocabulary_size(compiled)
     sample = _SAMPLE.get() or {}
     arrays = []
     for port in compiled.inputs:
@@ -193,4 +193,5 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
     return list(labels[k:]) + list(labels[:k])
 
 
-__all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order"]
+__all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order",
+           "vocabulary_size"]
