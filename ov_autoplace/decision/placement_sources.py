@@ -32,6 +32,7 @@ import openvino as ov
 
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
+from ov_autoplace.costmodel.generation_costs import generation_costs
 from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
@@ -131,21 +132,35 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
     def support():
         return query_support(req.core, prepared, graph, devices)
 
-    single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
-                                              lambda c: policy_proposal(c, graph, devices, policy_path),
+    # a decoder: the prior costs its whole generation (the policy still reads the prefill's graph and costs)
+    terms_graph, cost = _generation_prior(req, graph, prior) if req.generation else (graph, prior.cost)
+    single, placement, reason = prior_outcome(cost, terms_graph, devices, support,
+                                              lambda c: policy_proposal(prior.cost, graph, devices, policy_path),
                                               pins=req.pins, max_submodels=req.max_submodels, margin=prior.margin)
     live, note = False, ""
     if set(prior.recognized) == set(devices) and (placement is not None or single != devices[0]):
         matrix = support()
         candidate = (np.full(graph.num_nodes, list(devices).index(single), dtype=np.int64) if placement is None
                      else placement.device_indices(graph.names, devices))
-        share = survives_prior_error(prior.cost, graph, matrix, candidate, np.argmax(matrix, axis=1))
+        share = survives_prior_error(cost, terms_graph, matrix, candidate, np.argmax(matrix, axis=1))
         live = share >= 1.0
         note = f"; faster than the plain call in {share:.0%} of {LIVE_DRAWS} draws of the prior's error"
     if placement is None:
         return Decision("prior", single_device=single, spawn_worker=True, reason=reason + note, calibrated=live)
     return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason + note,
                     calibrated=live)
+
+
+def _generation_prior(req: PlacementRequest, graph: GraphArrays, prior) -> tuple[GraphArrays, Any]:
+    """The prior's graph and costs of ``req.generation`` (``costmodel/generation_costs.py``); the prefill's, with a
+    WARNING, when the decode steps cannot be costed (our machinery, not the caller's model)."""
+    try:
+        return generation_costs(req.model, graph, prior.cost, req.generation,
+                                lambda g: prior_cost_model(g, prior.facts).cost)
+    except Exception as exc:  # noqa: BLE001 - costing is a prediction: the verification still measures
+        logger.warning("the prior cannot cost the decode steps of %s (%s: %s); it costs the prefill alone",
+                       req.generation, type(exc).__name__, exc)
+        return graph, prior.cost
 
 
 def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path, store) -> Decision | None:

@@ -22,6 +22,7 @@ import openvino as ov
 
 from ov_autoplace.devices.timing import LLM_INPUTS
 from ov_autoplace.errors import ShapeError
+from ov_autoplace.model.shapes import input_name, static_clone
 
 #: Past lengths at which a decode step is timed (first, middle, last decode step of the generation).
 DECODE_POINTS = 3
@@ -75,6 +76,26 @@ def is_generative(model: ov.Model) -> bool:
     return (bool(model.get_variables()) and len(ids) == 1 and ids[0].get_partial_shape().rank.is_static
             and ids[0].get_partial_shape()[-1].is_dynamic
             and all(any(n in LLM_INPUTS for n in p.get_names()) for p in model.inputs))
+
+
+def decode_clone(model: ov.Model, past: int) -> ov.Model:
+    """A static clone of one decode step after ``past`` tokens, for costing: each ReadValue replaced by a Parameter
+    holding its state at that length (named as the ReadValue, so the placement's names hold), ``input_ids`` and
+    ``position_ids`` ``[1, 1]``, ``attention_mask`` ``[1, past + 1]``, ``beam_idx`` ``[1]``. ShapeError when the
+    model does not take these shapes."""
+    clone = model.clone()
+    states = []
+    for read in [op for op in clone.get_ops() if op.get_type_name() == "ReadValue"]:
+        dims = [1 if k == 0 else d.get_length() if d.is_static else past
+                for k, d in enumerate(read.get_output_partial_shape(0))]
+        state = ov.opset13.parameter(dims, read.get_output_element_type(0), name=read.get_friendly_name())
+        for target in read.output(0).get_target_inputs():
+            target.replace_source_output(state.output(0))
+        states.append(state)
+    clone.add_parameters(states)
+    step = {"input_ids": [1, 1], "position_ids": [1, 1], "attention_mask": [1, past + 1], "beam_idx": [1]}
+    return static_clone(clone, {input_name(p): step[input_name(p)] if input_name(p) in step else
+                                list(p.get_partial_shape().to_shape()) for p in clone.inputs})
 
 
 _PASS_THROUGH = {"Convert", "Unsqueeze", "Squeeze", "Reshape"}
@@ -138,5 +159,5 @@ def check_generation(generation: Any, model: ov.Model) -> Generation | None:
     return generation
 
 
-__all__ = ["DECODE_POINTS", "Generation", "check_generation", "decode_pasts", "decode_weights", "generation_ms",
+__all__ = ["DECODE_POINTS", "Generation", "check_generation", "decode_clone", "decode_pasts", "decode_weights", "generation_ms",
            "is_generative", "position_limit"]
