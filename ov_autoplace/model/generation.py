@@ -89,6 +89,7 @@ def decode_clone(model: ov.Model, past: int) -> ov.Model:
         dims = [1 if k == 0 else d.get_length() if d.is_static else past
                 for k, d in enumerate(read.get_output_partial_shape(0))]
         state = ov.opset13.parameter(dims, read.get_output_element_type(0), name=read.get_friendly_name())
+        read.set_friendly_name(f"{read.get_friendly_name()}/unread")  # its Assign may still depend on it
         for target in read.output(0).get_target_inputs():
             target.replace_source_output(state.output(0))
         states.append(state)
