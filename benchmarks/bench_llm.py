@@ -36,9 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace  # noqa: E402
 from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
-from ov_autoplace.devices.timing import round_order  # noqa: E402
-from ov_autoplace.measuring.generation_timing import time_generation  # noqa: E402
-from ov_autoplace.model.generation import Generation  # noqa: E402
+from ov_autoplace.devices.timing import round_order, time_generation  # noqa: E402
+from ov_autoplace.model.generation import Generation, decode_pasts, generation_ms  # noqa: E402
 from tests.llm_models import export_tiny  # noqa: E402
 
 
@@ -139,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for label in round_order(list(requests), r):
             rows[label].append(one_generation(requests[label], args.prompt, args.new, vocabulary, rng))
-            objective[label].append(time_generation(made[label][0], gen, request=requests[label], seed=r).total_ms)
+            prefill, decode = time_generation(made[label][0], gen.prompt_tokens, decode_pasts(gen),
+                                              request=requests[label], seed=r)
+            objective[label].append(generation_ms(gen, prefill, decode))
     plain = np.array(rows["plain call"])
     head = (f"{args.family}, prompt {args.prompt}, {args.new} new tokens, {args.rounds} paired rounds on `{hetero}`, "
             f"measured {started} (load average {load} on the shared 2-core machine)")

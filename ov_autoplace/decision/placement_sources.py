@@ -32,7 +32,6 @@ import openvino as ov
 
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
-from ov_autoplace.costmodel.generation_costs import generation_costs
 from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
@@ -52,6 +51,7 @@ from ov_autoplace.decision.verification import (evidence_intact, needs_verificat
 from ov_autoplace.devices.facts import indistinguishable, read_device_facts
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.model.generation import generation_costs
 from ov_autoplace.placement.legalizer import query_support
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.hsdag import HSDAGStrategy
@@ -152,7 +152,7 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
 
 
 def _generation_prior(req: PlacementRequest, graph: GraphArrays, prior) -> tuple[GraphArrays, Any]:
-    """The prior's graph and costs of ``req.generation`` (``costmodel/generation_costs.py``); the prefill's, with a
+    """The prior's graph and costs of ``req.generation`` (``model/generation.py``); the prefill's, with a
     WARNING, when the decode steps cannot be costed (our machinery, not the caller's model)."""
     try:
         return generation_costs(req.model, graph, prior.cost, req.generation,

@@ -29,7 +29,7 @@ evidence (medians, spreads, ratio, bound, rule, decision) is logged at INFO and 
 
 A stateful decoder with a ``generation`` (``model/generation.py``) is measured as an app runs it: each contender is
 the dynamic model (the placement carried over, as ``compile_model`` returns it), and a round's sample is the
-generation's time (a prefill of the prompt plus the decode steps, ``measuring/generation_timing.py``), so the
+generation's time (a prefill of the prompt plus the decode steps, ``devices/timing.time_generation``), so the
 rule compares the whole generation, not a prefill; the evidence keeps each contender's time to first token and
 per-token latency beside it.
 
@@ -54,13 +54,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.measuring.generation_timing import set_step, time_generation
 from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
 from ov_autoplace.devices.facts import twin_of
-from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order
+from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order, set_step, time_generation
 from ov_autoplace.errors import PlacementError
+from ov_autoplace.model.generation import decode_pasts, generation_parts
 from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.heft import HeftStrategy
@@ -214,7 +214,7 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
 
     Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
     not bias the test; fewer rounds only widen its bound). With a ``generation``, a sample is a generation's time
-    (the round's tokens the same for every contender) and ``parts[contender]`` gets each round's GenerationTimes.
+    (the round's tokens the same for every contender) and ``parts[contender]`` each round's ``generation_parts``.
     """
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
@@ -222,8 +222,9 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
     for r in range(rounds):
         for c in round_order(labels, r):
             if generation is not None:
-                times = time_generation(contenders[c], generation, repeats=iterations, seed=r)
-                out[c].append(times.total_ms)
+                times = generation_parts(generation, *time_generation(
+                    contenders[c], generation.prompt_tokens, decode_pasts(generation), repeats=iterations, seed=r))
+                out[c].append(times["generation_ms"])
                 (parts if parts is not None else {}).setdefault(c, []).append(times)
                 continue
             stats = measure_latency(contenders[c], inputs, warmup=1, iterations=iterations)
@@ -413,7 +414,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     if parts:
         evidence = dataclasses.replace(evidence, generation={
             "prompt_tokens": generation.prompt_tokens, "new_tokens": generation.new_tokens,
-            **{part: {c: float(np.median([t.parts()[part] for t in ts])) for c, ts in parts.items()}
+            **{part: {c: float(np.median([t[part] for t in ts])) for c, ts in parts.items()}
                for part in ("ttft_ms", "per_token_ms")}})
     logger.info("%s (%s)", evidence.describe(), candidate.strategy)
     if evidence.chosen == CANDIDATE:

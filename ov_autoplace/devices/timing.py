@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import time
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -186,6 +187,47 @@ def _time_stateful(compiled: ov.CompiledModel, arrays: Sequence[np.ndarray], war
     return samples
 
 
+def set_step(request: ov.InferRequest, past: int, tokens: int, rng, vocabulary: int | None) -> None:
+    """Set the inputs of a decoder's step feeding ``tokens`` new tokens after ``past`` (batch 1): the mask covers
+    past and new, positions count from ``past``, ``beam_idx`` zeros."""
+    for k, port in enumerate(request.model_inputs):
+        name = next(n for n in port.get_names() if n in LLM_INPUTS)
+        array = {"input_ids": lambda: rng.integers(0, vocabulary or 2, size=(1, tokens)),
+                 "attention_mask": lambda: np.ones((1, past + tokens)),
+                 "position_ids": lambda: np.arange(past, past + tokens)[None], "beam_idx": lambda: np.zeros(1)}[name]()
+        request.set_input_tensor(k, ov.Tensor(np.ascontiguousarray(array, dtype=port.get_element_type().to_dtype())))
+
+
+def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int], *, repeats: int = 1,
+                    seed: int = 0, request: ov.InferRequest | None = None) -> tuple[float, tuple[float, ...]]:
+    """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens and of a decode step after each of
+    ``pasts`` (ascending), over ``repeats`` generations from ``reset_state``; a step whose past the previous one
+    did not leave is reached by an untimed prefill (docs/llm.md, "The LLM objective"). Only ``infer()`` is timed."""
+    request = request if request is not None else compiled.create_infer_request()
+    rng, vocabulary = np.random.default_rng(seed), vocabulary_size(compiled)
+    prefill, decode = [], [[] for _ in pasts]
+
+    def timed() -> float:
+        t0 = time.perf_counter()
+        request.infer()
+        return 1e3 * (time.perf_counter() - t0)
+
+    for _ in range(repeats):
+        request.reset_state()
+        set_step(request, 0, prompt, rng, vocabulary)
+        prefill.append(timed())
+        length = prompt
+        for k, past in enumerate(pasts):
+            if past != length:
+                request.reset_state()
+                set_step(request, 0, past, rng, vocabulary)
+                request.infer()
+            set_step(request, past, 1, rng, vocabulary)
+            decode[k].append(timed())
+            length = past + 1
+    return float(np.median(prefill)), tuple(float(np.median(d)) for d in decode)
+
+
 def round_order(labels: Sequence[str], r: int) -> list[str]:
     """The order of paired round ``r``: ``labels`` rotated by ``r``, so no contender always runs first or always
     right after the same one (a fixed order once put the placed model after the f32 device every round)."""
@@ -194,4 +236,4 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
 
 
 __all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order",
-           "vocabulary_size"]
+           "set_step", "time_generation", "vocabulary_size"]

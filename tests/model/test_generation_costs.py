@@ -1,4 +1,4 @@
-"""The LLM objective in a cost model (costmodel/generation_costs.py): a decode step is the same graph at another
+"""The LLM objective in a cost model (model/generation.generation_costs): a decode step is the same graph at another
 shape (model/generation.decode_clone), and the mixed costs predict a whole generation: the prefill's latency plus
 each decode shape's at the objective's weights, for any placement."""
 
@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.costmodel.generation_costs import generation_costs
 from ov_autoplace.costmodel.platforms import LAPTOP_PLATFORM
 from ov_autoplace.costmodel.sim_costs import cost_model_for
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
-from ov_autoplace.model.generation import Generation, decode_clone, decode_pasts, decode_weights
+from ov_autoplace.model.generation import Generation, decode_clone, decode_pasts, decode_weights, generation_costs
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import static_clone
 from tests.synthetic_graphs import llm_like

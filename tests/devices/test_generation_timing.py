@@ -1,4 +1,4 @@
-"""A generation timed on a stateful decoder (measuring/generation_timing.py): a prefill of the prompt, then decode
+"""A generation timed on a stateful decoder (devices/timing.time_generation): a prefill of the prompt, then decode
 steps of one token from a state of each sampled past length, with inputs that agree with the state."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ov_autoplace.measuring.generation_timing import set_step, time_generation
-from ov_autoplace.model.generation import Generation, decode_pasts
+from ov_autoplace.devices.timing import set_step, time_generation
+from ov_autoplace.model.generation import Generation, decode_pasts, generation_parts
 from tests.synthetic_graphs import llm_like
 
 LAYERS = 3
@@ -25,17 +25,16 @@ def _input(request, name):
 def test_decode_runs_one_token_from_a_state_of_the_sampled_past(compiled):
     gen = Generation(20, 30)
     request = compiled.create_infer_request()
-    times = time_generation(compiled, gen, repeats=2, request=request)
+    prefill, decode = time_generation(compiled, gen.prompt_tokens, decode_pasts(gen), repeats=2, request=request)
     last = decode_pasts(gen)[-1]  # 48: the last decode step
-    assert len(times.decode_ms) == 3 and times.prefill_ms > 0 and all(t > 0 for t in times.decode_ms)
+    assert len(decode) == 3 and prefill > 0 and all(t > 0 for t in decode)
     # the last timed step fed one token after `last` past tokens, and left every layer's state one longer
     assert _input(request, "input_ids").shape == (1, 1)
     np.testing.assert_array_equal(_input(request, "position_ids"), [[last]])
     np.testing.assert_array_equal(_input(request, "attention_mask"), np.ones((1, last + 1)))
     assert [tuple(s.state.shape) for s in request.query_state()] == [(1, last + 1, 8)] * LAYERS
-    parts = times.parts()
-    assert parts["generation_ms"] == pytest.approx(times.total_ms) and parts["ttft_ms"] == times.prefill_ms
-    assert times.total_ms > times.prefill_ms and parts["per_token_ms"] > 0
+    parts = generation_parts(gen, prefill, decode)
+    assert parts["ttft_ms"] == prefill and parts["generation_ms"] > prefill and parts["per_token_ms"] > 0
 
 
 def test_a_decode_step_that_disagrees_with_the_state_is_rejected(compiled):
