@@ -214,7 +214,8 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
 
     Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
     not bias the test; fewer rounds only widen its bound). With a ``generation``, a sample is a generation's time
-    (the round's tokens the same for every contender) and ``parts[contender]`` each round's ``generation_parts``.
+    (parts: medians over ``iterations // 2`` generations; the round's tokens the same for every contender) and
+    ``parts[contender]`` gets each round's ``generation_parts``.
     """
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
@@ -223,7 +224,8 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
         for c in round_order(labels, r):
             if generation is not None:
                 times = generation_parts(generation, *time_generation(
-                    contenders[c], generation.prompt_tokens, decode_pasts(generation), repeats=iterations, seed=r))
+                    contenders[c], generation.prompt_tokens, decode_pasts(generation), repeats=max(1, iterations // 2),
+                    seed=r))
                 out[c].append(times["generation_ms"])
                 (parts if parts is not None else {}).setdefault(c, []).append(times)
                 continue

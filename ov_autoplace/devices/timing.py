@@ -201,8 +201,9 @@ def set_step(request: ov.InferRequest, past: int, tokens: int, rng, vocabulary: 
 def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int], *, repeats: int = 1,
                     seed: int = 0, request: ov.InferRequest | None = None) -> tuple[float, tuple[float, ...]]:
     """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens and of a decode step after each of
-    ``pasts`` (ascending), over ``repeats`` generations from ``reset_state``; a step whose past the previous one
-    did not leave is reached by an untimed prefill (docs/llm.md, "The LLM objective"). Only ``infer()`` is timed."""
+    ``pasts`` (ascending), over ``repeats`` generations from ``reset_state``; the state is brought from one timed
+    step's length to the next one's past by an untimed chunk of the tokens between (docs/llm.md, "The LLM
+    objective"). Only ``infer()`` is timed."""
     request = request if request is not None else compiled.create_infer_request()
     rng, vocabulary = np.random.default_rng(seed), vocabulary_size(compiled)
     prefill, decode = [], [[] for _ in pasts]
@@ -218,9 +219,8 @@ def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int
         prefill.append(timed())
         length = prompt
         for k, past in enumerate(pasts):
-            if past != length:
-                request.reset_state()
-                set_step(request, 0, past, rng, vocabulary)
+            if past > length:  # the prompt continued, as a chunked prefill feeds it
+                set_step(request, length, past - length, rng, vocabulary)
                 request.infer()
             set_step(request, past, 1, rng, vocabulary)
             decode[k].append(timed())
