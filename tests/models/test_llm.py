@@ -87,8 +87,9 @@ def test_every_path_places_a_decoder_without_falling_back(family, path, tiny_llm
 
 def test_a_background_profile_then_the_next_start_use_the_measured_placement(tiny_llms, distinct_testbed, tmp_path,
                                                                            caplog):
-    """profile="background": the worker measures the decoder in its own process (the conventions' feed) and stores
-    its placement; the next start reads it from the cache. Neither falls back."""
+    """profile="background": the worker measures the decoder in its own process (the conventions' feed), verifies
+    the dynamic model on its generation and stores its placement; the next start reads it from the cache. Neither
+    falls back."""
     import time
 
     core = distinct_testbed.core
@@ -105,6 +106,8 @@ def test_a_background_profile_then_the_next_start_use_the_measured_placement(tin
         worker_log = logs[0].read_text()
         assert "stored the profiled placement" in worker_log, worker_log[-2000:]
         assert " falls back" not in worker_log and "failed" not in worker_log, worker_log[-2000:]
+        for line in (x for x in worker_log.splitlines() if "verification (" in x):  # on the generation, as the app
+            assert "a generation of 128 + 128 tokens" in line, line
         caplog.clear()
         compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path)
     assert any("placement source: cache (profile)" in r.getMessage() for r in caplog.records)
