@@ -137,6 +137,8 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
     single, placement, reason = prior_outcome(cost, terms_graph, devices, support,
                                               lambda c: policy_proposal(prior.cost, graph, devices, policy_path),
                                               pins=req.pins, max_submodels=req.max_submodels, margin=prior.margin)
+    if req.generation:
+        reason += f" (a generation of {req.generation.prompt_tokens} + {req.generation.new_tokens} tokens)"
     live, note = False, ""
     if set(prior.recognized) == set(devices) and (placement is not None or single != devices[0]):
         matrix = support()
