@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--distinct", action="store_true", help="second device CPUS (one thread) instead of CPUF")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "ov_autoplace_bench_llm")
     parser.add_argument("--write", type=Path, default=None, help="append the table to this markdown page")
+    parser.add_argument("--verify", action="store_true",
+                        help="also run the verification on the pipeline split (the never-slower rule on the generation)")
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -158,12 +160,35 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "How each contender was made: " + "; ".join(f"{k}: {how}" for k, (_, how) in made.items()) + ".",
               "", "WARNINGs while placing: " + ("; ".join(log.messages) if log.messages else "none (no fallback)")
               + ".", "", "The verifications' evidence (INFO): " + (" | ".join(log.verifications) or "none ran") + ".", ""]
+    if args.verify:
+        lines += ["The verification of the pipeline split against the plain call and the single devices, on the "
+                  f"generation (INFO line): {verify_split(core, hetero, devices, model, gen)}", ""]
     text = "\n".join(lines)
     print(text)
     if args.write:
         with args.write.open("a") as page:
             page.write(text + "\n")
     return 0
+
+
+def verify_split(core: ov.Core, hetero: str, devices, model: ov.Model, gen: Generation) -> str:
+    """``verification.verify_placement`` of the pipeline split (layers 2-3 on the second device) as the default path
+    would verify a candidate: the dynamic model, contenders compiled as compile_model returns them, on ``gen``."""
+    from ov_autoplace.call_request import build_request
+    from ov_autoplace.decision.verification import verify_placement
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace.placement.legalizer import query_support
+
+    pins = {"*layers.2.*": devices[1], "*layers.3.*": devices[1]}
+    split = ov_autoplace.place(model, hetero, core=core, pins=pins, generation=gen)
+    req = build_request(model, hetero, core=core, generation=gen)
+    prepared = prepare_model(req.placement_model)
+    graph = extract_graph(prepared)
+    support = query_support(core, prepared, graph, req.devices)
+    _, evidence = verify_placement(core, prepared, graph, split, support=support, model=model, device_name=hetero,
+                                   generation=gen)
+    return evidence.describe()
 
 
 def ov_load() -> str:
