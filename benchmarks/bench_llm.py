@@ -1,7 +1,7 @@
 """Time to first token and tokens/s of what ``compile_model`` returns for a decoder, against the plain call and each
 single device (paired, interleaved).
 
-    python benchmarks/bench_llm.py [--family llama] [--prompt 128] [--new 128] [--rounds 11] [--distinct]
+    python benchmarks/bench_llm.py [--family llama] [--prompt 128] [--new 128] [--rounds 11] [--distinct] [--verify]
                                    [--dir /tmp/llm] [--write docs/bench/llm.md]
 
 Exports a 4-layer random-weight decoder with optimum-intel (tests/llm_models.py; reused from ``--dir``), then
