@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace  # noqa: E402
 from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
-from ov_autoplace.devices.timing import round_order, time_generation  # noqa: E402
+from ov_autoplace.devices.timing import DECODE_WINDOW, round_order, time_generation  # noqa: E402
 from ov_autoplace.model.generation import Generation, decode_pasts, generation_ms  # noqa: E402
 from tests.llm_models import export_tiny  # noqa: E402
 
@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--distinct", action="store_true", help="second device CPUS (one thread) instead of CPUF")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "ov_autoplace_bench_llm")
     parser.add_argument("--write", type=Path, default=None, help="append the table to this markdown page")
+    parser.add_argument("--interpolation", type=int, default=0, metavar="REPEATS",
+                        help="also time every decode step of REPEATS generations on the plain call and report how far "
+                             "the 3-point objective is from their sum (the interpolation's error, noise aside)")
     parser.add_argument("--verify", action="store_true",
                         help="also run the verification on the pipeline split (the never-slower rule on the generation)")
     args = parser.parse_args(argv)
@@ -160,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "How each contender was made: " + "; ".join(f"{k}: {how}" for k, (_, how) in made.items()) + ".",
               "", "WARNINGs while placing: " + ("; ".join(log.messages) if log.messages else "none (no fallback)")
               + ".", "", "The verifications' evidence (INFO): " + (" | ".join(log.verifications) or "none ran") + ".", ""]
+    if args.interpolation:
+        lines += [interpolation_error(requests["plain call"], gen, vocabulary, args.interpolation), ""]
     if args.verify:
         lines += ["The verification of the pipeline split against the plain call and the single devices, on the "
                   f"generation (INFO line): {verify_split(core, hetero, devices, model, gen)}", ""]
@@ -169,6 +174,36 @@ def main(argv: list[str] | None = None) -> int:
         with args.write.open("a") as page:
             page.write(text + "\n")
     return 0
+
+
+def interpolation_error(request: ov.InferRequest, gen: Generation, vocabulary: int, repeats: int) -> str:
+    """Every decode step timed over ``repeats`` generations; each step's median, their sum against the objective's
+    3 points read off the same medians: the interpolation's own error, the same samples on both sides."""
+    rng = np.random.default_rng(1)
+    steps = []
+    for _ in range(repeats):
+        request.reset_state()
+        feed = {"input_ids": rng.integers(0, vocabulary, size=(1, gen.prompt_tokens)),
+                "attention_mask": np.ones((1, gen.prompt_tokens), np.int64),
+                "position_ids": np.arange(gen.prompt_tokens)[None], "beam_idx": np.zeros(1, np.int32)}
+        token, row = int(np.argmax(request.infer(feed)["logits"][0, -1])), []
+        for past in range(gen.prompt_tokens, gen.prompt_tokens + gen.new_tokens - 1):
+            feed = {"input_ids": np.array([[token]]), "attention_mask": np.ones((1, past + 1), np.int64),
+                    "position_ids": np.array([[past]]), "beam_idx": np.zeros(1, np.int32)}
+            t0 = time.perf_counter()
+            token = int(np.argmax(request.infer(feed)["logits"][0, -1]))
+            row.append(1e3 * (time.perf_counter() - t0))
+        steps.append(row)
+    median = np.median(np.array(steps), axis=0)
+    every = float(median.sum())
+    window = [float(np.mean(median[max(0, min(p - gen.prompt_tokens, len(median) - DECODE_WINDOW)):][:DECODE_WINDOW]))
+              for p in decode_pasts(gen)]  # each point as time_generation samples it: a window of steps
+    three = generation_ms(gen, 0.0, window)
+    return (f"Interpolation check on the plain call ({repeats} generations, each decode step's median): the "
+            f"{gen.new_tokens - 1} decode steps sum to {every:.1f} ms; the objective's 3 points "
+            f"{list(decode_pasts(gen))} (windows of {DECODE_WINDOW} steps at {', '.join(f'{w:.3f}' for w in window)} "
+            f"ms) interpolate to {three:.1f} ms ({three / every - 1:+.1%}). Per-step medians from the first to the "
+            f"last decode step: {median[0]:.3f} ... {median[-1]:.3f} ms.")
 
 
 def verify_split(core: ov.Core, hetero: str, devices, model: ov.Model, gen: Generation) -> str:

@@ -198,33 +198,43 @@ def set_step(request: ov.InferRequest, past: int, tokens: int, rng, vocabulary: 
         request.set_input_tensor(k, ov.Tensor(np.ascontiguousarray(array, dtype=port.get_element_type().to_dtype())))
 
 
+#: Consecutive decode steps timed at each decode point (their mean is the point's sample): one step of a small
+#: decoder takes about a millisecond, so a single one is mostly noise next to the prefill before it.
+DECODE_WINDOW = 4
+
+
 def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int], *, repeats: int = 1,
                     seed: int = 0, request: ov.InferRequest | None = None) -> tuple[float, tuple[float, ...]]:
-    """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens and of a decode step after each of
-    ``pasts`` (ascending), over ``repeats`` generations from ``reset_state``; the state is brought from one timed
-    step's length to the next one's past by an untimed chunk of the tokens between (docs/llm.md, "The LLM
-    objective"). Only ``infer()`` is timed."""
+    """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens and of a decode step at each of ``pasts``
+    (ascending, the last one the generation's last step), over ``repeats`` generations from ``reset_state``.
+    A point's sample is the mean of :data:`DECODE_WINDOW` consecutive steps from it (a window kept inside the
+    decode steps); the state is brought from one window to the next by an untimed chunk of the tokens between, as
+    a chunked prefill feeds it (docs/llm.md, "The LLM objective"). Only ``infer()`` is timed."""
     request = request if request is not None else compiled.create_infer_request()
     rng, vocabulary = np.random.default_rng(seed), vocabulary_size(compiled)
     prefill, decode = [], [[] for _ in pasts]
 
-    def timed() -> float:
+    def timed(past: int, tokens: int) -> float:
+        set_step(request, past, tokens, rng, vocabulary)
         t0 = time.perf_counter()
         request.infer()
         return 1e3 * (time.perf_counter() - t0)
 
     for _ in range(repeats):
         request.reset_state()
-        set_step(request, 0, prompt, rng, vocabulary)
-        prefill.append(timed())
+        prefill.append(timed(0, prompt))
         length = prompt
         for k, past in enumerate(pasts):
-            if past > length:  # the prompt continued, as a chunked prefill feeds it
-                set_step(request, length, past - length, rng, vocabulary)
+            start = max(prompt, min(past, pasts[-1] - DECODE_WINDOW + 1))
+            if start < length:  # windows overlap (a short generation): from a fresh state
+                request.reset_state()
+                length = 0
+            if start > length:
+                set_step(request, length, start - length, rng, vocabulary)
                 request.infer()
-            set_step(request, past, 1, rng, vocabulary)
-            decode[k].append(timed())
-            length = past + 1
+            window = range(start, min(start + DECODE_WINDOW, pasts[-1] + 1))
+            decode[k].append(float(np.mean([timed(p, 1) for p in window])))
+            length = window[-1] + 1
     return float(np.median(prefill)), tuple(float(np.median(d)) for d in decode)
 
 
@@ -236,4 +246,4 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
 
 
 __all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order",
-           "set_step", "time_generation", "vocabulary_size"]
+           "DECODE_WINDOW", "set_step", "time_generation", "vocabulary_size"]

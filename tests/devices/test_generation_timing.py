@@ -22,12 +22,13 @@ def _input(request, name):
     return next(request.get_input_tensor(k).data for k, p in enumerate(request.model_inputs) if name in p.get_names())
 
 
-def test_decode_runs_one_token_from_a_state_of_the_sampled_past(compiled):
-    gen = Generation(20, 30)
+@pytest.mark.parametrize("prompt, new", [(20, 30), (5, 3), (5, 2)], ids=["spread", "overlapping_windows", "one_step"])
+def test_decode_runs_one_token_from_a_state_of_the_sampled_past(compiled, prompt, new):
+    gen = Generation(prompt, new)
     request = compiled.create_infer_request()
     prefill, decode = time_generation(compiled, gen.prompt_tokens, decode_pasts(gen), repeats=2, request=request)
-    last = decode_pasts(gen)[-1]  # 48: the last decode step
-    assert len(decode) == 3 and prefill > 0 and all(t > 0 for t in decode)
+    last = decode_pasts(gen)[-1]  # the generation's last decode step (48 for 20 + 30)
+    assert len(decode) == min(3, new - 1) and prefill > 0 and all(t > 0 for t in decode)
     # the last timed step fed one token after `last` past tokens, and left every layer's state one longer
     assert _input(request, "input_ids").shape == (1, 1)
     np.testing.assert_array_equal(_input(request, "position_ids"), [[last]])
