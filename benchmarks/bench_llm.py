@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time every decode step of REPEATS generations on the plain call and report how far "
                              "the 3-point objective is from their sum (the interpolation's error, noise aside)")
     parser.add_argument("--verify", action="store_true",
-                        help="also run the verification on the pipeline split (the never-slower rule on the generation)")
+                        help="also verify the pipeline split (the never-slower rule on the generation)")
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"{cells} |")
     lines += ["", "How each contender was made: " + "; ".join(f"{k}: {how}" for k, (_, how) in made.items()) + ".",
               "", "WARNINGs while placing: " + ("; ".join(log.messages) if log.messages else "none (no fallback)")
-              + ".", "", "The verifications' evidence (INFO): " + (" | ".join(log.verifications) or "none ran") + ".", ""]
+              + ".", "", "The verifications' evidence (INFO): " + (" | ".join(log.verifications) or "none ran") + ".",
+              ""]
     if args.interpolation:
         lines += [interpolation_error(requests["plain call"], gen, vocabulary, args.interpolation), ""]
     if args.verify:

@@ -28,7 +28,8 @@ from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, no
 from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, PlacementError, ShapeError
 from ov_autoplace.model.generation import Generation, check_generation
 from ov_autoplace.model.loading import check_model_path
-from ov_autoplace.model.shapes import DEFAULT_DIM, ShapesLike, default_static_clone, is_dynamic, resolve_shapes, static_clone
+from ov_autoplace.model.shapes import (DEFAULT_DIM, ShapesLike, default_static_clone, is_dynamic, resolve_shapes,
+                                       static_clone)
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.placement.pins import Pin, parse_pins
 from ov_autoplace.placement.user_checks import check_pins_devices
