@@ -40,6 +40,7 @@ from ov_autoplace.errors import (  # noqa: E402
 )
 from ov_autoplace.placement.assignment import Placement  # noqa: E402
 from ov_autoplace.placement.pins import Pin  # noqa: E402
+from ov_autoplace.model.generation import Generation  # noqa: E402
 
 from ov_autoplace._version import __version__  # noqa: E402
 
@@ -54,6 +55,7 @@ __all__ = [
     "load_placed",
     "Placement",
     "Pin",
+    "Generation",
     "Profiling",
     "StrategyName",
     # adopting it where the compile call is a library's

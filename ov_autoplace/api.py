@@ -33,6 +33,7 @@ from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, Pin, query_s
 from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.generation import Generation
 from ov_autoplace.model.input_sample import check_input_sample, sample_shapes
 from ov_autoplace.model.shapes import ShapesLike
 from ov_autoplace.placement.user_checks import USER_ERRORS
@@ -62,6 +63,7 @@ def place(
     shapes: ShapesLike = None,
     inputs: Mapping[str, Any] | None = None,
     memory_caps: Mapping[str, int | str] | None = None,
+    generation: Generation | tuple[int, int] | None = None,
 ) -> Placement:
     """Choose a device for every node of ``model`` over ``device_name``'s devices, without compiling.
 
@@ -91,7 +93,8 @@ def place(
     model, sample, shapes = _with_sample(model, core, shapes, inputs)
     req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                         exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
-                        search_budget=search_budget, shapes=shapes, memory_caps=memory_caps)
+                        search_budget=search_budget, shapes=shapes, memory_caps=memory_caps,
+                        generation=generation)
     if req.spec.meta is not None and req.spec.meta != "HETERO":
         raise DeviceError(f"place() needs a HETERO device string or one device, got {req.spec.meta} in {req.spec.text!r}")
     if req.unplaceable:
@@ -183,6 +186,7 @@ def compile_model(
     shapes: ShapesLike = None,
     inputs: Mapping[str, Any] | None = None,
     memory_caps: Mapping[str, int | str] | None = None,
+    generation: Generation | tuple[int, int] | None = None,
 ) -> ov.CompiledModel:
     """Drop-in for ``core.compile_model(model, device_name, config)`` that places nodes first.
 
@@ -229,6 +233,10 @@ def compile_model(
     ``memory_caps`` (``{"GPU": "2 GB", "CPU": 3_000_000_000}``): bytes each device may hold (weights and an LLM's
     KV cache), the split chosen by latency within them; MemoryCapError when no split can meet them, before any
     compile (docs/llm.md, "Memory").
+    ``generation`` (a stateful decoder only; default ``Generation(prompt_tokens=128, new_tokens=128)``, or a
+    ``(prompt, new)`` tuple): the generation an LLM app runs, placed (at the prompt's prefill shapes) and verified
+    for its whole time, time to first token plus every decode step (docs/llm.md, ``model/generation.py``); part of
+    the cache key. ShapeError for a model that is not a stateful decoder or a generation past its position table.
 
     The placement is cached (``cache_dir``, default
     ``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
@@ -250,7 +258,8 @@ def compile_model(
     compiled = _compile_model(model, device_name, config, weights=weights, core=core, strategy=strategy, pins=pins,
                               exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
                               cache_dir=cache_dir, use_cache=use_cache, search_budget=search_budget, profile=profile,
-                              cache_blobs=cache_blobs, shapes=shapes, inputs=inputs, memory_caps=memory_caps)
+                              cache_blobs=cache_blobs, shapes=shapes, inputs=inputs, memory_caps=memory_caps,
+                              generation=generation)
     if cache_blobs:  # OpenVINO writes its blobs read-only for the group (0440/0640, whatever the umask): ours are 0600
         private_blob_files(cache_root(cache_dir))
     return compiled
@@ -258,7 +267,7 @@ def compile_model(
 
 def _compile_model(model, device_name, config, *, weights, core, strategy, pins, exclude_devices, max_submodels,
                    seed, cache_dir, use_cache, search_budget, profile, cache_blobs, shapes, inputs,
-                   memory_caps) -> ov.CompiledModel:
+                   memory_caps, generation) -> ov.CompiledModel:
     """:func:`compile_model`'s work, its arguments as given: validate, decide, compile."""
     profiling = check_profiling(profile)
     if weights is not None:  # core.compile_model(xml_text, weights=...): the IR in memory
@@ -268,7 +277,8 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
     try:  # validate: every mistake of the caller's raises here, before anything is compiled
         req = build_request(model, device_name, config, core=core, strategy=strategy, pins=pins,
                             exclude_devices=exclude_devices, max_submodels=max_submodels, seed=seed,
-                            search_budget=search_budget, shapes=shapes, compiles_alone=True, memory_caps=memory_caps)
+                            search_budget=search_budget, shapes=shapes, compiles_alone=True, memory_caps=memory_caps,
+                            generation=generation)
     except PolicyFormatError as exc:  # the shipped policy file is damaged: our machinery, not the caller's input
         if memory_caps:  # the fallbacks below would ignore the caps
             raise PlacementError(f"the placement policy cannot be loaded ({exc}), so nothing can be placed within "

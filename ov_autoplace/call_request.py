@@ -27,8 +27,10 @@ from ov_autoplace.devices.call_forms import check_property_values, resolve_devic
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
 from ov_autoplace.devices.memory_caps import parse_memory_caps
 from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, PlacementError, ShapeError
+from ov_autoplace.model.generation import Generation, check_generation
 from ov_autoplace.model.loading import check_model_path
-from ov_autoplace.model.shapes import ShapesLike, default_static_clone, is_dynamic, resolve_shapes, static_clone
+from ov_autoplace.model.shapes import (DEFAULT_DIM, ShapesLike, default_static_clone, is_dynamic, resolve_shapes,
+                                       static_clone)
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.placement.pins import Pin, parse_pins
 from ov_autoplace.placement.user_checks import check_pins_devices
@@ -174,7 +176,8 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
                   strategy: StrategyName | str | PlacementStrategy | None = None,
                   pins: Any = None, exclude_devices: Any = None, max_submodels: int | None = DEFAULT_MAX_SUBMODELS,
                   seed: int = 0, search_budget: int | float | None = None, shapes: ShapesLike = None,
-                  compiles_alone: bool = False, memory_caps: Any = None) -> PlacementRequest:
+                  compiles_alone: bool = False, memory_caps: Any = None,
+                  generation: Generation | tuple[int, int] | None = None) -> PlacementRequest:
     """The call validated into a :class:`PlacementRequest` (typed errors for every user mistake, nothing compiled).
 
     ``strategy`` and ``search_budget`` both None: the default path (``request.strategy`` is None).
@@ -183,6 +186,7 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
     """
     core, spec, props, ov_model = validated_call(model, device_name, config, core)
     caps = parse_memory_caps(memory_caps, spec.devices)  # PropertyError: a malformed size, a device not in the string
+    generation = check_generation(generation, ov_model)  # a stateful decoder's generation, else None (ShapeError)
     placement_shapes = resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit
     if placement_shapes is not None and not is_dynamic(ov_model):
         placement_shapes = None  # shapes= only repeated the static model's own shapes
@@ -192,7 +196,8 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
             placement_model = static_clone(ov_model, placement_shapes)
         else:  # our guess: a model that accepts none of them is compiled unplaced, never refused
             try:
-                placement_shapes, placement_model = default_static_clone(ov_model)
+                placement_shapes, placement_model = default_static_clone(  # a decoder: its prefill
+                    ov_model, generation.prompt_tokens if generation else DEFAULT_DIM)
             except ShapeError as exc:
                 placement_shapes, unplaceable = None, (f"no default placement shape fits this dynamic model ({exc}); "
                                                        "pass shapes= (--shape) with shapes it accepts to place it")
@@ -214,4 +219,4 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
         check_pins_devices(parsed_pins, spec.devices, excluded)
     resolved = resolve_strategy(strategy, search_budget, max_submodels)
     return PlacementRequest(core, spec, props, ov_model, devices, resolved, parsed_pins, tuple(excluded),
-                            max_submodels, seed, placement_shapes, placement_model, unplaceable, caps)
+                            max_submodels, seed, placement_shapes, placement_model, unplaceable, caps, generation)

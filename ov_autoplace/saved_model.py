@@ -75,7 +75,8 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     if placement is None:
         placement = api.place(ov_model, device_name, config, core=core, shapes=placement_shapes, **place_options)
     if verify and not evidence_intact(placement):
-        req = api.build_request(ov_model, placement.device_string, config, core=core, shapes=placement_shapes)
+        req = api.build_request(ov_model, placement.device_string, config, core=core, shapes=placement_shapes,
+                                generation=place_options.get("generation"))  # a decoder: verified on it
         placement = verified_placement(req, prepared, graph, placement)
     clone = ov_model.clone()
     attach(clone, placement, graph, placement_shapes)  # FileFormatError if it is not this graph's placement

@@ -324,11 +324,12 @@ def stateful_layers(layers: int = 2, hidden: int = 16, shared_init: bool = False
     return ov.Model([out], sinks, [x, beam], "stateful_layers")
 
 
-def llm_like(vocab: int = 37, hidden: int = 8, positions: int = 64) -> ov.Model:
+def llm_like(vocab: int = 37, hidden: int = 8, positions: int | None = 64, layers: int = 1) -> ov.Model:
     """The inputs and state of an optimum-intel decoder on a few ops: ``input_ids``, ``attention_mask``,
-    ``position_ids`` (``[?, ?]`` i64), ``beam_idx`` (``[?]`` i32) and one variable holding the past hidden states;
-    the mask multiplies past + new states, so a mask shorter or longer than the state is rejected as in a decoder.
-    Output ``logits`` ``[?, ?, vocab]``."""
+    ``position_ids`` (``[?, ?]`` i64), ``beam_idx`` (``[?]`` i32) and per layer a variable holding the past hidden
+    states (``past``, ``past1``, ...); the mask multiplies past + new states, so a mask shorter or longer than the
+    state is rejected as in a decoder. A position table of ``positions`` rows (None: none, positions unused but
+    fed, as RoPE computed from the ids). Output ``logits`` ``[?, ?, vocab]``."""
     from openvino.op.util import Variable, VariableInfo
 
     rng = _rng()
@@ -336,11 +337,11 @@ def llm_like(vocab: int = 37, hidden: int = 8, positions: int = 64) -> ov.Model:
     mask = ops.parameter([-1, -1], np.int64, name="attention_mask")
     pos = ops.parameter([-1, -1], np.int64, name="position_ids")
     beam = ops.parameter([-1], np.int32, name="beam_idx")
-    h = ops.add(ops.gather(_const(rng, (vocab, hidden)), ids, ops.constant(0)),
-                ops.gather(_const(rng, (positions, hidden)), pos, ops.constant(0)))
-    info = VariableInfo()
-    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([-1, -1, hidden]), ov.Type.f32, "past"
-    var = Variable(info)
+    h = ops.gather(_const(rng, (vocab, hidden)), ids, ops.constant(0))
+    if positions is not None:
+        h = ops.add(h, ops.gather(_const(rng, (positions, hidden)), pos, ops.constant(0)))
+    else:  # RoPE-like: the positions scale the states, no table
+        h = ops.multiply(h, ops.unsqueeze(ops.cos(ops.convert(pos, np.float32)), ops.constant(-1)))
     batch = ops.gather(ops.shape_of(ids), ops.constant([0]), ops.constant(0))
     # the empty past's length as a computed 0: with a literal 0 the CPU plugin fixes the variable's dynamic batch
     # at 0..? and its length at 0, and rejects the first Assign of a dynamic-batch model ("Can not clone with new
@@ -349,12 +350,20 @@ def llm_like(vocab: int = 37, hidden: int = 8, positions: int = 64) -> ov.Model:
                          ops.constant(np.array([0], np.int64)))
     init = ops.broadcast(ops.constant(np.float32(0)),
                          ops.concat([batch, empty, ops.constant(np.array([hidden], np.int64))], 0))
-    cat = ops.concat([ops.gather(ops.read_value(init, var), beam, ops.constant(0)), h], 1)
-    assign = ops.assign(cat, var)
-    masked = ops.multiply(cat, ops.unsqueeze(ops.convert(mask, np.float32), ops.constant(-1)))
-    context = ops.reduce_mean(masked, ops.constant([1]), keep_dims=True)
-    logits = ops.matmul(ops.add(h, context), _const(rng, (hidden, vocab)), False, False)
+    assigns = []
+    for layer in range(layers):
+        info = VariableInfo()
+        info.data_shape, info.data_type = ov.PartialShape([-1, -1, hidden]), ov.Type.f32
+        info.variable_id = "past" if layer == 0 else f"past{layer}"
+        var = Variable(info)
+        cat = ops.concat([ops.gather(ops.read_value(init, var), beam, ops.constant(0)), h], 1)
+        assigns.append(ops.assign(cat, var))
+        masked = ops.multiply(cat, ops.unsqueeze(ops.convert(mask, np.float32), ops.constant(-1)))
+        context = ops.reduce_mean(masked, ops.constant([1]), keep_dims=True)
+        h = ops.add(h, context) if layer == layers - 1 else ops.tanh(ops.matmul(
+            ops.add(h, context), _const(rng, (hidden, hidden)), False, False))
+    logits = ops.matmul(h, _const(rng, (hidden, vocab)), False, False)
     out = ops.result(logits)
     out.output(0).get_tensor().set_names({"logits"})
     logits.output(0).get_tensor().set_names({"logits"})
-    return ov.Model([out], [assign], [ids, mask, pos, beam], "llm_like")
+    return ov.Model([out], assigns, [ids, mask, pos, beam], "llm_like")

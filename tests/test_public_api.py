@@ -8,7 +8,7 @@ import ov_autoplace
 from ov_autoplace import errors
 
 PUBLIC = {"compile_model", "place", "compile_placement", "save_model", "load_placed", "Placement", "Pin", "Profiling",
-          "StrategyName", "register_virtual_device", "available_devices", "__version__", "route_openvino",
+          "Generation", "StrategyName", "register_virtual_device", "available_devices", "__version__", "route_openvino",
           "routed_openvino", "unroute_openvino"}
 
 

@@ -72,11 +72,13 @@ class PlacementCache:
         max_submodels: int | None = None,
         shapes: Mapping[str, Sequence[int]] | None = None,
         memory_caps: Mapping[str, int] | None = None,
+        generation: Any = None,
     ) -> dict[str, Any]:
         """The key components of a placement (JSON-able; compared field by field on load).
 
         ``shapes``: a dynamic model's placement shapes (the static clone's graph
-        hash already differs per shape; the field names them in clear).
+        hash already differs per shape; the field names them in clear). ``generation``: a stateful decoder's
+        ``Generation`` (what its placement was verified for).
         """
         extra = {
             "format": CACHE_FORMAT,
@@ -90,6 +92,8 @@ class PlacementCache:
             extra["placement_shapes"] = {name: list(dims) for name, dims in shapes.items()}
         if memory_caps:  # only where caps are given, so uncapped calls keep their keys
             extra["memory_caps"] = {device: int(size) for device, size in sorted(memory_caps.items())}
+        if generation is not None:  # only for stateful decoders, so other models keep their keys
+            extra["generation"] = [generation.prompt_tokens, generation.new_tokens]
         return profile_key(core, devices, kind="placement", graph=graph, extra=extra)
 
     def get(self, key: Mapping[str, Any], graph: GraphArrays, *, support: np.ndarray | None = None,

@@ -87,7 +87,7 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
         placement = api.place(model, device, config, core=core, strategy=args.strategy, pins=pins_of(args.pin),
                               exclude_devices=args.exclude, max_submodels=args.max_submodels,
                               search_budget=args.search_budget, shapes=shapes, inputs=sample,
-                              memory_caps=memory_caps_of(args))
+                              memory_caps=memory_caps_of(args), generation=getattr(args, "generation", None))
     run = PlacedRun(model, placement, time.perf_counter() - t0, compiled_label(core, args, placement, config),
                     read_ms=read_ms)
     dump_config(args, placement.devices)

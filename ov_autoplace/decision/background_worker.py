@@ -62,7 +62,9 @@ from ov_autoplace.decision.verification import needs_verification, runner_ups, v
 from ov_autoplace.devices.device_strings import parse_device_string, register_virtual_device
 from ov_autoplace.devices.kinds import DEVICE_KINDS, kind_of_plugin
 from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.generation import Generation
 from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.shapes import static_clone
 from ov_autoplace.placement.legalizer import Pin, query_support
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, file_kind, read_json_bounded,
@@ -161,13 +163,16 @@ def spawn_worker(req: PlacementRequest, root: Path, key: dict, graph: Any) -> bo
                 "device_name": req.spec.text,
                 "max_submodels": req.max_submodels, "seed": req.seed,
                 "pins": [dataclasses.asdict(p) for p in req.pins]}
+        if req.generation is not None:  # a decoder: the dynamic model, verified on its generation as the app does
+            spec |= {"generation": list(dataclasses.astuple(req.generation)), "shapes": req.shapes}
     except UntrustedDirectoryError as exc:
         warn_once(refusal_message("background profiling is off: its folder is refused", exc))
         return False
     except Exception as exc:  # noqa: BLE001 - the app must never be hurt by the refinement
         logger.warning("background profiling not started (%s: %s)", type(exc).__name__, exc)
         return False
-    thread = threading.Thread(target=_write_and_start, args=(req.placement_model, spec, Path(root), digest),
+    written = req.model if req.generation is not None else req.placement_model
+    thread = threading.Thread(target=_write_and_start, args=(written, spec, Path(root), digest),
                               name="ov_autoplace-bg", daemon=False)  # the app's exit waits for the model write
     thread.start()
     logger.info("background profiling started for this model; the next start uses its placement (log %s)",
@@ -288,6 +293,11 @@ def read_spec(path: Path, digest: str) -> dict[str, Any]:
         (lambda: type(spec.get("seed")) is int, "an integer seed"),
         (lambda: isinstance(spec.get("pins"), list) and all(isinstance(p, dict) for p in spec["pins"]),
          "a list of pins"),
+        (lambda: "generation" not in spec or (
+            isinstance(spec["generation"], list) and len(spec["generation"]) == 2
+            and all(type(c) is int and c >= 1 for c in spec["generation"]) and isinstance(spec.get("shapes"), dict)
+            and all(isinstance(d, list) and all(type(x) is int for x in d) for d in spec["shapes"].values())),
+         "a generation of two positive ints with the placement shapes"),
     ]
     for ok, expected in checks:
         if not ok():
@@ -336,7 +346,10 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     core = ov.Core()
     devices = tuple(spec["devices"])
     restore_devices(core, spec["setup"])
-    model = core.read_model(str(model_path))
+    model = dynamic = core.read_model(str(model_path))
+    generation = Generation(*spec["generation"]) if "generation" in spec else None
+    if generation is not None:  # a decoder's dynamic model: placed on its static clone, as the app placed it
+        model = static_clone(dynamic, spec["shapes"])
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
     key = spec["key"]
@@ -348,7 +361,7 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     config = {name: decode_property(value) for name, value in spec.get("config", {}).items()}
     req = PlacementRequest(core, parse_device_string(f"HETERO:{','.join(devices)}"), config, model, devices,
                            pins=tuple(Pin(**p) for p in spec["pins"]), max_submodels=spec["max_submodels"],
-                           seed=spec["seed"])
+                           seed=spec["seed"], generation=generation)
     store = ProfileStore(profile_dir(root))
     profile_k = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
     started = time.perf_counter()
@@ -364,13 +377,14 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     support = query_support(core, prepared, graph, devices)
     alternatives = runner_ups(graph, devices, support, profile.cost_model, max_submodels=req.max_submodels,
                               pins=req.pins, core=core)
-    return store_verified(core, root, key, prepared, graph, model, candidate, pinned=bool(req.pins), config=config,
-                          device_name=spec.get("device_name"), alternatives=alternatives, support=support)
+    return store_verified(core, root, key, prepared, graph, dynamic if generation else model, candidate,
+                          pinned=bool(req.pins), config=config, device_name=spec.get("device_name"),
+                          alternatives=alternatives, support=support, generation=generation)
 
 
 def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any, graph: Any, model: Any,
                    candidate: Any, *, pinned: bool = False, config: Mapping[str, Any] | None = None,
-                   device_name: str | None = None, alternatives=(), support=None) -> str | None:
+                   device_name: str | None = None, alternatives=(), support=None, generation=None) -> str | None:
     """Verify ``candidate`` and the runner-up splits ``alternatives`` by measurement (``verification.py``) and
     store what wins under ``key``.
 
@@ -386,7 +400,7 @@ def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any,
         placement, evidence = verify_placement(core, prepared, graph, candidate, support=support,
                                                properties=config, model=model,
                                                device_name=device_name or candidate.device_string,
-                                               alternatives=alternatives)
+                                               alternatives=alternatives, generation=generation)
         reason = None
         if not evidence.verified:  # too noisy to decide: the plain call's placement stays, verified again later
             placement.strategy = placement.strategy.split("+")[0] + "+pending"

@@ -45,8 +45,8 @@ def device_caps(req: PlacementRequest) -> np.ndarray:
 
 def context_of(req: PlacementRequest) -> int | None:
     """The tokens the KV cache is charged at: the declared generation's prompt + new tokens where the request
-    carries one (``generation=``, the LLM objective's option), else None (``memory_need.context_tokens``' default)."""
-    generation = getattr(req, "generation", None)  # a field of the request only where generation= exists
+    carries one (a stateful decoder's ``generation=``), else None (``memory_need.context_tokens``' default)."""
+    generation = req.generation
     return generation.prompt_tokens + generation.new_tokens if generation is not None else None
 
 

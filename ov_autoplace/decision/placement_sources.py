@@ -52,6 +52,7 @@ from ov_autoplace.decision.verification import (evidence_intact, needs_verificat
 from ov_autoplace.devices.facts import indistinguishable, read_device_facts
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.model.generation import generation_costs
 from ov_autoplace.placement.legalizer import query_support
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.hsdag import HSDAGStrategy
@@ -132,15 +133,19 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
     def support():
         return query_support(req.core, prepared, graph, devices)
 
-    single, placement, reason = prior_outcome(prior.cost, graph, devices, support,
-                                              lambda c: policy_proposal(c, graph, devices, policy_path),
+    # a decoder: the prior costs its whole generation (the policy still reads the prefill's graph and costs)
+    terms_graph, cost = _generation_prior(req, graph, prior) if req.generation else (graph, prior.cost)
+    single, placement, reason = prior_outcome(cost, terms_graph, devices, support,
+                                              lambda c: policy_proposal(prior.cost, graph, devices, policy_path),
                                               pins=req.pins, max_submodels=req.max_submodels, margin=prior.margin)
+    if req.generation:
+        reason += f" (a generation of {req.generation.prompt_tokens} + {req.generation.new_tokens} tokens)"
     live, note = False, ""
     if set(prior.recognized) == set(devices) and (placement is not None or single != devices[0]):
         matrix = support()
         candidate = (np.full(graph.num_nodes, list(devices).index(single), dtype=np.int64) if placement is None
                      else placement.device_indices(graph.names, devices))
-        share = survives_prior_error(prior.cost, graph, matrix, candidate, np.argmax(matrix, axis=1))
+        share = survives_prior_error(cost, terms_graph, matrix, candidate, np.argmax(matrix, axis=1))
         live = share >= 1.0
         note = f"; faster than the plain call in {share:.0%} of {LIVE_DRAWS} draws of the prior's error"
     if placement is None:
@@ -162,6 +167,16 @@ def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
     device = single_device_of(placement)
     return Decision(source, single_device=device, placement=None if device else placement, prepared=prepared,
                     reason="; ".join(placement.notes))
+def _generation_prior(req: PlacementRequest, graph: GraphArrays, prior) -> tuple[GraphArrays, Any]:
+    """The prior's graph and costs of ``req.generation`` (``model/generation.py``); the prefill's, with a
+    WARNING, when the decode steps cannot be costed (our machinery, not the caller's model)."""
+    try:
+        return generation_costs(req.model, graph, prior.cost, req.generation,
+                                lambda g: prior_cost_model(g, prior.facts).cost)
+    except Exception as exc:  # noqa: BLE001 - costing is a prediction: the verification still measures
+        logger.warning("the prior cannot cost the decode steps of %s (%s: %s); it costs the prefill alone",
+                       req.generation, type(exc).__name__, exc)
+        return graph, prior.cost
 
 
 def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path, store) -> Decision | None:
@@ -213,7 +228,7 @@ def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path,
 def cache_key(req: PlacementRequest, cache: PlacementCache, graph: GraphArrays, policy_digest: str) -> dict:
     return cache.key(req.core, graph, req.devices, strategy=f"{DEFAULT_SOURCE_TOKEN}(weights={policy_digest[:16]})",
                      pins=req.pins, exclude_devices=req.exclude_devices, max_submodels=req.max_submodels,
-                     shapes=req.shapes, memory_caps=req.memory_caps)
+                     shapes=req.shapes, memory_caps=req.memory_caps, generation=req.generation)
 
 
 def decision_to_placement(decision: Decision, graph: GraphArrays, devices: tuple[str, ...]) -> Placement:
@@ -263,8 +278,10 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
             return decision
     if verify_now:
         verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
-                                              properties=req.props, model=req.placement_model,
-                                              device_name=req.spec.text, alternatives=alternatives)
+                                              properties=req.props,
+                                              model=req.model if req.generation else req.placement_model,
+                                              device_name=req.spec.text, alternatives=alternatives,
+                                              generation=req.generation)
         device = single_device_of(verified)
         return Decision(decision.source, single_device=device, placement=None if device else verified,
                         prepared=prepared, reason=evidence.describe(), evidence=verified.verification,

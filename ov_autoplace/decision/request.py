@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import openvino as ov
 
 from ov_autoplace.devices.device_strings import DeviceSpec
+from ov_autoplace.model.generation import Generation
 from ov_autoplace.model.shapes import PlacementShapes
 from ov_autoplace.placement.pins import Pin
 from ov_autoplace.strategies.base import PlacementStrategy
@@ -46,6 +47,8 @@ class PlacementRequest:
     #: ``memory_caps=``: bytes each capped device may hold (read-only; empty: no cap but what plugins report).
     #: Every decision keeps each device's weights and KV cache under its cap (``decision/memory_path.py``).
     memory_caps: Mapping[str, int] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
+    #: The generation a stateful decoder is placed and verified for (``model/generation.py``); None: single-shot.
+    generation: Generation | None = None
 
     def __post_init__(self):
         if self.placement_model is None:

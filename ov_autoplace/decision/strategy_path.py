@@ -61,7 +61,7 @@ def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: Pl
         return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph, profiles=profiles))
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
                     exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes,
-                    memory_caps=req.memory_caps)
+                    memory_caps=req.memory_caps, generation=req.generation)
     support = device_support(req.core, prepared, graph, req.devices, cache.directory / "support")
     placement = cache.get(key, graph, support=support, pins=req.pins)  # legality-checked
     if placement is not None:

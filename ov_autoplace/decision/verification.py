@@ -27,6 +27,12 @@ The winner is the fastest (median ratio) of the alternatives that won, else the 
 evidence (medians, spreads, ratio, bound, rule, decision) is logged at INFO and sealed into the returned placement
 (``Placement.verification``) with a digest over the assignment: an edited entry is verified again.
 
+A stateful decoder with a ``generation`` (``model/generation.py``) is measured as an app runs it: each contender is
+the dynamic model (the placement carried over, as ``compile_model`` returns it), and a round's sample is the
+generation's time (a prefill of the prompt plus the decode steps, ``devices/timing.time_generation``), so the
+rule compares the whole generation, not a prefill; the evidence keeps each contender's time to first token and
+per-token latency beside it.
+
 Why runner-ups: under the truth draws they keep more placements near the optimum (docs/results.md,
 ``bench_verified_truth.py``). Each widens the Bonferroni split, so one the guard condemns is not measured.
 
@@ -50,10 +56,11 @@ import numpy as np
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
-from ov_autoplace.compile.placed_compile import compile_on_one_device
+from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
 from ov_autoplace.devices.facts import twin_of
-from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order
+from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order, set_step, time_generation
 from ov_autoplace.errors import PlacementError
+from ov_autoplace.model.generation import decode_pasts, generation_parts
 from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.heft import HeftStrategy
@@ -106,6 +113,9 @@ class Evidence:
     upper: Mapping[str, float]  # alternative -> the one-sided upper confidence bound of that ratio
     reason: str
     measured_at: float  # unix time
+    #: A decoder's generation and each contender's parts: prompt_tokens, new_tokens, ttft_ms, per_token_ms
+    #: ({contender: median ms}); empty for single-shot latency (and then left out of :meth:`to_dict`).
+    generation: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def verified(self) -> bool:
@@ -117,16 +127,23 @@ class Evidence:
                          for c in self.ratio)
         plain = self.median_ms.get(PLAIN)
         head = f"plain call {plain:.3f} ms" if plain is not None else "plain call not measured"
-        return f"verification ({self.rounds} paired rounds): {head}; {alts or 'no alternative'} -> {self.chosen}: {self.reason}"
+        gen = self.generation
+        parts = "" if not gen else (f"; a generation of {gen['prompt_tokens']} + {gen['new_tokens']} tokens, time "
+                                    "to first token / per token (ms): " + ", ".join(
+                                        f"{c} {gen['ttft_ms'][c]:.3f} / {gen['per_token_ms'][c]:.3f}"
+                                        for c in gen["ttft_ms"]))
+        return (f"verification ({self.rounds} paired rounds): {head}; {alts or 'no alternative'} -> {self.chosen}: "
+                f"{self.reason}{parts}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"median_ms": dict(self.median_ms), "spread": dict(self.spread),
-                                           "ratio": dict(self.ratio), "upper": dict(self.upper)}
+        out = dataclasses.asdict(self) | {"median_ms": dict(self.median_ms), "spread": dict(self.spread),
+                                          "ratio": dict(self.ratio), "upper": dict(self.upper)}
+        return out if self.generation else {k: v for k, v in out.items() if k != "generation"}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Evidence":
         fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: data[k] for k in fields})
+        return cls(**{k: data[k] for k in fields if k in data})
 
 
 def t_quantile(p: float, df: int) -> float:
@@ -191,18 +208,27 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
 
 
 def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, rounds: int = ROUNDS,
-                min_rounds: int = MIN_ROUNDS, iterations: int = ITERATIONS, budget_s: float = BUDGET_S
-                ) -> dict[str, list[float]]:
+                min_rounds: int = MIN_ROUNDS, iterations: int = ITERATIONS, budget_s: float = BUDGET_S,
+                generation=None, parts: dict | None = None) -> dict[str, list[float]]:
     """Per-round medians (ms) of each compiled contender, interleaved, the order rotated every round.
 
     Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
-    not bias the test; fewer rounds only widen its bound).
+    not bias the test; fewer rounds only widen its bound). With a ``generation``, a sample is a generation's time
+    (parts: medians over ``iterations // 2`` generations; the round's tokens the same for every contender) and
+    ``parts[contender]`` gets each round's ``generation_parts``.
     """
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
     started = time.perf_counter()
     for r in range(rounds):
         for c in round_order(labels, r):
+            if generation is not None:
+                times = generation_parts(generation, *time_generation(
+                    contenders[c], generation.prompt_tokens, decode_pasts(generation), repeats=max(1, iterations // 2),
+                    seed=r))
+                out[c].append(times["generation_ms"])
+                (parts if parts is not None else {}).setdefault(c, []).append(times)
+                continue
             stats = measure_latency(contenders[c], inputs, warmup=1, iterations=iterations)
             out[c].append(stats.median_ms)
         if r + 1 >= min_rounds and time.perf_counter() - started > budget_s:
@@ -307,17 +333,21 @@ def _able_devices(graph, placement, support: np.ndarray) -> list[str]:
     return [d for k, d in enumerate(placement.devices) if support[compute, k].all()]
 
 
-def _outputs_sane(compiled, inputs) -> bool:
-    """Whether one inference gives finite outputs (a broken split shows up here before it is timed)."""
+def _outputs_sane(compiled, inputs, generation=None) -> bool:
+    """Whether one inference (a decoder's prefill) gives finite outputs (a broken split shows up here first)."""
     request = compiled.create_infer_request()
-    result = request.infer(list(inputs))
+    if generation is not None:
+        request.reset_state()
+        set_step(request, 0, generation.prompt_tokens, np.random.default_rng(0), None)
+    result = request.infer() if generation is not None else request.infer(list(inputs))
     return all(np.all(np.isfinite(np.asarray(v))) for v in result.values()
                if np.issubdtype(np.asarray(v).dtype, np.floating))
 
 
 def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, properties: Mapping[str, Any] | None = None,
                      budget_s: float | None = None, model=None, device_name: str | None = None,
-                     rounds: int = ROUNDS, iterations: int = ITERATIONS, alternatives: Sequence[Any] = ()):
+                     rounds: int = ROUNDS, iterations: int = ITERATIONS, alternatives: Sequence[Any] = (),
+                     generation=None):
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
 
@@ -328,6 +358,8 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     ``verification``. All of them share the rounds of one budget and the Bonferroni split of :func:`decide`.
     Compile or run failures of an alternative drop it (WARNING naming the device); a failure of the plain call
     itself propagates (the caller's fallback is the plain call, which would fail the same way).
+    ``generation``: a stateful decoder's (``model`` then the user's dynamic model): contenders are compiled as
+    ``compile_model`` returns them and timed on the generation (the module doc).
     """
     devices = tuple(candidate.devices)
     device_name = device_name or candidate.device_string
@@ -342,6 +374,8 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                         max_submodels=None, strategy=f"{candidate.strategy}+verified")
 
     def compile_split(placement):
+        if generation is not None:  # the dynamic model with the placement carried over, as the app gets it
+            return compile_with_affinities(core, model, placement, placement.device_string, props)
         clone = prepared.clone()
         placement.apply(clone)
         return core.compile_model(clone, placement.device_string, props)
@@ -362,22 +396,28 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                                                                  d, props)
     probe = LoadProbe().start()  # over the compiles and the rounds: what the decision rests on
     compiled = {PLAIN: core.compile_model(model, device_name, props)}
-    inputs = random_inputs(compiled[PLAIN])
+    inputs = random_inputs(compiled[PLAIN]) if generation is None else ()
     for label, build in builds.items():
         try:
             compiled[label] = build()
-            if not _outputs_sane(compiled[label], inputs):
+            if not _outputs_sane(compiled[label], inputs, generation):
                 raise RuntimeError("non-finite outputs")
         except Exception as exc:  # noqa: BLE001 - an alternative that cannot run is not an alternative
             compiled.pop(label, None)
             logger.warning("verification: %s cannot be compiled or run on %s (%s: %s); it is not considered",
                            label, label.split(":", 1)[-1] if label.startswith("single:") else devices,
                            type(exc).__name__, exc)
-    rounds_ms = time_rounds(compiled, inputs, rounds=rounds, iterations=iterations,
-                            budget_s=BUDGET_S if budget_s is None else budget_s) if len(compiled) > 1 else {}
+    parts: dict[str, list] = {}
+    rounds_ms = time_rounds(compiled, inputs, rounds=rounds, iterations=iterations, generation=generation,
+                            parts=parts, budget_s=BUDGET_S if budget_s is None else budget_s) if len(compiled) > 1 else {}
     evidence = decide(rounds_ms, other_cores=probe.other_cores()) if rounds_ms else Evidence(
         "plain", PLAIN, RULE, 0, {}, {}, {}, {}, "no alternative to the plain call could be measured (or each was "
         "its device under another name)", time.time())
+    if parts:
+        evidence = dataclasses.replace(evidence, generation={
+            "prompt_tokens": generation.prompt_tokens, "new_tokens": generation.new_tokens,
+            **{part: {c: float(np.median([t[part] for t in ts])) for c, ts in parts.items()}
+               for part in ("ttft_ms", "per_token_ms")}})
     logger.info("%s (%s)", evidence.describe(), candidate.strategy)
     if evidence.chosen == CANDIDATE:
         chosen = candidate
@@ -415,7 +455,8 @@ def verified_placement(req: "PlacementRequest", prepared, graph, placement, supp
     if not any(needs_verification(p, graph, support) for p in (placement, *alternatives)):
         return placement
     verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,
-                                   model=req.placement_model, device_name=req.spec.text, alternatives=alternatives)
+                                   model=req.model if req.generation else req.placement_model,
+                                   device_name=req.spec.text, alternatives=alternatives, generation=req.generation)
     return verified
 
 

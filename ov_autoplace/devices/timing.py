@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import time
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -58,7 +59,7 @@ def input_sample(sample: Mapping[str, np.ndarray] | None):
 LLM_INPUTS = ("input_ids", "attention_mask", "position_ids", "beam_idx")
 
 
-def _vocabulary(compiled: ov.CompiledModel) -> int | None:
+def vocabulary_size(compiled: ov.CompiledModel | ov.Model) -> int | None:
     """The vocabulary size, read from a ``logits`` output's static last dim (None when there is none)."""
     for port in compiled.outputs:
         if "logits" in port.get_names():
@@ -107,7 +108,7 @@ def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
     A dynamic input needs its shape in ``shapes`` (e.g. the placement shapes).
     """
     rng = np.random.default_rng(seed)
-    vocabulary = _vocabulary(compiled)
+    vocabulary = vocabulary_size(compiled)
     sample = _SAMPLE.get() or {}
     arrays = []
     for port in compiled.inputs:
@@ -186,6 +187,57 @@ def _time_stateful(compiled: ov.CompiledModel, arrays: Sequence[np.ndarray], war
     return samples
 
 
+def set_step(request: ov.InferRequest, past: int, tokens: int, rng, vocabulary: int | None) -> None:
+    """Set the inputs of a decoder's step feeding ``tokens`` new tokens after ``past`` (batch 1): the mask covers
+    past and new, positions count from ``past``, ``beam_idx`` zeros."""
+    for k, port in enumerate(request.model_inputs):
+        name = next(n for n in port.get_names() if n in LLM_INPUTS)
+        array = {"input_ids": lambda: rng.integers(0, vocabulary or 2, size=(1, tokens)),
+                 "attention_mask": lambda: np.ones((1, past + tokens)),
+                 "position_ids": lambda: np.arange(past, past + tokens)[None], "beam_idx": lambda: np.zeros(1)}[name]()
+        request.set_input_tensor(k, ov.Tensor(np.ascontiguousarray(array, dtype=port.get_element_type().to_dtype())))
+
+
+#: Consecutive decode steps timed at each decode point (their mean is the point's sample): one step of a small
+#: decoder takes about a millisecond, so a single one is mostly noise next to the prefill before it.
+DECODE_WINDOW = 4
+
+
+def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int], *, repeats: int = 1,
+                    seed: int = 0, request: ov.InferRequest | None = None) -> tuple[float, tuple[float, ...]]:
+    """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens and of a decode step at each of ``pasts``
+    (ascending, the last one the generation's last step), over ``repeats`` generations from ``reset_state``.
+    A point's sample is the mean of :data:`DECODE_WINDOW` consecutive steps from it (a window kept inside the
+    decode steps); the state is brought from one window to the next by an untimed chunk of the tokens between, as
+    a chunked prefill feeds it (docs/llm.md, "The LLM objective"). Only ``infer()`` is timed."""
+    request = request if request is not None else compiled.create_infer_request()
+    rng, vocabulary = np.random.default_rng(seed), vocabulary_size(compiled)
+    prefill, decode = [], [[] for _ in pasts]
+
+    def timed(past: int, tokens: int) -> float:
+        set_step(request, past, tokens, rng, vocabulary)
+        t0 = time.perf_counter()
+        request.infer()
+        return 1e3 * (time.perf_counter() - t0)
+
+    for _ in range(repeats):
+        request.reset_state()
+        prefill.append(timed(0, prompt))
+        length = prompt
+        for k, past in enumerate(pasts):
+            start = max(prompt, min(past, pasts[-1] - DECODE_WINDOW + 1))
+            if start < length:  # windows overlap (a short generation): from a fresh state
+                request.reset_state()
+                length = 0
+            if start > length:
+                set_step(request, length, start - length, rng, vocabulary)
+                request.infer()
+            window = range(start, min(start + DECODE_WINDOW, pasts[-1] + 1))
+            decode[k].append(float(np.mean([timed(p, 1) for p in window])))
+            length = window[-1] + 1
+    return float(np.median(prefill)), tuple(float(np.median(d)) for d in decode)
+
+
 def round_order(labels: Sequence[str], r: int) -> list[str]:
     """The order of paired round ``r``: ``labels`` rotated by ``r``, so no contender always runs first or always
     right after the same one (a fixed order once put the placed model after the f32 device every round)."""
@@ -193,4 +245,5 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
     return list(labels[k:]) + list(labels[:k])
 
 
-__all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order"]
+__all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order",
+           "DECODE_WINDOW", "set_step", "time_generation", "vocabulary_size"]

@@ -184,15 +184,15 @@ def static_clone(model: ov.Model, shapes: PlacementShapes) -> ov.Model:
     return clone
 
 
-def default_static_clone(model: ov.Model) -> tuple[PlacementShapes, ov.Model]:
+def default_static_clone(model: ov.Model, dim: int = DEFAULT_DIM) -> tuple[PlacementShapes, ov.Model]:
     """The default placement shapes that ``model`` accepts, and its static clone at them.
 
-    The defaults (:func:`default_dims`) first; a model that rejects them (a position table shorter than
+    The defaults (:func:`default_dims`, ``dim`` on non-batch axes: a decoder's prompt length) first; a model that rejects them (a position table shorter than
     :data:`DEFAULT_DIM`, say) is tried at halved non-batch defaults down to 1. Raises ShapeError naming what was
     tried when none fits (then only ``shapes=`` can say what to place for).
     """
     ports = list(model.inputs)
-    tried, dim_default, first = [], DEFAULT_DIM, None
+    tried, dim_default, first = [], dim, None
     while True:
         shapes = {input_name(p): (default_dims(p.get_partial_shape(), input_name(p), dim_default)
                                   if p.get_partial_shape().is_dynamic else

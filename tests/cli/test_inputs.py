@@ -21,3 +21,19 @@ def test_inputs_sample_is_measured_with_and_a_bad_one_is_reported(tmp_path, caps
     assert "beam_idx picks rows of the batch, each in [0, 1)" in capsys.readouterr().err
     assert main(["profile", "-m", str(ir), "--testbed", "--inputs", str(tmp_path / "none.npz"), "--no-store"]) == 2
     assert "not a numpy .npz" in capsys.readouterr().err
+
+
+def test_generation_is_placed_for_and_a_bad_one_is_reported(tmp_path, capsys):
+    """``--generation PROMPT,NEW``: a stateful decoder's generation (docs/llm.md); one past its position table, or
+    not two counts, exits 2 naming the fix."""
+    ir = tmp_path / "llm_like.xml"
+    ov.save_model(llm_like(positions=64), ir)
+    assert main(["place", "-m", str(ir), "--testbed", "--generation", "16,8", "--no-measure"]) == 0
+    capsys.readouterr()
+    assert main(["place", "-m", str(ir), "--testbed", "--generation", "60,10", "--no-measure"]) == 2
+    assert "prompt_tokens + new_tokens <= 65" in capsys.readouterr().err
+    try:
+        code = main(["place", "-m", str(ir), "--testbed", "--generation", "128", "--no-measure"])
+    except SystemExit as exc:  # argparse's own exit for a malformed option
+        code = exc.code
+    assert code == 2 and "PROMPT,NEW" in capsys.readouterr().err

@@ -367,6 +367,29 @@ def test_no_path_reaches_the_worker_through_the_config(tmp_path):
         background.read_spec(files["spec"], digest)
 
 
+@pytest.mark.parametrize("generation, shapes, ok", [
+    ([128, 64], {"input_ids": [1, 128], "beam_idx": [1]}, True),
+    ([128, 0], {"input_ids": [1, 128]}, False),
+    ([128, "64"], {"input_ids": [1, 128]}, False),
+    ([128, 64], None, False),
+    ([128, 64], {"input_ids": "[1, 128]"}, False),
+], ids=["decoder", "no_new_token", "text", "no_shapes", "shape_text"])
+def test_a_decoder_s_generation_reaches_the_worker_checked(tmp_path, generation, shapes, ok):
+    """The app hands the worker a decoder's generation and placement shapes; anything else is refused."""
+    key = {"kind": "placement", "devices": ["CPU"]}
+    digest = worker_digest(key)
+    files = worker_files(tmp_path, digest)
+    background.private_worker_dir(tmp_path, digest)
+    spec = {"format": background.SPEC_FORMAT, "key": key, "devices": ["CPU"], "setup": {}, "config": {},
+            "max_submodels": 8, "seed": 0, "pins": [], "generation": generation, "shapes": shapes}
+    files["spec"].write_text(json.dumps(spec))
+    if ok:
+        assert background.read_spec(files["spec"], digest)["generation"] == generation
+    else:
+        with pytest.raises(background.WorkerFailure, match="a generation of two positive ints"):
+            background.read_spec(files["spec"], digest)
+
+
 @pytest.mark.parametrize("link", ["hard_link", "foreign_owner"])
 def test_the_worker_log_is_never_written_through_a_hard_link(thread_core, tmp_path, outside, caplog, link):
     """The log is the worker's stdout: opened through a hard link (O_NOFOLLOW does not see one), the worker's

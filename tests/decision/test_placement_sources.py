@@ -305,3 +305,25 @@ def test_only_a_gain_beyond_the_priors_error_may_run_before_verification():
     share = placement_sources.survives_prior_error(close, graph, support, other, plain)
     assert 0.0 < share < 1.0
     assert placement_sources.survives_prior_error(close, graph, support, other, plain, sigma=1e-6) == 1.0
+
+
+def test_the_prior_costs_a_decoder_s_whole_generation(thread_core, caplog):
+    """The prior's prediction for a stateful decoder is its generation's (prefill + decode steps): a longer
+    generation predicts more, and the decision still places it (the policy reads the prefill)."""
+    import re
+
+    from ov_autoplace.call_request import build_request
+
+    def predicted(generation):
+        req = build_request(sg.llm_like(layers=3, positions=None), PLAIN_FIRST, core=thread_core,
+                            generation=generation)
+        prepared = prepare_model(req.placement_model)
+        decision = placement_sources.place_from_prior(req, prepared, extract_graph(prepared),
+                                                      oa.api.pretrained_policy_path())
+        return decision, float(re.search(r"CPU ([0-9.]+) ms", decision.reason).group(1))
+
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        short, short_ms = predicted((16, 2))
+        long, long_ms = predicted((16, 64))
+    assert "cannot cost the decode steps" not in caplog.text  # no fallback to the prefill's costs
+    assert long_ms > 5 * short_ms and short.single_device == long.single_device == "CPU"

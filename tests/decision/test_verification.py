@@ -392,3 +392,31 @@ def test_pinned_placements_are_not_verified(f32_testbed, tmp_path, caplog):
         oa.compile_model(sg.residual(), f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path,
                          strategy="priority", pins={"type:Convolution": "CPUF"})
     assert "verification (" not in caplog.text
+
+
+def test_a_decoder_s_split_is_judged_on_the_whole_generation(f32_testbed, caplog):
+    """A stateful decoder's contenders are the dynamic model as compile_model returns it, each round timing a
+    generation (prefill + decode steps); the evidence carries each one's time to first token and per-token latency."""
+    from ov_autoplace.model.generation import Generation
+    from ov_autoplace.model.shapes import static_clone
+
+    model = sg.llm_like(layers=3, positions=None)
+    gen = Generation(24, 12)
+    prepared = prepare_model(static_clone(model, {"input_ids": [1, 24], "attention_mask": [1, 24],
+                                                  "position_ids": [1, 24], "beam_idx": [1]}))
+    graph = extract_graph(prepared)
+    support = query_support(f32_testbed.core, prepared, graph, f32_testbed.devices)
+    proposal = np.zeros(graph.num_nodes, dtype=np.int64)
+    proposal[np.flatnonzero(graph.role == NodeRole.COMPUTE)[-4:]] = 1  # the last layer's head and the logits
+    split = legalize(graph, proposal, f32_testbed.devices, support, strategy="forced")
+    assert split.counts_per_device()["CPUF"] == 4
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        kept, evidence = verify_placement(f32_testbed.core, prepared, graph, split, support=support, model=model,
+                                          device_name=f32_testbed.hetero, generation=gen, rounds=4, iterations=2)
+    assert {"plain", "candidate"} <= set(evidence.median_ms) and evidence.rounds == 4
+    parts = evidence.generation
+    assert (parts["prompt_tokens"], parts["new_tokens"]) == (24, 12)
+    for contender, total in evidence.median_ms.items():  # the rule's sample is the generation, not its prefill
+        assert total > parts["ttft_ms"][contender] and parts["per_token_ms"][contender] > 0
+    assert "time to first token / per token" in caplog.text
+    assert kept.verification["generation"] == parts and evidence_intact(kept) == evidence.verified

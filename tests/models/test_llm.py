@@ -68,22 +68,28 @@ def test_a_pipeline_split_compiles_runs_and_generates_as_the_plain_compile(famil
 
 
 @pytest.mark.parametrize("path", [{}, {"profile": "now"}, {"strategy": "heft"}, {"strategy": "hsdag"},
-                                  {"strategy": "hsdag_local_search"}],
-                         ids=["default", "profile_now", "heft", "hsdag", "hsdag_local_search"])
+                                  {"strategy": "hsdag_local_search"}, {"profile": "now", "generation": (32, 16)}],
+                         ids=["default", "profile_now", "heft", "hsdag", "hsdag_local_search", "profile_now_32_16"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_path_places_a_decoder_without_falling_back(family, path, tiny_llms, distinct_testbed, tmp_path, caplog):
+    """Under the LLM objective: a verification, where one runs, times whole generations (the default 128 + 128
+    tokens, or the one given), with each contender's time to first token and per-token latency in its evidence."""
     core = distinct_testbed.core
     model = core.read_model(tiny_llms[family] / "openvino_model.xml")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path, **path)
     _no_fallback(caplog)
+    prompt, new = path.get("generation", (128, 128))
+    for line in (r.getMessage() for r in caplog.records if "verification (" in r.getMessage()):
+        assert f"a generation of {prompt} + {new} tokens, time to first token / per token" in line, line
     _same_generation(core, compiled, model)
 
 
 def test_a_background_profile_then_the_next_start_use_the_measured_placement(tiny_llms, distinct_testbed, tmp_path,
                                                                            caplog):
-    """profile="background": the worker measures the decoder in its own process (the conventions' feed) and stores
-    its placement; the next start reads it from the cache. Neither falls back."""
+    """profile="background": the worker measures the decoder in its own process (the conventions' feed), verifies
+    the dynamic model on its generation and stores its placement; the next start reads it from the cache. Neither
+    falls back."""
     import time
 
     core = distinct_testbed.core
@@ -100,6 +106,8 @@ def test_a_background_profile_then_the_next_start_use_the_measured_placement(tin
         worker_log = logs[0].read_text()
         assert "stored the profiled placement" in worker_log, worker_log[-2000:]
         assert " falls back" not in worker_log and "failed" not in worker_log, worker_log[-2000:]
+        for line in (x for x in worker_log.splitlines() if "verification (" in x):  # on the generation, as the app
+            assert "a generation of 128 + 128 tokens" in line, line
         caplog.clear()
         compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path)
     assert any("placement source: cache (profile)" in r.getMessage() for r in caplog.records)
