@@ -322,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refit", action="store_true", help=f"fit the terms again and write {FITTED_TERMS_JSON.name}")
     parser.add_argument("--markdown", help="also write the tables as Markdown (e.g. docs/bench/headroom.md)")
     parser.add_argument("--models", help=f"comma-separated (default: {','.join(DEFAULT_MODELS)}); 'unseen': the "
-                        f"architectures kept out of every training set ({','.join(zoo.UNSEEN)}), zero-shot")
+                        f"architectures kept out of every training set ({','.join(zoo.UNSEEN)}), zero-shot; 'heldout': the "
+                        f"frozen held-out list ({','.join(zoo.HELD_OUT_FAMILIES)}, docs/heldout.md)")
     parser.add_argument("--platforms", help="comma-separated suite platforms (default: all)")
     parser.add_argument("--finetune-budget", type=int, default=50, help="evaluated placements for fine-tuning")
     parser.add_argument("--milp-seconds", type=float, default=20.0)
@@ -366,8 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ntruth: {spec.draws} draws per row, sigma {spec.sigma:.3f} fitted to {log_errors.size} held-out "
               f"log errors {np.round(log_errors, 3).tolist()}; plus leave-platform-out")
 
-    models = (list(zoo.UNSEEN) if args.models == "unseen" else args.models.split(",")) if args.models \
-        else list(DEFAULT_MODELS)
+    named_sets = {"unseen": zoo.UNSEEN, "heldout": zoo.HELD_OUT_FAMILIES}
+    models = list(named_sets.get(args.models) or args.models.split(",")) if args.models else list(DEFAULT_MODELS)
     names = args.platforms.split(",") if args.platforms else list(suite)
     headroom = []
     print("\n## Headroom (simulated)")
