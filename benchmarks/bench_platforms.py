@@ -399,8 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refit", action="store_true", help=f"fit the terms again and write {FITTED_TERMS_JSON.name}")
     parser.add_argument("--markdown", help="also write the tables as Markdown (e.g. docs/bench/headroom.md)")
     parser.add_argument("--models", help=f"comma-separated (default: {','.join(DEFAULT_MODELS)}); 'unseen': the "
-                        f"architectures kept out of every training set ({','.join(zoo.UNSEEN)}), zero-shot; 'heldout': the "
-                        f"frozen held-out list ({','.join(zoo.HELD_OUT_FAMILIES)}, docs/heldout.md)")
+                        f"architectures kept out of every training set ({','.join(zoo.UNSEEN)}), zero-shot; "
+                        f"'heldout': the frozen held-out list ({','.join(zoo.HELD_OUT_FAMILIES)}, docs/heldout.md)")
     parser.add_argument("--platforms", help="comma-separated suite platforms (default: all)")
     parser.add_argument("--finetune-budget", type=int, default=50, help="evaluated placements for fine-tuning")
     parser.add_argument("--milp-seconds", type=float, default=20.0)

@@ -1,4 +1,4 @@
-"""The frozen held-out architectures: evaluated once per shipped policy, never trained, selected, tuned or thresholded on.
+"""The frozen held-out architectures: evaluated once per shipped policy; never trained, selected or tuned on.
 
 The zero-shot set (``unseen_models.py``) stopped being held out when it was read to choose the shipped policy;
 this list replaces it as the evidence of generalization. The rule (``docs/heldout.md``): the names below were
@@ -112,4 +112,19 @@ HELD_OUT_BUILDERS = {
 HELD_OUT_FAMILIES = ("efficientnet_v2_s", "mnasnet1_0", "googlenet", "maxvit_t", "lraspp_mobilenet_v3",
                      "t5_encoder_decoder", "distilbert_encoder", "clip_text")
 
-__all__ = ["HELD_OUT_BUILDERS", "HELD_OUT_FAMILIES"]
+#: ``training.splits.graph_fingerprint`` of each prepared held-out graph (torchvision 0.29 / transformers 5.24,
+#: OpenVINO 2026.4): a training graph with one of these is the held-out architecture under another name, and
+#: ``training.targets.load_graph`` refuses it. A fingerprint goes stale when a builder's library changes the graph;
+#: ``tests/models/test_heldout_models.py`` (slow) recomputes two of them.
+HELD_OUT_FINGERPRINTS = {
+    "efficientnet_v2_s": "e0834ce7f56c627d",
+    "mnasnet1_0": "7cbb73a296655a5d",
+    "googlenet": "a25f1730663e23cd",
+    "maxvit_t": "99778d7e2078c2b7",
+    "lraspp_mobilenet_v3": "cb40f991e0fcaafe",
+    "t5_encoder_decoder": "51d75bcb4b6da0a3",
+    "distilbert_encoder": "9e725178fda60157",
+    "clip_text": "05d737820ba8b5c6",
+}
+
+__all__ = ["HELD_OUT_BUILDERS", "HELD_OUT_FAMILIES", "HELD_OUT_FINGERPRINTS"]

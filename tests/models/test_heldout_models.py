@@ -23,3 +23,9 @@ def test_a_held_out_model_builds_to_a_static_ir(name, tmp_path, monkeypatch):
     assert all(p.get_partial_shape().is_static for p in model.inputs)
     nodes, edges = zoo.graph_counts(model)
     assert nodes > 100 and edges >= nodes - 1
+    # the stored fingerprint is this build's (else training's check by graph would miss a renamed copy)
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace_lab.training.splits import graph_fingerprint
+
+    assert graph_fingerprint(extract_graph(prepare_model(model))) == zoo.HELD_OUT_FINGERPRINTS[name]

@@ -45,6 +45,27 @@ def check_not_held_out(specs: list[TargetSpec], what: str) -> list[TargetSpec]:
     return specs
 
 
+def graph_fingerprint(graph) -> str:
+    """A name-free fingerprint of a prepared graph (its multiset of op type, output type and shape, and its sizes):
+    the same architecture under another name has the same one."""
+    import hashlib
+
+    nodes = sorted(f"{t}|{e}|{tuple(int(v) for v in shape[:rank])}" for t, e, shape, rank in
+                   zip(graph.op_types, graph.out_element_type, graph.out_shape, graph.out_rank))
+    text = f"{graph.num_nodes}|{len(graph.edge_src)}|" + ";".join(nodes)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def check_graph_not_held_out(name: str, graph) -> None:
+    """:class:`HeldOutContamination` when ``graph`` is a frozen held-out architecture under another name."""
+    from ov_autoplace_lab import models as zoo
+
+    match = [k for k, v in zoo.HELD_OUT_FINGERPRINTS.items() if v == graph_fingerprint(graph)]
+    if match:
+        raise HeldOutContamination(f"graph {name!r} has the fingerprint of the frozen held-out architecture "
+                                   f"{match[0]!r} (docs/heldout.md): targets are never generated on it")
+
+
 def zoo_models() -> tuple[str, ...]:
     from ov_autoplace_lab import models as zoo
 
@@ -107,5 +128,6 @@ def is_held_out(spec: TargetSpec) -> bool:
 
 
 __all__ = ["HELD_OUT_ARCHITECTURES", "HELD_OUT_PLATFORMS", "SUITE_PLATFORMS", "VALIDATION_GRAPHS", "HeldOutContamination",
-           "check_not_held_out", "evaluation_specs", "held_out_families", "is_held_out", "is_unseen", "is_validation", "training_specs", "unseen_specs", "validation_specs",
-           "zoo_models"]
+           "check_graph_not_held_out", "check_not_held_out", "evaluation_specs", "graph_fingerprint",
+           "held_out_families", "is_held_out", "is_unseen", "is_validation", "training_specs", "unseen_specs",
+           "validation_specs", "zoo_models"]

@@ -50,3 +50,21 @@ def test_no_target_is_generated_on_a_held_out_graph():
     with pytest.raises(HeldOutContamination, match="'zoo:googlenet' is a frozen held-out architecture"):
         load_graph("zoo:googlenet")
     assert TargetSpec("zoo:googlenet", "paper", 0).model == "googlenet"
+
+
+def test_a_held_out_graph_under_another_name_is_refused_by_its_fingerprint(monkeypatch):
+    # a fingerprint is name-free: the prepared graph of a training family matched against a list holding it
+    from ov_autoplace_lab.training import targets
+    from ov_autoplace_lab.training.splits import check_graph_not_held_out, graph_fingerprint
+
+    graph = load_graph("family:3")
+    assert graph_fingerprint(graph) not in zoo.HELD_OUT_FINGERPRINTS.values()
+    assert set(zoo.HELD_OUT_FINGERPRINTS) == set(HELD_OUT_FAMILIES)
+    monkeypatch.setitem(zoo.HELD_OUT_FINGERPRINTS, "googlenet", graph_fingerprint(graph))
+    with pytest.raises(HeldOutContamination, match="'family:3' has the fingerprint of the frozen held-out "
+                                                   "architecture 'googlenet'"):
+        check_graph_not_held_out("family:3", graph)
+    targets.load_graph.cache_clear()  # load_graph checks every graph it builds, not only zoo names
+    with pytest.raises(HeldOutContamination, match="fingerprint"):
+        load_graph("family:3")
+    targets.load_graph.cache_clear()
