@@ -194,8 +194,11 @@ def best_known_label(row: dict) -> tuple[str, float | None]:
     warm = row.get("milp_warm_start")
     if source == "milp_ms" and warm and not warm["improved"]:
         source = warm["source"]
-    label = SOURCE_LABELS.get(source, str(source))
     opt, bound = row.get("optimum_ms"), row.get("milp_dual_bound_ms")
+    single = row.get("best_single_device_ms")
+    if opt is not None and single is not None and single <= opt * (1 + 1e-9):  # a tie with one device: say so
+        source = "best single device"
+    label = SOURCE_LABELS.get(source, str(source))
     if row.get("optimum_exact") and row.get("optimum_source") == "milp_ms":  # HiGHS optimal and its objective the simulator's (0.5 %)
         return label, 0.0
     if opt is None or bound is None or not row.get("milp_model_agrees") or not opt > 0:

@@ -60,8 +60,9 @@ def test_a_warm_started_milp_runs_last_from_the_best_known_and_the_row_says_who_
     label, gap = best_known_label(row)
     assert row["milp_dual_bound_ms"] is not None and row["milp_dual_bound_ms"] <= row["optimum_ms"] * (1 + 1e-6)
     assert gap is not None and 0.0 <= gap <= 1.0
-    assert label == ("MILP" if warm["improved"] else {"heft_ms": "HEFT", "hsdag_ms": "policy",
-                                                       "best single device": "single device"}[warm["source"]])
+    tie = row["best_single_device_ms"] <= row["optimum_ms"] * (1 + 1e-9)  # a tie with one device is credited to it
+    assert label == ("single device" if tie else "MILP" if warm["improved"] else
+                     {"heft_ms": "HEFT", "hsdag_ms": "policy"}[warm["source"]])
 
 
 def test_a_best_known_without_a_dual_bound_is_unproven_and_a_warm_start_it_did_not_improve_credits_the_start():
