@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ov_autoplace_lab import models as zoo
 from ov_autoplace_lab.paper_bench import truth  # noqa: E402
-from ov_autoplace_lab.paper_bench.headroom import DEFAULT_METHODS, headroom_row  # noqa: E402
+from ov_autoplace_lab.paper_bench.headroom import DEFAULT_METHODS, best_known_label, headroom_row  # noqa: E402
 from ov_autoplace_lab.calibration.calibration_data import load_calibration  # noqa: E402
 from ov_autoplace_lab.calibration.fit_terms import fit_suite, prepare_load, single_device_ms, write_fitted_terms  # noqa: E402
 from ov_autoplace.costmodel.suite import FITTED_TERMS_JSON, load_suite  # noqa: E402
@@ -165,9 +165,11 @@ def headroom_tables(rows: list[dict]) -> list[str]:
     """Markdown: rows where one device is optimal, then rows where a split pays (with the targets checked)."""
     columns = [c for c in HSDAG_COLUMNS + OTHER_COLUMNS
                if c not in BASELINE_COLUMNS or any(r.get(c[0]) is not None for r in rows)]
-    head = ("| platform | model | best single device (ms) | optimum (ms) | optimum devices | "
-            + " | ".join(title for _, title in columns) + " |")
-    sep = "|" + "---|" * (5 + len(columns))
+    risk = any(r.get("truth") for r in rows)
+    head = ("| platform | model | best single device (ms) | optimum (ms) | optimum devices | best known: found by, "
+            "proven gap | " + " | ".join(title for _, title in columns)
+            + (" | one pass risk: draws slower than best single device / plain call" if risk else "") + " |")
+    sep = "|" + "---|" * (6 + len(columns) + risk)
     out = []
     for title, pays in (("One device is optimal (the optimum is < 5 % faster than the best single device)", False),
                         ("A split pays (optimum >= 5 % faster than the best single device, or no single device "
@@ -179,9 +181,75 @@ def headroom_tables(rows: list[dict]) -> list[str]:
             single = "none fits" if best is None else f"{best:.3f} ({r['best_single_device']})"
             opt = r.get("optimum_ms")
             out.append(f"| {r['platform']} | {r['model']} | {single} | {_optimum_cell(r)} | "
-                       f"{'+'.join(r.get('optimum_devices') or [])} | "
-                       + " | ".join(_fmt(r.get(k)) + _ratio(r.get(k), opt) for k, _ in columns) + " |")
+                       f"{'+'.join(r.get('optimum_devices') or [])} | {_source_cell(r)} | "
+                       + " | ".join(_fmt(r.get(k)) + _ratio(r.get(k), opt) for k, _ in columns)
+                       + (f" | {_risk_cell(r)}" if risk else "") + " |")
     return out
+
+
+def _source_cell(r: dict) -> str:
+    label, gap = best_known_label(r)
+    return f"{label}, {'unproven' if gap is None else f'{100 * gap:.2f} %'}"
+
+
+def row_risk(r: dict, key: str = "hsdag_ms") -> tuple[int, int, int] | None:
+    """(draws slower than the best single device, draws slower than the plain call, draws) of one row's truths."""
+    t = r.get("truth")
+    if not t or not t.get(key):
+        return None
+    single = plain = n = 0
+    for ms, best, call in zip(t[key], t["best_single_device_ms"], t["plain_call_ms"]):
+        if ms is None:
+            continue
+        n += 1
+        single += best is not None and ms > best * (1 + 1e-9)
+        plain += call is not None and ms > call * (1 + 1e-9)
+    return single, plain, n
+
+
+def _risk_cell(r: dict) -> str:
+    risk = row_risk(r)
+    return "n/a" if risk is None else f"{risk[0]}/{risk[2]} / {risk[1]}/{risk[2]}"
+
+
+#: A best-known value counts as proven when the MILP's dual bound is within this fraction of it.
+PROVEN_GAP = 0.02
+
+
+def summary_lines(rows: list[dict]) -> list[str]:
+    """The held-out summary in the issue's terms: the one pass against the best known and HEFT on the split rows,
+    its risk under the truth draws, and how much of the best-known column is proven (and by whom it was found)."""
+    split = [r for r in rows if r.get("split_pays")]
+    near = sum(r.get("hsdag_ms") is not None and r["hsdag_ms"] <= 1.05 * r["optimum_ms"] for r in split)
+    behind = [r for r in split if r.get("hsdag_ms") is None
+              or (r.get("heft_ms") is not None and r["hsdag_ms"] > 1.01 * r["heft_ms"])]
+    slower_single = sum(r.get("hsdag_ms") is None or (r["best_single_device_ms"] is not None
+                                                       and r["hsdag_ms"] > r["best_single_device_ms"] * (1 + 1e-9))
+                        for r in split)
+    lines = [f"split rows: {len(split)} of {len(rows)}",
+             f"policy alone, one pass: within 1.05x of the best known in {near} of {len(split)} split rows; behind "
+             f"HEFT by > 1 % in {len(behind)}" + (f" ({', '.join(r['platform'] + '/' + r['model'] for r in behind)})"
+                                                  if behind else "")
+             + f"; slower than the best single device (the fitted model) in {slower_single}"]
+    for name, chosen in (("split rows", split), ("all rows", rows)):
+        risks = [x for x in map(row_risk, chosen) if x is not None and x[2]]
+        if risks:
+            draws = sum(x[2] for x in risks)
+            lines.append(f"one pass under the truth draws, {name}: slower than the best single device in "
+                         f"{sum(x[0] for x in risks)} of {draws} draws ({100 * sum(x[0] for x in risks) / draws:.1f} "
+                         f"%), slower than the plain call in {sum(x[1] for x in risks)} "
+                         f"({100 * sum(x[1] for x in risks) / draws:.1f} %)")
+    for name, chosen in (("split rows", split), ("all rows", rows)):
+        labels = [best_known_label(r) for r in chosen]
+        proven = sum(gap is not None and gap <= PROVEN_GAP for _, gap in labels)
+        sources: dict[str, int] = {}
+        for label, _ in labels:
+            sources[label] = sources.get(label, 0) + 1
+        lines.append(f"best known proven within {100 * PROVEN_GAP:g} % (MILP dual bound) on {proven} of {len(chosen)} "
+                     f"{name}; unproven (no bound, or the MILP's model disagrees with the simulator) on "
+                     f"{sum(gap is None for _, gap in labels)}; found by: "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(sources.items(), key=lambda kv: -kv[1])))
+    return lines
 
 
 def _targets(r: dict, one_key: str, tuned_key: str) -> tuple[bool, bool, bool, str]:
@@ -290,9 +358,14 @@ def write_markdown(path: str, data: dict) -> None:
     """The headroom tables and the split-row targets as Markdown, from the JSON this script writes."""
     rows, fidelity = data["headroom"], data["fidelity"]
     unseen = bool(rows) and all(r["model"] in zoo.UNSEEN for r in rows)
-    md = ["# Placement headroom on the simulated platforms" + (
-              ": architectures no policy was trained on (zero-shot)" if unseen else ""), "",
-          f"Generated by `{data['command']}` ({data.get('date', time.strftime('%Y-%m-%d'))}, {data['seconds']:.0f} s). "
+    held_out = bool(rows) and all(r["model"] in zoo.HELD_OUT_FAMILIES for r in rows)
+    title = (": the frozen held-out architectures (docs/heldout.md)" if held_out
+             else ": architectures no policy was trained on (zero-shot)" if unseen else "")
+    md = ["# Placement headroom on the simulated platforms" + title, "",
+          f"Generated by `{data['command']}` ({data.get('date', time.strftime('%Y-%m-%d'))}, "
+          + (f"{data['merged_from']} processes side by side on disjoint platforms, joined by --merge: "
+             f"{data['wall_seconds']:.0f} s wall, {data['seconds']:.0f} s summed). " if data.get("merged_from")
+             else f"{data['seconds']:.0f} s). ") +
           "Every latency is SIMULATED by the batch-1 device model fitted to published OpenVINO latencies "
           "(`ov_autoplace/costmodel/data/`); no number here was measured on the hardware named.", "",
           "The HSDAG columns come in two variants: the shipped policy alone, and the policy followed by the "
@@ -307,6 +380,13 @@ def write_markdown(path: str, data: dict) -> None:
           "budget of evaluated placements and no local search. Because every method here is scored by the model it "
           "optimised, the section \"Truth\" at the end scores the same placements under models no method "
           "optimised (perturbed draws and leave-platform-out) - read it before the ratios below.", "",
+          "## Summary (simulated)", "", "```", *summary_lines(rows), "```", "",
+          "Best known: the lowest simulated latency any method (or a single device) reached in the row; 'found by' "
+          "credits the method whose placement it is (a MILP warm-started from it that did not improve it credits "
+          "the start). Proven gap: (best known - the MILP's dual bound) / best known, where HiGHS's dual bound "
+          "exists and the MILP's own model prices its placement like the simulator (within 0.5 %); else unproven. "
+          "One pass risk: of the row's truth draws (section Truth), how many score the policy's one pass slower "
+          "than the best single device / than the plain call.", "",
           "## Fidelity", ""]
     md += [f"* {k}: {v['points']} points, median |error| {100 * v['median_abs_error']:.1f} %, max "
            f"{100 * v['max_abs_error']:.1f} %" for k, v in fidelity.items()]
@@ -316,18 +396,45 @@ def write_markdown(path: str, data: dict) -> None:
     Path(path).write_text("\n".join(md))
 
 
+def merge_runs(parts: list[dict]) -> dict:
+    """One run's JSON out of runs on disjoint platforms (the same calibration, truth model and options)."""
+    first = parts[0]
+    for part in parts[1:]:
+        if part["fidelity"] != first["fidelity"] or part.get("truth_model") != first.get("truth_model"):
+            raise ValueError("the runs differ in calibration or truth model: they are not one evaluation")
+    rows = [r for part in parts for r in part["headroom"]]
+    keys = [(r["platform"], r["model"]) for r in rows]
+    if len(set(keys)) != len(keys):
+        raise ValueError("the runs share rows: merge runs on disjoint platforms only")
+    order = {name: k for k, name in enumerate(load_suite())}
+    rows.sort(key=lambda r: order.get(r["platform"], len(order)))
+    data = {**first, "headroom": rows, "command": " ; ".join(part["command"] for part in parts),
+            "seconds": round(sum(part["seconds"] for part in parts), 1),
+            "wall_seconds": round(max(part["seconds"] for part in parts), 1), "merged_from": len(parts)}
+    if first.get("truth_model"):
+        data["truth_summary"] = truth_summaries(rows)
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the calibration and headroom rows here (required unless --render)")
     parser.add_argument("--refit", action="store_true", help=f"fit the terms again and write {FITTED_TERMS_JSON.name}")
     parser.add_argument("--markdown", help="also write the tables as Markdown (e.g. docs/bench/headroom.md)")
     parser.add_argument("--models", help=f"comma-separated (default: {','.join(DEFAULT_MODELS)}); 'unseen': the "
-                        f"architectures kept out of every training set ({','.join(zoo.UNSEEN)}), zero-shot")
+                        f"architectures kept out of every training set ({','.join(zoo.UNSEEN)}), zero-shot; "
+                        f"'heldout': the frozen held-out list ({','.join(zoo.HELD_OUT_FAMILIES)}, docs/heldout.md)")
     parser.add_argument("--platforms", help="comma-separated suite platforms (default: all)")
     parser.add_argument("--finetune-budget", type=int, default=50, help="evaluated placements for fine-tuning")
     parser.add_argument("--milp-seconds", type=float, default=20.0)
+    parser.add_argument("--milp-warm-start", action="store_true",
+                        help="run the MILP last, started from the best placement the other methods found (its dual "
+                             "bound then proves a gap for the best known)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--render", metavar="JSON", help="only write --markdown from a JSON this script wrote")
+    parser.add_argument("--merge", metavar="JSON", nargs="+",
+                        help="join JSONs of this script run on disjoint --platforms with the same other options "
+                             "into --json (and --markdown): one table, rows in the suite's platform order")
     parser.add_argument("--baselines", action="store_true",
                         help="also run the learned baselines (Placeto, RNN placer) with the fine-tune budget")
     parser.add_argument("--truth-draws", type=int, default=truth.TRUTH_DRAWS,
@@ -342,6 +449,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.json:
         parser.error("--json OUT.json is required (or --render JSON --markdown OUT.md)")
+    if args.merge:
+        data = merge_runs([json.loads(Path(p).read_text()) for p in args.merge])
+        Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
+        if args.markdown:
+            write_markdown(args.markdown, data)
+        return 0
     start = time.perf_counter()
     command = "python benchmarks/bench_platforms.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
@@ -366,8 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ntruth: {spec.draws} draws per row, sigma {spec.sigma:.3f} fitted to {log_errors.size} held-out "
               f"log errors {np.round(log_errors, 3).tolist()}; plus leave-platform-out")
 
-    models = (list(zoo.UNSEEN) if args.models == "unseen" else args.models.split(",")) if args.models \
-        else list(DEFAULT_MODELS)
+    named_sets = {"unseen": zoo.UNSEEN, "heldout": zoo.HELD_OUT_FAMILIES}
+    models = list(named_sets.get(args.models) or args.models.split(",")) if args.models else list(DEFAULT_MODELS)
     names = args.platforms.split(",") if args.platforms else list(suite)
     headroom = []
     print("\n## Headroom (simulated)")
@@ -378,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             row = headroom_row(suite[name], model, load_graph(model), finetune_budget=args.finetune_budget,
                                seed=args.seed, milp_seconds=args.milp_seconds,
                                methods=DEFAULT_METHODS + (("Placeto", "RNN placer") if args.baselines else ()),
-                               placements_out=placements)
+                               placements_out=placements, milp_warm_start=args.milp_warm_start)
             if truth_model is not None:
                 row["truth"] = truth.score_draws(suite[name], load_graph(model), placements, spec)
                 row["truth_leave_platform_out"] = truth.score_leave_platform_out(
@@ -395,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = check_targets(headroom)
     print("\n".join(tables))
     print("\n## Targets in split rows\n" + "\n".join(targets))
+    print("\n## Summary\n" + "\n".join(summary_lines(headroom)))
     if truth_model is not None:
         titles = dict(TRUTH_METHODS)
         for truth_key, sets in truth_summaries(headroom).items():
@@ -415,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
                                                    "placeto_ms", "rnn_placer_ms", "optimum_exact", "optimum_source",
                                                    "split_pays", "platform_kind", "simulated", "notes", "local_search",
                                                    "max_submodels", "seconds", "optimum_proof", "milp_objective_ms",
+                                                   "milp_dual_bound_ms", "milp_gap", "milp_model_agrees",
+                                                   "milp_warm_start", "nodes",
                                                    "truth", "truth_leave_platform_out")}}
                          for r in headroom]}
     if truth_model is not None:

@@ -133,6 +133,12 @@ from ov_autoplace_lab.models.unseen_models import UNSEEN, UNSEEN_BUILDERS  # noq
 
 _BUILDERS.update(UNSEEN_BUILDERS)
 
+# The frozen held-out architectures (heldout_models.py, docs/heldout.md): buildable, in no list training reads.
+from ov_autoplace_lab.models.heldout_models import (HELD_OUT_BUILDERS, HELD_OUT_FAMILIES,  # noqa: E402,F401
+                                                   HELD_OUT_FINGERPRINTS)
+
+_BUILDERS.update(HELD_OUT_BUILDERS)
+
 
 def _convert(name: str) -> tuple[ov.Model, dict]:
     """Build ``name`` in torch and convert it to a static-shape ov.Model."""
@@ -180,7 +186,7 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
     interrupted build is redone rather than leaving a half IR in use.
     """
     if name not in _BUILDERS:
-        raise ValueError(f"unknown zoo model {name!r}; choose from {ALL_MODELS + UNSEEN}")
+        raise ValueError(f"unknown zoo model {name!r}; choose from {ALL_MODELS + UNSEEN + HELD_OUT_FAMILIES}")
     out_dir = cache_dir()
     xml = out_dir / f"{name}.xml"
     meta = out_dir / f"{name}.json"

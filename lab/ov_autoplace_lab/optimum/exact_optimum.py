@@ -68,6 +68,7 @@ class OptimumResult:
     num_submodels: int
     legal: Placement | None = None
     simulated_ms: float | None = None  # the simulator's latency of `placement`, when the simulator is available
+    dual_bound_ms: float | None = None  # the MILP's proven lower bound on its objective (HiGHS's dual bound)
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @property

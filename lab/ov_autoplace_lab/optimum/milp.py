@@ -65,9 +65,51 @@ class _Milp:
         return milp(np.asarray(self.cost), integrality=np.asarray(self.integer), bounds=Bounds(np.zeros(n), self.upper),
                     constraints=constraints, options={"time_limit": time_limit, "mip_rel_gap": mip_rel_gap})
 
+    def solve_from(self, time_limit: float, mip_rel_gap: float, start: dict[int, float]):
+        """As :meth:`solve`, with HiGHS given ``start`` (column -> value, a partial solution it completes) as its
+        first incumbent, so the search and its dual bound start from the best placement known. scipy's ``milp``
+        takes no start, so this drives the HiGHS that scipy bundles directly; ``None`` when that is missing."""
+        try:
+            from scipy.optimize._highspy import _core as highs_core  # scipy's bundled HiGHS (>= 1.15)
+        except ImportError:
+            return None
+        import scipy.sparse as sp
+        from scipy.optimize import OptimizeResult
+
+        n, rows = len(self.cost), len(self.row_lb)
+        a = sp.csc_array((self.vals, (self.rows, self.cols)), shape=(rows, n))
+        a.sum_duplicates()
+        lp = highs_core.HighsLp()
+        lp.num_col_, lp.num_row_ = n, rows
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, rows
+        lp.a_matrix_.format_ = highs_core.MatrixFormat.kColwise
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = np.asarray(self.cost), np.zeros(n), np.asarray(self.upper)
+        lp.row_lower_, lp.row_upper_ = np.asarray(self.row_lb), np.asarray(self.row_ub)
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
+        lp.integrality_ = [highs_core.HighsVarType(int(i)) for i in self.integer]
+        solver = highs_core._Highs()
+        for key, value in (("output_flag", False), ("time_limit", float(time_limit)),
+                           ("mip_rel_gap", float(mip_rel_gap))):
+            solver.setOptionValue(key, value)
+        solver.passModel(lp)
+        cols = np.fromiter(start, dtype=np.int32, count=len(start))
+        accepted = solver.setSolution(len(cols), cols, np.fromiter(start.values(), dtype=np.float64, count=len(start)))
+        solver.run()
+        status, info = solver.getModelStatus(), solver.getInfo()
+        codes = {highs_core.HighsModelStatus.kOptimal: 0, highs_core.HighsModelStatus.kTimeLimit: 1,
+                 highs_core.HighsModelStatus.kInfeasible: 2}
+        has_x = info.objective_function_value != highs_core.kHighsInf and status in codes and status != \
+            highs_core.HighsModelStatus.kInfeasible
+        return OptimizeResult(
+            status=codes.get(status, 4), message=solver.modelStatusToString(status),
+            x=np.asarray(solver.getSolution().col_value) if has_x else None,
+            fun=float(info.objective_function_value) if has_x else None, mip_gap=float(info.mip_gap),
+            mip_dual_bound=float(info.mip_dual_bound), start_accepted=accepted == highs_core.HighsStatus.kOk)
+
 
 def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 10.0, max_submodels: int | None = None,
-                   support: np.ndarray | None = None, mip_rel_gap: float = 1e-6) -> OptimumResult:
+                   support: np.ndarray | None = None, mip_rel_gap: float = 1e-6,
+                   start: np.ndarray | None = None) -> OptimumResult:
     """Optimum of the full model (module docstring) for any number of devices, by a MILP (HiGHS).
 
     Exact formulation, no surrogate:
@@ -92,10 +134,13 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
       ``A_d >= out_bytes[i] x[i,d]`` within each finite capacity.
 
     Stops after ``time_limit`` seconds with the best placement found and its
-    relative gap (``optimal`` False then).
+    relative gap (``optimal`` False then). ``start`` (a device index per node,
+    e.g. the best placement another method found) is given to HiGHS as its first
+    incumbent: its active nodes' devices and one submodel root per island, the
+    rest completed by HiGHS; ``dual_bound_ms`` is HiGHS's proven lower bound.
     """
     require_scipy()
-    start = time.perf_counter()
+    started = time.perf_counter()
     terms = CostTerms(cost, graph, support)
     n, nd = terms.num_nodes, terms.num_devices
     m = _Milp()
@@ -112,18 +157,31 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
     if raised:
         notes.append(raised)
     overhead = np.asarray(cost.submodel_overhead_ms, dtype=np.float64)
+    roots: dict[tuple[int, int], int] = {}
     if (overhead > 0).any() or max_submodels is not None:
-        _add_submodels(m, terms, x, overhead, max_submodels)
+        roots = _add_submodels(m, terms, x, overhead, max_submodels)
     _add_memory(m, terms, x)
-    with _stdout_to_log():
-        res = m.solve(time_limit, mip_rel_gap)
+    res = None
+    if start is not None:
+        with _stdout_to_log():
+            res = m.solve_from(time_limit, mip_rel_gap, _start_columns(terms, x, roots, np.asarray(start)))
+        notes.append("warm start unavailable (scipy without its bundled HiGHS bindings): solved cold" if res is None
+                     else f"warm-started from the given placement (HiGHS {'accepted' if res.start_accepted else 'refused'}"
+                          " it)")
+    if res is None:
+        with _stdout_to_log():
+            res = m.solve(time_limit, mip_rel_gap)
     notes.insert(0, f"MILP: {len(m.cost)} variables ({sum(m.integer)} binary), {len(m.row_lb)} rows")
+    bound = getattr(res, "mip_dual_bound", None)
+    bound = None if bound is None or not np.isfinite(bound) else float(bound)
     status = _MILP_STATUS.get(res.status, f"HiGHS: {res.message}")
     if res.x is None:
         if res.status != 1:
             raise PlacementError(f"the placement MILP has no solution ({status}: {res.message}); check memory "
                                  "capacities, max_submodels and unsupported nodes")
-        return _heuristic_fallback(terms, start, notes, max_submodels)
+        fallback = _heuristic_fallback(terms, started, notes, max_submodels)
+        fallback.dual_bound_ms = bound
+        return fallback
     sol = np.asarray(res.x)
     active_device = np.zeros(n, dtype=np.int64)
     act = np.flatnonzero(terms.active)
@@ -132,13 +190,14 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
     gap = getattr(res, "mip_gap", None)
     optimal = res.status == 0
     result = finish_result(terms, "milp", active_device, float(res.fun), status, optimal,
-                     None if gap is None else float(gap), start, notes, max_submodels)
+                     None if gap is None else float(gap), started, notes, max_submodels)
+    result.dual_bound_ms = bound
     if not optimal:
         result.notes.append("not proven optimal: objective_ms is the incumbent's value, which may count redundant "
                             "submodel roots; predicted_ms is its model latency")
-        fallback = _heuristic_fallback(terms, start, [], max_submodels, quiet=True)
+        fallback = _heuristic_fallback(terms, started, [], max_submodels, quiet=True)
         if fallback.predicted_ms < result.predicted_ms:  # a weak incumbent: a heuristic does better
-            bound = getattr(res, "mip_dual_bound", None)
+            fallback.dual_bound_ms = bound
             fallback.mip_gap = None if bound is None else float((fallback.predicted_ms - bound) / fallback.predicted_ms)
             fallback.status = status
             fallback.notes = result.notes + [f"MILP incumbent {result.predicted_ms:.4f} ms; {fallback.notes[-1]}"]
@@ -258,8 +317,11 @@ def _add_transfers(m: _Milp, terms: CostTerms, x: np.ndarray) -> None:
                 m.row([(t, 1.0), (x[s, a], -1.0), (y, -1.0)], lb=-1.0)
 
 
-def _add_submodels(m: _Milp, terms: CostTerms, x: np.ndarray, overhead: np.ndarray, max_submodels: int | None) -> None:
+def _add_submodels(m: _Milp, terms: CostTerms, x: np.ndarray, overhead: np.ndarray,
+                   max_submodels: int | None) -> dict[tuple[int, int], int]:
+    """The root and flow rows (``milp_placement``'s docstring); returns the root column of each (node, device)."""
     nd = terms.num_devices
+    root_columns: dict[tuple[int, int], int] = {}
     neighbours: dict[int, list[int]] = {int(i): [] for i in np.flatnonzero(terms.active)}
     for u, v in terms.active_edges:
         neighbours[u].append(v), neighbours[v].append(u)
@@ -269,6 +331,7 @@ def _add_submodels(m: _Milp, terms: CostTerms, x: np.ndarray, overhead: np.ndarr
         big = float(max(len(on_d), 1))  # a root emits one unit per other node of its island, and absorbs its own
         r = {i: m.var(float(overhead[d]), integer=True) for i in on_d}
         roots.extend(r.values())
+        root_columns.update({(i, d): col for i, col in r.items()})
         balance: dict[int, list[tuple[int, float]]] = {i: [(x[i, d], -1.0), (r[i], big)] for i in on_d}
         for i in on_d:
             m.row([(r[i], 1.0), (x[i, d], -1.0)], ub=0.0)  # a root sits on d
@@ -295,6 +358,34 @@ def _add_submodels(m: _Milp, terms: CostTerms, x: np.ndarray, overhead: np.ndarr
         if max_submodels < 1:
             raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
         m.row([(r, 1.0) for r in roots], ub=float(max_submodels))
+    return root_columns
+
+
+def _start_columns(terms: CostTerms, x: np.ndarray, roots: dict[tuple[int, int], int],
+                   device: np.ndarray) -> dict[int, float]:
+    """A partial MILP solution from a placement: each active node's device and one root per same-device island
+    (its lowest node); anchors, transfers, fusion, flows and memory are left to HiGHS to complete."""
+    out: dict[int, float] = {}
+    active = np.flatnonzero(terms.active).tolist()
+    for i in active:
+        for d in range(terms.num_devices):
+            if x[i, d] >= 0:
+                out[int(x[i, d])] = float(d == device[i])
+    if roots:
+        parent = {i: i for i in active}
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for u, v in terms.active_edges:
+            if device[u] == device[v]:
+                parent[max(find(u), find(v))] = min(find(u), find(v))
+        for (i, d), col in roots.items():
+            out[col] = float(device[i] == d and find(i) == i)
+    return out
 
 
 def _add_memory(m: _Milp, terms: CostTerms, x: np.ndarray) -> None:

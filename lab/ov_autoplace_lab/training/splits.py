@@ -22,6 +22,50 @@ VALIDATION_GRAPHS = tuple(f"family:{s}" for s in range(25, 30)) + tuple(
     f"family:{k}:9" for k in ("detection", "decoder", "multibranch", "state_space"))
 
 
+class HeldOutContamination(ValueError):
+    """A frozen held-out architecture (``models.HELD_OUT_FAMILIES``, ``docs/heldout.md``) reached a training,
+    validation or target set: the evaluation it was kept for would no longer be held out."""
+
+
+def held_out_families() -> tuple[str, ...]:
+    """The frozen held-out architectures: no spec of this module, and no target, may name them."""
+    from ov_autoplace_lab import models as zoo
+
+    return tuple(zoo.HELD_OUT_FAMILIES)
+
+
+def check_not_held_out(specs: list[TargetSpec], what: str) -> list[TargetSpec]:
+    """``specs`` unchanged, or :class:`HeldOutContamination` naming every spec on a frozen held-out architecture."""
+    frozen = set(held_out_families())
+    bad = sorted({s.graph for s in specs if s.model in frozen})
+    if bad:
+        raise HeldOutContamination(f"the {what} names frozen held-out architectures {bad}; they are evaluated once "
+                                   "per shipped policy and never trained, selected or tuned on (docs/heldout.md): "
+                                   "remove them from the list that put them there")
+    return specs
+
+
+def graph_fingerprint(graph) -> str:
+    """A name-free fingerprint of a prepared graph (its multiset of op type, output type and shape, and its sizes):
+    the same architecture under another name has the same one."""
+    import hashlib
+
+    nodes = sorted(f"{t}|{e}|{tuple(int(v) for v in shape[:rank])}" for t, e, shape, rank in
+                   zip(graph.op_types, graph.out_element_type, graph.out_shape, graph.out_rank))
+    text = f"{graph.num_nodes}|{len(graph.edge_src)}|" + ";".join(nodes)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def check_graph_not_held_out(name: str, graph) -> None:
+    """:class:`HeldOutContamination` when ``graph`` is a frozen held-out architecture under another name."""
+    from ov_autoplace_lab import models as zoo
+
+    match = [k for k, v in zoo.HELD_OUT_FINGERPRINTS.items() if v == graph_fingerprint(graph)]
+    if match:
+        raise HeldOutContamination(f"graph {name!r} has the fingerprint of the frozen held-out architecture "
+                                   f"{match[0]!r} (docs/heldout.md): targets are never generated on it")
+
+
 def zoo_models() -> tuple[str, ...]:
     from ov_autoplace_lab import models as zoo
 
@@ -45,12 +89,13 @@ def training_specs(zoo_variants: int = 8, family_count: int = 30, family_variant
 
         extra = [f"family:{k}:{s}" for k in EXTRA_KINDS for s in range(extra_family_count)]
         specs += task_specs(extra, platforms, family_variants)
-    return specs
+    return check_not_held_out(specs, "training set")
 
 
 def validation_specs(extra_family_count: int = 10) -> list[TargetSpec]:
     """The training cases of :data:`VALIDATION_GRAPHS` (those the task set has with ``extra_family_count``)."""
-    return [s for s in training_specs(extra_family_count=extra_family_count) if s.graph in VALIDATION_GRAPHS]
+    specs = [s for s in training_specs(extra_family_count=extra_family_count) if s.graph in VALIDATION_GRAPHS]
+    return check_not_held_out(specs, "validation split")
 
 
 def is_validation(spec: TargetSpec) -> bool:
@@ -68,7 +113,8 @@ def unseen_specs(zoo_variants: int = 8) -> list[TargetSpec]:
     reads ``ALL_MODELS``), so a run directory of their targets serves ``fit`` and ``evaluate`` only."""
     from ov_autoplace_lab import models as zoo
 
-    return task_specs([f"zoo:{m}" for m in zoo.UNSEEN], list(SUITE_PLATFORMS), zoo_variants)
+    specs = task_specs([f"zoo:{m}" for m in zoo.UNSEEN], list(SUITE_PLATFORMS), zoo_variants)
+    return check_not_held_out(specs, "zero-shot set")
 
 
 def is_unseen(spec: TargetSpec) -> bool:
@@ -81,6 +127,7 @@ def is_held_out(spec: TargetSpec) -> bool:
     return spec.model in HELD_OUT_ARCHITECTURES or spec.platform in HELD_OUT_PLATFORMS
 
 
-__all__ = ["HELD_OUT_ARCHITECTURES", "HELD_OUT_PLATFORMS", "SUITE_PLATFORMS", "VALIDATION_GRAPHS", "evaluation_specs",
-           "is_held_out", "is_unseen", "is_validation", "training_specs", "unseen_specs", "validation_specs",
-           "zoo_models"]
+__all__ = ["HELD_OUT_ARCHITECTURES", "HELD_OUT_PLATFORMS", "SUITE_PLATFORMS", "VALIDATION_GRAPHS", "HeldOutContamination",
+           "check_graph_not_held_out", "check_not_held_out", "evaluation_specs", "graph_fingerprint",
+           "held_out_families", "is_held_out", "is_unseen", "is_validation", "training_specs", "unseen_specs",
+           "validation_specs", "zoo_models"]

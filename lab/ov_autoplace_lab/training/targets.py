@@ -118,13 +118,27 @@ def load_graph(name: str) -> GraphArrays:
     if source == "zoo":
         from ov_autoplace_lab import models as zoo
 
-        return extract_graph(prepare_model(zoo.load(rest)))
+        if rest in zoo.HELD_OUT_FAMILIES:  # no target (hence no training or selection) on a frozen held-out graph
+            from ov_autoplace_lab.training.splits import HeldOutContamination
+
+            raise HeldOutContamination(f"graph {name!r} is a frozen held-out architecture (docs/heldout.md): targets "
+                                       "are never generated on it; evaluate it with benchmarks/bench_platforms.py "
+                                       "--models heldout")
+        return _not_held_out(name, extract_graph(prepare_model(zoo.load(rest))))
     if source == "family":
         from ov_autoplace_lab.training.graph_family import build
 
         kind, _, seed = rest.rpartition(":")
-        return extract_graph(prepare_model(build(int(seed), kind or None)))
+        return _not_held_out(name, extract_graph(prepare_model(build(int(seed), kind or None))))
     raise ValueError(f"graph {name!r}: expected 'zoo:<model>', 'family:<seed>' or 'family:<kind>:<seed>'")
+
+
+def _not_held_out(name: str, graph: GraphArrays) -> GraphArrays:
+    """``graph``, unless it is a frozen held-out architecture under another name (its fingerprint)."""
+    from ov_autoplace_lab.training.splits import check_graph_not_held_out
+
+    check_graph_not_held_out(name, graph)
+    return graph
 
 
 @functools.lru_cache(maxsize=1)

@@ -381,3 +381,35 @@ def test_a_solved_milp_result_is_proven_when_objective_and_simulator_agree():
     result = milp_placement(cost, graph, time_limit=30.0)
     assert result.optimal and result.simulated_ms is not None
     assert result.proven  # the exact formulation on a small graph: objective == simulated latency
+
+
+# ----------------------------------------------------------------- warm start and dual bound
+def test_a_warm_started_milp_keeps_the_start_as_incumbent_and_bounds_it():
+    """Started from a placement, the MILP never returns worse than it, and HiGHS's dual bound is a lower bound."""
+    from tests import synthetic_graphs as sg
+    from ov_autoplace.model.prepare import prepare_model
+
+    graph = extract_graph(prepare_model(sg.attention_like()))
+    cost = random_cost(graph, 3, 0, memory=True)
+    optimum = milp_placement(cost, graph, time_limit=60)
+    assert optimum.optimal and optimum.dual_bound_ms is not None
+    assert optimum.dual_bound_ms <= optimum.objective_ms * (1 + 1e-6)
+    warm = milp_placement(cost, graph, time_limit=30, start=optimum.placement)
+    assert any("HiGHS accepted it" in n for n in warm.notes)
+    assert_close(warm.predicted_ms, optimum.predicted_ms)
+    assert warm.dual_bound_ms <= warm.predicted_ms * (1 + 1e-6)
+    # an infeasible start (here: over a memory capacity) is refused, and the solve goes on from scratch
+    rng = np.random.default_rng(0)
+    bad = legal(graph, rng.integers(0, 3, graph.num_nodes), cost.devices)[0]
+    assert not np.isfinite(brute_latency(cost, graph, bad))
+    again = milp_placement(cost, graph, time_limit=60, start=bad)
+    assert any("HiGHS refused it" in n for n in again.notes) and again.optimal
+    assert_close(again.predicted_ms, optimum.predicted_ms)
+
+
+@pytest.mark.parametrize("seed", [1, 5])
+def test_the_dual_bound_never_exceeds_the_brute_force_optimum(seed):
+    graph = small_graph(seed, 9 if seed == 1 else 7)
+    cost = random_cost(graph, 2 if seed == 1 else 3, seed, memory=True)
+    result = milp_placement(cost, graph, time_limit=60)
+    assert result.optimal and result.dual_bound_ms <= brute_force_optimum(cost, graph) * (1 + 1e-6)

@@ -97,3 +97,41 @@ def test_the_markdown_gains_the_truth_summary(script, tmp_path):
     # HSDAG + local search: ratios 1.0 and 1.9/1.8; slower than the best single device in 1 of 2 draws
     assert "| HSDAG one pass + local search | 2 | 1.028x |" in text and "| 0.0 % | 50.0 % |" in text
     assert "(b) leave-platform-out, one truth per row: split rows" in text
+
+
+def test_the_summary_counts_the_one_pass_its_risk_and_the_proven_gap(script):
+    truth = {"hsdag_ms": [2.1, 1.5, 1.9, 1.7], "best_single_device_ms": [2.0, 2.0, 2.0, 1.6],
+             "plain_call_ms": [3.0, 1.4, 3.0, 3.0], "optimum_ms": [1.5] * 4}
+    rows = [_row("a", True, hsdag_ms=1.65, heft_ms=1.62, truth=truth, milp_dual_bound_ms=1.58,
+                 milp_model_agrees=True, optimum_exact=False,
+                 milp_warm_start={"source": "hsdag_refined_ms", "ms": 1.6, "improved": False}),
+            _row("b", True, hsdag_ms=1.60, heft_ms=1.70, optimum_exact=False, optimum_source="hsdag_refined_ms"),
+            _row("c", False)]
+    assert script.row_risk(rows[0]) == (2, 1, 4)  # draws 0 and 3 slower than the best single device, 1 than plain
+    lines = script.summary_lines(rows)
+    assert lines[0] == "split rows: 2 of 3"
+    assert lines[1].startswith("policy alone, one pass: within 1.05x of the best known in 2 of 2 split rows; behind "
+                               "HEFT by > 1 % in 1 (paper/a)")
+    assert "slower than the best single device in 2 of 4 draws (50.0 %), slower than the plain call in 1 (25.0 %)" \
+        in lines[2]
+    # a: local search's placement (the warm MILP did not improve it), gap (1.6 - 1.58) / 1.6; b: no bound
+    assert lines[4].startswith("best known proven within 2 % (MILP dual bound) on 1 of 2 split rows; unproven (no "
+                               "bound, or the MILP's model disagrees with the simulator) on 1; found by: local search 2")
+    assert "| local search, 1.25 % |" in "\n".join(script.headroom_tables(rows))
+
+
+def test_runs_on_disjoint_platforms_merge_into_one_table(script, tmp_path):
+    base = {"command": "c1", "date": "2026-12-02", "seconds": 10.0, "fidelity": {}, "truth_model": None}
+    one = {**base, "headroom": [_row("a", True, platform="laptop")]}
+    two = {**base, "command": "c2", "seconds": 30.0, "headroom": [_row("a", True, platform="paper")]}
+    merged = script.merge_runs([one, two])
+    assert [r["platform"] for r in merged["headroom"]] == ["paper", "laptop"]  # the suite's order
+    assert merged["seconds"] == 40.0 and merged["wall_seconds"] == 30.0 and merged["command"] == "c1 ; c2"
+    with pytest.raises(ValueError, match="share rows"):
+        script.merge_runs([one, one])
+    with pytest.raises(ValueError, match="not one evaluation"):
+        script.merge_runs([one, {**two, "fidelity": {"fitted": {}}}])
+    out = tmp_path / "m.md"
+    script.write_markdown(str(out), merged)
+    assert "2 processes side by side on disjoint platforms, joined by --merge: 30 s wall, 40 s summed" in \
+        out.read_text()

@@ -1,0 +1,31 @@
+"""The frozen held-out architectures build to static IR from configs (no hub), like the zoo."""
+
+from __future__ import annotations
+
+import pytest
+
+from ov_autoplace_lab import models as zoo
+
+
+def test_held_out_architectures_build_by_name_but_are_no_training_or_zero_shot_model():
+    assert set(zoo.HELD_OUT_FAMILIES) <= set(zoo._BUILDERS)
+    assert not set(zoo.HELD_OUT_FAMILIES) & set(zoo.ALL_MODELS + zoo.UNSEEN)
+    with pytest.raises(ValueError, match="unknown zoo model 'x'.*clip_text"):
+        zoo.build("x")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mnasnet1_0", "clip_text"])
+def test_a_held_out_model_builds_to_a_static_ir(name, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setenv(zoo.ENV_VAR, str(tmp_path))
+    model = zoo.load(name)
+    assert all(p.get_partial_shape().is_static for p in model.inputs)
+    nodes, edges = zoo.graph_counts(model)
+    assert nodes > 100 and edges >= nodes - 1
+    # the stored fingerprint is this build's (else training's check by graph would miss a renamed copy)
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace_lab.training.splits import graph_fingerprint
+
+    assert graph_fingerprint(extract_graph(prepare_model(model))) == zoo.HELD_OUT_FINGERPRINTS[name]
