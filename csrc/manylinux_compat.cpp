@@ -1,0 +1,61 @@
+// The definitions behind manylinux_compat.hpp: what a build with newer glibc and libstdc++ headers references
+// beyond manylinux_2_28. The version script (_native.map) keeps them local to _native, so they never interpose on
+// the process's own glibc or libstdc++. Compiled without LTO (CMakeLists.txt): the .symver statements must stay in
+// the object that uses them.
+#include <pthread.h>
+
+#include <cmath>
+#include <exception>
+#include <new>
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
+
+// Always 0, "the process may be multi-threaded": the renamed __libc_single_threaded (manylinux_compat.hpp).
+extern "C" char ov_autoplace_libc_single_threaded;
+char ov_autoplace_libc_single_threaded = 0;
+
+// glibc 2.29 added log and pow without the SVID error handling (the same results; only errno on a domain error can
+// differ), glibc 2.34 moved pthread_once from libpthread into libc under a new version (std::call_once reaches it);
+// the GLIBC_2.2.5 entry points are still exported by every later glibc. The linker sends the other units' calls
+// here (-Wl,--wrap=log,...), and these call the 2.2.5 versions.
+extern "C" {
+double ov_autoplace_log_2_2_5(double) noexcept;
+double ov_autoplace_pow_2_2_5(double, double) noexcept;
+int ov_autoplace_pthread_once_2_2_5(pthread_once_t*, void (*)()) noexcept;
+__asm__(".symver ov_autoplace_log_2_2_5,log@GLIBC_2.2.5");
+__asm__(".symver ov_autoplace_pow_2_2_5,pow@GLIBC_2.2.5");
+__asm__(".symver ov_autoplace_pthread_once_2_2_5,pthread_once@GLIBC_2.2.5");
+
+double __wrap_log(double x) noexcept { return ov_autoplace_log_2_2_5(x); }
+double __wrap_pow(double x, double y) noexcept { return ov_autoplace_pow_2_2_5(x, y); }
+int __wrap_pthread_once(pthread_once_t* once, void (*init)()) noexcept {
+    return ov_autoplace_pthread_once_2_2_5(once, init);
+}
+}
+
+#if defined(_GLIBCXX_RELEASE) && _GLIBCXX_RELEASE >= 11
+
+// GLIBCXX_3.4.29: thrown by std::allocator<T>::allocate when n * sizeof(T) overflows.
+namespace std {
+void __throw_bad_array_new_length() { throw bad_array_new_length(); }
+}  // namespace std
+
+// CXXABI_1.3.13: std::exception_ptr's copy and destruction became inline, calling these two. The out-of-line copy
+// constructor and destructor they replaced are exported since CXXABI_1.3.3 by every libstdc++; these call them.
+extern "C" void ov_autoplace_exception_ptr_copy(void* self, const void* other) noexcept;
+extern "C" void ov_autoplace_exception_ptr_destroy(void* self) noexcept;
+__asm__(".symver ov_autoplace_exception_ptr_copy,_ZNSt15__exception_ptr13exception_ptrC1ERKS0_@CXXABI_1.3.3");
+__asm__(".symver ov_autoplace_exception_ptr_destroy,_ZNSt15__exception_ptr13exception_ptrD1Ev@CXXABI_1.3.3");
+
+namespace std::__exception_ptr {
+// One more reference: a copy into storage that is never destroyed.
+void exception_ptr::_M_addref() noexcept {
+    alignas(exception_ptr) unsigned char copy[sizeof(exception_ptr)];
+    ov_autoplace_exception_ptr_copy(copy, this);
+}
+// One reference fewer (the exception freed at zero): the old destructor, run on this pointer's own bits.
+void exception_ptr::_M_release() noexcept { ov_autoplace_exception_ptr_destroy(this); }
+}  // namespace std::__exception_ptr
+
+#endif  // _GLIBCXX_RELEASE >= 11
+#endif  // x86-64 glibc
