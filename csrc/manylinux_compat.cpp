@@ -40,21 +40,25 @@ namespace std {
 void __throw_bad_array_new_length() { throw bad_array_new_length(); }
 }  // namespace std
 
-// CXXABI_1.3.13: std::exception_ptr's copy and destruction became inline, calling these two. The out-of-line copy
-// constructor and destructor they replaced are exported since CXXABI_1.3.3 by every libstdc++; these call them.
-extern "C" void ov_autoplace_exception_ptr_copy(void* self, const void* other) noexcept;
-extern "C" void ov_autoplace_exception_ptr_destroy(void* self) noexcept;
-__asm__(".symver ov_autoplace_exception_ptr_copy,_ZNSt15__exception_ptr13exception_ptrC1ERKS0_@CXXABI_1.3.3");
-__asm__(".symver ov_autoplace_exception_ptr_destroy,_ZNSt15__exception_ptr13exception_ptrD1Ev@CXXABI_1.3.3");
+// CXXABI_1.3.13: std::exception_ptr's copy and destruction became inline, calling these two. Both are done here with
+// functions every libstdc++ exports whose names the other units never define (they do define the inline copy
+// constructor and destructor, and a .symver reference to those names would bind to that local copy, not libstdc++'s):
+// the private constructor from the exception object (CXXABI_1.3.11), which takes a reference, and the copy
+// assignment exported since CXXABI_1.3.3 (not inline in GCC < 12, unused by the other units), which drops one.
+extern "C" void* ov_autoplace_exception_ptr_assign(void* self, const void* other) noexcept;
+__asm__(".symver ov_autoplace_exception_ptr_assign,_ZNSt15__exception_ptr13exception_ptraSERKS0_@CXXABI_1.3.3");
 
 namespace std::__exception_ptr {
-// One more reference: a copy into storage that is never destroyed.
+// One more reference: a pointer to the same exception, constructed where it is never destroyed.
 void exception_ptr::_M_addref() noexcept {
-    alignas(exception_ptr) unsigned char copy[sizeof(exception_ptr)];
-    ov_autoplace_exception_ptr_copy(copy, this);
+    alignas(exception_ptr) unsigned char holder[sizeof(exception_ptr)];
+    ::new (static_cast<void*>(holder)) exception_ptr(_M_exception_object);
 }
-// One reference fewer (the exception freed at zero): the old destructor, run on this pointer's own bits.
-void exception_ptr::_M_release() noexcept { ov_autoplace_exception_ptr_destroy(this); }
+// One reference fewer (the exception freed at zero): libstdc++'s own assignment of a null pointer to this one.
+void exception_ptr::_M_release() noexcept {
+    const exception_ptr null;
+    ov_autoplace_exception_ptr_assign(this, &null);
+}
 }  // namespace std::__exception_ptr
 
 #endif  // _GLIBCXX_RELEASE >= 11
