@@ -62,8 +62,7 @@ def test_wheel_from_the_sdist_is_manylinux_and_works_in_a_fresh_venv(minor, pyth
     tag = "cp" + minor.replace(".", "")
     # openvino's own platform tag (csrc/manylinux_compat.hpp), under the size bound every runtime wheel has
     assert re.fullmatch(rf"ov_autoplace-[\w.]+-{tag}-{tag}-{wheels.OPENVINO_PLATFORM}\.whl", result.wheel.name)
-    assert result.shown.sym_tag == wheels.OPENVINO_PLATFORM, result.shown.text
-    assert not result.shown.problems(), result.shown.text  # libopenvino the only external library
+    assert not result.shown.problems(), result.shown.text  # symbols within that tag; libopenvino the only external
     assert not result.too_big, (result.wheel.stat().st_size, wheels.RUNTIME_WHEEL_MAX_BYTES)
     check = result.check
     assert check["python"].startswith(minor + ".") and f"/python{minor}/site-packages/" in check["ov_autoplace"]
