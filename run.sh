@@ -47,7 +47,8 @@ setup() {
   # The OpenVINO pin is pyproject.toml's (the extension loads only with the release it was built against).
   python -m pip install -q "scikit-build-core>=0.10" "pybind11>=3.0" "setuptools>=70.1" "openvino==2026.4.1" numpy
   # The two distributions, editable: the runtime (with the C++ extension), then the lab that registers with it.
-  python -m pip install -q --no-build-isolation -e ".[dev]"
+  # The dev dependency group (tests, auditwheel) is no extra: apps never see it in the published metadata.
+  python -m pip install -q --no-build-isolation --group dev -e .
   # Not the lab's llm extra: optimum-intel 2.2.0 needs transformers < 5.6, whose BERT the zoo cannot trace
   # (transformers 5.5's masks read a traced length as a tensor); docs/llm.md says how to run the LLM tests.
   python -m pip install -q --no-build-isolation -e "./lab[zoo,train,pictures]"

@@ -1,3 +1,5 @@
+import json
+import platform
 import re
 import subprocess
 import sys
@@ -65,3 +67,47 @@ def test_import_fails_clearly_on_mismatch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("ERR") and "2024.6.0" in out and "rebuild" in out
+
+
+def _openvino_manylinux_tag() -> str:
+    """The platform tag of the installed ``openvino`` wheel (``manylinux_2_28_x86_64`` for 2026.4.1)."""
+    from importlib.metadata import distribution
+
+    tags = [line.split(":", 1)[1].strip() for line in distribution("openvino").read_text("WHEEL").splitlines()
+            if line.startswith("Tag:")]
+    return tags[0].split("-")[-1]
+
+
+@pytest.mark.skipif(not (sys.platform == "linux" and platform.machine() == "x86_64"), reason="x86-64 Linux build")
+def test_extension_needs_no_newer_glibc_or_libstdcxx_than_the_openvino_wheel():
+    """The built extension's symbol versions are within the manylinux policy of the openvino wheel it links, so it
+    loads wherever that wheel does (csrc/manylinux_compat.*), and it exports nothing but its init function."""
+    elffile = pytest.importorskip("elftools.elf.elffile")
+    pytest.importorskip("auditwheel")
+    from importlib.resources import files
+
+    tag = _openvino_manylinux_tag()
+    assert re.fullmatch(r"manylinux_2_\d+_x86_64", tag), tag
+    policies = json.loads((files("auditwheel") / "policy" / "manylinux-policy.json").read_text())
+    (policy,) = [p for p in policies if p["name"] == tag.removesuffix("_x86_64")]
+    allowed = policy["symbol_versions"]["x86_64"]  # {"GLIBC": [...], "GLIBCXX": [...], "CXXABI": [...], ...}
+    with open(load_native().__file__, "rb") as f:
+        elf = elffile.ELFFile(f)
+        needed = {(aux.name.rsplit("_", 1)[0], aux.name.rsplit("_", 1)[1])
+                  for verneed, auxes in elf.get_section_by_name(".gnu.version_r").iter_versions()
+                  for aux in auxes}
+        symbols = list(elf.get_section_by_name(".dynsym").iter_symbols())
+        exported = [s.name for s in symbols if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] != "STB_LOCAL"
+                    and s.name]
+        imported = {s.name for s in symbols if s["st_shndx"] == "SHN_UNDEF"}
+    beyond = sorted(f"{family}_{version}" for family, version in needed
+                    if family in allowed and version not in allowed[family])
+    assert {family for family, _ in needed} >= {"GLIBC", "GLIBCXX", "CXXABI"}, needed  # the check sees them
+    assert not beyond, f"the extension needs {beyond}, beyond openvino's {tag}: see csrc/manylinux_compat.hpp"
+    assert exported == ["PyInit__native"], exported
+    # the local exception_ptr reference counting calls libstdc++'s own functions (bound to a local copy, an exception
+    # crossing the extension would loop forever): tests/devices/test_timing.py raises through it
+    defined = {s.name for s in symbols if s["st_shndx"] != "SHN_UNDEF"}
+    if "_ZNSt15__exception_ptr13exception_ptr9_M_addrefEv" in defined:
+        libstdcxx_calls = {"_ZNSt15__exception_ptr13exception_ptrC1EPv", "_ZNSt15__exception_ptr13exception_ptraSERKS0_"}
+        assert libstdcxx_calls <= imported, libstdcxx_calls - imported

@@ -117,7 +117,7 @@ def test_missing_extra_is_named_in_one_line(ir_path, tmp_path, monkeypatch, caps
     """Without matplotlib (the lab's pictures extra), `show` still writes SVG and HTML and names the extra for the PNG in one line."""
     import sys as _sys
 
-    monkeypatch.setitem(_sys.modules, "matplotlib", None)  # what an install without the dev extra looks like
+    monkeypatch.setitem(_sys.modules, "matplotlib", None)  # what an install without matplotlib looks like
     assert main(["show", "-m", str(ir_path), "--testbed", "--no-measure", "-o", str(tmp_path / "p")]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if "matplotlib" in line]

@@ -129,7 +129,8 @@ def add_show_parser(sub) -> None:
     show.add_argument("--placement", type=Path, help="draw this placement JSON (from `place -o`) instead of placing")
     add_run_args(show)
     show.add_argument("--no-measure", action="store_true", help="do not run the model: simulated timeline only")
-    show.add_argument("--no-png", action="store_true", help="skip the PNG (it needs matplotlib, the dev extra)")
+    show.add_argument("--no-png", action="store_true",
+                      help="skip the PNG (it needs matplotlib, the lab's pictures extra)")
     show.set_defaults(func=cmd_show)
 
 

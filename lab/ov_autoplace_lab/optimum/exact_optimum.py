@@ -47,7 +47,7 @@ def proven_optimal(solver_optimal: bool, objective_ms: float | None, simulated_m
 def require_scipy():
     try:
         import scipy  # noqa: F401
-    except ImportError:  # pragma: no cover - scipy is in the dev extra the tests run with
+    except ImportError:  # pragma: no cover - scipy is in the dev group the tests run with
         raise ImportError("the exact optimum needs scipy: pip install scipy "
                           "(or pip install 'ov_autoplace[optimum]')") from None
 

@@ -16,7 +16,7 @@ compiles, methods timed interleaved with the native timer; outputs checked again
 SIMULATED 'paper' (i9-12900K + Flex 170) and 'laptop' (Core Ultra 7 155H: CPU + iGPU + NPU) platforms.
 Learned methods share one sample budget (distinct placements evaluated), printed in the table.
 Writes results.md, results.json, speedup_<setting>.png and curves_<setting>.png to --output.
-Needs the train and dev extras (torch, matplotlib)."""
+Needs the lab's train and pictures extras (torch, matplotlib)."""
 
 
 def add_bench_parser(sub) -> None:

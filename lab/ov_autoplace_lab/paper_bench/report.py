@@ -346,7 +346,7 @@ def write_report(results: Mapping[str, Any], out_dir: str | Path) -> dict[str, P
     api = _figure_api()
     if api is None:
         log.warning("matplotlib is not installed: writing results.json and results.md without figures "
-                    "(pip install -e '.[dev]' for the PNGs)")
+                    "(pip install 'ov-autoplace-lab[pictures]' for the PNGs)")
     figures: dict[str, list[str]] = {}
     for setting in results["settings"] if api is not None else []:
         name = setting["name"]
