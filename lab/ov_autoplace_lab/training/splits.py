@@ -6,6 +6,7 @@ trained on. A module of its own so that ``imitation`` and ``heldout`` read the s
 
 from __future__ import annotations
 
+from ov_autoplace_lab.training.heldout_guard import HeldOutContamination, check_graph_not_held_out, graph_fingerprint
 from ov_autoplace_lab.training.targets import TargetSpec, task_specs
 
 #: Zoo architectures never trained on (leave-architecture-out): a speech transformer with a conv front end and a
@@ -20,11 +21,6 @@ SUITE_PLATFORMS = ("paper", "laptop", "npu_cpu", "small_memory", "cpu_igpu")
 #: any result, so candidates are compared without touching the held-out rows.
 VALIDATION_GRAPHS = tuple(f"family:{s}" for s in range(25, 30)) + tuple(
     f"family:{k}:9" for k in ("detection", "decoder", "multibranch", "state_space"))
-
-
-class HeldOutContamination(ValueError):
-    """A frozen held-out architecture (``models.HELD_OUT_FAMILIES``, ``docs/heldout.md``) reached a training,
-    validation or target set: the evaluation it was kept for would no longer be held out."""
 
 
 def held_out_families() -> tuple[str, ...]:
@@ -43,27 +39,6 @@ def check_not_held_out(specs: list[TargetSpec], what: str) -> list[TargetSpec]:
                                    "per shipped policy and never trained, selected or tuned on (docs/heldout.md): "
                                    "remove them from the list that put them there")
     return specs
-
-
-def graph_fingerprint(graph) -> str:
-    """A name-free fingerprint of a prepared graph (its multiset of op type, output type and shape, and its sizes):
-    the same architecture under another name has the same one."""
-    import hashlib
-
-    nodes = sorted(f"{t}|{e}|{tuple(int(v) for v in shape[:rank])}" for t, e, shape, rank in
-                   zip(graph.op_types, graph.out_element_type, graph.out_shape, graph.out_rank))
-    text = f"{graph.num_nodes}|{len(graph.edge_src)}|" + ";".join(nodes)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def check_graph_not_held_out(name: str, graph) -> None:
-    """:class:`HeldOutContamination` when ``graph`` is a frozen held-out architecture under another name."""
-    from ov_autoplace_lab import models as zoo
-
-    match = [k for k, v in zoo.HELD_OUT_FINGERPRINTS.items() if v == graph_fingerprint(graph)]
-    if match:
-        raise HeldOutContamination(f"graph {name!r} has the fingerprint of the frozen held-out architecture "
-                                   f"{match[0]!r} (docs/heldout.md): targets are never generated on it")
 
 
 def zoo_models() -> tuple[str, ...]:

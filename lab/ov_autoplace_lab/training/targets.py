@@ -119,7 +119,7 @@ def load_graph(name: str) -> GraphArrays:
         from ov_autoplace_lab import models as zoo
 
         if rest in zoo.HELD_OUT_FAMILIES:  # no target (hence no training or selection) on a frozen held-out graph
-            from ov_autoplace_lab.training.splits import HeldOutContamination
+            from ov_autoplace_lab.training.heldout_guard import HeldOutContamination
 
             raise HeldOutContamination(f"graph {name!r} is a frozen held-out architecture (docs/heldout.md): targets "
                                        "are never generated on it; evaluate it with benchmarks/bench_platforms.py "
@@ -135,7 +135,7 @@ def load_graph(name: str) -> GraphArrays:
 
 def _not_held_out(name: str, graph: GraphArrays) -> GraphArrays:
     """``graph``, unless it is a frozen held-out architecture under another name (its fingerprint)."""
-    from ov_autoplace_lab.training.splits import check_graph_not_held_out
+    from ov_autoplace_lab.training.heldout_guard import check_graph_not_held_out
 
     check_graph_not_held_out(name, graph)
     return graph
