@@ -275,8 +275,8 @@ def test_hostile_files_in_a_worker_folder_are_never_followed(testbed, tmp_path, 
     """A FIFO as the log, links as the model copy, the lock and the failure record: the worker starts, measures,
     and nothing outside the root is read or written."""
     import time
-    from types import SimpleNamespace
 
+    from ov_autoplace.call_request import build_request
     from ov_autoplace.decision import background_worker as background
     from ov_autoplace.graph.arrays import extract_graph
     from ov_autoplace.model.prepare import prepare_model
@@ -294,8 +294,7 @@ def test_hostile_files_in_a_worker_folder_are_never_followed(testbed, tmp_path, 
     files["lock"].symlink_to(outside / "precious.txt")
     files["failed"].symlink_to("/dev/zero")
     before = snapshot(outside)
-    req = SimpleNamespace(core=testbed.core, devices=testbed.devices, placement_model=model, props={}, pins=[],
-                          max_submodels=8, seed=0, spec=SimpleNamespace(text=testbed.hetero))
+    req = build_request(model, testbed.hetero, core=testbed.core)  # the request compile_model would hand it
     with caplog.at_level(logging.WARNING):
         assert bounded(lambda: background.spawn_worker(req, root, key, graph))
         for thread in threading.enumerate():
