@@ -73,7 +73,7 @@ def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None =
                              mantissa_bits=mantissa_bits)
 
 
-def _rounded_mantissa(weight: np.ndarray, bits: int) -> np.ndarray:
+def rounded_mantissa(weight: np.ndarray, bits: int) -> np.ndarray:
     """float16 ``weight`` rounded to ``bits`` mantissa bits, to nearest with ties to even: on the bit pattern,
     as sign and magnitude, so a carry out of the mantissa steps the exponent exactly as rounding should."""
     drop = FLOAT16_MANTISSA_BITS - bits
@@ -104,7 +104,7 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
     with np.errstate(over="ignore"):  # an overflow is reported below, by name
         stored = {name: np.asarray(w, dtype=np.float32).astype(weight_dtype) for name, w in weights.items()}
         if mantissa_bits is not None:
-            stored = {name: _rounded_mantissa(w, mantissa_bits) for name, w in stored.items()}
+            stored = {name: rounded_mantissa(w, mantissa_bits) for name, w in stored.items()}
     for name, w in stored.items():
         if not np.isfinite(w).all() and np.isfinite(weights[name]).all():
             largest = float(np.abs(np.asarray(weights[name], dtype=np.float32)).max())

@@ -40,6 +40,14 @@ def concat_model(element_type: ov.Type, length: int = 5) -> ov.Model:
     return ov.Model([ops.concat(params, 0)], params, "concat_model")
 
 
+def concat_inputs(element_type: ov.Type, dtype) -> tuple[list, np.ndarray]:
+    """``concat_model``'s two inputs, one a Tensor and one an array of ``dtype``, and the output they give."""
+    tensor = ov.Tensor(element_type, [5])
+    tensor.data[:] = np.array([6, 7, 8, 9, 0])
+    array = np.array([1, 2, 3, 4, 5], dtype=dtype)
+    return [tensor, array], np.concatenate((tensor.data, array))
+
+
 def abs_model(element_type: ov.Type, shape=(1, 4)) -> ov.Model:
     param = ops.parameter(list(shape), element_type, name="data")
     return ov.Model([ops.abs(param, name="abs")], [param], "abs_model")

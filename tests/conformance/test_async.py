@@ -179,10 +179,8 @@ def test_error_inside_inference_reaches_wait_all(via, with_callback):
 def test_start_async_element_types(via, element_type, dtype):
     compiled = via.compile(models.concat_model(element_type))
     request = compiled.create_infer_request()
-    tensor = ov.Tensor(element_type, [5])
-    tensor.data[:] = np.array([6, 7, 8, 9, 0])
-    array = np.array([1, 2, 3, 4, 5], dtype=dtype)
-    request.start_async([tensor, array])
+    inputs, expected = models.concat_inputs(element_type, dtype)
+    request.start_async(inputs)
     request.wait()
-    np.testing.assert_array_equal(request.output_tensors[0].data, np.concatenate((tensor.data, array)))
+    np.testing.assert_array_equal(request.output_tensors[0].data, expected)
     settle()

@@ -30,7 +30,7 @@ from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.costmodel.suite import load_suite
 from ov_autoplace.errors import PolicyFormatError
 from ov_autoplace.policy import NumpyHSDAGPolicy
-from ov_autoplace.policy.policy_file import (_rounded_mantissa, convert_policy_file, load_policy_file,  # noqa: PLC2701
+from ov_autoplace.policy.policy_file import (rounded_mantissa, convert_policy_file, load_policy_file,
                                             write_policy_file)
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from tests import synthetic_graphs
@@ -203,7 +203,7 @@ def test_packed_planes_hold_the_byte_planes_exactly_and_refuse_damage_by_name(tm
         packed = load_policy_file(write_policy_file(tmp_path / f"m{bits}.npz", exported.config, exported.weights,
                                                     weight_dtype="float16", mantissa_bits=bits))
         rounded = {name: np.asarray(w, np.float32).astype(np.float16) for name, w in exported.weights.items()}
-        rounded = {name: _rounded_mantissa(w, bits).astype(np.float32) for name, w in rounded.items()}
+        rounded = {name: rounded_mantissa(w, bits).astype(np.float32) for name, w in rounded.items()}
         assert packed.header["weight_layout"] == "packed_planes"
         assert all(np.array_equal(packed.weights[name], w) for name, w in rounded.items()), bits
     with np.load(PRETRAINED_POLICY, allow_pickle=False) as stored:
