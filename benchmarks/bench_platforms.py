@@ -1,8 +1,8 @@
 """Calibrated simulated platforms: fidelity against published latencies, and the placement headroom table.
 
     python benchmarks/bench_platforms.py --json OUT.json [--refit] [--markdown docs/bench/headroom.md]
-        [--models a,b | --models unseen] [--platforms p,q] [--finetune-budget 50] [--milp-seconds 20] [--baselines]
-        [--truth-draws 20] [--truth-milp-seconds 2]
+        [--models a,b | --models unseen | --models decoders] [--platforms p,q] [--finetune-budget 50]
+        [--milp-seconds 20] [--baselines] [--truth-draws 20] [--truth-milp-seconds 2] [--no-finetune]
     python benchmarks/bench_platforms.py --render OUT.json --markdown docs/bench/headroom.md   # tables only
 
 1. Calibration: every row of ``lab/ov_autoplace_lab/calibration/calibration.csv``
@@ -71,6 +71,13 @@ def load_graph(name: str):
     return extract_graph(prepare_model(zoo.load(name)))
 
 
+def row_methods(args) -> tuple[str, ...]:
+    """The methods a row runs under the command's options."""
+    fine_tuned = ("HSDAG (pretrained + fine-tune)", "HSDAG (pretrained + fine-tune) + local search")
+    methods = tuple(m for m in DEFAULT_METHODS if not (args.no_finetune and m in fine_tuned))
+    return methods + (("Placeto", "RNN placer") if args.baselines else ())
+
+
 def decoder_row(platform, name: str, args, spec) -> dict:
     """A decoder's row (``paper_bench/decoder_rows.py``): every method on the whole generation's costs, the truth
     draws on them, the prior and the first start, each placement's time to first token and per-token latency."""
@@ -78,7 +85,7 @@ def decoder_row(platform, name: str, args, spec) -> dict:
     placements: dict = {}
     row = headroom_row(platform, name, case.graph, finetune_budget=args.finetune_budget, seed=args.seed,
                        milp_seconds=args.milp_seconds,
-                       methods=DEFAULT_METHODS + (("Placeto", "RNN placer") if args.baselines else ()),
+                       methods=row_methods(args),
                        placements_out=placements, milp_warm_start=args.milp_warm_start, cost=case.cost)
     decoder_rows.prior_placements(platform, case, placements, row)
     gen = decoder_rows.GENERATION
@@ -473,7 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", help="also write the tables as Markdown (e.g. docs/bench/headroom.md)")
     parser.add_argument("--models", help=f"comma-separated (default: {','.join(DEFAULT_MODELS)}); 'unseen': the "
                         f"architectures kept out of every training set ({','.join(zoo.UNSEEN)}), zero-shot; "
-                        f"'heldout': the frozen held-out list ({','.join(zoo.HELD_OUT_FAMILIES)}, docs/heldout.md)")
+                        f"'heldout': the frozen held-out list ({','.join(zoo.HELD_OUT_FAMILIES)}, docs/heldout.md); "
+                        f"'decoders': stateful decoders placed for a whole generation ({','.join(DECODER_SET)}, "
+                        "models/decoder_models.py)")
     parser.add_argument("--platforms", help="comma-separated suite platforms (default: all)")
     parser.add_argument("--finetune-budget", type=int, default=50, help="evaluated placements for fine-tuning")
     parser.add_argument("--milp-seconds", type=float, default=20.0)
@@ -485,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", metavar="JSON", nargs="+",
                         help="join JSONs of this script run on disjoint --platforms with the same other options "
                              "into --json (and --markdown): one table, rows in the suite's platform order")
+    parser.add_argument("--no-finetune", action="store_true",
+                        help="skip the two fine-tuned HSDAG columns (a search each: most of a row's time)")
     parser.add_argument("--baselines", action="store_true",
                         help="also run the learned baselines (Placeto, RNN placer) with the fine-tune budget")
     parser.add_argument("--truth-draws", type=int, default=truth.TRUTH_DRAWS,
@@ -543,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 row = headroom_row(suite[name], model, load_graph(model), finetune_budget=args.finetune_budget,
                                    seed=args.seed, milp_seconds=args.milp_seconds,
-                                   methods=DEFAULT_METHODS + (("Placeto", "RNN placer") if args.baselines else ()),
+                                   methods=row_methods(args),
                                    placements_out=placements, milp_warm_start=args.milp_warm_start)
             if truth_model is not None and model not in DECODERS:
                 row["truth"] = truth.score_draws(suite[name], load_graph(model), placements, spec)

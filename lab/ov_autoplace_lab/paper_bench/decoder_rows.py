@@ -203,5 +203,6 @@ def decoder_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
-__all__ = ["DECODER_KEYS", "PRODUCT_KEYS", "DecoderCase", "GENERATION", "decoder_case", "generation_cost", "decoder_lines", "draw_record", "generation_parts", "leave_platform_out_cost", "prefill_graph",
+__all__ = ["DECODER_KEYS", "PRODUCT_KEYS", "DecoderCase", "GENERATION", "decoder_case", "decoder_lines",
+           "draw_record", "generation_cost", "generation_parts", "leave_platform_out_cost", "prefill_graph",
            "prior_placements"]
