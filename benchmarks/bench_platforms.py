@@ -175,6 +175,8 @@ OTHER_COLUMNS = (("heft_ms", "HEFT"), ("placeto_ms", "Placeto"), ("rnn_placer_ms
                  ("openvino_pipeline_parallel_ms", "PIPELINE_PARALLEL"))
 #: Learned baselines: run only with ``--baselines`` (their columns appear when the rows have them).
 BASELINE_COLUMNS = (("placeto_ms", "Placeto"), ("rnn_placer_ms", "RNN placer"))
+#: The fine-tuned columns: skipped with ``--no-finetune`` (then left out of the tables).
+FINE_TUNED_COLUMNS = HSDAG_COLUMNS[2:]
 
 
 def _optimum_cell(r: dict) -> str:
@@ -203,8 +205,8 @@ OPTIMUM_NOTE = ("Optimum: the MILP's placement (time limit per row, the legalize
 
 def headroom_tables(rows: list[dict]) -> list[str]:
     """Markdown: rows where one device is optimal, then rows where a split pays (with the targets checked)."""
-    columns = [c for c in HSDAG_COLUMNS + OTHER_COLUMNS
-               if c not in BASELINE_COLUMNS or any(r.get(c[0]) is not None for r in rows)]
+    columns = [c for c in HSDAG_COLUMNS + OTHER_COLUMNS  # a column no row ran (--baselines, --no-finetune) is left out
+               if c not in BASELINE_COLUMNS + FINE_TUNED_COLUMNS or any(r.get(c[0]) is not None for r in rows)]
     risk = any(r.get("truth") for r in rows)
     head = ("| platform | model | best single device (ms) | optimum (ms) | optimum devices | best known: found by, "
             "proven gap | " + " | ".join(title for _, title in columns)
@@ -317,6 +319,8 @@ def check_targets(rows: list[dict]) -> list[str]:
             *oks, text = _targets(r, one_key, tuned_key)
             met[name] = [m + int(ok) for m, ok in zip(met[name], oks)]
             lines.append(f"    {name + ':':<23} {text}")
+    if split and all(r.get(k) is None for r in split for _, _, k in variants):
+        lines.append("(the fine-tuned columns were not run: --no-finetune; their MISSED above means not run)")
     for (name, (one, tuned, heft)), (_, one_key, _) in zip(met.items(), variants):
         # the leave-architecture-out target (<= 1.10x) and HEFT read for the one pass as well
         near = sum(r.get(one_key) is not None and r[one_key] <= 1.10 * r["optimum_ms"] for r in split)
