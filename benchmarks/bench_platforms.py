@@ -88,6 +88,7 @@ def decoder_row(platform, name: str, args, spec) -> dict:
                        methods=row_methods(args),
                        placements_out=placements, milp_warm_start=args.milp_warm_start, cost=case.cost)
     decoder_rows.prior_placements(platform, case, placements, row)
+    decoder_rows.profile_path_placement(platform, case, placements, row, args.seed)
     gen = decoder_rows.GENERATION
     row["generation"] = [gen.prompt_tokens, gen.new_tokens]
     row["memory_need_bytes"] = case.need_bytes
@@ -452,9 +453,11 @@ DECODER_NOTE = (
     "weights each node reads plus every layer's KV cache at 256 tokens (`costmodel/memory_need.py`). TTFT is the "
     "prefill alone, per token the decode steps' mean. 'first start' is what the default path compiles before any "
     "profile (`prior_rule.prior_outcome` on the prior's generation costs, kept only when it survives the prior's "
-    "error, else the plain call); 'policy + local search' is what a stored profile leads to (on the simulator's "
-    "costs here, as the headroom columns). Truth draws: as in the section Truth; 'best known' per draw is the best "
-    "placement any method or device reached under that draw.")
+    "error, else the plain call); 'policy + local search' is what a stored profile leads to once it covers the "
+    "decode steps (on the simulator's costs here, as the headroom columns); 'policy + LS on the prefill' is what it "
+    "leads to today, a measured profile timing the prefill alone (the same search on the prefill's costs, scored on "
+    "the generation). Truth draws: as in the section Truth; 'best known' per draw is the best placement any method "
+    "or device reached under that draw.")
 
 
 def merge_runs(parts: list[dict]) -> dict:

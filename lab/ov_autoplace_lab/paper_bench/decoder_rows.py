@@ -36,6 +36,7 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import static_clone
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace_lab.paper_bench import truth
+from ov_autoplace_lab.paper_bench.methods import Case, local_search_methods
 
 #: The generation every decoder row is placed and scored for: the runtime's default (128-token prompt, 128 new).
 GENERATION = Generation()
@@ -123,6 +124,20 @@ def prior_placements(platform: SuitePlatform, case: DecoderCase, placements: dic
     row["first_start_choice"] = what if live else "the plain call"
 
 
+def profile_path_placement(platform: SuitePlatform, case: DecoderCase, placements: dict, row: dict,
+                           seed: int = 0) -> None:
+    """What the profile path places today (``profile_prefill_ms``): the policy + local search on a profile of the
+    prefill alone (a measured profile times the prefill's static clone: docs/llm.md, "Not built yet"), legalized and
+    guarded as in the headroom columns, then scored on the whole generation."""
+    support = simulated_support(case.prefill_cost, case.prefill)
+    prefill = Case(row["model"], case.prefill, platform.device_names, support, case.prefill_cost, True)
+    method = next(m for m in local_search_methods() if m.name == "HSDAG (pretrained, one pass) + local search")
+    chosen = method.run(prefill, 0, seed).placement.device_indices(case.prefill.names, platform.device_names)
+    ms = float(Simulator(case.cost, case.graph).feasible_ms(chosen))
+    placements["profile_prefill_ms"] = chosen
+    row["profile_prefill_ms"] = ms if math.isfinite(ms) else None
+
+
 def leave_platform_out_cost(platform: SuitePlatform, case: DecoderCase, gen: Generation = GENERATION):
     """The leave-platform-out truth (``truth.score_leave_platform_out``) of the whole generation: the prior without
     the fits of the platform's own devices, prefill and decode steps; None when it cannot model some device."""
@@ -140,12 +155,14 @@ def leave_platform_out_cost(platform: SuitePlatform, case: DecoderCase, gen: Gen
 
 
 #: The placements a decoder row judges against the targets (JSON key, title): what the first start compiles, the
-#: prior's choice, the policy's one pass and the policy + local search (the profile path's placement).
+#: prior's choice, the policy's one pass and the policy + local search on the generation's costs (the profile path's
+#: placement once a profile covers the decode steps), and on the prefill's alone (the profile path's today).
 PRODUCT_KEYS = (("first_start_ms", "first start (prior rule)"), ("prior_ms", "prior's choice"),
-                ("hsdag_ms", "policy one pass"), ("hsdag_refined_ms", "policy + local search"))
+                ("hsdag_ms", "policy one pass"), ("hsdag_refined_ms", "policy + local search"),
+                ("profile_prefill_ms", "policy + LS on the prefill"))
 #: The JSON keys only decoder rows carry.
 DECODER_KEYS = ("generation", "memory_need_bytes", "parts", "prior_ms", "prior_choice", "first_start_ms",
-                "first_start_choice")
+                "first_start_choice", "profile_prefill_ms")
 
 
 def draw_record(row: dict, key: str) -> tuple[int, int, int] | None:
@@ -205,4 +222,4 @@ def decoder_lines(rows: list[dict]) -> list[str]:
 
 __all__ = ["DECODER_KEYS", "PRODUCT_KEYS", "DecoderCase", "GENERATION", "decoder_case", "decoder_lines",
            "draw_record", "generation_cost", "generation_parts", "leave_platform_out_cost", "prefill_graph",
-           "prior_placements"]
+           "prior_placements", "profile_path_placement"]

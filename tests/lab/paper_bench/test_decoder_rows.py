@@ -70,6 +70,8 @@ def test_a_gpu_that_holds_the_weights_but_not_the_kv_cache_is_no_single_device_a
 
     decoder_rows.prior_placements(platform, case, placements, row)
     assert "prior_choice" in row and "first_start_choice" in row
+    decoder_rows.profile_path_placement(platform, case, placements, row)  # placed on the prefill, scored whole
+    assert row["profile_prefill_ms"] is None or row["profile_prefill_ms"] >= row["optimum_ms"] * (1 - 1e-9)
     spec = truth.TruthSpec(sigma=0.463, draws=2, milp_seconds=0)
     row["truth"] = truth.score_draws(platform, case.graph, placements, spec, case.cost)
     assert len(row["truth"]["optimum_ms"]) == 2 and all(v is None for v in row["truth"]["plain_call_ms"])
