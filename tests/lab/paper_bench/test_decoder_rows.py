@@ -79,3 +79,20 @@ def test_a_gpu_that_holds_the_weights_but_not_the_kv_cache_is_no_single_device_a
                parts={"best_single": decoder_rows.generation_parts(case, placements["single:CPU"])})
     lines = decoder_rows.decoder_lines([row])
     assert "fits alone on CPU" in lines[0] and "plain call" in "\n".join(lines)
+
+
+def test_a_decoder_row_of_the_fast_methods_is_priced_on_the_generation_and_reads_as_text(decoder):
+    model, prefill = decoder
+    platform = _gpu_cpu(2 ** 40)
+    case = decoder_rows.decoder_case(platform, model, prefill)
+    placements: dict = {}
+    row = headroom_row(platform, "tiny", case.graph, finetune_budget=0,
+                       methods=("HEFT", "HSDAG (pretrained, one pass)"), placements_out=placements, cost=case.cost)
+    single = {d: decoder_rows.generation_parts(case, placements[f"single:{d}"])["generation_ms"]
+              for d in ("GPU", "CPU")}
+    assert row["single_device_ms"] == pytest.approx(single)  # each device alone: its whole generation
+    assert row["optimum_ms"] <= min(single.values()) * (1 + 1e-9)
+    row.update(generation=[128, 128], memory_need_bytes=case.need_bytes,
+               parts={"plain_call": decoder_rows.generation_parts(case, placements["plain_call"])})
+    text = "\n".join(decoder_rows.decoder_lines([row]))
+    assert "fits alone on GPU, CPU" in text and "TTFT" in text
