@@ -1,8 +1,8 @@
 """Calibrated simulated platforms: fidelity against published latencies, and the placement headroom table.
 
     python benchmarks/bench_platforms.py --json OUT.json [--refit] [--markdown docs/bench/headroom.md]
-        [--models a,b | --models unseen] [--platforms p,q] [--finetune-budget 50] [--milp-seconds 20] [--baselines]
-        [--truth-draws 20] [--truth-milp-seconds 2]
+        [--models a,b | --models unseen | --models decoders] [--platforms p,q] [--finetune-budget 50]
+        [--milp-seconds 20] [--baselines] [--truth-draws 20] [--truth-milp-seconds 2] [--no-finetune]
     python benchmarks/bench_platforms.py --render OUT.json --markdown docs/bench/headroom.md   # tables only
 
 1. Calibration: every row of ``lab/ov_autoplace_lab/calibration/calibration.csv``
@@ -50,6 +50,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ov_autoplace_lab import models as zoo
+from ov_autoplace_lab.models.decoder_models import DECODER_SET, DECODERS, load_decoder  # noqa: E402
+from ov_autoplace_lab.paper_bench import decoder_rows  # noqa: E402
 from ov_autoplace_lab.paper_bench import truth  # noqa: E402
 from ov_autoplace_lab.paper_bench.headroom import DEFAULT_METHODS, best_known_label, headroom_row  # noqa: E402
 from ov_autoplace_lab.calibration.calibration_data import load_calibration  # noqa: E402
@@ -63,7 +65,46 @@ DEFAULT_MODELS = zoo.ALL_MODELS
 
 @functools.lru_cache(maxsize=None)
 def load_graph(name: str):
+    """The placement graph of a zoo model, or of a decoder its prefill's (``decoder_rows.prefill_graph``)."""
+    if name in DECODERS:
+        return decoder_rows.prefill_graph(load_decoder(name))
     return extract_graph(prepare_model(zoo.load(name)))
+
+
+def row_methods(args) -> tuple[str, ...]:
+    """The methods a row runs under the command's options."""
+    fine_tuned = ("HSDAG (pretrained + fine-tune)", "HSDAG (pretrained + fine-tune) + local search")
+    methods = tuple(m for m in DEFAULT_METHODS if not (args.no_finetune and m in fine_tuned))
+    return methods + (("Placeto", "RNN placer") if args.baselines else ())
+
+
+def decoder_row(platform, name: str, args, spec) -> dict:
+    """A decoder's row (``paper_bench/decoder_rows.py``): every method on the whole generation's costs, the truth
+    draws on them, the prior and the first start, each placement's time to first token and per-token latency."""
+    case = decoder_rows.decoder_case(platform, load_decoder(name), load_graph(name))
+    placements: dict = {}
+    row = headroom_row(platform, name, case.graph, finetune_budget=args.finetune_budget, seed=args.seed,
+                       milp_seconds=args.milp_seconds,
+                       methods=row_methods(args),
+                       placements_out=placements, milp_warm_start=args.milp_warm_start, cost=case.cost)
+    decoder_rows.prior_placements(platform, case, placements, row)
+    decoder_rows.profile_path_placement(platform, case, placements, row, args.seed)
+    gen = decoder_rows.GENERATION
+    row["generation"] = [gen.prompt_tokens, gen.new_tokens]
+    row["memory_need_bytes"] = case.need_bytes
+    known = dict(placements)
+    if row.get("best_single_device"):
+        known["best_single"] = placements[f"single:{row['best_single_device']}"]
+    source = row.get("optimum_source")
+    known["optimum"] = known.get("best_single") if source == "best single device" else known.get(source)
+    row["parts"] = {k: decoder_rows.generation_parts(case, known[k]) if known.get(k) is not None else None
+                    for k in ("best_single", "optimum", "plain_call") + tuple(k for k, _ in decoder_rows.PRODUCT_KEYS)}
+    if spec is not None:
+        row["truth"] = truth.score_draws(platform, case.graph, placements, spec, case.cost)
+        row["truth_leave_platform_out"] = truth.score_leave_platform_out(
+            platform, case.graph, placements, args.truth_milp_seconds,
+            decoder_rows.leave_platform_out_cost(platform, case))
+    return row
 
 
 def calibration_rows(suite) -> list[dict]:
@@ -135,6 +176,8 @@ OTHER_COLUMNS = (("heft_ms", "HEFT"), ("placeto_ms", "Placeto"), ("rnn_placer_ms
                  ("openvino_pipeline_parallel_ms", "PIPELINE_PARALLEL"))
 #: Learned baselines: run only with ``--baselines`` (their columns appear when the rows have them).
 BASELINE_COLUMNS = (("placeto_ms", "Placeto"), ("rnn_placer_ms", "RNN placer"))
+#: The fine-tuned columns: skipped with ``--no-finetune`` (then left out of the tables).
+FINE_TUNED_COLUMNS = HSDAG_COLUMNS[2:]
 
 
 def _optimum_cell(r: dict) -> str:
@@ -163,8 +206,8 @@ OPTIMUM_NOTE = ("Optimum: the MILP's placement (time limit per row, the legalize
 
 def headroom_tables(rows: list[dict]) -> list[str]:
     """Markdown: rows where one device is optimal, then rows where a split pays (with the targets checked)."""
-    columns = [c for c in HSDAG_COLUMNS + OTHER_COLUMNS
-               if c not in BASELINE_COLUMNS or any(r.get(c[0]) is not None for r in rows)]
+    columns = [c for c in HSDAG_COLUMNS + OTHER_COLUMNS  # a column no row ran (--baselines, --no-finetune) is left out
+               if c not in BASELINE_COLUMNS + FINE_TUNED_COLUMNS or any(r.get(c[0]) is not None for r in rows)]
     risk = any(r.get("truth") for r in rows)
     head = ("| platform | model | best single device (ms) | optimum (ms) | optimum devices | best known: found by, "
             "proven gap | " + " | ".join(title for _, title in columns)
@@ -277,6 +320,8 @@ def check_targets(rows: list[dict]) -> list[str]:
             *oks, text = _targets(r, one_key, tuned_key)
             met[name] = [m + int(ok) for m, ok in zip(met[name], oks)]
             lines.append(f"    {name + ':':<23} {text}")
+    if split and all(r.get(k) is None for r in split for _, _, k in variants):
+        lines.append("(the fine-tuned columns were not run: --no-finetune; their MISSED above means not run)")
     for (name, (one, tuned, heft)), (_, one_key, _) in zip(met.items(), variants):
         # the leave-architecture-out target (<= 1.10x) and HEFT read for the one pass as well
         near = sum(r.get(one_key) is not None and r[one_key] <= 1.10 * r["optimum_ms"] for r in split)
@@ -359,7 +404,9 @@ def write_markdown(path: str, data: dict) -> None:
     rows, fidelity = data["headroom"], data["fidelity"]
     unseen = bool(rows) and all(r["model"] in zoo.UNSEEN for r in rows)
     held_out = bool(rows) and all(r["model"] in zoo.HELD_OUT_FAMILIES for r in rows)
-    title = (": the frozen held-out architectures (docs/heldout.md)" if held_out
+    decoders = bool(rows) and all(r["model"] in DECODERS for r in rows)
+    title = (": stateful decoders, placed for a whole generation (docs/llm.md)" if decoders
+             else ": the frozen held-out architectures (docs/heldout.md)" if held_out
              else ": architectures no policy was trained on (zero-shot)" if unseen else "")
     md = ["# Placement headroom on the simulated platforms" + title, "",
           f"Generated by `{data['command']}` ({data.get('date', time.strftime('%Y-%m-%d'))}, "
@@ -391,9 +438,26 @@ def write_markdown(path: str, data: dict) -> None:
     md += [f"* {k}: {v['points']} points, median |error| {100 * v['median_abs_error']:.1f} %, max "
            f"{100 * v['max_abs_error']:.1f} %" for k, v in fidelity.items()]
     md += headroom_tables(rows) + ["", "## Targets in split rows", "", "```", *check_targets(rows), "```", ""]
+    if any(r.get("generation") for r in rows):
+        md += ["", "## Decoders: the placements the runtime makes, a whole generation each (simulated)", "",
+               DECODER_NOTE, "", "```", *decoder_rows.decoder_lines(rows), "```", ""]
     md += truth_markdown(data)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(md))
+
+
+DECODER_NOTE = (
+    "A decoder row prices every placement for one generation of the runtime's default objective (a 128-token "
+    "prompt, then 127 decode steps after the first token; `ov_autoplace/model/generation.py`): the prefill's graph, "
+    "each decode step costed at three past lengths and weighted to every step (`generation_costs`), memory the "
+    "weights each node reads plus every layer's KV cache at 256 tokens (`costmodel/memory_need.py`). TTFT is the "
+    "prefill alone, per token the decode steps' mean. 'first start' is what the default path compiles before any "
+    "profile (`prior_rule.prior_outcome` on the prior's generation costs, kept only when it survives the prior's "
+    "error, else the plain call); 'policy + local search' is what a stored profile leads to once it covers the "
+    "decode steps (on the simulator's costs here, as the headroom columns); 'policy + LS on the prefill' is what it "
+    "leads to today, a measured profile timing the prefill alone (the same search on the prefill's costs, scored on "
+    "the generation). Truth draws: as in the section Truth; 'best known' per draw is the best placement any method "
+    "or device reached under that draw.")
 
 
 def merge_runs(parts: list[dict]) -> dict:
@@ -423,7 +487,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", help="also write the tables as Markdown (e.g. docs/bench/headroom.md)")
     parser.add_argument("--models", help=f"comma-separated (default: {','.join(DEFAULT_MODELS)}); 'unseen': the "
                         f"architectures kept out of every training set ({','.join(zoo.UNSEEN)}), zero-shot; "
-                        f"'heldout': the frozen held-out list ({','.join(zoo.HELD_OUT_FAMILIES)}, docs/heldout.md)")
+                        f"'heldout': the frozen held-out list ({','.join(zoo.HELD_OUT_FAMILIES)}, docs/heldout.md); "
+                        f"'decoders': stateful decoders placed for a whole generation ({','.join(DECODER_SET)}, "
+                        "models/decoder_models.py)")
     parser.add_argument("--platforms", help="comma-separated suite platforms (default: all)")
     parser.add_argument("--finetune-budget", type=int, default=50, help="evaluated placements for fine-tuning")
     parser.add_argument("--milp-seconds", type=float, default=20.0)
@@ -435,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", metavar="JSON", nargs="+",
                         help="join JSONs of this script run on disjoint --platforms with the same other options "
                              "into --json (and --markdown): one table, rows in the suite's platform order")
+    parser.add_argument("--no-finetune", action="store_true",
+                        help="skip the two fine-tuned HSDAG columns (a search each: most of a row's time)")
     parser.add_argument("--baselines", action="store_true",
                         help="also run the learned baselines (Placeto, RNN placer) with the fine-tune budget")
     parser.add_argument("--truth-draws", type=int, default=truth.TRUTH_DRAWS,
@@ -479,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ntruth: {spec.draws} draws per row, sigma {spec.sigma:.3f} fitted to {log_errors.size} held-out "
               f"log errors {np.round(log_errors, 3).tolist()}; plus leave-platform-out")
 
-    named_sets = {"unseen": zoo.UNSEEN, "heldout": zoo.HELD_OUT_FAMILIES}
+    named_sets = {"unseen": zoo.UNSEEN, "heldout": zoo.HELD_OUT_FAMILIES, "decoders": DECODER_SET}
     models = list(named_sets.get(args.models) or args.models.split(",")) if args.models else list(DEFAULT_MODELS)
     names = args.platforms.split(",") if args.platforms else list(suite)
     headroom = []
@@ -488,11 +556,14 @@ def main(argv: list[str] | None = None) -> int:
         for model in models:
             t = time.perf_counter()
             placements: dict = {}
-            row = headroom_row(suite[name], model, load_graph(model), finetune_budget=args.finetune_budget,
-                               seed=args.seed, milp_seconds=args.milp_seconds,
-                               methods=DEFAULT_METHODS + (("Placeto", "RNN placer") if args.baselines else ()),
-                               placements_out=placements, milp_warm_start=args.milp_warm_start)
-            if truth_model is not None:
+            if model in DECODERS:
+                row = decoder_row(suite[name], model, args, spec if truth_model is not None else None)
+            else:
+                row = headroom_row(suite[name], model, load_graph(model), finetune_budget=args.finetune_budget,
+                                   seed=args.seed, milp_seconds=args.milp_seconds,
+                                   methods=row_methods(args),
+                                   placements_out=placements, milp_warm_start=args.milp_warm_start)
+            if truth_model is not None and model not in DECODERS:
                 row["truth"] = truth.score_draws(suite[name], load_graph(model), placements, spec)
                 row["truth_leave_platform_out"] = truth.score_leave_platform_out(
                     suite[name], load_graph(model), placements, args.truth_milp_seconds)
@@ -509,6 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(tables))
     print("\n## Targets in split rows\n" + "\n".join(targets))
     print("\n## Summary\n" + "\n".join(summary_lines(headroom)))
+    if any(model in DECODERS for model in models):
+        print("\n## Decoders\n" + "\n".join(decoder_rows.decoder_lines(headroom)))
     if truth_model is not None:
         titles = dict(TRUTH_METHODS)
         for truth_key, sets in truth_summaries(headroom).items():
@@ -531,7 +604,8 @@ def main(argv: list[str] | None = None) -> int:
                                                    "max_submodels", "seconds", "optimum_proof", "milp_objective_ms",
                                                    "milp_dual_bound_ms", "milp_gap", "milp_model_agrees",
                                                    "milp_warm_start", "nodes",
-                                                   "truth", "truth_leave_platform_out")}}
+                                                   "truth", "truth_leave_platform_out")},
+                          **{k: r[k] for k in decoder_rows.DECODER_KEYS if k in r}}
                          for r in headroom]}
     if truth_model is not None:
         data["truth_model"] = truth_model

@@ -63,7 +63,7 @@ def single_device_latencies(platform: SuitePlatform, graph: GraphArrays, cost=No
 
 def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, finetune_budget: int = 50,
                  seed: int = 0, milp_seconds: float = 20.0, methods: tuple[str, ...] | None = None,
-                 placements_out: dict | None = None, milp_warm_start: bool = False) -> dict:
+                 placements_out: dict | None = None, milp_warm_start: bool = False, cost=None) -> dict:
     """One row of the headroom table (all latencies simulated, in ms; None where a method failed).
 
     ``milp_warm_start``: the MILP runs last, started from the best placement the other methods (and the single
@@ -72,8 +72,11 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
     ``placements_out`` (a dict) receives every method's placement under its JSON key (device index per node),
     ``"plain_call"`` (HETERO's own affinity: what ``core.compile_model`` with the HETERO string runs) and
     ``"single:<DEVICE>"`` per device: what ``bench.truth`` scores under models other than this one.
+
+    ``cost``: the row's CostModel of ``graph`` when it is not the platform's single-shot one (a decoder's whole
+    generation: ``decoder_rows.py``); every method and latency of the row then prices on it.
     """
-    cost = platform.cost_model(graph)
+    cost = cost if cost is not None else platform.cost_model(graph)
     support = simulated_support(cost, graph)
     singles = single_device_latencies(platform, graph, cost)
     feasible = {d: ms for d, ms in singles.items() if ms is not None}

@@ -200,20 +200,22 @@ def leave_out_platforms(platform: SuitePlatform) -> tuple[str, ...]:
 
 
 def score_leave_platform_out(platform: SuitePlatform, graph: GraphArrays, placements: Mapping[str, np.ndarray],
-                             milp_seconds: float = TRUTH_MILP_SECONDS) -> dict | None:
+                             milp_seconds: float = TRUTH_MILP_SECONDS, cost: CostModel | None = None) -> dict | None:
     """The row's ``"truth_leave_platform_out"`` entry (one truth, scalars), or None when the prior cannot model
-    some device without the left-out fits."""
+    some device without the left-out fits. ``cost``: that truth, when the row prices something else than one
+    inference of ``graph`` (a decoder's generation: ``decoder_rows.leave_platform_out_cost``)."""
     from ov_autoplace.costmodel.prior_costs import prior_cost_model
 
     excluded = leave_out_platforms(platform)
-    cpu = next((d.spec for d in platform.devices if d.spec.kind == "cpu"), None)
-    prior = prior_cost_model(graph, platform_facts(platform), cpu_spec=cpu, exclude_platforms=excluded)
-    if prior.cost is None:
+    if cost is None:
+        cpu = next((d.spec for d in platform.devices if d.spec.kind == "cpu"), None)
+        cost = prior_cost_model(graph, platform_facts(platform), cpu_spec=cpu, exclude_platforms=excluded).cost
+    if cost is None:
         return None
-    values = _latencies(prior.cost, graph, placements)
-    optimum, proven, source = _truth_optimum(prior.cost, graph, values, milp_seconds)
+    values = _latencies(cost, graph, placements)
+    optimum, proven, source = _truth_optimum(cost, graph, values, milp_seconds)
     best_single, plain, methods = _reference_points(values)
-    return {"excluded_fits": list(excluded), "model": prior.cost.source, "optimum_ms": optimum,
+    return {"excluded_fits": list(excluded), "model": cost.source, "optimum_ms": optimum,
             "optimum_proven": proven, "optimum_source": source, "best_single_device_ms": best_single,
             "plain_call_ms": plain, **methods}
 

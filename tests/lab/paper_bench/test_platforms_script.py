@@ -135,3 +135,17 @@ def test_runs_on_disjoint_platforms_merge_into_one_table(script, tmp_path):
     script.write_markdown(str(out), merged)
     assert "2 processes side by side on disjoint platforms, joined by --merge: 30 s wall, 40 s summed" in \
         out.read_text()
+
+
+def test_no_finetune_runs_and_shows_no_fine_tuned_column_and_the_decoders_are_a_named_set(script):
+    import argparse
+
+    args = argparse.Namespace(no_finetune=True, baselines=False)
+    assert not any("fine-tune" in m for m in script.row_methods(args))
+    assert "HSDAG (pretrained + fine-tune)" in script.row_methods(argparse.Namespace(no_finetune=False,
+                                                                                     baselines=False))
+    rows = [_row("a", True, hsdag_finetuned_ms=None, hsdag_finetuned_refined_ms=None)]
+    table = "\n".join(script.headroom_tables(rows))
+    assert "HSDAG fine-tuned" not in table and "HSDAG one pass + local search" in table
+    assert any("not run: --no-finetune" in line for line in script.check_targets(rows))
+    assert set(script.DECODER_SET) <= set(script.DECODERS)

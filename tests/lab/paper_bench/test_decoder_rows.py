@@ -1,0 +1,98 @@
+"""A decoder's headroom row (``paper_bench/decoder_rows.py``): every method priced on the whole generation, the KV
+cache charged against device memory, the prior and the first start, TTFT and per-token latency per placement."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
+from ov_autoplace.costmodel.platforms import ARC_IGPU_155H, CORE_ULTRA_7_155H
+from ov_autoplace.costmodel.simulator import Simulator
+from ov_autoplace_lab.models.decoder_models import TINY, build_decoder
+from ov_autoplace_lab.paper_bench import decoder_rows, truth
+from ov_autoplace_lab.paper_bench.headroom import headroom_row
+
+pytest.importorskip("scipy")
+
+TERMS = dict(dispatch_ms=0.002, occupancy_mflop=1.0, compute_scale=1.0, memory_scale=1.0, submodel_ms=0.05,
+             link_latency_ms=0.01, link_gbps=60.0)
+METHODS = ("Optimum (MILP)", "HEFT", "HSDAG (pretrained, one pass)", "HSDAG (pretrained, one pass) + local search")
+
+
+def _gpu_cpu(gpu_bytes: float) -> SuitePlatform:
+    """An iGPU of ``gpu_bytes`` memory (listed first: the plain call's device) and the CPU."""
+    gpu = ModelDevice(dataclasses.replace(ARC_IGPU_155H, memory_bytes=gpu_bytes), Batch1Terms(**TERMS))
+    cpu = ModelDevice(CORE_ULTRA_7_155H, Batch1Terms(**{**TERMS, "link_gbps": math.inf, "link_latency_ms": 0.0}))
+    return SuitePlatform("gpu_cpu_test", "iGPU + CPU", (gpu, cpu), "f16", kind="hypothetical")
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    model = build_decoder(TINY)
+    return model, decoder_rows.prefill_graph(model)
+
+
+def test_a_decoder_case_prices_the_whole_generation_and_charges_the_kv_cache(decoder):
+    model, prefill = decoder
+    case = decoder_rows.decoder_case(_gpu_cpu(2 ** 40), model, prefill)
+    cpu = np.full(prefill.num_nodes, 1, np.int64)
+    parts = decoder_rows.generation_parts(case, cpu)
+    gen = decoder_rows.GENERATION
+    assert parts["ttft_ms"] == pytest.approx(Simulator(case.prefill_cost, prefill)(cpu))
+    # 127 decode steps, each at least one launch per compute node: far more than the prefill alone
+    assert parts["generation_ms"] > 10 * parts["ttft_ms"] and parts["per_token_ms"] > 0
+    assert parts["generation_ms"] == pytest.approx(parts["ttft_ms"] + (gen.new_tokens - 1) * parts["per_token_ms"])
+    kv = 2 * TINY.layers * TINY.kv_heads * (gen.prompt_tokens + gen.new_tokens) * TINY.head_size * 4
+    weights = int(np.asarray(case.prefill_cost.node_memory_bytes).sum())
+    assert case.need_bytes == weights + kv
+
+
+@pytest.mark.slow  # the MILP, the local search and the prior's decode clones: minutes on a loaded 2-core machine
+def test_a_gpu_that_holds_the_weights_but_not_the_kv_cache_is_no_single_device_and_the_row_says_so(decoder):
+    model, prefill = decoder
+    probe = decoder_rows.decoder_case(_gpu_cpu(2 ** 40), model, prefill)
+    weights = int(np.asarray(probe.prefill_cost.node_memory_bytes).sum())
+    platform = _gpu_cpu(weights + (probe.need_bytes - weights) / 2)  # the weights fit, half the KV cache does
+    case = decoder_rows.decoder_case(platform, model, prefill)
+    placements: dict = {}
+    row = headroom_row(platform, "tiny", case.graph, finetune_budget=0, milp_seconds=10, methods=METHODS,
+                       placements_out=placements, cost=case.cost)
+    assert row["single_device_ms"]["GPU"] is None and row["best_single_device"] == "CPU"
+    assert row["best_single_device_ms"] == pytest.approx(
+        decoder_rows.generation_parts(case, placements["single:CPU"])["generation_ms"])
+    for key in ("hsdag_ms", "hsdag_refined_ms", "heft_ms", "milp_ms"):  # every method fits, as priced
+        assert row[key] is None or row[key] >= row["optimum_ms"] * (1 - 1e-9)
+    assert Simulator(case.cost, case.graph).feasible_ms(placements["plain_call"]) == math.inf  # all on the GPU
+
+    decoder_rows.prior_placements(platform, case, placements, row)
+    assert "prior_choice" in row and "first_start_choice" in row
+    decoder_rows.profile_path_placement(platform, case, placements, row)  # placed on the prefill, scored whole
+    assert row["profile_prefill_ms"] is None or row["profile_prefill_ms"] >= row["optimum_ms"] * (1 - 1e-9)
+    spec = truth.TruthSpec(sigma=0.463, draws=2, milp_seconds=0)
+    row["truth"] = truth.score_draws(platform, case.graph, placements, spec, case.cost)
+    assert len(row["truth"]["optimum_ms"]) == 2 and all(v is None for v in row["truth"]["plain_call_ms"])
+    row.update(generation=[128, 128], memory_need_bytes=case.need_bytes,
+               parts={"best_single": decoder_rows.generation_parts(case, placements["single:CPU"])})
+    lines = decoder_rows.decoder_lines([row])
+    assert "fits alone on CPU" in lines[0] and "plain call" in "\n".join(lines)
+
+
+def test_a_decoder_row_of_the_fast_methods_is_priced_on_the_generation_and_reads_as_text(decoder):
+    model, prefill = decoder
+    platform = _gpu_cpu(2 ** 40)
+    case = decoder_rows.decoder_case(platform, model, prefill)
+    placements: dict = {}
+    row = headroom_row(platform, "tiny", case.graph, finetune_budget=0,
+                       methods=("HEFT", "HSDAG (pretrained, one pass)"), placements_out=placements, cost=case.cost)
+    single = {d: decoder_rows.generation_parts(case, placements[f"single:{d}"])["generation_ms"]
+              for d in ("GPU", "CPU")}
+    assert row["single_device_ms"] == pytest.approx(single)  # each device alone: its whole generation
+    assert row["optimum_ms"] <= min(single.values()) * (1 + 1e-9)
+    row.update(generation=[128, 128], memory_need_bytes=case.need_bytes,
+               parts={"plain_call": decoder_rows.generation_parts(case, placements["plain_call"])})
+    text = "\n".join(decoder_rows.decoder_lines([row]))
+    assert "fits alone on GPU, CPU" in text and "TTFT" in text
