@@ -202,7 +202,7 @@ def vs_compile_markdown(rows: list[dict], command: str, load_before: str, load_a
              f"before, {load_after} after; the machine is shared). Per model: the shipped policy's one pass, "
              "legalised with the bound of 8 (merges priced on the CostModel) and guarded, as `compile_model` runs it "
              "on a CostModel (each platform's simulated one: extraction and the CostModel not counted), against "
-             "`core.compile_model(model, "CPU")` of the same IR, in paired rounds of alternating order. "
+             "`core.compile_model(model, 'CPU')` of the same IR, in paired rounds of alternating order. "
              "Times are wall-clock medians [min-max]; the ratio is the median of the per-round ratios. "
              f"Target: ratio <= {COMPILE_SHARE:.2f} on every model.", "",
              f"Within the target: {passed} of {len(rows)} (model, platform) rows.", "",
