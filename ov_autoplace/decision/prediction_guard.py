@@ -17,6 +17,14 @@ placement is kept only if predicted faster than that reference by more than that
 of the nodes it puts elsewhere. A CostModel measured on a loaded
 machine (``cost.loaded``) proves no gain: the reference is used.
 
+Risk (noise-free models only; docs/heldout.md, "The risk rule"): a simulated model's error is not small (the
+held-out calibration's log error has sigma :data:`MODEL_ERROR_SIGMA`), and a predicted gain inside it is a
+gamble. The split is priced under :data:`RISK_DRAWS` fixed perturbations of the model (each device's compute
+on each op category scaled by a log-normal factor with that sigma, as the benchmarks' truth draws are made,
+but from a seed of its own) and kept only if it is faster than the reference in at least :data:`MIN_WIN_SHARE`
+of them; else the guard abstains to the reference (what the guard falls back to anyway).
+The model is additive (compute + fusion + transfers + submodels), so each draw is one dot product.
+
 A placement that overflows a device's memory is first fitted (``search/memory_fit.py``), not thrown away.
 """
 
@@ -28,6 +36,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
+from ov_autoplace.costmodel.platforms import CATEGORIES, op_category
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.assignment import Placement
@@ -37,6 +46,36 @@ logger = logging.getLogger(__name__)
 
 #: The share of the reference's latency a noise-free CostModel must predict a move to gain.
 NOISE_FREE_MIN_GAIN = 0.02
+#: The noise-free model's error: log-normal sigma of log(simulated / published) on the held-out calibration points.
+MODEL_ERROR_SIGMA = 0.4625
+#: Perturbations of a noise-free model a split is priced under, and the share of them it must win (validation).
+RISK_DRAWS, MIN_WIN_SHARE = 64, 0.75
+
+
+def _error_factors(num_devices: int) -> np.ndarray:
+    """float [RISK_DRAWS, D, len(CATEGORIES)]: the fixed perturbations (seeded: the same placement every time)."""
+    rng = np.random.default_rng(0x715C)
+    return np.exp(MODEL_ERROR_SIGMA * rng.standard_normal((RISK_DRAWS, num_devices, len(CATEGORIES))))
+
+
+def perturbed_ms(terms: CostTerms, row: np.ndarray) -> np.ndarray:
+    """float [RISK_DRAWS]: placement ``row``'s latency under each fixed perturbation of the model's compute."""
+    category = np.array([CATEGORIES.index(op_category(t)) for t in terms.graph.op_types], np.int64)
+    factors = _error_factors(terms.num_devices).reshape(RISK_DRAWS, -1)
+    nodes, row = np.flatnonzero(terms.compute), np.asarray(row, np.int64)
+    split = np.zeros(terms.num_nodes, bool)
+    for i, j in terms.fusion_pairs:
+        if row[i] != row[j]:
+            split[[i, j]] = True
+    scaled = terms.compute_cost[nodes, row[nodes]] + np.where(split[nodes], terms.unfused_delta[nodes, row[nodes]], 0)
+    cell = np.bincount(row[nodes] * len(CATEGORIES) + category[nodes], weights=scaled, minlength=factors.shape[1])
+    return terms.latency_ms(row) - scaled.sum() + factors @ cell
+
+
+def win_share(terms: CostTerms, placed: np.ndarray, rivals: list[np.ndarray]) -> float:
+    """The share of the perturbed models under which ``placed`` is faster than every row of ``rivals``."""
+    best_rival = np.min([perturbed_ms(terms, r) for r in rivals], axis=0)
+    return float(np.mean(perturbed_ms(terms, placed) < best_rival))
 
 
 def _required(terms: CostTerms, cost: CostModel, before, after, reference_ms: float) -> tuple[float, str]:
@@ -74,10 +113,12 @@ def _reference(terms: CostTerms, graph: GraphArrays, cost: CostModel, support, m
 
 
 def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
-                    max_submodels: int | None = DEFAULT_MAX_SUBMODELS) -> Placement:
+                    max_submodels: int | None = DEFAULT_MAX_SUBMODELS,
+                    min_win_share: float = MIN_WIN_SHARE) -> Placement:
     """``placement`` (fitted to memory), or the reference it is not proven faster than (see the module doc).
 
-    ``max_submodels`` bounds what the memory fit may make of the placement (the caller's legalizer bound).
+    ``max_submodels`` bounds what the memory fit may make of the placement (the caller's legalizer bound);
+    ``min_win_share``: the risk rule's share (a benchmark sweeps it; 0 turns the rule off).
     """
     terms = CostTerms(cost, graph, support)
     placed = placement.device_indices(graph.names, cost.devices)
@@ -93,13 +134,20 @@ def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, s
     ref_row, ref_ms, name, reason = ref
     required, what = _required(terms, cost, ref_row, placed, ref_ms)
     same = not (placed[terms.active] != ref_row[terms.active]).any()
-    if same or (not cost.loaded and predicted <= ref_ms - required):
+    share = None
+    if not same and min_win_share > 0 and cost.compute_spread_ms is None and np.isfinite(predicted):
+        share = win_share(terms, placed, [ref_row])
+    risky = share is not None and share < min_win_share
+    if same or (not cost.loaded and predicted <= ref_ms - required and not risky):
         placement.notes.append(f"predicted {predicted:.2f} ms ({cost.label}); {name} {ref_ms:.2f} ms ({reason})"
                                + (f"; the split cleared {what}" if required > 0 and not same else ""))
         return placement
     why = ("the profile was taken on a loaded machine" if cost.loaded else
            f"predicted slower than {name} ({ref_ms:.2f} ms)" if predicted > ref_ms else
-           f"its predicted gain {ref_ms - predicted:.2f} ms over {name} ({ref_ms:.2f} ms) is within {what}")
+           f"its predicted gain {ref_ms - predicted:.2f} ms over {name} ({ref_ms:.2f} ms) is within {what}"
+           if predicted > ref_ms - required else
+           f"it wins in {share:.0%} of {RISK_DRAWS} perturbations of the model's error (sigma "
+           f"{MODEL_ERROR_SIGMA}), under the {min_win_share:.0%} required")
     logger.info("guard: %s's placement is predicted %.2f ms; %s; using %s", placement.strategy, predicted, why, name)
     guarded = legalize(graph, ref_row, cost.devices, support, max_submodels=max_submodels,
                        strategy=f"{placement.strategy}+guard")
@@ -108,4 +156,4 @@ def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, s
     return guarded
 
 
-__all__ = ["NOISE_FREE_MIN_GAIN", "guard_placement"]
+__all__ = ["MIN_WIN_SHARE", "MODEL_ERROR_SIGMA", "NOISE_FREE_MIN_GAIN", "RISK_DRAWS", "guard_placement", "perturbed_ms", "win_share"]

@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import threading
+import weakref
 
 import numpy as np
 
@@ -174,6 +176,7 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
             for e in in_edges[v]:
                 d |= deps[src[e]] | edge_bit[e]
             deps[v] = d
+        leaving = []  # a part no cut edge leaves has no cycle through it: it cuts nothing
         for p in dirty:  # HETERO counts a graph input as a part's input too
             owner = leave = 0
             for v in members[p]:
@@ -185,9 +188,11 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
             for v in members[p]:
                 entered[v] = deps[v] & owner
                 cyclic[v] = deps[v] & leave
+            if leave:
+                leaving.append(p)
         added: list[int] = []
         through = [0] * n
-        for p in dirty:
+        for p in leaving:
             for v in members[p]:  # ascending: topological order
                 t = 0
                 for e in in_edges[v]:
@@ -236,6 +241,29 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
                     sg[v] = start
                 members[start] = sorted(piece)
                 dirty.append(start)
+
+
+#: Splits remembered per graph (weakly: a graph's entries go with it): one legalize + guard asks for the same
+#: placement's split up to five times (the bound's check, the priced merges, the guard's reference).
+_SPLITS: "weakref.WeakKeyDictionary[GraphArrays, dict[bytes, _UnionFind]]" = weakref.WeakKeyDictionary()
+_SPLITS_PER_GRAPH = 8
+_SPLITS_LOCK = threading.Lock()
+
+
+def _remembered_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
+    """:func:`_hetero_split`, remembered for the last few placements of ``graph`` (the result is only read:
+    ``find`` compresses paths but keeps every root)."""
+    key = np.asarray(dev, dtype=np.int64).tobytes()
+    with _SPLITS_LOCK:
+        known = _SPLITS.setdefault(graph, {})
+        if key in known:
+            return known[key]
+    uf = _hetero_split(graph, dev)
+    with _SPLITS_LOCK:
+        known[key] = uf
+        while len(known) > _SPLITS_PER_GRAPH:
+            del known[next(iter(known))]
+    return uf
 
 
 def _stage_groups(src: list[int], dst: list[int], dev: list[int], n: int) -> _UnionFind:
@@ -289,7 +317,7 @@ def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islan
     keep = act[graph.edge_src] & act[graph.edge_dst]
     src, dst = graph.edge_src[keep].tolist(), graph.edge_dst[keep].tolist()
     nodes = np.flatnonzero(act).tolist()
-    uf = _hetero_split(graph, dev)
+    uf = _remembered_split(graph, dev)
     order = _execution_order(uf, src, dst, nodes)
     if order is None:
         uf = _stage_groups(src, dst, dev, n)

@@ -7,7 +7,7 @@ import numpy as np
 import ov_autoplace as oa
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
-from ov_autoplace.decision.prediction_guard import NOISE_FREE_MIN_GAIN, guard_placement
+from ov_autoplace.decision.prediction_guard import MIN_WIN_SHARE, NOISE_FREE_MIN_GAIN, guard_placement
 from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies import HeftStrategy, RandomStrategy
@@ -121,15 +121,37 @@ def test_a_noise_free_model_must_predict_the_minimum_gain(testbed):
     for gain in (0.5 * NOISE_FREE_MIN_GAIN, 1.5 * NOISE_FREE_MIN_GAIN):
         cost, proposal = _split_gaining(graph, testbed.devices, gain)
         split = legalize(graph, proposal, testbed.devices, support, strategy="split")
-        guarded = guard_placement(split, graph, cost, support)
+        guarded = guard_placement(split, graph, cost, support, min_win_share=0.0)  # the 2 % rule alone
         if gain < NOISE_FREE_MIN_GAIN:  # a simulated model's gain this small is within its error
             assert set(guarded.assignment.values()) == {testbed.devices[0]} and guarded.strategy == "split+guard"
             assert any("a noise-free model must predict" in n for n in guarded.notes), guarded.notes
         else:
             assert guarded is split
-    # a measured model reports its spread (here none): the same small gain is proven, and kept
+    # a measured model reports its spread (here none): the same small gain is proven, and kept (no risk rule)
     cost, proposal = _split_gaining(graph, testbed.devices, 0.5 * NOISE_FREE_MIN_GAIN)
     measured = dataclasses.replace(cost, simulated=False, compute_spread_ms=np.zeros_like(cost.compute_ms),
                                    e2e_spread_ms=np.zeros(2))
     split = legalize(graph, proposal, testbed.devices, support, strategy="split")
     assert guard_placement(split, graph, measured, support) is split
+
+
+def test_a_noise_free_split_inside_the_models_error_is_abstained(testbed):
+    """The risk rule: a split that clears the 2 % rule but whose gain the model's error (sigma 0.46 per device
+    and op category) could erase falls back to the reference; one that wins under almost every perturbation is
+    kept; a measured model (spreads) is not subject to it."""
+    assert 0.5 < MIN_WIN_SHARE < 1.0
+    model = prepare_model(sg.residual())
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, testbed.devices)
+    cost, proposal = _split_gaining(graph, testbed.devices, 3 * NOISE_FREE_MIN_GAIN)
+    split = legalize(graph, proposal, testbed.devices, support, strategy="split")
+    guarded = guard_placement(split, graph, cost, support)
+    assert set(guarded.assignment.values()) == {testbed.devices[0]} and guarded.strategy == "split+guard"
+    assert any("perturbations of the model's error" in n for n in guarded.notes), guarded.notes
+    assert guard_placement(split, graph, cost, support, min_win_share=0.0) is split  # the 2 % rule alone keeps it
+    measured = dataclasses.replace(cost, simulated=False, compute_spread_ms=np.zeros_like(cost.compute_ms),
+                                   e2e_spread_ms=np.zeros(2))
+    assert guard_placement(split, graph, measured, support) is split
+    cost, proposal = _split_gaining(graph, testbed.devices, 0.6)  # convolutions 0.6 of the reference faster
+    split = legalize(graph, proposal, testbed.devices, support, strategy="split")
+    assert guard_placement(split, graph, cost, support) is split

@@ -5,6 +5,7 @@ HETERO's count is read from a real compile on the testbed (tests/hetero_counts.p
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -99,6 +100,19 @@ def test_submodels_have_no_cycle_and_respect_devices():
                 assert sub[s] <= sub[t]
                 assert sub[s] != sub[t] or device[s] == device[t]
         assert (partition.device[sub[active]] == device[active]).all()
+
+
+def test_a_remembered_split_is_the_split():
+    """Splits are remembered per graph object and placement: placements asked in turn (more of them than are
+    kept) give each its own partition, equal to the one a fresh copy of the graph (nothing remembered) gives."""
+    graph = extract_graph(prepare_model(sg.attention_like(layers=3)))
+    active = _active(graph)
+    rng = np.random.default_rng(5)
+    devices = [rng.integers(0, 3, graph.num_nodes) for _ in range(12)]
+    for device in devices + devices[::-1]:
+        fresh = submodel_partition(dataclasses.replace(graph), device, active)
+        again = submodel_partition(graph, device, active)
+        assert (again.submodel == fresh.submodel).all() and (again.device == fresh.device).all()
 
 
 def _by_name(pattern: str):
