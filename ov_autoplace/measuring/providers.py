@@ -29,7 +29,8 @@ QUICK_LINK_CUTS = (1, 4)
 
 
 class MeasuredCostProvider:
-    """Profile the model on the context's devices (PERF_COUNT per op + a quick link calibration), cached."""
+    """Profile the model on the context's devices (PERF_COUNT per op + a quick link calibration), cached; for a
+    stateful decoder with the context's generation, the whole generation's costs (prefill + decode steps)."""
 
     def __init__(self, *, store: ProfileStore | None = None, iterations: int = 10, warmup: int = 2) -> None:
         self.store, self.iterations, self.warmup = store, iterations, warmup
@@ -40,8 +41,17 @@ class MeasuredCostProvider:
         store = self.store if self.store is not None else ProfileStore(context.profile_dir)  # the call's root
         links = profile_links(context.core, context.devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
                               seconds_per_variant=0.3, store=store)
-        return profile_model(context.model, context.core, context.devices, warmup=self.warmup,
+        cost = profile_model(context.model, context.core, context.devices, warmup=self.warmup,
                              iterations=self.iterations, store=store, links=links)
+        if context.generation is None or context.dynamic_model is None:
+            return cost
+        # a decoder: each decode step of its generation profiled too (quick profiles, stored), at the weights;
+        # imported here: generation_profile -> quick_profile imports this module's link sizes
+        from ov_autoplace.measuring.generation_profile import generation_profile
+
+        _, cost = generation_profile(context.dynamic_model, context.graph, cost, context.generation, context.core,
+                                     store=store, links=links, measure=True)
+        return cost
 
     def __repr__(self) -> str:
         return f"MeasuredCostProvider(iterations={self.iterations}, links=quick)"
