@@ -163,6 +163,8 @@ def spawn_worker(req: PlacementRequest, root: Path, key: dict, graph: Any) -> bo
                 "device_name": req.spec.text,
                 "max_submodels": req.max_submodels, "seed": req.seed,
                 "pins": [dataclasses.asdict(p) for p in req.pins]}
+        if req.memory_caps:  # the worker only profiles: the next start places within the caps on the profile
+            spec["profile_only"] = True
         if req.generation is not None:  # a decoder: the dynamic model, verified on its generation as the app does
             spec |= {"generation": list(dataclasses.astuple(req.generation)), "shapes": req.shapes}
     except UntrustedDirectoryError as exc:
@@ -298,6 +300,7 @@ def read_spec(path: Path, digest: str) -> dict[str, Any]:
             and all(type(c) is int and c >= 1 for c in spec["generation"]) and isinstance(spec.get("shapes"), dict)
             and all(isinstance(d, list) and all(type(x) is int for x in d) for d in spec["shapes"].values())),
          "a generation of two positive ints with the placement shapes"),
+        (lambda: type(spec.get("profile_only", False)) is bool, "a boolean profile_only"),
     ]
     for ok, expected in checks:
         if not ok():
@@ -372,6 +375,10 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
         profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
         raise WorkerFailure(f"the profile could not be stored in {store.directory}")
+    if spec.get("profile_only"):  # memory_caps: the app's next start places within them on this profile
+        logger.info("stored the profile after %.1f s (memory caps: the next start places within them on it)",
+                    time.perf_counter() - started)
+        return None
     placing_graph, cost = generation_measured(req, graph, profile.cost_model, store)  # a decoder's whole generation
     candidate = place_on_measured_costs(req, prepared, placing_graph, PRETRAINED_POLICY, cost, "hsdag:profile")
     candidate.notes.append(f"placed by the background worker after {time.perf_counter() - started:.1f} s of "
@@ -404,12 +411,15 @@ def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any,
                                                device_name=device_name or candidate.device_string,
                                                alternatives=alternatives, generation=generation)
         reason = None
-        if not evidence.verified:  # too noisy to decide: the plain call's placement stays, verified again later
+        if evidence.decision == "provisional":  # won by a wide margin under load: stored, used while the load lasts
+            pass
+        elif not evidence.verified:  # too noisy to decide: the plain call's placement stays, verified again later
             placement.strategy = placement.strategy.split("+")[0] + "+pending"
             reason = f"verification abstained: {evidence.reason}"
     if PlacementCache(root).put(key, placement, graph) is None:
         raise WorkerFailure(f"the placement could not be stored under {root}")
-    logger.info("stored the %s placement %s (%s)", "plain call's" if reason else "profiled",
+    logger.info("stored the %s placement %s (%s)", "plain call's" if reason else "provisionally used" if (
+                    evidence is not None and evidence.decision == "provisional") else "profiled",
                 placement.counts_per_device(), evidence.describe() if evidence else
                 "pinned: not verified" if pinned else "the plain call's placement: nothing to verify")
     return reason

@@ -85,6 +85,8 @@ class Decision:
     evidence: "dict | None" = None  # the measured verdict this decision rests on (verification.py)
     stored_as: Placement | None = None  # a demoted cache entry: what to store instead
     runner_up_cost: Any = None  # the costs it was placed on: their runner-up splits are verified beside it
+    #: a win measured under a load that is still there: used, not final, and not measured again while it lasts
+    provisional: bool = False
 
     @property
     def final(self) -> bool:
@@ -164,8 +166,8 @@ def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
     profile = (store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
                if store.path_for(key).exists() else None)
     source = "profile" if profile is not None else "prior"
-    placement = place_within_memory(req, prepared, graph, policy_path,
-                                    profile.cost_model if profile is not None else None, f"{source}+memory")
+    cost = generation_measured(req, graph, profile.cost_model, store)[1] if profile is not None else None
+    placement = place_within_memory(req, prepared, graph, policy_path, cost, f"{source}+memory")
     device = single_device_of(placement)
     return Decision(source, single_device=device, placement=None if device else placement, prepared=prepared,
                     reason="; ".join(placement.notes))
@@ -343,7 +345,7 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
     if evidence_intact(placement):
         return dataclasses.replace(base, evidence=placement.verification, spawn_worker=False)
     if provisional_intact(placement) and busy_now():  # won under a load that is still there: no verdict, still used
-        return dataclasses.replace(base, pending=True, spawn_worker=False)
+        return dataclasses.replace(base, pending=True, spawn_worker=False, provisional=True)
     if "live" in tags or "pending" in tags:
         return dataclasses.replace(base, pending=True)
     if device == req.devices[0] or req.pins or req.memory_caps:  # with caps the plain call is no fallback
