@@ -4,6 +4,8 @@ prefill's at the objective's weights, stored for the next start."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import openvino as ov
 import pytest
@@ -89,10 +91,28 @@ def test_the_decode_steps_are_measured_and_weighted_into_the_prefills_profile(de
 
 def test_a_decode_step_measured_on_a_loaded_machine_marks_the_generation_loaded(decoder, thread_core, tmp_path):
     """The combined costs are loaded (gains unproven) when the prefill's or any decode step's profile was."""
-    import dataclasses
-
     model, prefill, graph = decoder
     cost = quick_model_profile(prefill, thread_core, ("CPU", "CPUS"), store=ProfileStore(tmp_path)).cost_model
     _, measured = generation_profile(model, graph, dataclasses.replace(cost, loaded=True), Generation(16, 8),
                                      thread_core, store=ProfileStore(tmp_path), links=profile_links_of(cost))
     assert measured.loaded
+
+
+def test_the_measured_cost_provider_of_the_strategies_costs_a_decoders_generation(decoder, thread_core, tmp_path):
+    """``strategy="heft"``/``"hsdag"`` place on MeasuredCostProvider: with the context's generation and dynamic
+    model it returns the whole generation's costs for the prefill's nodes (the prefill's full profile, each decode
+    point's quick profile); without them, the prefill's profile as before."""
+    from ov_autoplace.measuring.providers import MeasuredCostProvider
+    from ov_autoplace.placement.context import PlacementContext
+
+    model, prefill, graph = decoder
+    devices = ("CPU", "CPUS")
+    support = np.ones((graph.num_nodes, len(devices)), bool)
+    plain = PlacementContext(graph=graph, devices=devices, support=support, core=thread_core, model=prefill,
+                             profile_dir=tmp_path)
+    prefill_cost = MeasuredCostProvider(iterations=4, warmup=1)(plain)
+    whole = MeasuredCostProvider(iterations=4, warmup=1)(dataclasses.replace(
+        plain, generation=Generation(16, 12), dynamic_model=model))
+    assert "Generation(prompt_tokens=16, new_tokens=12)" in whole.source
+    assert whole.node_names == prefill_cost.node_names
+    np.testing.assert_array_less(prefill_cost.compute_ms.sum(axis=0), whole.compute_ms.sum(axis=0))
