@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from ov_autoplace.errors import DeviceError
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.measuring.link_calibration import profile_links
+from ov_autoplace.measuring.generation_profile import generation_profile
+from ov_autoplace.measuring.link_calibration import QUICK_LINK_CUTS, QUICK_LINK_SIZES, profile_links
 from ov_autoplace.costmodel.platforms import PLATFORMS, SimPlatform
 from ov_autoplace.cache.profile_store import ProfileStore
 from ov_autoplace.measuring.profiler import profile_model
@@ -22,10 +23,6 @@ from ov_autoplace.costmodel.sim_costs import cost_model_for
 if TYPE_CHECKING:
     from ov_autoplace.placement.context import PlacementContext
 
-#: A short link calibration: links are cheap on host-memory devices and the
-#: result is cached per device set, but the first compile on a machine pays it.
-QUICK_LINK_SIZES = (16 << 10, 1 << 20, 4 << 20)
-QUICK_LINK_CUTS = (1, 4)
 
 
 class MeasuredCostProvider:
@@ -45,10 +42,7 @@ class MeasuredCostProvider:
                              iterations=self.iterations, store=store, links=links)
         if context.generation is None or context.dynamic_model is None:
             return cost
-        # a decoder: each decode step of its generation profiled too (quick profiles, stored), at the weights;
-        # imported here: generation_profile -> quick_profile imports this module's link sizes
-        from ov_autoplace.measuring.generation_profile import generation_profile
-
+        # a decoder: each decode step of its generation profiled too (quick profiles, stored), at the weights
         _, cost = generation_profile(context.dynamic_model, context.graph, cost, context.generation, context.core,
                                      store=store, links=links, measure=True)
         return cost
