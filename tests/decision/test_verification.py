@@ -18,7 +18,7 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.decision.verification import (LOADED_MIN_GAIN, MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact, faster_single_device,
-                                                needs_verification, plain_placement, runner_ups, seal,
+                                                needs_verification, plain_placement, provisional_intact, runner_ups, seal,
                                                 single_device_of, t_quantile, verify_placement)
 from ov_autoplace.devices.facts import twin_of
 from tests import synthetic_graphs as sg
@@ -311,6 +311,22 @@ def test_evidence_seal_detects_edits():
     moved = next(iter(placement.compute_nodes))
     placement.assignment[moved] = "CPUF"  # the placement itself was edited
     assert not evidence_intact(placement)
+
+
+def test_a_provisional_win_is_sealed_but_no_verdict():
+    """Won under load: the sealed evidence is intact as a provisional win (a later start reuses it while the machine
+    stays loaded), never as a verdict, and an edit breaks it like any evidence."""
+    prepared = prepare_model(sg.residual())
+    graph = extract_graph(prepared)
+    placement = plain_placement(graph, ("CPU", "CPUF"), np.ones((graph.num_nodes, 2), dtype=bool))
+    provisional = decide(_rounds(np.random.default_rng(3), 10.0, 6.0, 0.01), other_cores=1.2)
+    assert provisional.decision == "provisional"
+    placement.verification = seal(provisional, placement)
+    assert provisional_intact(placement) and not evidence_intact(placement)
+    placement.verification = dict(placement.verification, ratio={"candidate": 0.1})
+    assert not provisional_intact(placement)
+    placement.verification = seal(decide(_rounds(np.random.default_rng(3), 10.0, 6.0, 0.01)), placement)
+    assert evidence_intact(placement) and not provisional_intact(placement), "a quiet verdict is not provisional"
 
 
 def test_plain_placement_is_heteros_own_affinity(testbed):
