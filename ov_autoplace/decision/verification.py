@@ -391,9 +391,9 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     plain_single = single_device_of(plain)
     cand_single = single_device_of(candidate)
 
-    def single(device: str):
+    def single(device: str, how: str = "verified"):
         return legalize(graph, np.full(graph.num_nodes, devices.index(device), dtype=np.int64), devices, support,
-                        max_submodels=None, strategy=f"{candidate.strategy}+verified")
+                        max_submodels=None, strategy=f"{candidate.strategy}+{how}")
 
     def compile_split(placement):
         if generation is not None:  # the dynamic model with the placement carried over, as the app gets it
@@ -448,7 +448,8 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                      strategy=f"{candidate.strategy}+{evidence.chosen[len(ALTERNATIVE):]}")
     elif evidence.chosen.startswith("single:"):
         device = evidence.chosen.split(":", 1)[1]
-        chosen = candidate if device == cand_single else single(device)
+        chosen = candidate if device == cand_single else single(device, "provisional" if evidence.decision ==
+                                                                         "provisional" else "verified")
     else:
         chosen = plain if plain_single is None else single(plain_single)
         chosen.strategy = f"{candidate.strategy}+plain"
