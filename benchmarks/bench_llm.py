@@ -1,29 +1,42 @@
-"""Time to first token and tokens/s of what ``compile_model`` returns for a decoder, against the plain call and each
-single device (paired, interleaved).
+"""Every placing path on stateful decoders: correct generations, and time to first token / per-token latency of what
+``compile_model`` returns against the plain call and each single device, on a quiet machine and with a core busy.
 
-    python benchmarks/bench_llm.py [--family llama] [--prompt 128] [--new 128] [--rounds 11] [--distinct] [--verify]
-                                   [--dir /tmp/llm] [--write docs/bench/llm.md]
+    python benchmarks/bench_llm.py [--families llama,qwen2] [--conditions quiet,busy] [--prompts 16,128] [--new 32]
+                                   [--rounds 9] [--search-budget 4] [--dir /tmp/llm] [--write docs/bench/llm.md]
+                                   [--note "shared with 3 other sessions"]
 
-Exports a 4-layer random-weight decoder with optimum-intel (tests/llm_models.py; reused from ``--dir``), then
-compiles it as an app would, on the testbed's ``HETERO:CPU,CPUF`` (``--distinct``: ``HETERO:CPU,CPUS``, the CPU
-plugin on one thread as the second device, so the prior and the measurements can tell the devices apart):
+Run in the LLM venv (``source env-llm.sh``, docs/llm.md). For each family, it exports a 4-layer random-weight
+decoder with optimum-intel (tests/llm_models.py; reused from ``--dir``) and, for each condition, on the testbed's
+``HETERO:CPU,CPUS`` (the CPU plugin on all cores and on one thread: two devices the prior and the measurements tell
+apart; ``tests/testbeds.distinct_devices``):
 
-* the plain call ``core.compile_model(model, "HETERO:...")`` and each single device ``core.compile_model(model, d)``;
-* ``ov_autoplace.compile_model`` by the default path, ``profile="now"`` and ``strategy="heft"``, each with
-  ``generation=(--prompt, --new)`` (the LLM objective: placed and verified for the whole generation);
-* the pipeline split (layers 2-3 pinned to the second device).
+* compiles the plain call ``core.compile_model(model, "HETERO:CPU,CPUS")``, each single device, and
+  ``ov_autoplace.compile_model`` by every path with ``generation=(max prompt, --new)``, each in a cache of its own:
+  the default path, ``profile="now"``, ``profile="background"`` then the next start (after the worker stored its
+  placement), ``strategy="heft"``, ``"hsdag_local_search"``, ``search_budget=`` (the lab), and the pinned pipeline
+  split (layers 2-3 on CPUS);
+* checks each against the plain call at every prompt length over ``--new`` greedy steps: teacher-forced logits
+  within 1 % of the logits' scale at every step, and the same greedy tokens (CPU and CPUS are both f32: like for
+  like);
+* times them in ``--rounds`` paired rounds, every contender once per round in a rotated order, at every prompt
+  length: ``reset_state``, a prefill (time to first token), then ``--new - 1`` greedy decode steps (per-token
+  latency: their mean). Ratios are per round, against the plain call and against the best single device (the one
+  with the lower median per-token latency); the median and the rounds' range are reported. The target: per-token
+  latency <= 1.02x the best single device's.
 
-Each round runs every contender once, in a rotated order: ``reset_state``, a prefill of ``--prompt`` tokens (time
-to first token), then ``--new - 1`` greedy decode steps (tokens/s over them; the generation's wall time is both).
-Ratios are per round against the plain call's; their median is reported with the rounds' range. The objective's
-estimate (``model/generation.py``: the prefill plus 3 timed decode steps, interpolated) is measured beside the
-full loop once per contender, to show how close the 3-point mix is to the generation it stands for.
+``busy``: a process this benchmark starts spins on one core for the whole condition (placing and timing: the load
+the app runs under), bounded by ``--hog-seconds`` and ended when the condition ends. ``--write`` replaces this run's
+sections of the page (one per family and condition) and keeps the others, so a rerun of one condition updates it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,10 +48,12 @@ import openvino as ov
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace  # noqa: E402
-from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
-from ov_autoplace.devices.timing import DECODE_WINDOW, round_order, time_generation  # noqa: E402
-from ov_autoplace.model.generation import Generation, decode_pasts, generation_ms  # noqa: E402
-from tests.llm_models import export_tiny  # noqa: E402
+from ov_autoplace.devices.timing import round_order  # noqa: E402
+from tests.llm_models import export_tiny, generate  # noqa: E402
+from tests.testbeds import distinct_devices  # noqa: E402
+
+TARGET = 1.02  # per-token latency of what compile_model returns over the best single device's
+LOGIT_TOLERANCE = 1e-2  # teacher-forced logits: max |difference| over the reference's max |logit|
 
 
 def one_generation(request: ov.InferRequest, prompt: int, new: int, vocabulary: int, rng) -> tuple[float, float, float]:
@@ -60,6 +75,76 @@ def one_generation(request: ov.InferRequest, prompt: int, new: int, vocabulary: 
     return first, decode / max(1, new - 1), first + decode
 
 
+@contextlib.contextmanager
+def core_busy(busy: bool, seconds: float):
+    """With ``busy``, one process spinning on a core for at most ``seconds``, ended when the block ends."""
+    if not busy:
+        yield
+        return
+    hog = subprocess.Popen([sys.executable, "-c", f"import time\nend = time.time() + {seconds}\n"
+                            "while time.time() < end:\n    pass"])
+    try:
+        time.sleep(1.0)  # the load is there before anything is placed
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+class _Log(logging.Handler):
+    """The placing calls' WARNINGs (a fallback names itself there) and their verification lines."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.warnings: list[str] = []
+        self.verifications: list[str] = []
+
+    def emit(self, record):
+        text = record.getMessage()
+        if record.levelno >= logging.WARNING and ("fall" in text or "failed" in text):
+            self.warnings.append(text)
+        elif text.startswith(("placement source:", "verification (", "placed ", "search:")):
+            self.verifications.append(text)
+
+
+def wait_for_worker(cache: Path, timeout: float = 900.0) -> str:
+    """The background worker's last line once it stored a placement (or why it did not), waiting up to ``timeout``."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for log in cache.glob("workers/*/worker.log"):
+            text = log.read_text(errors="replace")
+            done = [line for line in text.splitlines() if "stored the " in line or "failed" in line]
+            if done:
+                return done[-1]
+        time.sleep(2.0)
+    return f"no placement stored within {timeout:.0f} s"
+
+
+def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int], budget: int, log: _Log):
+    """label -> (compiled model, how it was made, seconds to place); each path in a cache directory of its own."""
+    paths = {"default path": {}, "profile=now": {"profile": "now"}, "background, next start": {"profile": "background"},
+             "heft": {"strategy": "heft"}, "hsdag_local_search": {"strategy": "hsdag_local_search"},
+             f"search_budget={budget}": {"search_budget": budget},
+             "pipeline split": {"pins": {"*layers.2.*": second, "*layers.3.*": second}}}
+    out = {}
+    for label, kwargs in paths.items():
+        cache = Path(tempfile.mkdtemp(prefix="bench_llm_"))
+        t0 = time.perf_counter()
+        try:
+            compiled = ov_autoplace.compile_model(model, hetero, core=core, cache_dir=cache, generation=gen, **kwargs)
+            if kwargs.get("profile") == "background":  # the next start, once the worker stored its placement
+                log.verifications.append(f"worker: {wait_for_worker(cache)}")
+                compiled = ov_autoplace.compile_model(model, hetero, core=core, cache_dir=cache, generation=gen)
+        except Exception as exc:  # noqa: BLE001 - a path that raises is reported, the others still run
+            log.warnings.append(f"{label} raised {type(exc).__name__}: {exc}")
+            continue
+        args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        out[label] = (compiled, f"`compile_model(..., generation={gen}{', ' + args if args else ''})`",
+                      time.perf_counter() - t0)
+        print(f"  placed {label}: {_devices_of(compiled)} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    return out
+
+
 def _devices_of(compiled: ov.CompiledModel) -> str:
     try:
         return ", ".join(compiled.get_property("EXECUTION_DEVICES"))
@@ -67,171 +152,143 @@ def _devices_of(compiled: ov.CompiledModel) -> str:
         return "?"
 
 
-class _Warnings(logging.Handler):
-    """The WARNINGs (a fallback names itself there) and the verifications' evidence lines of the placing calls."""
-
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.messages: list[str] = []
-        self.verifications: list[str] = []
-
-    def emit(self, record):
-        if record.levelno >= logging.WARNING:
-            self.messages.append(record.getMessage())
-        elif "verification (" in record.getMessage():
-            self.verifications.append(record.getMessage())
+def check_generations(plain, compiled, prompts, steps: int, vocabulary: int) -> tuple[float, bool]:
+    """(largest teacher-forced logit error over the logits' scale, whether greedy tokens equal the plain call's)
+    over ``steps`` greedy steps at each prompt length."""
+    rng, worst, same = np.random.default_rng(7), 0.0, True
+    for prompt_len in prompts:
+        prompt = rng.integers(0, vocabulary, size=prompt_len).tolist()
+        tokens, reference = generate(plain, prompt, steps)
+        _, forced = generate(compiled, prompt, steps, teacher=tokens)
+        worst = max([worst] + [float(np.abs(g - w).max() / np.abs(w).max()) for g, w in zip(forced, reference)])
+        same &= generate(compiled, prompt, steps)[0] == tokens
+    return worst, same
 
 
-def contenders(core: ov.Core, hetero: str, devices, model: ov.Model, gen: Generation, cache: str, log: _Warnings):
-    """label -> (compiled, how it was made); the placing calls' WARNINGs (fallbacks) land in ``log``."""
-    second = devices[1]
-    out = {"plain call": (core.compile_model(model, hetero), f"`core.compile_model(model, \"{hetero}\")`")}
-    for device in devices:
-        out[f"{device} alone"] = (core.compile_model(model, device), f"`core.compile_model(model, \"{device}\")`")
-    calls = {"default path": {}, "profile=now": {"profile": "now"}, "heft": {"strategy": "heft"},
-             "pipeline split": {"pins": {"*layers.2.*": second, "*layers.3.*": second}}}
-    for label, kwargs in calls.items():
-        t0 = time.perf_counter()
-        compiled = ov_autoplace.compile_model(model, hetero, core=core, cache_dir=cache, generation=gen, **kwargs)
-        args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-        out[label] = (compiled, f"`ov_autoplace.compile_model(..., generation={(gen.prompt_tokens, gen.new_tokens)}"
-                                f"{', ' + args if args else ''})` ({time.perf_counter() - t0:.1f} s)")
-    return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", default="llama", choices=("llama", "qwen2"))
-    parser.add_argument("--prompt", type=int, default=128)
-    parser.add_argument("--new", type=int, default=128)
-    parser.add_argument("--rounds", type=int, default=11)
-    parser.add_argument("--distinct", action="store_true", help="second device CPUS (one thread) instead of CPUF")
-    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "ov_autoplace_bench_llm")
-    parser.add_argument("--write", type=Path, default=None, help="append the table to this markdown page")
-    parser.add_argument("--interpolation", type=int, default=0, metavar="REPEATS",
-                        help="also time every decode step of REPEATS generations on the plain call and report how far "
-                             "the 3-point objective is from their sum (the interpolation's error, noise aside)")
-    parser.add_argument("--verify", action="store_true",
-                        help="also verify the pipeline split (the never-slower rule on the generation)")
-    args = parser.parse_args(argv)
-    args.dir.mkdir(parents=True, exist_ok=True)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if args.distinct:
-        from tests.testbeds import distinct_devices
-
-        core, devices, _ = distinct_devices()
-    else:
-        testbed = make_testbed()
-        core, devices = testbed.core, tuple(testbed.devices)
-    hetero = f"HETERO:{','.join(devices)}"
-    model = core.read_model(export_tiny(args.family, args.dir) / "openvino_model.xml")
-    gen = Generation(args.prompt, args.new)
-    log = _Warnings()
-    logging.getLogger("ov_autoplace").addHandler(log)
-    logging.getLogger("ov_autoplace").setLevel(logging.INFO)
-    with tempfile.TemporaryDirectory() as cache:
-        made = contenders(core, hetero, devices, model, gen, cache, log)
-    vocabulary = int(model.output("logits").get_partial_shape()[-1].get_length())
-    requests = {label: c.create_infer_request() for label, (c, _) in made.items()}
+def time_contenders(made: dict, prompts, new: int, rounds: int, vocabulary: int) -> dict:
+    """label -> prompt -> array[rounds, 3] (TTFT ms, per-token ms, generation ms), paired and interleaved."""
+    requests = {label: compiled.create_infer_request() for label, (compiled, *_) in made.items()}
     rng = np.random.default_rng(0)
     for request in requests.values():  # warm-up
-        one_generation(request, args.prompt, 4, vocabulary, rng)
-    rows: dict[str, list[tuple[float, float, float]]] = {label: [] for label in requests}
-    objective: dict[str, list[float]] = {label: [] for label in requests}
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load = ov_load()
-    for r in range(args.rounds):
+        one_generation(request, max(prompts), 4, vocabulary, rng)
+    rows = {label: {p: [] for p in prompts} for label in requests}
+    for r in range(rounds):
         for label in round_order(list(requests), r):
-            rows[label].append(one_generation(requests[label], args.prompt, args.new, vocabulary, rng))
-            prefill, decode = time_generation(made[label][0], gen.prompt_tokens, decode_pasts(gen),
-                                              request=requests[label], seed=r)
-            objective[label].append(generation_ms(gen, prefill, decode))
-    plain = np.array(rows["plain call"])
-    head = (f"{args.family}, prompt {args.prompt}, {args.new} new tokens, {args.rounds} paired rounds on `{hetero}`, "
-            f"measured {started} (load average {load} on the shared 2-core machine)")
-    lines = [f"### {head}", "",
-             "| contender | devices | TTFT ms | tokens/s | generation ms | objective ms (3 points) | TTFT ratio "
-             "[range] | per-token ratio [range] | generation ratio [range] |", "|---|---|---|---|---|---|---|---|---|"]
-    for label, values in rows.items():
-        v = np.array(values)
-        ratios = v / plain
-        cells = " | ".join(f"{np.median(ratios[:, k]):.3f} [{ratios[:, k].min():.3f}-{ratios[:, k].max():.3f}]"
-                           for k in range(3))
-        lines.append(f"| {label} | {_devices_of(made[label][0])} | {np.median(v[:, 0]):.2f} | "
-                     f"{1e3 / np.median(v[:, 1]):.0f} | {np.median(v[:, 2]):.1f} | {np.median(objective[label]):.1f} | "
-                     f"{cells} |")
-    lines += ["", "How each contender was made: " + "; ".join(f"{k}: {how}" for k, (_, how) in made.items()) + ".",
-              "", "WARNINGs while placing: " + ("; ".join(log.messages) if log.messages else "none (no fallback)")
-              + ".", "", "The verifications' evidence (INFO): " + (" | ".join(log.verifications) or "none ran") + ".",
-              ""]
-    if args.interpolation:
-        lines += [interpolation_error(requests["plain call"], gen, vocabulary, args.interpolation), ""]
-    if args.verify:
-        lines += ["The verification of the pipeline split against the plain call and the single devices, on the "
-                  f"generation (INFO line): {verify_split(core, hetero, devices, model, gen)}", ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        with args.write.open("a") as page:
-            page.write(text + "\n")
-    return 0
+            for p in prompts:
+                rows[label][p].append(one_generation(requests[label], p, new, vocabulary, rng))
+    return {label: {p: np.array(v) for p, v in by.items()} for label, by in rows.items()}
 
 
-def interpolation_error(request: ov.InferRequest, gen: Generation, vocabulary: int, repeats: int) -> str:
-    """Every decode step timed over ``repeats`` generations; each step's median, their sum against the objective's
-    3 points read off the same medians: the interpolation's own error, the same samples on both sides."""
-    rng = np.random.default_rng(1)
-    steps = []
-    for _ in range(repeats):
-        request.reset_state()
-        feed = {"input_ids": rng.integers(0, vocabulary, size=(1, gen.prompt_tokens)),
-                "attention_mask": np.ones((1, gen.prompt_tokens), np.int64),
-                "position_ids": np.arange(gen.prompt_tokens)[None], "beam_idx": np.zeros(1, np.int32)}
-        token, row = int(np.argmax(request.infer(feed)["logits"][0, -1])), []
-        for past in range(gen.prompt_tokens, gen.prompt_tokens + gen.new_tokens - 1):
-            feed = {"input_ids": np.array([[token]]), "attention_mask": np.ones((1, past + 1), np.int64),
-                    "position_ids": np.array([[past]]), "beam_idx": np.zeros(1, np.int32)}
-            t0 = time.perf_counter()
-            token = int(np.argmax(request.infer(feed)["logits"][0, -1]))
-            row.append(1e3 * (time.perf_counter() - t0))
-        steps.append(row)
-    median = np.median(np.array(steps), axis=0)
-    every = float(median.sum())
-    window = [float(np.mean(median[max(0, min(p - gen.prompt_tokens, len(median) - DECODE_WINDOW)):][:DECODE_WINDOW]))
-              for p in decode_pasts(gen)]  # each point as time_generation samples it: a window of steps
-    three = generation_ms(gen, 0.0, window)
-    return (f"Interpolation check on the plain call ({repeats} generations, each decode step's median): the "
-            f"{gen.new_tokens - 1} decode steps sum to {every:.1f} ms; the objective's 3 points "
-            f"{list(decode_pasts(gen))} (windows of {DECODE_WINDOW} steps at {', '.join(f'{w:.3f}' for w in window)} "
-            f"ms) interpolate to {three:.1f} ms ({three / every - 1:+.1%}). Per-step medians from the first to the "
-            f"last decode step: {median[0]:.3f} ... {median[-1]:.3f} ms.")
+def _ratio(values: np.ndarray, reference: np.ndarray, k: int) -> tuple[float, float, float]:
+    ratios = values[:, k] / reference[:, k]
+    return float(np.median(ratios)), float(ratios.min()), float(ratios.max())
 
 
-def verify_split(core: ov.Core, hetero: str, devices, model: ov.Model, gen: Generation) -> str:
-    """``verification.verify_placement`` of the pipeline split (layers 2-3 on the second device) as the default path
-    would verify a candidate: the dynamic model, contenders compiled as compile_model returns them, on ``gen``."""
-    from ov_autoplace.call_request import build_request
-    from ov_autoplace.decision.verification import verify_placement
-    from ov_autoplace.graph.arrays import extract_graph
-    from ov_autoplace.model.prepare import prepare_model
-    from ov_autoplace.placement.legalizer import query_support
-
-    pins = {"*layers.2.*": devices[1], "*layers.3.*": devices[1]}
-    split = ov_autoplace.place(model, hetero, core=core, pins=pins, generation=gen)
-    req = build_request(model, hetero, core=core, generation=gen)
-    prepared = prepare_model(req.placement_model)
-    graph = extract_graph(prepared)
-    support = query_support(core, prepared, graph, req.devices)
-    _, evidence = verify_placement(core, prepared, graph, split, support=support, model=model, device_name=hetero,
-                                   generation=gen)
-    return evidence.describe()
-
-
-def ov_load() -> str:
+def load_average() -> str:
     try:
         return ", ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "unknown"
+
+
+def run_condition(core, devices, family: str, model, condition: str, args) -> str:
+    """One family under one condition: place, check, time; the page's section as markdown."""
+    hetero = f"HETERO:{','.join(devices)}"
+    gen = (max(args.prompts), args.new)
+    vocabulary = int(model.output("logits").get_partial_shape()[-1].get_length())
+    log = _Log()
+    logging.getLogger("ov_autoplace").addHandler(log)
+    started, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load_average()
+    t0 = time.perf_counter()
+    with core_busy(condition == "busy", args.hog_seconds):
+        made = {"plain call": (core.compile_model(model, hetero), f"`core.compile_model(model, \"{hetero}\")`", 0.0)}
+        for device in devices:
+            made[f"{device} alone"] = (core.compile_model(model, device), f"`core.compile_model(model, \"{device}\")`",
+                                       0.0)
+        made |= place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log)
+        checks = {label: check_generations(made["plain call"][0], compiled, args.prompts, args.new, vocabulary)
+                  for label, (compiled, *_) in made.items() if label != "plain call"}
+        load_timing = load_average()
+        times = time_contenders(made, args.prompts, args.new, args.rounds, vocabulary)
+    logging.getLogger("ov_autoplace").removeHandler(log)
+    minutes = (time.perf_counter() - t0) / 60
+    singles = [f"{d} alone" for d in devices]
+    lines = [f"<!-- section: {family}/{condition} -->",
+             f"### {family}, {condition}: {args.rounds} paired rounds on `{hetero}`, prompts {list(args.prompts)}, "
+             f"{args.new} new tokens, measured {started}", "",
+             f"Load average (1, 5, 15 min) before: {load_before}; when timing started: {load_timing} ({args.note}; "
+             f"{'plus the one-core hog this benchmark started' if condition == 'busy' else 'no hog'}). "
+             f"{minutes:.1f} min for this section.", ""]
+    for p in args.prompts:
+        best = min(singles, key=lambda s: np.median(times[s][p][:, 1]))
+        lines += [f"Prompt {p}: best single device by per-token latency: {best.split()[0]}.", "",
+                  "| contender | devices | TTFT ms | per token ms | per token / plain [range] | "
+                  f"per token / best single [range] | <= {TARGET}x best | TTFT / plain [range] |",
+                  "|---|---|---:|---:|---:|---:|---|---:|"]
+        for label, by in times.items():
+            v = by[p]
+            plain, single = _ratio(v, times["plain call"][p], 1), _ratio(v, times[best][p], 1)
+            ttft = _ratio(v, times["plain call"][p], 0)
+            lines.append(f"| {label} | {_devices_of(made[label][0])} | {np.median(v[:, 0]):.2f} | "
+                         f"{np.median(v[:, 1]):.3f} | {plain[0]:.3f} [{plain[1]:.2f}-{plain[2]:.2f}] | "
+                         f"{single[0]:.3f} [{single[1]:.2f}-{single[2]:.2f}] | "
+                         f"{'yes' if single[0] <= TARGET else 'no'} | {ttft[0]:.3f} [{ttft[1]:.2f}-{ttft[2]:.2f}] |")
+        lines.append("")
+    lines += ["Generations against the plain call (teacher-forced logits: largest |difference| over the logits' "
+              f"scale, {args.new} steps at each prompt; greedy tokens):", ""]
+    lines += [f"- {label}: logits {err:.1e} ({'within' if err <= LOGIT_TOLERANCE else 'OUTSIDE'} "
+              f"{LOGIT_TOLERANCE:.0e}), tokens {'identical' if same else 'DIFFERENT'}"
+              for label, (err, same) in checks.items()]
+    lines += ["", "How each was made (seconds to place): " + "; ".join(
+        f"{label}: {how}" + (f" ({s:.1f} s)" if s else "") for label, (_, how, s) in made.items()) + ".", "",
+        "Fallback WARNINGs: " + ("; ".join(log.warnings) if log.warnings else "none") + ".", "",
+        "Decisions (INFO):", ""] + [f"- {line}" for line in log.verifications] + [""]
+    return "\n".join(lines)
+
+
+def write_sections(page: Path, sections: dict[str, str], command: str) -> None:
+    """Replace the sections of ``page`` this run made (by their marker), keep the others, in family order."""
+    old = page.read_text() if page.exists() else ""
+    kept = {key: text for text, key in re.findall(r"(<!-- section: (\S+) -->.*?)(?=<!-- section: |\Z)", old,
+                                                     flags=re.S)}
+    kept |= {key: text + "\n" for key, text in sections.items()}
+    head = old.split("<!-- section: ")[0] if old else ""
+    head = re.sub(r"Last command: `[^`]*`", f"Last command: `{command}`", head) if head else (
+        "# LLMs on the testbed: every path, quiet and with a core busy\n\n[Back to LLMs](../llm.md)\n\n"
+        f"Made by `benchmarks/bench_llm.py` (its docstring says what each number is). Last command: `{command}`\n\n")
+    page.write_text(head + "".join(kept[k] for k in sorted(kept)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--families", default="llama,qwen2")
+    parser.add_argument("--conditions", default="quiet,busy")
+    parser.add_argument("--prompts", default="16,128", type=lambda s: tuple(int(x) for x in s.split(",")))
+    parser.add_argument("--new", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--search-budget", type=int, default=4)
+    parser.add_argument("--hog-seconds", type=float, default=1800.0, help="upper bound of the busy condition's hog")
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "ov_autoplace_bench_llm")
+    parser.add_argument("--write", type=Path, default=None, help="replace this run's sections of this page")
+    parser.add_argument("--note", default=f"{os.cpu_count()} cores; any other process's load is in these numbers",
+                        help="what the page should say about the machine's other users while this ran")
+    args = parser.parse_args(argv)
+    args.dir.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("ov_autoplace").setLevel(logging.INFO)
+    logging.getLogger("ov_autoplace").propagate = False  # INFO to the handler only, WARNINGs printed below
+    core, devices, _ = distinct_devices()
+    sections = {}
+    for family in args.families.split(","):
+        model = core.read_model(export_tiny(family, args.dir) / "openvino_model.xml")
+        for condition in args.conditions.split(","):
+            print(f"{family}, {condition}:", flush=True)
+            sections[f"{family}/{condition}"] = text = run_condition(core, devices, family, model, condition, args)
+            print(text, flush=True)
+            if args.write:
+                write_sections(args.write, {f"{family}/{condition}": text},
+                               "python benchmarks/bench_llm.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    return 0
 
 
 if __name__ == "__main__":

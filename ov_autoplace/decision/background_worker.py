@@ -56,7 +56,7 @@ from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import ProfileStore, differences, profile_key
 from ov_autoplace.cache.root import UntrustedDirectoryError, profile_dir, refusal_message, warn_once
 from ov_autoplace.measuring.profiler import MODEL_PROFILE_FORMAT, ModelProfile
-from ov_autoplace.decision.placement_sources import measure_profile_now, place_on_measured_costs
+from ov_autoplace.decision.placement_sources import generation_measured, measure_profile_now, place_on_measured_costs
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import needs_verification, runner_ups, verify_placement
 from ov_autoplace.devices.device_strings import parse_device_string, register_virtual_device
@@ -163,6 +163,8 @@ def spawn_worker(req: PlacementRequest, root: Path, key: dict, graph: Any) -> bo
                 "device_name": req.spec.text,
                 "max_submodels": req.max_submodels, "seed": req.seed,
                 "pins": [dataclasses.asdict(p) for p in req.pins]}
+        if req.memory_caps:  # the worker only profiles: the next start places within the caps on the profile
+            spec["profile_only"] = True
         if req.generation is not None:  # a decoder: the dynamic model, verified on its generation as the app does
             spec |= {"generation": list(dataclasses.astuple(req.generation)), "shapes": req.shapes}
     except UntrustedDirectoryError as exc:
@@ -298,6 +300,7 @@ def read_spec(path: Path, digest: str) -> dict[str, Any]:
             and all(type(c) is int and c >= 1 for c in spec["generation"]) and isinstance(spec.get("shapes"), dict)
             and all(isinstance(d, list) and all(type(x) is int for x in d) for d in spec["shapes"].values())),
          "a generation of two positive ints with the placement shapes"),
+        (lambda: type(spec.get("profile_only", False)) is bool, "a boolean profile_only"),
     ]
     for ok, expected in checks:
         if not ok():
@@ -359,23 +362,29 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
             diff = "; ".join(differences({part: key.get(part)}, {part: mine[part]}))
             raise WorkerFailure(f"the worker sees another {part} than the app ({diff}); not measuring")
     config = {name: decode_property(value) for name, value in spec.get("config", {}).items()}
-    req = PlacementRequest(core, parse_device_string(f"HETERO:{','.join(devices)}"), config, model, devices,
+    req = PlacementRequest(core, parse_device_string(f"HETERO:{','.join(devices)}"), config,
+                           dynamic if generation else model, devices, placement_model=model,
                            pins=tuple(Pin(**p) for p in spec["pins"]), max_submodels=spec["max_submodels"],
                            seed=spec["seed"], generation=generation)
     store = ProfileStore(profile_dir(root))
     profile_k = profile_key(core, devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
     started = time.perf_counter()
     profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
-    if profile is None:
+    if profile is None or generation is not None:  # a decoder's decode steps are profiled too (stored ones reused)
         measure_profile_now(req, prepared, store)
         profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
         raise WorkerFailure(f"the profile could not be stored in {store.directory}")
-    candidate = place_on_measured_costs(req, prepared, graph, PRETRAINED_POLICY, profile.cost_model, "hsdag:profile")
+    if spec.get("profile_only"):  # memory_caps: the app's next start places within them on this profile
+        logger.info("stored the profile after %.1f s (memory caps: the next start places within them on it)",
+                    time.perf_counter() - started)
+        return None
+    placing_graph, cost = generation_measured(req, graph, profile.cost_model, store)  # a decoder's whole generation
+    candidate = place_on_measured_costs(req, prepared, placing_graph, PRETRAINED_POLICY, cost, "hsdag:profile")
     candidate.notes.append(f"placed by the background worker after {time.perf_counter() - started:.1f} s of "
                            "profiling")
     support = query_support(core, prepared, graph, devices)
-    alternatives = runner_ups(graph, devices, support, profile.cost_model, max_submodels=req.max_submodels,
+    alternatives = runner_ups(graph, devices, support, cost, max_submodels=req.max_submodels,
                               pins=req.pins, core=core)
     return store_verified(core, root, key, prepared, graph, dynamic if generation else model, candidate,
                           pinned=bool(req.pins), config=config, device_name=spec.get("device_name"),
@@ -402,12 +411,15 @@ def store_verified(core: Any, root: Path, key: Mapping[str, Any], prepared: Any,
                                                device_name=device_name or candidate.device_string,
                                                alternatives=alternatives, generation=generation)
         reason = None
-        if not evidence.verified:  # too noisy to decide: the plain call's placement stays, verified again later
+        if evidence.decision == "provisional":  # won by a wide margin under load: stored, used while the load lasts
+            pass
+        elif not evidence.verified:  # too noisy to decide: the plain call's placement stays, verified again later
             placement.strategy = placement.strategy.split("+")[0] + "+pending"
             reason = f"verification abstained: {evidence.reason}"
     if PlacementCache(root).put(key, placement, graph) is None:
         raise WorkerFailure(f"the placement could not be stored under {root}")
-    logger.info("stored the %s placement %s (%s)", "plain call's" if reason else "profiled",
+    logger.info("stored the %s placement %s (%s)", "plain call's" if reason else "provisionally used" if (
+                    evidence is not None and evidence.decision == "provisional") else "profiled",
                 placement.counts_per_device(), evidence.describe() if evidence else
                 "pinned: not verified" if pinned else "the plain call's placement: nothing to verify")
     return reason

@@ -145,10 +145,10 @@ def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_d
     if compiled is None:  # another placement, or the compile ahead raised: compiled (or raised) here
         compiled = compile_decided(req, props, device=decision.single_device, placement=decision.placement,
                                    prepared=decision.prepared)
-    if req.memory_caps and profiling is Profiling.BACKGROUND:  # the worker places without the caps
-        logger.info("profile='background' measures nothing under memory_caps; use profile='now' or `ov-autoplace "
-                    "profile` to place within the caps on measured costs")
-    elif decision.pending or (profiling is Profiling.BACKGROUND and decision.spawn_worker):
+    if req.memory_caps and profiling is Profiling.BACKGROUND:  # the worker only profiles; the next start places
+        if cache is not None and not Path(profile_path).exists():
+            background_worker.spawn_worker(req, root, key, graph)
+    elif (decision.pending and not decision.provisional) or (profiling is Profiling.BACKGROUND and decision.spawn_worker):
         if cache is None:
             logger.warning("%s needs the placement cache (use_cache=False): not measuring",
                            "verifying the placement" if decision.pending else "profile='background'")
@@ -185,7 +185,8 @@ def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, u
         cached = cache.get(key, graph, pins=req.pins)  # legality-checked (placement/legality_check.py)
         if cached is not None:
             decision = decision_from_cache(req, cached, prepared, graph)
-            if decision.source == "cache (prior)" and Path(profile_path).exists():
+            if (decision.source == "cache (prior)" or decision.source.startswith("cache (prior+memory")) \
+                    and Path(profile_path).exists():
                 decision = None  # a profile arrived since the prior placed it (ov-autoplace profile): use it
             if decision is not None:
                 if decision.stored_as is not None:  # demoted (edited evidence): store what runs now

@@ -47,10 +47,12 @@ from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.p
     survives_prior_error,
 )
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.verification import (evidence_intact, needs_verification, plain_placement, runner_ups,
-                                                single_device_of, verify_placement)
+from ov_autoplace.decision.verification import (evidence_intact, needs_verification, plain_placement,
+                                                provisional_intact, runner_ups, single_device_of, verify_placement)
+from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
+from ov_autoplace.measuring.noise import busy_now
 from ov_autoplace.devices.facts import indistinguishable, read_device_facts
-from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.generation import generation_costs
 from ov_autoplace.placement.legalizer import query_support
@@ -83,6 +85,8 @@ class Decision:
     evidence: "dict | None" = None  # the measured verdict this decision rests on (verification.py)
     stored_as: Placement | None = None  # a demoted cache entry: what to store instead
     runner_up_cost: Any = None  # the costs it was placed on: their runner-up splits are verified beside it
+    #: a win measured under a load that is still there: used, not final, and not measured again while it lasts
+    provisional: bool = False
 
     @property
     def final(self) -> bool:
@@ -162,8 +166,8 @@ def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
     profile = (store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
                if store.path_for(key).exists() else None)
     source = "profile" if profile is not None else "prior"
-    placement = place_within_memory(req, prepared, graph, policy_path,
-                                    profile.cost_model if profile is not None else None, f"{source}+memory")
+    cost = generation_measured(req, graph, profile.cost_model, store)[1] if profile is not None else None
+    placement = place_within_memory(req, prepared, graph, policy_path, cost, f"{source}+memory")
     device = single_device_of(placement)
     return Decision(source, single_device=device, placement=None if device else placement, prepared=prepared,
                     reason="; ".join(placement.notes))
@@ -172,7 +176,7 @@ def _generation_prior(req: PlacementRequest, graph: GraphArrays, prior) -> tuple
     WARNING, when the decode steps cannot be costed (our machinery, not the caller's model)."""
     try:
         return generation_costs(req.model, graph, prior.cost, req.generation,
-                                lambda g: prior_cost_model(g, prior.facts).cost)
+                                lambda g, _: prior_cost_model(g, prior.facts).cost)
     except Exception as exc:  # noqa: BLE001 - costing is a prediction: the verification still measures
         logger.warning("the prior cannot cost the decode steps of %s (%s: %s); it costs the prefill alone",
                        req.generation, type(exc).__name__, exc)
@@ -188,7 +192,9 @@ def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphAr
     profile = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
         return None
-    placement = place_on_measured_costs(req, prepared, graph, policy_path, profile.cost_model, "hsdag:profile")
+    placing_graph, cost = generation_measured(req, graph, profile.cost_model, store)
+    placement = place_on_measured_costs(req, prepared, placing_graph, policy_path, cost, "hsdag:profile")
+    profile = dataclasses.replace(profile, cost_model=cost)
     device = single_device_of(placement)
     decision = Decision("profile", single_device=device, placement=None if device else placement, prepared=prepared,
                         reason="; ".join(placement.notes) if device else "", runner_up_cost=profile.cost_model)
@@ -197,6 +203,24 @@ def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphAr
                                    reason=f"{decision.reason}; the profile was taken on a loaded machine: the "
                                           "background worker measures it again")
     return decision
+
+
+def generation_measured(req: PlacementRequest, graph: GraphArrays, cost, store) -> tuple[GraphArrays, Any]:
+    """``(graph, cost)`` a decoder is placed on: the stored prefill profile ``cost`` with each decode step's stored
+    profile at the objective's weights (``measuring/generation_profile.py``); the prefill's alone for a model with no
+    generation, or when the decode steps were not profiled (``ov-autoplace profile``) or cannot be costed."""
+    if not req.generation:
+        return graph, cost
+    try:
+        return generation_profile(req.model, graph, cost, req.generation, req.core, store=store,
+                                  links=profile_links_of(cost), measure=False)
+    except DecodeNotProfiled:
+        logger.info("the stored profile has no decode steps (measured without the generation): placing on the "
+                    "prefill's costs; the verification still decides on the whole generation")
+    except Exception as exc:  # noqa: BLE001 - a prediction only: the verification still measures
+        logger.warning("the decode steps of %s cannot be costed from the stored profiles (%s: %s); placing on the "
+                       "prefill's costs", req.generation, type(exc).__name__, exc)
+    return graph, cost
 
 
 def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path, cost, strategy: str) -> Placement:
@@ -244,8 +268,17 @@ def decision_to_placement(decision: Decision, graph: GraphArrays, devices: tuple
 
 
 def measure_profile_now(req: PlacementRequest, prepared, store) -> None:
-    """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start."""
-    quick_model_profile(prepared, req.core, req.devices, store=store)
+    """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start; for a
+    decoder also each decode step of its generation (``measuring/generation_profile.py``)."""
+    profile = quick_model_profile(prepared, req.core, req.devices, store=store)
+    if req.generation:
+        try:
+            graph = extract_graph(prepared)
+            generation_profile(req.model, graph, profile.cost_model, req.generation, req.core, store=store,
+                               links=profile_links_of(profile.cost_model), measure=True)
+        except Exception as exc:  # noqa: BLE001 - the prefill's profile still places; the verification decides
+            logger.warning("the decode steps of %s could not be profiled (%s: %s); placing on the prefill's "
+                           "profile", req.generation, type(exc).__name__, exc)
 
 
 def _support(req: PlacementRequest, prepared, graph):
@@ -311,6 +344,8 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
                     prepared=prepared, spawn_worker=tags[0] == "prior")
     if evidence_intact(placement):
         return dataclasses.replace(base, evidence=placement.verification, spawn_worker=False)
+    if provisional_intact(placement) and busy_now():  # won under a load that is still there: no verdict, still used
+        return dataclasses.replace(base, pending=True, spawn_worker=False, provisional=True)
     if "live" in tags or "pending" in tags:
         return dataclasses.replace(base, pending=True)
     if device == req.devices[0] or req.pins or req.memory_caps:  # with caps the plain call is no fallback

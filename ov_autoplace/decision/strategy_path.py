@@ -39,7 +39,8 @@ def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphA
         memory_request(req, graph)  # MemoryCapError before the strategy profiles anything
     support = device_support(req.core, prepared, graph, req.devices, support_dir)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
-                               seed=req.seed, profile_dir=profiles)
+                               seed=req.seed, profile_dir=profiles, generation=req.generation,
+                               dynamic_model=req.model if req.generation else None)
     proposal = req.strategy.propose(context)
     cost = getattr(req.strategy, "last_cost", None)
     if req.memory_caps:  # priced with the caps (the prior's costs for a strategy that has none) and held to them

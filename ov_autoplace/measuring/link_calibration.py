@@ -26,6 +26,11 @@ from ov_autoplace.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
+#: A short link calibration (``MeasuredCostProvider``, the quick profile's stored links): links are cheap on
+#: host-memory devices and the result is cached per device set, but the first compile on a machine pays it.
+QUICK_LINK_SIZES = (16 << 10, 1 << 20, 4 << 20)
+QUICK_LINK_CUTS = (1, 4)
+
 DEFAULT_SIZES = (1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20)
 DEFAULT_CUTS = (1, 2, 4, 8)
 #: Bump when the meaning or layout of a stored link profile changes.
@@ -265,4 +270,5 @@ def profile_links(core: ov.Core, devices: Sequence[str], *, sizes: Sequence[int]
     return profile
 
 
-__all__ = ["DEFAULT_CUTS", "DEFAULT_SIZES", "LinkProfile", "calibration_chain", "fit_links", "profile_links"]
+__all__ = ["DEFAULT_CUTS", "DEFAULT_SIZES", "LinkProfile", "QUICK_LINK_CUTS", "QUICK_LINK_SIZES", "calibration_chain", "fit_links",
+           "profile_links"]

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from ov_autoplace.errors import DeviceError
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.measuring.link_calibration import profile_links
+from ov_autoplace.measuring.generation_profile import generation_profile
+from ov_autoplace.measuring.link_calibration import QUICK_LINK_CUTS, QUICK_LINK_SIZES, profile_links
 from ov_autoplace.costmodel.platforms import PLATFORMS, SimPlatform
 from ov_autoplace.cache.profile_store import ProfileStore
 from ov_autoplace.measuring.profiler import profile_model
@@ -22,14 +23,11 @@ from ov_autoplace.costmodel.sim_costs import cost_model_for
 if TYPE_CHECKING:
     from ov_autoplace.placement.context import PlacementContext
 
-#: A short link calibration: links are cheap on host-memory devices and the
-#: result is cached per device set, but the first compile on a machine pays it.
-QUICK_LINK_SIZES = (16 << 10, 1 << 20, 4 << 20)
-QUICK_LINK_CUTS = (1, 4)
 
 
 class MeasuredCostProvider:
-    """Profile the model on the context's devices (PERF_COUNT per op + a quick link calibration), cached."""
+    """Profile the model on the context's devices (PERF_COUNT per op + a quick link calibration), cached; for a
+    stateful decoder with the context's generation, the whole generation's costs (prefill + decode steps)."""
 
     def __init__(self, *, store: ProfileStore | None = None, iterations: int = 10, warmup: int = 2) -> None:
         self.store, self.iterations, self.warmup = store, iterations, warmup
@@ -40,8 +38,14 @@ class MeasuredCostProvider:
         store = self.store if self.store is not None else ProfileStore(context.profile_dir)  # the call's root
         links = profile_links(context.core, context.devices, sizes=QUICK_LINK_SIZES, cuts=QUICK_LINK_CUTS, rounds=3,
                               seconds_per_variant=0.3, store=store)
-        return profile_model(context.model, context.core, context.devices, warmup=self.warmup,
+        cost = profile_model(context.model, context.core, context.devices, warmup=self.warmup,
                              iterations=self.iterations, store=store, links=links)
+        if context.generation is None or context.dynamic_model is None:
+            return cost
+        # a decoder: each decode step of its generation profiled too (quick profiles, stored), at the weights
+        _, cost = generation_profile(context.dynamic_model, context.graph, cost, context.generation, context.core,
+                                     store=store, links=links, measure=True)
+        return cost
 
     def __repr__(self) -> str:
         return f"MeasuredCostProvider(iterations={self.iterations}, links=quick)"

@@ -20,14 +20,13 @@ import openvino as ov
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.devices.timing import random_inputs
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.measuring.link_calibration import LINK_PROFILE_FORMAT, LinkProfile
+from ov_autoplace.measuring.link_calibration import LINK_PROFILE_FORMAT, QUICK_LINK_CUTS, QUICK_LINK_SIZES, LinkProfile
 from ov_autoplace.measuring.noise import LoadProbe, busy_now, iqr, measured_window, noise_fields, per_run_node_ms
 from ov_autoplace.cache.profile_store import ProfileStore, profile_key
 from ov_autoplace.measuring.perf_counts import (executed_ms, map_times, ms_per_byte_fallback, reports_running_average,
                                                 window_ms)
 from ov_autoplace.measuring.profiler import (DeviceReport, ModelProfile, device_memory_bytes, e2e_scale, merge_fusion,
                                              node_memory_bytes, profile_request)
-from ov_autoplace.measuring.providers import QUICK_LINK_CUTS, QUICK_LINK_SIZES
 
 logger = logging.getLogger(__name__)
 

@@ -89,27 +89,56 @@ def decode_clone(model: ov.Model, past: int) -> ov.Model:
                                 list(p.get_partial_shape().to_shape()) for p in clone.inputs})
 
 
+def measurable_decode_clone(model: ov.Model, past: int) -> ov.Model:
+    """:func:`decode_clone` as a stateless graph that runs, for profiling: each ``Assign`` (which the CPU plugin cannot
+    run once its ``ReadValue`` is a Parameter) replaced by a ``Result`` of the new state, named as the ``Assign``, so
+    every node and edge keeps its name. Fed the past K/V as inputs, it times one decode step after ``past``."""
+    clone = decode_clone(model, past)
+    for sink in list(clone.get_sinks()):
+        if sink.get_type_name() != "Assign":
+            continue
+        result = ov.opset13.result(sink.input_value(0))
+        result.set_friendly_name(sink.get_friendly_name())
+        clone.add_results([result])
+        clone.remove_sink(sink)
+    for variable in list(clone.get_variables()):
+        clone.remove_variable(variable)
+    clone.validate_nodes_and_infer_types()
+    return clone
+
+
 def _edges(graph) -> list[tuple]:
     return list(zip([graph.names[s] for s in graph.edge_src], [graph.names[t] for t in graph.edge_dst],
                     graph.edge_src_port.tolist(), graph.edge_dst_port.tolist()))
 
 
-def generation_costs(model: ov.Model, graph, cost, gen: Generation, cost_of: Callable) -> tuple[Any, Any]:
+def generation_costs(model: ov.Model, graph, cost, gen: Generation, cost_of: Callable,
+                     clone: Callable[[ov.Model, int], ov.Model] = decode_clone) -> tuple[Any, Any]:
     """``(graph, cost)`` of the prefill (a GraphArrays and its CostModel) made the whole generation's: each decode
-    step of ``decode_pasts`` cloned from the dynamic ``model`` and costed by ``cost_of(graph)``, its nodes matched by
+    step of ``decode_pasts`` cloned from the dynamic ``model`` (by ``clone``: :func:`measurable_decode_clone` where
+    the costs are measured) and costed by ``cost_of(graph, prepared_clone)``, its nodes matched by
     name, node costs and crossing bytes added at the weights, link latency and submodel overhead times the number of
     inferences, activations the largest. Exact, a placement's predicted latency being linear in these parts."""
     row, edge = {n: i for i, n in enumerate(graph.names)}, {e: k for k, e in enumerate(_edges(graph))}
     compute, unfused = np.array(cost.compute_ms, dtype=np.float64), np.array(cost.unfused_ms, dtype=np.float64)
     edge_bytes, out_bytes = np.asarray(graph.edge_bytes, dtype=np.float64), np.array(graph.out_bytes)
     weights = decode_weights(gen)
+    spread = None if cost.compute_spread_ms is None else np.array(cost.compute_spread_ms, dtype=np.float64)
+    e2e_spread = None if cost.e2e_spread_ms is None else np.array(cost.e2e_spread_ms, dtype=np.float64)
+    loaded = bool(getattr(cost, "loaded", False))
     for past, weight in zip(decode_pasts(gen), weights):
-        g = extract_graph(prepare_model(decode_clone(model, past)))
-        c = cost_of(g)
+        prepared = prepare_model(clone(model, past))
+        g = extract_graph(prepared)
+        c = cost_of(g, prepared)
         mine = np.array([i for i, n in enumerate(g.names) if n in row], dtype=np.int64)
         theirs = np.array([row[g.names[i]] for i in mine], dtype=np.int64)
         compute[theirs] += weight * np.asarray(c.compute_ms)[mine]
         unfused[theirs] += weight * np.asarray(c.unfused_ms)[mine]
+        if spread is not None and c.compute_spread_ms is not None:  # measured: a step's spread adds with its weight
+            spread[theirs] += weight * np.asarray(c.compute_spread_ms)[mine]
+        if e2e_spread is not None and c.e2e_spread_ms is not None:
+            e2e_spread += weight * np.asarray(c.e2e_spread_ms, dtype=np.float64)
+        loaded |= bool(getattr(c, "loaded", False))  # a decode step measured on a loaded machine
         out_bytes[theirs] = np.maximum(out_bytes[theirs], np.asarray(g.out_bytes)[mine])
         for k, e in enumerate(_edges(g)):
             if e in edge:
@@ -117,6 +146,7 @@ def generation_costs(model: ov.Model, graph, cost, gen: Generation, cost_of: Cal
     runs = 1.0 + float(weights.sum())
     return (dataclasses.replace(graph, edge_bytes=np.rint(edge_bytes).astype(np.int64), out_bytes=out_bytes),
             dataclasses.replace(cost, compute_ms=compute, unfused_ms=unfused, source=f"{cost.source} x {gen}",
+                                compute_spread_ms=spread, e2e_spread_ms=e2e_spread, loaded=loaded,
                                 link_latency_ms=np.asarray(cost.link_latency_ms) * runs,
                                 submodel_overhead_ms=np.asarray(cost.submodel_overhead_ms) * runs))
 
@@ -176,4 +206,5 @@ def check_generation(generation: Any, model: ov.Model) -> Generation | None:
 
 
 __all__ = ["DECODE_POINTS", "Generation", "check_generation", "decode_clone", "decode_pasts", "decode_weights",
-           "generation_costs", "generation_ms", "generation_parts", "is_generative", "position_limit"]
+           "generation_costs", "generation_ms", "generation_parts", "is_generative", "measurable_decode_clone",
+           "position_limit"]

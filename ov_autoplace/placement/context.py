@@ -29,6 +29,10 @@ class PlacementContext:
     #: Where a measured cost provider stores the profiles it measures: the call's cache root's ``profiles/``
     #: (``cache.root.profile_dir(cache_dir)``); None: the default root's.
     profile_dir: Path | None = None
+    #: A stateful decoder's generation (``model/generation.Generation``) and its dynamic model: a measured cost
+    #: provider then profiles the decode steps too and returns the whole generation's costs; None: single-shot.
+    generation: object | None = None
+    dynamic_model: ov.Model | None = None
 
 
 __all__ = ["PlacementContext"]

@@ -143,3 +143,30 @@ def test_pins_that_overflow_a_cap_are_refused(model, f32_testbed, stated_host_cp
 def test_one_device_with_a_cap_it_cannot_meet_is_refused(model, f32_testbed):
     with pytest.raises(MemoryCapError, match="missing"):
         ov_autoplace.compile_model(model, "CPU", core=f32_testbed.core, memory_caps={"CPU": "100 KB"})
+
+
+@pytest.mark.slow
+def test_a_background_profile_under_caps_is_placed_within_them_on_the_next_start(model, f32_testbed, tmp_path,
+                                                                                 caplog):
+    """profile="background" with caps: the worker only profiles (it would place without the caps), and the next
+    start, finding the profile beside the prior's capped placement, places within the caps on the measured costs."""
+    import time
+
+    core, hetero, caps = f32_testbed.core, f32_testbed.hetero, {"CPU": "200 KB", "CPUF": "200 KB"}
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        ov_autoplace.compile_model(model, hetero, core=core, memory_caps=caps, cache_dir=tmp_path,
+                                   profile="background")
+        assert any("background profiling started" in r.getMessage() for r in caplog.records)
+        deadline, text = time.time() + 600, ""
+        while time.time() < deadline and "stored the profile" not in text:
+            time.sleep(1)
+            text = "".join(p.read_text() for p in tmp_path.glob("workers/*/worker.log"))
+        assert "stored the profile" in text and "failed" not in text, text[-2000:]
+        caplog.clear()
+        compiled = ov_autoplace.compile_model(model, hetero, core=core, memory_caps=caps, cache_dir=tmp_path)
+    sources = [r.getMessage() for r in caplog.records if r.getMessage().startswith("placement source:")]
+    assert sources and sources[-1].startswith("placement source: profile"), sources
+    assert "memory caps:" in sources[-1], sources[-1]  # placed within them
+    assert sorted(compiled.get_property("EXECUTION_DEVICES")) == sorted(f32_testbed.devices)  # no device holds it
+    for got, want in zip(_generate(compiled), _generate(core.compile_model(model, "CPU"))):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

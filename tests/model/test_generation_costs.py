@@ -19,7 +19,7 @@ from tests.synthetic_graphs import llm_like
 LAYERS, HIDDEN = 3, 8
 
 
-def _cost(graph):
+def _cost(graph, prepared=None):
     return cost_model_for(graph, LAPTOP_PLATFORM, precision="f16")
 
 
