@@ -79,21 +79,9 @@ def score(rows: list[dict], policies: dict[str, str], sigma: float, truth_sigma:
             refs = reference_placements(Case(row["model"], graph, devices, support, cost, True))
             draws = truth.score_draws(platform, graph, refs | {f"{k}_ms": v for k, v in placements.items()},
                                       truth.TruthSpec(sigma=truth_sigma, milp_seconds=0.0), cost=cost)
-            scored["risk"] = {k: _risk(draws, f"{k}_ms") for k in placements}
+            scored["risk"] = {k: list(truth.draw_risk(draws, f"{k}_ms")) for k in placements}
         out.append(scored)
     return out
-
-
-def _risk(draws: dict, key: str) -> list[int]:
-    """[draws slower than the best single device, draws slower than the plain call, draws] (bench_platforms')."""
-    single = plain = n = 0
-    for ms, best, call in zip(draws[key], draws["best_single_device_ms"], draws["plain_call_ms"]):
-        if ms is None:
-            continue
-        n += 1
-        single += best is not None and ms > best * (1 + 1e-9)
-        plain += call is not None and ms > call * (1 + 1e-9)
-    return [single, plain, n]
 
 
 def summary(scored: list[dict], name: str) -> dict:

@@ -238,16 +238,7 @@ def _source_cell(r: dict) -> str:
 def row_risk(r: dict, key: str = "hsdag_ms") -> tuple[int, int, int] | None:
     """(draws slower than the best single device, draws slower than the plain call, draws) of one row's truths."""
     t = r.get("truth")
-    if not t or not t.get(key):
-        return None
-    single = plain = n = 0
-    for ms, best, call in zip(t[key], t["best_single_device_ms"], t["plain_call_ms"]):
-        if ms is None:
-            continue
-        n += 1
-        single += best is not None and ms > best * (1 + 1e-9)
-        plain += call is not None and ms > call * (1 + 1e-9)
-    return single, plain, n
+    return truth.draw_risk(t, key) if t and t.get(key) else None
 
 
 def _risk_cell(r: dict) -> str:

@@ -1,8 +1,9 @@
 """``memory_caps=``: each device's weights and KV cache kept under its cap, the split chosen by latency.
 
 1. **check** (:func:`memory_request`): before anything is measured or compiled, ``MemoryCapError`` when no split
-   can fit; 2. **place** (:func:`place_within_memory`): the policy and the local search on costs that carry the
-   caps (an overflowing placement costs ``inf``), guarded against the fastest single device that fits;
+   can fit; 2. **place** (``placement_sources.place_within_caps``, on :func:`capped_cost`): the policy and the
+   local search on costs that carry the caps (an overflowing placement costs ``inf``), guarded against the fastest
+   single device that fits (:func:`note_residency` reports what each device holds);
 3. **enforce** (``placement_pipeline(enforce_memory=True)``): fitted or refused, never returned over a cap.
 Why the prior's margin and the verification against the plain call are skipped: docs/llm.md, "Memory".
 """
@@ -12,13 +13,11 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import openvino as ov
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.memory_need import MemoryNeed, check_caps_hold, memory_need, with_caps
 from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.devices.memory_caps import format_bytes
@@ -26,15 +25,9 @@ from ov_autoplace.errors import MemoryCapError
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.measuring.profiler import device_memory_bytes
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.placement.legalizer import query_support
 from ov_autoplace.placement.stateful import state_groups
-from ov_autoplace.strategies.base import PlacementContext
-from ov_autoplace.strategies.hsdag import HSDAGStrategy
 
 logger = logging.getLogger("ov_autoplace")
-
-#: Seconds the local search may refine the policy's split within the caps (the profile path's budget).
-REFINE_SECONDS = 2.0
 
 
 def device_caps(req: PlacementRequest) -> np.ndarray:
@@ -77,22 +70,11 @@ def prior_costs(req: PlacementRequest, graph: GraphArrays) -> CostModel:
     return prior.cost
 
 
-def place_within_memory(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path,
-                        cost: CostModel | None, source: str) -> Placement:
-    """The default path's placement under the caps (step 2): the policy refined by the local search on ``cost``
-    (a stored profile's; None: the prior's), made legal, guarded and held to the caps."""
-    cost = capped_cost(req, graph, cost)
-    support = query_support(req.core, prepared, graph, req.devices)
-    context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
-                               seed=req.seed)
-    hsdag = HSDAGStrategy(policy_path, cost, refine=True,
-                          refine_options={"pins": tuple(req.pins or ()), "max_submodels": req.max_submodels,
-                                          "max_seconds": REFINE_SECONDS})
-    placement = placement_pipeline(graph, hsdag.propose(context), req.devices, support, strategy=f"hsdag:{source}",
-                                   cost=cost, pins=req.pins, max_submodels=req.max_submodels, enforce_memory=True)
+def note_residency(placement: Placement, graph: GraphArrays, cost: CostModel) -> Placement:
+    """``placement`` (placed within the caps, step 2) noting the bytes each device holds of its cap."""
     resident = _resident(placement, graph, cost)
     note = "memory caps: " + ", ".join(f"{d} {format_bytes(r)} of {format_bytes(c)}"
-                                       for d, r, c in zip(req.devices, resident, cost.device_memory_bytes))
+                                       for d, r, c in zip(cost.devices, resident, cost.device_memory_bytes))
     placement.notes.append(note)
     logger.info("placed within the memory caps (%s): %s; %s", cost.label, placement.counts_per_device(), note)
     return placement
@@ -103,4 +85,4 @@ def _resident(placement: Placement, graph: GraphArrays, cost: CostModel) -> np.n
     return Simulator(cost, graph).resident_bytes(placement.device_indices(graph.names, cost.devices)[None])[0]
 
 
-__all__ = ["capped_cost", "context_of", "device_caps", "memory_request", "place_within_memory", "prior_costs"]
+__all__ = ["capped_cost", "context_of", "device_caps", "memory_request", "note_residency", "prior_costs"]

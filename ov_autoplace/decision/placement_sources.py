@@ -35,7 +35,7 @@ from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
 from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
-from ov_autoplace.decision.memory_path import place_within_memory
+from ov_autoplace.decision.memory_path import capped_cost, note_residency
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.py); its names stay importable from here
     LIVE_DRAWS,
@@ -166,11 +166,16 @@ def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
     profile = (store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
                if store.path_for(key).exists() else None)
     source = "profile" if profile is not None else "prior"
-    cost = generation_measured(req, graph, profile.cost_model, store)[1] if profile is not None else None
-    placement = place_within_memory(req, prepared, graph, policy_path, cost, f"{source}+memory")
+    measured = generation_measured(req, graph, profile.cost_model, store)[1] if profile is not None else None
+    cost = capped_cost(req, graph, measured)  # the prior's where no profile is stored
+    placement = place_on_measured_costs(req, prepared, graph, policy_path, cost, f"hsdag:{source}+memory",
+                                        enforce_memory=True)
+    note_residency(placement, graph, cost)
     device = single_device_of(placement)
     return Decision(source, single_device=device, placement=None if device else placement, prepared=prepared,
                     reason="; ".join(placement.notes))
+
+
 def _generation_prior(req: PlacementRequest, graph: GraphArrays, prior) -> tuple[GraphArrays, Any]:
     """The prior's graph and costs of ``req.generation`` (``model/generation.py``); the prefill's, with a
     WARNING, when the decode steps cannot be costed (our machinery, not the caller's model)."""
@@ -223,8 +228,10 @@ def generation_measured(req: PlacementRequest, graph: GraphArrays, cost, store) 
     return graph, cost
 
 
-def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path, cost, strategy: str) -> Placement:
-    """The HSDAG policy on ``cost`` refined by the local search, legalized and guarded (profile path, worker).
+def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path, cost, strategy: str, *,
+                            enforce_memory: bool = False) -> Placement:
+    """The HSDAG policy on ``cost`` refined by the local search, legalized and guarded (profile path, worker;
+    under memory caps ``cost`` carries them and ``enforce_memory`` holds the result to them).
 
     The local search (``search/local_search.py``) prices region moves on the same measured ``cost`` and keeps
     its result only if predicted no slower: the policy alone finds the split in 3 of the 17 rows of the headroom
@@ -246,7 +253,8 @@ def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path,
             logger.info("placement of the profile path: %s", note)
 
     return placement_pipeline(graph, proposal, req.devices, support, strategy=strategy, cost=hsdag.last_cost,
-                              pins=req.pins, max_submodels=req.max_submodels, annotate=note_refine)
+                              pins=req.pins, max_submodels=req.max_submodels, annotate=note_refine,
+                              enforce_memory=enforce_memory)
 
 
 def cache_key(req: PlacementRequest, cache: PlacementCache, graph: GraphArrays, policy_digest: str) -> dict:

@@ -302,8 +302,8 @@ def faster_single_device(graph, devices: Sequence[str], support: np.ndarray, cos
     """The one-device placement ``cost`` predicts fastest if it beats the plain call's device by > :data:`MIN_GAIN`
     (spreads ignored) and is not that device under another name (``twin_of``, with ``core``); else None. Also on a
     loaded profile: a load that lasts makes another device faster (one thread against two contended ones), and only
-    the verification's measurement decides. The guard keeps the plain call's device on a gain within a whole-model move's spread (every
-    op's, summed; docs/default-path.md); this only asks for a measurement."""
+    the verification's measurement decides. The guard keeps the plain call's device on a gain within a whole-model
+    move's spread (every op's, summed; docs/default-path.md); this only asks for a measurement."""
 
     devices = tuple(devices)
     plain = single_device_of(plain_placement(graph, devices, support))
@@ -494,32 +494,28 @@ def seal(evidence: Evidence, placement) -> dict[str, Any]:
     return body | {"digest": hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()}
 
 
-def evidence_intact(placement) -> bool:
-    """Whether ``placement`` carries a verdict of this rule version whose digest matches it."""
+def _intact_decision(placement) -> str | None:
+    """The decision ``placement``'s evidence records, if the evidence is of this rule and its digest matches."""
     stored = getattr(placement, "verification", None)
     if not isinstance(stored, Mapping) or "digest" not in stored:
-        return False
+        return None
     body = {k: v for k, v in stored.items() if k != "digest"}
     try:
         ok = (hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest() == stored["digest"]
-              and body.get("assignment_sha256") == _assignment_digest(placement)
-              and body.get("rule") == RULE and body.get("decision") in ("kept", "plain"))
+              and body.get("assignment_sha256") == _assignment_digest(placement) and body.get("rule") == RULE)
     except (TypeError, ValueError):
-        return False
-    return bool(ok)
+        return None
+    return body.get("decision") if ok else None
+
+
+def evidence_intact(placement) -> bool:
+    """Whether ``placement`` carries a verdict of this rule version whose digest matches it."""
+    return _intact_decision(placement) in ("kept", "plain")
 
 
 def provisional_intact(placement) -> bool:
     """Whether ``placement`` carries an intact provisional win of this rule (measured on a loaded machine)."""
-    stored = getattr(placement, "verification", None)
-    if not isinstance(stored, Mapping) or stored.get("decision") != "provisional" or "digest" not in stored:
-        return False
-    body = {k: v for k, v in stored.items() if k != "digest"}
-    try:
-        return (hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest() == stored["digest"]
-                and body.get("assignment_sha256") == _assignment_digest(placement) and body.get("rule") == RULE)
-    except (TypeError, ValueError):
-        return False
+    return _intact_decision(placement) == "provisional"
 
 
 def needs_verification(placement, graph, support: np.ndarray) -> bool:
@@ -528,7 +524,7 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
     return any(placement.assignment[n] != plain.assignment.get(n) for n in placement.compute_nodes)
 
 
-__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "LOADED_MIN_GAIN", "MIN_GAIN", "provisional_intact", "RULE", "RUNNER_UP_METHODS", "decide",
-           "evidence_intact", "faster_single_device", "needs_verification", "plain_placement", "runner_ups", "seal",
-           "single_device_of",
-           "t_quantile", "time_rounds", "verified_placement", "verify_placement"]
+__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "LOADED_MIN_GAIN", "MIN_GAIN", "RULE", "RUNNER_UP_METHODS", "decide",
+           "evidence_intact", "faster_single_device", "needs_verification", "plain_placement", "provisional_intact",
+           "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
+           "verify_placement"]

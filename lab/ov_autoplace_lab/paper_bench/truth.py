@@ -288,6 +288,19 @@ REPORTED_NAMES = {"paper/CPU": "12th Gen Intel(R) Core(TM) i9-12900K",
                   "laptop/NPU": "Intel(R) AI Boost"}
 
 
+def draw_risk(draws: Mapping[str, list], key: str) -> tuple[int, int, int]:
+    """(draws slower than the best single device, draws slower than the plain call, draws) of ``draws[key]``
+    (one row's truth draws, as ``score_draws`` gives them)."""
+    single = plain = n = 0
+    for ms, best, call in zip(draws[key], draws["best_single_device_ms"], draws["plain_call_ms"]):
+        if ms is None:
+            continue
+        n += 1
+        single += best is not None and ms > best * (1 + 1e-9)
+        plain += call is not None and ms > call * (1 + 1e-9)
+    return single, plain, n
+
+
 def platform_facts(platform: SuitePlatform) -> list:
     """What each simulated device would report to the prior: the properties ``read_device_facts`` reads."""
     from ov_autoplace.costmodel.prior_costs import DeviceFacts
@@ -304,7 +317,7 @@ def platform_facts(platform: SuitePlatform) -> list:
     return facts
 
 
-__all__ = ["PLAIN_CALL", "REPORTED_NAMES", "SINGLE_PREFIX", "TRUTH_DRAWS", "TRUTH_MILP_SECONDS", "TruthSpec",
+__all__ = ["PLAIN_CALL", "draw_risk", "REPORTED_NAMES", "SINGLE_PREFIX", "TRUTH_DRAWS", "TRUTH_MILP_SECONDS", "TruthSpec",
            "category_factors", "device_identity", "held_out_log_errors", "held_out_sigma", "leave_out_platforms",
            "perturbed_cost", "platform_facts", "score_draws", "score_leave_platform_out", "summarize",
            "summary_lines"]
