@@ -11,7 +11,7 @@ of
 * ``legalize``: ``ov_autoplace.placement.legalizer.legalize`` of the proposal,
 * ``total``: the three together, what a placement costs after ``extract_graph``;
 * with ``--decodings K``: ``decoded``, the same pass + K offset decodings priced
-  and the cheapest legalised in full with the bound of 8 (``policy/decoding.py``),
+  and the cheapest legalised in full with the bound of 8 (``ov_autoplace_lab/training/decoding.py``),
   and ``total+decoded``, what ``HSDAGStrategy(decodings=K)`` costs before the
   caller's legalize.
 
@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 from ov_autoplace.api import DEFAULT_MAX_SUBMODELS  # noqa: E402
 from ov_autoplace.placement.legalizer import legalize  # noqa: E402
 from ov_autoplace.policy import NumpyHSDAGPolicy  # noqa: E402
-from ov_autoplace.policy.decoding import priced_decoding  # noqa: E402
+from ov_autoplace_lab.training.decoding import priced_decoding  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 from tests.policy.conftest import prepared_graph, stand_in_cost_model  # noqa: E402
 
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=2500, help="blocks of the synthetic long chain (8 nodes each)")
     ap.add_argument("--policy", default=None, help="an exported policy (.npz); default: a random calibrated one")
     ap.add_argument("--decodings", type=int, default=0, metavar="K",
-                    help="also time the pass + K priced offset decodings (policy/decoding.py); 0: not")
+                    help="also time the pass + K priced offset decodings (ov_autoplace_lab/training/decoding.py); 0: not")
     args = ap.parse_args(argv)
     runs = max(5, args.runs)
     ok = True
