@@ -56,7 +56,7 @@ TARGETS_MS = {"bert_base": 100.0, "long_chain": 5000.0}
 def random_policy(graph, path: pathlib.Path) -> NumpyHSDAGPolicy:
     import torch
 
-    from ov_autoplace.policy.policy_file import export_policy
+    from ov_autoplace_lab.policy_export import export_policy
     from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs
 
     torch.manual_seed(0)

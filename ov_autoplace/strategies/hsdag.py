@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 class HSDAGStrategy(PlacementStrategy):
     """Proposes the greedy placement of an exported HSDAG policy.
 
-    ``policy``: path of a ``.npz`` written by ``export_policy`` (or a loaded
+    ``policy``: path of a ``.npz`` written by the lab's ``export_policy`` (or a loaded
     :class:`NumpyHSDAGPolicy`). ``cost``: a CostModel of the prepared model, or
     a callable ``PlacementContext -> CostModel``; the policy reads device and
     node-device features from it, so it must cover the context's devices (its

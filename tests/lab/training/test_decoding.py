@@ -135,7 +135,7 @@ def test_a_negative_count_is_refused(synthetic_prepared):
 @pytest.fixture(scope="module")
 def policy_path(tmp_path_factory):
     torch = pytest.importorskip("torch")
-    from ov_autoplace.policy.policy_file import export_policy
+    from ov_autoplace_lab.policy_export import export_policy
     from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy
 
     torch.manual_seed(0)
