@@ -26,7 +26,7 @@ import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.placement.placed_graph import PlacedGraph, group_label, name_scope
+from ov_autoplace_lab.viz.placed_graph import PlacedGraph, group_label, name_scope
 from ov_autoplace_lab.viz.scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, short_ops, wrap_text
 
 
