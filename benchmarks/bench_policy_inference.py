@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=2500, help="blocks of the synthetic long chain (8 nodes each)")
     ap.add_argument("--policy", default=None, help="an exported policy (.npz); default: a random calibrated one")
     ap.add_argument("--decodings", type=int, default=0, metavar="K",
-                    help="also time the pass + K priced offset decodings (ov_autoplace_lab/training/decoding.py); 0: not")
+                    help="also time the pass + K priced offset decodings (the lab's training/decoding.py); 0: not")
     args = ap.parse_args(argv)
     runs = max(5, args.runs)
     ok = True

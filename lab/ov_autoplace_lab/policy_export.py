@@ -91,7 +91,8 @@ def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, 
         pairs = np.concatenate([w.astype("<f2").reshape(-1) for w in stored.values()]).view(np.uint8).reshape(-1, 2)
         stored = {HIGH_PLANE: pairs[:, 1].copy(), LOW_PLANE: pairs[:, 0].copy()}
         if dropped:
-            stored = {HIGH_PLANE: np.frombuffer(lzma.compress(stored[HIGH_PLANE].tobytes(), filters=_XZ_FILTERS), np.uint8),
+            high = lzma.compress(stored[HIGH_PLANE].tobytes(), filters=_XZ_FILTERS)
+            stored = {HIGH_PLANE: np.frombuffer(high, np.uint8),
                       LOW_PLANE: np.packbits(np.unpackbits(stored[LOW_PLANE][:, None], axis=1)[:, :8 - dropped])}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
