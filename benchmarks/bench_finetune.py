@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 "batch-1 device model; nothing was compiled or measured. Rows: the split rows of the headroom "
                 "table (`headroom.md`); ratio to its best known placement. `offsets=0` is REINFORCE alone; "
                 "`offsets=25` evaluates up to 25 offset decodings of the policy's logits first "
-                "(`training/finetune.py`; `policy/decoding.py`, `offset_decodings`). The fine-tune evaluates on the simulator the ratio "
+                "(`training/finetune.py`; `training/decoding.py`, `offset_decodings`). The fine-tune evaluates on the simulator the ratio "
                 "is read from; the truth draws score the seed-0 placements under models nothing here chose with.",
                 "", "```", *lines, "```", "", "Per row (median over seeds, range in brackets):", "",
                 *row_lines(rows, keys), ""]

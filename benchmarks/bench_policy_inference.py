@@ -11,7 +11,7 @@ of
 * ``legalize``: ``ov_autoplace.placement.legalizer.legalize`` of the proposal,
 * ``total``: the three together, what a placement costs after ``extract_graph``;
 * with ``--decodings K``: ``decoded``, the same pass + K offset decodings priced
-  and the cheapest legalised in full with the bound of 8 (``policy/decoding.py``),
+  and the cheapest legalised in full with the bound of 8 (``ov_autoplace_lab/training/decoding.py``),
   and ``total+decoded``, what ``HSDAGStrategy(decodings=K)`` costs before the
   caller's legalize.
 
@@ -55,7 +55,7 @@ import numpy as np  # noqa: E402
 from ov_autoplace.api import DEFAULT_MAX_SUBMODELS  # noqa: E402
 from ov_autoplace.placement.legalizer import legalize  # noqa: E402
 from ov_autoplace.policy import NumpyHSDAGPolicy  # noqa: E402
-from ov_autoplace.policy.decoding import priced_decoding  # noqa: E402
+from ov_autoplace_lab.training.decoding import priced_decoding  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
 from tests.policy.conftest import prepared_graph, stand_in_cost_model  # noqa: E402
 
@@ -67,7 +67,7 @@ TARGETS_MS = {"bert_base": 100.0, "long_chain": 5000.0}
 def random_policy(graph, path: pathlib.Path) -> NumpyHSDAGPolicy:
     import torch
 
-    from ov_autoplace.policy.policy_file import export_policy
+    from ov_autoplace_lab.policy_export import export_policy
     from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs
 
     torch.manual_seed(0)
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=2500, help="blocks of the synthetic long chain (8 nodes each)")
     ap.add_argument("--policy", default=None, help="an exported policy (.npz); default: a random calibrated one")
     ap.add_argument("--decodings", type=int, default=0, metavar="K",
-                    help="also time the pass + K priced offset decodings (policy/decoding.py); 0: not")
+                    help="also time the pass + K priced offset decodings (the lab's training/decoding.py); 0: not")
     args = ap.parse_args(argv)
     if args.vs_compile:
         import os

@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
-    from ov_autoplace.policy.policy_file import load_policy_file, write_policy_file
+    from ov_autoplace.policy.policy_file import load_policy_file
+    from ov_autoplace_lab.policy_export import write_policy_file
     from ov_autoplace_lab.training.splits import evaluation_specs
 
     start = time.perf_counter()

@@ -23,7 +23,7 @@ The second form is
     python -m ov_autoplace_lab.commands.train_command --pretrain --seed 0 --threads 1 --output <workdir>/hsdag_v1.npz \\
         --log <workdir>/pretrain.jsonl --checkpoint <workdir>/pretrain.ckpt --checkpoint-every 500
 
-followed by ``ov_autoplace.policy.policy_file.convert_policy_file(output, output, weight_dtype="float16")``. Its
+followed by ``ov_autoplace_lab.policy_export.convert_policy_file(output, output, weight_dtype="float16")``. Its
 recipe (tasks, weights, hyper-parameters) is ``lab/ov_autoplace_lab/training/pretrain.py`` (``PRETRAIN_CONFIG``,
 ``PRETRAIN_POLICY``, ``PretrainTasks``). Needs the zoo IRs (``python -m ov_autoplace_lab.models``) and, for the
 measured-testbed tasks, the testbed profiles (``costmodel.profiler``; profiled on first use, cached).
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     print("python -m ov_autoplace_lab.commands.train_command " + " ".join(command), flush=True)
     code = train_main(command)
     if code == 0:  # the shipped form: float16 weights (same greedy placements, half the wheel's largest file)
-        from ov_autoplace.policy.policy_file import convert_policy_file
+        from ov_autoplace_lab.policy_export import convert_policy_file
 
         print(f"convert_policy_file({str(output)!r}, {str(output)!r}, weight_dtype='float16')", flush=True)
         convert_policy_file(output, output, weight_dtype="float16")

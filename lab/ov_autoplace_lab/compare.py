@@ -11,8 +11,6 @@ place is reported in its row (it is our machinery failing, not the user's input)
 
 from __future__ import annotations
 
-from ov_autoplace.strategies.cost_based import measured_cost_model  # noqa: F401 - re-read by the lab's commands
-
 import dataclasses
 import logging
 import time
@@ -24,10 +22,26 @@ import openvino as ov
 
 from ov_autoplace import api
 from ov_autoplace.devices.targets import target_devices
-from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.devices.timing import measure_latency, random_inputs
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.measuring.providers import MeasuredCostProvider
+from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.strategies.cost_based import resolve_cost
 
 logger = logging.getLogger("ov_autoplace")
+
+
+def measured_cost_model(model, placement_devices, core):
+    """The measured per-op CostModel of ``model`` on the devices (profiled once, then read from the profile store);
+    what ``compare`` prices its rows on and ``show`` draws with."""
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    devices = tuple(placement_devices)
+    context = PlacementContext(graph=graph, devices=devices, support=np.ones((graph.num_nodes, len(devices)), bool),
+                               core=core, model=prepared)
+    return graph, resolve_cost(MeasuredCostProvider(), context)
 
 
 @dataclasses.dataclass
@@ -104,7 +118,7 @@ def compare_strategies(model: ov.Model, device: str, *, core: ov.Core, strategie
                        rounds: int = 3, measure: bool = True, max_submodels: int | None = 8) -> Comparison:
     """Place with each strategy, simulate each, and (``measure``) time them and each single device interleaved."""
     from ov_autoplace.costmodel.simulator import Simulator
-    from ov_autoplace.placement.placed_graph import analyze
+    from ov_autoplace_lab.viz.placed_graph import analyze
     from ov_autoplace_lab.viz.summary import single_device_ms
     from ov_autoplace_lab.viz.timeline import simulated_timeline
 

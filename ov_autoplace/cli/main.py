@@ -32,10 +32,7 @@ def cmd_place(args) -> int:
     core, device = core_and_device(args)
     run = placed_and_measured(args, (core, device))
     model, placement = run.model, run.placement
-    print(placement.summary(run.compiled_label))
-    if not args.no_measure and args.niter != 0:  # the same transfer numbers `show` draws
-        shapes = resolve_shapes(model, read_inputs(args, model)[1])  # timed as placed: the static clone
-        print("  " + simulated_timeline_line(static_clone(model, shapes) if shapes else model, placement, core))
+    print(placement.summary(run.compiled_label))  # the simulated timeline of the placement: the lab's `show`
     print(f"  placing took {run.place_s:.2f} s")
     if run.statistics is not None:  # benchmark_app's closing statistics, for the placed model
         print("\n".join(run.statistics.lines))
@@ -50,16 +47,6 @@ def cmd_place(args) -> int:
         print(f"model with its placement written to {args.save_model} (verification: {verdict}; "
               f"{stored.counts_per_device()})")
     return 0
-
-
-def simulated_timeline_line(model, placement, core) -> str:
-    """The simulated timeline's one-line summary (submodels, transfer time and share) that ``show`` also prints."""
-    from ov_autoplace.costmodel.placement_timeline import simulated_timeline
-    from ov_autoplace.placement.placed_graph import analyze
-    from ov_autoplace.strategies.cost_based import measured_cost_model
-
-    graph, cost = measured_cost_model(model, placement.devices, core)
-    return simulated_timeline(analyze(graph, placement), cost).summary_line()
 
 
 def _measured_profile(args, model, core, devices, store):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from typing import Callable
 
 import openvino as ov
 
@@ -17,8 +18,6 @@ from ov_autoplace.cli.args import (DEFAULT_NITER, config_of, core_and_device, du
 from ov_autoplace.cli.benchmark_run import BenchmarkStatistics, counters_wanted, finish_run, run_benchmark
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs
-from ov_autoplace.graph.arrays import extract_graph
-from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import resolve_shapes
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.progress import progress_bar, progress_wanted
@@ -66,9 +65,10 @@ def compile_placed(core: ov.Core, model: ov.Model, placement: Placement, label: 
     return core.compile_model(model, label, single_device_config(config, label))
 
 
-def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) -> PlacedRun:
-    """Place (or load ``--placement``), time it and every single device unless ``--no-measure``, then run it as
-    benchmark_app would and write the reports ``-report_type`` asks for."""
+def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None,
+                        given: Callable[[ov.Model], Placement] | None = None) -> PlacedRun:
+    """Place (or take ``given(model)``'s placement: the lab's ``show --placement``), time it and every single device
+    unless ``--no-measure``, then run it as benchmark_app would and write the reports ``-report_type`` asks for."""
     core, device = opened or core_and_device(args)
     started = time.perf_counter()
     _status(f"reading {args.model}")
@@ -77,11 +77,8 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None) 
     config = config_of(args)
     sample, shapes = read_inputs(args, model)
     t0 = time.perf_counter()
-    if getattr(args, "placement", None):
-        from ov_autoplace.placement.placed_graph import check_placement_matches
-
-        placement = Placement.load(args.placement)
-        check_placement_matches(placement, extract_graph(prepare_model(model)), source=f"placement {args.placement}")
+    if given is not None:
+        placement = given(model)
     else:
         _status(f"placing {len(model.get_ops())} nodes on {device or 'this machine'}")
         placement = api.place(model, device, config, core=core, strategy=args.strategy, pins=pins_of(args.pin),

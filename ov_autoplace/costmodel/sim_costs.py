@@ -1,4 +1,4 @@
-"""The CostModel a simulated platform implies for a graph, and CPU calibration.
+"""The CostModel a simulated platform implies for a graph.
 
 Every number from here is simulated (``CostModel.simulated`` is True and
 ``CostModel.label`` says so).
@@ -19,7 +19,7 @@ Per-op cost of a compute node on a device (a roofline)::
   (Reshape, Squeeze, Unsqueeze: in place in OpenVINO's plugins) move nothing.
 * ``category`` groups op types (:func:`op_category`); the efficiency factors are
   the fraction of peak a category reaches on that device (estimates, or fitted
-  by :func:`calibrate`).
+  by the lab's ``calibrate``).
 * A device that does not support an op type costs ``inf`` (the NPU runs a subset).
 * Parameters, Constants, Results and pure-constant compute nodes cost 0 (the
   latter are folded or precomputed at compile time).
@@ -30,8 +30,9 @@ input. :func:`post_op_fusion` applies that rule: such an op is ``fused_into``
 its producer's kernel and costs 0 there (``unfused_ms`` keeps its roofline cost
 for when a placement cuts it away). Pass ``fusion=False`` to model no fusion.
 
-Calibration: :func:`calibrate` fits the CPU's efficiency factors to a measured
-CPU CostModel (the profiler's) and carries them over to the simulated CPU.
+Calibration (the lab's: ``ov_autoplace_lab/calibration/host_cpu.py``) fits the
+CPU's efficiency factors to a measured CPU CostModel (the profiler's) and
+carries them over to the simulated CPU.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def graph_load(graph: GraphArrays) -> _GraphLoad:
                       category, costed, dynamic)
 
 
-def _roofline_ms(device: SimDevice, load: _GraphLoad, precision: str) -> np.ndarray:
+def roofline_ms(device: SimDevice, load: _GraphLoad, precision: str) -> np.ndarray:
     """The max(compute, memory) term of every node in ms, without the launch overhead."""
     prec = device.precision_for(precision)
     peak = np.array([device.peak_for(c, prec) for c in CATEGORIES])[load.category]
@@ -119,7 +120,7 @@ def _roofline_ms(device: SimDevice, load: _GraphLoad, precision: str) -> np.ndar
 
 def _device_costs(device: SimDevice, graph: GraphArrays, load: _GraphLoad, precision: str) -> np.ndarray:
     """Cost in ms of every node on ``device`` (0 for nodes that do not run, inf for unsupported ones)."""
-    cost = np.where(load.costed, device.launch_overhead_ms + _roofline_ms(device, load, precision), 0.0)
+    cost = np.where(load.costed, device.launch_overhead_ms + roofline_ms(device, load, precision), 0.0)
     unsupported = np.array([not device.supports(t) for t in graph.op_types]) & load.costed
     if device.kind == NPU.kind:
         unsupported |= load.dynamic  # the NPU compiles static shapes only
@@ -158,23 +159,18 @@ def cost_model_for(
     platform: SimPlatform,
     *,
     precision: str = "f16",
-    calibration: CostModel | None = None,
     fusion: bool = True,
 ) -> CostModel:
     """The simulated CostModel of ``graph`` (the prepared model's) on ``platform``.
 
     ``precision`` is the inference precision asked of every device; a device
     without it runs its fallback (the i9 runs f16 requests in f32, the NPU runs
-    f32 requests in f16). ``calibration``: a measured CPU CostModel of the same
-    graph; the platform's CPU is first calibrated on it with :func:`calibrate`'s
-    defaults (device "CPU", this machine's CPU at one thread in f32 as the
-    reference); to choose those, call ``calibrate`` and pass the platform it returns.
-    Transfers use the graph's tensor sizes (the element types at submodel borders).
+    f32 requests in f16). A platform whose CPU was fitted to a measured CPU
+    CostModel (the lab's ``ov_autoplace_lab.calibration.host_cpu.calibrate``) is
+    priced like any other. Transfers use the graph's tensor sizes (the element types at submodel borders).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if calibration is not None:
-        platform = calibrate(platform, calibration, graph)
     load = graph_load(graph)
     unfused = np.stack([_device_costs(d, graph, load, precision) for d in platform.devices], axis=1)
     compute = unfused.copy()
@@ -208,8 +204,6 @@ def simulated_support(cost: CostModel, graph: GraphArrays) -> np.ndarray:
 
 
 # ---- calibration against a measured CPU -----------------------------------------------------------------
-#: calibrate() fits a category only if more than this share of its measured time is beyond launch overhead.
-LAUNCH_BOUND_SHARE = 0.25
 
 
 def read_host_cpu() -> tuple[str, float | None]:
@@ -233,7 +227,7 @@ def read_host_cpu() -> tuple[str, float | None]:
 def host_cpu_device(num_threads: int = 1, name: str = CPU.name, *, cpuinfo: str | None = None) -> SimDevice:
     """A best-effort model of this machine's CPU (from :func:`read_host_cpu`; every number an estimate).
 
-    Used as the reference of :func:`calibrate`: the measured costs are divided
+    Used as the reference of the lab's ``calibrate``: the measured costs are divided
     by what this device's roofline predicts to get efficiency factors. ``cpuinfo``: a ``/proc/cpuinfo`` text to
     read instead of the host's (its ``cpu MHz`` is then the clock).
     """
@@ -274,74 +268,5 @@ def host_cpu_device(num_threads: int = 1, name: str = CPU.name, *, cpuinfo: str 
     )
 
 
-def calibrate(
-    platform: SimPlatform,
-    measured: CostModel,
-    graph: GraphArrays,
-    *,
-    measured_device: str = CPU.name,
-    reference: SimDevice | None = None,
-    reference_precision: str = "f32",
-) -> SimPlatform:
-    """Fit the platform CPU's per-category efficiency factors to a measured CPU cost model.
-
-    ``reference`` describes the machine the measurement ran on (default:
-    :func:`host_cpu_device` with one thread), ``reference_precision`` the
-    precision it ran. For each category with measured nodes (compute nodes not
-    fused into another, with a finite positive measured cost), the factor is
-    scaled by the ratio of sums ``sum(roofline) / sum(measured - launch)`` - big
-    ops weigh most, as they do in a latency - with compute and memory factors
-    scaled together and capped at 1. A category whose measured time is mostly
-    launch overhead (roofline share below ``LAUNCH_BOUND_SHARE``) keeps its factor:
-    there the factor cannot be told apart from timing noise. The fitted fractions of peak then apply to
-    the platform CPU's own peak and bandwidth: that is the scaling from the
-    measured host to the simulated CPU. An absorber's measured time includes
-    the ops fused into it, a small bias toward slower fused kernels.
-    Returns a new platform; ``platform`` is not modified.
-    """
-    if tuple(measured.node_names) != tuple(graph.names):
-        raise ValueError(f"the measured cost model ({measured.num_nodes} nodes) is not for this graph "
-                         f"({graph.num_nodes} nodes); profile the same prepared model")
-    if measured_device not in measured.devices:
-        raise ValueError(f"measured cost model has no device {measured_device!r}; it has {list(measured.devices)}; "
-                         "pass measured_device=")
-    cpus = [d for d in platform.devices if d.kind == CPU.kind]
-    if not cpus:
-        raise ValueError(f"platform {platform.name!r} has no CPU to calibrate")
-    target = cpus[0]
-    reference = reference or host_cpu_device(1)
-    ref = dataclasses.replace(reference, compute_efficiency=target.compute_efficiency,
-                              memory_efficiency=target.memory_efficiency)
-    load = graph_load(graph)
-    measured_ms = np.asarray(measured.compute_ms)[:, measured.devices.index(measured_device)]
-    roofline = _roofline_ms(ref, load, reference_precision)
-    usable = (load.costed & ~load.dynamic & (np.asarray(measured.fused_into) < 0) & np.isfinite(measured_ms)
-              & (measured_ms > 0) & (roofline > 0))
-    compute_eff, memory_eff = dict(target.compute_efficiency), dict(target.memory_efficiency)
-    fitted, skipped = [], []
-    for c, category in enumerate(CATEGORIES):
-        nodes = usable & (load.category == c)
-        if not nodes.any():
-            continue
-        total = float(measured_ms[nodes].sum())
-        excess = total - int(nodes.sum()) * ref.launch_overhead_ms
-        if excess < LAUNCH_BOUND_SHARE * total:  # tiny ops: the factor is not identifiable from launch noise
-            skipped.append(category)
-            continue
-        scale = float(roofline[nodes].sum()) / excess
-        compute_eff[category] = float(np.clip(compute_eff[category] * scale, 1e-6, 1.0))
-        memory_eff[category] = float(np.clip(memory_eff[category] * scale, 1e-6, 1.0))
-        fitted.append(f"{category} x{scale:.2f} ({int(nodes.sum())} nodes)")
-    log.info("calibrated %s on %s: %s; launch-bound, kept: %s", target.product, measured.label,
-             ", ".join(fitted) or "no usable nodes", ", ".join(skipped) or "none")
-    calibrated = dataclasses.replace(
-        target, compute_efficiency=compute_eff, memory_efficiency=memory_eff,
-        notes=f"efficiency factors calibrated on {measured.label}",
-    )
-    devices = tuple(calibrated if d is target else d for d in platform.devices)
-    return SimPlatform(f"{platform.name}, CPU calibrated on {measured.source}", devices,
-                       platform.link_latency_ms, platform.link_bandwidth, platform.notes)
-
-
-__all__ = ["LAUNCH_BOUND_SHARE", "calibrate", "cost_model_for", "host_cpu_device", "post_op_fusion", "read_host_cpu",
+__all__ = ["cost_model_for", "graph_load", "host_cpu_device", "post_op_fusion", "read_host_cpu", "roofline_ms",
            "simulated_support"]

@@ -6,7 +6,8 @@ how the weights are stored). float16 weights are stored as two byte planes, opti
 rounded ones are packed (the high plane xz-compressed, the low plane without its always-zero bits) so the wheel
 carries only what the weights hold. The loader upcasts them to float32. Pure numpy + json at load, read with
 ``allow_pickle=False`` so a policy file cannot run code. The layout field by field: docs/policy.md, "The policy
-file".
+file". Only the lab writes policy files (``ov_autoplace_lab.policy_export``: ``export_policy``, ``write_policy_file``,
+``convert_policy_file``); this module reads them and defines the format both sides keep to.
 """
 
 from __future__ import annotations
@@ -30,11 +31,8 @@ FORMAT_VERSION = 1
 HEADER_KEY = "__header__"
 #: The dtypes a file may store its weights in (a reader of version 1 that predates float16 upcasts it the same way).
 WEIGHT_DTYPES = ("float32", "float16")
-_HIGH, _LOW = "__high_bytes__", "__low_bytes__"  # the byte planes of float16 weights
+HIGH_PLANE, LOW_PLANE = "__high_bytes__", "__low_bytes__"  # the byte planes of float16 weights (the high one xz)
 FLOAT16_MANTISSA_BITS = 10
-#: The high plane (sign, exponent, top mantissa bits: few distinct values) as xz with no literal context, which
-#: models it better than the wheel's deflate; the low plane's zeroed bits are dropped rather than compressed.
-_XZ_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "lc": 0, "lp": 0, "pb": 0}]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -59,84 +57,6 @@ def expected_feature_names(config: HSDAGConfig) -> dict[str, list[str]]:
     }
 
 
-def export_policy(policy, path: str | Path, *, metadata: dict[str, Any] | None = None,
-                  weight_dtype: str = "float32", mantissa_bits: int | None = None) -> Path:
-    """Write ``policy`` (an ``HSDAGPolicy``) to ``path`` (``.npz`` is appended by numpy if missing).
-
-    ``weight_dtype="float16"`` stores the weights at half size (the shipped policy's form); a weight beyond
-    float16's range raises PolicyFormatError rather than being stored as infinity; ``mantissa_bits`` (float16
-    only) rounds them further, to that many of float16's 10 mantissa bits.
-    """
-    config: HSDAGConfig = policy.config
-    weights = {name: t.detach().cpu().numpy().astype(np.float32) for name, t in policy.state_dict().items()}
-    return write_policy_file(path, config, weights, metadata=metadata, weight_dtype=weight_dtype,
-                             mantissa_bits=mantissa_bits)
-
-
-def rounded_mantissa(weight: np.ndarray, bits: int) -> np.ndarray:
-    """float16 ``weight`` rounded to ``bits`` mantissa bits, to nearest with ties to even: on the bit pattern,
-    as sign and magnitude, so a carry out of the mantissa steps the exponent exactly as rounding should."""
-    drop = FLOAT16_MANTISSA_BITS - bits
-    if drop == 0:
-        return weight
-    pattern = weight.astype("<f2").view(np.uint16).astype(np.uint32)
-    pattern = (pattern + (1 << (drop - 1)) - 1 + ((pattern >> drop) & 1)) & ~np.uint32((1 << drop) - 1)
-    return pattern.astype(np.uint16).view("<f2").reshape(weight.shape)
-
-
-def write_policy_file(path: str | Path, config: HSDAGConfig, weights: dict[str, np.ndarray], *,
-                      metadata: dict[str, Any] | None = None, weight_dtype: str = "float32",
-                      mantissa_bits: int | None = None) -> Path:
-    """Write float32 ``weights`` (state-dict name -> array) of a policy with ``config``, stored as ``weight_dtype``
-    (float16: rounded to ``mantissa_bits`` of its mantissa bits if given)."""
-    from ov_autoplace._version import __version__
-
-    if weight_dtype not in WEIGHT_DTYPES:
-        raise PolicyFormatError(f"weight_dtype {weight_dtype!r} is not one a policy file stores; "
-                                f"expected one of {WEIGHT_DTYPES}")
-    if mantissa_bits is not None and (weight_dtype != "float16" or type(mantissa_bits) is not int
-                                      or not 1 <= mantissa_bits <= FLOAT16_MANTISSA_BITS):
-        raise PolicyFormatError(f"mantissa_bits={mantissa_bits!r} with weight_dtype {weight_dtype!r}: only float16 "
-                                f"weights are rounded further, to 1-{FLOAT16_MANTISSA_BITS} mantissa bits")
-    reserved = sorted({HEADER_KEY, _HIGH, _LOW} & set(weights))
-    if reserved:
-        raise PolicyFormatError(f"a parameter is named {reserved[0]!r}, which the file format reserves")
-    with np.errstate(over="ignore"):  # an overflow is reported below, by name
-        stored = {name: np.asarray(w, dtype=np.float32).astype(weight_dtype) for name, w in weights.items()}
-        if mantissa_bits is not None:
-            stored = {name: rounded_mantissa(w, mantissa_bits) for name, w in stored.items()}
-    for name, w in stored.items():
-        if not np.isfinite(w).all() and np.isfinite(weights[name]).all():
-            largest = float(np.abs(np.asarray(weights[name], dtype=np.float32)).max())
-            raise PolicyFormatError(f"weight {name!r} holds values up to {largest:g}, beyond {weight_dtype}'s "
-                                    f"range (max {float(np.finfo(weight_dtype).max):g}); store it as float32")
-    # the low byte holds float16's 8 lowest mantissa bits: rounding to ``mantissa_bits`` zeroes the last ones
-    dropped = min(FLOAT16_MANTISSA_BITS - (mantissa_bits or FLOAT16_MANTISSA_BITS), 8)
-    header = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "ov_autoplace_version": __version__,
-        "config": config.to_dict(),
-        "feature_names": expected_feature_names(config),
-        "parameters": {name: list(w.shape) for name, w in stored.items()},
-        "weight_dtype": weight_dtype,
-        "weight_layout": "arrays" if weight_dtype != "float16" else "byte_planes" if dropped == 0 else "packed_planes",
-        **({"mantissa_bits": mantissa_bits} if mantissa_bits is not None else {}),
-        "metadata": metadata or {},
-    }
-    if weight_dtype == "float16":  # little-endian pairs: byte 1 is the high byte
-        pairs = np.concatenate([w.astype("<f2").reshape(-1) for w in stored.values()]).view(np.uint8).reshape(-1, 2)
-        stored = {_HIGH: pairs[:, 1].copy(), _LOW: pairs[:, 0].copy()}
-        if dropped:
-            stored = {_HIGH: np.frombuffer(lzma.compress(stored[_HIGH].tobytes(), filters=_XZ_FILTERS), np.uint8),
-                      _LOW: np.packbits(np.unpackbits(stored[_LOW][:, None], axis=1)[:, :8 - dropped])}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
-        np.savez(f, **{HEADER_KEY: np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)}, **stored)
-    return path
-
-
 def header_text(entry: np.ndarray) -> str:
     """The JSON text of a file's ``__header__`` entry: UTF-8 bytes, or a numpy unicode string in older files."""
     if entry.dtype == np.uint8 and entry.ndim == 1:
@@ -153,12 +73,12 @@ def _joined_planes(path: Path, header: dict[str, Any], arrays: dict[str, np.ndar
         raise PolicyFormatError(f"{path}: the header's 'parameters' are not name -> shape; expected a file written "
                                 "by export_policy")
     sizes = [int(np.prod(shape)) for shape in parameters.values()]
-    high, low = arrays.pop(_HIGH, None), arrays.pop(_LOW, None)
+    high, low = arrays.pop(HIGH_PLANE, None), arrays.pop(LOW_PLANE, None)
     if header.get("weight_layout") == "packed_planes" and high is not None and low is not None:
         high, low = _unpacked(path, header, high, low, sum(sizes))
     if high is None or low is None or high.dtype != np.uint8 or low.dtype != np.uint8 \
             or high.shape != (sum(sizes),) or low.shape != (sum(sizes),):
-        raise PolicyFormatError(f"{path}: the byte planes {_HIGH!r} and {_LOW!r} are missing or do not hold the "
+        raise PolicyFormatError(f"{path}: the byte planes {HIGH_PLANE!r} and {LOW_PLANE!r} are missing or do not hold the "
                                 f"{sum(sizes)} float16 weights its header lists; re-export the policy with export_policy")
     if arrays:
         raise PolicyFormatError(f"{path}: entries {sorted(arrays)[:3]} are not the byte planes of its weights")
@@ -191,23 +111,8 @@ def _unpacked(path: Path, header: dict[str, Any], high: np.ndarray, low: np.ndar
     return high, np.packbits(np.pad(lows.reshape(count, kept), ((0, 0), (0, 8 - kept))), axis=1).reshape(-1)
 
 
-def convert_policy_file(source: str | Path, destination: str | Path, *, weight_dtype: str,
-                        mantissa_bits: int | None = None) -> Path:
-    """Rewrite the policy file ``source`` to ``destination`` with its weights stored as ``weight_dtype``
-    (float16: rounded to ``mantissa_bits`` if given).
-
-    Config and metadata are kept; the header records the conversion (``metadata["converted_from"]``: the
-    source's stored dtype). How the shipped float16 policy was made from the trained float32 export.
-    """
-    exported = load_policy_file(source)
-    metadata = dict(exported.header.get("metadata") or {})
-    metadata.setdefault("converted_from", exported.header.get("weight_dtype", "float32"))
-    return write_policy_file(destination, exported.config, exported.weights, metadata=metadata,
-                             weight_dtype=weight_dtype, mantissa_bits=mantissa_bits)
-
-
 def load_policy_file(path: str | Path) -> ExportedPolicy:
-    """Read and check a file written by :func:`export_policy`.
+    """Read and check a policy file (written by the lab's ``export_policy``).
 
     Every way the file can be damaged (missing, a directory, empty, truncated,
     not a zip, a header that is not JSON or not an object, a config of the
@@ -217,7 +122,7 @@ def load_policy_file(path: str | Path) -> ExportedPolicy:
     if path.is_dir():
         raise PolicyFormatError(f"policy file {path} is a directory; expected a .npz written by export_policy")
     if not path.is_file():
-        raise FileNotFoundError(f"no policy file at {path}; export one with ov_autoplace.policy.policy_file.export_policy")
+        raise FileNotFoundError(f"no policy file at {path}; export one with the lab's ov_autoplace_lab.policy_export.export_policy")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
@@ -266,5 +171,5 @@ def _checked(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) 
                           weights={name: a.astype(np.float32, copy=False) for name, a in arrays.items()})
 
 
-__all__ = ["FLOAT16_MANTISSA_BITS", "FORMAT", "FORMAT_VERSION", "WEIGHT_DTYPES", "ExportedPolicy", "PolicyFormatError",
-           "convert_policy_file", "export_policy", "header_text", "load_policy_file", "write_policy_file"]
+__all__ = ["FLOAT16_MANTISSA_BITS", "FORMAT", "FORMAT_VERSION", "HEADER_KEY", "HIGH_PLANE", "LOW_PLANE", "WEIGHT_DTYPES",
+           "ExportedPolicy", "PolicyFormatError", "expected_feature_names", "header_text", "load_policy_file"]

@@ -52,21 +52,4 @@ class CostModelStrategy(PlacementStrategy):
         return CostTerms(self.resolved_cost(context), context.graph, context.support)
 
 
-def measured_cost_model(model, placement_devices, core):
-    """The measured per-op CostModel of ``model`` on the devices (profiled once, then read from the profile store)."""
-    import numpy as np
-
-    from ov_autoplace.measuring.providers import MeasuredCostProvider
-    from ov_autoplace.graph.arrays import extract_graph
-    from ov_autoplace.model.prepare import prepare_model
-    from ov_autoplace.strategies.base import PlacementContext
-
-    prepared = prepare_model(model)
-    graph = extract_graph(prepared)
-    devices = tuple(placement_devices)
-    context = PlacementContext(graph=graph, devices=devices, support=np.ones((graph.num_nodes, len(devices)), bool),
-                               core=core, model=prepared)
-    return graph, resolve_cost(MeasuredCostProvider(), context)
-
-
-__all__ = ["CostModelStrategy", "CostProvider", "measured_cost_model", "resolve_cost"]
+__all__ = ["CostModelStrategy", "CostProvider", "resolve_cost"]

@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 class HSDAGStrategy(PlacementStrategy):
     """Proposes the greedy placement of an exported HSDAG policy.
 
-    ``policy``: path of a ``.npz`` written by ``export_policy`` (or a loaded
+    ``policy``: path of a ``.npz`` written by the lab's ``export_policy`` (or a loaded
     :class:`NumpyHSDAGPolicy`). ``cost``: a CostModel of the prepared model, or
     a callable ``PlacementContext -> CostModel``; the policy reads device and
     node-device features from it, so it must cover the context's devices (its
@@ -40,21 +40,16 @@ class HSDAGStrategy(PlacementStrategy):
     refiner (``max_submodels`` should be the legalizer's bound the caller
     applies; ``max_seconds``, ``max_evaluations``). Its report is kept in ``last_refine``.
 
-    ``decodings=K`` (default 0: the greedy placement alone) prices the greedy
-    placement and K offset decodings of the same pass in one batch, legalises
-    the cheapest with ``decode_options`` (``max_submodels``, ``pins``: the
-    legalizer's options the caller applies; ``legalised``: how many, default
-    ``decoding.LEGALISED``), and proposes the one the CostModel predicts fastest
-    by more than the spread of the move (``policy/decoding.py``; "hsdag+decodings").
-    Its report is kept in ``last_decoding``.
+    :meth:`decode` reads a placement off the pass (the greedy one here); the lab's
+    ``DecodedHSDAGStrategy`` (``ov_autoplace_lab.training.decoding``) prices
+    more decodings of the same pass there ("hsdag+decodings").
     """
 
     name = "hsdag"
 
     def __init__(self, policy: str | Path | NumpyHSDAGPolicy, cost: CostProvider, *,
                  feature_config: NodeFeatureConfig | None = None, refine: bool = False,
-                 refine_options: dict | None = None, decodings: int = 0,
-                 decode_options: dict | None = None) -> None:
+                 refine_options: dict | None = None) -> None:
         if not callable(cost) and not hasattr(cost, "compute_ms"):
             raise TypeError(f"cost must be a CostModel or a callable(PlacementContext) -> CostModel, got {type(cost)}")
         self.policy = policy if isinstance(policy, NumpyHSDAGPolicy) else NumpyHSDAGPolicy.load(policy)
@@ -63,16 +58,7 @@ class HSDAGStrategy(PlacementStrategy):
         self.last_output: NumpyPolicyOutput | None = None
         self.refine, self.refine_options = refine, dict(refine_options or {})
         self.last_refine = None
-        if isinstance(decodings, bool) or not isinstance(decodings, int) or decodings < 0:
-            raise ValueError(f"decodings must be an int >= 0 (offset decodings priced beside the greedy one), "
-                             f"got {decodings!r}")
-        unknown = sorted(set(decode_options or {}) - {"max_submodels", "pins", "legalised"})
-        if unknown:
-            raise ValueError(f"decode_options {unknown}: not an option of the decodings; they take max_submodels "
-                             "and pins (as the caller legalises) and legalised (how many to legalise in full)")
-        self.decodings, self.decode_options = decodings, dict(decode_options or {})
-        self.last_decoding = None
-        self.name = "hsdag" + ("+decodings" if decodings else "") + ("+local_search" if refine else "")
+        self.name = "hsdag" + ("+local_search" if refine else "")
 
     def propose(self, context: PlacementContext) -> np.ndarray:
         cost = resolve_cost(self.cost, context)
@@ -82,13 +68,7 @@ class HSDAGStrategy(PlacementStrategy):
         self.last_output = output
         log.debug("hsdag: %d nodes -> %d coarse nodes -> %d groups (%d pooling iterations) on %s",
                   arrays.num_nodes, arrays.num_coarse, output.num_groups, output.pool_iterations, cost.devices)
-        proposal = output.node_placement()
-        if self.decodings:
-            from ov_autoplace.policy.decoding import priced_decoding
-
-            proposal, self.last_decoding = priced_decoding(output.logits, output.node_group, context.graph, cost,
-                                                           context.support, self.decodings, **self.decode_options)
-            log.debug("hsdag: %s", self.last_decoding.note(cost.label))
+        proposal = self.decode(output, context, cost)
         if not self.refine:
             return proposal
         from ov_autoplace.search.local_search import LocalSearchRefiner  # numpy only, never torch
@@ -102,20 +82,21 @@ class HSDAGStrategy(PlacementStrategy):
             log.debug("hsdag: %s", self.last_refine.note(cost.label))
         return self.last_refine.proposal
 
+    def decode(self, output: NumpyPolicyOutput, context: PlacementContext, cost) -> np.ndarray:
+        """The placement read off the policy's pass: its greedy decoding."""
+        return output.node_placement()
+
     def cache_token(self) -> str:
         """The policy's weights digest, the feature switches and where the costs come from."""
         costs = (f"costmodel:{self.cost.source}{', loaded' if self.cost.loaded else ''}"
                  if hasattr(self.cost, "compute_ms") else repr(self.cost))  # a loaded profile places differently
         refine = f", local_search={sorted(self.refine_options.items())}" if self.refine else ""
-        decode = f", decodings={self.decodings}, {sorted(self.decode_options.items())}" if self.decodings else ""
-        return (f"hsdag(weights={self.policy.digest[:16]}, features={self.feature_config}, costs={costs}"
-                f"{decode}{refine})")
+        return f"hsdag(weights={self.policy.digest[:16]}, features={self.feature_config}, costs={costs}{refine})"
 
     def __repr__(self) -> str:
         refine = f", refine=True, refine_options={self.refine_options}" if self.refine else ""
-        decode = f", decodings={self.decodings}, decode_options={self.decode_options}" if self.decodings else ""
-        return (f"HSDAGStrategy(policy={self.source or self.policy!r}, feature_config={self.feature_config}"
-                f"{decode}{refine})")
+        return (f"{type(self).__name__}(policy={self.source or self.policy!r}, feature_config={self.feature_config}"
+                f"{refine})")
 
 
 __all__ = ["HSDAGStrategy"]

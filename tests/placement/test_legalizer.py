@@ -204,7 +204,7 @@ def test_legalize_is_idempotent_on_the_policys_decodings_of_a_detector():
     from ov_autoplace_lab import models as zoo
     from ov_autoplace.costmodel.sim_costs import simulated_support
     from ov_autoplace.costmodel.suite import load_suite
-    from ov_autoplace.policy.decoding import offset_decodings
+    from ov_autoplace_lab.training.decoding import offset_decodings
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
     from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 

@@ -94,7 +94,7 @@ def test_the_first_policy_is_a_chain_policy_and_places_as_with_the_paper_chains(
 
 def test_a_cost_cut_policy_exports_loads_and_matches_torch(tmp_path, synthetic_prepared):
     torch = pytest.importorskip("torch")
-    from ov_autoplace.policy.policy_file import export_policy
+    from ov_autoplace_lab.policy_export import export_policy
     from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs
 
     torch.manual_seed(0)

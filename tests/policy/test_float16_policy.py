@@ -30,8 +30,8 @@ from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.costmodel.suite import load_suite
 from ov_autoplace.errors import PolicyFormatError
 from ov_autoplace.policy import NumpyHSDAGPolicy
-from ov_autoplace.policy.policy_file import (rounded_mantissa, convert_policy_file, load_policy_file,
-                                            write_policy_file)
+from ov_autoplace.policy.policy_file import load_policy_file
+from ov_autoplace_lab.policy_export import rounded_mantissa, convert_policy_file, write_policy_file
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from tests import synthetic_graphs
 from tests.policy.conftest import prepared_graph, stand_in_cost_model

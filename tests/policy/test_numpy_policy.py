@@ -17,7 +17,7 @@ from tests.policy.conftest import stand_in_cost_model
 torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
-from ov_autoplace.policy.policy_file import export_policy  # noqa: E402
+from ov_autoplace_lab.policy_export import export_policy  # noqa: E402
 from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs, greedy  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

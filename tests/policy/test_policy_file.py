@@ -14,7 +14,7 @@ from tests.damaged_files import POLICY_DAMAGES, damaged_policy
 torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
-from ov_autoplace.policy.policy_file import export_policy  # noqa: E402
+from ov_autoplace_lab.policy_export import export_policy  # noqa: E402
 from ov_autoplace.policy.features import NodeFeatureConfig  # noqa: E402
 from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy  # noqa: E402
 

@@ -15,7 +15,7 @@ from tests.policy.conftest import stand_in_cost_model
 
 torch = pytest.importorskip("torch")
 
-from ov_autoplace.policy.policy_file import export_policy  # noqa: E402
+from ov_autoplace_lab.policy_export import export_policy  # noqa: E402
 from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy  # noqa: E402
 
 
@@ -81,31 +81,3 @@ def test_refine_runs_the_local_search_on_the_policy_proposal(synthetic_prepared,
     assert refined.last_refine is not None and refined.last_refine.final_ms == pytest.approx(legal_ms(after))
     assert plain.last_refine is None and refined.name == "hsdag+local_search"
     assert refined.cache_token() != plain.cache_token() and "local_search" in refined.cache_token()
-
-
-def test_decodings_are_priced_beside_the_greedy_placement_and_named(synthetic_prepared, policy_path):
-    from ov_autoplace.costmodel.cost_terms import CostTerms
-
-    prepared, graph = synthetic_prepared["attention_like"]
-    support = np.ones((graph.num_nodes, 2), bool)
-    context = PlacementContext(graph=graph, devices=("CPU", "CPUF"), support=support, model=prepared)
-    plain = HSDAGStrategy(policy_path, _provider)
-    decoded = HSDAGStrategy(policy_path, _provider, decodings=16, decode_options={"max_submodels": 4})
-    terms = CostTerms(stand_in_cost_model(graph, ("CPU", "CPUF")), graph, support)
-    greedy, proposal = plain.propose(context), decoded.propose(context)
-    report = decoded.last_decoding
-    assert report is not None and report.priced >= 2 and plain.last_decoding is None
-    assert terms.latency_ms(proposal) == pytest.approx(report.chosen_ms) and report.chosen_ms <= report.greedy_ms
-    assert report.greedy_ms >= terms.latency_ms(greedy) - 1e-9 or report.chosen == 0  # greedy priced as legalised
-    assert decoded.name == "hsdag+decodings" and "decodings=16" in decoded.cache_token()
-    assert decoded.cache_token() != plain.cache_token() and "decodings=16" in repr(decoded)
-    refined = HSDAGStrategy(policy_path, _provider, decodings=4, refine=True)
-    assert refined.name == "hsdag+decodings+local_search"
-
-
-@pytest.mark.parametrize("decodings, options, message", [
-    (-1, None, "decodings must be an int >= 0"), (2.5, None, "decodings must be an int >= 0"),
-    (True, None, "decodings must be an int >= 0"), (4, {"bound": 8}, r"decode_options \['bound'\]")])
-def test_bad_decoding_options_are_refused(policy_path, decodings, options, message):
-    with pytest.raises(ValueError, match=message):
-        HSDAGStrategy(policy_path, _provider, decodings=decodings, decode_options=options)

@@ -11,8 +11,12 @@ import json
 from pathlib import Path
 
 from ov_autoplace.cli.args import DEFAULT_NITER
-from ov_autoplace_lab.compare import measured_cost_model
+from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import resolve_shapes, static_clone
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace_lab.compare import measured_cost_model
+from ov_autoplace_lab.viz.placed_graph import check_placement_matches
 from ov_autoplace.strategies.registry import strategy_names
 from ov_autoplace_lab.same_device_note import same_device_note
 
@@ -22,10 +26,10 @@ def cmd_show(args) -> int:
     from ov_autoplace.cli.placed_run import placed_and_measured
     from ov_autoplace_lab.viz import placement_picture, write_picture
     from ov_autoplace_lab.viz.measured import measured_timeline
-    from ov_autoplace.placement.placed_graph import analyze
+    from ov_autoplace_lab.viz.placed_graph import analyze
 
     core, device = core_and_device(args)
-    run = placed_and_measured(args, (core, device))
+    run = placed_and_measured(args, (core, device), given=_given_placement(args.placement) if args.placement else None)
     model, placement = run.model, run.placement
     shapes = resolve_shapes(model, args.shape)
     if shapes:  # a dynamic model is drawn as placed: its static clone
@@ -50,6 +54,17 @@ def cmd_show(args) -> int:
         print(f"note: {note}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _given_placement(path: Path):
+    """``--placement FILE``: the model's placement read from the file, checked against the model it is drawn on."""
+
+    def given(model):
+        placement = Placement.load(path)
+        check_placement_matches(placement, extract_graph(prepare_model(model)), source=f"placement {path}")
+        return placement
+
+    return given
 
 
 #: Fill colours of the devices in the .dot graph, in the placement's device order.

@@ -42,7 +42,8 @@ def write_shipped_policy(exported: str | Path, destination: str | Path) -> Path:
     """The float32 export ``exported`` in the form the runtime wheel ships (``policy/pretrained/``): float16 at
     :data:`SHIPPED_MANTISSA_BITS` mantissa bits, and training's metadata without its curve of one-pass misses per
     500 steps (about 0.4 KB deflated, in a wheel with under 1 KB to spare; the export keeps it)."""
-    from ov_autoplace.policy.policy_file import load_policy_file, write_policy_file
+    from ov_autoplace.policy.policy_file import load_policy_file
+    from ov_autoplace_lab.policy_export import write_policy_file
 
     trained = load_policy_file(exported)
     metadata = {k: v for k, v in (trained.header.get("metadata") or {}).items() if k != "one_pass_misses"}

@@ -9,7 +9,7 @@ Three steps, each resumable, each on Ray where it is parallel:
     python -m ov_autoplace_lab.training.amortise train --dir runs/amortise --output runs/amortise/policy.npz
     # 3. held-out evaluation: the policy alone, policy + local search, the search alone (Ray tasks), and the
     #    validation split that chooses among candidates (validation.py); --decodings 16: also the pass decoded
-    #    16 more ways and priced (policy/decoding.py)
+    #    16 more ways and priced (ov_autoplace_lab/training/decoding.py)
     python -m ov_autoplace_lab.training.amortise evaluate --dir runs/amortise --policy runs/amortise/policy.npz
     # 4. (diagnosis) does the one pass place what the targets place, and could its grouping (fit.py)?
     cd runs/amortise && python -m ov_autoplace_lab.training.amortise fit --dir . --policy policy.npz --json fit.json
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ov_autoplace.policy.config import COARSENING_RULES, PLACER_INPUTS
-from ov_autoplace.policy.decoding import LEGALISED
+from ov_autoplace_lab.training.decoding import LEGALISED
 from ov_autoplace_lab.training.splits import evaluation_specs, training_specs, unseen_specs
 from ov_autoplace_lab.training.targets import TargetOptions
 

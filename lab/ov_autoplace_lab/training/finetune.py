@@ -3,7 +3,7 @@
 ``fine_tune(policy, env, budget_samples=50, budget_seconds=None)`` evaluates
 the policy's greedy placement first, then - with ``offset_samples`` > 0 - up
 to that many of its **offset decodings** (``argmax(logits + b)`` for a grid of
-per-device offsets ``b``, see ``ov_autoplace.policy.decoding.offset_decodings``), then runs training
+per-device offsets ``b``, see ``ov_autoplace_lab.training.decoding.offset_decodings``), then runs training
 steps on ``env`` (``TrainConfig`` defaults: REINFORCE with a baseline and
 entropy bonus) and, after each, the new greedy placement, until ``budget_samples`` *distinct*
 legal placements have been evaluated or ``budget_seconds`` have passed. The
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.policy.decoding import offset_decodings
+from ov_autoplace_lab.training.decoding import offset_decodings
 from ov_autoplace_lab.training.env import MeasuredEnv, PlacementEnv
 from ov_autoplace_lab.training.reinforce import coarse_groups, greedy_coarse, to_nodes
 from ov_autoplace_lab.training.trainer import TrainConfig, Trainer, torch_policy

@@ -52,7 +52,7 @@ def fit_row(args: tuple) -> dict:
     from ov_autoplace.search.memory_fit import legal_pricer
     from ov_autoplace.costmodel.simulator import Simulator
     from ov_autoplace.placement.legalizer import legalize
-    from ov_autoplace.policy.decoding import offset_decodings
+    from ov_autoplace_lab.training.decoding import offset_decodings
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
 
     path, policies, sigma, decodings = args

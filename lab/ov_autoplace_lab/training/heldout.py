@@ -6,7 +6,7 @@ table's rows), run as a Ray task. Per policy it records what
 with the bound of 8 and the guard, as ``compile_model`` runs it) and
 ``hsdag_refined_ms`` (the same with the cost-model local search) - plus the
 wall time of each; with ``decodings`` K > 0 also ``hsdag_decoded_ms``, the
-same pass decoded K more ways and priced (``policy/decoding.py``: a choice
+same pass decoded K more ways and priced (``ov_autoplace_lab/training/decoding.py``: a choice
 among the policy's own placements by the cost model, counted apart from the
 policy alone); ``search_only_ms`` is the local search from HETERO's own
 affinity with no policy. The reference is the best placement known: the
@@ -29,7 +29,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ov_autoplace.policy.decoding import LEGALISED
+from ov_autoplace_lab.training.decoding import LEGALISED
 from ov_autoplace_lab.training.splits import HELD_OUT_ARCHITECTURES, HELD_OUT_PLATFORMS, evaluation_specs
 from ov_autoplace_lab.training.targets import MAX_SUBMODELS, TargetSpec, case_cost, load_target, target_path
 
@@ -56,7 +56,7 @@ def evaluate_row(args: tuple) -> dict:
     from ov_autoplace.decision.prediction_guard import guard_placement
     from ov_autoplace.placement.legalizer import legalize
     from ov_autoplace.strategies.base import PlacementContext
-    from ov_autoplace.strategies.hsdag import HSDAGStrategy
+    from ov_autoplace_lab.training.decoding import DecodedHSDAGStrategy
     from ov_autoplace_lab.training.targets import variant_platform
 
     spec, policies, sigma, reference, decode = args
@@ -88,10 +88,10 @@ def evaluate_row(args: tuple) -> dict:
         cells = {}
         for key, refine, decodings in methods:
             start = time.perf_counter()
-            strategy = HSDAGStrategy(path, cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS,
-                                     decodings=decodings, decode_options={
-                                         "max_submodels": MAX_SUBMODELS,
-                                         "legalised": decode.get("legalised", LEGALISED)} if decodings else None)
+            strategy = DecodedHSDAGStrategy(path, cost, refine=refine, refine_options=LOCAL_SEARCH_OPTIONS,
+                                            decodings=decodings, decode_options={
+                                                "max_submodels": MAX_SUBMODELS,
+                                                "legalised": decode.get("legalised", LEGALISED)} if decodings else None)
             placement = legalize(graph, strategy.propose(context), devices, support, max_submodels=MAX_SUBMODELS,
                                  strategy=strategy.name, price=price)
             placement = guard_placement(placement, graph, cost, support)

@@ -25,7 +25,8 @@ from ov_autoplace.policy.coarsen import Coarsening
 from ov_autoplace.policy.config import HSDAGConfig
 from ov_autoplace.policy.features import NodeFeatureConfig
 from ov_autoplace.policy.inputs import build_policy_arrays
-from ov_autoplace.policy.policy_file import ExportedPolicy, export_policy, load_policy_file
+from ov_autoplace.policy.policy_file import ExportedPolicy, load_policy_file
+from ov_autoplace_lab.policy_export import export_policy
 from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs
 from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
 from ov_autoplace_lab.training import reinforce as rl
@@ -313,7 +314,7 @@ class Trainer:
         return trainer
 
     def export(self, path: str | Path, metadata: dict[str, Any] | None = None) -> Path:
-        """The trained policy as a torch-free ``.npz`` (``export.export_policy``) with the run's metadata."""
+        """The trained policy as a torch-free ``.npz`` (``ov_autoplace_lab.policy_export.export_policy``) with the run's metadata."""
         meta = {"training": self.config.to_dict(), "steps_done": self.step_count,
                 "tasks": len(self.envs), **(metadata or {})}
         return export_policy(self.policy, path, metadata=meta)

@@ -24,7 +24,7 @@ from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace_lab.viz.graph_layout import MAX_BOXES, box_details, collapse, draw_graph
 from ov_autoplace_lab.viz.html_page import render_html
-from ov_autoplace.placement.placed_graph import PlacedGraph, analyze, check_placement_matches, with_partition
+from ov_autoplace_lab.viz.placed_graph import PlacedGraph, analyze, check_placement_matches, with_partition
 from ov_autoplace_lab.viz.scene import Scene, Text, matplotlib_available, stack, to_png, to_svg
 from ov_autoplace_lab.viz.summary import DeviceSummary, device_summary, draw_summary
 from ov_autoplace_lab.viz.timeline import Timeline, draw_timeline, simulated_timeline

@@ -27,7 +27,7 @@ from collections import Counter
 import numpy as np
 
 from ov_autoplace.policy.coarsen import chain_coarsen
-from ov_autoplace.placement.placed_graph import PlacedGraph, group_label, name_scope
+from ov_autoplace_lab.viz.placed_graph import PlacedGraph, group_label, name_scope
 from ov_autoplace_lab.viz.scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, fit_text_end, short_ops
 
 MAX_BOXES = 140

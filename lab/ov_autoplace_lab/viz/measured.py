@@ -23,7 +23,7 @@ from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.measuring.perf_counts import profile_runs, reports_running_average  # the profiler's own run protocol
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.placement.placed_graph import PlacedGraph, repartition
+from ov_autoplace_lab.viz.placed_graph import PlacedGraph, repartition
 from ov_autoplace_lab.viz.timeline import Timeline, lay_out
 
 

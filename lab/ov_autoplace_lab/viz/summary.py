@@ -10,7 +10,7 @@ from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.placement.placed_graph import PlacedGraph
+from ov_autoplace_lab.viz.placed_graph import PlacedGraph
 from ov_autoplace_lab.viz.scene import Rect, Scene, Text, device_colour
 from ov_autoplace_lab.viz.timeline import Timeline
 

@@ -129,7 +129,7 @@ def test_training_seeds_run_as_ray_tasks_resume_and_refuse_another_recipe(tmp_pa
     again = train_seeds(targets, tmp_path / "p.npz", tiny, [0, 1, 2], specs=SPECS[:2], progress=False)
     assert [p.stat().st_mtime_ns for p in again[:2]] == stamps and again[2].name == "p_s2.npz"  # only seed 2 ran
     # a policy trained before a field of the recipe existed (its metadata lacks it) holds the field's default
-    from ov_autoplace.policy.policy_file import write_policy_file
+    from ov_autoplace_lab.policy_export import write_policy_file
 
     older = files[0].header["metadata"]
     older["imitation"] = {k: v for k, v in older["imitation"].items() if k not in ("check_every", "mining")}

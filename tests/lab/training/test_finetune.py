@@ -48,7 +48,7 @@ def test_time_budget_stops_early(start):
 
 
 def test_fine_tune_accepts_an_exported_file(start, tmp_path):
-    from ov_autoplace.policy.policy_file import export_policy
+    from ov_autoplace_lab.policy_export import export_policy
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
 
     policy, env = start

@@ -69,7 +69,7 @@ def test_cli_fit_writes_the_rows_and_the_table(run_dir, tmp_path, capsys):
 def test_the_rankings_best_threshold_is_one_of_the_decodings_and_never_above_the_one_pass(run_dir):
     """``ranked_ms`` is the best legalised latency over the greedy pass and its offset decodings, so it is at most
     the one pass's and, where it is below, equals one decoding's; without ``decodings`` it is not computed."""
-    from ov_autoplace.policy.decoding import offset_decodings
+    from ov_autoplace_lab.training.decoding import offset_decodings
     from ov_autoplace.policy.numpy_policy import NumpyHSDAGPolicy
 
     spec = SPECS[1]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace_lab.viz.graph_layout import MAX_BOXES, box_details, collapse, draw_graph
-from ov_autoplace.placement.placed_graph import analyze
+from ov_autoplace_lab.viz.placed_graph import analyze
 from ov_autoplace_lab.viz.scene import Rect, Text
 from tests import synthetic_graphs as sg
 

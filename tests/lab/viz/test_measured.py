@@ -10,7 +10,7 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.random_strategy import RandomStrategy
 from ov_autoplace_lab.viz.measured import measured_timeline, submodel_times
-from ov_autoplace.placement.placed_graph import analyze
+from ov_autoplace_lab.viz.placed_graph import analyze
 from tests import synthetic_graphs as sg
 
 
@@ -28,7 +28,7 @@ def test_perf_count_entries_are_summed_per_submodel(sim_case):
 
 def test_hetero_partition_replaces_the_estimated_one(sim_case):
     from ov_autoplace_lab.viz.measured import hetero_partition
-    from ov_autoplace.placement.placed_graph import repartition
+    from ov_autoplace_lab.viz.placed_graph import repartition
 
     case = sim_case(sg.residual(blocks=3))
     placed = analyze(case.graph, case.alternating(6))

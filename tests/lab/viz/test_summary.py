@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.placement.placed_graph import analyze
+from ov_autoplace_lab.viz.placed_graph import analyze
 from ov_autoplace_lab.viz.scene import to_svg
 from ov_autoplace_lab.viz.summary import device_summary, draw_summary, single_device_ms
 from ov_autoplace_lab.viz.timeline import simulated_timeline

@@ -5,11 +5,13 @@ placements off that ranking, ``argmax(logits + b)`` for a grid of per-device off
 top-k groups by margin). :func:`priced_decoding` prices the greedy placement and ``count`` of them in one batch,
 legalises the cheapest few and keeps the fastest predicted: a choice among the policy's own placements, not a
 search. A decoding replaces the best so far only when its predicted gain exceeds the spread of the move
-(``CostTerms.move_spread_ms``; zero on a simulated cost model).
+(``CostTerms.move_spread_ms``; zero on a simulated cost model). :class:`DecodedHSDAGStrategy`: the runtime's
+HSDAG strategy with this choice in place of its greedy decoding ("hsdag+decodings").
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -20,6 +22,9 @@ from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.search.memory_fit import fit_memory, legal_pricer, legalize_on_cost
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.strategies.hsdag import HSDAGStrategy
+
+log = logging.getLogger(__name__)
 
 
 def offset_decodings(logits: np.ndarray, count: int) -> list[np.ndarray]:
@@ -138,4 +143,43 @@ def priced_decoding(logits: np.ndarray, node_group: np.ndarray, graph: GraphArra
                                 float(spread_ms))
 
 
-__all__ = ["DecodingReport", "LEGALISED", "offset_decodings", "priced_decoding"]
+class DecodedHSDAGStrategy(HSDAGStrategy):
+    """:class:`~ov_autoplace.strategies.hsdag.HSDAGStrategy` that prices the greedy placement and
+    ``decodings`` = K offset decodings of the same pass in one batch (:func:`priced_decoding`), legalises the
+    cheapest with ``decode_options`` (``max_submodels``, ``pins``: the legalizer's options the caller applies;
+    ``legalised``: how many, default :data:`LEGALISED`), and proposes the one the CostModel predicts fastest by
+    more than the spread of the move ("hsdag+decodings"); then the local search when ``refine``. Its report is
+    kept in ``last_decoding``. The other arguments are HSDAGStrategy's.
+    """
+
+    def __init__(self, policy, cost, *, decodings: int, decode_options: dict | None = None, **options) -> None:
+        super().__init__(policy, cost, **options)
+        if isinstance(decodings, bool) or not isinstance(decodings, int) or decodings < 0:
+            raise ValueError(f"decodings must be an int >= 0 (offset decodings priced beside the greedy one), "
+                             f"got {decodings!r}")
+        unknown = sorted(set(decode_options or {}) - {"max_submodels", "pins", "legalised"})
+        if unknown:
+            raise ValueError(f"decode_options {unknown}: not an option of the decodings; they take max_submodels "
+                             "and pins (as the caller legalises) and legalised (how many to legalise in full)")
+        self.decodings, self.decode_options = decodings, dict(decode_options or {})
+        self.last_decoding: DecodingReport | None = None
+        self.name = "hsdag" + ("+decodings" if decodings else "") + ("+local_search" if self.refine else "")
+
+    def decode(self, output, context, cost) -> np.ndarray:
+        if not self.decodings:
+            return output.node_placement()
+        proposal, self.last_decoding = priced_decoding(output.logits, output.node_group, context.graph, cost,
+                                                       context.support, self.decodings, **self.decode_options)
+        log.debug("hsdag: %s", self.last_decoding.note(cost.label))
+        return proposal
+
+    def cache_token(self) -> str:
+        decode = f", decodings={self.decodings}, {sorted(self.decode_options.items())}" if self.decodings else ""
+        return super().cache_token()[:-1] + decode + ")"
+
+    def __repr__(self) -> str:
+        decode = f", decodings={self.decodings}, decode_options={self.decode_options}" if self.decodings else ""
+        return super().__repr__()[:-1] + decode + ")"
+
+
+__all__ = ["DecodedHSDAGStrategy", "DecodingReport", "LEGALISED", "offset_decodings", "priced_decoding"]

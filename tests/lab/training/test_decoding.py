@@ -1,4 +1,5 @@
-"""The policy's one pass decoded more ways and priced by the cost model (policy/decoding.py, issue 22)."""
+"""The policy's one pass decoded more ways and priced by the cost model (ov_autoplace_lab/training/decoding.py,
+issue 22), and the HSDAG strategy that proposes the fastest of them."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.placement.legalizer import legalize
-from ov_autoplace.policy.decoding import offset_decodings, priced_decoding
-from tests.policy.conftest import stand_in_cost_model
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace_lab.training.decoding import DecodedHSDAGStrategy, offset_decodings, priced_decoding
+from tests.policy.conftest import stand_in_cost_model, synthetic_prepared  # noqa: F401  (a fixture)
 
 
 def test_offset_decodings_on_two_devices_are_thresholds_of_the_margin():
@@ -128,3 +130,43 @@ def test_a_negative_count_is_refused(synthetic_prepared):
     graph, cost, support = _case(synthetic_prepared)
     with pytest.raises(ValueError, match="count must be >= 0"):
         priced_decoding(np.zeros((2, 2)), np.zeros(graph.num_nodes, np.int64), graph, cost, support, -1)
+
+
+@pytest.fixture(scope="module")
+def policy_path(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    from ov_autoplace_lab.policy_export import export_policy
+    from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy
+
+    torch.manual_seed(0)
+    return export_policy(HSDAGPolicy(), tmp_path_factory.mktemp("policy") / "hsdag.npz")
+
+
+def _provider(context: PlacementContext):
+    return stand_in_cost_model(context.graph, ("CPUF", "NPU", "CPU"))  # other order, one extra device
+
+
+def test_decodings_are_priced_beside_the_greedy_placement_and_named(synthetic_prepared, policy_path):
+    prepared, graph = synthetic_prepared["attention_like"]
+    support = np.ones((graph.num_nodes, 2), bool)
+    context = PlacementContext(graph=graph, devices=("CPU", "CPUF"), support=support, model=prepared)
+    plain = DecodedHSDAGStrategy(policy_path, _provider, decodings=0)
+    decoded = DecodedHSDAGStrategy(policy_path, _provider, decodings=16, decode_options={"max_submodels": 4})
+    terms = CostTerms(stand_in_cost_model(graph, ("CPU", "CPUF")), graph, support)
+    greedy, proposal = plain.propose(context), decoded.propose(context)
+    report = decoded.last_decoding
+    assert report is not None and report.priced >= 2 and plain.last_decoding is None
+    assert terms.latency_ms(proposal) == pytest.approx(report.chosen_ms) and report.chosen_ms <= report.greedy_ms
+    assert report.greedy_ms >= terms.latency_ms(greedy) - 1e-9 or report.chosen == 0  # greedy priced as legalised
+    assert decoded.name == "hsdag+decodings" and "decodings=16" in decoded.cache_token()
+    assert decoded.cache_token() != plain.cache_token() and "decodings=16" in repr(decoded)
+    refined = DecodedHSDAGStrategy(policy_path, _provider, decodings=4, refine=True)
+    assert refined.name == "hsdag+decodings+local_search"
+
+
+@pytest.mark.parametrize("decodings, options, message", [
+    (-1, None, "decodings must be an int >= 0"), (2.5, None, "decodings must be an int >= 0"),
+    (True, None, "decodings must be an int >= 0"), (4, {"bound": 8}, r"decode_options \['bound'\]")])
+def test_bad_decoding_options_are_refused(policy_path, decodings, options, message):
+    with pytest.raises(ValueError, match=message):
+        DecodedHSDAGStrategy(policy_path, _provider, decodings=decodings, decode_options=options)

@@ -10,7 +10,7 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.placement.submodels import count_islands
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.placement.placed_graph import analyze, check_placement_matches, group_label, name_scope
+from ov_autoplace_lab.viz.placed_graph import analyze, check_placement_matches, group_label, name_scope
 from tests import synthetic_graphs as sg
 
 

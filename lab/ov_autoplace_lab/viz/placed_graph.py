@@ -1,4 +1,5 @@
-"""What every picture of a placement needs: the submodels HETERO will run, in order, and the tensors that cross.
+"""What every picture of a placement needs: the submodels HETERO will run, in order, and the tensors that cross
+(the lab's: only the pictures and ``compare`` read a placement this way).
 
 A *submodel* is what HETERO compiles as one part (``submodels.submodel_partition``):
 an island of same-device active nodes (compute nodes that are not constant
