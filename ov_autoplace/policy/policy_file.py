@@ -122,7 +122,8 @@ def load_policy_file(path: str | Path) -> ExportedPolicy:
     if path.is_dir():
         raise PolicyFormatError(f"policy file {path} is a directory; expected a .npz written by export_policy")
     if not path.is_file():
-        raise FileNotFoundError(f"no policy file at {path}; export one with the lab's ov_autoplace_lab.policy_export.export_policy")
+        raise FileNotFoundError(f"no policy file at {path}; export one with the lab's "
+                                "ov_autoplace_lab.policy_export.export_policy")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
