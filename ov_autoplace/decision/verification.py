@@ -80,6 +80,9 @@ CONFIDENCE = 0.95
 #: Rounds of interleaved timing (each contender once per round); fewer when the time budget runs out.
 ROUNDS = 9
 MIN_ROUNDS = 4
+#: More rounds, up to this, where the first round shows half the budget holds them: a short model's (a small
+#: decoder's generation: tens of ms) gain of 10-20 % is inside 9 rounds' bound but not 25 rounds'.
+MAX_ROUNDS = 25
 #: Timed runs of a contender per round (its median is the round's sample).
 ITERATIONS = 5
 #: Default time budget of the timing rounds (compiles excluded), seconds.
@@ -230,18 +233,21 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
 
 def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, rounds: int = ROUNDS,
                 min_rounds: int = MIN_ROUNDS, iterations: int = ITERATIONS, budget_s: float = BUDGET_S,
-                generation=None, parts: dict | None = None) -> dict[str, list[float]]:
+                generation=None, parts: dict | None = None, max_rounds: int | None = None) -> dict[str, list[float]]:
     """Per-round medians (ms) of each compiled contender, interleaved, the order rotated every round.
 
     Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
-    not bias the test; fewer rounds only widen its bound). With a ``generation``, a sample is a generation's time
+    not bias the test; fewer rounds only widen its bound). ``max_rounds``: ``rounds`` grows up to it where the
+    first round's duration says half the budget holds them (a duration, never a result, decides: no bias either).
+    With a ``generation``, a sample is a generation's time
     (parts: medians over ``iterations // 2`` generations; the round's tokens the same for every contender) and
     ``parts[contender]`` gets each round's ``generation_parts``.
     """
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
     started = time.perf_counter()
-    for r in range(rounds):
+    planned, r = rounds, 0
+    while r < planned:
         for c in round_order(labels, r):
             if generation is not None:
                 times = generation_parts(generation, *time_generation(
@@ -252,7 +258,11 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
                 continue
             stats = measure_latency(contenders[c], inputs, warmup=1, iterations=iterations)
             out[c].append(stats.median_ms)
-        if r + 1 >= min_rounds and time.perf_counter() - started > budget_s:
+        elapsed = time.perf_counter() - started
+        if r == 0 and max_rounds is not None and max_rounds > rounds:
+            planned = max(rounds, min(max_rounds, int(0.5 * budget_s / max(elapsed, 1e-9))))
+        r += 1
+        if r >= min_rounds and elapsed > budget_s:
             break
     return out
 
@@ -368,7 +378,7 @@ def _outputs_sane(compiled, inputs, generation=None) -> bool:
 
 def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, properties: Mapping[str, Any] | None = None,
                      budget_s: float | None = None, model=None, device_name: str | None = None,
-                     rounds: int = ROUNDS, iterations: int = ITERATIONS, alternatives: Sequence[Any] = (),
+                     rounds: int | None = None, iterations: int = ITERATIONS, alternatives: Sequence[Any] = (),
                      generation=None):
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
@@ -381,7 +391,8 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     Compile or run failures of an alternative drop it (WARNING naming the device); a failure of the plain call
     itself propagates (the caller's fallback is the plain call, which would fail the same way).
     ``generation``: a stateful decoder's (``model`` then the user's dynamic model): contenders are compiled as
-    ``compile_model`` returns them and timed on the generation (the module doc).
+    ``compile_model`` returns them and timed on the generation (the module doc). ``rounds``: exactly that many
+    (the budget permitting); None: :data:`ROUNDS`, up to :data:`MAX_ROUNDS` where the budget holds them.
     """
     devices = tuple(candidate.devices)
     device_name = device_name or candidate.device_string
@@ -430,8 +441,9 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                            label, label.split(":", 1)[-1] if label.startswith("single:") else devices,
                            type(exc).__name__, exc)
     parts: dict[str, list] = {}
-    rounds_ms = time_rounds(compiled, inputs, rounds=rounds, iterations=iterations, generation=generation,
-                            parts=parts, budget_s=BUDGET_S if budget_s is None else budget_s) if len(compiled) > 1 else {}
+    rounds_ms = time_rounds(compiled, inputs, rounds=ROUNDS if rounds is None else rounds, iterations=iterations,
+                            generation=generation, parts=parts, budget_s=BUDGET_S if budget_s is None else budget_s,
+                            max_rounds=MAX_ROUNDS if rounds is None else None) if len(compiled) > 1 else {}
     evidence = decide(rounds_ms, other_cores=probe.other_cores()) if rounds_ms else Evidence(
         "plain", PLAIN, RULE, 0, {}, {}, {}, {}, "no alternative to the plain call could be measured (or each was "
         "its device under another name)", time.time())
@@ -524,7 +536,7 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
     return any(placement.assignment[n] != plain.assignment.get(n) for n in placement.compute_nodes)
 
 
-__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "LOADED_MIN_GAIN", "MIN_GAIN", "RULE", "RUNNER_UP_METHODS", "decide",
+__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "LOADED_MIN_GAIN", "MAX_ROUNDS", "MIN_GAIN", "RULE", "RUNNER_UP_METHODS", "decide",
            "evidence_intact", "faster_single_device", "needs_verification", "plain_placement", "provisional_intact",
            "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
            "verify_placement"]

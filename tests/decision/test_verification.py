@@ -19,7 +19,7 @@ from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.decision.verification import (LOADED_MIN_GAIN, MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact, faster_single_device,
                                                 needs_verification, plain_placement, provisional_intact, runner_ups, seal,
-                                                single_device_of, t_quantile, verify_placement)
+                                                single_device_of, t_quantile, time_rounds, verify_placement)
 from ov_autoplace.devices.facts import twin_of
 from tests import synthetic_graphs as sg
 
@@ -294,6 +294,19 @@ def test_an_explicit_strategy_measures_the_device_its_profile_points_to(distinct
     assert "verification (" in caplog.text and f"single:{devices[1]}" in caplog.text, caplog.text[-2000:]
     (entry,) = PlacementCache(tmp_path).entries()
     assert json.loads(entry.read_text())["payload"]["verification"]["rule"], "the verdict is stored with its evidence"
+
+
+def test_rounds_grow_to_the_most_half_the_budget_holds_and_an_exact_count_stays_exact():
+    """A short model gets more rounds (its first round's duration, not its result, decides); an explicit count or
+    a budget too small for more keeps the count asked for."""
+    param = ops.parameter([1, 8], ov.Type.f32, name="x")
+    compiled = ov.Core().compile_model(ov.Model([ops.relu(param)], [param], "tiny"), "CPU")
+    contenders = {"plain": compiled, "candidate": compiled}
+    inputs = [np.ones((1, 8), np.float32)]
+    assert all(len(v) == 12 for v in time_rounds(contenders, inputs, rounds=5, max_rounds=12, budget_s=30).values())
+    assert all(len(v) == 5 for v in time_rounds(contenders, inputs, rounds=5, budget_s=30).values())
+    assert all(len(v) == 5 for v in time_rounds(contenders, inputs, rounds=5, min_rounds=5, max_rounds=12,
+                                                 budget_s=1e-9).values())
 
 
 def test_evidence_seal_detects_edits():
