@@ -52,9 +52,9 @@ def prefill_graph(model: ov.Model, gen: Generation = GENERATION) -> GraphArrays:
 
 def generation_cost(model: ov.Model, prefill: GraphArrays, prefill_cost, cost_of,
                     gen: Generation = GENERATION):
-    """``(graph, cost)`` of the whole generation (``generation_costs``) with the KV cache charged on each
-    ``ReadValue`` at the generation's context (``memory_need``)."""
-    graph, cost = generation_costs(model, prefill, prefill_cost, gen, cost_of)
+    """``(graph, cost)`` of the whole generation (``generation_costs``; ``cost_of(graph)`` costs each decode step)
+    with the KV cache charged on each ``ReadValue`` at the generation's context (``memory_need``)."""
+    graph, cost = generation_costs(model, prefill, prefill_cost, gen, lambda g, _prepared: cost_of(g))
     need = memory_need(prefill, model, gen.prompt_tokens + gen.new_tokens)
     return graph, dataclasses.replace(cost, node_memory_bytes=need.node_bytes.astype(np.int64))
 
@@ -101,7 +101,7 @@ def prior_placements(platform: SuitePlatform, case: DecoderCase, placements: dic
         row["prior_choice"] = f"the prior does not know {list(prior.unknown)}"
         return
     terms_graph, cost = generation_costs(case.model, case.prefill, prior.cost, gen,
-                                         lambda g: prior_cost_model(g, facts, cpu_spec=cpu).cost)
+                                         lambda g, _prepared: prior_cost_model(g, facts, cpu_spec=cpu).cost)
     support = simulated_support(case.cost, case.graph)
     single, placement, reason = prior_outcome(
         cost, terms_graph, devices, lambda: support,

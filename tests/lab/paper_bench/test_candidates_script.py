@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.lab.paper_bench import bench_script
+from ov_autoplace_lab.paper_bench import truth
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def test_the_risk_beside_the_ratio_counts_the_split_rows_truth_draws(script):
     a = script.summary(rows, "a")
     assert (a["truth_draws"], a["draws_slower_than_best_single"], a["draws_slower_than_plain_call"]) == (20, 3, 1)
     draws = {"hsdag_ms": [1.0, 2.0, None], "best_single_device_ms": [1.5, 1.5, 1.0], "plain_call_ms": [0.5, 3.0, 1.0]}
-    assert script._risk(draws, "hsdag_ms") == [1, 1, 2]
+    assert truth.draw_risk(draws, "hsdag_ms") == (1, 1, 2)
     data = {"rows_from": "platforms.json", "command": "python benchmarks/bench_candidates.py", "date": "2026-12-02",
             "seconds": 1.0, "policies": {"a": "a.npz"}, "rows": rows, "summary": {"a": a}}
     assert "| 3/20 (15.0 %) / 1/20 (5.0 %) |" in "\n".join(script.markdown(data))
