@@ -58,10 +58,18 @@ def _error_factors(num_devices: int) -> np.ndarray:
     return np.exp(MODEL_ERROR_SIGMA * rng.standard_normal((RISK_DRAWS, num_devices, len(CATEGORIES))))
 
 
-def perturbed_ms(terms: CostTerms, row: np.ndarray) -> np.ndarray:
-    """float [RISK_DRAWS]: placement ``row``'s latency under each fixed perturbation of the model's compute."""
-    category = np.array([CATEGORIES.index(op_category(t)) for t in terms.graph.op_types], np.int64)
-    factors = _error_factors(terms.num_devices).reshape(RISK_DRAWS, -1)
+def _error_cells(terms: CostTerms) -> tuple[np.ndarray, np.ndarray]:
+    """(int [N] each node's op category, float [RISK_DRAWS, D * len(CATEGORIES)] the fixed perturbations): what
+    every placement of ``terms`` is priced under, made once per guard."""
+    index = {t: CATEGORIES.index(op_category(t)) for t in set(terms.graph.op_types)}
+    category = np.array([index[t] for t in terms.graph.op_types], np.int64)
+    return category, _error_factors(terms.num_devices).reshape(RISK_DRAWS, -1)
+
+
+def perturbed_ms(terms: CostTerms, row: np.ndarray, cells: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """float [RISK_DRAWS]: placement ``row``'s latency under each fixed perturbation of the model's compute
+    (``cells``: :func:`_error_cells` of ``terms``, made here if not given)."""
+    category, factors = _error_cells(terms) if cells is None else cells
     nodes, row = np.flatnonzero(terms.compute), np.asarray(row, np.int64)
     split = np.zeros(terms.num_nodes, bool)
     for i, j in terms.fusion_pairs:
@@ -74,8 +82,9 @@ def perturbed_ms(terms: CostTerms, row: np.ndarray) -> np.ndarray:
 
 def win_share(terms: CostTerms, placed: np.ndarray, rivals: list[np.ndarray]) -> float:
     """The share of the perturbed models under which ``placed`` is faster than every row of ``rivals``."""
-    best_rival = np.min([perturbed_ms(terms, r) for r in rivals], axis=0)
-    return float(np.mean(perturbed_ms(terms, placed) < best_rival))
+    cells = _error_cells(terms)
+    best_rival = np.min([perturbed_ms(terms, r, cells) for r in rivals], axis=0)
+    return float(np.mean(perturbed_ms(terms, placed, cells) < best_rival))
 
 
 def _required(terms: CostTerms, cost: CostModel, before, after, reference_ms: float) -> tuple[float, str]:
@@ -156,4 +165,5 @@ def guard_placement(placement: Placement, graph: GraphArrays, cost: CostModel, s
     return guarded
 
 
-__all__ = ["MIN_WIN_SHARE", "MODEL_ERROR_SIGMA", "NOISE_FREE_MIN_GAIN", "RISK_DRAWS", "guard_placement", "perturbed_ms", "win_share"]
+__all__ = ["MIN_WIN_SHARE", "MODEL_ERROR_SIGMA", "NOISE_FREE_MIN_GAIN", "RISK_DRAWS", "guard_placement", "perturbed_ms",
+           "win_share"]
