@@ -6,6 +6,7 @@ import pytest
 
 from ov_autoplace_lab import models as zoo
 from ov_autoplace_lab.models.extra_models import EXTRA
+from tests.models.zoo_build import built_static
 
 
 def test_extra_models_are_registered_beside_the_zoo():
@@ -26,10 +27,5 @@ def test_unseen_architectures_build_but_are_not_the_benchmark_set():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["resnet18", "gpt2_decoder", "llama_decoder"])
 def test_an_extra_model_builds_to_a_static_ir(name, tmp_path, monkeypatch):
-    pytest.importorskip("torch")
-    monkeypatch.setenv(zoo.ENV_VAR, str(tmp_path))
-    model = zoo.load(name)
-    assert all(p.get_partial_shape().is_static for p in model.inputs)
-    nodes, edges = zoo.graph_counts(model)
-    assert nodes > 50 and edges >= nodes - 1
+    _, nodes = built_static(name, tmp_path, monkeypatch, min_nodes=50)
     assert zoo.info(name)["nodes"] == nodes
