@@ -371,7 +371,7 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     started = time.perf_counter()
     profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None or generation is not None:  # a decoder's decode steps are profiled too (stored ones reused)
-        measure_profile_now(req, prepared, store)
+        measure_profile_now(req, prepared, graph, store)
         profile = store.load(profile_k, lambda payload: ModelProfile.from_dict(payload, graph))
     if profile is None:
         raise WorkerFailure(f"the profile could not be stored in {store.directory}")

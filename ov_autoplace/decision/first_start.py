@@ -195,7 +195,7 @@ def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, u
     if req.memory_caps:
         memory_request(req, graph)  # MemoryCapError before anything is measured when no split can fit
     if profiling is Profiling.NOW:
-        measure_profile_now(req, prepared, store)
+        measure_profile_now(req, prepared, graph, store)
     decision = _profile_or_prior(req, prepared, graph, store)
     decision = settle(req, decision, prepared, graph, verify_now=profiling is Profiling.NOW)
     if cache is not None:

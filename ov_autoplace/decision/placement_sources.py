@@ -52,7 +52,7 @@ from ov_autoplace.decision.verification import (evidence_intact, needs_verificat
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
 from ov_autoplace.measuring.noise import busy_now
 from ov_autoplace.devices.facts import indistinguishable, read_device_facts
-from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.generation import generation_costs
 from ov_autoplace.placement.legalizer import query_support
@@ -275,13 +275,12 @@ def decision_to_placement(decision: Decision, graph: GraphArrays, devices: tuple
     return placement
 
 
-def measure_profile_now(req: PlacementRequest, prepared, store) -> None:
+def measure_profile_now(req: PlacementRequest, prepared, graph: GraphArrays, store) -> None:
     """The cheap profile (one compile and a few PERF_COUNT runs per device), stored for every later start; for a
-    decoder also each decode step of its generation (``measuring/generation_profile.py``)."""
+    decoder also each decode step of its generation (``measuring/generation_profile.py``; ``graph``: ``prepared``'s)."""
     profile = quick_model_profile(prepared, req.core, req.devices, store=store)
     if req.generation:
         try:
-            graph = extract_graph(prepared)
             generation_profile(req.model, graph, profile.cost_model, req.generation, req.core, store=store,
                                links=profile_links_of(profile.cost_model), measure=True)
         except Exception as exc:  # noqa: BLE001 - the prefill's profile still places; the verification decides
