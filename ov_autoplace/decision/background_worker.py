@@ -316,7 +316,7 @@ def run_worker(root: str | os.PathLike, digest: str) -> int:
         logger.error("not running: the worker folder for %r under %s is unusable (%s)", digest, root, exc)
         return 2
     files = worker_files(root, digest)
-    reason = None
+    reason, abstained = None, False
     try:
         write_private_atomic(files["lock"], str(os.getpid()))  # the worker holds the lock the app took for it
         spec = read_spec(files["spec"], digest)
@@ -324,6 +324,7 @@ def run_worker(root: str | os.PathLike, digest: str) -> int:
             if not stat.S_ISREG(os.lstat(files[name]).st_mode):
                 raise WorkerFailure(f"{files[name]} is not a regular file; not measuring")
         reason = _measure_and_store(spec, Path(root), files["model"])
+        abstained = reason is not None  # a noisy or loaded machine: no failure of ours, but a try all the same
         return 0 if reason is None else 3
     except WorkerFailure as exc:
         reason = str(exc)
@@ -334,8 +335,12 @@ def run_worker(root: str | os.PathLike, digest: str) -> int:
         return 3
     finally:
         if reason is not None:
-            logger.error("background profiling failed: %s", reason)
-            record_failure(files["failed"], reason)
+            if abstained:
+                logger.info("the plain call's placement stays unverified (%s); measured again on a later start",
+                            reason)
+            else:
+                logger.error("background profiling failed: %s", reason)
+            record_failure(files["failed"], reason, abstained=abstained)
         else:
             files["failed"].unlink(missing_ok=True)
         for name in ("model", "weights", "spec"):
@@ -385,7 +390,7 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
                            "profiling")
     support = query_support(core, prepared, graph, devices)
     alternatives = runner_ups(graph, devices, support, cost, max_submodels=req.max_submodels,
-                              pins=req.pins, core=core)
+                              pins=req.pins, core=core, generation=generation)
     return store_verified(core, root, key, prepared, graph, dynamic if generation else model, candidate,
                           pinned=bool(req.pins), config=config, device_name=spec.get("device_name"),
                           alternatives=alternatives, support=support, generation=generation)

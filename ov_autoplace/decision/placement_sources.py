@@ -47,8 +47,9 @@ from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.p
     survives_prior_error,
 )
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.verification import (evidence_intact, needs_verification, plain_placement,
-                                                provisional_intact, runner_ups, single_device_of, verify_placement)
+from ov_autoplace.decision.verification import (evidence_intact, needs_verification, other_single_devices,
+                                                plain_placement, provisional_intact, runner_ups, single_device_of,
+                                                verify_placement)
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
 from ov_autoplace.measuring.noise import busy_now
 from ov_autoplace.devices.facts import indistinguishable, read_device_facts
@@ -304,8 +305,12 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
     else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
     Pinned decisions are the user's call and are not verified.
     """
-    if req.pins or req.memory_caps or (decision.single_device == req.devices[0] and decision.runner_up_cost is None):
-        return decision  # the user's call (the plain call breaks a cap), or HETERO's own first device
+    if req.pins or req.memory_caps:
+        return decision  # the user's call (the plain call breaks a cap)
+    if decision.single_device == req.devices[0] and decision.runner_up_cost is None:
+        if req.generation and decision.source == "prior":
+            return _devices_to_measure(req, decision, prepared, graph)
+        return decision  # HETERO's own first device
     candidate = decision_to_placement(decision, graph, req.devices)
     support = _support(req, prepared, graph)
     # The runner-ups (HEFT on the same costs) are placed here only when they are measured now or decide whether
@@ -313,7 +318,7 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
     alternatives = ()
     if verify_now or not needs_verification(candidate, graph, support):
         alternatives = runner_ups(graph, req.devices, support, decision.runner_up_cost,
-                                  max_submodels=req.max_submodels, core=req.core)
+                                  max_submodels=req.max_submodels, core=req.core, generation=req.generation)
         if not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
             return decision
     if verify_now:
@@ -340,6 +345,23 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
                     spawn_worker=True, pending=True, stored_as=plain,
                     reason=f"{decision.source} proposes {proposed}, not yet verified by measurement: the plain call's "
                            "placement runs now and the background worker verifies the proposal")
+
+
+def _devices_to_measure(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays) -> Decision:
+    """A decoder the prior keeps on the plain call's device: that placement runs, and the background worker times
+    the other devices on the generation (``verification.runner_ups``: a decode step's per-op costs, the prior's
+    or a profile's, miss what its hundreds of tiny ops spend on dispatch and synchronisation), so the next
+    start runs the device that generated fastest here. Nothing to measure: the decision as it is."""
+    support = _support(req, prepared, graph)
+    others = other_single_devices(graph, req.devices, support, core=req.core)
+    if not others:
+        return decision
+    plain = plain_placement(graph, req.devices, support, strategy="hsdag:prior+pending")
+    names = ", ".join(single_device_of(p) for p in others)
+    plain.notes.append(f"the prior keeps {req.devices[0]}; {names} to be timed on the generation")
+    return dataclasses.replace(decision, pending=True, spawn_worker=True, stored_as=plain,
+                               reason=f"{decision.reason}; a decoder: the background worker times {names} against "
+                                      f"{req.devices[0]} on the generation, and the next start runs the faster")
 
 
 def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, graph: GraphArrays) -> Decision:

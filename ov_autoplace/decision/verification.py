@@ -6,25 +6,30 @@ the alternative faster. Predictions (the prior, a profile, the local search) onl
 decides. For a candidate placement it:
 
 1. compiles the contenders as the user would get them: the **plain call** itself (same model, device string and
-   config; for ``HETERO:<list>`` each node on the first listed device that supports it), the **candidate** (on
-   its one device directly, or a split through HETERO), the **runner-up splits** (``alternatives``, from
-   :func:`runner_ups`; a repeat is not measured twice), and **each single device** that can run the whole model
-   but for the plain call's device under another name (``facts.twin_of``: only noise to time);
+   config; for ``HETERO:<list>`` each node on the first listed device that supports it) **twice** (the second
+   compile, ``"plain'"``, is a control: what two compiles of one call differ by, measured in the same rounds), the
+   **candidate** (on its one device directly, or a split through HETERO), the **runner-up splits**
+   (``alternatives``, from :func:`runner_ups`; a repeat is not measured twice), and **each single device** that can
+   run the whole model but for the plain call's device under another name (``facts.twin_of``: only noise to time);
 2. times them interleaved in paired rounds on the native timer (each contender once per round, the order
    rotated, ``iterations`` runs each; a round's median is one sample): a drifting load hits all alike;
-3. tests each alternative against the plain call on the per-round log ratios ``d = ln(t_alt / t_plain)``: it
-   wins when the one-sided upper bound ``mean(d) + t * sd(d) / sqrt(R)`` is below ``ln(1 - MIN_GAIN)`` (2 %
-   faster at 95 %, Bonferroni-split over the alternatives: a false win at most 5 % per decision, paired t model);
-4. **abstains** (keeps the plain call) when the machine is too noisy to decide: the plain call's rounds spread
-   by more than ``MAX_ROUND_CV`` and no alternative's bound clears that spread, other processes kept more than ``noise.LOADED_OTHER_CORES`` of this process's
-   cores busy while it compiled and timed (``noise.LoadProbe``) and no alternative is ``LOADED_MIN_GAIN`` faster
-   at the confidence, or no contender could be measured. An abstention is not a verdict: the placement is not
-   marked verified, and a later start verifies again. Under load an alternative that clears ``LOADED_MIN_GAIN``
-   is used **provisionally** (a load that lasts, one core busy, can make one device much faster than the plain
-   call's): not a verdict either; a later start trusts it only while the machine is still loaded.
+3. tests each alternative against each compile of the plain call on the per-round log ratios
+   ``d = ln(t_alt / t_plain)``: it wins when every one-sided upper bound ``mean(d) + t * sd(d) / sqrt(R)`` is
+   below ``ln(1 - margin)``, the margin being ``MIN_GAIN`` or, when larger, the gap the two plain compiles show
+   (95 %, Bonferroni-split over the alternatives and the two compiles: a false win at most 5 % per decision,
+   paired t model);
+4. **abstains** (keeps the plain call, no verdict) where no alternative won and the plain call's rounds spread by
+   more than ``MAX_ROUND_CV`` or other processes kept more than ``noise.LOADED_OTHER_CORES`` of this process's
+   cores busy while it compiled and timed (``noise.LoadProbe``): a smaller win may hide in that noise, and a later
+   start verifies again. A win under load is used **provisionally**: a load that lasts (one core busy) can make
+   one device much faster than the plain call's, and the advantage may go with the load; a later start trusts it
+   only while the machine is still loaded.
 
-Why load abstains: the test pairs rounds of *one* compile per contender, and under load two compiles of one model
-differ by more than the margin (docs/default-path.md).
+Why a second compile, not a fixed margin: the test pairs rounds of *one* compile per contender, and under load two compiles
+of one model differed by more than 2 % (docs/default-path.md); v4 of the rule assumed the worst seen (25 % under
+load, the round spread on a noisy machine), which kept the plain call where a one-thread device generated a small
+decoder's tokens in 0.65-0.73 of its time. Measuring the gap costs one more compile and contender per round.
+Rounds without the second compile (:func:`decide` on rounds that have none) keeps those assumed margins.
 
 The winner is the fastest (median ratio) of the alternatives that won, else the plain call's placement. The
 evidence (medians, spreads, ratio, bound, rule, decision) is logged at INFO and sealed into the returned placement
@@ -63,6 +68,7 @@ from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_w
 from ov_autoplace.devices.facts import twin_of
 from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order, set_step, time_generation
 from ov_autoplace.errors import PlacementError
+from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.model.generation import decode_pasts, generation_parts
 from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.strategies.base import PlacementContext
@@ -87,21 +93,26 @@ MAX_ROUNDS = 25
 ITERATIONS = 5
 #: Default time budget of the timing rounds (compiles excluded), seconds.
 BUDGET_S = 20.0
-#: Abstain when the plain call's per-round medians vary by more than this (coefficient of variation).
+#: The plain call's per-round medians varying by more than this (coefficient of variation) make the machine noisy:
+#: a loss is then no verdict (and, without the second compile, a win must clear the variation).
 MAX_ROUND_CV = 0.15
-#: Under load (other processes busy on our cores) an alternative is used, provisionally, only this much faster:
-#: twice the largest compile-to-compile difference seen under load (x0.867 of a plain call compiled slow).
+#: Without the plain call's second compile, under load (other processes busy on our cores) an alternative is used,
+#: provisionally, only this much faster: twice the largest compile-to-compile difference seen under load (x0.867 of
+#: a plain call compiled slow). With it that difference is measured instead.
 LOADED_MIN_GAIN = 0.25
 #: Bumped when the rule changes: evidence of another version is verified again.
-RULE_VERSION = 4
+RULE_VERSION = 5
 RULE = (f"v{RULE_VERSION}: kept only if at least {MIN_GAIN:.0%} faster than the plain call at {CONFIDENCE:.0%} "
-        "one-sided confidence (paired t on per-round log ratios, Bonferroni over the alternatives); "
-        f"when the plain call's rounds vary by more than {MAX_ROUND_CV:.0%}, only if faster by more than that "
-        f"variation, else abstain; when other processes keep more than {LOADED_OTHER_CORES} of its cores busy, "
-        f"used provisionally (not a verdict: verified again on a quiet machine) only if at least "
-        f"{LOADED_MIN_GAIN:.0%} faster at that confidence, else abstain")
+        "one-sided confidence (paired t on per-round log ratios, Bonferroni over the alternatives and over the "
+        "plain call's two compiles: faster than each), and faster than the gap between those two compiles; on a "
+        f"noisy machine (the plain call's rounds vary by more than {MAX_ROUND_CV:.0%}) a loss abstains; when other "
+        f"processes keep more than {LOADED_OTHER_CORES} of its cores busy, a win is used provisionally (not a "
+        "verdict: verified again on a quiet machine) and a loss abstains. Without the plain call's second compile: "
+        f"a noisy machine needs a win beyond the variation, a loaded one {LOADED_MIN_GAIN:.0%}")
 
 PLAIN = "plain"
+#: The plain call compiled a second time: what two compiles of one call differ by, measured in the same rounds.
+PLAIN_SECOND = "plain'"
 CANDIDATE = "candidate"
 ALTERNATIVE = "alternative:"  # + the runner-up's strategy name
 #: The methods whose placement on the candidate's cost model is measured beside it (:func:`runner_ups`);
@@ -177,40 +188,49 @@ def t_quantile(p: float, df: int) -> float:
 def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GAIN, confidence: float = CONFIDENCE,
            max_round_cv: float = MAX_ROUND_CV, other_cores: float = math.nan,
            measured_at: float | None = None) -> Evidence:
-    """The rule on per-round medians (ms) of ``"plain"`` and the alternatives (same round order for all);
-    ``other_cores``: other processes' busy cores while they were compiled and timed (nan: unknown)."""
+    """The rule on per-round medians (ms) of ``"plain"``, its second compile ``"plain'"``
+    (optional) and the alternatives (same round order for all); ``other_cores``: other processes' busy cores while
+    they were compiled and timed (nan: unknown)."""
     plain = np.asarray(rounds_ms.get(PLAIN, ()), dtype=np.float64)
-    alts = {c: np.asarray(s, dtype=np.float64) for c, s in rounds_ms.items() if c != PLAIN}
+    second = np.asarray(rounds_ms[PLAIN_SECOND], dtype=np.float64) if PLAIN_SECOND in rounds_ms else None
+    alts = {c: np.asarray(s, dtype=np.float64) for c, s in rounds_ms.items() if c not in (PLAIN, PLAIN_SECOND)}
     stamp = time.time() if measured_at is None else measured_at
     medians = {c: float(np.median(s)) for c, s in rounds_ms.items() if len(s)}
     spread = {c: float(np.std(s, ddof=1) / np.mean(s)) if len(s) > 1 else math.inf
               for c, s in rounds_ms.items() if len(s)}
     n = len(plain)
-    if n < 2 or any(len(s) != n for s in alts.values()):
+    if n < 2 or any(len(s) != n for s in alts.values()) or (second is not None and len(second) != n):
         return Evidence("abstained", PLAIN, RULE, n, medians, spread, {}, {},
                         "too few paired rounds to decide", stamp)
+    # Each alternative is tested against every compile of the plain call (Bonferroni over all the tests): a win
+    # over a plain call that happened to compile slow is no win over the call.
+    references = [plain] if second is None else [plain, second]
+    t = t_quantile(1 - (1 - confidence) / max(1, len(alts) * len(references)), n - 1)
     ratio, upper = {}, {}
-    t = t_quantile(1 - (1 - confidence) / max(1, len(alts)), n - 1)
     for c, s in alts.items():
-        d = np.log(s / plain)
-        ratio[c] = float(np.exp(np.median(d)))
-        upper[c] = float(np.exp(d.mean() + t * d.std(ddof=1) / math.sqrt(n)))
-    if other_cores > LOADED_OTHER_CORES:  # nan compares False: an OS that does not say is not called loaded
+        ratio[c] = float(np.exp(np.median(np.log(s / plain))))
+        upper[c] = max(float(np.exp(d.mean() + t * d.std(ddof=1) / math.sqrt(n)))
+                       for d in (np.log(s / ref) for ref in references))
+    loaded = other_cores > LOADED_OTHER_CORES  # nan compares False: an OS that does not say is not called loaded
+    why_loaded = (f"the machine was loaded (other processes kept {other_cores:.2f} of this process's cores busy, "
+                  f"limit {LOADED_OTHER_CORES})")
+    if second is not None:
+        return _decide_against_second_compile(second, plain, ratio, upper, medians, spread, n, min_gain, confidence, loaded,
+                                    why_loaded, stamp)
+    if loaded:
         # Under a load that lasts (a core busy while the app runs) one device can be much faster than the plain
         # call's (one thread against two contended ones: x0.59 measured); a win that large is used for this load,
         # but is no verdict: compiles differ by more than MIN_GAIN under load, so it is verified again later.
         loaded_bar = 1.0 - max(LOADED_MIN_GAIN, spread.get(PLAIN, math.inf))
         loaded_winners = [c for c in alts if upper[c] < loaded_bar]
-        why = (f"the machine was loaded (other processes kept {other_cores:.2f} of this process's cores busy, limit "
-               f"{LOADED_OTHER_CORES})")
         if loaded_winners:
             best = min(loaded_winners, key=lambda c: ratio[c])
             return Evidence("provisional", best, RULE, n, medians, spread, ratio, upper,
-                            f"{why}: {best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} at "
-                            f"{confidence:.0%}), beyond the {1 - loaded_bar:.0%} a loaded machine needs; used under "
-                            "this load, verified again when the machine is quiet", stamp)
-        return Evidence("abstained", PLAIN, RULE, n, medians, spread, ratio, upper, f"{why}: compiles differ by "
-                        "more than the margin under load; kept the plain call", stamp)
+                            f"{why_loaded}: {best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} "
+                            f"at {confidence:.0%}), beyond the {1 - loaded_bar:.0%} a loaded machine needs; used "
+                            "under this load, verified again when the machine is quiet", stamp)
+        return Evidence("abstained", PLAIN, RULE, n, medians, spread, ratio, upper, f"{why_loaded}: compiles differ "
+                        "by more than the margin under load; kept the plain call", stamp)
     # noisy plain call: only a win clearing its variation is a verdict (bf16 Xeon: rounds 16-31 %, CPUF <= x0.69)
     noisy = spread.get(PLAIN, math.inf) > max_round_cv
     bar = 1.0 - max(min_gain, spread[PLAIN]) if noisy else 1.0 - min_gain
@@ -229,6 +249,34 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
                     f"{best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} at "
                     f"{confidence:.0%}), beyond the {1 - bar:.0%} threshold"
                     + (f" (the plain call's rounds vary by {spread[PLAIN]:.0%})" if noisy else ""), stamp)
+
+
+def _decide_against_second_compile(second, plain, ratio, upper, medians, spread, n, min_gain, confidence, loaded, why_loaded,
+                         stamp) -> Evidence:
+    """The rule where the plain call was compiled and timed twice: the gap (how far two compiles of one
+    call measure apart in these very rounds) is the margin a win must clear, in place of the assumed ones (the
+    plain call's round spread, :data:`LOADED_MIN_GAIN` under load). The bounds already carry the rounds' noise:
+    a noisy quiet machine gives verdicts; a loaded one only provisional wins (the load may pass, and with it
+    the advantage of the device it favoured)."""
+    gap = 1.0 - math.exp(-abs(float(np.median(np.log(second / plain)))))
+    bar = 1.0 - max(min_gain, gap)
+    winners = [c for c in ratio if upper[c] < bar]
+    against = (f"beyond the {1 - bar:.0%} margin (two compiles of the plain call measured x"
+               f"{math.exp(float(np.median(np.log(second / plain)))):.3f} apart)")
+    noisy = spread.get(PLAIN, math.inf) > MAX_ROUND_CV
+    if not winners:  # on a loaded or noisy machine a loss is no verdict either: a smaller win may hide in the noise
+        head = (f"{why_loaded}: " if loaded else f"the plain call's rounds vary by {spread[PLAIN]:.0%} > "
+                f"{MAX_ROUND_CV:.0%}: " if noisy else "")
+        return Evidence("abstained" if head else "plain", PLAIN, RULE, n, medians, spread, ratio, upper,
+                        f"{head}no alternative is faster than both compiles of the plain call at {confidence:.0%} "
+                        f"confidence {against}; kept the plain call", stamp)
+    best = min(winners, key=lambda c: ratio[c])
+    won = f"{best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} of either compile at {confidence:.0%}), {against}"
+    if loaded:
+        return Evidence("provisional", best, RULE, n, medians, spread, ratio, upper,
+                        f"{why_loaded}: {won}; used under this load, verified again when the machine is quiet", stamp)
+    return Evidence("kept", best, RULE, n, medians, spread, ratio, upper,
+                    won + (f" (the plain call's rounds vary by {spread[PLAIN]:.0%})" if noisy else ""), stamp)
 
 
 def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, rounds: int = ROUNDS,
@@ -281,7 +329,7 @@ def single_device_of(placement) -> str | None:
 
 
 def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_submodels: int | None,
-               pins: Sequence[Any] = (), core: Any = None) -> list:
+               pins: Sequence[Any] = (), core: Any = None, generation=None) -> list:
     """The runner-ups measured beside a candidate placed on ``cost``: :data:`RUNNER_UP_METHODS`, then a device.
 
     HEFT on the same cost model, legalized under the same submodel bound and passed through the same guard as
@@ -289,22 +337,53 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
     that device, which is measured anyway; so a runner-up the costs already condemn takes no rounds). Then
     :func:`faster_single_device`, which makes the caller verify at all. Pinned requests get none (the pins are the
     user's call). A method that cannot place the model is dropped with a WARNING: the candidate is still verified.
+
+    With a ``generation`` (a stateful decoder), every other device that runs the whole model is a runner-up
+    whatever the costs say (:func:`other_single_devices`; also without costs, on a cache hit): a decode step is
+    hundreds of ops of a few microseconds, whose per-op counters miss the dispatch and the threads' synchronisation
+    between ops, so a profile ranks the devices by what the steps do not spend their time on (the CPU plugin on
+    one thread generated in 0.65-0.9 of the time of the plain call on two while the profile predicted it slower),
+    and a generation is cheap to time whole.
     """
-    if pins or cost is None:
+    if pins:
         return []
     devices = tuple(devices)
     out = []
-    try:
-        heft = HeftStrategy(cost)
-        proposal = heft.propose(PlacementContext(graph=graph, devices=devices, support=support))
-        out.append(placement_pipeline(graph, proposal, devices, support, strategy="heft", cost=heft.last_cost,
-                                      max_submodels=max_submodels))
-    except (PlacementError, ValueError) as exc:
-        logger.warning("verification: no HEFT runner-up for this model (%s: %s); verifying the candidate alone",
-                       type(exc).__name__, exc)
-    faster = faster_single_device(graph, devices, support, cost, core=core)
-    if faster is not None:
-        out.append(faster)
+    if cost is not None:
+        try:
+            heft = HeftStrategy(cost)
+            proposal = heft.propose(PlacementContext(graph=graph, devices=devices, support=support))
+            out.append(placement_pipeline(graph, proposal, devices, support, strategy="heft", cost=heft.last_cost,
+                                          max_submodels=max_submodels))
+        except (PlacementError, ValueError) as exc:
+            logger.warning("verification: no HEFT runner-up for this model (%s: %s); verifying the candidate alone",
+                           type(exc).__name__, exc)
+        faster = faster_single_device(graph, devices, support, cost, core=core)
+        if faster is not None:
+            out.append(faster)
+    if generation is not None and not any(single_device_of(p) is not None for p in out):
+        out.extend(other_single_devices(graph, devices, support, core=core))
+    return out
+
+
+def other_single_devices(graph, devices: Sequence[str], support: np.ndarray, *, core: Any = None) -> list:
+    """A one-device placement on each device, other than the plain call's (or it under another name, with
+    ``core``), that supports every compute node: what :func:`verify_placement` times as ``single:<device>``."""
+    devices = tuple(devices)
+    plain = single_device_of(plain_placement(graph, devices, support))
+    if plain is None:
+        return []
+    first = twin_of(core, devices) if core is not None else {}
+    reference = devices.index(plain)
+    compute = graph.role == NodeRole.COMPUTE
+    out = []
+    for d, device in enumerate(devices):
+        if d == reference or first.get(d, d) == first.get(reference, reference) or not support[compute, d].all():
+            continue
+        placement = legalize(graph, np.full(graph.num_nodes, d, dtype=np.int64), devices, support,
+                             max_submodels=None, strategy="single")
+        placement.notes.append(f"{device} alone: measured beside the plain call's {plain} on the generation")
+        out.append(placement)
     return out
 
 
@@ -440,6 +519,12 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
             logger.warning("verification: %s cannot be compiled or run on %s (%s: %s); it is not considered",
                            label, label.split(":", 1)[-1] if label.startswith("single:") else devices,
                            type(exc).__name__, exc)
+    if len(compiled) > 1:  # the control, compiled after the others: a compile's position is no advantage either
+        try:
+            compiled[PLAIN_SECOND] = core.compile_model(model, device_name, props)
+        except Exception as exc:  # noqa: BLE001 - without it the rule keeps its assumed margins (see decide)
+            logger.warning("verification: the plain call's second compile failed (%s: %s); deciding with the "
+                           "assumed margins", type(exc).__name__, exc)
     parts: dict[str, list] = {}
     rounds_ms = time_rounds(compiled, inputs, rounds=ROUNDS if rounds is None else rounds, iterations=iterations,
                             generation=generation, parts=parts, budget_s=BUDGET_S if budget_s is None else budget_s,
@@ -486,7 +571,7 @@ def verified_placement(req: "PlacementRequest", prepared, graph, placement, supp
     if support is None:
         support = query_support(req.core, prepared, graph, req.devices)
     alternatives = runner_ups(graph, req.devices, support, getattr(req.strategy, "last_cost", None),
-                              max_submodels=req.max_submodels, core=req.core)
+                              max_submodels=req.max_submodels, core=req.core, generation=req.generation)
     if not any(needs_verification(p, graph, support) for p in (placement, *alternatives)):
         return placement
     verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,
@@ -536,7 +621,7 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
     return any(placement.assignment[n] != plain.assignment.get(n) for n in placement.compute_nodes)
 
 
-__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "LOADED_MIN_GAIN", "MAX_ROUNDS", "MIN_GAIN", "RULE", "RUNNER_UP_METHODS", "decide",
-           "evidence_intact", "faster_single_device", "needs_verification", "plain_placement", "provisional_intact",
+__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "LOADED_MIN_GAIN", "MAX_ROUNDS", "MIN_GAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
+           "evidence_intact", "faster_single_device", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
            "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
            "verify_placement"]

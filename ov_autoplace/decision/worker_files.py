@@ -130,12 +130,14 @@ def read_failure(path: Path) -> dict[str, Any]:
         return {"failures": 1, "reason": f"its failure record {path} is damaged", "reported": False}
 
 
-def record_failure(path: Path, reason: str) -> int:
-    """Count one more failure with ``reason``; returns the count (best effort)."""
+def record_failure(path: Path, reason: str, *, abstained: bool = False) -> int:
+    """Count one more failed try with ``reason``; returns the count (best effort). ``abstained``: the verification
+    found the machine too noisy or loaded to decide, which is no failure of ours but counts as a try: a machine
+    that stays noisy does not pay for a worker on every start."""
     count = int(read_failure(path).get("failures", 0)) + 1
     try:
         write_private_atomic(path, json.dumps({"failures": count, "reason": reason[:2000], "at": time.time(),
-                                               "reported": False}))
+                                               "reported": False, "abstained": abstained}))
     except OSError as exc:
         logger.error("cannot write the failure record %s (%s)", path, exc)
     return count
@@ -146,10 +148,12 @@ def report_failure(files: dict[str, Path]) -> int:
     record = read_failure(files["failed"])
     count = int(record.get("failures", 0))
     if count and not record.get("reported", True):
-        logger.warning("background profiling of this model failed (%d of %d tries): %s (log %s)%s", count,
-                       MAX_FAILURES, record.get("reason", "no reason recorded"), files["log"],
-                       "; not retrying (`ov-autoplace cache clear` resets it)" if count >= MAX_FAILURES else
-                       "; trying again")
+        abstained = record.get("abstained") is True
+        (logger.info if abstained else logger.warning)(
+            "background %s of this model %s (%d of %d tries): %s (log %s)%s",
+            "verification" if abstained else "profiling", "abstained" if abstained else "failed", count,
+            MAX_FAILURES, record.get("reason", "no reason recorded"), files["log"],
+            "; not retrying (`ov-autoplace cache clear` resets it)" if count >= MAX_FAILURES else "; trying again")
         try:
             write_private_atomic(files["failed"], json.dumps(dict(record, reported=True)))
         except OSError:

@@ -189,6 +189,53 @@ def test_false_win_rate_holds_with_several_alternatives():
     assert all(len(v.upper) == 3 for v in found)
 
 
+def _rounds_with_second_compile(rng, plain_ms, second_ms, alt_ms, noise, drift=0.0, n=25):
+    """Per-round medians of the plain call, its second compile and an alternative: a shared per-round factor
+    (``drift``: the machine's, lognormal) and independent noise per contender."""
+    common = rng.lognormal(0, drift, n) * rng.uniform(1.0, 1.5, n)
+    return {"plain": plain_ms * common * rng.lognormal(0, noise, n),
+            "plain'": second_ms * common * rng.lognormal(0, noise, n),
+            "candidate": alt_ms * common * rng.lognormal(0, noise, n)}
+
+
+def test_with_a_second_compile_a_plain_call_compiled_slow_makes_no_win():
+    """Where the plain call's first compile runs 9 % slow and the candidate is as fast as its second compile, the
+    gap between the two compiles (and the test against both) keeps the plain call; without the second compile the same rounds make a
+    win (what v4's assumed margins guarded against)."""
+    rng = np.random.default_rng(5)
+    kept = [decide(_rounds_with_second_compile(rng, 10.9, 10.0, 10.0, 0.03)) for _ in range(400)]
+    assert sum(v.decision == "kept" for v in kept) / 400 <= 0.05
+    assert all("plain'" not in v.upper for v in kept)  # the second compile is a control, never an alternative
+    alone = [decide({k: v for k, v in _rounds_with_second_compile(rng, 10.9, 10.0, 10.0, 0.03).items() if k != "plain'"})
+             for _ in range(100)]
+    assert sum(v.decision == "kept" for v in alone) / 100 > 0.5
+
+
+def test_with_a_second_compile_false_wins_stay_within_the_bound_on_a_noisy_machine():
+    """Rounds drifting by 30 % (a noisy quiet machine): an alternative exactly as fast as the plain call wins in
+    at most 5 % of decisions; one 25 % faster is a verdict most of the time (v4 abstained on such rounds unless
+    the win cleared the 30 %), and a loss there is no verdict."""
+    rng = np.random.default_rng(6)
+    same = [decide(_rounds_with_second_compile(rng, 10.0, 10.0, 10.0, 0.08, drift=0.3)) for _ in range(1000)]
+    assert sum(v.decision == "kept" for v in same) / 1000 <= 0.05
+    assert all(v.spread["plain"] > MAX_ROUND_CV for v in same[:50])
+    assert {v.decision for v in same} <= {"kept", "abstained"}, "a loss on a noisy machine is no verdict"
+    faster = [decide(_rounds_with_second_compile(rng, 10.0, 10.0, 7.5, 0.08, drift=0.3)) for _ in range(200)]
+    assert sum(v.decision == "kept" for v in faster) / 200 >= 0.8
+    assert all(v.verified == (v.decision == "kept") for v in faster)
+
+
+def test_with_a_second_compile_a_win_under_load_is_provisional_and_a_loss_abstains():
+    """Under load the second compile measures what load does to two compiles: a one-thread device 27 % faster is used
+    provisionally (v4 needed its bound beyond 25 %); a 1 % difference abstains; neither is a verdict."""
+    rng = np.random.default_rng(7)
+    wide = decide(_rounds_with_second_compile(rng, 10.0, 10.0, 7.3, 0.08, drift=0.2), other_cores=1.0)
+    assert wide.decision == "provisional" and wide.chosen == "candidate" and not wide.verified
+    assert wide.upper["candidate"] > 1 - LOADED_MIN_GAIN and "loaded" in wide.reason and "apart" in wide.reason
+    small = decide(_rounds_with_second_compile(rng, 10.0, 10.0, 9.9, 0.08, drift=0.2), other_cores=1.0)
+    assert small.decision == "abstained" and small.chosen == "plain" and not small.verified
+
+
 def _cost(graph, devices, compute, link_ms=0.01, **noise):
     """A CostModel with ``compute`` [N, D] and small links; ``noise``: measured-like spreads (``simulated=False``)."""
     n, d = graph.num_nodes, len(devices)
@@ -229,7 +276,8 @@ def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
                                       alternatives=[heft, repeat, one_device])
     # both f32: CPUF is the plain call's device (CPU) under another name, so it is not timed as a single device
     assert twin_of(f32_testbed.core, devices) == {1: 0}
-    assert set(evidence.median_ms) == {"plain", "candidate", "alternative:heft"}
+    # the plain call is compiled and timed twice (the control), but is no alternative
+    assert set(evidence.median_ms) == {"plain", "plain'", "candidate", "alternative:heft"}
     assert set(evidence.upper) == {"candidate", "alternative:heft"}
     if evidence.chosen == "alternative:heft":  # kept under the candidate's source, tagged with the runner-up
         assert kept.strategy == "hsdag:profile+heft" and kept.assignment == heft.assignment
