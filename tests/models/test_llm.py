@@ -121,6 +121,50 @@ def test_a_background_profile_then_the_next_start_use_the_measured_placement(tin
     _same_generation(core, compiled, model)
 
 
+def _worker_log(tmp_path, deadline_s: float = 600) -> str:
+    """The background worker's log once it stored its placement (or whatever it wrote by the deadline)."""
+    import time
+
+    deadline, text = time.time() + deadline_s, ""
+    while time.time() < deadline:
+        logs = list((tmp_path / "workers").glob("*/worker.log"))
+        text = logs[0].read_text() if logs else ""
+        if "stored the " in text:
+            break
+        time.sleep(1)
+    return text
+
+
+def test_the_default_path_times_the_other_device_on_the_generation_for_the_next_start(tiny_llms, distinct_testbed,
+                                                                                    tmp_path, caplog):
+    """The prior keeps a decoder on the plain call's device (its per-op costs cannot see a decode step's dispatch
+    and synchronisation): the first start runs that device, the background worker times the other device and a
+    second compile of the plain call on whole generations, and the next start runs what that verdict chose."""
+    core, (first, second) = distinct_testbed.core, distinct_testbed.devices
+    model = core.read_model(tiny_llms["qwen2"] / "openvino_model.xml")
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path)
+    assert compiled.get_property("EXECUTION_DEVICES") == [first]
+    source = next(r.getMessage() for r in caplog.records if "placement source:" in r.getMessage())
+    assert f"times {second} against {first} on the generation" in source, source
+    worker_log = _worker_log(tmp_path)
+    verification = [x for x in worker_log.splitlines() if "verification (" in x]
+    assert verification, worker_log[-2000:]
+    assert f"single:{second}" in verification[0] and "plain'" in verification[0], verification[0]
+    assert "a generation of 128 + 128 tokens" in verification[0]
+    assert " falls back" not in worker_log and "ERROR" not in worker_log, worker_log[-2000:]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path)
+    source = next(r.getMessage() for r in caplog.records if "placement source:" in r.getMessage())
+    assert source.startswith("placement source: cache (profile") and "demoted" not in source, source
+    chosen = next(x for x in worker_log.splitlines() if "stored the " in x)
+    assert compiled.get_property("EXECUTION_DEVICES") == ([second] if f"-> single:{second}" in verification[0]
+                                                          else [first]), (chosen, source)
+    _no_fallback(caplog)
+    _same_generation(core, compiled, model)
+
+
 @pytest.mark.parametrize("pins", [None, PIPELINE_PINS], ids=["default", "pipeline_split"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, testbed, tmp_path):
