@@ -212,71 +212,37 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
         upper[c] = max(float(np.exp(d.mean() + t * d.std(ddof=1) / math.sqrt(n)))
                        for d in (np.log(s / ref) for ref in references))
     loaded = other_cores > LOADED_OTHER_CORES  # nan compares False: an OS that does not say is not called loaded
-    why_loaded = (f"the machine was loaded (other processes kept {other_cores:.2f} of this process's cores busy, "
-                  f"limit {LOADED_OTHER_CORES})")
-    if second is not None:
-        return _decide_against_second_compile(second, plain, ratio, upper, medians, spread, n, min_gain, confidence, loaded,
-                                    why_loaded, stamp)
-    if loaded:
-        # Under a load that lasts (a core busy while the app runs) one device can be much faster than the plain
-        # call's (one thread against two contended ones: x0.59 measured); a win that large is used for this load,
-        # but is no verdict: compiles differ by more than MIN_GAIN under load, so it is verified again later.
-        loaded_bar = 1.0 - max(LOADED_MIN_GAIN, spread.get(PLAIN, math.inf))
-        loaded_winners = [c for c in alts if upper[c] < loaded_bar]
-        if loaded_winners:
-            best = min(loaded_winners, key=lambda c: ratio[c])
-            return Evidence("provisional", best, RULE, n, medians, spread, ratio, upper,
-                            f"{why_loaded}: {best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} "
-                            f"at {confidence:.0%}), beyond the {1 - loaded_bar:.0%} a loaded machine needs; used "
-                            "under this load, verified again when the machine is quiet", stamp)
-        return Evidence("abstained", PLAIN, RULE, n, medians, spread, ratio, upper, f"{why_loaded}: compiles differ "
-                        "by more than the margin under load; kept the plain call", stamp)
-    # noisy plain call: only a win clearing its variation is a verdict (bf16 Xeon: rounds 16-31 %, CPUF <= x0.69)
     noisy = spread.get(PLAIN, math.inf) > max_round_cv
-    bar = 1.0 - max(min_gain, spread[PLAIN]) if noisy else 1.0 - min_gain
-    winners = [c for c in alts if upper[c] < bar]
-    if noisy and not winners:
+    # The margin a win must clear: the gap the plain call's two compiles measured apart in these rounds; without
+    # the second compile, the worst assumed (under load compiles differ by more than MIN_GAIN; on a noisy machine,
+    # by up to the rounds' spread: bf16 Xeon rounds varied 16-31 % where CPUF was x0.69)
+    if second is not None:
+        apart = math.exp(abs(float(np.median(np.log(second / plain)))))
+        margin = max(min_gain, 1.0 - 1.0 / apart)
+        clears = f"the {margin:.0%} margin (the plain call's two compiles measured x{apart:.3f} apart)"
+    else:
+        margin = max(LOADED_MIN_GAIN if loaded else min_gain, spread[PLAIN] if loaded or noisy else 0.0)
+        clears = f"the {margin:.0%} margin" + (" a loaded machine needs" if loaded else
+                                               " of the plain call's round spread" if noisy else "")
+    condition = (f"the machine was loaded (other processes kept {other_cores:.2f} of this process's cores busy, "
+                 f"limit {LOADED_OTHER_CORES})" if loaded else
+                 f"the plain call's rounds vary by {spread[PLAIN]:.0%} > {max_round_cv:.0%}" if noisy else "")
+    winners = [c for c in alts if upper[c] < 1.0 - margin]
+    if winners:
+        best = min(winners, key=lambda c: ratio[c])
+        won = (f"{best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} at {confidence:.0%}"
+               f"{' against either compile' if second is not None else ''}), beyond {clears}")
+        if loaded:  # a load that lasts can make one device far faster (one thread against two contended ones)
+            return Evidence("provisional", best, RULE, n, medians, spread, ratio, upper,
+                            f"{condition}: {won}; used under this load, verified again when the machine is quiet",
+                            stamp)
+        return Evidence("kept", best, RULE, n, medians, spread, ratio, upper,
+                        won + (f" ({condition})" if condition else ""), stamp)
+    lost = f"no alternative is faster at {confidence:.0%} confidence beyond {clears}; kept the plain call"
+    if condition:  # a smaller win may hide in the noise or the load: no verdict, verified again later
         return Evidence("abstained", PLAIN, RULE, n, medians, spread, ratio, upper,
-                        f"the machine is too noisy to decide (the plain call's rounds vary by "
-                        f"{spread[PLAIN]:.0%} > {max_round_cv:.0%}, and no alternative's bound clears that); "
-                        "kept the plain call", stamp)
-    if not winners:
-        return Evidence("plain", PLAIN, RULE, n, medians, spread, ratio, upper,
-                        f"no alternative is {min_gain:.0%} faster at {confidence:.0%} confidence; kept the plain call",
-                        stamp)
-    best = min(winners, key=lambda c: ratio[c])
-    return Evidence("kept", best, RULE, n, medians, spread, ratio, upper,
-                    f"{best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} at "
-                    f"{confidence:.0%}), beyond the {1 - bar:.0%} threshold"
-                    + (f" (the plain call's rounds vary by {spread[PLAIN]:.0%})" if noisy else ""), stamp)
-
-
-def _decide_against_second_compile(second, plain, ratio, upper, medians, spread, n, min_gain, confidence, loaded, why_loaded,
-                         stamp) -> Evidence:
-    """The rule where the plain call was compiled and timed twice: the gap (how far two compiles of one
-    call measure apart in these very rounds) is the margin a win must clear, in place of the assumed ones (the
-    plain call's round spread, :data:`LOADED_MIN_GAIN` under load). The bounds already carry the rounds' noise:
-    a noisy quiet machine gives verdicts; a loaded one only provisional wins (the load may pass, and with it
-    the advantage of the device it favoured)."""
-    gap = 1.0 - math.exp(-abs(float(np.median(np.log(second / plain)))))
-    bar = 1.0 - max(min_gain, gap)
-    winners = [c for c in ratio if upper[c] < bar]
-    against = (f"beyond the {1 - bar:.0%} margin (two compiles of the plain call measured x"
-               f"{math.exp(float(np.median(np.log(second / plain)))):.3f} apart)")
-    noisy = spread.get(PLAIN, math.inf) > MAX_ROUND_CV
-    if not winners:  # on a loaded or noisy machine a loss is no verdict either: a smaller win may hide in the noise
-        head = (f"{why_loaded}: " if loaded else f"the plain call's rounds vary by {spread[PLAIN]:.0%} > "
-                f"{MAX_ROUND_CV:.0%}: " if noisy else "")
-        return Evidence("abstained" if head else "plain", PLAIN, RULE, n, medians, spread, ratio, upper,
-                        f"{head}no alternative is faster than both compiles of the plain call at {confidence:.0%} "
-                        f"confidence {against}; kept the plain call", stamp)
-    best = min(winners, key=lambda c: ratio[c])
-    won = f"{best} is x{ratio[best]:.3f} of the plain call (<= x{upper[best]:.3f} of either compile at {confidence:.0%}), {against}"
-    if loaded:
-        return Evidence("provisional", best, RULE, n, medians, spread, ratio, upper,
-                        f"{why_loaded}: {won}; used under this load, verified again when the machine is quiet", stamp)
-    return Evidence("kept", best, RULE, n, medians, spread, ratio, upper,
-                    won + (f" (the plain call's rounds vary by {spread[PLAIN]:.0%})" if noisy else ""), stamp)
+                        f"too noisy or loaded to decide ({condition}): {lost}", stamp)
+    return Evidence("plain", PLAIN, RULE, n, medians, spread, ratio, upper, lost, stamp)
 
 
 def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, rounds: int = ROUNDS,
