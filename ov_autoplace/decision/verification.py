@@ -327,7 +327,7 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
         faster = faster_single_device(graph, devices, support, cost, core=core)
         if faster is not None:
             out.append(faster)
-    if generation is not None and not any(single_device_of(p) is not None for p in out):
+    if generation is not None:  # a device already among them is timed once all the same (single:<device>)
         out.extend(other_single_devices(graph, devices, support, core=core))
     return out
 

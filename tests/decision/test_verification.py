@@ -344,6 +344,30 @@ def test_an_explicit_strategy_measures_the_device_its_profile_points_to(distinct
     assert json.loads(entry.read_text())["payload"]["verification"]["rule"], "the verdict is stored with its evidence"
 
 
+def test_a_decoder_s_other_devices_are_measured_whatever_the_costs_predict(distinct_testbed, f32_testbed):
+    """With a generation, every other device that runs the model is a runner-up, also where the costs (HEFT and
+    the single-device prediction alike) keep the plain call's device, and without costs (a cache hit); never the
+    plain call's device under another name (the f32 testbed's CPUF)."""
+    from ov_autoplace.model.generation import Generation
+
+    model = sg.residual(blocks=3)
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    for bed, expected in ((distinct_testbed, [distinct_testbed.devices[1]]), (f32_testbed, [])):
+        devices = bed.devices
+        support = query_support(bed.core, prepared, graph, devices)
+        cost = _noisy_cost(graph, devices, 3.0, spread_ms=0.0)  # the second device predicted 3x slower
+        plain_only = runner_ups(graph, devices, support, cost, max_submodels=8, core=bed.core)
+        assert all(single_device_of(p) in (None, devices[0]) for p in plain_only)
+        for with_cost in (cost, None):
+            ups = runner_ups(graph, devices, support, with_cost, max_submodels=8, core=bed.core,
+                             generation=Generation(128, 128))
+            others = [single_device_of(p) for p in ups if single_device_of(p) not in (None, devices[0])]
+            assert others == expected, (bed.devices, others)
+        assert runner_ups(graph, devices, support, cost, max_submodels=8, core=bed.core, pins=["pinned"],
+                          generation=Generation(128, 128)) == []
+
+
 def test_rounds_grow_to_the_most_half_the_budget_holds_and_an_exact_count_stays_exact():
     """A short model gets more rounds (its first round's duration, not its result, decides); an explicit count or
     a budget too small for more keeps the count asked for."""
