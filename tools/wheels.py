@@ -9,8 +9,9 @@
    come from the package index), under ``nice``, one at a time; so every wheel is also a check that the sdist
    builds on that CPython. The extension is built per interpreter (pybind11, not the stable ABI).
 3. ``auditwheel repair --plat manylinux_2_28_x86_64 --exclude 'libopenvino*.so*'`` (openvino's own tag; the runtime
-   is the ``openvino`` wheel's) and ``auditwheel show``: the symbol tag must be within openvino's, libopenvino the
-   only external library, the wheel under ``RUNTIME_WHEEL_MAX_BYTES``.
+   is the ``openvino`` wheel's), the repaired wheel repacked (``repack``: the same files, deflated by zopfli, no
+   directory entries) and ``auditwheel show``: the symbol tag must be within openvino's, libopenvino the only
+   external library, the wheel under ``RUNTIME_WHEEL_MAX_BYTES``.
 4. A fresh venv of that Python with the wheel next to ``openvino==<the release it was built against>`` (the pin
    an app has); from a directory outside the checkout, ``check_installed`` (this file, run by the venv's Python)
    imports it and compiles a small model through ``ov_autoplace.compile_model``: the no-device call must equal
@@ -29,11 +30,14 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 import venv
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,13 +56,10 @@ def within_openvino_platform(tag: str) -> bool:
     """Whether a manylinux tag (``auditwheel show``'s symbol tag) asks no more of the system than openvino's does."""
     glibc = re.fullmatch(r"manylinux_2_(\d+)_x86_64", tag)
     return glibc is not None and int(glibc.group(1)) <= int(OPENVINO_PLATFORM.split("_")[2])
-#: The bound on each runtime wheel an app downloads (tests/test_wheel_install.py checks it and what it holds; sizes
-#: over time: docs/bench/wheel-size.md). The target is 600,000. The bound is 616,000: after the LLM memory caps and
-#: generation objective (622,214 bytes for cp311) code that only the lab uses moved there and the extension is built
-#: with -fno-plt (607,635 for cp311), then the guard's risk rule and the decode steps' measured profile came in
-#: (613,600 for cp311; the other CPythons' up to ~1.2 KB more; no cp314 measured): over the target, to be paid back
-#: in code, never by deleting explanations (what is left: docs/bench/wheel-size.md).
-RUNTIME_WHEEL_MAX_BYTES = 616_000
+#: The bound on each runtime wheel an app downloads, repacked as ``repair`` ships it (tests/test_wheel_install.py checks
+#: it and what it holds; the sizes over time and what each change paid: docs/bench/wheel-size.md): the target itself.
+#: New runtime code pays for itself in code, never by deleting explanations.
+RUNTIME_WHEEL_MAX_BYTES = 600_000
 
 
 def _run(args, *, cwd, env=None, timeout=1800, nice=False) -> str:
@@ -120,15 +121,65 @@ def build_wheel(python: Path, sdist: Path, work: Path) -> Path:
 
 
 def repair(raw_wheel: Path, out: Path) -> Path:
-    """``auditwheel repair`` to openvino's platform tag, leaving libopenvino to the openvino wheel (deflate level 9);
-    auditwheel refuses a wheel whose symbols need a newer one. ``--only-plat``: that tag alone, though the symbols
-    allow an older glibc too (no system older than openvino's floor could install openvino beside it)."""
+    """``auditwheel repair`` to openvino's platform tag, leaving libopenvino to the openvino wheel; auditwheel
+    refuses a wheel whose symbols need a newer one. ``--only-plat``: that tag alone, though the symbols allow an
+    older glibc too (no system older than openvino's floor could install openvino beside it). Then ``repack``:
+    what auditwheel wrote (deflate level 9), packed tighter."""
     _run([sys.executable, "-m", "auditwheel", "repair", "-z", "9", "--plat", OPENVINO_PLATFORM, "--only-plat",
           "--exclude", "libopenvino*.so*", "-w", out, raw_wheel],
          cwd=out.parent, env=clean_env())
     name, version, python_tag, abi_tag = raw_wheel.name.split("-")[:4]  # ov_autoplace, 0.1.0, cp312, cp312
     (wheel,) = out.glob(f"{name}-{version}-{python_tag}-{abi_tag}-{OPENVINO_PLATFORM}.whl")  # rewritten by each run
+    return repack(wheel)
+
+
+def repack(wheel: Path) -> Path:
+    """Rewrite ``wheel`` in place holding the same files (names, order, bytes, times, modes), packed tighter.
+
+    No directory entries: auditwheel writes one per directory (18 of them, ~2.2 KB), though a wheel's RECORD
+    lists files only and installers make the directories (``pip wheel``'s own wheel has none). Each file deflated
+    by zopfli: the same deflate stream any unzip reads, found by a slower search (~14 KB less than zlib's level
+    9, most of it on the Python sources); a file that does not shrink is stored. The new wheel is read back and
+    compared file by file with the old before it replaces it. Needs ``zopfli`` (the dev dependency group)."""
+    try:
+        import zopfli.zlib  # not at the top: check_installed runs this file in venvs without the dev group
+    except ImportError as exc:
+        raise RuntimeError("repacking a wheel needs zopfli: pip install --group dev (or pip install zopfli)") from exc
+    with zipfile.ZipFile(wheel) as old:
+        files = [(info, old.read(info)) for info in old.infolist() if not info.is_dir()]
+    packed = []
+    for info, data in files:
+        deflated = zopfli.zlib.compress(data)[2:-4]  # the deflate stream between zlib's header and its Adler-32
+        packed.append((info, data, *((zipfile.ZIP_DEFLATED, deflated) if len(deflated) < len(data)
+                                     else (zipfile.ZIP_STORED, data))))
+    part = wheel.with_name(wheel.name + ".part")
+    part.write_bytes(_zip_archive(packed))
+    with zipfile.ZipFile(part) as new:
+        same = [(i.filename, i.external_attr, i.date_time) for i in new.infolist()] == [
+            (i.filename, i.external_attr, i.date_time) for i, _ in files] and all(
+            new.read(info.filename) == data for info, data in files)  # read() checks each file's CRC too
+    if not same:
+        part.unlink()
+        raise RuntimeError(f"repacking {wheel.name} changed what it holds; the wheel is left as auditwheel wrote it")
+    os.replace(part, wheel)
     return wheel
+
+
+def _zip_archive(entries: list[tuple[zipfile.ZipInfo, bytes, int, bytes]]) -> bytes:
+    """A zip archive of ``(info, data, method, packed bytes)`` entries, in order: the local headers and data, the
+    central directory, its end record (PKWARE's APPNOTE; no extra fields, no ZIP64: a wheel is far below 4 GB)."""
+    local, central = bytearray(), bytearray()
+    for info, data, method, stored in entries:
+        name = info.filename.encode("utf-8")
+        year, month, day, hour, minute, second = info.date_time
+        fields = struct.pack("<HHHHLLLH", 0 if info.filename.isascii() else 0x800, method,
+                             hour << 11 | minute << 5 | second // 2, (year - 1980) << 9 | month << 5 | day,
+                             zlib.crc32(data), len(stored), len(data), len(name))
+        central += (b"PK\1\2" + struct.pack("<BBH", info.create_version, info.create_system, 20) + fields
+                    + struct.pack("<HHHHLL", 0, 0, 0, 0, info.external_attr, len(local)) + name)
+        local += b"PK\3\4" + struct.pack("<H", 20) + fields + struct.pack("<H", 0) + name + stored
+    count = len(entries)
+    return bytes(local + central + b"PK\5\6" + struct.pack("<HHHHLLH", 0, 0, count, count, len(central), len(local), 0))
 
 
 @dataclass
@@ -266,10 +317,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--out", type=Path, default=REPO / "dist", help="where the wheels and the sdist go")
     parser.add_argument("--python", action="append", metavar="X.Y", help="only these CPythons (default: all found)")
     parser.add_argument("--no-check", action="store_true", help="build and repair only; no fresh-venv install")
+    parser.add_argument("--repack", nargs="+", type=Path, metavar="WHEEL",
+                        help="only repack these (auditwheel-repaired) wheels in place, as the build does")
     parser.add_argument("--check-installed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.check_installed:
         print(json.dumps(check_installed()))
+        return 0
+    if args.repack:
+        for wheel in args.repack:
+            before = wheel.stat().st_size
+            print(f"{wheel.name}: {before:,} -> {repack(wheel).stat().st_size:,} bytes")
         return 0
     found = find_pythons()
     wanted = args.python or list(found)
