@@ -17,7 +17,7 @@ from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.decision.verification import (LOADED_MIN_GAIN, MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact, faster_single_device,
+from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact, faster_single_device,
                                                 needs_verification, plain_placement, provisional_intact, runner_ups, seal,
                                                 single_device_of, t_quantile, time_rounds, verify_placement)
 from ov_autoplace.devices.facts import twin_of
@@ -77,9 +77,11 @@ def test_t_quantile_matches_the_table():
 
 
 def _rounds(rng, plain_ms, alt_ms, noise, n=9):
-    """Per-round medians with a shared per-round load factor (what pairing removes) and independent noise."""
+    """Per-round medians of the plain call's two compiles and an alternative, with a shared per-round load factor
+    (what pairing removes) and independent noise."""
     load = rng.uniform(1.0, 1.5, n)
     return {"plain": plain_ms * load * rng.lognormal(0, noise, n),
+            "plain'": plain_ms * load * rng.lognormal(0, noise, n),
             "candidate": alt_ms * load * rng.lognormal(0, noise, n)}
 
 
@@ -95,46 +97,47 @@ def test_decide_keeps_a_clear_win_and_rejects_noise():
 
 def test_decide_abstains_on_a_noisy_machine():
     rng = np.random.default_rng(1)
-    # 20 % faster, rounds varying by 40 %: too noisy for a verdict (a 2x win would clear that variation)
-    rounds = {"plain": 10.0 * rng.lognormal(0, 0.4, 9), "candidate": 8.0 * rng.lognormal(0, 0.4, 9)}
+    # 20 % faster, rounds varying by 40 % with nothing shared: no bound clears it, and a loss there is no verdict
+    rounds = {c: ms * rng.lognormal(0, 0.4, 9) for c, ms in (("plain", 10.0), ("plain'", 10.0), ("candidate", 8.0))}
     verdict = decide(rounds)
     assert verdict.decision == "abstained" and verdict.chosen == "plain" and not verdict.verified
     assert "too noisy" in verdict.reason
-    assert decide({"plain": [1.0], "candidate": [0.5]}).decision == "abstained"  # one round is no evidence
+    assert decide({"plain": [1.0], "plain'": [1.0], "candidate": [0.5]}).decision == "abstained"  # one round
+    without = decide({k: v for k, v in _rounds(rng, 10.0, 5.0, 0.01).items() if k != "plain'"})
+    assert without.decision == "abstained", "no second compile of the plain call: no gap measured, no verdict"
 
 
-def test_a_noisy_plain_call_still_loses_to_a_win_beyond_its_variation():
-    """Rounds of the plain call varying 22 % make a small win no verdict, but not a win larger than that variation
-    (the bf16 Xeon's Inception-V3: CPUF x0.678, bound <= x0.688): the bar is the variation itself, not 2 %."""
+def test_a_noisy_plain_call_gives_verdicts_beyond_the_gap_between_its_compiles():
+    """Rounds of the plain call varying 22 % (the machine's drift, shared by a round's contenders): a 10 % win is a
+    verdict when the plain call's two compiles measure alike (v4 abstained unless a win cleared the 22 %), and
+    no win when they measure 12 % apart."""
     rng = np.random.default_rng(3)
-    common = rng.lognormal(0, 0.2, 9)  # the machine's drift, shared by the paired contenders of a round
-    plain = 10.0 * common
-    decisive = decide({"plain": plain, "candidate": 6.8 * common * rng.lognormal(0, 0.01, 9)})
-    assert decisive.spread["plain"] > MAX_ROUND_CV and decisive.upper["candidate"] < 1 - decisive.spread["plain"]
-    assert decisive.decision == "kept" and decisive.chosen == "candidate" and "vary by" in decisive.reason
-    small = decide({"plain": plain, "candidate": 9.0 * common * rng.lognormal(0, 0.01, 9)})
-    assert small.upper["candidate"] < 1 - MIN_GAIN, "a win the quiet rule would keep ..."
-    assert small.decision == "abstained" and "too noisy" in small.reason, "... is no verdict on a noisy machine"
+    common = rng.lognormal(0, 0.2, 9)
+    plain = 10.0 * common * rng.lognormal(0, 0.01, 9)
+    candidate = 9.0 * common * rng.lognormal(0, 0.01, 9)
+    alike = decide({"plain": plain, "plain'": 10.0 * common * rng.lognormal(0, 0.01, 9), "candidate": candidate})
+    assert alike.spread["plain"] > MAX_ROUND_CV and alike.decision == "kept" and "vary by" in alike.reason
+    apart = decide({"plain": plain, "plain'": 8.8 * common * rng.lognormal(0, 0.01, 9), "candidate": candidate})
+    assert apart.decision == "abstained" and "apart" in apart.reason
 
 
 def test_decide_abstains_on_a_loaded_machine():
-    """A win measured while other processes kept more than half a core busy is no verdict: the rounds pair one
-    compile per contender, and under load two compiles differ by more than the margin. Unknown load (nan) is not.
-    A win below LOADED_MIN_GAIN abstains; a wider one is used provisionally (next test)."""
-    rounds = _rounds(np.random.default_rng(0), 10.0, 9.5, 0.01)
+    """A loss measured while other processes kept more than half a core busy is no verdict (a win may hide in the
+    load); unknown load (nan) is not called loaded. A win there is used provisionally (next test)."""
+    rounds = _rounds(np.random.default_rng(0), 10.0, 10.1, 0.01)
     loaded = decide(rounds, other_cores=0.9)
     assert loaded.decision == "abstained" and loaded.chosen == "plain" and not loaded.verified
-    assert "loaded" in loaded.reason and "0.90" in loaded.reason and loaded.ratio["candidate"] < 1 - MIN_GAIN
-    assert decide(rounds, other_cores=0.1).decision == "kept" and decide(rounds).decision == "kept"
+    assert "loaded" in loaded.reason and "0.90" in loaded.reason
+    assert decide(rounds, other_cores=0.1).decision == "plain" and decide(rounds).decision == "plain"
 
 
-def test_decide_uses_a_wide_win_under_load_provisionally():
+def test_decide_uses_a_win_under_load_provisionally():
     """Under a load that lasts (a core busy) one device can run far faster than the plain call's (one thread
-    against two contended ones): a win beyond LOADED_MIN_GAIN at the confidence is used, but is no verdict."""
+    against two contended ones): a win is used, but is no verdict."""
     rounds = _rounds(np.random.default_rng(0), 10.0, 6.0, 0.01)
     loaded = decide(rounds, other_cores=1.0)
     assert loaded.decision == "provisional" and loaded.chosen == "candidate" and not loaded.verified
-    assert loaded.upper["candidate"] < 1 - LOADED_MIN_GAIN and "loaded" in loaded.reason
+    assert "loaded" in loaded.reason
     noisy = _rounds(np.random.default_rng(1), 10.0, 6.0, 0.6)  # no bound clears the rounds' spread
     assert decide(noisy, other_cores=1.0).decision == "abstained"
 
@@ -165,9 +168,13 @@ def test_false_win_rate_is_within_the_stated_bound():
     rng = np.random.default_rng(2)
     wins = sum(decide(_rounds(rng, 10.0, 10.0, 0.03)).decision == "kept" for _ in range(2000))
     assert wins / 2000 <= 0.05
-    # ... and one 5 % faster with the same noise is found most of the time (the test is not merely blind)
+    # ... and one 5 % faster with the same noise is found often (the test is not merely blind): in about 45 % of
+    # 9-round decisions, where a test against one compile found it in about 60 % (the price of the control; a
+    # short model gets up to 25 rounds)
     found = sum(decide(_rounds(rng, 10.0, 9.5, 0.03)).decision == "kept" for _ in range(500))
-    assert found / 500 >= 0.5
+    assert found / 500 >= 0.4
+    found = sum(decide(_rounds(rng, 10.0, 9.5, 0.03, n=25)).decision == "kept" for _ in range(200))
+    assert found / 200 >= 0.8
 
 
 def test_false_win_rate_holds_with_several_alternatives():
@@ -180,7 +187,8 @@ def test_false_win_rate_holds_with_several_alternatives():
     def rounds(runner_up_ms, n=9, noise=0.03):
         load = rng.uniform(1.0, 1.5, n)
         return {label: ms * load * rng.lognormal(0, noise, n) for label, ms in
-                {"plain": 10.0, "candidate": 10.0, "alternative:heft": runner_up_ms, "single:CPUF": 10.0}.items()}
+                {"plain": 10.0, "plain'": 10.0, "candidate": 10.0, "alternative:heft": runner_up_ms,
+                 "single:CPUF": 10.0}.items()}
 
     wins = sum(decide(rounds(10.0)).decision == "kept" for _ in range(2000))
     assert wins / 2000 <= 0.05
@@ -200,15 +208,16 @@ def _rounds_with_second_compile(rng, plain_ms, second_ms, alt_ms, noise, drift=0
 
 def test_with_a_second_compile_a_plain_call_compiled_slow_makes_no_win():
     """Where the plain call's first compile runs 9 % slow and the candidate is as fast as its second compile, the
-    gap between the two compiles (and the test against both) keeps the plain call; without the second compile the same rounds make a
-    win (what v4's assumed margins guarded against)."""
+    test against both compiles keeps the plain call; against the first alone the same rounds make a win (what v4's
+    assumed margins guarded against)."""
     rng = np.random.default_rng(5)
-    kept = [decide(_rounds_with_second_compile(rng, 10.9, 10.0, 10.0, 0.03)) for _ in range(400)]
+    rounds = [_rounds_with_second_compile(rng, 10.9, 10.0, 10.0, 0.03) for _ in range(400)]
+    kept = [decide(r) for r in rounds]
     assert sum(v.decision == "kept" for v in kept) / 400 <= 0.05
     assert all("plain'" not in v.upper for v in kept)  # the second compile is a control, never an alternative
-    alone = [decide({k: v for k, v in _rounds_with_second_compile(rng, 10.9, 10.0, 10.0, 0.03).items() if k != "plain'"})
-             for _ in range(100)]
-    assert sum(v.decision == "kept" for v in alone) / 100 > 0.5
+    assert all("apart" in v.reason for v in kept)  # the gap between the compiles is reported
+    first_only = [decide(r | {"plain'": r["plain"]}) for r in rounds[:100]]  # the first compile twice: no control
+    assert sum(v.decision == "kept" for v in first_only) / 100 > 0.5
 
 
 def test_with_a_second_compile_false_wins_stay_within_the_bound_on_a_noisy_machine():
@@ -226,12 +235,13 @@ def test_with_a_second_compile_false_wins_stay_within_the_bound_on_a_noisy_machi
 
 
 def test_with_a_second_compile_a_win_under_load_is_provisional_and_a_loss_abstains():
-    """Under load the second compile measures what load does to two compiles: a one-thread device 27 % faster is used
-    provisionally (v4 needed its bound beyond 25 %); a 1 % difference abstains; neither is a verdict."""
+    """Under load the second compile is the control for what load does to compiles: a one-thread device 23 % faster
+    is used provisionally (v4 needed its bound beyond 25 %: this one's is not); a 1 % difference abstains; neither
+    is a verdict."""
     rng = np.random.default_rng(7)
-    wide = decide(_rounds_with_second_compile(rng, 10.0, 10.0, 7.3, 0.08, drift=0.2), other_cores=1.0)
+    wide = decide(_rounds_with_second_compile(rng, 10.0, 10.0, 7.7, 0.08, drift=0.2), other_cores=1.0)
     assert wide.decision == "provisional" and wide.chosen == "candidate" and not wide.verified
-    assert wide.upper["candidate"] > 1 - LOADED_MIN_GAIN and "loaded" in wide.reason and "apart" in wide.reason
+    assert 1 - MIN_GAIN > wide.upper["candidate"] > 0.75 and "loaded" in wide.reason and "apart" in wide.reason
     small = decide(_rounds_with_second_compile(rng, 10.0, 10.0, 9.9, 0.08, drift=0.2), other_cores=1.0)
     assert small.decision == "abstained" and small.chosen == "plain" and not small.verified
 
