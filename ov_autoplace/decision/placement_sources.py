@@ -52,7 +52,7 @@ from ov_autoplace.decision.verification import (evidence_intact, needs_verificat
                                                 verify_placement)
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
 from ov_autoplace.measuring.noise import busy_now
-from ov_autoplace.devices.facts import indistinguishable, read_device_facts
+from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.generation import generation_costs
@@ -93,16 +93,6 @@ class Decision:
     def final(self) -> bool:
         """Whether nothing about this decision is left to verify (a warm start may skip the graph for it)."""
         return not self.pending
-
-
-def fast_single_device(core: ov.Core, devices: tuple[str, ...]) -> Decision | None:
-    """Source 1: identical devices (by their reported facts) -> the first device, without the graph."""
-    facts = [read_device_facts(core, d) for d in devices]
-    if indistinguishable(facts):
-        return Decision("prior", single_device=devices[0],
-                        reason=f"{', '.join(devices)} report identical properties, so no split can be predicted "
-                               f"faster than one device; {devices[0]} is HETERO's own choice")
-    return None
 
 
 def _single_placement(graph: GraphArrays, devices: tuple[str, ...], device: str, strategy: str) -> Placement:
@@ -348,10 +338,8 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
 
 
 def _devices_to_measure(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays) -> Decision:
-    """A decoder the prior keeps on the plain call's device: that placement runs, and the background worker times
-    the other devices on the generation (``verification.runner_ups``: a decode step's per-op costs, the prior's
-    or a profile's, miss what its hundreds of tiny ops spend on dispatch and synchronisation), so the next
-    start runs the device that generated fastest here. Nothing to measure: the decision as it is."""
+    """A decoder the prior keeps on the plain call's device: that runs, and the worker times the other devices on
+    the generation (per-op costs misjudge a decode step: ``verification.runner_ups``) for the next start."""
     support = _support(req, prepared, graph)
     others = other_single_devices(graph, req.devices, support, core=req.core)
     if not others:
@@ -394,7 +382,7 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
 
 
 __all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "LIVE_DRAWS", "PRIOR_LOG_SIGMA", "PriorChoice", "cache_key",
-           "decision_from_cache", "decision_to_placement", "fast_single_device", "measure_profile_now",
+           "decision_from_cache", "decision_to_placement", "measure_profile_now",
            "place_from_prior", "place_from_profile", "place_within_caps", "place_on_measured_costs", "prior_choice",
            "prior_outcome", "settle",
            "single_device_of", "survives_prior_error"]

@@ -24,12 +24,9 @@ decides. For a candidate placement it:
    one device much faster than the plain call's, and the advantage may go with the load; a later start trusts it
    only while the machine is still loaded.
 
-Why a second compile, not a wider margin: the test pairs rounds of *one* compile per contender, and under load two
-compiles of one model differed by more than 2 % (docs/default-path.md): a win over a plain call that compiled slow
-is no win over the call, but it is none over its second compile either. v4 of the rule assumed the worst instead
-(a win had to clear 25 % under load, the round spread on a noisy machine), which kept the plain call where a
-one-thread device generated a small decoder's tokens in 0.65-0.73 of its time. The second compile costs one more
-compile and contender per round.
+Why a second compile: the rounds pair *one* compile per contender, and two compiles of one model can differ by more
+than the margin (under load, docs/default-path.md); a win over a plain call that compiled slow is no win over its
+second compile. It replaced assumed margins (v4), which kept the plain call where it was measurably slower.
 
 The winner is the fastest (median ratio) of the alternatives that won, else the plain call's placement. The
 evidence (medians, spreads, ratio, bound, rule, decision) is logged at INFO and sealed into the returned placement
@@ -290,12 +287,9 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
     :func:`faster_single_device`, which makes the caller verify at all. Pinned requests get none (the pins are the
     user's call). A method that cannot place the model is dropped with a WARNING: the candidate is still verified.
 
-    With a ``generation`` (a stateful decoder), every other device that runs the whole model is a runner-up
-    whatever the costs say (:func:`other_single_devices`; also without costs, on a cache hit): a decode step is
-    hundreds of ops of a few microseconds, whose per-op counters miss the dispatch and the threads' synchronisation
-    between ops, so a profile ranks the devices by what the steps do not spend their time on (the CPU plugin on
-    one thread generated in 0.65-0.9 of the time of the plain call on two while the profile predicted it slower),
-    and a generation is cheap to time whole.
+    With a ``generation`` (a stateful decoder) every other device that runs the whole model is added whatever the
+    costs say, also without costs (:func:`other_single_devices`): per-op costs miss what a decode step's hundreds
+    of tiny ops spend on dispatch and synchronisation, and a generation is cheap to time whole.
     """
     if pins:
         return []

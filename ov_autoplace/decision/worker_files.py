@@ -132,8 +132,8 @@ def read_failure(path: Path) -> dict[str, Any]:
 
 def record_failure(path: Path, reason: str, *, abstained: bool = False) -> int:
     """Count one more failed try with ``reason``; returns the count (best effort). ``abstained``: the verification
-    found the machine too noisy or loaded to decide, which is no failure of ours but counts as a try: a machine
-    that stays noisy does not pay for a worker on every start."""
+    found the machine too noisy to decide: no failure, but a try (a machine that stays noisy does not pay for a
+    worker on every start)."""
     count = int(read_failure(path).get("failures", 0)) + 1
     try:
         write_private_atomic(path, json.dumps({"failures": count, "reason": reason[:2000], "at": time.time(),

@@ -95,7 +95,7 @@ def test_profile_now_measures_and_verifies(thread_core, tmp_path, caplog):
     assert "verification (" in source and "paired rounds" in source
     (entry,) = PlacementCache(tmp_path).entries()
     stored = json.loads(entry.read_text())["payload"]
-    assert stored["verification"]["decision"] in ("kept", "plain", "abstained") and stored["verification"]["digest"]
+    assert stored["verification"]["decision"] in ("kept", "plain", "abstained", "provisional") and stored["verification"]["digest"]
     if stored["verification"]["decision"] == "abstained":  # the machine was too noisy to decide: the plain call
         assert stored["verification"]["chosen"] == "plain" and "-> plain" in source
     device = compiled.get_property("EXECUTION_DEVICES")
@@ -144,12 +144,6 @@ def test_pins_are_honoured_on_the_default_path(thread_core, tmp_path):
     convs = [n for n, t in zip(graph.names, graph.op_types) if t == "Convolution"]
     assert convs and all(assignment[n] == "CPUS" for n in convs)
     assert compiled(random_inputs(compiled))[0].shape == (1, 10)
-
-
-def test_distinct_devices_are_not_decided_from_facts_alone(thread_core, testbed):
-    assert placement_sources.fast_single_device(thread_core, ("CPUS", "CPU")) is None
-    decision = placement_sources.fast_single_device(testbed.core, testbed.devices)
-    assert (decision is None) == testbed.bf16
 
 
 def test_outputs_equal_plain_compile(thread_core, tmp_path):
