@@ -1,24 +1,21 @@
-"""Where a strategy's CostModel comes from: measured on the devices, or simulated from specs.
+"""Where a strategy's measured CostModel comes from (simulated ones: ``costmodel/sim_costs.cost_model_for``).
 
 A provider is a callable ``PlacementContext -> CostModel`` for the prepared
-model being placed. Both providers here are deterministic given the model's
-structure, the devices and their properties (the measured one is cached in
-the profile store under exactly that key), so a placement cache keyed on those
-plus the provider's ``repr`` stays valid.
+model being placed. The one here is deterministic given the model's
+structure, the devices and their properties (it is cached in the profile
+store under exactly that key), so a placement cache keyed on those plus the
+provider's ``repr`` stays valid.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ov_autoplace.errors import DeviceError
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.measuring.generation_profile import generation_profile
 from ov_autoplace.measuring.link_calibration import QUICK_LINK_CUTS, QUICK_LINK_SIZES, profile_links
-from ov_autoplace.costmodel.platforms import PLATFORMS, SimPlatform
 from ov_autoplace.cache.profile_store import ProfileStore
 from ov_autoplace.measuring.profiler import profile_model
-from ov_autoplace.costmodel.sim_costs import cost_model_for
 
 if TYPE_CHECKING:
     from ov_autoplace.placement.context import PlacementContext
@@ -51,21 +48,4 @@ class MeasuredCostProvider:
         return f"MeasuredCostProvider(iterations={self.iterations}, links=quick)"
 
 
-class SimulatedCostProvider:
-    """Costs from a simulated platform (``"paper"``, ``"laptop"`` or a SimPlatform); numbers are simulated."""
-
-    def __init__(self, platform: str | SimPlatform, *, precision: str = "f16") -> None:
-        if isinstance(platform, str):
-            if platform not in PLATFORMS:
-                raise DeviceError(f"unknown simulated platform {platform!r}; expected one of {sorted(PLATFORMS)}")
-            platform = PLATFORMS[platform]
-        self.platform, self.precision = platform, precision
-
-    def __call__(self, context: PlacementContext) -> CostModel:
-        return cost_model_for(context.graph, self.platform, precision=self.precision)
-
-    def __repr__(self) -> str:
-        return f"SimulatedCostProvider({self.platform.name!r}, precision={self.precision!r})"
-
-
-__all__ = ["MeasuredCostProvider", "QUICK_LINK_CUTS", "QUICK_LINK_SIZES", "SimulatedCostProvider"]
+__all__ = ["MeasuredCostProvider", "QUICK_LINK_CUTS", "QUICK_LINK_SIZES"]
