@@ -1,43 +1,12 @@
 """On-disk cache of measured profiles, keyed by what the numbers depend on.
 
-A profile is only valid for the devices, device properties, OpenVINO release
-and model structure it was measured with. Each file stores those *key
-components* in clear next to the payload; the file name is the sha256 of the
-components, so a change in any of them looks up another file. On load:
-
-* a file whose stored components differ from the requested ones (hash
-  collision, hand edit, or a copied file) is ignored with a warning naming the
-  differing components, and the caller re-measures;
-* on a plain miss, a same-kind file for the same devices/model measured under
-  other conditions (e.g. another OpenVINO release) is reported in a warning
-  naming what differs, then the caller re-measures;
-* a corrupt file (bad JSON, missing fields, arrays of the wrong shape - the
-  caller's ``parse`` raises -, truncated, empty, not UTF-8, nested too deep
-  for the JSON parser, a directory where the file should be) gives a warning
-  and is removed, and the caller re-measures and rewrites it. A load never
-  raises, and a bad file never disables caching for good.
-
-Every read is bounded (``file_loading.read_bounded``): a file that is not a
-regular file (a FIFO, a symlink - to ``/dev/zero`` or anywhere -, a device, a
-directory) or is over the cap of its kind (16 MiB for a placement-cache entry,
-64 MiB for profiles, ``model/loading.py``) is refused before a byte is read,
-with a WARNING, and removed (a symlink loses the link, never its target), so
-the caller re-measures and the next start is healthy. A miss reads at most
-``EXPLAIN_MAX_FILES`` other files to explain itself.
-
-The directory must be private (``cache_root.private_store_dir``): one owned by
-another user or writable by group/others is refused with one WARNING per
-process (no reads, no writes); folders are created 0700 and files 0600. A
-directory that cannot be written (read-only, or a plain file where the
-directory should be) makes ``save`` warn and return None: the caller keeps
-its freshly measured numbers, they are just not cached.
-
-Writes are atomic (temp file in the same directory, fsync, ``os.replace``) so
-a crash or a concurrent writer never leaves a half-written profile behind.
-
-The default directory is ``<cache root>/profiles`` (``cache_root.profile_dir``:
-``$OV_AUTOPLACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/ov_autoplace`` or
-``~/.cache/ov_autoplace``); the environment variable ``OV_AUTOPLACE_PROFILE_DIR`` overrides it.
+A profile is only valid for the devices, device properties, OpenVINO release and model structure it was
+measured with: each file stores those *key components* in clear next to the payload, and its name is their
+sha256, so a change in any of them looks up another file. A load never raises: a file whose components differ,
+a miss (explained by a same-kind file measured under other conditions), a corrupt, oversized or non-regular
+file, or a directory that is not private is a WARNING and the caller re-measures; writes are atomic, into a
+private directory (``<cache root>/profiles``, or ``$OV_AUTOPLACE_PROFILE_DIR``). Each case and why:
+docs/cache.md, "The profile store".
 """
 
 from __future__ import annotations

@@ -1,39 +1,15 @@
 """Background profiling and verification: the app runs now; a detached worker measures for the next start.
 
-``spawn_worker`` (called by ``compile_model`` after the app's model is
-compiled, with ``profile="background"`` or when a placement awaits its
-verification) gives the model its own private folder,
-``<root>/workers/<digest>/`` (0700; ``<digest>``: the first 32 hex digits of
-the placement-cache key's sha256), takes its ``lock`` (``O_EXCL``: never two
-workers for one key), writes a copy of the model and ``spec.json`` there in a
-thread (the app does not wait), and starts ``python -m ov_autoplace.decision.background_worker
-<cache root> <digest>`` in its own session.
-
-The worker takes no path from data: it recomputes its folder from the root and
-the digest, refuses a root or folder that is not private (``cache/root.py``),
-refuses a spec whose key does not hash to the digest (a foreign spec), reads
-the spec bounded (1 MiB), measures the model copy in its folder, and deletes
-only the files of its folder. It rebuilds the devices (a virtual device is
-registered again from its plugin) with the app's properties restored as
-OpenVINO *values* (``encode_property``: an ``ov.Type`` or an enum by its name,
-never its ``str()``), checks that
-it sees the same model structure and device properties as the app, profiles
-the model (or reuses a stored profile), places it with the HSDAG policy on the
-measured costs, verifies the placement by measurement against the plain call,
-the runner-up splits of the same costs (``verification.runner_ups``: HEFT) and
-the single devices (``verification.verify_placement``), and overwrites the
-cache entry the app reads on its next start, with the evidence.
-
-The folder, its lock and failure record are ``worker_files.py``; the
-property codec is ``devices/properties.py``.
-
-A worker that fails writes ``failure.json`` (count and reason) in its folder;
-the next start logs the reason once as a WARNING; after ``MAX_FAILURES`` the
-model is not tried again until ``ov-autoplace cache clear``. A verification
-that abstains (machine too noisy) counts as a failure with that reason: the
-plain call's placement stays. A lock whose process is gone is stale and taken
-over (and counted). Where a model stands, for ``ov-autoplace cache list``
-(pending, failed (reason), profiled, verified), is read by ``worker_state.py``.
+``spawn_worker`` (called by ``compile_model`` after the app's model is compiled, with ``profile="background"`` or
+when a placement awaits its verification) gives the model a private folder ``<root>/workers/<digest>/``, takes
+its lock, writes the model copy and ``spec.json`` in a thread, and starts ``python -m
+ov_autoplace.decision.background_worker <cache root> <digest>`` in its own session. The worker takes no path from
+data (it recomputes its folder, refuses a folder that is not private and a spec that does not hash to the
+digest), rebuilds the devices with the app's properties as OpenVINO *values* (``devices/properties.py``), checks
+that it sees the model and devices the app saw, profiles, places with the HSDAG policy on the measured costs,
+verifies (``verification.py``) and overwrites the cache entry the app reads next, with the evidence. Its folder,
+lock and failure record: ``worker_files.py``; the state ``ov-autoplace cache list`` shows: ``worker_state.py``.
+Why each rule, failures and abstentions: docs/cache.md, "The background worker".
 """
 
 from __future__ import annotations

@@ -3,46 +3,18 @@
 The rule ("never slower"): what ``compile_model`` returns is never slower than what the call it replaces,
 ``core.compile_model(model, device_name, config)``, would run, unless a measurement on this machine showed
 the alternative faster. Predictions (the prior, a profile, the local search) only *propose*; this module
-decides. For a candidate placement it:
+decides (:func:`verify_placement`). It compiles the contenders as the user would get them: the plain call
+**twice** (a control: two compiles of one model can differ by more than the margin), the candidate, the
+runner-up splits (:func:`runner_ups`), and each single device that runs the whole model but for the plain
+call's device under another name (``facts.twin_of``: only noise to time). It times them interleaved in paired
+rounds, the order rotated (:func:`time_rounds`; a stateful decoder on its whole generation, as an app runs it),
+and applies :func:`decide`: an alternative wins when it is at least ``MIN_GAIN`` faster than *both* compiles of
+the plain call at the confidence; a win on a loaded machine is used provisionally, and a loss on a noisy or
+loaded one abstains (no verdict: verified again later). The evidence is logged at INFO and sealed into the
+returned placement with a digest over the assignment (:func:`seal`): an edited entry is verified again.
 
-1. compiles the contenders as the user would get them: the **plain call** itself (same model, device string and
-   config; for ``HETERO:<list>`` each node on the first listed device that supports it) **twice** (the second
-   compile, ``"plain'"``, is a control: what two compiles of one call differ by, measured in the same rounds), the
-   **candidate** (on its one device directly, or a split through HETERO), the **runner-up splits**
-   (``alternatives``, from :func:`runner_ups`; a repeat is not measured twice), and **each single device** that can
-   run the whole model but for the plain call's device under another name (``facts.twin_of``: only noise to time);
-2. times them interleaved in paired rounds on the native timer (each contender once per round, the order
-   rotated, ``iterations`` runs each; a round's median is one sample): a drifting load hits all alike;
-3. tests each alternative against each compile of the plain call on the per-round log ratios
-   ``d = ln(t_alt / t_plain)``: it wins when both one-sided upper bounds ``mean(d) + t * sd(d) / sqrt(R)`` are
-   below ``ln(1 - MIN_GAIN)`` (2 % faster than either compile at 95 %, Bonferroni-split over the alternatives;
-   needing both keeps each test's level: a false win at most 5 % per decision, paired t model);
-4. **abstains** (keeps the plain call, no verdict) where no alternative won and the plain call's rounds spread by
-   more than ``MAX_ROUND_CV`` or other processes kept more than ``noise.LOADED_OTHER_CORES`` of this process's
-   cores busy while it compiled and timed (``noise.LoadProbe``): a smaller win may hide in that noise, and a later
-   start verifies again. A win under load is used **provisionally**: a load that lasts (one core busy) can make
-   one device much faster than the plain call's, and the advantage may go with the load; a later start trusts it
-   only while the machine is still loaded.
-
-Why a second compile: the rounds pair *one* compile per contender, and two compiles of one model can differ by more
-than the margin (under load, docs/default-path.md); a win over a plain call that compiled slow is no win over its
-second compile. It replaced assumed margins (v4), which kept the plain call where it was measurably slower.
-
-The winner is the fastest (median ratio) of the alternatives that won, else the plain call's placement. The
-evidence (medians, spreads, ratio, bound, rule, decision) is logged at INFO and sealed into the returned placement
-(``Placement.verification``) with a digest over the assignment: an edited entry is verified again.
-
-A stateful decoder with a ``generation`` (``model/generation.py``) is measured as an app runs it: each contender is
-the dynamic model (the placement carried over, as ``compile_model`` returns it), and a round's sample is the
-generation's time (a prefill of the prompt plus the decode steps, ``devices/timing.time_generation``), so the
-rule compares the whole generation, not a prefill; the evidence keeps each contender's time to first token and
-per-token latency beside it.
-
-Why runner-ups: under the truth draws they keep more placements near the optimum (docs/results.md,
-``bench_verified_truth.py``). Each widens the Bonferroni split, so one the guard condemns is not measured.
-
-Earlier samples (the profile's, a search's) are not reused: taken in other windows, they would carry the load
-drift between windows into every ratio, and the false-win rate would no longer hold.
+Why each part (the second compile, the rounds, load and noise, runner-ups, not reusing earlier samples, the
+decoders' devices): docs/default-path.md, "Verification".
 """
 
 from __future__ import annotations
