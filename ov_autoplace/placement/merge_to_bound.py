@@ -16,7 +16,8 @@ import numpy as np
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.model.quant_patterns import quantization_groups
-from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
+from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, edge_lists, island_sets, \
+    submodel_partition
 
 #: Submodel moves x graph nodes before the merge halves the island target instead: 144 moves on the 1,737-node GRU.
 MERGE_BUDGET_NODE_MOVES = 250_000
@@ -88,25 +89,20 @@ def _merge_islands(graph, device, active, support, locked, max_submodels) -> int
 def follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
                       pinned_anchor: np.ndarray) -> np.ndarray:
     """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices."""
-    n = graph.num_nodes
-    consumers: list[list[int]] = [[] for _ in range(n)]
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        consumers[s].append(t)
-    # Plain lists in these loops: numpy scalars and enum lookups per element made them 2x slower, and a cached
+    lists = edge_lists(graph)  # made once per graph: the priced merges call this once per move
+    consumers, is_result = lists.consumers, lists.is_result
+    # Plain lists in this loop: numpy scalars and enum lookups per element made it 2x slower, and a cached
     # placement is re-legalized on every warm start.
-    is_result = (graph.role == NodeRole.RESULT).tolist()
-    skip = (active | (graph.role == NodeRole.RESULT) | pinned_anchor).tolist()
-    pinned = pinned_anchor.tolist()
+    follows = ~(active | (graph.role == NodeRole.RESULT) | pinned_anchor)
     dev = np.asarray(device).tolist()
-    for i in range(n - 1, -1, -1):  # Constants, constant subgraphs, Parameters: their consumers' majority
-        if skip[i]:
-            continue
-        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]
-        dev[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):  # Results: their producer
-        if is_result[t] and not pinned[t]:
-            dev[t] = dev[s]
-    return np.asarray(dev, dtype=np.int64)
+    for i in np.flatnonzero(follows)[::-1].tolist():  # Constants, constant subgraphs, Parameters: their consumers'
+        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]  # majority, lowest on a tie
+        dev[i] = (votes[0] if len(votes) == 1 else max(set(votes), key=lambda d: (votes.count(d), -d)) if votes
+                  else 0)
+    dev = np.asarray(dev, dtype=np.int64)
+    into = lists.to_result[~pinned_anchor[graph.edge_dst[lists.to_result]]]  # Results: their producer's
+    dev[graph.edge_dst[into]] = dev[graph.edge_src[into]]
+    return dev
 
 
 def _with_groups(nodes: np.ndarray, groups: list[list[int]], group_of: np.ndarray) -> np.ndarray:
@@ -122,6 +118,20 @@ def _group_index(graph, groups: list[list[int]]) -> np.ndarray:
     for k, members in enumerate(groups):
         group_of[members] = k
     return group_of
+
+
+def _neighbour_devices(sub, device: np.ndarray, active: np.ndarray, src: np.ndarray, dst: np.ndarray):
+    """(submodel p, the devices of the nodes it exchanges an edge with, ascending) for every submodel in order,
+    from one pass over the edges between the active nodes (``src``, ``dst``) rather than one per submodel."""
+    part_src, part_dst = sub.submodel[src], sub.submodel[dst]
+    between = part_src != part_dst
+    num_devices = int(device.max()) + 1 if device.size else 1
+    pairs = np.unique(np.concatenate([part_src[between] * num_devices + device[dst[between]],
+                                      part_dst[between] * num_devices + device[src[between]]]))
+    part, target = pairs // num_devices, pairs % num_devices
+    starts = np.searchsorted(part, np.arange(sub.num_submodels + 1))
+    for p in range(sub.num_submodels):
+        yield p, target[starts[p]:starts[p + 1]].tolist()
 
 
 def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget, pins) -> int:
@@ -140,12 +150,11 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
         if sub.num_submodels <= bound:
             break
         rows = []
-        for p in range(sub.num_submodels):
-            inside_src, inside_dst = sub.submodel[src] == p, sub.submodel[dst] == p
+        for p, targets in _neighbour_devices(sub, device, active, src, dst):
             nodes = _with_groups(np.flatnonzero((sub.submodel == p) & active), groups, group_of)
             if locked[nodes].any():
                 continue
-            for d in np.unique(device[np.concatenate([dst[inside_src & ~inside_dst], src[inside_dst & ~inside_src]])]):
+            for d in targets:
                 if d != sub.device[p] and support[nodes, d].all():
                     rows.append(device.copy())
                     rows[-1][nodes] = d
