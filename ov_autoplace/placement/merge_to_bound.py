@@ -88,20 +88,35 @@ def _merge_islands(graph, device, active, support, locked, max_submodels) -> int
 
 def follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
                       pinned_anchor: np.ndarray) -> np.ndarray:
-    """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices."""
-    lists = edge_lists(graph)  # made once per graph: the priced merges call this once per move
+    """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices.
+
+    Constants, constant subgraphs and Parameters take their consumers' majority device (the lowest on a tie; 0
+    with no consumer placed), Results their producer's. Most followers (a weight and its convolution) have no
+    follower among their consumers: their votes are fixed, so they are counted in numpy at once; only the rest
+    (a constant subgraph's inner nodes) are taken one by one, consumers first. The priced merges call this once
+    per move.
+    """
+    lists = edge_lists(graph)
     consumers, is_result = lists.consumers, lists.is_result
-    # Plain lists in this loop: numpy scalars and enum lookups per element made it 2x slower, and a cached
-    # placement is re-legalized on every warm start.
+    src, dst = graph.edge_src, graph.edge_dst
     follows = ~(active | (graph.role == NodeRole.RESULT) | pinned_anchor)
-    dev = np.asarray(device).tolist()
-    for i in np.flatnonzero(follows)[::-1].tolist():  # Constants, constant subgraphs, Parameters: their consumers'
-        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]  # majority, lowest on a tie
-        dev[i] = (votes[0] if len(votes) == 1 else max(set(votes), key=lambda d: (votes.count(d), -d)) if votes
-                  else 0)
-    dev = np.asarray(dev, dtype=np.int64)
-    into = lists.to_result[~pinned_anchor[graph.edge_dst[lists.to_result]]]  # Results: their producer's
-    dev[graph.edge_dst[into]] = dev[graph.edge_src[into]]
+    dev = np.asarray(device, dtype=np.int64).copy()
+    votes = follows[src] & (graph.role[dst] != NodeRole.RESULT)  # edges from a follower to what it follows
+    chained = np.zeros(graph.num_nodes, bool)
+    chained[src[votes & follows[dst]]] = True  # a consumer is a follower too: its device is not known yet
+    counted = votes & ~chained[src] & (dev[dst] >= 0)
+    count = np.zeros((graph.num_nodes, max(int(dev.max(initial=0)) + 1, 1)), np.int64)
+    np.add.at(count, (src[counted], dev[dst[counted]]), 1)
+    simple = follows & ~chained
+    dev[simple] = np.where(count[simple].any(axis=1), count[simple].argmax(axis=1), 0)  # argmax: lowest on a tie
+    # Plain lists in this loop: numpy scalars and enum lookups per element made it 2x slower.
+    dev_list = dev.tolist()
+    for i in np.flatnonzero(follows & chained)[::-1].tolist():
+        ballot = [dev_list[j] for j in consumers[i] if dev_list[j] >= 0 and not is_result[j]]
+        dev_list[i] = max(set(ballot), key=lambda d: (ballot.count(d), -d)) if ballot else 0
+    dev = np.asarray(dev_list, dtype=np.int64)
+    into = lists.to_result[~pinned_anchor[dst[lists.to_result]]]  # Results: their producer's
+    dev[dst[into]] = dev[src[into]]
     return dev
 
 

@@ -340,17 +340,17 @@ def _remembered_split(graph: GraphArrays, dev: np.ndarray) -> np.ndarray:
     return root
 
 
-def _stage_groups(src: list[int], dst: list[int], dev: list[int], n: int) -> _UnionFind:
+def _stage_groups(src: np.ndarray, dst: np.ndarray, dev: np.ndarray, n: int) -> _UnionFind:
     """Same-device neighbours of equal *stage* (the most device changes on a path reaching a node): every edge
     between two groups goes to a higher stage or stays on one device, so the groups can always be ordered."""
-    stage = [0] * n
-    for s, t in zip(src, dst):  # edges are listed by destination in topological order
-        stage[t] = max(stage[t], stage[s] + (dev[s] != dev[t]))
-    uf = _UnionFind(n)
-    for s, t in zip(src, dst):
-        if dev[s] == dev[t] and stage[s] == stage[t]:
-            uf.union(s, t)
-    return uf
+    stage, device = [0] * n, dev.tolist()
+    for s, t in zip(src.tolist(), dst.tolist()):  # edges are listed by destination in topological order
+        reached = stage[s] + (device[s] != device[t])
+        if reached > stage[t]:
+            stage[t] = reached
+    level = np.asarray(stage)
+    joined = (dev[src] == dev[dst]) & (level[src] == level[dst])
+    return _UnionFind.from_roots(component_roots(n, src[joined], dst[joined]))
 
 
 def _execution_order(root: np.ndarray, src: np.ndarray, dst: np.ndarray,
@@ -399,7 +399,7 @@ def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islan
     root = _remembered_split(graph, dev)
     found = _execution_order(root, src, dst, nodes)
     if found is None:
-        root = _stage_groups(src.tolist(), dst.tolist(), dev.tolist(), n).roots()
+        root = _stage_groups(src, dst, dev, n).roots()
         found = _execution_order(root, src, dst, nodes)
         assert found is not None  # stages increase along every edge between groups
     roots, position = found
