@@ -122,6 +122,8 @@ def follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
 
 def _with_groups(nodes: np.ndarray, groups: list[list[int]], group_of: np.ndarray) -> np.ndarray:
     """``nodes`` and every quantization group they touch (the groups stay on one device, step 2b)."""
+    if not groups:
+        return nodes
     touched = np.unique(group_of[nodes][group_of[nodes] >= 0])
     if touched.size:
         nodes = np.union1d(nodes, np.concatenate([np.asarray(groups[k]) for k in touched.tolist()]))
@@ -136,8 +138,12 @@ def _group_index(graph, groups: list[list[int]]) -> np.ndarray:
 
 
 def _neighbour_devices(sub, device: np.ndarray, active: np.ndarray, src: np.ndarray, dst: np.ndarray):
-    """(submodel p, the devices of the nodes it exchanges an edge with, ascending) for every submodel in order,
-    from one pass over the edges between the active nodes (``src``, ``dst``) rather than one per submodel."""
+    """(submodel p, its active nodes ascending, the devices of the nodes it exchanges an edge with, ascending) for
+    every submodel in order, from one pass over the nodes and one over the edges between the active nodes
+    (``src``, ``dst``) rather than one of each per submodel."""
+    nodes = np.flatnonzero(active)
+    nodes = nodes[np.argsort(sub.submodel[nodes], kind="stable")]
+    node_starts = np.searchsorted(sub.submodel[nodes], np.arange(sub.num_submodels + 1))
     part_src, part_dst = sub.submodel[src], sub.submodel[dst]
     between = part_src != part_dst
     num_devices = int(device.max()) + 1 if device.size else 1
@@ -146,7 +152,7 @@ def _neighbour_devices(sub, device: np.ndarray, active: np.ndarray, src: np.ndar
     part, target = pairs // num_devices, pairs % num_devices
     starts = np.searchsorted(part, np.arange(sub.num_submodels + 1))
     for p in range(sub.num_submodels):
-        yield p, target[starts[p]:starts[p + 1]].tolist()
+        yield p, nodes[node_starts[p]:node_starts[p + 1]], target[starts[p]:starts[p + 1]].tolist()
 
 
 def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget, pins) -> int:
@@ -165,8 +171,8 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
         if sub.num_submodels <= bound:
             break
         rows = []
-        for p, targets in _neighbour_devices(sub, device, active, src, dst):
-            nodes = _with_groups(np.flatnonzero((sub.submodel == p) & active), groups, group_of)
+        for p, members, targets in _neighbour_devices(sub, device, active, src, dst):
+            nodes = _with_groups(members, groups, group_of)
             if locked[nodes].any():
                 continue
             for d in targets:

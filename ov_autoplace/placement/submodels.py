@@ -250,19 +250,24 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
     deps = [0] * n
     changed_from = 0  # a new cut edge's bit reaches its destination and what follows it in topological order
     while True:
-        for v in range(changed_from, n):
-            d = own_bit[v] | in_bits[v]
-            for s in producers[v]:
-                d |= deps[s]
-            deps[v] = d
-        added: list[int] = []
+        walk = []
         for p in dirty:  # HETERO counts a graph input as a part's input too
             owner = leave = 0
             for v in members[p]:
                 owner |= own_bit[v] | in_bits[v]
                 leave |= out_bits[v]
-            if not leave:
-                continue  # a part no cut edge leaves has no cycle through it: it cuts nothing
+            if leave:  # a part no cut edge leaves has no cycle through it: it cuts nothing
+                walk.append((p, owner, leave))
+        # Only the walked parts' nodes read ``deps``, now and in later rounds (which walk pieces of these parts
+        # only), so it is kept up to date up to their last node.
+        last = max((members[p][-1] for p, _, _ in walk), default=-1)
+        for v in range(changed_from, last + 1):
+            d = own_bit[v] | in_bits[v]
+            for s in producers[v]:
+                d |= deps[s]
+            deps[v] = d
+        added: list[int] = []
+        for p, owner, leave in walk:
             # ``entered`` and ``cyclic`` are read for nodes of the part being walked only, so they are made here,
             # in the same walk as ``through`` (each reads its inputs', which come first in topological order)
             for v in members[p]:  # ascending: topological order
