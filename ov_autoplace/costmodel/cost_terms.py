@@ -73,6 +73,11 @@ class CostTerms:
                 outputs.setdefault((s, p), (b, set()))[1].add(t)
         #: (source node, bytes, sorted consumer nodes) per producer output with consumers
         self.outputs = [(s, float(b), sorted(c)) for (s, _), (b, c) in sorted(outputs.items())]
+        # the same, flat (output index, source, consumer) per consumer: which outputs cross devices is found in
+        # numpy, and only those are priced one by one (``breakdown``)
+        self._output_of = np.array([o for o, (_, _, c) in enumerate(self.outputs) for _ in c], np.int64)
+        self._output_src = np.array([s for s, _, c in self.outputs for _ in c], np.int64)
+        self._output_consumer = np.array([t for _, _, c in self.outputs for t in c], np.int64)
         fused = np.asarray(cost.fused_into)
         self.fusion_pairs = [(int(i), int(fused[i])) for i in np.flatnonzero(fused >= 0)
                              if self.compute[i] and self.compute[fused[i]] and fused[i] != i]
@@ -104,9 +109,8 @@ class CostTerms:
         return placement.device_indices(self.graph.names, self.cost.devices), placement
 
     def submodels_per_device(self, device: np.ndarray) -> np.ndarray:
-        uf = island_sets(self.graph, device, self.active)
-        roots = {uf.find(i) for i in np.flatnonzero(self.active).tolist()}
-        return np.bincount([int(device[r]) for r in roots], minlength=self.num_devices)
+        roots = np.unique(island_sets(self.graph, device, self.active).roots()[self.active])
+        return np.bincount(np.asarray(device, np.int64)[roots], minlength=self.num_devices)
 
     def breakdown(self, device: np.ndarray) -> dict[str, float]:
         """Each term of the latency of a full placement (device per node), and memory feasibility."""
@@ -116,7 +120,9 @@ class CostTerms:
         split = {k for i, j in self.fusion_pairs if device[i] != device[j] for k in (i, j)}
         fusion = float(sum(self.cost.unfused_ms[k, device[k]] - self.cost.compute_ms[k, device[k]] for k in split))
         transfer = 0.0
-        for s, nbytes, consumers in self.outputs:
+        away = device[self._output_consumer] != device[self._output_src]
+        for o in np.unique(self._output_of[away]).tolist():  # the outputs some consumer of takes elsewhere, in order
+            s, nbytes, consumers = self.outputs[o]
             link = self.link_ms(nbytes)
             for b in {int(device[c]) for c in consumers} - {int(device[s])}:
                 transfer += link[device[s], b]

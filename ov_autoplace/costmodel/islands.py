@@ -1,11 +1,8 @@
 """Same-device islands of many placements at once, in numpy (no scipy): the simulator's submodel count.
 
 :func:`connected_labels` labels the connected components of an undirected
-graph given as edge lists, Shiloach-Vishkin style: every root hooks onto the
-smallest root it shares an edge with (``np.minimum.at``), then pointer jumping
-flattens the forest again; O(log N) vectorised rounds, also on chains (no
-label propagation over the graph's diameter). Components are numbered by
-their lowest member.
+graph given as edge lists (``graph/components.py``: hooking + pointer jumping,
+O(log N) vectorised rounds). Components are numbered by their lowest member.
 
 :class:`IslandLabeller` counts the islands of ``P`` placements of one graph
 (``submodels.count_islands``: connected components of
@@ -24,35 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _hook_and_jump(num_nodes: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Root pointers [num_nodes] of the components of the undirected graph ``(u, v)``: every node points at the
-    lowest member of its component."""
-    index = np.int32 if num_nodes < 2 ** 31 - 1 else np.int64
-    parent = np.arange(num_nodes, dtype=index)
-    u, v = np.asarray(u, index).ravel(), np.asarray(v, index).ravel()
-    if u.shape != v.shape:
-        raise ValueError(f"edge endpoint lists differ in length: {u.size} and {v.size}")
-    while u.size:
-        pu, pv = parent[u], parent[v]  # roots: every node points at its root here
-        cross = pu != pv
-        if not cross.any():
-            break
-        u, v, pu, pv = u[cross], v[cross], pu[cross], pv[cross]  # edges inside a component are done for good
-        np.minimum.at(parent, np.maximum(pu, pv), np.minimum(pu, pv))  # each root hooks onto its smallest neighbour
-        # pointer jumping, only over the nodes whose grandparent differs from their parent (pointers only ever
-        # decrease, so the forest is acyclic and every path halves per step)
-        todo = np.flatnonzero(parent[parent] != parent).astype(index)
-        while todo.size:
-            parent[todo] = parent[parent[todo]]
-            todo = todo[parent[parent[todo]] != parent[todo]]
-    return parent
+from ov_autoplace.graph.components import component_roots
 
 
 def connected_labels(num_nodes: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, int]:
     """``(label [num_nodes], count)`` of the undirected graph with edges ``(u[k], v[k])``; components are
     numbered 0..count-1 in the order of their lowest member. Self-loops and repeated edges are allowed."""
-    parent = _hook_and_jump(num_nodes, u, v)
+    parent = component_roots(num_nodes, u, v)
     is_root = parent == np.arange(num_nodes, dtype=parent.dtype)
     number = np.cumsum(is_root) - 1
     return number[parent].astype(np.int64), int(np.count_nonzero(is_root))
@@ -127,7 +102,7 @@ class IslandLabeller:
         run_device = along[starts]
         # edges off the paths that a placement keeps join runs into islands
         edge, block = np.nonzero(along[self._other_u] == along[self._other_v])
-        parent = _hook_and_jump(run_block.size, run[self._other_u[edge], block], run[self._other_v[edge], block])
+        parent = component_roots(run_block.size, run[self._other_u[edge], block], run[self._other_v[edge], block])
         roots = np.flatnonzero(parent == np.arange(parent.size, dtype=parent.dtype))  # one run per island
         return run_block[roots], run_device[roots]
 

@@ -37,6 +37,8 @@ _DEQUANT_STEPS = frozenset({"Subtract", "Multiply", "Convert"})
 def quantization_groups(graph: GraphArrays, active: np.ndarray) -> list[list[int]]:
     """Sets of ``active`` node indices (2+ each) that must run on the same device, sorted by first index."""
     n = graph.num_nodes
+    if not any(graph.op_types[i] in ("FakeQuantize", "Convert") for i in np.flatnonzero(active).tolist()):
+        return []  # no pattern can start: skip the adjacency (the priced merges ask once per legalize, per move)
     consumers: list[list[int]] = [[] for _ in range(n)]
     producers: list[list[int]] = [[] for _ in range(n)]
     for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):

@@ -16,7 +16,8 @@ import numpy as np
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.model.quant_patterns import quantization_groups
-from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, island_sets, submodel_partition
+from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, edge_lists, island_sets, \
+    submodel_partition
 
 #: Submodel moves x graph nodes before the merge halves the island target instead: 144 moves on the 1,737-node GRU.
 MERGE_BUDGET_NODE_MOVES = 250_000
@@ -87,30 +88,42 @@ def _merge_islands(graph, device, active, support, locked, max_submodels) -> int
 
 def follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
                       pinned_anchor: np.ndarray) -> np.ndarray:
-    """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices."""
-    n = graph.num_nodes
-    consumers: list[list[int]] = [[] for _ in range(n)]
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        consumers[s].append(t)
-    # Plain lists in these loops: numpy scalars and enum lookups per element made them 2x slower, and a cached
-    # placement is re-legalized on every warm start.
-    is_result = (graph.role == NodeRole.RESULT).tolist()
-    skip = (active | (graph.role == NodeRole.RESULT) | pinned_anchor).tolist()
-    pinned = pinned_anchor.tolist()
-    dev = np.asarray(device).tolist()
-    for i in range(n - 1, -1, -1):  # Constants, constant subgraphs, Parameters: their consumers' majority
-        if skip[i]:
-            continue
-        votes = [dev[j] for j in consumers[i] if dev[j] >= 0 and not is_result[j]]
-        dev[i] = max(set(votes), key=lambda d: (votes.count(d), -d)) if votes else 0
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):  # Results: their producer
-        if is_result[t] and not pinned[t]:
-            dev[t] = dev[s]
-    return np.asarray(dev, dtype=np.int64)
+    """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices.
+
+    Constants, constant subgraphs and Parameters take their consumers' majority device (the lowest on a tie; 0
+    with no consumer placed), Results their producer's. Most followers (a weight and its convolution) have no
+    follower among their consumers: their votes are fixed, so they are counted in numpy at once; only the rest
+    (a constant subgraph's inner nodes) are taken one by one, consumers first. The priced merges call this once
+    per move.
+    """
+    lists = edge_lists(graph)
+    consumers, is_result = lists.consumers, lists.is_result
+    src, dst = graph.edge_src, graph.edge_dst
+    follows = ~(active | (graph.role == NodeRole.RESULT) | pinned_anchor)
+    dev = np.asarray(device, dtype=np.int64).copy()
+    votes = follows[src] & (graph.role[dst] != NodeRole.RESULT)  # edges from a follower to what it follows
+    chained = np.zeros(graph.num_nodes, bool)
+    chained[src[votes & follows[dst]]] = True  # a consumer is a follower too: its device is not known yet
+    counted = votes & ~chained[src] & (dev[dst] >= 0)
+    count = np.zeros((graph.num_nodes, max(int(dev.max(initial=0)) + 1, 1)), np.int64)
+    np.add.at(count, (src[counted], dev[dst[counted]]), 1)
+    simple = follows & ~chained
+    dev[simple] = np.where(count[simple].any(axis=1), count[simple].argmax(axis=1), 0)  # argmax: lowest on a tie
+    # Plain lists in this loop: numpy scalars and enum lookups per element made it 2x slower.
+    dev_list = dev.tolist()
+    for i in np.flatnonzero(follows & chained)[::-1].tolist():
+        ballot = [dev_list[j] for j in consumers[i] if dev_list[j] >= 0 and not is_result[j]]
+        dev_list[i] = max(set(ballot), key=lambda d: (ballot.count(d), -d)) if ballot else 0
+    dev = np.asarray(dev_list, dtype=np.int64)
+    into = lists.to_result[~pinned_anchor[dst[lists.to_result]]]  # Results: their producer's
+    dev[dst[into]] = dev[src[into]]
+    return dev
 
 
 def _with_groups(nodes: np.ndarray, groups: list[list[int]], group_of: np.ndarray) -> np.ndarray:
     """``nodes`` and every quantization group they touch (the groups stay on one device, step 2b)."""
+    if not groups:
+        return nodes
     touched = np.unique(group_of[nodes][group_of[nodes] >= 0])
     if touched.size:
         nodes = np.union1d(nodes, np.concatenate([np.asarray(groups[k]) for k in touched.tolist()]))
@@ -122,6 +135,24 @@ def _group_index(graph, groups: list[list[int]]) -> np.ndarray:
     for k, members in enumerate(groups):
         group_of[members] = k
     return group_of
+
+
+def _neighbour_devices(sub, device: np.ndarray, active: np.ndarray, src: np.ndarray, dst: np.ndarray):
+    """(submodel p, its active nodes ascending, the devices of the nodes it exchanges an edge with, ascending) for
+    every submodel in order, from one pass over the nodes and one over the edges between the active nodes
+    (``src``, ``dst``) rather than one of each per submodel."""
+    nodes = np.flatnonzero(active)
+    nodes = nodes[np.argsort(sub.submodel[nodes], kind="stable")]
+    node_starts = np.searchsorted(sub.submodel[nodes], np.arange(sub.num_submodels + 1))
+    part_src, part_dst = sub.submodel[src], sub.submodel[dst]
+    between = part_src != part_dst
+    num_devices = int(device.max()) + 1 if device.size else 1
+    pairs = np.unique(np.concatenate([part_src[between] * num_devices + device[dst[between]],
+                                      part_dst[between] * num_devices + device[src[between]]]))
+    part, target = pairs // num_devices, pairs % num_devices
+    starts = np.searchsorted(part, np.arange(sub.num_submodels + 1))
+    for p in range(sub.num_submodels):
+        yield p, nodes[node_starts[p]:node_starts[p + 1]], target[starts[p]:starts[p + 1]].tolist()
 
 
 def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget, pins) -> int:
@@ -140,12 +171,11 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
         if sub.num_submodels <= bound:
             break
         rows = []
-        for p in range(sub.num_submodels):
-            inside_src, inside_dst = sub.submodel[src] == p, sub.submodel[dst] == p
-            nodes = _with_groups(np.flatnonzero((sub.submodel == p) & active), groups, group_of)
+        for p, members, targets in _neighbour_devices(sub, device, active, src, dst):
+            nodes = _with_groups(members, groups, group_of)
             if locked[nodes].any():
                 continue
-            for d in np.unique(device[np.concatenate([dst[inside_src & ~inside_dst], src[inside_dst & ~inside_src]])]):
+            for d in targets:
                 if d != sub.device[p] and support[nodes, d].all():
                     rows.append(device.copy())
                     rows[-1][nodes] = d

@@ -48,11 +48,29 @@ import weakref
 import numpy as np
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.graph.components import component_roots
 
 
 class _UnionFind:
     def __init__(self, n: int) -> None:
         self.parent = list(range(n))
+
+    @classmethod
+    def from_roots(cls, roots) -> "_UnionFind":
+        """The sets whose lowest member every node points at (``component_roots``): what unions that keep the
+        smaller root would have made, without a Python call per edge."""
+        uf = cls.__new__(cls)
+        uf.parent = np.asarray(roots).tolist()
+        return uf
+
+    def roots(self) -> np.ndarray:
+        """int64 [n]: every node's root (pointer jumping over the parent array, vectorised)."""
+        parent = np.asarray(self.parent, dtype=np.int64)
+        while True:
+            up = parent[parent]
+            if (up == parent).all():
+                return parent
+            parent = up
 
     def find(self, x: int) -> int:
         parent = self.parent
@@ -70,19 +88,21 @@ class _UnionFind:
         return ra
 
 
+def _island_roots(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> np.ndarray:
+    src, dst = graph.edge_src, graph.edge_dst
+    device, active = np.asarray(device), np.asarray(active, bool)
+    joined = active[src] & active[dst] & (device[src] == device[dst])
+    return component_roots(graph.num_nodes, src[joined], dst[joined])
+
+
 def island_sets(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> _UnionFind:
     """Connected components of active nodes joined by same-device edges (cycles through other devices kept)."""
-    uf = _UnionFind(graph.num_nodes)
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        if active[s] and active[t] and device[s] == device[t]:
-            uf.union(s, t)
-    return uf
+    return _UnionFind.from_roots(_island_roots(graph, device, active))
 
 
 def count_islands(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
     """Same-device islands: a lower bound on the submodels (what the batched simulator counts)."""
-    uf = island_sets(graph, device, active)
-    return len({uf.find(i) for i in np.flatnonzero(active).tolist()})
+    return int(np.unique(_island_roots(graph, device, active)[np.asarray(active, bool)]).size)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,24 +121,78 @@ class SubmodelPartition:
         return np.bincount(self.device, minlength=num_devices)
 
 
-def _components(n: int, src: list[int], dst: list[int], cut: set[int]) -> _UnionFind:
-    """Nodes joined by every edge that is not ``cut``."""
-    uf = _UnionFind(n)
-    for e, (s, t) in enumerate(zip(src, dst)):
-        if e not in cut:
-            uf.union(s, t)
-    return uf
+@dataclasses.dataclass(frozen=True, eq=False)
+class EdgeLists:
+    """One graph's edges as the Python lists and arrays the split and the legalizer walk (made once per graph
+    object, :func:`edge_lists`): rebuilding them was a good part of every split, and a legalize with priced
+    merges splits once per move."""
+
+    src: list[int]
+    dst: list[int]
+    in_edges: list[list[int]]  # per node, its input edges in edge order
+    out_edges: list[list[int]]
+    consumers: list[list[int]]  # per node, the destinations of its output edges in edge order
+    producers: list[list[int]]  # per node, the sources of its input edges in edge order
+    in_pairs: list[list[tuple[int, int]]]  # per node, (input edge, its source) in edge order
+    own_bit: list[int]  # the graph inputs' (Parameters' and Constants') bits, in node order; 0 elsewhere
+    is_result: list[bool]
+    to_result: np.ndarray  # int64: the edges into a Result
+
+
+def _make_edge_lists(graph: GraphArrays) -> EdgeLists:
+    n, role = graph.num_nodes, graph.role.tolist()
+    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    in_edges: list[list[int]] = [[] for _ in range(n)]
+    out_edges: list[list[int]] = [[] for _ in range(n)]
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    producers: list[list[int]] = [[] for _ in range(n)]
+    in_pairs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for e, (a, b) in enumerate(zip(src, dst)):
+        in_edges[b].append(e)
+        out_edges[a].append(e)
+        consumers[a].append(b)
+        producers[b].append(a)
+        in_pairs[b].append((e, a))
+    own_bit, inputs = [0] * n, 0
+    for v in range(n):
+        if role[v] in (NodeRole.PARAMETER, NodeRole.CONSTANT):
+            own_bit[v] = 1 << inputs
+            inputs += 1
+    is_result = (graph.role == NodeRole.RESULT).tolist()
+    return EdgeLists(src=src, dst=dst, in_edges=in_edges, out_edges=out_edges, consumers=consumers,
+                     producers=producers, in_pairs=in_pairs, own_bit=own_bit, is_result=is_result,
+                     to_result=np.flatnonzero(graph.role[graph.edge_dst] == NodeRole.RESULT))
+
+
+_EDGE_LISTS: "weakref.WeakKeyDictionary[GraphArrays, EdgeLists]" = weakref.WeakKeyDictionary()
+_EDGE_LISTS_LOCK = threading.Lock()
+
+
+def edge_lists(graph: GraphArrays) -> EdgeLists:
+    """``graph``'s :class:`EdgeLists`, made at the first call and kept as long as the graph object lives."""
+    with _EDGE_LISTS_LOCK:
+        known = _EDGE_LISTS.get(graph)
+    if known is None:
+        known = _make_edge_lists(graph)
+        with _EDGE_LISTS_LOCK:
+            known = _EDGE_LISTS.setdefault(graph, known)
+    return known
+
+
+def _components(n: int, src, dst, cut) -> _UnionFind:
+    """Nodes joined by every edge that is not ``cut`` (edge indices)."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    keep = np.ones(src.size, bool)
+    keep[np.fromiter(cut, np.int64, len(cut))] = False
+    return _UnionFind.from_roots(component_roots(n, src[keep], dst[keep]))
 
 
 def _device_cut(graph: GraphArrays, dev: list[int]) -> tuple[list[int], set[int]]:
     """(the devices with every Result on its producer's, as HETERO runs it; the edges between two devices)."""
-    role = graph.role.tolist()
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    dev = list(dev)
-    for s, t in zip(src, dst):  # edges by destination in topological order
-        if role[t] == NodeRole.RESULT:
-            dev[t] = dev[s]  # a Result runs where its producer does
-    return dev, {e for e, (s, t) in enumerate(zip(src, dst)) if dev[s] != dev[t]}
+    device = np.array(dev, dtype=np.int64)
+    into = edge_lists(graph).to_result
+    device[graph.edge_dst[into]] = device[graph.edge_src[into]]  # a Result runs where its producer does
+    return device.tolist(), set(np.flatnonzero(device[graph.edge_src] != device[graph.edge_dst]).tolist())
 
 
 def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
@@ -137,86 +211,88 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
     (a part no cut touched has the same entering and leaving edges, so the same verdicts: it cut nothing then
     and cuts nothing now). An unrolled GRU peels one time step per round; walking every bit of every part
     each round cost 0.51 s a split on its 1,737 nodes, 100+ splits in one legalize.
+
+    The parts are kept as ``sg`` (each node's lowest part member) through the rounds, so the final parts are
+    read off it rather than found again; and each node's cut input and output edges' bits (``in_bits``,
+    ``out_bits``) are kept up to date as edges are cut, so the rounds OR one int per node instead of walking
+    its edges for them.
     """
-    n, role = graph.num_nodes, graph.role.tolist()
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    in_edges: list[list[int]] = [[] for _ in range(n)]
-    out_edges: list[list[int]] = [[] for _ in range(n)]
-    for e, (s, t) in enumerate(zip(src, dst)):
-        in_edges[t].append(e)
-        out_edges[s].append(e)
+    n = graph.num_nodes
+    lists = edge_lists(graph)
+    src, dst, in_edges, out_edges, own_bit = lists.src, lists.dst, lists.in_edges, lists.out_edges, lists.own_bit
+    producers, in_pairs = lists.producers, lists.in_pairs
     dev, cut = _device_cut(graph, dev)
+    first = _components(n, graph.edge_src, graph.edge_dst, cut)
     if not cut:
-        return _components(n, src, dst, cut)  # one device: nothing leaves a part, so there is no cycle to split
+        return first  # one device: nothing leaves a part, so there is no cycle to split
     # Bits keep their meaning across rounds: graph inputs first, then cut edges in the order they are cut.
-    own_bit = [0] * n
-    inputs = 0
-    for v in range(n):
-        if role[v] in (NodeRole.PARAMETER, NodeRole.CONSTANT):
-            own_bit[v] = 1 << inputs
-            inputs += 1
     edge_bit = [0] * len(src)
-    next_bit = inputs
-    for e in sorted(cut):
-        edge_bit[e] = 1 << next_bit
+    in_bits, out_bits = [0] * n, [0] * n
+    next_bit = sum(1 for b in own_bit if b)
+
+    def cut_edge(e: int) -> None:
+        nonlocal next_bit
+        bit = edge_bit[e] = 1 << next_bit
+        in_bits[dst[e]] |= bit
+        out_bits[src[e]] |= bit
         next_bit += 1
-    first = _components(n, src, dst, cut)
-    sg = [first.find(i) for i in range(n)]
+
+    for e in sorted(cut):
+        cut_edge(e)
+    sg = first.parent  # every node points at its part's lowest member (component_roots)
     members: dict[int, list[int]] = {}
     for v in range(n):
         members.setdefault(sg[v], []).append(v)
     dirty = list(members)
     entered = [0] * n
     cyclic = [0] * n
+    through = [0] * n
     deps = [0] * n
     changed_from = 0  # a new cut edge's bit reaches its destination and what follows it in topological order
     while True:
-        for v in range(changed_from, n):
-            d = own_bit[v]
-            for e in in_edges[v]:
-                d |= deps[src[e]] | edge_bit[e]
-            deps[v] = d
-        leaving = []  # a part no cut edge leaves has no cycle through it: it cuts nothing
+        walk = []
         for p in dirty:  # HETERO counts a graph input as a part's input too
             owner = leave = 0
             for v in members[p]:
-                owner |= own_bit[v]
-                for e in in_edges[v]:
-                    owner |= edge_bit[e]
-                for e in out_edges[v]:
-                    leave |= edge_bit[e]
-            for v in members[p]:
-                entered[v] = deps[v] & owner
-                cyclic[v] = deps[v] & leave
-            if leave:
-                leaving.append(p)
+                owner |= own_bit[v] | in_bits[v]
+                leave |= out_bits[v]
+            if leave:  # a part no cut edge leaves has no cycle through it: it cuts nothing
+                walk.append((p, owner, leave))
+        # Only the walked parts' nodes read ``deps``, now and in later rounds (which walk pieces of these parts
+        # only), so it is kept up to date up to their last node.
+        last = max((members[p][-1] for p, _, _ in walk), default=-1)
+        for v in range(changed_from, last + 1):
+            d = own_bit[v] | in_bits[v]
+            for s in producers[v]:
+                d |= deps[s]
+            deps[v] = d
         added: list[int] = []
-        through = [0] * n
-        for p in leaving:
+        for p, owner, leave in walk:
+            # ``entered`` and ``cyclic`` are read for nodes of the part being walked only, so they are made here,
+            # in the same walk as ``through`` (each reads its inputs', which come first in topological order)
             for v in members[p]:  # ascending: topological order
+                dv = deps[v]
+                entered[v] = dv & owner
+                cyclic[v] = cv = dv & leave
                 t = 0
-                for e in in_edges[v]:
-                    s = src[e]
+                for e, s in in_pairs[v]:
                     if sg[s] != p:
                         t = entered[v]  # an input from another part: the whole of ``entered`` (docstring)
                         break
                     t |= through[s] | (entered[s] if edge_bit[e] else 0)
                 through[v] = t
-                cv = cyclic[v]
                 if not cv:
                     continue
-                for e in in_edges[v]:
-                    s = src[e]
+                for e, s in in_pairs[v]:
                     if not edge_bit[e] and not (cv & cyclic[s]) and (t & entered[s]):
                         added.append(e)
         if not added:
-            return _components(n, src, dst, cut)
+            return _UnionFind.from_roots(sg)
         touched = {sg[dst[e]] for e in added}
         changed_from = min(dst[e] for e in added)
         for e in added:
             cut.add(e)
-            edge_bit[e] = 1 << next_bit
-            next_bit += 1
+            cut_edge(e)
         dirty = []
         for p in touched:
             nodes = members.pop(p)
@@ -238,69 +314,77 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
                             seen.add(dst[e])
                             stack.append(dst[e])
                 for v in piece:
-                    sg[v] = start
+                    sg[v] = start  # ``nodes`` ascend, so ``start`` is the piece's lowest member
                 members[start] = sorted(piece)
                 dirty.append(start)
 
 
 #: Splits remembered per graph (weakly: a graph's entries go with it): one legalize + guard asks for the same
-#: placement's split up to five times (the bound's check, the priced merges, the guard's reference).
-_SPLITS: "weakref.WeakKeyDictionary[GraphArrays, dict[bytes, _UnionFind]]" = weakref.WeakKeyDictionary()
-_SPLITS_PER_GRAPH = 8
+#: placement's split up to five times (the bound's check, the priced merges, the guard's reference). Enough of
+#: them that the priced merges' one split per move (up to ~20) does not push out the support-forced placement's,
+#: which the guard's reference asks for again; an entry is one int64 per node.
+_SPLITS: "weakref.WeakKeyDictionary[GraphArrays, dict[bytes, np.ndarray]]" = weakref.WeakKeyDictionary()
+_SPLITS_PER_GRAPH = 32
 _SPLITS_LOCK = threading.Lock()
 
 
-def _remembered_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
-    """:func:`_hetero_split`, remembered for the last few placements of ``graph`` (the result is only read:
-    ``find`` compresses paths but keeps every root)."""
-    key = np.asarray(dev, dtype=np.int64).tobytes()
+def _remembered_split(graph: GraphArrays, dev: np.ndarray) -> np.ndarray:
+    """Every node's part root under :func:`_hetero_split` of ``dev`` (int64 [N]), remembered for the last few
+    placements of ``graph`` (read only: the array is not writeable)."""
+    key = dev.tobytes()
     with _SPLITS_LOCK:
         known = _SPLITS.setdefault(graph, {})
         if key in known:
             return known[key]
-    uf = _hetero_split(graph, dev)
+    root = _hetero_split(graph, dev.tolist()).roots()
+    root.setflags(write=False)
     with _SPLITS_LOCK:
-        known[key] = uf
+        known[key] = root
         while len(known) > _SPLITS_PER_GRAPH:
             del known[next(iter(known))]
-    return uf
+    return root
 
 
-def _stage_groups(src: list[int], dst: list[int], dev: list[int], n: int) -> _UnionFind:
+def _stage_groups(src: np.ndarray, dst: np.ndarray, dev: np.ndarray, n: int) -> _UnionFind:
     """Same-device neighbours of equal *stage* (the most device changes on a path reaching a node): every edge
     between two groups goes to a higher stage or stays on one device, so the groups can always be ordered."""
-    stage = [0] * n
-    for s, t in zip(src, dst):  # edges are listed by destination in topological order
-        stage[t] = max(stage[t], stage[s] + (dev[s] != dev[t]))
-    uf = _UnionFind(n)
-    for s, t in zip(src, dst):
-        if dev[s] == dev[t] and stage[s] == stage[t]:
-            uf.union(s, t)
-    return uf
+    stage, device = [0] * n, dev.tolist()
+    for s, t in zip(src.tolist(), dst.tolist()):  # edges are listed by destination in topological order
+        reached = stage[s] + (device[s] != device[t])
+        if reached > stage[t]:
+            stage[t] = reached
+    level = np.asarray(stage)
+    joined = (dev[src] == dev[dst]) & (level[src] == level[dst])
+    return _UnionFind.from_roots(component_roots(n, src[joined], dst[joined]))
 
 
-def _execution_order(uf: _UnionFind, src: list[int], dst: list[int], nodes: list[int]) -> dict[int, int] | None:
-    """Part root -> position in a topological order of the parts (Kahn, lowest first node first); None on a
-    cycle."""
-    roots = sorted({uf.find(i) for i in nodes})
-    succ: dict[int, set[int]] = {r: set() for r in roots}
-    indegree = dict.fromkeys(roots, 0)
-    for s, t in zip(src, dst):
-        a, b = uf.find(s), uf.find(t)
-        if a != b and b not in succ[a]:
-            succ[a].add(b)
-            indegree[b] += 1
-    ready = [r for r in roots if indegree[r] == 0]
+def _execution_order(root: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                     nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the parts' roots ascending, each part's position in a topological order of the parts: Kahn, lowest root
+    first among the ready ones); None on a cycle. ``root``: every node's part root; ``src``, ``dst``: the edges
+    between the ``nodes`` placed. The edges between parts are found in numpy; Kahn walks the few parts."""
+    roots = np.unique(root[nodes])
+    a, b = root[src], root[dst]
+    between = a != b
+    pairs = np.unique(np.searchsorted(roots, a[between]) * roots.size + np.searchsorted(roots, b[between]))
+    pa, pb = (pairs // max(roots.size, 1)).tolist(), (pairs % max(roots.size, 1)).tolist()
+    succ: list[list[int]] = [[] for _ in range(roots.size)]
+    indegree = [0] * roots.size
+    for x, y in zip(pa, pb):
+        succ[x].append(y)
+        indegree[y] += 1
+    ready = [k for k in range(roots.size) if indegree[k] == 0]  # part indices ascend as their roots do
     heapq.heapify(ready)
-    order: dict[int, int] = {}
+    position, placed = np.zeros(roots.size, dtype=np.int64), 0
     while ready:
-        r = heapq.heappop(ready)
-        order[r] = len(order)
-        for b in succ[r]:
-            indegree[b] -= 1
-            if indegree[b] == 0:
-                heapq.heappush(ready, b)
-    return order if len(order) == len(roots) else None
+        k = heapq.heappop(ready)
+        position[k] = placed
+        placed += 1
+        for y in succ[k]:
+            indegree[y] -= 1
+            if indegree[y] == 0:
+                heapq.heappush(ready, y)
+    return (roots, position) if placed == roots.size else None
 
 
 def submodel_partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> SubmodelPartition:
@@ -312,23 +396,22 @@ def submodel_partition(graph: GraphArrays, device: np.ndarray, active: np.ndarra
 
 def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islands: int) -> SubmodelPartition:
     n = graph.num_nodes
-    dev = np.asarray(device).tolist()
+    dev = np.asarray(device, dtype=np.int64)
     act = np.asarray(active, dtype=bool)
     keep = act[graph.edge_src] & act[graph.edge_dst]
-    src, dst = graph.edge_src[keep].tolist(), graph.edge_dst[keep].tolist()
-    nodes = np.flatnonzero(act).tolist()
-    uf = _remembered_split(graph, dev)
-    order = _execution_order(uf, src, dst, nodes)
-    if order is None:
-        uf = _stage_groups(src, dst, dev, n)
-        order = _execution_order(uf, src, dst, nodes)
-        assert order is not None  # stages increase along every edge between groups
+    src, dst = graph.edge_src[keep], graph.edge_dst[keep]
+    nodes = np.flatnonzero(act)
+    root = _remembered_split(graph, dev)
+    found = _execution_order(root, src, dst, nodes)
+    if found is None:
+        root = _stage_groups(src, dst, dev, n).roots()
+        found = _execution_order(root, src, dst, nodes)
+        assert found is not None  # stages increase along every edge between groups
+    roots, position = found
     submodel = np.full(n, -1, dtype=np.int64)
-    for i in nodes:
-        submodel[i] = order[uf.find(i)]
-    sub_device = np.zeros(len(order), dtype=np.int64)
-    for r, k in order.items():
-        sub_device[k] = dev[r]
+    submodel[nodes] = position[np.searchsorted(roots, root[nodes])]
+    sub_device = np.zeros(roots.size, dtype=np.int64)
+    sub_device[position] = dev[roots]
     return SubmodelPartition(submodel=submodel, device=sub_device, islands=islands)
 
 
@@ -338,8 +421,8 @@ def count_joined_parts(graph: GraphArrays, device: np.ndarray, active: np.ndarra
     to are finer still) for the cost of one union-find. Unlike :func:`count_islands` it is one bound: islands
     that share a Parameter or Constant are one part, so a placement can have more islands than submodels."""
     _, cut = _device_cut(graph, np.asarray(device).tolist())
-    uf = _components(graph.num_nodes, graph.edge_src.tolist(), graph.edge_dst.tolist(), cut)
-    return len({uf.find(i) for i in np.flatnonzero(active).tolist()})
+    root = _components(graph.num_nodes, graph.edge_src, graph.edge_dst, cut).roots()
+    return int(np.unique(root[np.asarray(active, bool)]).size)
 
 
 def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
@@ -350,5 +433,5 @@ def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.nd
     return islands if islands <= 1 else _partition(graph, device, active, islands).num_submodels
 
 
-__all__ = ["SubmodelPartition", "count_hetero_submodels", "count_islands", "count_joined_parts", "island_sets",
-           "submodel_partition"]
+__all__ = ["EdgeLists", "SubmodelPartition", "count_hetero_submodels", "count_islands", "count_joined_parts",
+           "edge_lists", "island_sets", "submodel_partition"]

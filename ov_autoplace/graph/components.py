@@ -1,0 +1,39 @@
+"""Connected components of an undirected graph given as edge lists, in numpy (no scipy).
+
+Shiloach-Vishkin style: every root hooks onto the smallest root it shares an edge with (``np.minimum.at``),
+then pointer jumping flattens the forest again; O(log N) vectorised rounds, also on chains (no label
+propagation over the graph's diameter). Every node ends up pointing at the lowest member of its component,
+which is the root a union-find that keeps the smaller root makes (``placement/submodels.py``), so either
+can stand for the other. Here, below the placement and the cost model, so that both can use it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def component_roots(num_nodes: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Root pointers [num_nodes] of the components of the undirected graph ``(u, v)``: every node points at the
+    lowest member of its component (int32 below 2**31 nodes). Self-loops and repeated edges are allowed."""
+    index = np.int32 if num_nodes < 2 ** 31 - 1 else np.int64
+    parent = np.arange(num_nodes, dtype=index)
+    u, v = np.asarray(u, index).ravel(), np.asarray(v, index).ravel()
+    if u.shape != v.shape:
+        raise ValueError(f"edge endpoint lists differ in length: {u.size} and {v.size}")
+    while u.size:
+        pu, pv = parent[u], parent[v]  # roots: every node points at its root here
+        cross = pu != pv
+        if not cross.any():
+            break
+        u, v, pu, pv = u[cross], v[cross], pu[cross], pv[cross]  # edges inside a component are done for good
+        np.minimum.at(parent, np.maximum(pu, pv), np.minimum(pu, pv))  # each root hooks onto its smallest neighbour
+        # pointer jumping, only over the nodes whose grandparent differs from their parent (pointers only ever
+        # decrease, so the forest is acyclic and every path halves per step)
+        todo = np.flatnonzero(parent[parent] != parent).astype(index)
+        while todo.size:
+            parent[todo] = parent[parent[todo]]
+            todo = todo[parent[parent[todo]] != parent[todo]]
+    return parent
+
+
+__all__ = ["component_roots"]
