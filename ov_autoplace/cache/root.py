@@ -9,16 +9,11 @@ Layout under the root (``cache_dir=``, else ``$OV_AUTOPLACE_CACHE_DIR``, else
     openvino/     OpenVINO's compiled blobs, only when the caller opts in with cache_blobs=True
     workers/      background profiling: one private folder per model (decision/background_worker.py)
 
-Private by default, like ssh with its keys: the root and every folder under it
-are created 0700 and files 0600, whatever the umask. A root (or a store
-directory the user named) owned by another user or writable by group/others is
-refused with one WARNING per process, and placement goes on without the cache:
-someone else could plant entries, FIFOs or worker specs there (a root an older
-version created under umask 002 is refused too: ``chmod 700`` it, as the WARNING
-says). A folder of ours inside a private root is tightened to 0700. Inside a
-trusted root, a layout folder that is not a real directory (a symlink to
-anywhere, a file, a FIFO) is removed with a WARNING (the link, never its
-target) and created again, so the next start heals.
+Private by default, like ssh with its keys: folders 0700 and files 0600 whatever the umask; a root (or a store
+directory the user named) owned by another user or writable by group/others is refused with one WARNING per
+process, and placement goes on without the cache (someone else could plant entries, FIFOs or worker specs
+there); inside a trusted root a layout folder that is not a real directory is replaced, its target left alone
+(docs/cache.md, "Hostile files and shared machines").
 
 OpenVINO's own blob cache (``CACHE_DIR``) belongs to the user: a ``CACHE_DIR``
 in ``config`` or set on the ``ov.Core`` is used as it is (OpenVINO applies the

@@ -1,23 +1,11 @@
 """The plain call's compile, started on a thread while the default path decides, used when the decision keeps it.
 
-A first start pays the decision before it compiles: a folded clone, the graph, the cache key and the prior
-(ResNet-50: ~15 ms of work plus ~30 ms of first imports with no bytecode cache; the compile itself ~100 ms).
-Almost always the decision is the plain call's placement - HETERO's first device, compiled as the plain call
-itself, ``core.compile_model(model, device_name, config)`` (``compile_decided.py``). OpenVINO's ``compile_model``
-releases the GIL, so that compile runs on a thread while Python decides, and the call then costs about
-``max(compile, decision)`` instead of their sum. The decision is made as before and is not changed by this:
-
-* decided the plain call's device -> the compile made ahead is returned (the same model object, device string and
-  properties ``compile_decided`` would pass; if it raised, ``compile_decided`` runs again and raises where it
-  always did);
-* decided anything else (a split, another device) -> the compile made ahead is discarded and joined first, so
-  the call never leaves a thread behind; that start paid up to one extra plain compile.
-
-So that the discarded case stays rare it is started only when the decision is unlikely to deviate (:func:`start`):
-no ``profile="now"`` and no pins (their callers check), no note that this model's last decision deviated (a
-cached, verified split is used on every warm start: :func:`note_decision` keeps the note, beside the
-single-device index, keyed the same way), and not every device's name matching a calibrated device (only a
-calibrated prior may run its deviation before verification; ``costmodel/device_names.py``).
+OpenVINO's ``compile_model`` releases the GIL, so the plain call's compile runs while Python decides, and a first
+start costs about ``max(compile, decision)`` instead of their sum; the decision is not changed by it. Decided the
+plain call's device: the compile made ahead is returned (if it raised, ``compile_decided`` runs again and raises
+where it always did). Decided anything else: it is discarded and joined first, so no thread outlives the call.
+It starts only when the decision is unlikely to deviate (:func:`start`). Why, and when it does not start:
+docs/default-path.md, "The plain call's compile, ahead".
 """
 
 from __future__ import annotations

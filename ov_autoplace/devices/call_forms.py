@@ -1,24 +1,11 @@
 """What a call's device argument and config mean on this core, resolved before anything is compiled.
 
-``compile_model(model, device_name, config)`` keeps OpenVINO's meaning of every
-call form (docs/call-forms.md has the table):
-
-* no device: OpenVINO's default is AUTO, which picks one device among its
-  candidates (discrete GPU, integrated GPU, other devices, CPU; never NPU
-  unless named). ov_autoplace places over the same candidates: one candidate
-  (a CPU-only machine) is ``core.compile_model(model, "CPU", config)``,
-  several are a HETERO placement whose plain call (the one it must not be
-  slower than) is AUTO. The config is the one AUTO hands its device: keys no
-  candidate knows dropped, AUTO's performance hint added when none is given.
-  AUTO-only properties (``ENABLE_STARTUP_FALLBACK``, ``MULTI_DEVICE_PRIORITIES``,
-  ``CUMULATIVE_THROUGHPUT``...) keep the call on AUTO.
-* ``"HETERO"`` + ``MULTI_DEVICE_PRIORITIES`` is ``"HETERO:<priorities>"``;
-  ``MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL`` is OpenVINO's own
-  memory-based split, handed to HETERO unplaced.
-* ``AUTO``, ``MULTI`` and ``BATCH`` strings go to OpenVINO as given, after the
-  checks below; the one rewrite is an ``AUTO:-X`` exclusion that OpenVINO would
-  widen (it excludes every device whose name is part of ``-X``: ``-CPUF`` also
-  drops ``CPU``), which becomes the explicit list of the devices left.
+``compile_model(model, device_name, config)`` keeps OpenVINO's meaning of every call form (docs/call-forms.md
+has the table and each case): no device places over AUTO's candidates with the config AUTO hands its device
+(AUTO-only properties keep the call on AUTO); ``"HETERO"`` + ``MULTI_DEVICE_PRIORITIES`` is
+``"HETERO:<priorities>"``; ``MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL`` goes to HETERO unplaced; ``AUTO``,
+``MULTI`` and ``BATCH`` strings go to OpenVINO as given, but for an ``AUTO:-X`` exclusion OpenVINO would widen
+(``-CPUF`` also drops ``CPU``), which becomes the explicit list of the devices left.
 
 Every refusal is a DeviceError or PropertyError, both RuntimeErrors as
 OpenVINO's own are, naming the devices this machine has.

@@ -9,25 +9,13 @@ that load user files get :class:`~ov_autoplace.errors.FileFormatError` (or
 FileNotFoundError for a missing file) naming the file, what it should be and
 what went wrong.
 
-A file can also be hostile: a FIFO (an open for reading blocks until a writer
-comes, forever), a symbolic link to ``/dev/zero`` (reads until memory runs
-out) or to a file outside the cache, a device node, or simply huge.
-:func:`read_bounded` therefore never blocks and never reads more than a cap:
-it ``lstat``s first and opens with ``O_NONBLOCK`` (and ``O_NOFOLLOW`` unless
-the caller named the file itself), refuses anything ``fstat`` does not call a
-regular file, and refuses a file larger than the cap before reading it (and
-stops reading at the cap if it grows meanwhile). A refusal is a
-:class:`RefusedFileError` (a FileFormatError, so a ValueError).
-
-The caps, per kind of file (far above what ov_autoplace writes: a placement
-entry holds each node's name and device, about 60 bytes per node):
-
-* placement-cache entry: 16 MiB (``PLACEMENT_ENTRY_MAX_BYTES``);
-* measured profile, link profile, support matrix: 64 MiB (``PROFILE_MAX_BYTES``);
-* single-device index entry: 1 MiB (``INDEX_ENTRY_MAX_BYTES``);
-* background worker spec: 1 MiB (``WORKER_SPEC_MAX_BYTES``);
-* worker failure record, lock file: 64 KiB (``SMALL_RECORD_MAX_BYTES``);
-* a placement or cost-model file the user names: 256 MiB (``USER_FILE_MAX_BYTES``).
+A file can also be hostile: a FIFO (an open for reading blocks forever), a symbolic link to ``/dev/zero`` (reads
+until memory runs out) or out of the cache, a device node, or simply huge. :func:`read_bounded` therefore never
+blocks and never reads more than its kind's cap (the ``*_MAX_BYTES`` below, far above what ov_autoplace writes):
+it ``lstat``s first, opens with ``O_NONBLOCK`` (and ``O_NOFOLLOW`` unless the caller named the file itself),
+refuses anything ``fstat`` does not call a regular file or that is over the cap, before reading it. A refusal
+is a :class:`RefusedFileError` (a FileFormatError, so a ValueError). Each cap and what a refusal does next:
+docs/cache.md, "Hostile files and shared machines".
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """What HETERO (OpenVINO 2026.4) needs of a model that holds state (ReadValue / Assign: an LLM's KV cache).
 
-Found by compiling small stateful graphs and optimum-intel's decoders on the testbed (docs/architecture.md,
-"Submodels"); each rule names the error HETERO gives when it is broken:
+Found by compiling small stateful graphs and optimum-intel's decoders on the testbed; the three rules, each with
+the error HETERO gives when it is broken and what the legalizer does, are tabled in docs/architecture.md,
+"Submodels":
 
-1. **One variable, one device.** A variable's ReadValue, its Assign and every node on a path between them
-   (an LLM's beam reorder ``Gather`` and the KV ``Concat``) run on one device. Split, HETERO fails at compile
-   (``unordered_map::at``) or at the first request (``ReadValue node ... doesn't have sibling output``).
-2. **One variable, one submodel.** The pair must also land in the same HETERO *submodel*: when a cycle through
-   another device makes HETERO cut a same-device part in two, a ReadValue in the first half and its Assign in the
-   second fail like (1). Checked on HETERO's split as ``submodels.py`` re-derives it; a placement that breaks it
-   is kept on one device (a note says so) unless pins forbid that, which is a ``PinError``.
-3. **Initializers with their variable.** A ReadValue's initializer (``ShapeOf(input_ids) -> Gather -> Concat ->
-   Broadcast`` zeros in an optimum-intel export) runs on the ReadValue's device. A shape *value* crossing a device
-   arrives as a Parameter of unknown value, the initializer's shape becomes ``[?,?,?]`` and the compile fails with
-   ``The shape specified in the Variable has to extend (relax) the shape inferred from the initializing
-   subgraph``. Only the initializer's *output* crossing compiled on a small graph, but on a decoder it failed
-   (``Model references undeclared parameters: Parameter ... f32[?,2,0,16]``, with a rule-2 cut in the same
-   placement, so which of the two it was is not separated): the whole initializer stays. The part several variables share (one ``ShapeOf(input_ids) -> Gather`` for every
-   layer) cannot be on every device at once: ``Placement.apply`` gives each device its own copy
-   (``assignment.copy_shared_initializers``), so only the Parameter itself crosses.
+1. **One variable, one device**: a variable's ReadValue, its Assign and every node on a path between them.
+2. **One variable, one submodel**: the pair also in the same HETERO submodel (``submodels.py``'s split); broken,
+   the model is kept on one device (a note says so) unless pins forbid that, which is a ``PinError``.
+3. **Initializers with their variable**: a ReadValue's initializer on its device (a shape value crossing devices
+   breaks the compile); the part every layer shares is copied per device (``assignment.copy_shared_initializers``).
 
 :func:`keep_state_together` applies (1) and (3) before the submodel bound is enforced (after
 :func:`fill_between_pins` where there are pins), :func:`split_variables` checks (2) after it and

@@ -20,22 +20,13 @@ hetero plugin (its SubgraphCollector) does, re-derived here:
    part (a cycle through another device) has those of its input edges cut
    whose source depends on the cut inputs the cycle came through.
 
-Checked by compiling on the testbed (``benchmarks/bench_submodels.py``,
-tests/placement/test_submodels.py): HETERO's count in 8 of 10 placements (BERT-base
-with the attention cores, the FFNs or every other layer on the second device:
-26 / 49 / 13 against 14 / 25 / 8 islands; random placements of BERT-base and
-ResNet-50). Where it differs HETERO splits more (a small attention graph
-with only its softmaxes moved: 5 here, 10 compiled), so the count is a lower
-bound there. Should the split ever leave a cycle, the *stage* groups (same
-device and the same largest number of device changes on a path reaching the
-node), which never have one, stand in. Inactive nodes (Parameters, Results,
-Constants and constant subgraphs) are placed but carry no submodel number.
-
-The legalizer bounds and reports this count (``max_submodels``,
-``Placement.num_submodels``) and the pictures (``viz/placed.py``) draw these
-submodels. The simulator, the cost terms and the MILP price same-device
-islands (:func:`count_islands`; the simulator vectorised over many
-placements, ``costmodel/islands.py``): cheaper, and mostly a lower bound.
+Checked by compiling on the testbed (``benchmarks/bench_submodels.py``; the table and the two placements where
+HETERO splits more, so the count is a lower bound there: docs/architecture.md). Should the split ever leave a
+cycle, the *stage* groups (same device and the same largest number of device changes on a path reaching the
+node), which never have one, stand in. Inactive nodes (Parameters, Results, Constants and constant subgraphs)
+are placed but carry no submodel number. The legalizer bounds this count (``max_submodels``); the simulator,
+the cost terms and the MILP price same-device islands instead (:func:`count_islands`): cheaper, and mostly a
+lower bound.
 """
 
 from __future__ import annotations
