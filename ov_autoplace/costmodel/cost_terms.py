@@ -16,7 +16,7 @@ import numpy as np
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
-from ov_autoplace.placement.submodels import island_sets
+from ov_autoplace.placement.submodels import island_roots
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.costmodel.cost_model import CostModel
 
@@ -109,7 +109,7 @@ class CostTerms:
         return placement.device_indices(self.graph.names, self.cost.devices), placement
 
     def submodels_per_device(self, device: np.ndarray) -> np.ndarray:
-        roots = np.unique(island_sets(self.graph, device, self.active).roots()[self.active])
+        roots = np.unique(island_roots(self.graph, device, self.active)[self.active])
         return np.bincount(np.asarray(device, np.int64)[roots], minlength=self.num_devices)
 
     def breakdown(self, device: np.ndarray) -> dict[str, float]:

@@ -47,7 +47,7 @@ from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.p
     survives_prior_error,
 )
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.verification import (evidence_intact, needs_verification, other_single_devices,
+from ov_autoplace.decision.verification import (devices_timed_alone, evidence_intact, needs_verification,
                                                 plain_placement, provisional_intact, runner_ups, single_device_of,
                                                 verify_placement)
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
@@ -341,11 +341,12 @@ def _devices_to_measure(req: PlacementRequest, decision: Decision, prepared, gra
     """A decoder the prior keeps on the plain call's device: that runs, and the worker times the other devices on
     the generation (per-op costs misjudge a decode step: ``verification.runner_ups``) for the next start."""
     support = _support(req, prepared, graph)
-    others = other_single_devices(graph, req.devices, support, core=req.core)
+    plain = plain_placement(graph, req.devices, support, strategy="hsdag:prior+pending")
+    device = single_device_of(plain)
+    others = devices_timed_alone(graph, req.devices, support, device, core=req.core) if device else []
     if not others:
         return decision
-    plain = plain_placement(graph, req.devices, support, strategy="hsdag:prior+pending")
-    names = ", ".join(single_device_of(p) for p in others)
+    names = ", ".join(others)
     plain.notes.append(f"the prior keeps {req.devices[0]}; {names} to be timed on the generation")
     return dataclasses.replace(decision, pending=True, spawn_worker=True, stored_as=plain,
                                reason=f"{decision.reason}; a decoder: the background worker times {names} against "

@@ -172,9 +172,9 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
     t = t_quantile(1 - (1 - confidence) / max(1, len(alts)), n - 1)
     ratio, upper = {}, {}
     for c, s in alts.items():
-        ratio[c] = float(np.exp(np.median(np.log(s / plain))))
-        upper[c] = max(float(np.exp(d.mean() + t * d.std(ddof=1) / math.sqrt(n)))
-                       for d in (np.log(s / plain), np.log(s / second)))
+        against = (np.log(s / plain), np.log(s / second))
+        ratio[c] = float(np.exp(np.median(against[0])))
+        upper[c] = max(float(np.exp(d.mean() + t * d.std(ddof=1) / math.sqrt(n))) for d in against)
     loaded = other_cores > LOADED_OTHER_CORES  # nan compares False: an OS that does not say is not called loaded
     noisy = spread.get(PLAIN, math.inf) > max_round_cv
     apart = math.exp(abs(float(np.median(np.log(second / plain)))))  # reported: what two compiles of one call differ by
@@ -279,29 +279,43 @@ def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_
         faster = faster_single_device(graph, devices, support, cost, core=core)
         if faster is not None:
             out.append(faster)
-    if generation is not None:  # a device already among them is timed once all the same (single:<device>)
-        out.extend(other_single_devices(graph, devices, support, core=core))
+    if generation is not None:
+        there = {single_device_of(p) for p in out}
+        out.extend(other_single_devices(graph, devices, support, core=core, skip=there))
     return out
 
 
-def other_single_devices(graph, devices: Sequence[str], support: np.ndarray, *, core: Any = None) -> list:
-    """A one-device placement on each device, other than the plain call's (or it under another name, with
-    ``core``), that supports every compute node: what :func:`verify_placement` times as ``single:<device>``."""
+def devices_timed_alone(graph, devices: Sequence[str], support: np.ndarray, plain: str | None, *,
+                        core: Any = None) -> list[str]:
+    """The devices :func:`verify_placement` times as ``single:<device>``: each that supports every compute node,
+    but for the plain call's device ``plain`` (None: a split) and it under another name (``twin_of``, with
+    ``core``: only noise to time)."""
+    devices = tuple(devices)
+    first = {devices[d]: devices[t] for d, t in twin_of(core, devices).items()} if core is not None else {}
+    compute = graph.role == NodeRole.COMPUTE
+    return [device for k, device in enumerate(devices) if support[compute, k].all()
+            and (plain is None or first.get(device, device) != first.get(plain, plain))]
+
+
+def _alone(graph, devices: tuple, support: np.ndarray, device: str, strategy: str):
+    """The legal placement of every node on ``device``."""
+    return legalize(graph, np.full(graph.num_nodes, devices.index(device), dtype=np.int64), devices, support,
+                    max_submodels=None, strategy=strategy)
+
+
+def other_single_devices(graph, devices: Sequence[str], support: np.ndarray, *, core: Any = None,
+                         skip=()) -> list:
+    """A one-device placement on each device :func:`devices_timed_alone` names beside a one-device plain call
+    (none beside a split), but for those in ``skip``."""
     devices = tuple(devices)
     plain = single_device_of(plain_placement(graph, devices, support))
     if plain is None:
         return []
-    first = twin_of(core, devices) if core is not None else {}
-    reference = devices.index(plain)
-    compute = graph.role == NodeRole.COMPUTE
     out = []
-    for d, device in enumerate(devices):
-        if d == reference or first.get(d, d) == first.get(reference, reference) or not support[compute, d].all():
-            continue
-        placement = legalize(graph, np.full(graph.num_nodes, d, dtype=np.int64), devices, support,
-                             max_submodels=None, strategy="single")
-        placement.notes.append(f"{device} alone: measured beside the plain call's {plain} on the generation")
-        out.append(placement)
+    for device in devices_timed_alone(graph, devices, support, plain, core=core):
+        if device not in skip:
+            out.append(_alone(graph, devices, support, device, "single"))
+            out[-1].notes.append(f"{device} alone: measured beside the plain call's {plain} on the generation")
     return out
 
 
@@ -330,8 +344,7 @@ def faster_single_device(graph, devices: Sequence[str], support: np.ndarray, cos
         first = twin_of(core, devices)
         if first.get(best, best) == first.get(reference, reference):
             return None
-    placement = legalize(graph, np.full(graph.num_nodes, best, dtype=np.int64), devices, support, max_submodels=None,
-                         strategy="single")
+    placement = _alone(graph, devices, support, devices[best], "single")
     placement.notes.append(f"{cost.label} predicts {devices[best]} alone {predicted[best]:.2f} ms, the plain call's "
                            f"{plain} {predicted[reference]:.2f} ms: measured beside the candidate")
     return placement
@@ -355,11 +368,6 @@ def _distinct_splits(alternatives: Sequence[Any], devices: tuple, seen: set) -> 
             label += "'"
         out[label] = alt
     return out
-
-
-def _able_devices(graph, placement, support: np.ndarray) -> list[str]:
-    compute = np.array([n in placement.compute_nodes for n in graph.names])
-    return [d for k, d in enumerate(placement.devices) if support[compute, k].all()]
 
 
 def _outputs_sane(compiled, inputs, generation=None) -> bool:
@@ -400,8 +408,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     cand_single = single_device_of(candidate)
 
     def single(device: str, how: str = "verified"):
-        return legalize(graph, np.full(graph.num_nodes, devices.index(device), dtype=np.int64), devices, support,
-                        max_submodels=None, strategy=f"{candidate.strategy}+{how}")
+        return _alone(graph, devices, support, device, f"{candidate.strategy}+{how}")
 
     def compile_split(placement):
         if generation is not None:  # the dynamic model with the placement carried over, as the app gets it
@@ -419,11 +426,9 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     # a single device compiled as compile_decided compiles it (one submodel through the HETERO string); never the
     # plain call's device under another name (the f32 testbed's CPUF beside CPU was kept at x0.967 once: one of the
     # 5 % false wins)
-    first = {devices[d]: devices[t] for d, t in twin_of(core, devices).items()}  # a twin -> the first of its facts
-    for device in _able_devices(graph, candidate, support):
-        if plain_single is None or first.get(device, device) != first.get(plain_single, plain_single):
-            builds[f"single:{device}"] = lambda d=device: compile_on_one_device(core, model, candidate.device_string,
-                                                                                 d, props)
+    for device in devices_timed_alone(graph, devices, support, plain_single, core=core):
+        builds[f"single:{device}"] = lambda d=device: compile_on_one_device(core, model, candidate.device_string, d,
+                                                                             props)
     probe = LoadProbe().start()  # over the compiles and the rounds: what the decision rests on
     compiled = {PLAIN: core.compile_model(model, device_name, props)}
     inputs = random_inputs(compiled[PLAIN]) if generation is None else ()
@@ -540,6 +545,6 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
 
 
 __all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MAX_ROUNDS", "MIN_GAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
-           "evidence_intact", "faster_single_device", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
+           "devices_timed_alone", "evidence_intact", "faster_single_device", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
            "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
            "verify_placement"]

@@ -79,7 +79,8 @@ class _UnionFind:
         return ra
 
 
-def _island_roots(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> np.ndarray:
+def island_roots(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Every node's island root (the lowest member of its :func:`island_sets` component; an inactive node its own)."""
     src, dst = graph.edge_src, graph.edge_dst
     device, active = np.asarray(device), np.asarray(active, bool)
     joined = active[src] & active[dst] & (device[src] == device[dst])
@@ -88,12 +89,12 @@ def _island_roots(graph: GraphArrays, device: np.ndarray, active: np.ndarray) ->
 
 def island_sets(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> _UnionFind:
     """Connected components of active nodes joined by same-device edges (cycles through other devices kept)."""
-    return _UnionFind.from_roots(_island_roots(graph, device, active))
+    return _UnionFind.from_roots(island_roots(graph, device, active))
 
 
 def count_islands(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
     """Same-device islands: a lower bound on the submodels (what the batched simulator counts)."""
-    return int(np.unique(_island_roots(graph, device, active)[np.asarray(active, bool)]).size)
+    return int(np.unique(island_roots(graph, device, active)[np.asarray(active, bool)]).size)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -425,4 +426,4 @@ def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.nd
 
 
 __all__ = ["EdgeLists", "SubmodelPartition", "count_hetero_submodels", "count_islands", "count_joined_parts",
-           "edge_lists", "island_sets", "submodel_partition"]
+           "edge_lists", "island_roots", "island_sets", "submodel_partition"]

@@ -30,7 +30,7 @@ import re
 import numpy as np
 
 from ov_autoplace.graph.arrays import GraphArrays
-from ov_autoplace.placement.submodels import island_sets
+from ov_autoplace.placement.submodels import island_roots
 
 #: Active nodes above which interval moves use fewer, larger units (and pricing smaller batches).
 LARGE_GRAPH = 4096
@@ -140,8 +140,7 @@ def candidate_moves(search, cur: np.ndarray) -> list[tuple[int, np.ndarray]]:
     # island moves
     full = np.zeros(search.graph.num_nodes, np.int64)
     full[search.active] = cur
-    uf = island_sets(search.graph, full, search.terms.active)
-    roots = np.array([uf.find(int(i)) for i in search.active])
+    roots = island_roots(search.graph, full, search.terms.active)[search.active]
     for root in np.unique(roots):
         members = np.flatnonzero(roots == root)
         for t in range(num_devices):

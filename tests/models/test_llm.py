@@ -45,12 +45,10 @@ def _same_generation(core, compiled, model):
 
 
 def _no_fallback(caplog):
-    """No WARNING of a fallback or a failure. A background verification that abstained (a machine too noisy to
-    decide keeps the plain call's placement, and the worker tries again) is reported as a failed try, but is no
-    fallback: the app runs what the plain call runs."""
+    """No WARNING of a fallback or a failure (a background verification that abstained, on a machine too noisy to
+    decide, is an INFO line: the app runs what the plain call runs, and the worker tries again)."""
     fallbacks = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
-                 and r.name.startswith("ov_autoplace") and ("fall" in r.getMessage() or "failed" in r.getMessage())
-                 and "verification abstained" not in r.getMessage()]
+                 and r.name.startswith("ov_autoplace") and ("fall" in r.getMessage() or "failed" in r.getMessage())]
     assert not fallbacks, fallbacks
 
 
