@@ -18,10 +18,11 @@ free_gb() {
 }
 
 # A new venv takes ~6 GB (torch with its CUDA wheels, from the zoo/train extras) and the test suite's wheel
-# test builds a second one while it runs. pip's "No space left on device" halfway through an install says
-# none of that, so say it first: too little space for the venv fails here, little for the tests warns.
+# test builds a second one of ~1 GB while it runs (torch linked from this one). pip's "No space left on device"
+# halfway through an install says none of that, so say it first: too little space for the venv fails here,
+# little for the tests warns.
 check_disk() {
-  local free need_venv=8 need_tests=14
+  local free need_venv=8 need_tests=10
   free="$(free_gb "$VENV")"
   if [ ! -x "$VENV/bin/python" ] && [ "$free" -lt "$need_venv" ]; then
     echo "run.sh: ${free} GB free where the venv goes ($VENV); a new venv needs about ${need_venv} GB." >&2
@@ -30,7 +31,7 @@ check_disk() {
     exit 1
   fi
   if [ "$free" -lt "$need_tests" ]; then
-    echo "run.sh: warning: ${free} GB free; the tests' wheel-install test needs about 6 GB more while it runs." >&2
+    echo "run.sh: warning: ${free} GB free; the tests' wheel-install test and the zoo need about 2 GB more." >&2
   fi
 }
 

@@ -23,6 +23,7 @@ then the lab wheel, for the commands that need it (``show``, ``bench``).
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -43,7 +44,7 @@ from tools.wheels import OPENVINO_PLATFORM, RUNTIME_WHEEL_MAX_BYTES, repair, wit
 REPO = Path(__file__).resolve().parents[1]
 
 # Under run.sh's ``-n 2 --dist loadfile`` this whole file runs in one worker, so the module fixtures (the wheel, the
-# ~6 GB venv) are built once per run; ``--dist load`` would build them in each worker that gets one of its tests.
+# venv) are built once per run; ``--dist load`` would build them in each worker that gets one of its tests.
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not zoo_available(), reason="needs the zoo IRs (built with the zoo extra)")]
 
@@ -182,8 +183,9 @@ def runtime_only(tmp_path_factory, built_wheel):
     ov.save_model(sg.residual(), work / "residual.xml")
     ov.save_model(sg.dynamic_attention(), work / "dynamic_attention.xml")
     yield bin_dir, env, work
-    # The venv holds torch and its CUDA wheels (~6 GB). CI runs on a machine that later sessions and runs get
-    # back: a run that filled its disk failed in pip with "No space left on device". Remove it whatever happened -
+    # The venv holds ~0.7 GB of its own (torch and the CUDA wheels are links, ``installed``). CI runs on a machine
+    # that later sessions and runs get back: a run that filled its disk failed in pip with "No space left on
+    # device". Remove it whatever happened -
     # out of the run's way: renamed at once (nothing can use it after), deleted by a detached, lowest-priority
     # rm (the deletion took ~1 min of the slow tier when the run waited for it).
     _remove_in_background(root)
@@ -242,13 +244,64 @@ def test_the_runtime_alone_imports_places_and_names_the_lab_for_what_it_lacks(ru
         assert "Traceback" not in done.stderr
 
 
+#: A distribution of torch's requirements this large is linked from the checkout's venv, not installed again.
+LINKED_MIN_BYTES = 20 * 2**20
+
+
+def _torch_and_its_large_requirements() -> list[importlib.metadata.Distribution]:
+    """torch and the requirements (extras followed) it pulls of at least :data:`LINKED_MIN_BYTES`, as installed in the
+    venv running the tests: torch, triton and the CUDA wheels, ~5.5 GB of the ~6 GB the lab's extras install."""
+    from packaging.requirements import Requirement
+
+    found, todo = {}, [("torch", frozenset())]
+    while todo:
+        name, extras = todo.pop()
+        key = (name.lower().replace("_", "-"), extras)
+        if key in found:
+            continue
+        found[key] = dist = importlib.metadata.distribution(name)
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras | {""}):
+                todo.append((req.name, frozenset(req.extras)))
+    unique = {d.metadata["Name"].lower(): d for d in found.values()}
+    return [d for d in unique.values() if sum(f.size or 0 for f in d.files or []) >= LINKED_MIN_BYTES]
+
+
+def _link_distribution(dist: importlib.metadata.Distribution, site_packages: Path) -> None:
+    """Each file of ``dist`` (RECORD) linked into ``site_packages`` in real directories, so pip writing beside them
+    never writes into the checkout's venv: a hard link, or a symbolic one across filesystems. Scripts (``../bin``)
+    are left out: they name the other venv's interpreter."""
+    root = Path(dist.locate_file(""))
+    for file in dist.files or []:
+        if str(file).startswith(".."):
+            continue
+        source, target = root / file, site_packages / file
+        if not source.is_file() or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            os.symlink(source, target)
+
+
 @pytest.fixture(scope="module")
 def installed(runtime_only, built_wheel, built_lab_wheel):
     """The runtime-only venv with the lab wheel added (and the extras ``bench --quick`` needs: torch, scipy,
-    matplotlib; pip takes torch from the machine's local files)."""
+    matplotlib).
+
+    torch, triton and the CUDA wheels are the files the checkout's venv installed from the same wheels (pip takes
+    torch from the machine's local files), linked into this venv before pip runs, so pip finds ``torch==2.14.1``
+    satisfied: a second ~5.5 GB copy filled a CI machine's disk ("No space left on device"). pip resolves
+    and installs everything else the two wheels ask for."""
     for name in zoo.ZOO:
         zoo.build(name)  # reused when already built (CI builds them in run.sh's main job or the zoo tests)
     bin_dir, env, work = runtime_only
+    site_packages = Path(_run([bin_dir / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                              cwd=work, env=env).strip())
+    for dist in _torch_and_its_large_requirements():
+        _link_distribution(dist, site_packages)
     _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-compile", f"{built_wheel}[optimum]",
           f"{built_lab_wheel}[train,pictures]"], cwd=work, env=env)
     return bin_dir, env, work
@@ -256,9 +309,9 @@ def installed(runtime_only, built_wheel, built_lab_wheel):
 
 def test_installed_package_is_the_wheel_not_the_checkout(installed):
     bin_dir, env, work = installed
-    where = _run([bin_dir / "python", "-c", "import ov_autoplace, ov_autoplace_lab.models as m; "
-                                           "print(ov_autoplace.__file__, m.__file__)"], cwd=work, env=env)
-    assert where.count(str(bin_dir.parent)) == 2 and str(REPO) not in where
+    where = _run([bin_dir / "python", "-c", "import ov_autoplace, ov_autoplace_lab.models as m, torch; "
+                                           "print(ov_autoplace.__file__, m.__file__, torch.__file__)"], cwd=work, env=env)
+    assert where.count(str(bin_dir.parent)) == 3 and str(REPO) not in where
 
 
 def test_installed_wheel_compiles_like_core_compile_model(installed):

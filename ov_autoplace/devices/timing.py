@@ -204,15 +204,17 @@ DECODE_WINDOW = 4
 
 
 def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int], *, repeats: int = 1,
-                    seed: int = 0, request: ov.InferRequest | None = None) -> tuple[float, tuple[float, ...]]:
-    """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens and of a decode step at each of ``pasts``
-    (ascending, the last one the generation's last step), over ``repeats`` generations from ``reset_state``.
-    A point's sample is the mean of :data:`DECODE_WINDOW` consecutive steps from it (a window kept inside the
-    decode steps); the state is brought from one window to the next by an untimed chunk of the tokens between, as
-    a chunked prefill feeds it (docs/llm.md, "The LLM objective"). Only ``infer()`` is timed."""
+                    seed: int = 0, request: ov.InferRequest | None = None) -> tuple[float, tuple[float, ...], float]:
+    """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens, of a decode step at each of ``pasts``
+    (ascending, the last one the generation's last step) and of the first step after the prefill, over ``repeats``
+    generations from ``reset_state``. A point's sample is the mean of :data:`DECODE_WINDOW` consecutive steps from
+    it (inside the decode steps, after the first); the state is brought from one window to the next by an untimed
+    chunk of the tokens between, as a chunked prefill feeds it, and one untimed step: a plugin's first one-token
+    step after a longer one pays for the change of shape (~2x), which a generation pays once, after its prefill
+    (docs/llm.md, "The LLM objective"). Only ``infer()`` is timed."""
     request = request if request is not None else compiled.create_infer_request()
     rng, vocabulary = np.random.default_rng(seed), vocabulary_size(compiled)
-    prefill, decode = [], [[] for _ in pasts]
+    prefill, first, decode = [], [], [[] for _ in pasts]
 
     def timed(past: int, tokens: int) -> float:
         set_step(request, past, tokens, rng, vocabulary)
@@ -223,19 +225,25 @@ def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int
     for _ in range(repeats):
         request.reset_state()
         prefill.append(timed(0, prompt))
-        length = prompt
+        first.append(timed(prompt, 1) if pasts else float("nan"))
+        length = prompt + 1
         for k, past in enumerate(pasts):
-            start = max(prompt, min(past, pasts[-1] - DECODE_WINDOW + 1))
+            start = max(prompt + 1, min(past, pasts[-1] - DECODE_WINDOW + 1))
+            window = range(start, min(start + DECODE_WINDOW, pasts[-1] + 1))
+            if not window:  # one decode step in all: the first
+                decode[k].append(first[-1])
+                continue
             if start < length:  # windows overlap (a short generation): from a fresh state
                 request.reset_state()
                 length = 0
-            if start > length:
-                set_step(request, length, start - length, rng, vocabulary)
-                request.infer()
-            window = range(start, min(start + DECODE_WINDOW, pasts[-1] + 1))
+            for tokens in (start - 1 - length, 1) if start > length else ():
+                if tokens > 0:
+                    set_step(request, length, tokens, rng, vocabulary)
+                    request.infer()
+                    length += tokens
             decode[k].append(float(np.mean([timed(p, 1) for p in window])))
             length = window[-1] + 1
-    return float(np.median(prefill)), tuple(float(np.median(d)) for d in decode)
+    return float(np.median(prefill)), tuple(float(np.median(d)) for d in decode), float(np.median(first))
 
 
 def round_order(labels: Sequence[str], r: int) -> list[str]:

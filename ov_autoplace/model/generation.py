@@ -50,14 +50,17 @@ def decode_weights(gen: Generation) -> np.ndarray:
     return np.array([np.interp(every, pasts, row).sum() for row in np.eye(len(pasts))])
 
 
-def generation_ms(gen: Generation, prefill_ms: float, decode_ms: Sequence[float]) -> float:
-    """The objective: a generation's time (ms) from its prefill and the decode steps at :func:`decode_pasts`."""
-    return float(prefill_ms + decode_weights(gen) @ np.asarray(decode_ms, dtype=np.float64))
+def generation_ms(gen: Generation, prefill_ms: float, decode_ms: Sequence[float], first_ms: float | None = None) -> float:
+    """The objective: a generation's time (ms) from its prefill and the decode steps at :func:`decode_pasts`; a
+    measured ``first_ms`` (the first step, after the prefill) stands for that step."""
+    total = float(prefill_ms + decode_weights(gen) @ np.asarray(decode_ms, dtype=np.float64))
+    return total + first_ms - decode_ms[0] if first_ms is not None and len(decode_ms) else total
 
 
-def generation_parts(gen: Generation, prefill_ms: float, decode_ms: Sequence[float]) -> dict[str, float]:
+def generation_parts(gen: Generation, prefill_ms: float, decode_ms: Sequence[float],
+                     first_ms: float | None = None) -> dict[str, float]:
     """The objective and what an app feels of it: time to first token, mean per-token latency (nan for one token)."""
-    total = generation_ms(gen, prefill_ms, decode_ms)
+    total = generation_ms(gen, prefill_ms, decode_ms, first_ms)
     steps = gen.new_tokens - 1
     return {"generation_ms": total, "ttft_ms": float(prefill_ms),
             "per_token_ms": (total - prefill_ms) / steps if steps else float("nan")}
