@@ -32,8 +32,10 @@ def test_the_measurable_decode_clone_runs_the_decode_step_of_the_stateful_model(
     """Fed the state a prefill left (each variable's value under its ReadValue's name), the stateless clone gives
     the stateful model's logits for the next token, and each former Assign's Result is the new state."""
     core = ov.Core()
+    # f32 stated: on a CPU with bf16 the plugin computes, and keeps the state, in bf16 by default (~3e-3 apart)
+    f32 = {"INFERENCE_PRECISION_HINT": "f32"}
     model = llm_like(layers=LAYERS, hidden=HIDDEN, positions=None)
-    request = core.compile_model(model, "CPU").create_infer_request()
+    request = core.compile_model(model, "CPU", f32).create_infer_request()
     request.reset_state()
     request.infer(_feed([3, 1, 4, 1, 5, 9], 0))
     past = {s.name: np.array(s.state.data) for s in request.query_state()}
@@ -44,7 +46,7 @@ def test_the_measurable_decode_clone_runs_the_decode_step_of_the_stateful_model(
     assert not clone.get_variables() and not clone.get_sinks(), "stateless: nothing for the plugin to keep"
     readers = {op.get_friendly_name(): op for op in model.get_ops() if op.get_type_name() == "ReadValue"}
     assigns = {op.get_friendly_name(): op.get_variable_id() for op in model.get_ops() if op.get_type_name() == "Assign"}
-    compiled = core.compile_model(clone, "CPU")
+    compiled = core.compile_model(clone, "CPU", f32)
     feed = _feed([2], PROMPT)
     for port in compiled.inputs:
         name = port.get_node().get_friendly_name()
