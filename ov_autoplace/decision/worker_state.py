@@ -13,12 +13,12 @@ from typing import Any, Mapping
 
 from ov_autoplace.model.loading import DAMAGED_FILE_ERRORS
 from ov_autoplace.decision.worker_files import lock_pid, pid_alive, read_failure, worker_digest, worker_files
-from ov_autoplace.decision.verification import evidence_intact
+from ov_autoplace.decision.verification import evidence_intact, provisional_intact
 from ov_autoplace.placement.assignment import Placement
 
 
 def model_state(root: str | os.PathLike, key: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
-    """pending / failed (reason) / verified / profiled / prior, for one placement-cache entry."""
+    """pending / failed (reason) / verified / provisional / profiled / prior, for one placement-cache entry."""
     files = worker_files(root, worker_digest(key))
     pid = lock_pid(files["lock"]) if os.path.lexists(files["lock"]) else 0
     if pid and pid_alive(pid):
@@ -34,6 +34,8 @@ def model_state(root: str | os.PathLike, key: Mapping[str, Any], payload: Mappin
     evidence = placement.verification or {}
     if evidence_intact(placement):
         return f"verified ({evidence.get('decision')}: {evidence.get('chosen')})"
+    if provisional_intact(placement):
+        return f"provisional ({evidence.get('chosen')} won on a loaded machine; verified again once it is quiet)"
     if evidence.get("decision") == "abstained":
         return f"pending (the last verification abstained: {evidence.get('reason')})"
     if evidence:

@@ -159,8 +159,8 @@ def test_the_worker_verifies_a_deviation_and_cache_list_shows_the_state(distinct
     out = capsys.readouterr().out
     stored = json.loads(PlacementCache(tmp_path).entries()[0].read_text())["payload"]
     assert stored["verification"]["rule"] and stored["verification"]["median_ms"], "the evidence is stored"
-    if reason is None:
-        assert "state: verified (" in out, out
+    if reason is None:  # a win on a loaded machine (CI's) is stored as provisional
+        assert "state: verified (" in out or "state: provisional (" in out, out
     else:
         assert reason.startswith("verification abstained") and "state: pending (the last verification abstained" in out
 

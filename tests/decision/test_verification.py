@@ -424,6 +424,23 @@ def test_a_provisional_win_is_sealed_but_no_verdict():
     assert evidence_intact(placement) and not provisional_intact(placement), "a quiet verdict is not provisional"
 
 
+def test_cache_list_names_a_provisional_win_as_provisional_not_as_edited_evidence(tmp_path):
+    """``ov-autoplace cache list`` reads the stored evidence: a win sealed under load is "provisional" (it read
+    "evidence edited or of another rule" on a CI machine whose load made the worker's win provisional)."""
+    from ov_autoplace.decision.worker_state import model_state
+
+    graph = extract_graph(prepare_model(sg.residual()))
+    placement = plain_placement(graph, ("CPU", "CPUF"), np.ones((graph.num_nodes, 2), dtype=bool))
+    key = {"model": "m"}
+    placement.verification = seal(decide(_rounds(np.random.default_rng(3), 10.0, 6.0, 0.01), other_cores=1.2),
+                                  placement)
+    assert model_state(tmp_path, key, placement.to_dict()).startswith("provisional (candidate won on a loaded")
+    placement.verification = seal(decide(_rounds(np.random.default_rng(3), 10.0, 6.0, 0.01)), placement)
+    assert model_state(tmp_path, key, placement.to_dict()) == "verified (kept: candidate)"
+    placement.verification = dict(placement.verification, ratio={"candidate": 0.1})
+    assert model_state(tmp_path, key, placement.to_dict()).startswith("evidence edited")
+
+
 def test_plain_placement_is_heteros_own_affinity(testbed):
     prepared = prepare_model(sg.residual())
     graph = extract_graph(prepared)
