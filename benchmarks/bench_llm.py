@@ -7,8 +7,8 @@
 
 Run in the LLM venv (``source env-llm.sh``, docs/llm.md). For each family, it exports a 4-layer random-weight
 decoder with optimum-intel (tests/llm_models.py; reused from ``--dir``) and, for each condition, on the testbed's
-``HETERO:CPU,CPUS`` (the CPU plugin on all cores and on one thread: two devices the prior and the measurements tell
-apart; ``tests/testbeds.distinct_devices``):
+two devices that differ (``tests/testbeds.distinct_devices``): ``HETERO:CPU,CPUF`` (bf16 and f32) where the CPU has
+bf16, else ``HETERO:CPU,CPUS`` (the CPU plugin on all cores and on one thread):
 
 * compiles the plain call ``core.compile_model(model, "HETERO:CPU,CPUS")``, each single device, and
   ``ov_autoplace.compile_model`` by every path with ``generation=(max prompt, --new)``, each in a cache of its own:
@@ -16,8 +16,8 @@ apart; ``tests/testbeds.distinct_devices``):
   ``profile="now"``, ``profile="background"`` then the next start (after the worker stored its placement), ``strategy="heft"``, ``"hsdag_local_search"``, ``search_budget=`` (the lab), and the pinned pipeline
   split (layers 2-3 on CPUS);
 * checks each against the plain call at every prompt length over ``--new`` greedy steps: teacher-forced logits
-  within 1 % of the logits' scale at every step, and the same greedy tokens (CPU and CPUS are both f32: like for
-  like);
+  within 1 % of the logits' scale at every step, and whether the greedy tokens are the same (CPU and CPUS are both
+  f32: like for like, the same tokens; bf16 against f32 may flip a near-tie of random weights);
 * times them in ``--rounds`` paired rounds, every contender once per round in a rotated order, at every prompt
   length: ``reset_state``, a prefill (time to first token), then ``--new - 1`` greedy decode steps (per-token
   latency: their mean). Ratios are per round, against the plain call and against the best single device (the one

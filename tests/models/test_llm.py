@@ -33,15 +33,20 @@ def tiny_llms(tmp_path_factory):
 
 
 def _same_generation(core, compiled, model):
-    """Teacher-forced logits within f32 precision of the plain compile's at every step, and the same tokens."""
+    """Teacher-forced logits within 1 % of the logits' scale of the plain compile's at every step; the same greedy
+    tokens where every device computes as the plain compile's ``CPU`` does (like for like: on a CPU with bf16 the
+    testbed's CPU is bf16 and CPUF f32, and a rounding flips a near-tie of random weights without any error)."""
     plain = core.compile_model(model, "CPU")
+    precision = {d: core.get_property(d, "INFERENCE_PRECISION_HINT") for d in compiled.get_property("EXECUTION_DEVICES")}
+    like_for_like = set(precision.values()) == {core.get_property("CPU", "INFERENCE_PRECISION_HINT")}
     for prompt in PROMPTS:
         tokens, reference = generate(plain, prompt, STEPS)
         forced_tokens, forced = generate(compiled, prompt, STEPS, teacher=tokens)
         for step, (got, want) in enumerate(zip(forced, reference)):
             scale = float(np.abs(want).max())
             assert np.abs(got - want).max() <= 1e-2 * scale, f"prompt of {len(prompt)}, step {step}"
-        assert generate(compiled, prompt, STEPS)[0] == tokens
+        if like_for_like:
+            assert generate(compiled, prompt, STEPS)[0] == tokens, precision
 
 
 def _no_fallback(caplog):
@@ -53,8 +58,9 @@ def _no_fallback(caplog):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_pipeline_split_compiles_runs_and_generates_as_the_plain_compile(family, tiny_llms, testbed, tmp_path,
+def test_a_pipeline_split_compiles_runs_and_generates_as_the_plain_compile(family, tiny_llms, f32_testbed, tmp_path,
                                                                           caplog):
+    testbed = f32_testbed  # like for like: the split generates the plain compile's tokens
     core, second = testbed.core, testbed.devices[1]
     model = core.read_model(tiny_llms[family] / "openvino_model.xml")
     pins = {pattern: second for pattern in PIPELINE_PINS}
@@ -165,13 +171,16 @@ def test_the_default_path_times_the_other_device_on_the_generation_for_the_next_
 
 @pytest.mark.parametrize("pins", [None, PIPELINE_PINS], ids=["default", "pipeline_split"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, testbed, tmp_path):
-    """The connection docs/llm.md gives: ``from_pretrained(..., compile=False)``, then the placed request."""
+def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, f32_testbed, tmp_path):
+    """The connection docs/llm.md gives: ``from_pretrained(..., compile=False)``, then the placed request; on the
+    like-for-like testbed, so ``generate()``'s tokens are the plain compile's."""
+    testbed = f32_testbed
     import torch
     from optimum.intel import OVModelForCausalLM
 
     directory = tiny_llms[family]
-    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU")
+    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU",
+                                                   ov_config={"INFERENCE_PRECISION_HINT": "f32"})
     placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
     pins = {pattern: testbed.devices[1] for pattern in pins} if pins else None
     compiled = ov_autoplace.compile_model(placed.model, testbed.hetero, core=testbed.core, pins=pins,
