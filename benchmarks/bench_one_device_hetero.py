@@ -16,6 +16,11 @@ cost of handing back a HETERO compiled model instead of the device's own.
 
     python benchmarks/bench_one_device_hetero.py [--rounds 15] [--blob-rounds 11]
         [--markdown docs/bench/one_device_hetero.md]
+
+With ``--decoder openvino_model.xml`` (a stateful decoder, e.g. optimum-intel's export: ``tests/llm_models.py``) it
+times that model's generation instead, the same four ways (``verification.time_rounds`` on a
+``Generation(--prompt, --new)``), and replaces only the page's decoder section: per-token latency, the first step
+after the prefill and time to first token of each, and the per-round per-token ratio against the device alone.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from ov_autoplace.compile.placed_compile import compile_on_one_device  # noqa: E
 from ov_autoplace.decision.verification import time_rounds  # noqa: E402
 from ov_autoplace.devices.testbed import shared_testbed  # noqa: E402
 from ov_autoplace.devices.timing import random_inputs  # noqa: E402
+from ov_autoplace.model.generation import Generation  # noqa: E402
 from tests import synthetic_graphs as sg  # noqa: E402
 
 MODELS = {"residual": lambda: sg.residual(blocks=4, channels=32, size=56),
@@ -125,15 +131,61 @@ def markdown(rows: list[dict], command: str) -> str:
     return "\n".join(out) + "\n"
 
 
+DECODER_HEADING = "## A stateful decoder: per-token latency"
+
+
+def measure_decoder(xml: Path, rounds: int, generation: Generation) -> dict:
+    """The decoder compiled the four ways, its generations timed in paired rounds: per-round parts per contender."""
+    tb = shared_testbed(True)
+    model = tb.core.read_model(xml)
+    compiled = {"alone": tb.core.compile_model(model, "CPU"), "plain": tb.core.compile_model(model, tb.hetero),
+                "CPUF alone": tb.core.compile_model(model, "CPUF"),
+                "affinity": compile_on_one_device(tb.core, model, tb.hetero, "CPUF")}
+    parts: dict = {}
+    time_rounds(compiled, [], rounds=rounds, min_rounds=rounds, iterations=4, budget_s=1e9, generation=generation,
+                parts=parts)
+    return parts
+
+
+def decoder_markdown(xml: Path, parts: dict, generation: Generation, command: str) -> str:
+    med = {k: {q: statistics.median(p[q] for p in v) for q in ("per_token_ms", "ttft_ms")} for k, v in parts.items()}
+    out = [f"{DECODER_HEADING} ({datetime.date.today()}, measured)", "",
+           f"`{command}`: `{xml.name}` from `{xml.parent.name}`, generations of {generation.prompt_tokens} + "
+           f"{generation.new_tokens} tokens, {len(parts['alone'])} paired rounds (each a median of 2 generations, "
+           "`devices/timing.time_generation`); per-round per-token ratio against the device alone median [min, max].",
+           "", "| contender | per token ms | ratio to the device alone | time to first token ms |", "|---|---|---|---|"]
+    for label, against in (("alone", None), ("plain", "alone"), ("CPUF alone", None), ("affinity", "CPUF alone")):
+        cell = ""
+        if against:
+            r = [a["per_token_ms"] / b["per_token_ms"] for a, b in zip(parts[label], parts[against])]
+            cell = f"{statistics.median(r):.3f} [{min(r):.3f}, {max(r):.3f}]"
+        out.append(f"| {label} | {med[label]['per_token_ms']:.4f} | {cell} | {med[label]['ttft_ms']:.3f} |")
+    return "\n".join(out) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--blob-rounds", type=int, default=11)
     parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--decoder", type=Path, help="a stateful decoder's XML: time its generation instead")
+    parser.add_argument("--prompt", type=int, default=128)
+    parser.add_argument("--new", type=int, default=32)
     args = parser.parse_args()
+    command = "python benchmarks/bench_one_device_hetero.py " + " ".join(sys.argv[1:])
+    if args.decoder:
+        generation = Generation(args.prompt, args.new)
+        text = decoder_markdown(args.decoder, measure_decoder(args.decoder, args.rounds, generation), generation,
+                                command)
+        print(text)
+        if args.markdown:  # replaces the decoder section only
+            page = args.markdown.read_text() if args.markdown.exists() else ""
+            kept = page.split(DECODER_HEADING)[0].rstrip("\n")
+            args.markdown.write_text((kept + "\n\n" if kept else "") + text)
+        return 0
     rows = measure(args.rounds, args.iterations, args.blob_rounds)
-    text = markdown(rows, "python benchmarks/bench_one_device_hetero.py " + " ".join(sys.argv[1:]))
+    text = markdown(rows, command)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
