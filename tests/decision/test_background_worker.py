@@ -122,13 +122,19 @@ def test_worker_on_the_testbed_stores_a_placement_for_the_next_start(distinct_te
     (log,) = (tmp_path / "workers").glob("*/worker.log")
     text = log.read_text()
     assert "stored the" in text and "not measuring" not in text and "<unsupported>" not in text, text[-3000:]
-    assert not list((tmp_path / "workers").glob("*/failure.json"))
+    # No failure. A verification that abstained (a machine too loaded or noisy to decide, as CI's under -n 2 on a
+    # CPU with bf16, where the two devices differ) is recorded as a try, and the next start tries once more.
+    records = [json.loads(p.read_text()) for p in (tmp_path / "workers").glob("*/failure.json")]
+    assert all(r.get("abstained") is True for r in records), records
     assert not list((tmp_path / "workers").glob("*/model.xml")), "the worker removes its model copy"
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         oa.compile_model(model, testbed.hetero, core=testbed.core, cache_dir=tmp_path, profile="background")
     assert _source(caplog).startswith("cache (profile")
-    assert "background profiling started" not in caplog.text
+    if not records:
+        assert "background profiling started" not in caplog.text
+    _join_spawner()
+    _wait_for_workers(tmp_path)
 
 
 @pytest.mark.slow
