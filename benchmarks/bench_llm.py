@@ -122,9 +122,9 @@ def wait_for_worker(cache: Path, timeout: float = 900.0) -> str:
 
 
 def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int], budget: int, log: _Log,
-                     caches: list[Path]):
+                     root: Path):
     """label -> (compiled model, how it was made, seconds to place); each path in a cache directory of its own
-    (appended to ``caches``, which the caller removes once it has timed them).
+    under ``root`` (which the caller removes once it has timed them).
     A "next start" path compiles again once the background worker its first start spawned stored its placement;
     any other path's worker is waited for too (unused), so no worker runs while the others place or are timed."""
     paths = {"default path": {}, "default path, next start": {}, "profile=now": {"profile": "now"},
@@ -134,8 +134,7 @@ def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int]
              "pipeline split": {"pins": {"*layers.2.*": second, "*layers.3.*": second}}}
     out = {}
     for label, kwargs in paths.items():
-        cache = Path(tempfile.mkdtemp(prefix="bench_llm_"))
-        caches.append(cache)
+        cache = Path(tempfile.mkdtemp(dir=root))
         t0 = time.perf_counter()
         try:
             compiled = ov_autoplace.compile_model(model, hetero, core=core, cache_dir=cache, generation=gen, **kwargs)
@@ -213,14 +212,13 @@ def run_condition(core, devices, family: str, model, condition: str, args) -> st
         for device in devices:
             made[f"{device} alone"] = (core.compile_model(model, device), f"`core.compile_model(model, \"{device}\")`",
                                        0.0)
-        caches: list[Path] = []
-        made |= place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log, caches)
+        root = Path(tempfile.mkdtemp(prefix="bench_llm_"))
+        made |= place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log, root)
         checks = {label: check_generations(made["plain call"][0], compiled, args.prompts, args.new, vocabulary)
                   for label, (compiled, *_) in made.items() if label != "plain call"}
         load_timing = load_average()
         times = time_contenders(made, args.prompts, args.new, args.rounds, vocabulary)
-    for cache in caches:  # every worker was waited for; the compiled models are in memory
-        shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(root, ignore_errors=True)  # every worker was waited for; the compiled models are in memory
     logging.getLogger("ov_autoplace").removeHandler(log)
     minutes = (time.perf_counter() - t0) / 60
     singles = [f"{d} alone" for d in devices]

@@ -19,8 +19,8 @@ cost of handing back a HETERO compiled model instead of the device's own.
 
 With ``--decoder openvino_model.xml`` (a stateful decoder, e.g. optimum-intel's export: ``tests/llm_models.py``) it
 times that model's generation instead, the same four ways (``verification.time_rounds`` on a
-``Generation(--prompt, --new)``), and replaces only the page's decoder section: per-token latency, the first step
-after the prefill and time to first token of each, and the per-round per-token ratio against the device alone.
+``Generation(--prompt, --new)``), and replaces only the page's decoder section: per-token latency and time to
+first token of each, and the per-round per-token ratio against the device alone.
 """
 
 from __future__ import annotations
@@ -78,6 +78,14 @@ def _spread(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(values), min(values), max(values)
 
 
+def four_ways(tb, model) -> dict:
+    """label -> a call compiling ``model`` that way on the testbed ``tb`` (the module doc's four)."""
+    return {"alone": lambda: tb.core.compile_model(model, "CPU"),
+            "plain": lambda: tb.core.compile_model(model, tb.hetero),
+            "CPUF alone": lambda: tb.core.compile_model(model, "CPUF"),
+            "affinity": lambda: compile_on_one_device(tb.core, model, tb.hetero, "CPUF")}
+
+
 def measure(rounds: int, iterations: int, blob_rounds: int) -> list[dict]:
     tb = shared_testbed(True)  # both devices f32: CPUF alone is what the affinity contender runs
     rows = []
@@ -85,10 +93,7 @@ def measure(rounds: int, iterations: int, blob_rounds: int) -> list[dict]:
         model = build()
         started = {}
         compiled = {}
-        for label, make in (("alone", lambda: tb.core.compile_model(model, "CPU")),
-                            ("plain", lambda: tb.core.compile_model(model, tb.hetero)),
-                            ("CPUF alone", lambda: tb.core.compile_model(model, "CPUF")),
-                            ("affinity", lambda: compile_on_one_device(tb.core, model, tb.hetero, "CPUF"))):
+        for label, make in four_ways(tb, model).items():
             t = time.perf_counter()
             compiled[label] = make()
             started[label] = 1e3 * (time.perf_counter() - t)
@@ -138,9 +143,7 @@ def measure_decoder(xml: Path, rounds: int, generation: Generation) -> dict:
     """The decoder compiled the four ways, its generations timed in paired rounds: per-round parts per contender."""
     tb = shared_testbed(True)
     model = tb.core.read_model(xml)
-    compiled = {"alone": tb.core.compile_model(model, "CPU"), "plain": tb.core.compile_model(model, tb.hetero),
-                "CPUF alone": tb.core.compile_model(model, "CPUF"),
-                "affinity": compile_on_one_device(tb.core, model, tb.hetero, "CPUF")}
+    compiled = {label: make() for label, make in four_ways(tb, model).items()}
     parts: dict = {}
     time_rounds(compiled, [], rounds=rounds, min_rounds=rounds, iterations=4, budget_s=1e9, generation=generation,
                 parts=parts)

@@ -236,11 +236,12 @@ def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int
             if start < length:  # windows overlap (a short generation): from a fresh state
                 request.reset_state()
                 length = 0
-            for tokens in (start - 1 - length, 1) if start > length else ():
-                if tokens > 0:
-                    set_step(request, length, tokens, rng, vocabulary)
-                    request.infer()
-                    length += tokens
+            if start - 1 > length:  # the tokens between, as one chunk
+                set_step(request, length, start - 1 - length, rng, vocabulary)
+                request.infer()
+            if start > length:  # one untimed one-token step: the window starts after the change of shape
+                set_step(request, start - 1, 1, rng, vocabulary)
+                request.infer()
             decode[k].append(float(np.mean([timed(p, 1) for p in window])))
             length = window[-1] + 1
     return float(np.median(prefill)), tuple(float(np.median(d)) for d in decode), float(np.median(first))

@@ -124,7 +124,7 @@ def test_worker_on_the_testbed_stores_a_placement_for_the_next_start(distinct_te
     assert "stored the" in text and "not measuring" not in text and "<unsupported>" not in text, text[-3000:]
     # No failure. A verification that abstained (a machine too loaded or noisy to decide, as CI's under -n 2 on a
     # CPU with bf16, where the two devices differ) is recorded as a try, and the next start tries once more.
-    records = [json.loads(p.read_text()) for p in (tmp_path / "workers").glob("*/failure.json")]
+    records = [read_failure(p) for p in (tmp_path / "workers").glob("*/failure.json")]
     assert all(r.get("abstained") is True for r in records), records
     assert not list((tmp_path / "workers").glob("*/model.xml")), "the worker removes its model copy"
     caplog.clear()
