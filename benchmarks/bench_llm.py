@@ -1,12 +1,14 @@
 """Every placing path on stateful decoders: correct generations, and time to first token / per-token latency of what
 ``compile_model`` returns against the plain call and each single device, on a quiet machine and with a core busy.
 
-    python benchmarks/bench_llm.py [--families llama,qwen2] [--conditions quiet,busy] [--prompts 16,128] [--new 32]
-                                   [--rounds 9] [--search-budget 4] [--dir /tmp/llm] [--write docs/bench/llm.md]
-                                   [--note "shared with 3 other sessions"]
+    python benchmarks/bench_llm.py [--families llama,qwen2] [--size tiny] [--reverse] [--conditions quiet,busy]
+                                   [--prompts 16,128] [--new 32] [--rounds 9] [--search-budget 4] [--dir /tmp/llm]
+                                   [--write docs/bench/llm.md] [--note "shared with 3 other sessions"]
 
-Run in the LLM venv (``source env-llm.sh``, docs/llm.md). For each family, it exports a 4-layer random-weight
-decoder with optimum-intel (tests/llm_models.py; reused from ``--dir``) and, for each condition, on the testbed's
+Run in the LLM venv (``source env-llm.sh``, docs/llm.md). For each family, it exports a random-weight decoder of
+``--size`` with optimum-intel (``tests/llm_models.SIZES``: ``tiny``, 4 layers of hidden 64, a decode step of ~0.5 ms
+where HETERO's per-infer cost and the scheduler's jitter weigh; ``small``, 8 layers of hidden 512, ~42 M parameters;
+reused from ``--dir``) and, for each condition, on the testbed's
 two devices that differ (``tests/testbeds.distinct_devices``): ``HETERO:CPU,CPUF`` (bf16 and f32) where the CPU has
 bf16, else ``HETERO:CPU,CPUS`` (the CPU plugin on all cores and on one thread):
 
@@ -14,15 +16,21 @@ bf16, else ``HETERO:CPU,CPUS`` (the CPU plugin on all cores and on one thread):
   ``ov_autoplace.compile_model`` by every path with ``generation=(max prompt, --new)``, each in a cache of its own:
   the default path (its first start, and its next start after the background worker stored what it measured),
   ``profile="now"``, ``profile="background"`` then the next start (after the worker stored its placement), ``strategy="heft"``, ``"hsdag_local_search"``, ``search_budget=`` (the lab), and the pinned pipeline
-  split (layers 2-3 on CPUS);
+  split (the second half of the layers on CPUS);
 * checks each against the plain call at every prompt length over ``--new`` greedy steps: teacher-forced logits
   within 1 % of the logits' scale at every step, and whether the greedy tokens are the same (CPU and CPUS are both
   f32: like for like, the same tokens; bf16 against f32 may flip a near-tie of random weights);
 * times them in ``--rounds`` paired rounds, every contender once per round in a rotated order, at every prompt
   length: ``reset_state``, a prefill (time to first token), then ``--new - 1`` greedy decode steps (per-token
   latency: their mean). Ratios are per round, against the plain call and against the best single device (the one
-  with the lower median per-token latency); the median and the rounds' range are reported. The target: per-token
-  latency <= 1.02x the best single device's.
+  with the lower median per-token latency); the median, a 95 % bootstrap interval of that median (over the rounds)
+  and the rounds' range are reported. The target: per-token latency <= 1.02x the best single device's, read off the
+  median; the interval says how far this run can tell (one whose interval holds 1.02 is not resolved either way).
+
+``--reverse`` lists the two devices the other way round (``HETERO:CPUF,CPU``): the plain call then runs the device
+that is the slower one where the CPU has bf16 (f32 against bf16: each decode step reads twice the weight bytes), as
+a user's first device may be; the paths that measure are to find the other one (the default path's first start
+measures nothing and runs the plain call's device; its next start runs what the background worker measured).
 
 ``busy``: a process this benchmark starts spins on one core for the whole condition (placing and timing: the load
 the app runs under), bounded by ``--hog-seconds`` and ended when the condition ends. ``--write`` replaces this run's
@@ -50,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ov_autoplace  # noqa: E402
 from ov_autoplace.devices.timing import round_order  # noqa: E402
-from tests.llm_models import export_tiny, generate  # noqa: E402
+from tests.llm_models import SIZES, export_decoder, generate  # noqa: E402
 from tests.testbeds import distinct_devices  # noqa: E402
 
 TARGET = 1.02  # per-token latency of what compile_model returns over the best single device's
@@ -123,6 +131,7 @@ def wait_for_worker(cache: Path, timeout: float = 900.0) -> str:
 
 def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int], budget: int, log: _Log,
                      root: Path):
+    layers = sum(op.get_type_name() == "ReadValue" for op in model.get_ops()) // 2  # a key and a value per layer
     """label -> (compiled model, how it was made, seconds to place); each path in a cache directory of its own
     under ``root`` (which the caller removes once it has timed them).
     A "next start" path compiles again once the background worker its first start spawned stored its placement;
@@ -131,7 +140,7 @@ def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int]
              "background, next start": {"profile": "background"},
              "heft": {"strategy": "heft"}, "hsdag_local_search": {"strategy": "hsdag_local_search"},
              f"search_budget={budget}": {"search_budget": budget},
-             "pipeline split": {"pins": {"*layers.2.*": second, "*layers.3.*": second}}}
+             "pipeline split": {"pins": {f"*layers.{k}.*": second for k in range(layers // 2, layers)}}}
     out = {}
     for label, kwargs in paths.items():
         cache = Path(tempfile.mkdtemp(dir=root))
@@ -191,6 +200,14 @@ def _ratio(values: np.ndarray, reference: np.ndarray, k: int) -> tuple[float, fl
     return float(np.median(ratios)), float(ratios.min()), float(ratios.max())
 
 
+def _median_interval(values: np.ndarray, reference: np.ndarray, k: int, draws: int = 4000) -> tuple[float, float]:
+    """95 % bootstrap interval of the median per-round ratio (rounds resampled with replacement)."""
+    ratios = values[:, k] / reference[:, k]
+    picks = np.random.default_rng(0).integers(0, ratios.size, size=(draws, ratios.size))
+    lo, hi = np.percentile(np.median(ratios[picks], axis=1), [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def load_average() -> str:
     try:
         return ", ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -198,7 +215,7 @@ def load_average() -> str:
         return "unknown"
 
 
-def run_condition(core, devices, family: str, model, condition: str, args) -> str:
+def run_condition(core, devices, family: str, model, condition: str, args, key: str) -> str:
     """One family under one condition: place, check, time; the page's section as markdown."""
     hetero = f"HETERO:{','.join(devices)}"
     gen = (max(args.prompts), args.new)
@@ -222,8 +239,9 @@ def run_condition(core, devices, family: str, model, condition: str, args) -> st
     logging.getLogger("ov_autoplace").removeHandler(log)
     minutes = (time.perf_counter() - t0) / 60
     singles = [f"{d} alone" for d in devices]
-    lines = [f"<!-- section: {family}/{condition} -->",
-             f"### {family}, {condition}: {args.rounds} paired rounds on `{hetero}`, prompts {list(args.prompts)}, "
+    lines = [f"<!-- section: {key} -->",
+             f"### {family} ({args.size}), {condition}: {args.rounds} paired rounds on `{hetero}`, "
+             f"prompts {list(args.prompts)}, "
              f"{args.new} new tokens, measured {started}", "",
              f"Load average (1, 5, 15 min) before: {load_before}; when timing started: {load_timing} ({args.note}; "
              f"{'plus the one-core hog this benchmark started' if condition == 'busy' else 'no hog'}). "
@@ -232,16 +250,18 @@ def run_condition(core, devices, family: str, model, condition: str, args) -> st
         best = min(singles, key=lambda s: np.median(times[s][p][:, 1]))
         lines += [f"Prompt {p}: best single device by per-token latency: {best.split()[0]}.", "",
                   "| contender | devices | TTFT ms | per token ms | per token / plain [range] | "
-                  f"per token / best single [range] | <= {TARGET}x best | TTFT / plain [range] |",
-                  "|---|---|---:|---:|---:|---:|---|---:|"]
+                  f"per token / best single [range] | its 95 % interval | <= {TARGET}x best | TTFT / plain [range] |",
+                  "|---|---|---:|---:|---:|---:|---:|---|---:|"]
         for label, by in times.items():
             v = by[p]
             plain, single = _ratio(v, times["plain call"][p], 1), _ratio(v, times[best][p], 1)
-            ttft = _ratio(v, times["plain call"][p], 0)
+            ttft, (lo, hi) = _ratio(v, times["plain call"][p], 0), _median_interval(v, times[best][p], 1)
+            resolved = "" if label == best or hi <= TARGET or lo > TARGET else " (unresolved)"
             lines.append(f"| {label} | {_devices_of(made[label][0])} | {np.median(v[:, 0]):.2f} | "
                          f"{np.median(v[:, 1]):.3f} | {plain[0]:.3f} [{plain[1]:.2f}-{plain[2]:.2f}] | "
-                         f"{single[0]:.3f} [{single[1]:.2f}-{single[2]:.2f}] | "
-                         f"{'yes' if single[0] <= TARGET else 'no'} | {ttft[0]:.3f} [{ttft[1]:.2f}-{ttft[2]:.2f}] |")
+                         f"{single[0]:.3f} [{single[1]:.2f}-{single[2]:.2f}] | {lo:.3f}-{hi:.3f} | "
+                         f"{'yes' if single[0] <= TARGET else 'no'}{resolved} | "
+                         f"{ttft[0]:.3f} [{ttft[1]:.2f}-{ttft[2]:.2f}] |")
         lines.append("")
     lines += ["Generations against the plain call (teacher-forced logits: largest |difference| over the logits' "
               f"scale, {args.new} steps at each prompt; greedy tokens):", ""]
@@ -271,6 +291,9 @@ def write_sections(page: Path, sections: dict[str, str], command: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", default="llama,qwen2")
+    parser.add_argument("--size", default="tiny", choices=sorted(SIZES),
+                        help="the decoders' geometry (tests/llm_models)")
+    parser.add_argument("--reverse", action="store_true", help="the testbed's two devices the other way round")
     parser.add_argument("--conditions", default="quiet,busy")
     parser.add_argument("--prompts", default="16,128", type=lambda s: tuple(int(x) for x in s.split(",")))
     parser.add_argument("--new", type=int, default=32)
@@ -287,15 +310,18 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("ov_autoplace").setLevel(logging.INFO)
     logging.getLogger("ov_autoplace").propagate = False  # INFO to the handler only, WARNINGs printed below
     core, devices, _ = distinct_devices()
+    devices = tuple(reversed(devices)) if args.reverse else tuple(devices)
     sections = {}
     for family in args.families.split(","):
-        model = core.read_model(export_tiny(family, args.dir) / "openvino_model.xml")
+        model = core.read_model(export_decoder(family, args.dir, args.size) / "openvino_model.xml")
         for condition in args.conditions.split(","):
-            print(f"{family}, {condition}:", flush=True)
-            sections[f"{family}/{condition}"] = text = run_condition(core, devices, family, model, condition, args)
+            print(f"{family} ({args.size}), {condition}:", flush=True)
+            key = (f"{family}{'' if args.size == 'tiny' else '_' + args.size}/{condition}"
+                   f"{'/' + ','.join(devices) if args.reverse else ''}")
+            sections[key] = text = run_condition(core, devices, family, model, condition, args, key)
             print(text, flush=True)
             if args.write:
-                write_sections(args.write, {f"{family}/{condition}": text},
+                write_sections(args.write, {key: text},
                                "python benchmarks/bench_llm.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     return 0
 

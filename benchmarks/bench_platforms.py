@@ -78,10 +78,32 @@ def row_methods(args) -> tuple[str, ...]:
     return methods + (("Placeto", "RNN placer") if args.baselines else ())
 
 
+def parse_memory_caps(texts: list[str], suite) -> dict[str, dict[str, float]]:
+    """``["small_memory:CPU=0.2"]`` -> ``{"small_memory": {"CPU": 0.2 * 2**30}}``; a platform or device the suite
+    does not have, or a size that is not a positive number, is an argparse-style error naming what would work."""
+    caps: dict[str, dict[str, float]] = {}
+    for text in texts:
+        platform, _, rest = text.partition(":")
+        device, _, gib = rest.partition("=")
+        if platform not in suite or device not in suite[platform].device_names:
+            known = "; ".join(f"{p}: {', '.join(s.device_names)}" for p, s in suite.items())
+            raise SystemExit(f"--memory-cap {text!r}: expected PLATFORM:DEVICE=GIB with a suite platform and one "
+                             f"of its devices ({known})")
+        try:
+            size = float(gib)
+        except ValueError:
+            size = -1.0
+        if not size > 0:
+            raise SystemExit(f"--memory-cap {text!r}: the size must be a number of GiB > 0, got {gib!r}")
+        caps.setdefault(platform, {})[device] = size * 2**30
+    return caps
+
+
 def decoder_row(platform, name: str, args, spec) -> dict:
     """A decoder's row (``paper_bench/decoder_rows.py``): every method on the whole generation's costs, the truth
     draws on them, the prior and the first start, each placement's time to first token and per-token latency."""
-    case = decoder_rows.decoder_case(platform, load_decoder(name), load_graph(name))
+    caps = args.memory_caps.get(platform.name)
+    case = decoder_rows.decoder_case(platform, load_decoder(name), load_graph(name), caps=caps)
     placements: dict = {}
     row = headroom_row(platform, name, case.graph, finetune_budget=args.finetune_budget, seed=args.seed,
                        milp_seconds=args.milp_seconds,
@@ -92,6 +114,8 @@ def decoder_row(platform, name: str, args, spec) -> dict:
     gen = decoder_rows.GENERATION
     row["generation"] = [gen.prompt_tokens, gen.new_tokens]
     row["memory_need_bytes"] = case.need_bytes
+    if caps:
+        row["memory_caps"] = caps
     known = dict(placements)
     if row.get("best_single_device"):
         known["best_single"] = placements[f"single:{row['best_single_device']}"]
@@ -488,6 +512,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the MILP last, started from the best placement the other methods found (its dual "
                              "bound then proves a gap for the best known)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-cap", action="append", default=[], metavar="PLATFORM:DEVICE=GIB",
+                        help="decoder rows: a user's memory cap (memory_caps=) on a platform's device, in GiB; "
+                             "repeatable")
     parser.add_argument("--render", metavar="JSON", help="only write --markdown from a JSON this script wrote")
     parser.add_argument("--merge", metavar="JSON", nargs="+",
                         help="join JSONs of this script run on disjoint --platforms with the same other options "
@@ -514,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.markdown:
             write_markdown(args.markdown, data)
         return 0
+    args.memory_caps = parse_memory_caps(args.memory_cap, load_suite())
     start = time.perf_counter()
     command = "python benchmarks/bench_platforms.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
@@ -541,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     named_sets = {"unseen": zoo.UNSEEN, "heldout": zoo.HELD_OUT_FAMILIES, "decoders": DECODER_SET}
     models = list(named_sets.get(args.models) or args.models.split(",")) if args.models else list(DEFAULT_MODELS)
     names = args.platforms.split(",") if args.platforms else list(suite)
+    if args.memory_caps and any(m not in DECODERS for m in models):
+        parser.error("--memory-cap caps the decoder rows' memory (memory_caps=); run it with --models decoders")
     headroom = []
     print("\n## Headroom (simulated)")
     for name in names:

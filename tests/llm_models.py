@@ -18,18 +18,43 @@ FAMILIES = ("llama", "qwen2")
 LAYERS = 4
 
 
+#: Decoder geometries (transformers config keys). ``tiny`` is the tests' (a decode step of ~0.5 ms: HETERO's fixed
+#: per-infer cost and the scheduler's jitter are a large share of it); ``small`` (~42 M parameters, 168 MB in f32, a
+#: decode step of several ms on 2 cores) is the smallest at which a step's work, not its call overhead, decides its
+#: time, as in the 0.1-8 B models apps run; the benchmarks measure both.
+SIZES = {
+    "tiny": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256),
+    "small": dict(vocab_size=16384, hidden_size=512, intermediate_size=1536, num_hidden_layers=8,
+                  num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=1024),
+}
+
+
 def export_tiny(family: str, directory: Path) -> Path:
     """``directory/<family>``: a 4-layer decoder (vocabulary 512, hidden 64) exported by optimum-intel; returns
     the directory holding ``openvino_model.xml`` and the config ``OVModelForCausalLM.from_pretrained`` reads."""
+    return export_decoder(family, directory, "tiny")
+
+
+def export_decoder(family: str, directory: Path, size: str = "tiny") -> Path:
+    """``directory/<family>`` (``<family>_<size>`` for a size other than ``tiny``): a random-weight decoder of
+    ``SIZES[size]`` exported by optimum-intel, reused when it is there; returns the directory holding
+    ``openvino_model.xml`` and the config ``OVModelForCausalLM.from_pretrained`` reads."""
     import torch
     from optimum.intel import OVModelForCausalLM
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     config_class, model_class = {"llama": (LlamaConfig, LlamaForCausalLM),
                                  "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
-    out = directory / family
+    name = family if size == "tiny" else f"{family}_{size}"
+    out = directory / name
     if (out / "openvino_model.xml").exists():
         return out
+    torch.manual_seed(0)
+    hf_dir = directory / f"{name}_hf"
+    model_class(config_class(**SIZES[size])).eval().save_pretrained(hf_dir)
+    OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=True, compile=False).save_pretrained(out)
+    return out
     torch.manual_seed(0)
     config = config_class(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)

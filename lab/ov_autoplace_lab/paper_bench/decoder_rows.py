@@ -12,6 +12,11 @@ Beside the headroom columns a decoder row carries what the first start does on t
 (:func:`prior_placements`, as ``bench_prior.py`` runs it: the policy on the prior's prefill costs, judged on the
 prior's generation costs by ``prior_outcome``; the first start keeps the plain call unless that choice survives
 the prior's error), and each placement's time to first token and per-token latency (:func:`generation_parts`).
+
+Under a user's memory caps (``caps``: ``memory_caps=`` of the runtime, bytes per device) every method and draw
+prices on the capped costs (a placement over a cap costs inf), and the first start and the profile path are what
+``memory_caps=`` runs (:func:`memory_path_placement`, as ``decision/memory_path.py``): the policy + local search on
+the prior's (first start) or the measured (profile path, here the row's own) capped costs, held to the caps.
 Every number is SIMULATED.
 """
 
@@ -24,17 +29,22 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.costmodel.device_model import SuitePlatform
-from ov_autoplace.costmodel.memory_need import memory_need
+from ov_autoplace.costmodel.memory_need import memory_need, with_caps
 from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.decision.first_start import POLICY_FILE
+from ov_autoplace.decision.placement_pipeline import placement_pipeline
+from ov_autoplace.decision.placement_sources import REFINE_SECONDS
 from ov_autoplace.decision.prior_rule import policy_proposal, prior_outcome, survives_prior_error
 from ov_autoplace.graph.arrays import GraphArrays, extract_graph
 from ov_autoplace.model.generation import Generation, generation_costs
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import static_clone
+from ov_autoplace.errors import PlacementError
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
+from ov_autoplace.strategies.base import PlacementContext
+from ov_autoplace.strategies.hsdag import HSDAGStrategy
 from ov_autoplace_lab.paper_bench import truth
 from ov_autoplace_lab.paper_bench.methods import Case, local_search_methods
 
@@ -69,13 +79,46 @@ class DecoderCase:
     graph: GraphArrays
     cost: object
     need_bytes: int  # what the whole model holds on one device: weights once per reader + KV cache
+    caps: np.ndarray | None = None  # float64 [D]: the user's memory caps in bytes (inf: none), None: no caps
 
 
 def decoder_case(platform: SuitePlatform, model: ov.Model, prefill: GraphArrays,
-                 gen: Generation = GENERATION) -> DecoderCase:
+                 gen: Generation = GENERATION, caps: dict[str, float] | None = None) -> DecoderCase:
+    """``caps``: a user's ``memory_caps`` (device -> bytes); the generation's costs then carry them."""
     prefill_cost = platform.cost_model(prefill)
     graph, cost = generation_cost(model, prefill, prefill_cost, platform.cost_model, gen)
-    return DecoderCase(model, prefill, prefill_cost, graph, cost, int(np.asarray(cost.node_memory_bytes).sum()))
+    limit = None
+    if caps:
+        limit = np.array([float(caps.get(d, np.inf)) for d in cost.devices], np.float64)
+        cost = dataclasses.replace(cost, device_memory_bytes=np.minimum(
+            np.asarray(cost.device_memory_bytes, np.float64), limit), source=f"{cost.source}; memory caps")
+    return DecoderCase(model, prefill, prefill_cost, graph, cost, int(np.asarray(cost.node_memory_bytes).sum()),
+                       limit)
+
+
+def memory_path_placement(case: DecoderCase, cost, devices: tuple[str, ...]) -> np.ndarray | None:
+    """What ``memory_caps=`` places on ``cost`` (the generation's, carrying the caps): the policy + local search,
+    legalized, guarded and held to the caps (``placement_sources.place_within_caps``); None when it refuses."""
+    support = simulated_support(case.cost, case.graph)
+    hsdag = HSDAGStrategy(POLICY_FILE, cost, refine=True, refine_options={
+        "pins": (), "max_submodels": DEFAULT_MAX_SUBMODELS, "max_seconds": REFINE_SECONDS})
+    try:
+        proposal = hsdag.propose(PlacementContext(graph=case.graph, devices=devices, support=support))
+        placement = placement_pipeline(case.graph, proposal, devices, support, strategy="hsdag+memory",
+                                       cost=hsdag.last_cost, max_submodels=DEFAULT_MAX_SUBMODELS, enforce_memory=True)
+    except PlacementError:  # MemoryCapError among them: the runtime raises, nothing is placed over a cap
+        return None
+    return placement.device_indices(case.graph.names, devices)
+
+
+def _memory_path_record(case: DecoderCase, placements: dict, row: dict, key: str, chosen, what: str) -> str:
+    """``chosen`` as ``placements[key]`` and its simulated ms as ``row[key]`` (None: refused, or over a cap)."""
+    row[key] = None
+    if chosen is None:
+        return "refused (MemoryCapError)"
+    ms = float(Simulator(case.cost, case.graph).feasible_ms(chosen))
+    placements[key], row[key] = chosen, (ms if math.isfinite(ms) else None)
+    return what
 
 
 def generation_parts(case: DecoderCase, placement, gen: Generation = GENERATION) -> dict | None:
@@ -102,6 +145,16 @@ def prior_placements(platform: SuitePlatform, case: DecoderCase, placements: dic
         return
     terms_graph, cost = generation_costs(case.model, case.prefill, prior.cost, gen,
                                          lambda g, _prepared: prior_cost_model(g, facts, cpu_spec=cpu).cost)
+    if case.caps is not None:  # memory_caps=: the memory path, on the prior's costs with the model's need and the caps
+        need = memory_need(case.prefill, case.model, gen.prompt_tokens + gen.new_tokens)
+        chosen = memory_path_placement(case, with_caps(cost, need, case.caps), devices)
+        what = "memory path: " + ("split" if chosen is not None and np.unique(chosen).size > 1 else "one device")
+        what = _memory_path_record(case, placements, row, "prior_ms", chosen, what)
+        row["prior_choice"] = row["first_start_choice"] = what
+        if "prior_ms" in placements:
+            placements["first_start_ms"] = placements["prior_ms"]
+        row["first_start_ms"] = row["prior_ms"]
+        return
     support = simulated_support(case.cost, case.graph)
     single, placement, reason = prior_outcome(
         cost, terms_graph, devices, lambda: support,
@@ -128,7 +181,12 @@ def profile_path_placement(platform: SuitePlatform, case: DecoderCase, placement
                            seed: int = 0) -> None:
     """What the profile path places today (``profile_prefill_ms``): the policy + local search on a profile of the
     prefill alone (a measured profile times the prefill's static clone: docs/llm.md, "Not built yet"), legalized and
-    guarded as in the headroom columns, then scored on the whole generation."""
+    guarded as in the headroom columns, then scored on the whole generation. Under caps, the memory path on the row's
+    own capped generation costs (a profile's place: ``place_within_caps``)."""
+    if case.caps is not None:
+        chosen = memory_path_placement(case, case.cost, platform.device_names)
+        _memory_path_record(case, placements, row, "memory_profile_ms", chosen, "")
+        return
     support = simulated_support(case.prefill_cost, case.prefill)
     prefill = Case(row["model"], case.prefill, platform.device_names, support, case.prefill_cost, True)
     method = next(m for m in local_search_methods() if m.name == "HSDAG (pretrained, one pass) + local search")
@@ -159,10 +217,11 @@ def leave_platform_out_cost(platform: SuitePlatform, case: DecoderCase, gen: Gen
 #: placement once a profile covers the decode steps), and on the prefill's alone (the profile path's today).
 PRODUCT_KEYS = (("first_start_ms", "first start (prior rule)"), ("prior_ms", "prior's choice"),
                 ("hsdag_ms", "policy one pass"), ("hsdag_refined_ms", "policy + local search"),
-                ("profile_prefill_ms", "policy + LS on the prefill"))
+                ("profile_prefill_ms", "policy + LS on the prefill"),
+                ("memory_profile_ms", "memory path, profiled"))  # under caps only, in place of the prefill's
 #: The JSON keys only decoder rows carry.
 DECODER_KEYS = ("generation", "memory_need_bytes", "parts", "prior_ms", "prior_choice", "first_start_ms",
-                "first_start_choice", "profile_prefill_ms")
+                "first_start_choice", "profile_prefill_ms", "memory_profile_ms", "memory_caps")
 
 
 def draw_record(row: dict, key: str) -> tuple[int, int, int] | None:
@@ -188,11 +247,17 @@ def decoder_lines(rows: list[dict]) -> list[str]:
     for r in rows:
         need = r["memory_need_bytes"] / 2 ** 30
         fits = [d for d, ms in r["single_device_ms"].items() if ms is not None]
-        lines.append(f"{r['platform']}/{r['model']}: holds {need:.3f} GiB on one device (weights + KV cache at "
+        capped = ", ".join(f"{d} capped at {b / 2 ** 30:.3f} GiB" for d, b in (r.get("memory_caps") or {}).items())
+        where = f"{r['platform']}{' (' + capped + ')' if capped else ''}/{r['model']}"
+        best = (f"best known {r['optimum_ms']:.3f} ms on {'+'.join(r['optimum_devices'])}"
+                if r.get("optimum_ms") is not None else "no method found a placement that fits")
+        lines.append(f"{where}: holds {need:.3f} GiB on one device (weights + KV cache at "
                      f"{sum(r['generation'])} tokens); fits alone on {', '.join(fits) or 'no device'}; split pays: "
-                     f"{r['split_pays']}; best known {r['optimum_ms']:.3f} ms on {'+'.join(r['optimum_devices'])}")
+                     f"{r['split_pays']}; {best}")
         for key, title in (("best_single", "best single device"), ("optimum", "best known"),
                            ("plain_call", "plain call")) + PRODUCT_KEYS:
+            if key.endswith("_ms") and key not in r:  # a path this row does not run (caps or not)
+                continue
             part = (r.get("parts") or {}).get(key)
             record = draw_record(r, key)
             what = {"first_start_ms": r.get("first_start_choice"), "prior_ms": r.get("prior_choice")}.get(key)
@@ -206,7 +271,7 @@ def decoder_lines(rows: list[dict]) -> list[str]:
     split = [r for r in rows if r.get("split_pays")]
     lines.append(f"rows where a split pays: {len(split)} of {len(rows)}; no single device holds the model in "
                  f"{sum(r['best_single_device_ms'] is None for r in rows)}, a split found there in "
-                 f"{sum(r['best_single_device_ms'] is None and len(r['optimum_devices']) > 1 for r in rows)}")
+                 f"{sum(r['best_single_device_ms'] is None and len(r.get('optimum_devices') or ()) > 1 for r in rows)}")
     for key, title in PRODUCT_KEYS:
         records = [(r, draw_record(r, key)) for r in split]
         records = [(r, x) for r, x in records if x is not None and x[2]]

@@ -96,3 +96,49 @@ def test_a_decoder_row_of_the_fast_methods_is_priced_on_the_generation_and_reads
                parts={"plain_call": decoder_rows.generation_parts(case, placements["plain_call"])})
     text = "\n".join(decoder_rows.decoder_lines([row]))
     assert "fits alone on GPU, CPU" in text and "TTFT" in text
+
+
+def test_memory_caps_cap_the_generation_costs_only(decoder):
+    model, prefill = decoder
+    platform = _gpu_cpu(2 ** 40)
+    free = decoder_rows.decoder_case(platform, model, prefill)
+    cap = free.need_bytes / 2
+    capped = decoder_rows.decoder_case(platform, model, prefill, caps={"CPU": cap})
+    assert free.caps is None and capped.caps.tolist() == [math.inf, cap]
+    assert np.asarray(capped.cost.device_memory_bytes).tolist() == [
+        np.asarray(free.cost.device_memory_bytes)[0], cap]
+    assert capped.need_bytes == free.need_bytes  # what the model holds does not change, where it may does
+    cpu = np.full(prefill.num_nodes, 1, np.int64)
+    assert decoder_rows.generation_parts(capped, cpu) is None  # over the cap: does not fit
+    assert decoder_rows.generation_parts(free, cpu) is not None
+
+
+def test_under_caps_no_single_device_holds_the_first_start_and_the_profile_path_split_within_them(decoder):
+    model, prefill = decoder
+    probe = decoder_rows.decoder_case(_gpu_cpu(2 ** 40), model, prefill)
+    # what one device holds of the whole model: its weights, KV cache and largest activation
+    alone = float(Simulator(probe.cost, probe.graph).resident_bytes(np.zeros((1, prefill.num_nodes), np.int64))[0, 0])
+    cap = 0.75 * alone  # each device holds three quarters of it: two together hold it
+    platform = _gpu_cpu(cap)
+    case = decoder_rows.decoder_case(platform, model, prefill, caps={"CPU": cap})
+    simulator = Simulator(case.cost, case.graph)
+    for d in (0, 1):
+        assert simulator.feasible_ms(np.full(prefill.num_nodes, d, np.int64)) == math.inf
+    placements, row = {}, {"model": "tiny"}
+    decoder_rows.prior_placements(platform, case, placements, row)
+    decoder_rows.profile_path_placement(platform, case, placements, row)
+    assert row["first_start_choice"] == row["prior_choice"] == "memory path: split"
+    assert "profile_prefill_ms" not in row  # under caps the profile path is the memory path on measured costs
+    for key in ("first_start_ms", "prior_ms", "memory_profile_ms"):
+        chosen = placements[key]
+        assert np.unique(chosen).size == 2 and math.isfinite(simulator.feasible_ms(chosen))
+        assert row[key] == pytest.approx(simulator.feasible_ms(chosen))
+    row.update(platform=platform.name, generation=[128, 128], memory_need_bytes=case.need_bytes,
+               memory_caps={"CPU": cap},
+               single_device_ms={"GPU": None, "CPU": None}, best_single_device_ms=None, split_pays=True,
+               optimum_ms=row["memory_profile_ms"], optimum_devices=["GPU", "CPU"],
+               parts={k: decoder_rows.generation_parts(case, placements[k]) for k in ("first_start_ms",)})
+    text = "\n".join(decoder_rows.decoder_lines([row]))
+    assert "(CPU capped at" in text and "fits alone on no device" in text
+    assert "no single device holds the model in 1, a split found there in 1" in text
+    assert "policy + LS on the prefill" not in text and "memory path, profiled" in text

@@ -149,3 +149,16 @@ def test_no_finetune_runs_and_shows_no_fine_tuned_column_and_the_decoders_are_a_
     assert "HSDAG fine-tuned" not in table and "HSDAG one pass + local search" in table
     assert any("not run: --no-finetune" in line for line in script.check_targets(rows))
     assert set(script.DECODER_SET) <= set(script.DECODERS)
+
+
+def test_memory_caps_are_read_per_platform_and_device_and_a_wrong_one_names_what_would_work(script):
+    suite = script.load_suite()
+    caps = script.parse_memory_caps(["small_memory:CPU=0.2", "small_memory:GPU=0.1", "laptop:CPU=1"], suite)
+    assert caps == {"small_memory": {"CPU": 0.2 * 2**30, "GPU": 0.1 * 2**30}, "laptop": {"CPU": 2**30}}
+    with pytest.raises(SystemExit, match="small_memory: .*CPU"):
+        script.parse_memory_caps(["small_memory:NPU=1"], suite)  # small_memory has no NPU
+    with pytest.raises(SystemExit, match="PLATFORM:DEVICE=GIB"):
+        script.parse_memory_caps(["nowhere:CPU=1"], suite)
+    for size in ("0", "-1", "lots"):
+        with pytest.raises(SystemExit, match="GiB > 0"):
+            script.parse_memory_caps([f"laptop:CPU={size}"], suite)

@@ -1,0 +1,43 @@
+"""benchmarks/bench_llm.py's arithmetic and page: the bootstrap interval it reads the 1.02x target with, and the
+sections a rerun replaces (the decoders' size and the devices' order are part of a section's key)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.lab.paper_bench import bench_script
+
+
+@pytest.fixture(scope="module")
+def script():
+    return bench_script("bench_llm")
+
+
+def _rounds(ratios, per_token=4.0):
+    """[rounds, 3] samples (TTFT, per token, generation) whose per-token ratios to ``per_token`` are ``ratios``."""
+    r = np.asarray(ratios, np.float64)
+    return np.stack([np.full_like(r, 10.0), per_token * r, np.full_like(r, 100.0)], axis=1)
+
+
+def test_the_interval_holds_the_median_ratio_and_narrows_with_rounds(script):
+    rng = np.random.default_rng(3)
+    reference = _rounds(np.ones(41))
+    noisy = _rounds(np.exp(rng.normal(0.0, 0.15, 41)))
+    median = script._ratio(noisy, reference, 1)[0]
+    lo, hi = script._median_interval(noisy, reference, 1)
+    assert lo <= median <= hi and hi - lo > 0.02
+    few_lo, few_hi = script._median_interval(noisy[:9], reference[:9], 1)
+    assert few_hi - few_lo > hi - lo  # 9 rounds tell less than 41
+    assert script._median_interval(_rounds([1.1] * 9), reference[:9], 1) == pytest.approx((1.1, 1.1))
+
+
+def test_a_rerun_replaces_its_own_sections_and_keeps_the_others(script, tmp_path):
+    page = tmp_path / "llm.md"
+    script.write_sections(page, {"llama/quiet": "<!-- section: llama/quiet -->\nold llama"}, "cmd one")
+    script.write_sections(page, {"llama_small/quiet/CPUF,CPU": "<!-- section: llama_small/quiet/CPUF,CPU -->\nrev"},
+                          "cmd two")
+    script.write_sections(page, {"llama/quiet": "<!-- section: llama/quiet -->\nnew llama"}, "cmd three")
+    text = page.read_text()
+    assert "new llama" in text and "old llama" not in text and "\nrev" in text
+    assert "Last command: `cmd three`" in text and text.count("<!-- section: ") == 2
