@@ -1,9 +1,10 @@
 """Per-token latency of a decoder placed within memory caps against the plain call on the device that fits (paired).
 
-    python benchmarks/bench_llm_memory.py [--family llama] [--prompt 128] [--new 32] [--rounds 7] [--dir /tmp/llm]
-                                          [--out docs/bench/llm-memory.md]
+    python benchmarks/bench_llm_memory.py [--family llama] [--size tiny] [--prompt 128] [--new 32] [--rounds 7]
+                                          [--dir /tmp/llm] [--out docs/bench/llm-memory.md]
 
-Exports a 4-layer random-weight decoder with optimum-intel (tests/llm_models.py; reused from ``--dir``; run in the
+Exports a random-weight decoder of ``--size`` with optimum-intel (``tests/llm_models.SIZES``: ``tiny``, 4 layers of
+hidden 64; ``small``, 8 layers of hidden 512, ~42 M parameters; reused from ``--dir``; run in the
 LLM venv, ``source env-llm.sh``) and compiles it on the testbed's ``HETERO:CPU,CPUF`` with ``memory_caps`` stated
 relative to what it holds on one device (weights + KV cache at 256 tokens + its largest activation, as the cost
 model charges them):
@@ -41,7 +42,7 @@ from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 from ov_autoplace.devices.timing import round_order  # noqa: E402
 from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
-from tests.llm_models import export_tiny  # noqa: E402
+from tests.llm_models import SIZES, export_decoder  # noqa: E402
 
 REFERENCE = "plain CPUF"
 
@@ -57,6 +58,7 @@ def one_device_bytes(core, model, hetero) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", default="llama", choices=("llama", "qwen2"))
+    parser.add_argument("--size", default="tiny", choices=sorted(SIZES), help="the decoder's geometry")
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=7)
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args.dir.mkdir(parents=True, exist_ok=True)
     testbed = make_testbed()
     core = testbed.core
-    model = core.read_model(export_tiny(args.family, args.dir) / "openvino_model.xml")
+    model = core.read_model(export_decoder(args.family, args.dir, args.size) / "openvino_model.xml")
     whole = one_device_bytes(core, model, testbed.hetero)
     cases = {"CPU capped": {"CPU": int(0.5 * whole)},
              "both capped": {"CPU": int(0.7 * whole), "CPUF": int(0.7 * whole)}}
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             placed[label] = ov_autoplace.place(model, testbed.hetero, core=core, memory_caps=caps)
             contenders[label] = ov_autoplace.compile_model(model, testbed.hetero, core=core, memory_caps=caps,
                                                            cache_dir=cache)
-    lines = [f"{args.family}: {format_bytes(whole)} on one device (weights + KV cache at 256 tokens + the largest "
+    lines = [f"{args.family} ({args.size}): {format_bytes(whole)} on one device (weights + KV cache at 256 tokens + the largest "
              f"activation)"]
     for label, caps in cases.items():
         lines.append(f"{label} {', '.join(f'{d} {format_bytes(c)}' for d, c in caps.items())}: "
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         table.append(f"| {label} | {np.median(v[:, 0]):.2f} | {np.median(v[:, 1]):.3f} | "
                      f"{np.median(ratios[:, 0]):.3f} [{ratios[:, 0].min():.3f}-{ratios[:, 0].max():.3f}] | "
                      f"{np.median(ratios[:, 1]):.3f} [{ratios[:, 1].min():.3f}-{ratios[:, 1].max():.3f}] |")
-    header = (f"{args.family}, prompt {args.prompt}, {args.new} new tokens, {args.rounds} paired rounds, load "
+    header = (f"{args.family} ({args.size}), prompt {args.prompt}, {args.new} new tokens, {args.rounds} paired rounds, load "
               f"average {load:.1f} on {os.cpu_count()} cores at the end ({testbed.describe()})")
     print(f"\n{header}:\n" + "\n".join(table))
     if args.out:

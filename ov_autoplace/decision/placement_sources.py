@@ -157,8 +157,12 @@ def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
     profile = (store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
                if store.path_for(key).exists() else None)
     source = "profile" if profile is not None else "prior"
-    measured = generation_measured(req, graph, profile.cost_model, store)[1] if profile is not None else None
-    cost = capped_cost(req, graph, measured)  # the prior's where no profile is stored
+    if profile is not None:
+        measured = generation_measured(req, graph, profile.cost_model, store)[1]
+    else:  # the prior's (capped_cost raises if it knows no device); a decoder's priced for its whole generation
+        prior = prior_cost_model(graph, [read_device_facts(req.core, d) for d in req.devices])
+        measured = _generation_prior(req, graph, prior)[1] if req.generation and prior.cost is not None else None
+    cost = capped_cost(req, graph, measured)
     placement = place_on_measured_costs(req, prepared, graph, policy_path, cost, f"hsdag:{source}+memory",
                                         enforce_memory=True)
     note_residency(placement, graph, cost)
@@ -225,9 +229,8 @@ def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path,
     under memory caps ``cost`` carries them and ``enforce_memory`` holds the result to them).
 
     The local search (``search/local_search.py``) prices region moves on the same measured ``cost`` and keeps
-    its result only if predicted no slower: the policy alone finds the split in 3 of the 17 rows of the headroom
-    table where one pays, policy + local search in all 17 (``docs/bench/headroom.md``). It costs up to
-    ``REFINE_SECONDS`` once per model: this path runs when a profile exists and its placement is cached.
+    its result only if predicted no slower (why: docs/default-path.md). It costs up to ``REFINE_SECONDS`` once
+    per model: this path runs when a profile exists and its placement is cached.
     """
     support = query_support(req.core, prepared, graph, req.devices)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,

@@ -170,3 +170,30 @@ def test_a_background_profile_under_caps_is_placed_within_them_on_the_next_start
     assert sorted(compiled.get_property("EXECUTION_DEVICES")) == sorted(f32_testbed.devices)  # no device holds it
     for got, want in zip(_generate(compiled), _generate(core.compile_model(model, "CPU"))):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_decoder_under_caps_is_placed_on_its_whole_generation_not_the_prefill(f32_testbed, stated_host_cpu,
+                                                                               monkeypatch):
+    from ov_autoplace.costmodel.prior_costs import prior_cost_model
+    from ov_autoplace.decision import placement_sources
+    from ov_autoplace.devices.facts import read_device_facts
+    from tests.synthetic_graphs import llm_like
+
+    seen = {}
+    real = placement_sources.place_on_measured_costs
+
+    def spy(req, prepared, graph, policy_path, cost, strategy, **kwargs):
+        seen.update(req=req, graph=graph, cost=cost)
+        return real(req, prepared, graph, policy_path, cost, strategy, **kwargs)
+
+    monkeypatch.setattr(placement_sources, "place_on_measured_costs", spy)
+    model = llm_like(layers=2, hidden=16, positions=None)
+    core, hetero = f32_testbed.core, f32_testbed.hetero
+    ov_autoplace.place(model, hetero, core=core, memory_caps={"CPU": "1 GB"}, generation=(16, 8))
+    req, graph = seen["req"], seen["graph"]
+    assert req.generation is not None and seen["cost"].source.endswith("memory caps")
+    prior = prior_cost_model(graph, [read_device_facts(core, d) for d in req.devices])
+    whole = capped_cost(req, graph, placement_sources._generation_prior(req, graph, prior)[1])
+    prefill = capped_cost(req, graph, None)
+    np.testing.assert_allclose(seen["cost"].compute_ms, whole.compute_ms)  # the prefill and every decode step
+    assert np.asarray(seen["cost"].compute_ms).sum() > np.asarray(prefill.compute_ms).sum()
