@@ -131,11 +131,11 @@ def wait_for_worker(cache: Path, timeout: float = 900.0) -> str:
 
 def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int], budget: int, log: _Log,
                      root: Path):
-    layers = sum(op.get_type_name() == "ReadValue" for op in model.get_ops()) // 2  # a key and a value per layer
     """label -> (compiled model, how it was made, seconds to place); each path in a cache directory of its own
     under ``root`` (which the caller removes once it has timed them).
     A "next start" path compiles again once the background worker its first start spawned stored its placement;
     any other path's worker is waited for too (unused), so no worker runs while the others place or are timed."""
+    layers = sum(op.get_type_name() == "ReadValue" for op in model.get_ops()) // 2  # a key and a value per layer
     paths = {"default path": {}, "default path, next start": {}, "profile=now": {"profile": "now"},
              "background, next start": {"profile": "background"},
              "heft": {"strategy": "heft"}, "hsdag_local_search": {"strategy": "hsdag_local_search"},

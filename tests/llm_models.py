@@ -55,13 +55,6 @@ def export_decoder(family: str, directory: Path, size: str = "tiny") -> Path:
     model_class(config_class(**SIZES[size])).eval().save_pretrained(hf_dir)
     OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=True, compile=False).save_pretrained(out)
     return out
-    torch.manual_seed(0)
-    config = config_class(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
-                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
-    hf_dir = directory / f"{family}_hf"
-    model_class(config).eval().save_pretrained(hf_dir)
-    OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=True, compile=False).save_pretrained(out)
-    return out
 
 
 def generate(compiled, prompt, steps: int, *, teacher: list[int] | None = None) -> tuple[list[int], list[np.ndarray]]:
