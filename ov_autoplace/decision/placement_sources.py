@@ -157,11 +157,12 @@ def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
     profile = (store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
                if store.path_for(key).exists() else None)
     source = "profile" if profile is not None else "prior"
+    measured = None  # capped_cost's own: the prior's (it raises if the prior knows no device)
     if profile is not None:
         measured = generation_measured(req, graph, profile.cost_model, store)[1]
-    else:  # the prior's (capped_cost raises if it knows no device); a decoder's priced for its whole generation
+    elif req.generation:  # a decoder: the prior's costs of its whole generation
         prior = prior_cost_model(graph, [read_device_facts(req.core, d) for d in req.devices])
-        measured = _generation_prior(req, graph, prior)[1] if req.generation and prior.cost is not None else None
+        measured = _generation_prior(req, graph, prior)[1] if prior.cost is not None else None
     cost = capped_cost(req, graph, measured)
     placement = place_on_measured_costs(req, prepared, graph, policy_path, cost, f"hsdag:{source}+memory",
                                         enforce_memory=True)

@@ -61,11 +61,14 @@ def prefill_graph(model: ov.Model, gen: Generation = GENERATION) -> GraphArrays:
 
 
 def generation_cost(model: ov.Model, prefill: GraphArrays, prefill_cost, cost_of,
-                    gen: Generation = GENERATION):
+                    gen: Generation = GENERATION, caps: np.ndarray | None = None):
     """``(graph, cost)`` of the whole generation (``generation_costs``; ``cost_of(graph)`` costs each decode step)
-    with the KV cache charged on each ``ReadValue`` at the generation's context (``memory_need``)."""
+    with the KV cache charged on each ``ReadValue`` at the generation's context (``memory_need``); ``caps`` (bytes
+    per device, inf: none) bound each device's memory as the runtime's ``memory_caps=`` does (``with_caps``)."""
     graph, cost = generation_costs(model, prefill, prefill_cost, gen, lambda g, _prepared: cost_of(g))
     need = memory_need(prefill, model, gen.prompt_tokens + gen.new_tokens)
+    if caps is not None:
+        return graph, with_caps(cost, need, caps)
     return graph, dataclasses.replace(cost, node_memory_bytes=need.node_bytes.astype(np.int64))
 
 
@@ -86,12 +89,8 @@ def decoder_case(platform: SuitePlatform, model: ov.Model, prefill: GraphArrays,
                  gen: Generation = GENERATION, caps: dict[str, float] | None = None) -> DecoderCase:
     """``caps``: a user's ``memory_caps`` (device -> bytes); the generation's costs then carry them."""
     prefill_cost = platform.cost_model(prefill)
-    graph, cost = generation_cost(model, prefill, prefill_cost, platform.cost_model, gen)
-    limit = None
-    if caps:
-        limit = np.array([float(caps.get(d, np.inf)) for d in cost.devices], np.float64)
-        cost = dataclasses.replace(cost, device_memory_bytes=np.minimum(
-            np.asarray(cost.device_memory_bytes, np.float64), limit), source=f"{cost.source}; memory caps")
+    limit = np.array([float(caps.get(d, np.inf)) for d in prefill_cost.devices], np.float64) if caps else None
+    graph, cost = generation_cost(model, prefill, prefill_cost, platform.cost_model, gen, limit)
     return DecoderCase(model, prefill, prefill_cost, graph, cost, int(np.asarray(cost.node_memory_bytes).sum()),
                        limit)
 
@@ -111,14 +110,12 @@ def memory_path_placement(case: DecoderCase, cost, devices: tuple[str, ...]) -> 
     return placement.device_indices(case.graph.names, devices)
 
 
-def _memory_path_record(case: DecoderCase, placements: dict, row: dict, key: str, chosen, what: str) -> str:
+def _memory_path_record(case: DecoderCase, placements: dict, row: dict, key: str, chosen) -> None:
     """``chosen`` as ``placements[key]`` and its simulated ms as ``row[key]`` (None: refused, or over a cap)."""
     row[key] = None
-    if chosen is None:
-        return "refused (MemoryCapError)"
-    ms = float(Simulator(case.cost, case.graph).feasible_ms(chosen))
-    placements[key], row[key] = chosen, (ms if math.isfinite(ms) else None)
-    return what
+    if chosen is not None:
+        ms = float(Simulator(case.cost, case.graph).feasible_ms(chosen))
+        placements[key], row[key] = chosen, (ms if math.isfinite(ms) else None)
 
 
 def generation_parts(case: DecoderCase, placement, gen: Generation = GENERATION) -> dict | None:
@@ -148,9 +145,9 @@ def prior_placements(platform: SuitePlatform, case: DecoderCase, placements: dic
     if case.caps is not None:  # memory_caps=: the memory path, on the prior's costs with the model's need and the caps
         need = memory_need(case.prefill, case.model, gen.prompt_tokens + gen.new_tokens)
         chosen = memory_path_placement(case, with_caps(cost, need, case.caps), devices)
-        what = "memory path: " + ("split" if chosen is not None and np.unique(chosen).size > 1 else "one device")
-        what = _memory_path_record(case, placements, row, "prior_ms", chosen, what)
-        row["prior_choice"] = row["first_start_choice"] = what
+        _memory_path_record(case, placements, row, "prior_ms", chosen)
+        row["prior_choice"] = row["first_start_choice"] = "refused (MemoryCapError)" if chosen is None else (
+            "memory path: " + ("split" if np.unique(chosen).size > 1 else "one device"))
         if "prior_ms" in placements:
             placements["first_start_ms"] = placements["prior_ms"]
         row["first_start_ms"] = row["prior_ms"]
@@ -185,7 +182,7 @@ def profile_path_placement(platform: SuitePlatform, case: DecoderCase, placement
     own capped generation costs (a profile's place: ``place_within_caps``)."""
     if case.caps is not None:
         chosen = memory_path_placement(case, case.cost, platform.device_names)
-        _memory_path_record(case, placements, row, "memory_profile_ms", chosen, "")
+        _memory_path_record(case, placements, row, "memory_profile_ms", chosen)
         return
     support = simulated_support(case.prefill_cost, case.prefill)
     prefill = Case(row["model"], case.prefill, platform.device_names, support, case.prefill_cost, True)
