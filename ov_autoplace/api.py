@@ -232,7 +232,8 @@ def compile_model(
 
     ``memory_caps`` (``{"GPU": "2 GB", "CPU": 3_000_000_000}``): bytes each device may hold (weights and an LLM's
     KV cache), the split chosen by latency within them; MemoryCapError when no split can meet them, before any
-    compile (docs/llm.md, "Memory").
+    compile. Without caps, HETERO's first device is capped at the memory its plugin reports where the model
+    needs more (docs/llm.md, "Memory").
     ``generation`` (a stateful decoder only; default ``Generation(prompt_tokens=128, new_tokens=128)``, or a
     ``(prompt, new)`` tuple): the generation an LLM app runs, placed (at the prompt's prefill shapes) and verified
     for its whole time, time to first token plus every decode step (docs/llm.md, ``model/generation.py``); part of
@@ -311,7 +312,7 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
     except USER_ERRORS:
         raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
-        if req.memory_caps:  # the plain call (everything on HETERO's first device) would ignore the caps
+        if set(req.memory_caps) - set(req.reported_caps):  # the plain call would ignore the caller's caps
             raise PlacementError(f"placing within memory_caps failed ({type(exc).__name__}: {exc})"
                                  f"{_state_note(req.model, exc)}; the plain compile_model would ignore the caps, so "
                                  "nothing is compiled: remove memory_caps to get a plain compile_model") from exc

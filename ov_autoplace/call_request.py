@@ -22,6 +22,7 @@ import openvino as ov
 from openvino import _pyopenvino  # the binding's Model class, which openvino.compile_model passes on
 
 from ov_autoplace.measuring.providers import MeasuredCostProvider
+from ov_autoplace.decision.memory_path import with_reported_caps
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.call_forms import check_property_values, resolve_device_request
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
@@ -218,5 +219,6 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
     if parsed_pins:
         check_pins_devices(parsed_pins, spec.devices, excluded)
     resolved = resolve_strategy(strategy, search_budget, max_submodels)
-    return PlacementRequest(core, spec, props, ov_model, devices, resolved, parsed_pins, tuple(excluded),
-                            max_submodels, seed, placement_shapes, placement_model, unplaceable, caps, generation)
+    req = PlacementRequest(core, spec, props, ov_model, devices, resolved, parsed_pins, tuple(excluded),
+                           max_submodels, seed, placement_shapes, placement_model, unplaceable, caps, generation)
+    return with_reported_caps(req) if spec.is_placement and not unplaceable else req

@@ -9,21 +9,11 @@ Layout under the root (``cache_dir=``, else ``$OV_AUTOPLACE_CACHE_DIR``, else
     openvino/     OpenVINO's compiled blobs, only when the caller opts in with cache_blobs=True
     workers/      background profiling: one private folder per model (decision/background_worker.py)
 
-Private by default, like ssh with its keys: folders 0700 and files 0600 whatever the umask; a root (or a store
-directory the user named) owned by another user or writable by group/others is refused with one WARNING per
-process, and placement goes on without the cache (someone else could plant entries, FIFOs or worker specs
-there); inside a trusted root a layout folder that is not a real directory is replaced, its target left alone
-(docs/cache.md, "Hostile files and shared machines").
-
-OpenVINO's own blob cache (``CACHE_DIR``) belongs to the user: a ``CACHE_DIR``
-in ``config`` or set on the ``ov.Core`` is used as it is (OpenVINO applies the
-core's property to every compile), and when the user enabled none,
-ov_autoplace enables none either, unless ``cache_blobs=True`` asks for
-``<root>/openvino`` (a WARNING and no blob cache when its disk has less than
-``BLOB_MIN_FREE_BYTES`` free: OpenVINO then writes nothing and says nothing).
-``clear_cache`` removes exactly the layout folders (files ov_autoplace names),
-follows no symlink out of the root, never touches a ``CACHE_DIR`` the user
-chose, and reports what it removed and what it left and why.
+Private by default, like ssh with its keys: folders 0700 and files 0600; a root owned by another user or
+writable by group/others is refused with one WARNING per process, and placement goes on without the cache
+(docs/cache.md, "Hostile files and shared machines"). OpenVINO's own blob cache (``CACHE_DIR``) belongs to the
+user: used as set, none enabled unless ``cache_blobs=True`` asks for ``<root>/openvino`` (docs/cache.md,
+"OpenVINO's blob cache is the user's"; ``clear_cache`` and ``BLOB_MIN_FREE_BYTES``: "Hostile files").
 """
 
 from __future__ import annotations

@@ -10,20 +10,24 @@ Why the prior's margin and the verification against the plain call are skipped: 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import types
 
 import numpy as np
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.costmodel.memory_need import MemoryNeed, check_caps_hold, memory_need, with_caps
+from ov_autoplace.costmodel.memory_need import MemoryNeed, check_caps_hold, context_tokens, memory_need, state_bytes, \
+    with_caps
 from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.devices.memory_caps import format_bytes
 from ov_autoplace.errors import MemoryCapError
-from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.graph.arrays import GraphArrays, extract_graph
 from ov_autoplace.measuring.profiler import device_memory_bytes
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.stateful import state_groups
 
@@ -50,6 +54,36 @@ def memory_request(req: PlacementRequest, graph: GraphArrays) -> tuple[MemoryNee
     groups = [(g.label, g.members) for g in state_groups(graph)]
     check_caps_hold(graph, need, req.devices, caps, groups)
     return need, caps
+
+
+def with_reported_caps(req: PlacementRequest) -> PlacementRequest:
+    """``req`` with HETERO's first device capped at its plugin's memory report where the model's weights and KV
+    cache exceed it, else ``req`` (docs/llm.md, "Memory": why, and where no split fits)."""
+    first = req.devices[0]
+    report = device_memory_bytes(req.core, first)
+    if first in req.memory_caps or not np.isfinite(report):
+        return req
+    tokens = context_tokens(req.model, context_of(req))
+    weights = sum(op.get_byte_size() for op in req.model.get_ops() if op.get_type_name() == "Constant")
+    if weights + sum(state_bytes(req.model, tokens).values()) <= report:
+        return req
+    graph = extract_graph(prepare_model(req.placement_model))
+    need = memory_need(graph, req.model, tokens)
+    if need.unique_bytes <= report:  # the sum above counted what preparing folds away
+        return req
+    capped = dataclasses.replace(req, memory_caps=types.MappingProxyType({**req.memory_caps, first: int(report)}),
+                                 reported_caps=(first,))
+    try:
+        memory_request(capped, graph)
+    except MemoryCapError as exc:
+        if req.memory_caps:
+            raise  # the caller's caps beside the report
+        logger.warning("%s reports %s of memory and no split fits the reports (%s); compiling as plain OpenVINO "
+                       "would", first, format_bytes(report), exc)
+        return req
+    logger.info("%s reports %s of memory and the model needs %s: placed within it, as memory_caps={%r: %d} would",
+                first, format_bytes(report), need.describe(), first, int(report))
+    return capped
 
 
 def capped_cost(req: PlacementRequest, graph: GraphArrays, cost: CostModel | None) -> CostModel:
@@ -85,4 +119,5 @@ def _resident(placement: Placement, graph: GraphArrays, cost: CostModel) -> np.n
     return Simulator(cost, graph).resident_bytes(placement.device_indices(graph.names, cost.devices)[None])[0]
 
 
-__all__ = ["capped_cost", "context_of", "device_caps", "memory_request", "note_residency", "prior_costs"]
+__all__ = ["capped_cost", "context_of", "device_caps", "memory_request", "note_residency", "prior_costs",
+           "with_reported_caps"]

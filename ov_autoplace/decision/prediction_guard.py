@@ -17,13 +17,8 @@ placement is kept only if predicted faster than that reference by more than that
 of the nodes it puts elsewhere. A CostModel measured on a loaded
 machine (``cost.loaded``) proves no gain: the reference is used.
 
-Risk (noise-free models only; docs/heldout.md, "The risk rule"): a simulated model's error is not small (the
-held-out calibration's log error has sigma :data:`MODEL_ERROR_SIGMA`), and a predicted gain inside it is a
-gamble. The split is priced under :data:`RISK_DRAWS` fixed perturbations of the model (each device's compute
-on each op category scaled by a log-normal factor with that sigma, as the benchmarks' truth draws are made,
-but from a seed of its own) and kept only if it is faster than the reference in at least :data:`MIN_WIN_SHARE`
-of them; else the guard abstains to the reference (what the guard falls back to anyway).
-The model is additive (compute + fusion + transfers + submodels), so each draw is one dot product.
+Risk (noise-free models only): a split is also priced under :data:`RISK_DRAWS` fixed perturbations of the model
+and kept only if it beats the reference in :data:`MIN_WIN_SHARE` of them (docs/heldout.md, "The risk rule").
 
 A placement that overflows a device's memory is first fitted (``search/memory_fit.py``), not thrown away.
 """

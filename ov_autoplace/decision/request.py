@@ -49,6 +49,8 @@ class PlacementRequest:
     memory_caps: Mapping[str, int] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
     #: The generation a stateful decoder is placed and verified for (``model/generation.py``); None: single-shot.
     generation: Generation | None = None
+    #: Devices of ``memory_caps`` capped at their plugin's report, not by the caller (``with_reported_caps``).
+    reported_caps: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.placement_model is None:

@@ -192,22 +192,8 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
     docstring): edges between devices are cut; then, while it adds cuts, every node that depends on a cut
     edge leaving its own part (a cycle) has those of its input edges cut whose source depends on the part's
     cut inputs the cycle came through. Dependency sets are Python ints used as bitsets over the graph inputs
-    and the cut edges.
-
-    ``through`` (the part's cut inputs the cycle came through) is the union, over the cut edges ``k`` that
-    ``v`` depends on, of ``entered[src k]`` for those leaving v's part and ``entered[dst k]`` for those entering
-    it from another part. Each of these is a subset of ``entered[v]`` (``v`` depends on both ends of ``k``), so
-    it is propagated in topological order with no walk over bits: ``entered[v]`` when an input of ``v`` comes
-    from another part, else the union over v's inputs ``s`` of ``through[s]`` and, for a cut input edge (one
-    that leaves the part), ``entered[s]``. And each round re-examines only the parts the previous round cut
-    (a part no cut touched has the same entering and leaving edges, so the same verdicts: it cut nothing then
-    and cuts nothing now). An unrolled GRU peels one time step per round; walking every bit of every part
-    each round cost 0.51 s a split on its 1,737 nodes, 100+ splits in one legalize.
-
-    The parts are kept as ``sg`` (each node's lowest part member) through the rounds, so the final parts are
-    read off it rather than found again; and each node's cut input and output edges' bits (``in_bits``,
-    ``out_bits``) are kept up to date as edges are cut, so the rounds OR one int per node instead of walking
-    its edges for them.
+    and the cut edges; how ``through`` is propagated without walking bits, why a round re-examines only the parts
+    the last one cut, and the kept ``sg``, ``in_bits``, ``out_bits``: docs/architecture.md, "Computing the split".
     """
     n = graph.num_nodes
     lists = edge_lists(graph)

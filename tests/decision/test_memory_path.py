@@ -197,3 +197,54 @@ def test_a_decoder_under_caps_is_placed_on_its_whole_generation_not_the_prefill(
     prefill = capped_cost(req, graph, None)
     np.testing.assert_allclose(seen["cost"].compute_ms, whole.compute_ms)  # the prefill and every decode step
     assert np.asarray(seen["cost"].compute_ms).sum() > np.asarray(prefill.compute_ms).sum()
+
+
+def _reports(monkeypatch, sizes):
+    """The plugins report ``sizes`` (device -> bytes; the others nothing) as GPU_DEVICE_TOTAL_MEM_SIZE would be
+    read: the testbed's CPU plugin reports no memory, so the report is what this test states."""
+    from ov_autoplace.decision import memory_path
+
+    monkeypatch.setattr(memory_path, "device_memory_bytes", lambda core, device: float(sizes.get(device, np.inf)))
+
+
+@pytest.mark.parametrize("reports", [{"CPU": 200_000, "CPUF": 200_000}, {"CPU": 100_000}])
+def test_a_plugin_reporting_less_memory_than_the_model_needs_switches_the_memory_path_on(
+        model, f32_testbed, stated_host_cpu, reports, monkeypatch, tmp_path, caplog):
+    """No memory_caps=, but HETERO's first device reports less than the 360 KB the plain call would put there: the
+    placement is made within the reports, as with caps, and generates as the plain compile does."""
+    core, hetero = f32_testbed.core, f32_testbed.hetero
+    _reports(monkeypatch, reports)
+    req = build_request(model, hetero, core=core)
+    assert dict(req.memory_caps) == {"CPU": reports["CPU"]} and req.reported_caps == ("CPU",)
+    placement = ov_autoplace.place(model, hetero, core=core)
+    resident, capacity = _resident(core, model, hetero, {}, placement)
+    assert all(resident[d] <= reports.get(d, np.inf) for d in resident), (resident, reports)
+    assert capacity["CPU"] == reports["CPU"]
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, hetero, core=core, cache_dir=tmp_path)
+    assert any("CPU reports 200 KB" in r.getMessage() or "CPU reports 100 KB" in r.getMessage()
+               for r in caplog.records)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "ov_autoplace"]
+    assert "CPUF" in compiled.get_property("EXECUTION_DEVICES")  # the plain call would run CPU alone
+    for got, want in zip(_generate(compiled), _generate(core.compile_model(model, "CPU"))):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_report_the_model_fits_changes_nothing(model, f32_testbed, monkeypatch):
+    _reports(monkeypatch, {"CPU": 10_000_000, "CPUF": 100_000})  # CPUF is not where the plain call puts anything
+    req = build_request(model, f32_testbed.hetero, core=f32_testbed.core)
+    assert not req.memory_caps and not req.reported_caps
+
+
+def test_reports_no_split_fits_warn_and_compile_the_plain_call(model, f32_testbed, monkeypatch, tmp_path, caplog):
+    """The caller asked for no caps: where the reports cannot hold the model in any split, OpenVINO's own call is
+    compiled, with a WARNING naming the report and what is missing (never a silent overflow, never an error)."""
+    core = f32_testbed.core
+    _reports(monkeypatch, {"CPU": 150_000, "CPUF": 150_000})
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, f32_testbed.hetero, core=core, cache_dir=tmp_path)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("CPU reports 150 KB" in w and "missing" in w for w in warned), warned
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
+    with pytest.raises(MemoryCapError, match="missing"):  # beside the caller's own cap it is the caller's to fix
+        build_request(model, f32_testbed.hetero, core=core, memory_caps={"CPUF": "150 KB"})

@@ -76,8 +76,10 @@ def test_a_pipeline_split_compiles_runs_and_generates_as_the_plain_compile(famil
 
 
 @pytest.mark.parametrize("path", [{}, {"profile": "now"}, {"strategy": "heft"}, {"strategy": "hsdag"},
-                                  {"strategy": "hsdag_local_search"}, {"profile": "now", "generation": (32, 16)}],
-                         ids=["default", "profile_now", "heft", "hsdag", "hsdag_local_search", "profile_now_32_16"])
+                                  {"strategy": "hsdag_local_search"}, {"profile": "now", "generation": (32, 16)},
+                                  {"search_budget": 2, "generation": (32, 16)}],
+                         ids=["default", "profile_now", "heft", "hsdag", "hsdag_local_search", "profile_now_32_16",
+                              "search_budget_32_16"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_path_places_a_decoder_without_falling_back(family, path, tiny_llms, distinct_testbed, tmp_path, caplog):
     """Under the LLM objective: a verification, where one runs, times whole generations (the default 128 + 128

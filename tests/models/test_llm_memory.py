@@ -77,3 +77,28 @@ def test_a_cap_on_the_first_device_alone_keeps_it_within_its_cap(tiny_llms, f32_
     graph = extract_graph(prepare_model(req.placement_model))
     row = placement.device_indices(graph.names, req.devices)
     assert Simulator(capped_cost(req, graph, None), graph).resident_bytes(row[None])[0, 0] <= cap
+
+
+def test_devices_reporting_too_little_memory_split_the_decoder_without_caps(tiny_llms, f32_testbed, monkeypatch,
+                                                                           tmp_path, caplog):
+    """No ``memory_caps=``: each device reports (as a GPU's GPU_DEVICE_TOTAL_MEM_SIZE; stated here, the testbed's
+    CPU plugin reports none) the capped share of what the decoder needs, so the plain call could not hold it; the
+    memory path splits it within the reports, and it generates as the plain compile does."""
+    from ov_autoplace.decision import memory_path
+
+    core, hetero = f32_testbed.core, f32_testbed.hetero
+    model = core.read_model(tiny_llms["llama"] / "openvino_model.xml")
+    report = float(int(CAP_SHARE * _one_device_bytes(core, model, hetero)))
+    monkeypatch.setattr(memory_path, "device_memory_bytes", lambda core, device: report)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, hetero, core=core, cache_dir=tmp_path)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("CPU reports") and "placed within it" in m for m in messages), messages
+    assert not [m for m in messages if "fall" in m or "failed" in m]
+    assert sorted(compiled.get_property("EXECUTION_DEVICES")) == sorted(f32_testbed.devices)
+    plain = core.compile_model(model, "CPU")
+    tokens, reference = generate(plain, PROMPTS[1], STEPS)
+    _, forced = generate(compiled, PROMPTS[1], STEPS, teacher=tokens)
+    for got, want in zip(forced, reference):
+        assert np.abs(got - want).max() <= 1e-2 * float(np.abs(want).max())
+    assert generate(compiled, PROMPTS[1], STEPS)[0] == tokens

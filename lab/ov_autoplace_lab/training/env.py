@@ -203,11 +203,17 @@ class MeasuredEnv(PlacementEnv):
     ``place()`` does) is compiled once (``num_compiles``) and timed with
     ``warmup`` + ``iterations`` runs (at most ``max_seconds``); its median is
     memoised. A placement that fails to compile gets ``inf`` (logged).
+
+    ``generation`` (``model/generation.Generation``) with ``dynamic_model`` (the stateful decoder ``model`` is the
+    static prefill clone of): each placement is carried over to the dynamic model, compiled as ``compile_model``
+    would return it, and timed on whole generations (``devices/timing.time_generation``: the prefill, the first
+    step and the decode points; as many generations as ``max_seconds`` holds, 1 to ``iterations``), rewarded with
+    the generation's time (``generation_ms``): what the verification then judges it on, not the prefill alone.
     """
 
     def __init__(self, model: ov.Model, core: ov.Core, devices: Sequence[str], *, cost: CostModel | None = None,
                  max_submodels: int | None = 8, warmup: int = 2, iterations: int = 10, max_seconds: float = 2.0,
-                 name: str | None = None, store=None) -> None:
+                 name: str | None = None, store=None, generation=None, dynamic_model: ov.Model | None = None) -> None:
         super().__init__()
         from ov_autoplace.compile.placed_compile import compile_with_affinities  # not the public api: it imports this package (search)
         from ov_autoplace.devices.timing import measure_latency
@@ -230,6 +236,11 @@ class MeasuredEnv(PlacementEnv):
         self.max_submodels = max_submodels
         self.warmup, self.iterations, self.max_seconds = warmup, iterations, max_seconds
         self.label = f"measured (HETERO:{','.join(self.devices)}, native timer)"
+        self.generation = generation if dynamic_model is not None else None
+        self.dynamic_model = dynamic_model if generation is not None else None
+        if self.generation is not None:
+            self.label = (f"measured (HETERO:{','.join(self.devices)}, generations of "
+                          f"{generation.prompt_tokens} + {generation.new_tokens} tokens)")
         self.num_compiles = 0
         self.compile_seconds = 0.0
         self._legal_memo: dict[int, tuple[np.ndarray, Placement]] = {}
@@ -261,17 +272,35 @@ class MeasuredEnv(PlacementEnv):
         placement = self._legal(legal_row)[1]
         start = time.perf_counter()
         try:
-            compiled = self._compile_placed(self.core, self.prepared, placement, placement.device_string)
+            compiled = self._compile_placed(self.core, self.dynamic_model or self.prepared, placement,
+                                            placement.device_string)  # a dynamic model: the placement carried over
         except Exception as exc:  # noqa: BLE001 - a placement HETERO rejects is a bad action, not a crash
             log.warning("placement failed to compile (%s: %s); rewarded as inf", type(exc).__name__, exc)
             return float("inf")
         finally:
             self.num_compiles += 1
             self.compile_seconds += time.perf_counter() - start
+        if self.generation is not None:
+            return self._generation_ms(compiled)
         stats = self._measure_latency(compiled, warmup=self.warmup, iterations=self.iterations,
                                       max_seconds=self.max_seconds)
         log.debug("measured placement %d: %s", self.num_compiles, stats)
         return stats.median_ms
+
+    def _generation_ms(self, compiled: ov.CompiledModel) -> float:
+        """The generation's time (ms) on ``compiled``: medians over generations from a reset, after one untimed."""
+        from ov_autoplace.devices.timing import time_generation
+        from ov_autoplace.model.generation import decode_pasts, generation_ms
+
+        gen, request = self.generation, compiled.create_infer_request()
+        pasts = decode_pasts(gen)
+        start = time.perf_counter()
+        time_generation(compiled, gen.prompt_tokens, pasts, request=request)  # warm-up, and how long one takes
+        repeats = int(min(self.iterations, max(1.0, self.max_seconds / max(time.perf_counter() - start, 1e-6))))
+        prefill, decode, first = time_generation(compiled, gen.prompt_tokens, pasts, repeats=repeats, request=request)
+        total = generation_ms(gen, prefill, decode, first)
+        log.debug("measured placement %d: generation %.3f ms (%d repeats)", self.num_compiles, total, repeats)
+        return total
 
 
 __all__ = ["MeasuredEnv", "PlacementEnv", "SimEnv", "placement_key"]

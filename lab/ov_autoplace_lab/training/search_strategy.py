@@ -8,8 +8,11 @@ legal placement compiled by HETERO and timed with the native timer), within
 ``budget`` distinct placements (an ``int``) or seconds of search (a
 ``float``). The guard here is measured, not predicted: every single-device
 placement is timed in the same environment with the same timer settings, and
-a searched placement slower than the fastest of them is replaced by it. Needs
-torch (``pip install 'ov-autoplace-lab[train]'``); imported only when used.
+a searched placement slower than the fastest of them is replaced by it. A stateful
+decoder's placements (the single devices' included) are compiled on its dynamic
+model and timed on whole generations, the objective its verification judges
+(``MeasuredEnv``'s ``generation``). Needs torch (``pip install
+'ov-autoplace-lab[train]'``); imported only when used.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ class HSDAGSearchStrategy(PlacementStrategy):
         if context.core is None or context.model is None:
             raise ValueError("a measured search needs the context's core and prepared model")
         cost = resolve_cost(self.cost, context)
-        env = MeasuredEnv(context.model, context.core, context.devices, cost=cost, max_submodels=self.max_submodels)
+        env = MeasuredEnv(context.model, context.core, context.devices, cost=cost, max_submodels=self.max_submodels,
+                          generation=context.generation, dynamic_model=context.dynamic_model)  # a decoder: generations
         samples, seconds = (self.budget, None) if isinstance(self.budget, int) else (1_000_000, float(self.budget))
         with progress_bar(samples if seconds is None else None, "measured search", unit="placement") as bar:
             shown = 0

@@ -111,3 +111,21 @@ def test_searched_placement_compiles_and_is_cached(testbed, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         ov_autoplace.compile_model(model, testbed.hetero, **dict(kwargs, search_budget=2))
     assert "placement cache hit" not in caplog.text
+
+
+def test_a_decoder_is_searched_on_its_generation_not_its_prefill(distinct_testbed, caplog):
+    """search_budget on a stateful decoder: every placement (the single devices the guard compares with included)
+    is compiled on the dynamic model and timed on whole generations, as the verification then judges it; a
+    generation of 32 + 16 tokens is the prefill and 15 decode steps, several times the prefill alone."""
+    from ov_autoplace.devices.timing import measure_latency
+    from ov_autoplace.model.shapes import default_static_clone
+
+    core, hetero = distinct_testbed.core, distinct_testbed.hetero
+    model = synthetic_graphs.llm_like(layers=2, hidden=16, positions=None)
+    with caplog.at_level(logging.INFO):
+        placement = ov_autoplace.place(model, hetero, core=core, search_budget=2, generation=(32, 16))
+    assert placement.strategy == "hsdag+search" and set(placement.reference_latency_ms) == set(distinct_testbed.devices)
+    _, prefill_clone = default_static_clone(model, 32)
+    for device, generation_ms in placement.reference_latency_ms.items():
+        prefill_ms = measure_latency(core.compile_model(prefill_clone, device), warmup=2, iterations=10).median_ms
+        assert generation_ms > 3 * prefill_ms, (device, generation_ms, prefill_ms)
