@@ -228,7 +228,7 @@ def compile_model(
     ``inputs`` (a mapping input name -> array) is fed instead where a convention cannot guess; its shapes are the
     placement shapes unless ``shapes`` is given. A sample the model rejects (unknown input, dtype, shape, an LLM
     rule such as ``beam_idx`` outside the batch) raises ShapeError before anything is compiled. The background
-    worker (``profile="background"``) measures in its own process with the conventions, not the sample.
+    worker (``profile="background"``) is handed the sample too.
 
     ``memory_caps`` (``{"GPU": "2 GB", "CPU": 3_000_000_000}``): bytes each device may hold (weights and an LLM's
     KV cache), the split chosen by latency within them; MemoryCapError when no split can meet them, before any

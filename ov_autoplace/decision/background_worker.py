@@ -15,6 +15,7 @@ Why each rule, failures and abstentions: docs/cache.md, "The background worker".
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import openvino as ov
 
 from ov_autoplace.cache.placement_cache import PlacementCache
@@ -38,13 +40,16 @@ from ov_autoplace.decision.verification import needs_verification, runner_ups, v
 from ov_autoplace.devices.device_strings import parse_device_string, register_virtual_device
 from ov_autoplace.devices.kinds import DEVICE_KINDS, kind_of_plugin
 from ov_autoplace.graph.arrays import extract_graph
+from ov_autoplace.devices.timing import current_sample, input_sample
+from ov_autoplace.errors import ShapeError
 from ov_autoplace.model.generation import Generation
+from ov_autoplace.model.input_sample import check_input_sample
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import static_clone
 from ov_autoplace.placement.legalizer import Pin, query_support
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
-from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, WORKER_SPEC_MAX_BYTES, file_kind, read_json_bounded,
-                           remove_refused, write_private_atomic)
+from ov_autoplace.model.loading import (DAMAGED_FILE_ERRORS, USER_FILE_MAX_BYTES, WORKER_SPEC_MAX_BYTES, file_kind,
+                                        read_bounded, read_json_bounded, remove_refused, write_private_atomic)
 from ov_autoplace.devices.properties import decode_property, encode_property
 from ov_autoplace.decision.worker_files import (MAX_FAILURES, acquire_lock, holder_died, private_worker_dir,
                            record_failure, release_lock, report_failure, worker_digest, worker_files)
@@ -143,6 +148,8 @@ def spawn_worker(req: PlacementRequest, root: Path, key: dict, graph: Any) -> bo
             spec["profile_only"] = True
         if req.generation is not None:  # a decoder: the dynamic model, verified on its generation as the app does
             spec |= {"generation": list(dataclasses.astuple(req.generation)), "shapes": req.shapes}
+        sample = current_sample()  # inputs=: the worker measures with it too (read here: threads do not see it)
+        spec["sample"] = sample is not None
     except UntrustedDirectoryError as exc:
         warn_once(refusal_message("background profiling is off: its folder is refused", exc))
         return False
@@ -150,7 +157,7 @@ def spawn_worker(req: PlacementRequest, root: Path, key: dict, graph: Any) -> bo
         logger.warning("background profiling not started (%s: %s)", type(exc).__name__, exc)
         return False
     written = req.model if req.generation is not None else req.placement_model
-    thread = threading.Thread(target=_write_and_start, args=(written, spec, Path(root), digest),
+    thread = threading.Thread(target=_write_and_start, args=(written, spec, Path(root), digest, sample),
                               name="ov_autoplace-bg", daemon=False)  # the app's exit waits for the model write
     thread.start()
     logger.info("background profiling started for this model; the next start uses its placement (log %s)",
@@ -217,7 +224,7 @@ def _open_log(path: Path) -> int:
     return fd
 
 
-def _write_and_start(model: Any, spec: dict, root: Path, digest: str) -> None:
+def _write_and_start(model: Any, spec: dict, root: Path, digest: str, sample=None) -> None:
     files = worker_files(root, digest)
     try:
         for name in ("model", "weights"):  # save_model writes through a symlink: remove whatever is there first
@@ -226,6 +233,10 @@ def _write_and_start(model: Any, spec: dict, root: Path, digest: str) -> None:
         ov.save_model(model, str(files["model"]), compress_to_fp16=False)
         for name in ("model", "weights"):
             os.chmod(files[name], 0o600)  # save_model follows the umask
+        if sample is not None:
+            buffer = io.BytesIO()
+            np.savez(buffer, **sample)
+            write_private_atomic(files["sample"], buffer.getvalue())
         write_private_atomic(files["spec"], json.dumps(spec))
         log = _open_log(files["log"])
         try:
@@ -240,7 +251,7 @@ def _write_and_start(model: Any, spec: dict, root: Path, digest: str) -> None:
     except Exception as exc:  # noqa: BLE001
         logger.warning("background profiling could not start (%s: %s); the app is unaffected", type(exc).__name__,
                        exc)
-        for name in ("model", "weights", "spec"):
+        for name in ("model", "weights", "spec", "sample"):
             files[name].unlink(missing_ok=True)
         release_lock(files["lock"])
 
@@ -277,6 +288,7 @@ def read_spec(path: Path, digest: str) -> dict[str, Any]:
             and all(isinstance(d, list) and all(type(x) is int for x in d) for d in spec["shapes"].values())),
          "a generation of two positive ints with the placement shapes"),
         (lambda: type(spec.get("profile_only", False)) is bool, "a boolean profile_only"),
+        (lambda: type(spec.get("sample", False)) is bool, "a boolean sample"),
     ]
     for ok, expected in checks:
         if not ok():
@@ -299,7 +311,8 @@ def run_worker(root: str | os.PathLike, digest: str) -> int:
         for name in ("model", "weights"):
             if not stat.S_ISREG(os.lstat(files[name]).st_mode):
                 raise WorkerFailure(f"{files[name]} is not a regular file; not measuring")
-        reason = _measure_and_store(spec, Path(root), files["model"])
+        with input_sample(_read_sample(files["sample"]) if spec.get("sample") else None):
+            reason = _measure_and_store(spec, Path(root), files["model"])
         abstained = reason is not None  # a noisy or loaded machine: no failure of ours, but a try all the same
         return 0 if reason is None else 3
     except WorkerFailure as exc:
@@ -319,10 +332,19 @@ def run_worker(root: str | os.PathLike, digest: str) -> int:
             record_failure(files["failed"], reason, abstained=abstained)
         else:
             files["failed"].unlink(missing_ok=True)
-        for name in ("model", "weights", "spec"):
+        for name in ("model", "weights", "spec", "sample"):
             if files[name].parent == folder:
                 files[name].unlink(missing_ok=True)
         release_lock(files["lock"])
+
+
+def _read_sample(path: Path) -> dict[str, np.ndarray]:
+    """The app's ``inputs=`` sample, bounded and without pickles (checked against the model by ``_measure_and_store``)."""
+    try:
+        with np.load(io.BytesIO(read_bounded(path, USER_FILE_MAX_BYTES)), allow_pickle=False) as arrays:
+            return {name: arrays[name] for name in arrays.files}
+    except (*DAMAGED_FILE_ERRORS, ValueError) as exc:
+        raise WorkerFailure(f"the input sample {path} is unreadable ({type(exc).__name__}: {exc})") from exc
 
 
 def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
@@ -334,6 +356,12 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     generation = Generation(*spec["generation"]) if "generation" in spec else None
     if generation is not None:  # a decoder's dynamic model: placed on its static clone, as the app placed it
         model = static_clone(dynamic, spec["shapes"])
+    if current_sample() is not None:  # the app checked it on this model: a mismatch means another model
+        try:
+            check_input_sample(dynamic, current_sample())
+        except ShapeError as exc:
+            raise WorkerFailure(f"the input sample does not fit the model ({exc}); not measuring") from exc
+        logger.info("measuring with the app's input sample (%s)", ", ".join(current_sample()))
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
     key = spec["key"]

@@ -31,7 +31,7 @@ MAX_FAILURES = 2
 LOCK_MAX_AGE_S = 6 * 3600
 _DIGEST = re.compile(r"[0-9a-f]{32}")
 _FILES = {"lock": "lock", "spec": "spec.json", "model": "model.xml", "weights": "model.bin", "log": "worker.log",
-          "failed": "failure.json"}
+          "failed": "failure.json", "sample": "sample.npz"}
 
 
 def worker_digest(key: Mapping[str, Any]) -> str:

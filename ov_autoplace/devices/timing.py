@@ -55,6 +55,11 @@ def input_sample(sample: Mapping[str, np.ndarray] | None):
         _SAMPLE.reset(token)
 
 
+def current_sample() -> Mapping[str, np.ndarray] | None:
+    """The sample of the enclosing :func:`input_sample` block (None outside one)."""
+    return _SAMPLE.get()
+
+
 #: Inputs named as optimum-intel names a causal LM's (and transformers' generally), fed as a generation's prefill.
 LLM_INPUTS = ("input_ids", "attention_mask", "position_ids", "beam_idx")
 
@@ -254,5 +259,5 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
     return list(labels[k:]) + list(labels[:k])
 
 
-__all__ = ["LLM_INPUTS", "LatencyStats", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order",
+__all__ = ["LLM_INPUTS", "LatencyStats", "current_sample", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order",
            "DECODE_WINDOW", "set_step", "time_generation", "vocabulary_size"]

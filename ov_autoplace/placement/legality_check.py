@@ -1,29 +1,10 @@
 """One legality check for every placement that reaches a compile.
 
-A placement can come from a strategy (legalized when it was made), from the
-placement cache, from a JSON file or from a search. Only the first is legal
-by construction: a cache entry may be stale (written by an older legalizer)
-or edited, a JSON file may have been written by hand. HETERO compiles many
-illegal placements without complaint and some of them run wrong (a Constant
-on another device than its consumers, a quantized op split from its
-FakeQuantize), so :func:`ensure_legal` runs the legalizer again on the
-placement's own compute assignment and compares:
-
-* the same assignment comes back: the placement is legal and is returned
-  with its compute nodes and submodel count recomputed from the graph (a
-  cached count is not trusted);
-* another assignment comes back: a WARNING says how many nodes moved and the
-  re-legalized placement is returned (its measured latencies are dropped:
-  they were of another placement);
-* the placement cannot be read onto the graph at all (nodes missing, unknown
-  devices, a device list other than the requested one): ``PlacementError``
-  naming what is wrong, which the caller turns into a rejection (cache: place
-  again) or raises (the user's own placement).
-
-The legalizer is idempotent on its own output (tests/placement/test_legalizer.py
-checks it), so a legal placement passes unchanged; :data:`LEGALIZER_VERSION` is
-part of the placement cache key, so entries of an older legalizer are placed
-again rather than patched.
+A placement from the cache, a JSON file or a search may be stale, edited or hand-written, and HETERO compiles
+some illegal placements that then run wrong, so :func:`ensure_legal` runs the legalizer again on the placement's
+own compute assignment: the same assignment back is legal (its counts recomputed, never trusted); another is
+used with a WARNING (its measured latencies dropped); one that does not fit the graph is a ``PlacementError``.
+Why each rule: docs/default-path.md, "Never wrong: the checks".
 """
 
 from __future__ import annotations

@@ -1,29 +1,11 @@
 """A placement carried inside an OpenVINO IR: ``rt_info["ov_autoplace"]["placement"]``, keyed by node identity.
 
-A placement names the nodes of the *prepared* model by friendly name
-(``Constant_11``), and friendly names change between two conversions of the
-same architecture (they come from a process-wide counter). The IR therefore
-stores, next to the placement, the identity of every prepared node in the
-prepared graph's order (``extract_graph``: a topological order that depends
-only on the graph's structure): its position, op type, output count, element
-type and output shape. Reading it back prepares the model again and matches
-node by node: the same positions, types and shapes are the same graph,
-whatever its names. A stored placement whose identities do not match (another
-model, another OpenVINO whose prepare folds differently) is ignored, with a
-log line saying why.
-
-Verification (``verification.py``): the placement's measured verdict is stored
-with it. Read back under the same names, the assignment and its digest are
-unchanged, so the evidence stays intact; matched by identity under new names
-the assignment is a new dict whose digest differs, so it carries no evidence
-and ``compile_model`` must treat it as a proposal (verify it again).
-
-Dynamic models (``docs/dynamic-shapes.md``): a placement is made on a static
-clone at the placement shapes, so the IR of a dynamic model stores those
-shapes too (``placement_shapes``) and the identities of the *static clone's*
-prepared nodes. Reading it back reshapes a clone to the stored shapes and
-matches that; ``compile_model`` carries the placement over to the dynamic
-model as it does for a placement made in the same process (``dynamic.py``).
+Friendly names change between two conversions of the same architecture, so the IR stores, next to the
+placement, the identity of every prepared node in ``extract_graph``'s order (position, op type, output count,
+element type, output shape) and matches node by node when read back; a mismatch (another model, another
+OpenVINO) is ignored with a log line. The verdict stays intact under the same names and is gone under new ones
+(a proposal, verified again); a dynamic model's IR stores its placement shapes and the static clone's
+identities. Why and how: docs/cli.md, "A placed model as a file", and docs/dynamic-shapes.md.
 
 This module imports no ``api`` (``api`` reads stored placements through it).
 """

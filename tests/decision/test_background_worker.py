@@ -432,3 +432,79 @@ def test_the_worker_log_is_never_written_through_a_hard_link(thread_core, tmp_pa
     assert stat.S_IMODE(st.st_mode) == 0o600
     assert "foreign spec" in files["log"].read_text()
     assert "starting a fresh one" in caplog.text
+
+
+def test_the_apps_input_sample_reaches_the_worker(thread_core, tmp_path, monkeypatch):
+    """``inputs=`` with profile="background": the app writes the sample beside the model copy (0600, no pickles),
+    the spec says so, and the worker measures inside it, as the app would have."""
+    import numpy as np
+
+    from ov_autoplace.call_request import build_request
+    from ov_autoplace.cache.placement_cache import PlacementCache
+    from ov_autoplace.devices.timing import current_sample, input_sample
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+
+    model = sg.llm_like()
+    sample = {"input_ids": np.full((1, 6), 5, np.int64), "beam_idx": np.zeros(1, np.int32)}
+    req = build_request(model, DISTINCT, core=thread_core, shapes={"input_ids": [1, 6], "attention_mask": [1, 6],
+                                                                  "position_ids": [1, 6], "beam_idx": [1]})
+    key = PlacementCache(tmp_path).key(thread_core, extract_graph(prepare_model(req.placement_model)), req.devices,
+                                       strategy="test")
+    started = []
+    monkeypatch.setattr(background.subprocess, "Popen", lambda *a, **k: started.append(a) or _Finished())
+    with input_sample(sample):
+        assert background.spawn_worker(req, tmp_path, key, None)
+    _join_spawner()
+    files = worker_files(tmp_path, worker_digest(key))
+    assert started and json.loads(files["spec"].read_text())["sample"] is True
+    assert stat.S_IMODE(files["sample"].stat().st_mode) == 0o600
+    seen = {}
+
+    def measure(spec, root, model_path):
+        seen.update(current_sample())
+        return None
+
+    monkeypatch.setattr(background, "_measure_and_store", measure)
+    assert run_worker(tmp_path, worker_digest(key)) == 0
+    assert set(seen) == set(sample) and all(np.array_equal(seen[n], sample[n]) for n in sample)
+    assert not files["sample"].exists(), "the worker removes the sample with the model copy"
+
+
+@pytest.mark.parametrize("content", [b"not an npz", "object"], ids=["garbage", "pickled_object"])
+def test_a_sample_the_worker_cannot_read_is_its_failure(tmp_path, content):
+    import io
+
+    import numpy as np
+
+    path = tmp_path / "sample.npz"
+    if content == "object":
+        buffer = io.BytesIO()
+        np.savez(buffer, input_ids=np.array([{"a": 1}], dtype=object))
+        content = buffer.getvalue()
+    path.write_bytes(content)
+    with pytest.raises(background.WorkerFailure, match="input sample .* is unreadable"):
+        background._read_sample(path)
+
+
+def test_a_sample_that_does_not_fit_the_workers_model_is_its_failure(thread_core, tmp_path):
+    import io
+
+    import numpy as np
+
+    spec, digest = _real_spec(thread_core, ("CPUS", "CPU"), tmp_path, sg.residual())
+    files = worker_files(tmp_path, digest)
+    files["spec"].write_text(json.dumps(spec | {"sample": True}))
+    buffer = io.BytesIO()
+    np.savez(buffer, token_ids=np.zeros((1, 8), np.int64))
+    files["sample"].write_bytes(buffer.getvalue())
+    assert run_worker(tmp_path, digest) == 3
+    reason = read_failure(files["failed"])["reason"]
+    assert "input sample does not fit the model" in reason and "token_ids" in reason, reason
+
+
+class _Finished:
+    """A started worker that has already finished (``subprocess.Popen``'s ``wait``)."""
+
+    def wait(self):
+        return 0

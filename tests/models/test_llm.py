@@ -171,6 +171,28 @@ def test_the_default_path_times_the_other_device_on_the_generation_for_the_next_
     _same_generation(core, compiled, model)
 
 
+def test_a_background_worker_measures_with_the_apps_input_sample(tiny_llms, distinct_testbed, tmp_path, caplog):
+    """profile="background" with inputs=: the worker measures the decoder with the app's sample, stores its
+    placement without a failure, and the next start uses it."""
+    core = distinct_testbed.core
+    model = core.read_model(tiny_llms["llama"] / "openvino_model.xml")
+    prompt = 16
+    sample = {"input_ids": np.arange(3, 3 + prompt, dtype=np.int64)[None],
+              "attention_mask": np.ones((1, prompt), np.int64),
+              "position_ids": np.arange(prompt, dtype=np.int64)[None], "beam_idx": np.zeros(1, np.int32)}
+    ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path, profile="background",
+                               inputs=sample, generation=(prompt, 16))
+    worker_log = _worker_log(tmp_path)
+    assert "measuring with the app's input sample (input_ids, attention_mask, position_ids, beam_idx)" in worker_log
+    assert "stored the " in worker_log and " falls back" not in worker_log, worker_log[-2000:]
+    assert not [x for x in worker_log.splitlines() if "failed" in x and "verification abstained" not in x]
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path,
+                                              inputs=sample, generation=(prompt, 16))
+    assert any("placement source: cache (profile" in r.getMessage() for r in caplog.records)
+    _same_generation(core, compiled, model)
+
+
 @pytest.mark.parametrize("pins", [None, PIPELINE_PINS], ids=["default", "pipeline_split"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, f32_testbed, tmp_path):
