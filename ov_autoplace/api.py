@@ -21,7 +21,7 @@ from ov_autoplace.devices.call_forms import compile_as_openvino
 from ov_autoplace.cache.root import cache_root, private_blob_files
 from ov_autoplace.devices.device_strings import normalized_exclusions
 from ov_autoplace.devices.timing import input_sample
-from ov_autoplace.errors import DeviceError, PlacementError, PolicyFormatError, ShapeError
+from ov_autoplace.errors import DeviceError, MemoryCapError, PlacementError, PolicyFormatError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.decision.memory_path import memory_request
 from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default_path, default_path_placement
@@ -309,8 +309,11 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
                 compiled = compile_default_path(req, profiling=profiling, cache_dir=cache_dir, use_cache=use_cache,
                                                 cache_blobs=cache_blobs)
             return compiled
-    except USER_ERRORS:
-        raise  # the user's own request is wrong (or plain OpenVINO cannot compile it either): no fallback
+    except USER_ERRORS as exc:  # the user's own request is wrong (or plain OpenVINO cannot compile it either)
+        if not isinstance(exc, MemoryCapError) or req.pins or set(req.memory_caps) - set(req.reported_caps):
+            raise
+        logger.warning("%s; the caps are the plugins' reports: compiling as plain OpenVINO would", exc)
+        return req.core.compile_model(req.model, req.spec.text, req.props)
     except Exception as exc:  # noqa: BLE001 - any failure in the placement path must not cost the user a model
         if set(req.memory_caps) - set(req.reported_caps):  # the plain call would ignore the caller's caps
             raise PlacementError(f"placing within memory_caps failed ({type(exc).__name__}: {exc})"

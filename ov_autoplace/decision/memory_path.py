@@ -63,13 +63,13 @@ def with_reported_caps(req: PlacementRequest) -> PlacementRequest:
     report = device_memory_bytes(req.core, first)
     if first in req.memory_caps or not np.isfinite(report):
         return req
-    tokens = context_tokens(req.model, context_of(req))
+    tokens, kv = context_tokens(req.model, context_of(req)), _kv_share(req, first)
     weights = sum(op.get_byte_size() for op in req.model.get_ops() if op.get_type_name() == "Constant")
-    if weights + sum(state_bytes(req.model, tokens).values()) <= report:
+    if weights + kv * sum(state_bytes(req.model, tokens).values()) <= report:
         return req
     graph = extract_graph(prepare_model(req.placement_model))
     need = memory_need(graph, req.model, tokens)
-    if need.unique_bytes <= report:  # the sum above counted what preparing folds away
+    if need.unique_bytes - (1 - kv) * sum(need.state.values()) <= report:  # the sum above counted folded constants
         return req
     capped = dataclasses.replace(req, memory_caps=types.MappingProxyType({**req.memory_caps, first: int(report)}),
                                  reported_caps=(first,))
@@ -84,6 +84,17 @@ def with_reported_caps(req: PlacementRequest) -> PlacementRequest:
     logger.info("%s reports %s of memory and the model needs %s: placed within it, as memory_caps={%r: %d} would",
                 first, format_bytes(report), need.describe(), first, int(report))
     return capped
+
+
+def _kv_share(req: PlacementRequest, device: str) -> float:
+    """A decoder's KV cache as ``device`` stores it (its ``KV_CACHE_PRECISION``) over its variables' declared bytes;
+    1 for any other model or where the plugin reports none."""
+    try:
+        declared = max(v.get_info().data_type.size for v in req.model.get_variables())
+        stored = req.core.get_property(device, "KV_CACHE_PRECISION").size if req.generation else declared
+        return min(1.0, stored / declared)
+    except Exception:  # noqa: BLE001 - no variables, no such property: the declared bytes
+        return 1.0
 
 
 def capped_cost(req: PlacementRequest, graph: GraphArrays, cost: CostModel | None) -> CostModel:

@@ -1,21 +1,10 @@
 """Reading files so that every way they can be damaged or hostile becomes one typed error, within a bound.
 
-A JSON file can be missing, a directory, empty, truncated, not UTF-8, nested
-deeper than the parser's recursion limit, or valid JSON of the wrong shape;
-Python reports these as seven different exception types (FileNotFoundError,
-IsADirectoryError, JSONDecodeError, UnicodeDecodeError, RecursionError,
-KeyError/TypeError/AttributeError from the parser of the contents). Callers
-that load user files get :class:`~ov_autoplace.errors.FileFormatError` (or
-FileNotFoundError for a missing file) naming the file, what it should be and
-what went wrong.
-
-A file can also be hostile: a FIFO (an open for reading blocks forever), a symbolic link to ``/dev/zero`` (reads
-until memory runs out) or out of the cache, a device node, or simply huge. :func:`read_bounded` therefore never
-blocks and never reads more than its kind's cap (the ``*_MAX_BYTES`` below, far above what ov_autoplace writes):
-it ``lstat``s first, opens with ``O_NONBLOCK`` (and ``O_NOFOLLOW`` unless the caller named the file itself),
-refuses anything ``fstat`` does not call a regular file or that is over the cap, before reading it. A refusal
-is a :class:`RefusedFileError` (a FileFormatError, so a ValueError). Each cap and what a refusal does next:
-docs/cache.md, "Hostile files and shared machines".
+A damaged JSON file (missing, a directory, empty, truncated, not UTF-8, too deep, the wrong shape: seven Python
+exception types) is one :class:`~ov_autoplace.errors.FileFormatError` naming the file and what went wrong; a
+hostile one (a FIFO, a link to ``/dev/zero``, a device, a huge file) is refused unread by :func:`read_bounded`, which
+never blocks and never reads past its kind's cap (``*_MAX_BYTES``), as a :class:`RefusedFileError`. Each rule,
+cap and what a refusal does next: docs/cache.md, "Hostile files and shared machines".
 """
 
 from __future__ import annotations

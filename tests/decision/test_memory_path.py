@@ -248,3 +248,45 @@ def test_reports_no_split_fits_warn_and_compile_the_plain_call(model, f32_testbe
     assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
     with pytest.raises(MemoryCapError, match="missing"):  # beside the caller's own cap it is the caller's to fix
         build_request(model, f32_testbed.hetero, core=core, memory_caps={"CPUF": "150 KB"})
+
+
+@pytest.mark.parametrize("stored, switched", [("u8", False), ("f16", True), ("f32", True)])
+def test_a_decoder_s_kv_cache_counts_as_the_first_device_stores_it(f32_testbed, monkeypatch, stored, switched):
+    """Whether the report is exceeded is judged on the KV cache in the precision the device's plugin stores it
+    (``KV_CACHE_PRECISION``; stated here): the decoder's weights (~6 KB) and its KV cache (16 KB declared f32 at
+    128 tokens: 9.9 KB in all in u8, 14 KB in f16) exceed a 12 KB report unless the cache is kept in u8."""
+    import openvino as ov
+
+    from tests.synthetic_graphs import llm_like
+
+    core = f32_testbed.core
+    _reports(monkeypatch, {"CPU": 12_000})
+    real = core.get_property
+    monkeypatch.setattr(core, "get_property", lambda device, name, *rest: getattr(ov.Type, stored)
+                        if name == "KV_CACHE_PRECISION" else real(device, name, *rest))
+    req = build_request(llm_like(layers=2, hidden=16, positions=None), f32_testbed.hetero, core=core,
+                        generation=(64, 64))
+    assert (req.reported_caps == ("CPU",)) == switched, (stored, dict(req.memory_caps))
+
+
+def test_a_split_that_cannot_be_fitted_under_reports_alone_compiles_the_plain_call(model, f32_testbed, monkeypatch,
+                                                                                 tmp_path, caplog):
+    """The door found the reports able to hold the model in total, but no split fits them (an activation, a
+    variable's layer): the caller asked for no caps, so the plain call is compiled with a WARNING; under the
+    caller's own caps the same is their MemoryCapError."""
+    from ov_autoplace.decision import first_start
+
+    def no_fit(*args, **kwargs):
+        raise MemoryCapError("no split of this model that HETERO can run fits the memory caps (stated by the test)")
+
+    _reports(monkeypatch, {"CPU": 200_000, "CPUF": 200_000})
+    monkeypatch.setattr(first_start, "place_within_caps", no_fit)
+    core = f32_testbed.core
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, f32_testbed.hetero, core=core, cache_dir=tmp_path)
+    assert any("stated by the test" in r.getMessage() and "plugins' reports" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
+    with pytest.raises(MemoryCapError, match="stated by the test"):
+        ov_autoplace.compile_model(model, f32_testbed.hetero, core=core, cache_dir=tmp_path / "capped",
+                                   memory_caps={"CPUF": "200 KB"})

@@ -82,13 +82,18 @@ def test_a_cap_on_the_first_device_alone_keeps_it_within_its_cap(tiny_llms, f32_
 def test_devices_reporting_too_little_memory_split_the_decoder_without_caps(tiny_llms, f32_testbed, monkeypatch,
                                                                            tmp_path, caplog):
     """No ``memory_caps=``: each device reports (as a GPU's GPU_DEVICE_TOTAL_MEM_SIZE; stated here, the testbed's
-    CPU plugin reports none) the capped share of what the decoder needs, so the plain call could not hold it; the
-    memory path splits it within the reports, and it generates as the plain compile does."""
+    CPU plugin reports none) 95 % of what the decoder needs with its KV cache as ``CPU`` stores it
+    (``KV_CACHE_PRECISION``), so the plain call could not hold it; the memory path splits it within the reports
+    (charging the cache at its declared f32), and it generates as the plain compile does."""
+    from ov_autoplace.costmodel.memory_need import memory_need
     from ov_autoplace.decision import memory_path
 
     core, hetero = f32_testbed.core, f32_testbed.hetero
     model = core.read_model(tiny_llms["llama"] / "openvino_model.xml")
-    report = float(int(CAP_SHARE * _one_device_bytes(core, model, hetero)))
+    req = build_request(model, hetero, core=core)
+    need = memory_need(extract_graph(prepare_model(req.placement_model)), model, None)
+    stored = need.unique_bytes - (1 - memory_path._kv_share(req, "CPU")) * sum(need.state.values())
+    report = float(int(0.95 * stored))
     monkeypatch.setattr(memory_path, "device_memory_bytes", lambda core, device: report)
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         compiled = ov_autoplace.compile_model(model, hetero, core=core, cache_dir=tmp_path)
