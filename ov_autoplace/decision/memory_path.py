@@ -67,8 +67,13 @@ def with_reported_caps(req: PlacementRequest) -> PlacementRequest:
     weights = sum(op.get_byte_size() for op in req.model.get_ops() if op.get_type_name() == "Constant")
     if weights + kv * sum(state_bytes(req.model, tokens).values()) <= report:
         return req
-    graph = extract_graph(prepare_model(req.placement_model))
-    need = memory_need(graph, req.model, tokens)
+    try:
+        graph = extract_graph(prepare_model(req.placement_model))
+        need = memory_need(graph, req.model, tokens)
+    except Exception as exc:  # noqa: BLE001 - our machinery, at the door: the call goes on as OpenVINO's would
+        logger.warning("%s's memory report not applied: reading the model's need failed (%s: %s)", first,
+                       type(exc).__name__, exc)
+        return req
     if need.unique_bytes - (1 - kv) * sum(need.state.values()) <= report:  # the sum above counted folded constants
         return req
     capped = dataclasses.replace(req, memory_caps=types.MappingProxyType({**req.memory_caps, first: int(report)}),

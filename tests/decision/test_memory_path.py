@@ -290,3 +290,20 @@ def test_a_split_that_cannot_be_fitted_under_reports_alone_compiles_the_plain_ca
     with pytest.raises(MemoryCapError, match="stated by the test"):
         ov_autoplace.compile_model(model, f32_testbed.hetero, core=core, cache_dir=tmp_path / "capped",
                                    memory_caps={"CPUF": "200 KB"})
+
+
+def test_a_failure_reading_the_need_leaves_the_call_as_openvino_s(model, f32_testbed, monkeypatch, caplog):
+    """The report is read at the door, outside the placement path's fallback: a failure of our machinery there is
+    a WARNING and the request unchanged, never an error for a caller who asked for no caps."""
+    from ov_autoplace.decision import memory_path
+
+    def broken(graph, *args, **kwargs):
+        raise RuntimeError("stated by the test")
+
+    _reports(monkeypatch, {"CPU": 100_000})
+    monkeypatch.setattr(memory_path, "memory_need", broken)
+    with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
+        req = build_request(model, f32_testbed.hetero, core=f32_testbed.core)
+    assert not req.memory_caps and not req.reported_caps
+    assert any("CPU's memory report not applied" in r.getMessage() and "stated by the test" in r.getMessage()
+               for r in caplog.records)
