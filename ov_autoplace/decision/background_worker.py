@@ -356,12 +356,13 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
     generation = Generation(*spec["generation"]) if "generation" in spec else None
     if generation is not None:  # a decoder's dynamic model: placed on its static clone, as the app placed it
         model = static_clone(dynamic, spec["shapes"])
-    if current_sample() is not None:  # the app checked it on this model: a mismatch means another model
+    sample = current_sample()
+    if sample is not None:  # the app checked it on this model: a mismatch means another model
         try:
-            check_input_sample(dynamic, current_sample())
+            check_input_sample(dynamic, sample)
         except ShapeError as exc:
             raise WorkerFailure(f"the input sample does not fit the model ({exc}); not measuring") from exc
-        logger.info("measuring with the app's input sample (%s)", ", ".join(current_sample()))
+        logger.info("measuring with the app's input sample (%s)", ", ".join(sample))
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
     key = spec["key"]

@@ -272,8 +272,8 @@ class MeasuredEnv(PlacementEnv):
         placement = self._legal(legal_row)[1]
         start = time.perf_counter()
         try:
-            compiled = self._compile_placed(self.core, self.dynamic_model or self.prepared, placement,
-                                            placement.device_string)  # a dynamic model: the placement carried over
+            model = self.prepared if self.dynamic_model is None else self.dynamic_model  # dynamic: carried over
+            compiled = self._compile_placed(self.core, model, placement, placement.device_string)
         except Exception as exc:  # noqa: BLE001 - a placement HETERO rejects is a bad action, not a crash
             log.warning("placement failed to compile (%s: %s); rewarded as inf", type(exc).__name__, exc)
             return float("inf")
