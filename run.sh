@@ -8,8 +8,6 @@
 # OV_AUTOPLACE_VENV) and everything comes from the package registries.
 set -euo pipefail
 cd "$(dirname "$0")"
-VENV="${OV_AUTOPLACE_VENV:-.venv}"
-
 # Free space, in GB, of the filesystem holding $1 (or its nearest existing parent).
 free_gb() {
   local dir="$1"
@@ -17,12 +15,33 @@ free_gb() {
   df -Pk "$dir" | awk 'NR==2 {print int($4 / 1048576)}'
 }
 
-# A new venv takes ~6 GB (torch with its CUDA wheels, from the zoo/train extras) and the test suite's wheel
-# test builds a second one of ~1 GB while it runs (torch linked from this one). pip's "No space left on device"
-# halfway through an install says none of that, so say it first: too little space for the venv fails here,
-# little for the tests warns.
+# Where the venv goes. A new venv takes ~6.5 GB: torch 2.14.1 from PyPI is the CUDA build (no CPU build of it is on
+# PyPI) and loads its 3 GB of CUDA libraries even on a CPU. pip's "No space left on device" halfway through an
+# install says none of that, so it is settled first. OV_AUTOPLACE_VENV is the caller's choice: too little room
+# there stops here. Otherwise ./.venv, unless the checkout's disk is short (CI machines have come with 5 GB) and
+# the memory-backed $OV_AUTOPLACE_SHM (default /dev/shm) has the room and memory to spare for the tests: then
+# one venv per checkout there, found again by the next run, gone at reboot. Room nowhere stops and says so.
+need_venv=8 need_shm=16 need_tests=3
+choose_venv() {
+  local shm="${OV_AUTOPLACE_SHM:-/dev/shm}" shm_venv free
+  if [ -n "${OV_AUTOPLACE_VENV:-}" ]; then VENV="$OV_AUTOPLACE_VENV"; return; fi
+  VENV=.venv
+  shm_venv="$shm/ov_autoplace-venv-$(printf %s "$PWD" | md5sum | cut -c1-12)"
+  if [ -x "$VENV/bin/python" ]; then return; fi
+  if [ -x "$shm_venv/bin/python" ]; then VENV="$shm_venv"; return; fi
+  free="$(free_gb "$VENV")"
+  if [ "$free" -ge "$need_venv" ]; then return; fi
+  if [ -d "$shm" ] && [ -w "$shm" ] && [ "$(free_gb "$shm")" -ge "$need_shm" ]; then
+    echo "run.sh: ${free} GB free on the checkout's disk, short of the ${need_venv} GB a new venv needs:" \
+         "the venv goes to $shm_venv (memory-backed, kept until reboot; OV_AUTOPLACE_VENV picks a place)." >&2
+    VENV="$shm_venv"
+    export PIP_NO_CACHE_DIR=1  # the cache of downloads would fill the short disk
+  fi
+}
+
+# Too little space for a new venv fails here; little for the tests (zoo IRs, the wheel test's ~1 GB venv) warns.
 check_disk() {
-  local free need_venv=8 need_tests=10
+  local free
   free="$(free_gb "$VENV")"
   if [ ! -x "$VENV/bin/python" ] && [ "$free" -lt "$need_venv" ]; then
     echo "run.sh: ${free} GB free where the venv goes ($VENV); a new venv needs about ${need_venv} GB." >&2
@@ -30,12 +49,14 @@ check_disk() {
          "to a path on a larger disk." >&2
     exit 1
   fi
+  free="$(free_gb .)"
   if [ "$free" -lt "$need_tests" ]; then
-    echo "run.sh: warning: ${free} GB free; the tests' wheel-install test and the zoo need about 2 GB more." >&2
+    echo "run.sh: warning: ${free} GB free; the tests' wheel-install test and the zoo need about 2 GB." >&2
   fi
 }
 
 setup() {
+  choose_venv
   check_disk
   if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
