@@ -45,6 +45,8 @@ class CostModel:
     compute_spread_ms: np.ndarray | None = None  # float64 [N, D] >= 0, IQR of the per-run times; None: noise-free
     e2e_spread_ms: np.ndarray | None = None  # float64 [D] >= 0, IQR of each device's end-to-end latency
     loaded: bool = False  # measured on a loaded machine: predicted gains are unproven
+    # float64 [E]: bytes per graph edge where not the graph's: a decoder's generation (``generation_costs``)
+    edge_bytes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n, d = len(self.node_names), len(self.devices)
@@ -84,6 +86,15 @@ class CostModel:
         compute = np.zeros((n, d)) if self.compute_spread_ms is None else np.asarray(self.compute_spread_ms, float)
         e2e = np.zeros(d) if self.e2e_spread_ms is None else np.asarray(self.e2e_spread_ms, float)
         return compute, e2e
+
+    def bytes_on(self, graph) -> np.ndarray:
+        """Bytes per edge of ``graph`` a crossing moves: ``edge_bytes`` where set, else the graph's."""
+        if self.edge_bytes is None:
+            return np.asarray(graph.edge_bytes)
+        if len(self.edge_bytes) != len(graph.edge_bytes):
+            raise ValueError(f"CostModel.edge_bytes has {len(self.edge_bytes)} entries for a graph of "
+                             f"{len(graph.edge_bytes)} edges; price it with the graph it was made for")
+        return np.asarray(self.edge_bytes)
 
     def with_devices(self, devices: tuple[str, ...]) -> "CostModel":
         """The same model with its device columns in the order of ``devices`` (a subset of ``self.devices``)."""

@@ -61,7 +61,7 @@ class CostTerms:
         with np.errstate(invalid="ignore"):  # inf - inf where a device cannot run the node; masked out
             self.unfused_delta = np.where(self.compute[:, None] & allowed, cost.unfused_ms - cost.compute_ms, 0.0)
         src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
-        port, nbytes = graph.edge_src_port.astype(np.int64), np.maximum(graph.edge_bytes, 0)
+        port, nbytes = graph.edge_src_port.astype(np.int64), np.maximum(cost.bytes_on(graph), 0)
         self.edges = list(zip(src.tolist(), dst.tolist()))
         self.votes: list[list[int]] = [[] for _ in range(self.num_nodes)]
         outputs: dict[tuple[int, int], tuple[int, set[int]]] = {}

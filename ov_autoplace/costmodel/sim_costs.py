@@ -3,36 +3,9 @@
 Every number from here is simulated (``CostModel.simulated`` is True and
 ``CostModel.label`` says so).
 
-Per-op cost of a compute node on a device (a roofline)::
-
-    cost_ms = launch_overhead_ms
-              + 1e3 * max(flops / (peak * compute_efficiency[category]),
-                          bytes_moved / (memory_bandwidth * memory_efficiency[category]))
-
-* ``flops`` is ``GraphArrays.flops`` (multiply-add = 2; a dynamic shape counts 0).
-* ``peak`` is the device's FLOP/s at the precision it runs: the matrix units
-  (XMX, VNNI, the NPU MAC array) for conv / matmul / attention when it has
-  them at that precision, its vector units otherwise.
-* ``bytes_moved`` = bytes of all inputs (activations and weights) + bytes of the
-  node's outputs, from ``GraphArrays``, with floating-point tensors re-sized to
-  the precision the device runs (f16: half of f32). Metadata-only ops
-  (Reshape, Squeeze, Unsqueeze: in place in OpenVINO's plugins) move nothing.
-* ``category`` groups op types (:func:`op_category`); the efficiency factors are
-  the fraction of peak a category reaches on that device (estimates, or fitted
-  by the lab's ``calibrate``).
-* A device that does not support an op type costs ``inf`` (the NPU runs a subset).
-* Parameters, Constants, Results and pure-constant compute nodes cost 0 (the
-  latter are folded or precomputed at compile time).
-
-Fusion: OpenVINO's CPU and GPU plugins fuse a simple element-wise op
-(activation, bias add, scale) into the Convolution / MatMul that produces its
-input. :func:`post_op_fusion` applies that rule: such an op is ``fused_into``
-its producer's kernel and costs 0 there (``unfused_ms`` keeps its roofline cost
-for when a placement cuts it away). Pass ``fusion=False`` to model no fusion.
-
-Calibration (the lab's: ``ov_autoplace_lab/calibration/host_cpu.py``) fits the
-CPU's efficiency factors to a measured CPU CostModel (the profiler's) and
-carries them over to the simulated CPU.
+Per-op cost of a compute node on a device: a roofline with per-category efficiency factors, fused
+element-wise ops and op support; the formula and its terms are in docs/cost-model.md ("The simulated
+per-op cost").
 """
 
 from __future__ import annotations

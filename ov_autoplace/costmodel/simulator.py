@@ -131,7 +131,7 @@ class Simulator:
         keep = ~follower[src] & (role[dst] != NodeRole.RESULT)
         src_port = np.asarray(graph.edge_src_port, np.int64)[keep]
         e_src, e_dst = src[keep], dst[keep]
-        nbytes = np.maximum(np.asarray(graph.edge_bytes, np.int64)[keep], 0)
+        nbytes = np.maximum(np.asarray(cost.bytes_on(graph), np.int64)[keep], 0)
         key = e_src * (int(src_port.max(initial=0)) + 1) + src_port
         order = np.argsort(key, kind="stable")
         starts = _segment_starts(key[order])

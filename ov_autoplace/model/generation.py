@@ -147,8 +147,10 @@ def generation_costs(model: ov.Model, graph, cost, gen: Generation, cost_of: Cal
             if e in edge:
                 edge_bytes[edge[e]] += weight * max(float(g.edge_bytes[k]), 0.0)
     runs = 1.0 + float(weights.sum())
-    return (dataclasses.replace(graph, edge_bytes=np.rint(edge_bytes).astype(np.int64), out_bytes=out_bytes),
+    edge_bytes = np.rint(edge_bytes).astype(np.int64)  # on the cost too: a strategy's provider returns only it
+    return (dataclasses.replace(graph, edge_bytes=edge_bytes, out_bytes=out_bytes),
             dataclasses.replace(cost, compute_ms=compute, unfused_ms=unfused, source=f"{cost.source} x {gen}",
+                                edge_bytes=edge_bytes.astype(np.float64),
                                 compute_spread_ms=spread, e2e_spread_ms=e2e_spread, loaded=loaded,
                                 link_latency_ms=np.asarray(cost.link_latency_ms) * runs,
                                 submodel_overhead_ms=np.asarray(cost.submodel_overhead_ms) * runs))

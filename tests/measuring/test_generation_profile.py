@@ -118,3 +118,5 @@ def test_the_measured_cost_provider_of_the_strategies_costs_a_decoders_generatio
     assert "Generation(prompt_tokens=16, new_tokens=12)" in whole.source
     assert whole.node_names == prefill_cost.node_names
     np.testing.assert_array_less(prefill_cost.compute_ms.sum(axis=0), whole.compute_ms.sum(axis=0))
+    # and the generation's crossing bytes (HEFT prices them on the prefill's graph: CostModel.bytes_on)
+    assert prefill_cost.edge_bytes is None and whole.edge_bytes.sum() > 1.5 * np.maximum(graph.edge_bytes, 0).sum()

@@ -4,6 +4,8 @@ each decode shape's at the objective's weights, for any placement."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -62,3 +64,25 @@ def test_the_mixed_costs_predict_the_prefill_plus_the_weighted_decode_steps(deco
     # the decode steps are most of a long generation: a longer one costs more, and mostly in decode
     _, longer = generation_costs(model, prefill, _cost(prefill), Generation(16, 80), _cost)
     assert np.sum(longer.compute_ms[compute, 0]) > 1.5 * np.sum(cost.compute_ms[compute, 0])
+
+
+def test_the_mixed_costs_carry_the_generations_crossing_bytes_for_a_strategy_given_only_them(decoder):
+    """A strategy's cost provider returns the CostModel alone and the strategy prices it on the prefill's graph
+    (``strategy="heft"`` on ``MeasuredCostProvider``): the cost carries the generation's bytes per edge, so a split is
+    priced as on the generation's graph, by CostTerms and by the simulator, and not at the prefill's bytes alone."""
+    from ov_autoplace.costmodel.simulator import Simulator
+
+    model, prefill = decoder
+    graph, cost = generation_costs(model, prefill, _cost(prefill), Generation(16, 40), _cost)
+    np.testing.assert_array_equal(cost.edge_bytes, graph.edge_bytes)
+    assert np.sum(graph.edge_bytes) > 1.5 * np.sum(np.maximum(prefill.edge_bytes, 0))  # 39 steps cross too
+    compute = np.flatnonzero(prefill.role == NodeRole.COMPUTE)
+    device = np.zeros(prefill.num_nodes, dtype=np.int64)
+    device[compute[compute.size // 2:]] = 1  # a pipeline split: the hidden state crosses every step
+    on_prefill_graph = CostTerms(cost, prefill).latency_ms(device)
+    assert on_prefill_graph == pytest.approx(CostTerms(cost, graph).latency_ms(device), rel=1e-9)
+    without = dataclasses.replace(cost, edge_bytes=None)  # what the strategy priced before
+    assert CostTerms(without, prefill).latency_ms(device) < on_prefill_graph
+    assert Simulator(cost, prefill).latency_and_submodels(device[None])[0][0] == pytest.approx(on_prefill_graph, rel=1e-6)
+    with pytest.raises(ValueError, match="edge_bytes has .* entries for a graph of"):
+        cost.bytes_on(extract_graph(prepare_model(decode_clone(model, 8))))
