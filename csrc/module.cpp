@@ -1,4 +1,4 @@
-// ov_autoplace._native: the hot, stable parts (graph walking, timing) in C++.
+// ov_autoplace._native: the hot, stable parts (graph walking, HETERO's split, timing) in C++.
 // Everything else (policy, config, orchestration) stays in Python.
 #include <pybind11/pybind11.h>
 
@@ -6,6 +6,7 @@
 
 #include "conduit.hpp"
 #include "graph_extract.hpp"
+#include "hetero_split.hpp"
 #include "latency_timer.hpp"
 
 namespace py = pybind11;
@@ -25,6 +26,9 @@ PYBIND11_MODULE(_native, m) {
     m.def("time_inference", &ov_autoplace::time_inference, py::arg("compiled_model"), py::arg("inputs"),
           py::arg("warmup") = 2, py::arg("iterations") = 10, py::arg("max_seconds") = 0.0,
           "Time synchronous inferences of an openvino.CompiledModel; returns every sample in ms.");
+
+    m.def("hetero_split", &ov_autoplace::hetero_split, py::arg("src"), py::arg("dst"), py::arg("own"), py::arg("roots"),
+          py::arg("cut"), "Every node's part root in the split HETERO compiles (placement/submodels.py).");
 
     m.attr("BUILT_OPENVINO_VERSION") = OV_AUTOPLACE_BUILT_OV_VERSION;
     m.def("runtime_openvino_version", []() { return std::string(ov::get_openvino_version().buildNumber); });

@@ -1,28 +1,6 @@
 """A prior cost model: what a placement costs, predicted from what is known without running the model.
 
-Sources, all read without compiling or running anything:
-
-* the graph: FLOPs, bytes, op categories (``GraphArrays`` from the native extractor);
-* each device's own properties (:class:`DeviceFacts`): ``DEVICE_TYPE``,
-  ``DEVICE_ARCHITECTURE``, ``OPTIMIZATION_CAPABILITIES``, ``DEVICE_GOPS``,
-  ``GPU_DEVICE_TOTAL_MEM_SIZE``, ``FULL_DEVICE_NAME``, ``INFERENCE_PRECISION_HINT``,
-  ``INFERENCE_NUM_THREADS`` and the plugin that serves it;
-* the batch-1 device models fitted to published OpenVINO latencies (``device_model.py``,
-  ``suite.py``, ``data/fitted_terms.json``): a CPU is this machine's CPU from
-  ``/proc/cpuinfo`` (``host_cpu_device``) with the fitted terms of the calibrated
-  CPUs (geometric mean); a GPU or NPU is the calibrated device of its kind (same
-  memory kind: integrated or discrete) with its peak rates replaced by
-  ``DEVICE_GOPS`` and its memory by the reported size when the device reports
-  them (spec-sheet efficiencies alone overstate GPUs tenfold: docs/cost-model.md).
-  A device whose ``FULL_DEVICE_NAME`` names a calibrated device (:func:`recognize_devices`)
-  is that device's own fitted model, and when every device is recognized the prior
-  acts on smaller predicted gains (``PRIOR_SPLIT_MARGIN_RECOGNIZED``).
-
-Every number of a prior is a model, never a measurement: the CostModel is
-``simulated=True`` and its source says "prior". Two devices whose facts are
-equal (same plugin, kind, precision, threads, capabilities) get equal columns,
-so under the prior no split between them can win: :func:`indistinguishable`
-answers that from the facts alone, before the graph is even read.
+How and why, in full: docs/cost-model.md, "Module notes", ov_autoplace/costmodel/prior_costs.py.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """The one path a proposal takes to a placement: legalize -> guard -> legality check.
 
-Every site that turns a strategy's proposal into a placement calls :func:`placement_pipeline` (an explicit
-strategy, the policy on a profile, the prior's split, the runner-ups the verification measures, a pinned
-fallback), so the request's pins and submodel bound are passed once and reach every stage that needs them:
-
-1. **legalize** (``search/memory_fit.legalize_on_cost``): what HETERO can compile, with the pins and the bound;
-   when the proposal was made on a CostModel, the bound's merges are priced on it. The policy's decoding calls
-   this stage alone to rank its candidates' legal forms before it proposes one (stages 2-5 follow here);
-2. **margin** (optional): the legal placement must still be predicted faster than the best single device by
-   ``min_gain`` (the prior's margin), else :class:`InsideMargin` is raised with what it was predicted;
-3. **guard** (``prediction_guard.py``): on a CostModel and without pins, a placement not predicted faster than
-   the plain call beyond its spread becomes the reference (pinned placements are the user's call);
-4. **memory** (``enforce_memory``: the user's ``memory_caps`` are in ``cost``): a placement that overflows a cap
-   (pinned, or what the guard kept) is fitted (``search/memory_fit.fit_memory``, pins kept); one that still
-   overflows raises :class:`MemoryCapError`: a placement that breaks a cap is never returned;
-5. **legality check** (``placement/legality_check.ensure_legal``), when ``check`` names the source to log.
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/decision/placement_pipeline.py.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """The default placement of ``compile_model``: from the cache, a stored profile, or the prior - never a blocking profile.
 
-Order of the sources (the one used is logged at INFO as ``placement source: ...``):
-
-1. **prior, no graph** - every device reports the same facts (``costmodel/prior_costs.py``; e.g. the CPU
-   plugin under two names with the same precision): the prior predicts every split slower than one
-   device (a split only adds transfers and submodel switches), so the model goes to the first
-   device, the one HETERO itself would pick, without reading the graph;
-2. **cache** - a placement stored for this model structure, devices and properties;
-3. **profile** - a measured profile of this model on these devices is stored (``ov-autoplace
-   profile``, a ``profile="background"`` worker, or ``profile="now"``): the HSDAG policy places it
-   on the measured costs and the guard checks it (``guard.guard_placement``);
-4. **prior** - the HSDAG policy on the prior's costs; the split is kept only if the prior predicts
-   it faster than the best single device by more than the prior's margin (``Prior.margin``: its
-   measured error, 25 %, or 10 % when it recognizes every device by name); otherwise one device: the first (HETERO's choice) unless another is predicted faster by
-   more than the margin. A device that reports none of the properties leaves the prior blind: the
-   first device, with a WARNING saying so (and the background worker, if asked, measures it).
-   The rule itself (margin, bound, legalized split, the prior's error draws) is ``prior_rule.py``.
-
-A placement on one device is compiled as the call it replaces (``compile_decided.py``): HETERO's own first device
-is the plain call itself, another device one submodel through the same HETERO string.
+How and why, in full: docs/default-path.md, "Module notes", ov_autoplace/decision/placement_sources.py.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """The guard: a placement is kept only if the cost model predicts it faster than the plain call, beyond the noise.
 
-A placement can lose to the plain call (cross-device copies and submodel switches cost time). When the
-strategy used a CostModel, the guard prices the legal placement, the plain call's and every single device's
-under it (``CostTerms.latency_ms``, numpy only) and keeps what is proven faster, with a note saying why.
-
-The rule (the local search's, ``search/local_search.py``): a move is kept
-only when its predicted gain exceeds the spread of what it moves
-(``CostTerms.move_spread_ms``: the moved ops' spreads on both devices plus
-the end-to-end spreads of the devices involved); a noise-free (simulated) model
-cannot report its error, so there by at least :data:`NOISE_FREE_MIN_GAIN` of the
-reference (docs/training.md). The reference is
-HETERO's own placement, each node on the first device that runs it (one device
-when the first runs every node, else the plain call's split); a single device
-replaces it only if predicted faster by more than that of moving everything, and the
-placement is kept only if predicted faster than that reference by more than that
-of the nodes it puts elsewhere. A CostModel measured on a loaded
-machine (``cost.loaded``) proves no gain: the reference is used.
-
-Risk (noise-free models only): a split is also priced under :data:`RISK_DRAWS` fixed perturbations of the model
-and kept only if it beats the reference in :data:`MIN_WIN_SHARE` of them (docs/heldout.md, "The risk rule").
-
-A placement that overflows a device's memory is first fitted (``search/memory_fit.py``), not thrown away.
+How and why, in full: docs/default-path.md, "Module notes", ov_autoplace/decision/prediction_guard.py.
 """
 
 from __future__ import annotations

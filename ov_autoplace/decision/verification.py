@@ -1,20 +1,6 @@
 """Verification by measurement: a placement other than the plain call's is kept only if it measurably wins.
 
-The rule ("never slower"): what ``compile_model`` returns is never slower than what the call it replaces,
-``core.compile_model(model, device_name, config)``, would run, unless a measurement on this machine showed
-the alternative faster. Predictions (the prior, a profile, the local search) only *propose*; this module
-decides (:func:`verify_placement`). It compiles the contenders as the user would get them: the plain call
-**twice** (a control: two compiles of one model can differ by more than the margin), the candidate, the
-runner-up splits (:func:`runner_ups`), and each single device that runs the whole model but for the plain
-call's device under another name (``facts.twin_of``: only noise to time). It times them interleaved in paired
-rounds, the order rotated (:func:`time_rounds`; a stateful decoder on its whole generation, as an app runs it),
-and applies :func:`decide`: an alternative wins when it is at least ``MIN_GAIN`` faster than *both* compiles of
-the plain call at the confidence; a win on a loaded machine is used provisionally, and a loss on a noisy or
-loaded one abstains (no verdict: verified again later). The evidence is logged at INFO and sealed into the
-returned placement with a digest over the assignment (:func:`seal`): an edited entry is verified again.
-
-Why each part (the second compile, the rounds, load and noise, runner-ups, not reusing earlier samples, the
-decoders' devices): docs/default-path.md, "Verification".
+How and why, in full: docs/default-path.md, "Module notes", ov_autoplace/decision/verification.py.
 """
 
 from __future__ import annotations

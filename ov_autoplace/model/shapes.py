@@ -1,27 +1,6 @@
 """Placement shapes for models with dynamic dimensions.
 
-A placement is chosen from a graph with known tensor sizes (the profiler
-times it, the policy reads output shapes and FLOPs), so a model with dynamic
-dimensions is placed on a *static clone*: the same model reshaped to the
-placement shapes. The affinities found there are then carried over to the
-dynamic model (:mod:`ov_autoplace.placement.dynamic_model`), which is compiled dynamic.
-
-The placement shapes come, in this order, from
-
-1. ``shapes=`` (``compile_model``/``place``) or ``--shape`` (CLI), in
-   benchmark_app's ``-shape``/``-data_shape`` conventions: a mapping
-   ``{"input_ids": [1, 128], ...}``, a string ``"input_ids[1,128],attention_mask[1,128]"``,
-   or one shape (``[1, 3, 224, 224]`` / ``"[1,3,224,224]"``) for a model with one input;
-2. else the documented default: every dynamic dimension takes
-   :data:`DEFAULT_BATCH` on axis 0 and :data:`DEFAULT_DIM` on the other axes,
-   clamped into the dimension's bounds (``[1..8]`` gives 8 on a non-batch axis); a model that rejects
-   them (its position table is shorter, say) is placed at the halved non-batch default it accepts
-   (:func:`default_static_clone`), and one that accepts none is compiled as plain OpenVINO compiles it.
-
-A model whose inputs are all static needs none of this (``shapes=`` may then
-only repeat its own shapes). Anything that does not fit the model raises
-:class:`~ov_autoplace.errors.ShapeError` naming the input, the value and what
-the model accepts.
+How and why, in full: docs/dynamic-shapes.md, "Module notes", ov_autoplace/model/shapes.py.
 """
 
 from __future__ import annotations

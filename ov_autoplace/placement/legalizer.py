@@ -1,27 +1,6 @@
 """Turn any node -> device assignment into one HETERO compiles and runs.
 
-A strategy (heuristic, learned policy, random) proposes a device for every
-compute node; it need not know HETERO's rules. The legalizer then, in order:
-
-1. applies user pins (exact name, ``fnmatch`` name pattern, or op type);
-2. moves nodes a device cannot run (per ``core.query_model``) to the first
-   device, in priority order, that can - or raises UnsupportedOpError;
-2b. keeps quantization patterns (FakeQuantize and the op it feeds, int8
-   dequantization chains) on one device (``quant_patterns``), so int8 ops stay int8;
-2c. keeps each state variable (ReadValue, what lies between it and its Assign, the
-   Assign) and each variable's initializer on one device (``stateful.py``);
-3. optionally merges the smallest same-device islands into a neighbour until
-   HETERO compiles at most ``max_submodels`` submodels (each costs a submodel
-   switch and two tensor copies at run time; an island that another device
-   feeds back is more than one, ``submodels.py``) - but never below what the
-   devices' op support itself forces (:func:`effective_max_submodels`); with ``price``
-   (``memory_fit.legal_pricer``) it first moves, one at a time, the submodel it prices fastest after its move;
-4. puts Constants (and pure-constant subgraphs, e.g. weight decompression) and
-   Parameters on the device of their consumers - a Constant on another device
-   than its consumer made HETERO fail with "Can't set the input tensor";
-5. puts Results on their producer's device;
-6. for a stateful model, checks that every variable's ReadValue and Assign land in one
-   HETERO submodel, else keeps the model on one device (``stateful.py``, rule 2).
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/placement/legalizer.py.
 """
 
 from __future__ import annotations

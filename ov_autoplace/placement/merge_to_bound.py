@@ -88,7 +88,8 @@ def _merge_islands(graph, device, active, support, locked, max_submodels) -> int
 
 def follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
                       pinned_anchor: np.ndarray) -> np.ndarray:
-    """Steps 4 and 5 of the module docstring: the whole placement from the active nodes' devices.
+    """Steps 4 and 5 of the legalizer (docs/architecture.md, "Module notes"): the whole placement from the active
+    nodes' devices.
 
     Constants, constant subgraphs and Parameters take their consumers' majority device (the lowest on a tie; 0
     with no consumer placed), Results their producer's. Most followers (a weight and its convolution) have no

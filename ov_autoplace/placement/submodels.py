@@ -1,32 +1,6 @@
 """The submodels HETERO compiles for a placement: same-device groups with no cycle between them.
 
-HETERO cuts the model at every edge between two devices and compiles each
-connected same-device part as one submodel, then runs the submodels one after
-another. A part that feeds another device and is fed back by it (in a
-transformer: layer norm -> Q/K/V on device A, attention on B, output
-projection + residual add on A again, the residual edge joining both A ends)
-cannot run as one submodel, so HETERO splits it. Counting connected
-same-device *islands* misses those splits: on BERT-base with the attention
-cores on the second device the islands are 14 and HETERO compiles 26
-(the FFNs: 25 vs 49).
-
-:func:`submodel_partition` finds HETERO's parts the way OpenVINO 2026.4's
-hetero plugin (its SubgraphCollector) does, re-derived here:
-
-1. every edge between two devices is cut; the parts are the nodes joined by
-   the remaining edges (so two same-device parts that share a Parameter or
-   Constant are one part, which islands of active nodes are not);
-2. while this adds cuts: a node that depends on a cut edge leaving its own
-   part (a cycle through another device) has those of its input edges cut
-   whose source depends on the cut inputs the cycle came through.
-
-Checked by compiling on the testbed (``benchmarks/bench_submodels.py``; the table and the two placements where
-HETERO splits more, so the count is a lower bound there: docs/architecture.md). Should the split ever leave a
-cycle, the *stage* groups (same device and the same largest number of device changes on a path reaching the
-node), which never have one, stand in. Inactive nodes (Parameters, Results, Constants and constant subgraphs)
-are placed but carry no submodel number. The legalizer bounds this count (``max_submodels``); the simulator,
-the cost terms and the MILP price same-device islands instead (:func:`count_islands`): cheaper, and mostly a
-lower bound.
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/placement/submodels.py.
 """
 
 from __future__ import annotations
@@ -38,6 +12,7 @@ import weakref
 
 import numpy as np
 
+from ov_autoplace._native_loader import load_native
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.graph.components import component_roots
 
@@ -115,44 +90,25 @@ class SubmodelPartition:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class EdgeLists:
-    """One graph's edges as the Python lists and arrays the split and the legalizer walk (made once per graph
-    object, :func:`edge_lists`): rebuilding them was a good part of every split, and a legalize with priced
-    merges splits once per move."""
+    """One graph's edges as the split and the legalizer walk them (made once per graph object, :func:`edge_lists`):
+    rebuilding them was a good part of every split, and a legalize with priced merges splits once per move."""
 
-    src: list[int]
-    dst: list[int]
-    in_edges: list[list[int]]  # per node, its input edges in edge order
-    out_edges: list[list[int]]
+    src: np.ndarray  # int64 [E], for the native split
+    dst: np.ndarray
+    own: np.ndarray  # int64 [N]: 1 for a graph input (Parameter, Constant), a part's input to HETERO too
     consumers: list[list[int]]  # per node, the destinations of its output edges in edge order
-    producers: list[list[int]]  # per node, the sources of its input edges in edge order
-    in_pairs: list[list[tuple[int, int]]]  # per node, (input edge, its source) in edge order
-    own_bit: list[int]  # the graph inputs' (Parameters' and Constants') bits, in node order; 0 elsewhere
     is_result: list[bool]
     to_result: np.ndarray  # int64: the edges into a Result
 
 
 def _make_edge_lists(graph: GraphArrays) -> EdgeLists:
-    n, role = graph.num_nodes, graph.role.tolist()
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    in_edges: list[list[int]] = [[] for _ in range(n)]
-    out_edges: list[list[int]] = [[] for _ in range(n)]
-    consumers: list[list[int]] = [[] for _ in range(n)]
-    producers: list[list[int]] = [[] for _ in range(n)]
-    in_pairs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    for e, (a, b) in enumerate(zip(src, dst)):
-        in_edges[b].append(e)
-        out_edges[a].append(e)
+    consumers: list[list[int]] = [[] for _ in range(graph.num_nodes)]
+    for a, b in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
         consumers[a].append(b)
-        producers[b].append(a)
-        in_pairs[b].append((e, a))
-    own_bit, inputs = [0] * n, 0
-    for v in range(n):
-        if role[v] in (NodeRole.PARAMETER, NodeRole.CONSTANT):
-            own_bit[v] = 1 << inputs
-            inputs += 1
-    is_result = (graph.role == NodeRole.RESULT).tolist()
-    return EdgeLists(src=src, dst=dst, in_edges=in_edges, out_edges=out_edges, consumers=consumers,
-                     producers=producers, in_pairs=in_pairs, own_bit=own_bit, is_result=is_result,
+    own = np.isin(graph.role, (NodeRole.PARAMETER, NodeRole.CONSTANT)).astype(np.int64)
+    return EdgeLists(src=np.ascontiguousarray(graph.edge_src, np.int64),
+                     dst=np.ascontiguousarray(graph.edge_dst, np.int64),
+                     own=own, consumers=consumers, is_result=(graph.role == NodeRole.RESULT).tolist(),
                      to_result=np.flatnonzero(graph.role[graph.edge_dst] == NodeRole.RESULT))
 
 
@@ -191,110 +147,16 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
     """The parts HETERO compiles, found as OpenVINO 2026.4's hetero SubgraphCollector finds them (module
     docstring): edges between devices are cut; then, while it adds cuts, every node that depends on a cut
     edge leaving its own part (a cycle) has those of its input edges cut whose source depends on the part's
-    cut inputs the cycle came through. Dependency sets are Python ints used as bitsets over the graph inputs
-    and the cut edges; how ``through`` is propagated without walking bits, why a round re-examines only the parts
-    the last one cut, and the kept ``sg``, ``in_bits``, ``out_bits``: docs/architecture.md, "Computing the split".
-    """
-    n = graph.num_nodes
+    cut inputs the cycle came through. The rounds run in C++ (``_native.hetero_split``): docs/architecture.md,
+    "Computing the split"."""
     lists = edge_lists(graph)
-    src, dst, in_edges, out_edges, own_bit = lists.src, lists.dst, lists.in_edges, lists.out_edges, lists.own_bit
-    producers, in_pairs = lists.producers, lists.in_pairs
     dev, cut = _device_cut(graph, dev)
-    first = _components(n, graph.edge_src, graph.edge_dst, cut)
+    first = _components(graph.num_nodes, graph.edge_src, graph.edge_dst, cut)
     if not cut:
         return first  # one device: nothing leaves a part, so there is no cycle to split
-    # Bits keep their meaning across rounds: graph inputs first, then cut edges in the order they are cut.
-    edge_bit = [0] * len(src)
-    in_bits, out_bits = [0] * n, [0] * n
-    next_bit = sum(1 for b in own_bit if b)
-
-    def cut_edge(e: int) -> None:
-        nonlocal next_bit
-        bit = edge_bit[e] = 1 << next_bit
-        in_bits[dst[e]] |= bit
-        out_bits[src[e]] |= bit
-        next_bit += 1
-
-    for e in sorted(cut):
-        cut_edge(e)
-    sg = first.parent  # every node points at its part's lowest member (component_roots)
-    members: dict[int, list[int]] = {}
-    for v in range(n):
-        members.setdefault(sg[v], []).append(v)
-    dirty = list(members)
-    entered = [0] * n
-    cyclic = [0] * n
-    through = [0] * n
-    deps = [0] * n
-    changed_from = 0  # a new cut edge's bit reaches its destination and what follows it in topological order
-    while True:
-        walk = []
-        for p in dirty:  # HETERO counts a graph input as a part's input too
-            owner = leave = 0
-            for v in members[p]:
-                owner |= own_bit[v] | in_bits[v]
-                leave |= out_bits[v]
-            if leave:  # a part no cut edge leaves has no cycle through it: it cuts nothing
-                walk.append((p, owner, leave))
-        # Only the walked parts' nodes read ``deps``, now and in later rounds (which walk pieces of these parts
-        # only), so it is kept up to date up to their last node.
-        last = max((members[p][-1] for p, _, _ in walk), default=-1)
-        for v in range(changed_from, last + 1):
-            d = own_bit[v] | in_bits[v]
-            for s in producers[v]:
-                d |= deps[s]
-            deps[v] = d
-        added: list[int] = []
-        for p, owner, leave in walk:
-            # ``entered`` and ``cyclic`` are read for nodes of the part being walked only, so they are made here,
-            # in the same walk as ``through`` (each reads its inputs', which come first in topological order)
-            for v in members[p]:  # ascending: topological order
-                dv = deps[v]
-                entered[v] = dv & owner
-                cyclic[v] = cv = dv & leave
-                t = 0
-                for e, s in in_pairs[v]:
-                    if sg[s] != p:
-                        t = entered[v]  # an input from another part: the whole of ``entered`` (docstring)
-                        break
-                    t |= through[s] | (entered[s] if edge_bit[e] else 0)
-                through[v] = t
-                if not cv:
-                    continue
-                for e, s in in_pairs[v]:
-                    if not edge_bit[e] and not (cv & cyclic[s]) and (t & entered[s]):
-                        added.append(e)
-        if not added:
-            return _UnionFind.from_roots(sg)
-        touched = {sg[dst[e]] for e in added}
-        changed_from = min(dst[e] for e in added)
-        for e in added:
-            cut.add(e)
-            cut_edge(e)
-        dirty = []
-        for p in touched:
-            nodes = members.pop(p)
-            seen: set[int] = set()
-            for start in nodes:  # the part's pieces: its nodes joined by the edges still uncut
-                if start in seen:
-                    continue
-                seen.add(start)
-                piece, stack = [], [start]
-                while stack:
-                    v = stack.pop()
-                    piece.append(v)
-                    for e in in_edges[v]:
-                        if not edge_bit[e] and src[e] not in seen:
-                            seen.add(src[e])
-                            stack.append(src[e])
-                    for e in out_edges[v]:
-                        if not edge_bit[e] and dst[e] not in seen:
-                            seen.add(dst[e])
-                            stack.append(dst[e])
-                for v in piece:
-                    sg[v] = start  # ``nodes`` ascend, so ``start`` is the piece's lowest member
-                members[start] = sorted(piece)
-                dirty.append(start)
+    return _UnionFind.from_roots(load_native().hetero_split(lists.src, lists.dst, lists.own,
+                                                            np.asarray(first.parent, np.int64),
+                                                            np.array(sorted(cut), np.int64)))
 
 
 #: Splits remembered per graph (weakly: a graph's entries go with it): one legalize + guard asks for the same
@@ -367,8 +229,8 @@ def _execution_order(root: np.ndarray, src: np.ndarray, dst: np.ndarray,
 
 def submodel_partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> SubmodelPartition:
     """HETERO's submodels for ``device`` (index per node, every node placed) over the ``active`` nodes; see the
-    module docstring. Should the split leave a cycle (not seen; HETERO itself would then refuse to compile),
-    the stage groups, which never have one, are returned instead."""
+    module notes (docs/architecture.md). Should the split leave a cycle (not seen; HETERO itself would then refuse
+    to compile), the stage groups, which never have one, are returned instead."""
     return _partition(graph, device, active, count_islands(graph, device, active))
 
 
@@ -394,8 +256,8 @@ def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islan
 
 
 def count_joined_parts(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
-    """HETERO's parts before it splits any cycle (step 1 of the module docstring), over the ``active`` nodes:
-    a lower bound of :func:`count_hetero_submodels` (step 2 only adds cuts; the stage groups it may fall back
+    """HETERO's parts before it splits any cycle (step 1 of the module notes, docs/architecture.md), over the
+    ``active`` nodes: a lower bound of :func:`count_hetero_submodels` (step 2 only adds cuts; the stage groups it may fall back
     to are finer still) for the cost of one union-find. Unlike :func:`count_islands` it is one bound: islands
     that share a Parameter or Constant are one part, so a placement can have more islands than submodels."""
     _, cut = _device_cut(graph, np.asarray(device).tolist())

@@ -2,25 +2,7 @@
 (:func:`candidate_moves`: island, boundary, structural-class, repeated-layer and interval moves) and the groups of
 nodes it moves together (the class moves).
 
-A profitable split of a model built from repeated layers often moves *one role
-in every layer* at once (each layer alone does not pay: the transfers and the
-submodel switch cost more than one layer saves). Two families of classes,
-each a sorted array of positions in ``active``:
-
-* :func:`structural_classes` - by graph structure: same op type; same op type
-  with the same producer and consumer op types; two such context classes
-  joined by an edge.
-* :func:`repeated_layer_classes` - by name: frontends name ops after the
-  module that made them (``__module.encoder.layer.3.attention.self/aten::
-  transpose/Transpose_1``), and the repeated layers differ only in the digits.
-  With every digit run replaced by ``#``, nodes with the same normalised name
-  are one role in every layer; nodes with the same normalised *scope* (the
-  module path before the first ``/``) are one module of every layer (e.g. the
-  attention core's reshapes, transposes and attention of all layers, without
-  its query/key/value projections, which live in submodules); nodes under the
-  same normalised module prefix are a module and its submodules in every
-  layer. Each scope class is also split by op type. Only names that repeat
-  (a ``#`` in the prefix) make classes.
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/search/search_moves.py.
 """
 
 from __future__ import annotations
@@ -81,7 +63,7 @@ def structural_classes(graph: GraphArrays, active: np.ndarray) -> list[np.ndarra
 def repeated_layer_classes(graph: GraphArrays, active: np.ndarray) -> list[np.ndarray]:
     """Groups (positions in ``active``) of active nodes that play one part in every repeated layer, by name
     with the digit runs replaced: same normalised name, same normalised scope (and op type), same normalised
-    module prefix. See the module docstring."""
+    module prefix. See the module notes (docs/architecture.md)."""
     groups: dict[tuple, list[int]] = {}
     for pos, i in enumerate(active.tolist()):
         name, op = str(graph.names[i]), str(graph.op_types[i])

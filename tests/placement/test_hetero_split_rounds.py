@@ -1,6 +1,6 @@
-"""``submodels._hetero_split`` (incremental: only the parts the last round cut, ``through`` propagated in
-topological order) gives exactly the parts of the plain fixpoint it replaced (issue 22), kept here as the
-reference: every round recomputes every part and walks every bit of every cyclic node's sets."""
+"""``submodels._hetero_split`` (its rounds in C++, ``_native.hetero_split``; incremental: only the parts the last
+round cut, ``through`` propagated in topological order) gives exactly the parts of the plain fixpoint it replaced,
+kept here as the reference: every round recomputes every part and walks every bit of every cyclic node's sets."""
 
 from __future__ import annotations
 
@@ -121,3 +121,21 @@ def test_the_gru_split_is_the_reference_and_finds_parts_once(monkeypatch):
     assert len(calls) == 1
     monkeypatch.setattr(submodels, "_components", real)
     assert [split.find(i) for i in range(graph.num_nodes)] == _reference_split(graph, dev)
+
+
+def test_the_native_rounds_refuse_arrays_that_do_not_describe_one_graph():
+    """``_native.hetero_split`` checks what it indexes with (an edge, a root or a cut edge outside the graph, sizes
+    that differ) and raises instead of reading outside its arrays."""
+    from ov_autoplace._native_loader import load_native
+
+    split = load_native().hetero_split
+    src, dst, own, roots = np.array([0, 1]), np.array([1, 2]), np.array([1, 0, 0]), np.array([0, 1, 1])
+    assert split(src, dst, own, roots, np.array([0])).tolist() == [0, 1, 1]  # one cut edge, no cycle: as given
+    with pytest.raises(IndexError, match="edge"):
+        split(src, np.array([1, 3]), own, roots, np.array([0]))
+    with pytest.raises(IndexError, match="cut edge"):
+        split(src, dst, own, roots, np.array([2]))
+    with pytest.raises(IndexError, match="root"):
+        split(src, dst, own, np.array([0, 1, 5]), np.array([0]))
+    with pytest.raises(ValueError, match="sizes differ"):
+        split(src, dst, own[:2], roots, np.array([0]))

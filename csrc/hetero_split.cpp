@@ -1,0 +1,167 @@
+// HETERO's split (placement/submodels.py, docs/architecture.md "Computing the split"): the same rounds as the
+// reference, with dependency sets as bitsets of 64-bit words that end at their highest set word (as Python ints do),
+// so a set costs what its highest bit needs and "empty" is "no words".
+#include "hetero_split.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace ov_autoplace {
+namespace {
+
+using Bits = std::vector<uint64_t>;
+
+void or_in(Bits& a, const Bits& b) {
+    if (b.size() > a.size()) a.resize(b.size(), 0);
+    for (size_t i = 0; i < b.size(); ++i) a[i] |= b[i];
+}
+
+void and_of(Bits& out, const Bits& a, const Bits& b) {
+    const size_t m = std::min(a.size(), b.size());
+    out.assign(a.begin(), a.begin() + m);
+    for (size_t i = 0; i < m; ++i) out[i] &= b[i];
+    while (!out.empty() && out.back() == 0) out.pop_back();
+}
+
+bool meets(const Bits& a, const Bits& b) {
+    const size_t m = std::min(a.size(), b.size());
+    for (size_t i = 0; i < m; ++i)
+        if (a[i] & b[i]) return true;
+    return false;
+}
+
+void set_bit(Bits& a, int64_t bit) {
+    const size_t word = static_cast<size_t>(bit / 64);
+    if (a.size() <= word) a.resize(word + 1, 0);
+    a[word] |= uint64_t{1} << (bit % 64);
+}
+
+}  // namespace
+
+py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a,
+                                  py::array_t<int64_t, py::array::c_style> dst_a,
+                                  py::array_t<int64_t, py::array::c_style> own_a,
+                                  py::array_t<int64_t, py::array::c_style> roots_a,
+                                  py::array_t<int64_t, py::array::c_style> cut_a) {
+    const int64_t n = roots_a.size(), num_edges = src_a.size();
+    if (dst_a.size() != num_edges || own_a.size() != n) throw std::invalid_argument("hetero_split: sizes differ");
+    const int64_t *src = src_a.data(), *dst = dst_a.data(), *cut0 = cut_a.data();
+    for (int64_t e = 0; e < num_edges; ++e)
+        if (src[e] < 0 || src[e] >= n || dst[e] < 0 || dst[e] >= n) throw std::out_of_range("hetero_split: edge");
+    std::vector<int64_t> sg(roots_a.data(), roots_a.data() + n);
+    std::vector<std::vector<int64_t>> in_edges(n), out_edges(n), members(n);
+    for (int64_t e = 0; e < num_edges; ++e) {
+        in_edges[dst[e]].push_back(e);
+        out_edges[src[e]].push_back(e);
+    }
+    // Bits: the graph inputs first (node order), then cut edges in the order they are cut.
+    std::vector<Bits> own_bits(n), in_bits(n), out_bits(n), deps(n), entered(n), cyclic(n), through(n);
+    int64_t next_bit = 0;
+    for (int64_t v = 0; v < n; ++v)
+        if (own_a.data()[v]) set_bit(own_bits[v], next_bit++);
+    std::vector<int64_t> edge_bit(num_edges, -1);
+    auto cut_edge = [&](int64_t e) {
+        edge_bit[e] = next_bit;
+        set_bit(in_bits[dst[e]], next_bit);
+        set_bit(out_bits[src[e]], next_bit);
+        ++next_bit;
+    };
+    for (int64_t k = 0; k < cut_a.size(); ++k) {
+        if (cut0[k] < 0 || cut0[k] >= num_edges) throw std::out_of_range("hetero_split: cut edge");
+        cut_edge(cut0[k]);
+    }
+    std::vector<int64_t> dirty;
+    for (int64_t v = 0; v < n; ++v) {
+        if (sg[v] < 0 || sg[v] >= n) throw std::out_of_range("hetero_split: root");
+        if (members[sg[v]].empty()) dirty.push_back(sg[v]);
+        members[sg[v]].push_back(v);
+    }
+    struct Walk { int64_t part; Bits owner, leave; };
+    std::vector<char> seen(n, 0);
+    int64_t changed_from = 0;
+    while (true) {
+        std::vector<Walk> walk;
+        for (int64_t p : dirty) {  // a part no cut edge leaves has no cycle through it: it cuts nothing
+            Walk w{p, {}, {}};
+            for (int64_t v : members[p]) {
+                or_in(w.owner, own_bits[v]);
+                or_in(w.owner, in_bits[v]);
+                or_in(w.leave, out_bits[v]);
+            }
+            if (!w.leave.empty()) walk.push_back(std::move(w));
+        }
+        int64_t last = -1;
+        for (const Walk& w : walk) last = std::max(last, members[w.part].back());
+        for (int64_t v = changed_from; v <= last; ++v) {  // only walked parts read deps, up to their last node
+            Bits d = own_bits[v];
+            or_in(d, in_bits[v]);
+            for (int64_t e : in_edges[v]) or_in(d, deps[src[e]]);
+            deps[v] = std::move(d);
+        }
+        std::vector<int64_t> added;
+        for (const Walk& w : walk) {
+            for (int64_t v : members[w.part]) {  // ascending: topological order
+                and_of(entered[v], deps[v], w.owner);
+                and_of(cyclic[v], deps[v], w.leave);
+                Bits t;
+                for (int64_t e : in_edges[v]) {
+                    const int64_t s = src[e];
+                    if (sg[s] != w.part) {  // an input from another part: the whole of entered
+                        t = entered[v];
+                        break;
+                    }
+                    or_in(t, through[s]);
+                    if (edge_bit[e] >= 0) or_in(t, entered[s]);
+                }
+                through[v] = std::move(t);
+                if (cyclic[v].empty()) continue;
+                for (int64_t e : in_edges[v]) {
+                    const int64_t s = src[e];
+                    if (edge_bit[e] < 0 && !meets(cyclic[v], cyclic[s]) && meets(through[v], entered[s]))
+                        added.push_back(e);
+                }
+            }
+        }
+        if (added.empty()) break;
+        changed_from = n;
+        std::vector<int64_t> touched;
+        for (int64_t e : added) {
+            changed_from = std::min(changed_from, dst[e]);
+            cut_edge(e);
+            if (!seen[sg[dst[e]]]) { seen[sg[dst[e]]] = 1; touched.push_back(sg[dst[e]]); }
+        }
+        for (int64_t p : touched) seen[p] = 0;
+        dirty.clear();
+        for (int64_t p : touched) {  // the part's pieces: its nodes joined by the edges still uncut
+            std::vector<int64_t> nodes = std::move(members[p]);
+            members[p].clear();
+            for (int64_t start : nodes) {  // nodes ascend: each piece is found from its lowest member
+                if (seen[start]) continue;
+                seen[start] = 1;
+                std::vector<int64_t> stack{start};
+                while (!stack.empty()) {
+                    const int64_t v = stack.back();
+                    stack.pop_back();
+                    sg[v] = start;
+                    for (int64_t f : in_edges[v])
+                        if (edge_bit[f] < 0 && !seen[src[f]]) { seen[src[f]] = 1; stack.push_back(src[f]); }
+                    for (int64_t f : out_edges[v])
+                        if (edge_bit[f] < 0 && !seen[dst[f]]) { seen[dst[f]] = 1; stack.push_back(dst[f]); }
+                }
+                dirty.push_back(start);
+            }
+            for (int64_t v : nodes) {  // in ascending order into their pieces
+                seen[v] = 0;
+                members[sg[v]].push_back(v);
+            }
+        }
+    }
+    py::array_t<int64_t> out(n);
+    std::copy(sg.begin(), sg.end(), out.mutable_data());
+    return out;
+}
+
+}  // namespace ov_autoplace
