@@ -232,8 +232,8 @@ def compile_model(
 
     ``memory_caps`` (``{"GPU": "2 GB", "CPU": 3_000_000_000}``): bytes each device may hold (weights and an LLM's
     KV cache), the split chosen by latency within them; MemoryCapError when no split can meet them, before any
-    compile. Without caps, HETERO's first device is capped at the memory its plugin reports where the model
-    needs more (docs/llm.md, "Memory").
+    compile. Without caps, a device is capped at the memory its plugin reports where the plain call would put
+    more there (docs/llm.md, "Memory").
     ``generation`` (a stateful decoder only; default ``Generation(prompt_tokens=128, new_tokens=128)``, or a
     ``(prompt, new)`` tuple): the generation an LLM app runs, placed (at the prompt's prefill shapes) and verified
     for its whole time, time to first token plus every decode step (docs/llm.md, ``model/generation.py``); part of

@@ -25,10 +25,11 @@ from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.devices.memory_caps import format_bytes
 from ov_autoplace.errors import MemoryCapError
-from ov_autoplace.graph.arrays import GraphArrays, extract_graph
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
 from ov_autoplace.measuring.profiler import device_memory_bytes
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.placement.legalizer import query_support
 from ov_autoplace.placement.stateful import state_groups
 
 logger = logging.getLogger("ov_autoplace")
@@ -57,38 +58,58 @@ def memory_request(req: PlacementRequest, graph: GraphArrays) -> tuple[MemoryNee
 
 
 def with_reported_caps(req: PlacementRequest) -> PlacementRequest:
-    """``req`` with HETERO's first device capped at its plugin's memory report where the model's weights and KV
-    cache exceed it, else ``req`` (docs/llm.md, "Memory": why, and where no split fits)."""
-    first = req.devices[0]
-    report = device_memory_bytes(req.core, first)
-    if first in req.memory_caps or not np.isfinite(report):
+    """``req`` with each device capped at its plugin's memory report where the plain call would put more there
+    (HETERO's split: each node on the first device that runs it), else ``req`` (docs/llm.md, "Memory")."""
+    reports = {d: device_memory_bytes(req.core, d) for d in req.devices if d not in req.memory_caps}
+    reports = {d: r for d, r in reports.items() if np.isfinite(r)}
+    if not reports:
         return req
-    tokens, kv = context_tokens(req.model, context_of(req)), _kv_share(req, first)
+    tokens = context_tokens(req.model, context_of(req))
     weights = sum(op.get_byte_size() for op in req.model.get_ops() if op.get_type_name() == "Constant")
-    if weights + kv * sum(state_bytes(req.model, tokens).values()) <= report:
+    states, kv = sum(state_bytes(req.model, tokens).values()), {d: _kv_share(req, d) for d in reports}
+    if all(weights + kv[d] * states <= r for d, r in reports.items()):  # the whole model fits each: no query
         return req
     try:
-        graph = extract_graph(prepare_model(req.placement_model))
+        prepared = prepare_model(req.placement_model)
+        graph = extract_graph(prepared)
         need = memory_need(graph, req.model, tokens)
+        held = _plain_call_holds(graph, need, query_support(req.core, prepared, graph, req.devices), req.devices, kv)
     except Exception as exc:  # noqa: BLE001 - our machinery, at the door: the call goes on as OpenVINO's would
-        logger.warning("%s's memory report not applied: reading the model's need failed (%s: %s)", first,
-                       type(exc).__name__, exc)
+        logger.warning("%s: memory report not applied: reading the model's need failed (%s: %s)",
+                       ", ".join(reports), type(exc).__name__, exc)
         return req
-    if need.unique_bytes - (1 - kv) * sum(need.state.values()) <= report:  # the sum above counted folded constants
+    over = {d: int(r) for d, r in reports.items() if held[d] > r}
+    if not over:
         return req
-    capped = dataclasses.replace(req, memory_caps=types.MappingProxyType({**req.memory_caps, first: int(report)}),
-                                 reported_caps=(first,))
+    said = ", ".join(f"{d} reports {format_bytes(r)} of memory and the plain call puts {format_bytes(held[d])} "
+                     "there" for d, r in over.items())
+    capped = dataclasses.replace(req, memory_caps=types.MappingProxyType({**req.memory_caps, **over}),
+                                 reported_caps=tuple(over))
     try:
         memory_request(capped, graph)
     except MemoryCapError as exc:
         if req.memory_caps:
             raise  # the caller's caps beside the report
-        logger.warning("%s reports %s of memory and no split fits the reports (%s); compiling as plain OpenVINO "
-                       "would", first, format_bytes(report), exc)
+        logger.warning("%s, and no split fits the reports (%s); compiling as plain OpenVINO would", said, exc)
         return req
-    logger.info("%s reports %s of memory and the model needs %s: placed within it, as memory_caps={%r: %d} would",
-                first, format_bytes(report), need.describe(), first, int(report))
+    logger.info("%s (the model needs %s): placed within it, as memory_caps=%r would", said, need.describe(), over)
     return capped
+
+
+def _plain_call_holds(graph: GraphArrays, need: MemoryNeed, support: np.ndarray, devices, kv) -> dict[str, float]:
+    """Bytes HETERO's own split puts on each device of ``kv`` (those reporting memory): the weights its nodes read,
+    each Constant once per device, and the KV cache of its ReadValues as that device stores it."""
+    on = support.argmax(axis=1)  # the first device that runs each node (HETERO's affinity)
+    src, dst = graph.edge_src, graph.edge_dst
+    reads = (graph.role[src] == NodeRole.CONSTANT) & (graph.role[dst] == NodeRole.COMPUTE)
+    index = {name: i for i, name in enumerate(graph.names)}
+    held = {}
+    for d, device in enumerate(devices):
+        if device in kv:
+            weights = np.unique(src[reads & (on[dst] == d)])
+            cache = sum(b for name, b in need.state.items() if on[index[name]] == d)
+            held[device] = float(np.maximum(graph.out_bytes[weights], 0).sum()) + kv[device] * cache
+    return held
 
 
 def _kv_share(req: PlacementRequest, device: str) -> float:

@@ -1,23 +1,6 @@
 """The warm start of a one-device placement: a small index keyed on the caller's own model.
 
-The placement cache is keyed on the *prepared* model (a folded clone), so a
-lookup pays a clone, constant folding and the imports of the cache and the
-placement machinery. When the decision was "everything on one device" none of
-that is needed to compile: the caller's model goes to that device as it is.
-This index maps the structure of the caller's model (``extract_graph`` on it
-directly, no clone) plus the devices, their properties, the OpenVINO version,
-the policy file's version (its size and mtime: a warm start hashes nothing),
-the submodel bound and the excluded devices to that device, in
-``<root>/placements/single-<digest>.json`` (so ``cache clear`` removes it).
-
-An entry written by the prior stops applying as soon as a measured profile of
-the model exists (it stores the profile's path and checks it with one
-``stat``); the full path then places from the profile and rewrites the entry.
-Reads never raise (a bad entry is a miss) and are bounded: an entry that is
-not a regular file or is over 1 MiB (``model/loading.py``) is refused unread,
-removed with a WARNING, and rewritten by the full path. Writes are atomic,
-0600 in a private folder, and best effort; a cache root that is not private
-(``cache/root.py``) is neither read nor written.
+How and why, in full: docs/default-path.md, "Module notes", ov_autoplace/decision/single_device_index.py.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """``compile_model`` of an IR that carries its placement (``save_model``): use it, without placing again.
 
-The hook ``api.compile_model`` calls on the default path (no strategy, no
-search budget) before deciding a placement of its own. It costs nothing for a
-model without the rt_info entry (one ``has_rt_info`` lookup). With one, and
-with the same device list, the stored placement is matched to the model by
-node identity (``placement/portable.py``), checked legal for these devices,
-and then held to the same rule as every other placement (``verification.py``):
-one that differs from the plain call's is compiled only if it carries intact
-measured evidence (read back under its own names, as written), otherwise it
-is a proposal and is verified now (measured against the plain call; the
-winner is compiled). Pins take the normal path.
-
-A dynamic model's IR stores the placement made on its static clone with the
-placement shapes (``saved_model.py``): the clone is rebuilt at the stored
-shapes, matched, verified there if it must be, and the placement is carried
-over to the dynamic model and run once at those shapes (``compile_with_affinities``,
-as for a placement made in the same process). ``shapes=`` naming other shapes
-than the stored ones (and than the default ones) takes the normal path: the
-user asked for a placement at those shapes.
-
-The verification is the one every placement gets (``verification.verified_placement``).
+How and why, in full: docs/default-path.md, "Module notes", ov_autoplace/decision/stored_placement.py.
 """
 
 from __future__ import annotations

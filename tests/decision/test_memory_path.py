@@ -250,6 +250,49 @@ def test_reports_no_split_fits_warn_and_compile_the_plain_call(model, f32_testbe
         build_request(model, f32_testbed.hetero, core=core, memory_caps={"CPUF": "150 KB"})
 
 
+def _cpu_runs_layers_0_1_only(monkeypatch):
+    """The first device (CPU) cannot run layers 2-3's named nodes, as a GPU or NPU may lack an op: the plain call,
+    HETERO's split, puts them on CPUF. Stated for the door's check only (the testbed's plugins run every op)."""
+    from ov_autoplace.decision import memory_path
+    from ov_autoplace.placement.legalizer import query_support
+
+    def stated(core, model, graph, devices):
+        support = query_support(core, model, graph, devices)
+        support[[i for i, n in enumerate(graph.names) if n[-1:] in "23" and n[:-1] in _LAYER_NODES], 0] = False
+        return support
+
+    monkeypatch.setattr(memory_path, "query_support", stated)
+
+
+_LAYER_NODES = ("init", "rv", "reorder", "proj", "cat", "assign", "mean", "act")
+
+
+def test_a_later_device_the_plain_call_reaches_is_held_to_its_report(model, f32_testbed, stated_host_cpu,
+                                                                   monkeypatch, caplog):
+    """CPUF, HETERO's second device, gets layers 2-3 from the plain call (two 16 KB weights and two 64 KB caches:
+    164 KB) and reports 100 KB: it is capped at its report, and the placement keeps it within."""
+    core, hetero = f32_testbed.core, f32_testbed.hetero
+    _reports(monkeypatch, {"CPUF": 100_000})
+    _cpu_runs_layers_0_1_only(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        req = build_request(model, hetero, core=core)
+    assert dict(req.memory_caps) == {"CPUF": 100_000} and req.reported_caps == ("CPUF",)
+    assert any("CPUF reports 100 KB (100000 B) of memory and the plain call puts 164 KB (163872 B) there"
+               in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    resident, capacity = _resident(core, model, hetero, {}, ov_autoplace.place(model, hetero, core=core))
+    assert resident["CPUF"] <= 100_000 and capacity["CPUF"] == 100_000, resident
+
+
+def test_a_first_device_is_held_to_its_report_on_what_the_plain_call_puts_there(model, f32_testbed, monkeypatch):
+    """CPU reports 250 KB, less than the whole model (328 KB) but more than the 164 KB of layers 0-1 that the plain
+    call gives it when it cannot run layers 2-3: nothing is capped, the plain call fits."""
+    _reports(monkeypatch, {"CPU": 250_000})
+    _cpu_runs_layers_0_1_only(monkeypatch)
+    req = build_request(model, f32_testbed.hetero, core=f32_testbed.core)
+    assert not req.memory_caps and not req.reported_caps
+
+
 @pytest.mark.parametrize("stored, switched", [("u8", False), ("f16", True), ("f32", True)])
 def test_a_decoder_s_kv_cache_counts_as_the_first_device_stores_it(f32_testbed, monkeypatch, stored, switched):
     """Whether the report is exceeded is judged on the KV cache in the precision the device's plugin stores it
@@ -305,5 +348,5 @@ def test_a_failure_reading_the_need_leaves_the_call_as_openvino_s(model, f32_tes
     with caplog.at_level(logging.WARNING, logger="ov_autoplace"):
         req = build_request(model, f32_testbed.hetero, core=f32_testbed.core)
     assert not req.memory_caps and not req.reported_caps
-    assert any("CPU's memory report not applied" in r.getMessage() and "stated by the test" in r.getMessage()
+    assert any("CPU: memory report not applied" in r.getMessage() and "stated by the test" in r.getMessage()
                for r in caplog.records)
