@@ -13,6 +13,7 @@ heuristic placement is returned and the result says so.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -24,6 +25,7 @@ import numpy as np
 
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.graph.components import component_roots
 from ov_autoplace.placement.legalizer import effective_max_submodels
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
@@ -66,34 +68,34 @@ class _Milp:
                     constraints=constraints, options={"time_limit": time_limit, "mip_rel_gap": mip_rel_gap})
 
     def solve_from(self, time_limit: float, mip_rel_gap: float, start: dict[int, float]):
-        """As :meth:`solve`, with HiGHS given ``start`` (column -> value, a partial solution it completes) as its
-        first incumbent, so the search and its dual bound start from the best placement known. scipy's ``milp``
-        takes no start, so this drives the HiGHS that scipy bundles directly; ``None`` when that is missing."""
+        """As :meth:`solve`, with HiGHS given ``start`` (column -> value, a partial solution) as its first
+        incumbent, so the search and its dual bound start from the best placement known. scipy's ``milp`` takes
+        no start, so this drives the HiGHS that scipy bundles directly; ``None`` when that is missing.
+
+        HiGHS completes a partial start with a small sub-MIP of its own, which gives up on large graphs (flows,
+        levels and transfers of hundreds of nodes) and leaves the search without its incumbent. So the start is
+        completed here first: the same model with the start's columns fixed, solved within a tenth of the limit
+        (the placement decided, what is left is bookkeeping), and HiGHS gets every column."""
         try:
             from scipy.optimize._highspy import _core as highs_core  # scipy's bundled HiGHS (>= 1.15)
         except ImportError:
             return None
-        import scipy.sparse as sp
         from scipy.optimize import OptimizeResult
 
-        n, rows = len(self.cost), len(self.row_lb)
-        a = sp.csc_array((self.vals, (self.rows, self.cols)), shape=(rows, n))
-        a.sum_duplicates()
-        lp = highs_core.HighsLp()
-        lp.num_col_, lp.num_row_ = n, rows
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, rows
-        lp.a_matrix_.format_ = highs_core.MatrixFormat.kColwise
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = np.asarray(self.cost), np.zeros(n), np.asarray(self.upper)
-        lp.row_lower_, lp.row_upper_ = np.asarray(self.row_lb), np.asarray(self.row_ub)
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-        lp.integrality_ = [highs_core.HighsVarType(int(i)) for i in self.integer]
-        solver = highs_core._Highs()
-        for key, value in (("output_flag", False), ("time_limit", float(time_limit)),
-                           ("mip_rel_gap", float(mip_rel_gap))):
-            solver.setOptionValue(key, value)
-        solver.passModel(lp)
-        cols = np.fromiter(start, dtype=np.int32, count=len(start))
-        accepted = solver.setSolution(len(cols), cols, np.fromiter(start.values(), dtype=np.float64, count=len(start)))
+        began = time.perf_counter()
+        cols = np.fromiter(start, dtype=np.int64, count=len(start))
+        values = np.fromiter(start.values(), dtype=np.float64, count=len(start))
+        lower, upper = np.zeros(len(self.cost)), np.asarray(self.upper, dtype=np.float64).copy()
+        lower[cols], upper[cols] = values, values
+        completer = self._highs(highs_core, lower, upper, max(1.0, 0.1 * time_limit), mip_rel_gap)
+        completer.run()
+        if completer.getInfo().objective_function_value != highs_core.kHighsInf and completer.getModelStatus() in (
+                highs_core.HighsModelStatus.kOptimal, highs_core.HighsModelStatus.kTimeLimit):
+            values = np.asarray(completer.getSolution().col_value, dtype=np.float64)
+            cols = np.arange(len(values))
+        solver = self._highs(highs_core, np.zeros(len(self.cost)), np.asarray(self.upper, dtype=np.float64),
+                             max(1.0, time_limit - (time.perf_counter() - began)), mip_rel_gap)
+        accepted = solver.setSolution(len(cols), cols.astype(np.int32), values)
         solver.run()
         status, info = solver.getModelStatus(), solver.getInfo()
         codes = {highs_core.HighsModelStatus.kOptimal: 0, highs_core.HighsModelStatus.kTimeLimit: 1,
@@ -104,7 +106,30 @@ class _Milp:
             status=codes.get(status, 4), message=solver.modelStatusToString(status),
             x=np.asarray(solver.getSolution().col_value) if has_x else None,
             fun=float(info.objective_function_value) if has_x else None, mip_gap=float(info.mip_gap),
-            mip_dual_bound=float(info.mip_dual_bound), start_accepted=accepted == highs_core.HighsStatus.kOk)
+            mip_dual_bound=float(info.mip_dual_bound), start_accepted=accepted == highs_core.HighsStatus.kOk,
+            start_completed=len(cols) == len(self.cost))
+
+    def _highs(self, highs_core, lower: np.ndarray, upper: np.ndarray, time_limit: float, mip_rel_gap: float):
+        """A HiGHS instance holding this model with the given column bounds."""
+        import scipy.sparse as sp
+
+        n, rows = len(self.cost), len(self.row_lb)
+        a = sp.csc_array((self.vals, (self.rows, self.cols)), shape=(rows, n))
+        a.sum_duplicates()
+        lp = highs_core.HighsLp()
+        lp.num_col_, lp.num_row_ = n, rows
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, rows
+        lp.a_matrix_.format_ = highs_core.MatrixFormat.kColwise
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = np.asarray(self.cost), lower, upper
+        lp.row_lower_, lp.row_upper_ = np.asarray(self.row_lb), np.asarray(self.row_ub)
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
+        lp.integrality_ = [highs_core.HighsVarType(int(i)) for i in self.integer]
+        solver = highs_core._Highs()
+        for key, value in (("output_flag", False), ("time_limit", float(time_limit)),
+                           ("mip_rel_gap", float(mip_rel_gap))):
+            solver.setOptionValue(key, value)
+        solver.passModel(lp)
+        return solver
 
 
 def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 10.0, max_submodels: int | None = None,
@@ -127,17 +152,25 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
       single-commodity flow: flow moves only along edges with both ends on d,
       every node on d absorbs one unit, only roots emit; an island without a
       root cannot balance, so ``sum r >= islands`` and minimisation makes it
-      equal. ``sum r <= bound`` bounds the count, with the bound of
-      ``legalize.effective_max_submodels`` (never below what the devices' op
-      support forces);
+      equal; each root is priced at its device's overhead, as the cost model
+      prices islands;
+    * the bound (``legalize.effective_max_submodels``, never below what the
+      devices' op support forces) is on HETERO's submodels, which are not the
+      islands: islands sharing a Parameter or Constant are one submodel, and a
+      path that leaves a submodel never re-enters it. So two lower bounds of
+      HETERO's count are kept within it (``_add_bound``): the parts of a second
+      flow that also passes through Parameters, Constants and followers, and
+      one plus the device changes along any path (levels). Both hold for every
+      legal placement, so no legal placement is cut away and the dual bound is
+      a bound;
     * memory: weights (a Constant on every device of its consumers) plus
       ``A_d >= out_bytes[i] x[i,d]`` within each finite capacity.
 
     Stops after ``time_limit`` seconds with the best placement found and its
     relative gap (``optimal`` False then). ``start`` (a device index per node,
     e.g. the best placement another method found) is given to HiGHS as its first
-    incumbent: its active nodes' devices and one submodel root per island, the
-    rest completed by HiGHS; ``dual_bound_ms`` is HiGHS's proven lower bound.
+    incumbent, completed first (``_start_columns``, ``_Milp.solve_from``);
+    ``dual_bound_ms`` is HiGHS's proven lower bound.
     """
     require_scipy()
     started = time.perf_counter()
@@ -157,17 +190,18 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
     if raised:
         notes.append(raised)
     overhead = np.asarray(cost.submodel_overhead_ms, dtype=np.float64)
-    roots: dict[tuple[int, int], int] = {}
-    if (overhead > 0).any() or max_submodels is not None:
-        roots = _add_submodels(m, terms, x, overhead, max_submodels)
+    islands: dict[tuple[int, int], int] = {}
+    if (overhead > 0).any():
+        islands = _add_parts(m, terms, x, terms.active_edges, np.zeros(n, bool), overhead)
+    bound = _add_bound(m, terms, x, max_submodels) if max_submodels is not None else None
     _add_memory(m, terms, x)
     res = None
     if start is not None:
         with _stdout_to_log():
-            res = m.solve_from(time_limit, mip_rel_gap, _start_columns(terms, x, roots, np.asarray(start)))
+            res = m.solve_from(time_limit, mip_rel_gap, _start_columns(terms, x, np.asarray(start), islands, bound))
         notes.append("warm start unavailable (scipy without its bundled HiGHS bindings): solved cold" if res is None
                      else f"warm-started from the given placement (HiGHS {'accepted' if res.start_accepted else 'refused'}"
-                          " it)")
+                          f" it{', completed' if res.start_completed else ', partial'})")
     if res is None:
         with _stdout_to_log():
             res = m.solve(time_limit, mip_rel_gap)
@@ -179,7 +213,7 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
         if res.status != 1:
             raise PlacementError(f"the placement MILP has no solution ({status}: {res.message}); check memory "
                                  "capacities, max_submodels and unsupported nodes")
-        fallback = _heuristic_fallback(terms, started, notes, max_submodels)
+        fallback = _heuristic_fallback(terms, started, notes, max_submodels, warm=start)
         fallback.dual_bound_ms = bound
         return fallback
     sol = np.asarray(res.x)
@@ -195,8 +229,8 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
     if not optimal:
         result.notes.append("not proven optimal: objective_ms is the incumbent's value, which may count redundant "
                             "submodel roots; predicted_ms is its model latency")
-        fallback = _heuristic_fallback(terms, started, [], max_submodels, quiet=True)
-        if fallback.predicted_ms < result.predicted_ms:  # a weak incumbent: a heuristic does better
+        fallback = _heuristic_fallback(terms, started, [], max_submodels, quiet=True, warm=start)
+        if fallback.predicted_ms < result.predicted_ms:  # a weak incumbent: a heuristic or the start does better
             fallback.dual_bound_ms = bound
             fallback.mip_gap = None if bound is None else float((fallback.predicted_ms - bound) / fallback.predicted_ms)
             fallback.status = status
@@ -234,21 +268,25 @@ _MILP_STATUS = {0: "optimal", 1: "time limit", 2: "infeasible", 3: "unbounded"}
 
 
 def _heuristic_fallback(terms: CostTerms, start: float, notes: list[str], max_submodels: int | None, *,
-                        quiet: bool = False) -> OptimumResult:
-    """The best heuristic placement, clearly marked: for a MILP stopped with no (or a weak) incumbent."""
+                        quiet: bool = False, warm: np.ndarray | None = None) -> OptimumResult:
+    """The best heuristic placement, clearly marked: for a MILP stopped with no (or a weak) incumbent. The warm
+    start, where one was given, is a candidate too: under a submodel bound the MILP's incumbent can be a placement
+    whose HETERO split the legalizer merges above what the MILP priced, and worse than where it started."""
     from ov_autoplace.search.list_scheduling import heft_placement
     from ov_autoplace_lab.baselines.critical_path import critical_path_placement
 
     best = None
-    for name, place in (("heft", heft_placement), ("critical_path", critical_path_placement)):
-        proposal = place(terms)
+    candidates = [("heft heuristic", heft_placement(terms)), ("critical_path heuristic", critical_path_placement(terms))]
+    if warm is not None:
+        candidates.append(("warm start", np.asarray(warm)))
+    for name, proposal in candidates:
         latency = terms.latency_ms(terms.legal_devices(proposal, max_submodels=max_submodels)[0])
         if best is None or latency < best[0]:
             best = (latency, proposal, name)
     if quiet:
-        notes.append(f"this is the {best[2]} heuristic's placement, better than the MILP's")
+        notes.append(f"this is the {best[2]}'s placement, better than the MILP's")
     else:
-        notes.append(f"time limit reached before any MILP solution: this is the {best[2]} heuristic's placement")
+        notes.append(f"time limit reached before any MILP solution: this is the {best[2]}'s placement")
         logger.warning("%s", notes[-1])
     return finish_result(terms, "milp", best[1], best[0], "time limit, no solution", False, None, start, notes,
                    max_submodels)
@@ -317,75 +355,132 @@ def _add_transfers(m: _Milp, terms: CostTerms, x: np.ndarray) -> None:
                 m.row([(t, 1.0), (x[s, a], -1.0), (y, -1.0)], lb=-1.0)
 
 
-def _add_submodels(m: _Milp, terms: CostTerms, x: np.ndarray, overhead: np.ndarray,
-                   max_submodels: int | None) -> dict[tuple[int, int], int]:
-    """The root and flow rows (``milp_placement``'s docstring); returns the root column of each (node, device)."""
-    nd = terms.num_devices
+def _add_parts(m: _Milp, terms: CostTerms, x: np.ndarray, links: list[tuple[int, int]], joiner: np.ndarray,
+               overhead: np.ndarray) -> dict[tuple[int, int], int]:
+    """Roots and flow rows (``milp_placement``'s docstring) over ``links``: on each device, the active nodes on it
+    and the ``joiner`` nodes (through which flow passes, needing no root: on the device their ``x`` says, or on
+    every device where they have none, a Constant) form parts, each with a root priced at ``overhead[d]``.
+    Returns the root column of each (active node, device)."""
     root_columns: dict[tuple[int, int], int] = {}
-    neighbours: dict[int, list[int]] = {int(i): [] for i in np.flatnonzero(terms.active)}
-    for u, v in terms.active_edges:
-        neighbours[u].append(v), neighbours[v].append(u)
-    roots = []
-    for d in range(nd):
-        on_d = [i for i in neighbours if terms.allowed[i, d]]
-        big = float(max(len(on_d), 1))  # a root emits one unit per other node of its island, and absorbs its own
+    neighbours: dict[int, list[int]] = {}
+    for u, v in links:
+        neighbours.setdefault(u, []).append(v), neighbours.setdefault(v, []).append(u)
+    for i in np.flatnonzero(terms.active).tolist():
+        neighbours.setdefault(i, [])
+    for d in range(terms.num_devices):
+        on_d = [i for i in sorted(neighbours) if terms.active[i] and terms.allowed[i, d]]
+        big = float(max(len(on_d), 1))  # a root emits one unit per other node of its part, and absorbs its own
         r = {i: m.var(float(overhead[d]), integer=True) for i in on_d}
-        roots.extend(r.values())
         root_columns.update({(i, d): col for i, col in r.items()})
         balance: dict[int, list[tuple[int, float]]] = {i: [(x[i, d], -1.0), (r[i], big)] for i in on_d}
+        balance.update({i: [] for i in neighbours if joiner[i]})
         for i in on_d:
             m.row([(r[i], 1.0), (x[i, d], -1.0)], ub=0.0)  # a root sits on d
+            if any(x[j, d] < 0 for j in neighbours[i]):
+                continue  # it may be joined through a Constant: not provably isolated
             # an isolated node on d is its own root (valid, and tightens the LP bound)
             near = [(x[j, d], 1.0) for j in neighbours[i] if terms.allowed[j, d]]
             m.row([(r[i], 1.0), (x[i, d], -1.0)] + near, lb=0.0)
-        for u, v in terms.active_edges:
-            if not (terms.allowed[u, d] and terms.allowed[v, d]):
+        for u, v in links:
+            if not all(x[k, d] < 0 or terms.allowed[k, d] for k in (u, v)):
                 continue
             f_uv, f_vu = m.var(upper=big), m.var(upper=big)
-            m.row([(f_uv, 1.0), (f_vu, 1.0), (x[u, d], -big)], ub=0.0)
-            m.row([(f_uv, 1.0), (f_vu, 1.0), (x[v, d], -big)], ub=0.0)
+            for k in (u, v):  # an end with a device carries flow only there
+                if x[k, d] >= 0:
+                    m.row([(f_uv, 1.0), (f_vu, 1.0), (x[k, d], -big)], ub=0.0)
             balance[v] += [(f_uv, 1.0), (f_vu, -1.0)]
             balance[u] += [(f_vu, 1.0), (f_uv, -1.0)]
-        for i in on_d:  # inflow - outflow >= x - big * r: a non-root on d absorbs one unit
-            m.row(balance[i], lb=0.0)
+        for row in balance.values():  # inflow - outflow >= x - big * r: a non-root on d absorbs one unit
+            if row:  # (a joiner passes on what it receives)
+                m.row(row, lb=0.0)
         # Valid, and what makes the LP bound useful: a device that runs anything has a root.
         if on_d:
             used = m.var()
             for i in on_d:
                 m.row([(used, 1.0), (x[i, d], -1.0)], lb=0.0)
             m.row([(r[i], 1.0) for i in on_d] + [(used, -1.0)], lb=0.0)
-    if max_submodels is not None:
-        if max_submodels < 1:
-            raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
-        m.row([(r, 1.0) for r in roots], ub=float(max_submodels))
     return root_columns
 
 
-def _start_columns(terms: CostTerms, x: np.ndarray, roots: dict[tuple[int, int], int],
-                   device: np.ndarray) -> dict[int, float]:
-    """A partial MILP solution from a placement: each active node's device and one root per same-device island
-    (its lowest node); anchors, transfers, fusion, flows and memory are left to HiGHS to complete."""
+@dataclasses.dataclass
+class _Bound:
+    """The columns ``_add_bound`` made: the parts' roots, the levels, and the links the parts' flow runs along."""
+    roots: dict[tuple[int, int], int]
+    levels: dict[int, int]
+    links: list[tuple[int, int]]
+
+
+def _add_bound(m: _Milp, terms: CostTerms, x: np.ndarray, max_submodels: int) -> _Bound:
+    """Two lower bounds of HETERO's submodel count, each kept within ``max_submodels``.
+
+    Parts: HETERO's first step cuts only the edges between devices, so islands that share a Parameter, a Constant
+    or a constant-subgraph node on their device are one part. Parameters and constant-subgraph nodes sit where
+    ``x`` says (their consumers' majority, as the legalizer puts them: ``_tie_anchors_to_votes``); a Constant has
+    no ``x`` and joins on every device (it sits on one in HETERO), which joins at least as much. So the parts are
+    at most HETERO's, and ``sum roots <= bound`` keeps every legal placement.
+
+    Levels: HETERO's submodels form a DAG, so a path never re-enters a submodel it left, and ``1 + the most
+    device changes along a path`` is at most its count. A level per active node, ``L_v >= L_u + 1`` across an
+    edge whose ends sit on different devices and ``L_v >= L_u`` along it, within ``[0, bound - 1]``: a placement
+    whose parts fit but whose split does not is merged by the legalizer, above what the MILP priced; this keeps
+    most of those out, and every legal placement in (its own depths are levels)."""
+    if max_submodels < 1:
+        raise PlacementError(f"max_submodels must be >= 1, got {max_submodels}")
+    joiner = ~(terms.active | terms.result)
+    links = sorted({(min(s, t), max(s, t)) for s, t in terms.edges if s != t and not (terms.result[s] or
+                    terms.result[t]) and (terms.active[s] or terms.active[t] or (joiner[s] and joiner[t]))})
+    roots = _add_parts(m, terms, x, links, joiner, np.zeros(terms.num_devices))
+    m.row([(col, 1.0) for col in roots.values()], ub=float(max_submodels))
+    levels = {int(i): m.var(upper=float(max_submodels - 1)) for i in np.flatnonzero(terms.active)}
+    for u, v in terms.active_edges:  # (earlier, later) in the graph's topological order: the edge's direction
+        for d in range(terms.num_devices):
+            if x[u, d] < 0:
+                continue
+            row = [(levels[v], 1.0), (levels[u], -1.0), (x[u, d], -1.0)]
+            m.row(row + ([(x[v, d], 1.0)] if x[v, d] >= 0 else []), lb=0.0)
+    return _Bound(roots, levels, links)
+
+
+def _start_columns(terms: CostTerms, x: np.ndarray, device: np.ndarray, islands: dict[tuple[int, int], int],
+                   bound: _Bound | None) -> dict[int, float]:
+    """A complete-enough MILP solution from a placement: each active node's device, one root per island and per
+    part (the lowest node), and each node's level (its most device changes on a path reaching it). Anchors,
+    transfers, fusion, flows and memory follow from these (``_Milp.solve_from`` completes them: once the
+    integers are fixed, what is left is an LP)."""
     out: dict[int, float] = {}
     active = np.flatnonzero(terms.active).tolist()
     for i in active:
         for d in range(terms.num_devices):
             if x[i, d] >= 0:
                 out[int(x[i, d])] = float(d == device[i])
-    if roots:
-        parent = {i: i for i in active}
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        for u, v in terms.active_edges:
-            if device[u] == device[v]:
-                parent[max(find(u), find(v))] = min(find(u), find(v))
-        for (i, d), col in roots.items():
-            out[col] = float(device[i] == d and find(i) == i)
+    if islands:
+        out.update(_root_values(terms, device, islands, terms.active_edges))
+    if bound is not None:
+        out.update(_root_values(terms, device, bound.roots, bound.links))
+        depth = dict.fromkeys(active, 0)
+        for u, v in terms.active_edges:  # (earlier, later): topological order
+            depth[v] = max(depth[v], depth[u] + int(device[u] != device[v]))
+        out.update({bound.levels[i]: float(depth[i]) for i in bound.levels})
     return out
+
+
+def _root_values(terms: CostTerms, device: np.ndarray, roots: dict[tuple[int, int], int],
+                 links: list[tuple[int, int]]) -> dict[int, float]:
+    """1 for the lowest active node of each part of ``device`` (every node's, the legalizer's) on each device
+    (``_add_parts``; a Constant joins on every device), else 0."""
+    constant = ~(terms.placed | terms.result)
+    chosen: set[tuple[int, int]] = set()
+    active = np.flatnonzero(terms.active).tolist()
+    for d in range(terms.num_devices):
+        kept = np.array([(u, v) for u, v in links if all(constant[k] or device[k] == d for k in (u, v))],
+                        np.int64).reshape(-1, 2)
+        part = component_roots(terms.num_nodes, kept[:, 0], kept[:, 1])
+        first: dict[int, int] = {}
+        for i in active:
+            if device[i] == d:
+                first.setdefault(int(part[i]), i)
+        chosen.update((i, d) for i in first.values())
+    return {col: float(key in chosen) for key, col in roots.items()}
 
 
 def _add_memory(m: _Milp, terms: CostTerms, x: np.ndarray) -> None:

@@ -194,10 +194,41 @@ def brute_force_optimum(cost: CostModel, graph: GraphArrays, max_submodels: int 
         proposal = np.zeros(graph.num_nodes, dtype=np.int64)
         proposal[act] = choice
         device, _ = legal(graph, proposal, cost.devices)
-        if max_submodels is not None and count_islands(graph, device, active_mask(graph)) > max_submodels:
-            continue  # the MILP bounds islands (HETERO's submodels are bounded by the legalizer afterwards)
+        if max_submodels is not None and (joined_parts(graph, device) > max_submodels
+                                          or 1 + switch_depth(graph, device) > max_submodels):
+            continue  # the MILP bounds two lower bounds of HETERO's count: parts joined through shared inputs, paths
         best = min(best, brute_latency(cost, graph, device))
     return best
+
+
+def joined_parts(graph: GraphArrays, device: np.ndarray) -> int:
+    """Same-device parts of the active nodes, joined also through a Parameter or follower on their device and
+    through any Constant (on every device, whatever its own): the count the MILP bounds, never above HETERO's."""
+    active, result, constant = active_mask(graph), graph.role == NodeRole.RESULT, graph.role == NodeRole.CONSTANT
+    total = 0
+    for d in range(int(device.max()) + 1):
+        inside = ~result & (constant | (device == d))
+        parent = list(range(graph.num_nodes))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                i = parent[i]
+            return i
+
+        for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+            if inside[s] and inside[t]:
+                parent[max(find(s), find(t))] = min(find(s), find(t))
+        total += len({find(i) for i in np.flatnonzero(active & (device == d)).tolist()})
+    return total
+
+
+def switch_depth(graph: GraphArrays, device: np.ndarray) -> int:
+    """The most device changes along any path of active nodes (nodes are in topological order)."""
+    active, depth = active_mask(graph), np.zeros(graph.num_nodes, dtype=np.int64)
+    for s, t in sorted(zip(graph.edge_src.tolist(), graph.edge_dst.tolist()), key=lambda e: e[1]):
+        if active[s] and active[t]:
+            depth[t] = max(depth[t], depth[s] + int(device[s] != device[t]))
+    return int(depth.max(initial=0))
 
 
 def brute_force_min_cut_objective(cost: CostModel, graph: GraphArrays) -> float:
@@ -293,6 +324,84 @@ def test_milp_respects_max_submodels(seed):
     result = milp_placement(cost, graph, time_limit=60, max_submodels=bound)
     assert result.num_submodels <= bound  # HETERO's count, after the legalizer
     assert_close(result.objective_ms, brute_force_optimum(cost, graph, max_submodels=bound))
+
+
+def test_islands_within_the_bound_whose_hetero_split_is_not_are_not_the_milp_s_answer():
+    """a -> b -> c with a -> c as well: b on the other device leaves two islands ({a, c} and {b}), but HETERO's
+    submodels form a DAG, so {a, c} is cut in two (3 submodels). Under a bound of 2 that placement is not legal:
+    the MILP keeps to placements whose every path changes device at most once, so what it returns is what it
+    priced (no merge by the legalizer), and its bound stays below the best legal placement."""
+    x = ops.parameter(SHAPE, np.float32, name="x")
+    a = ops.relu(x)
+    b = ops.tanh(a)
+    c = ops.add(a, b)
+    graph = extract_graph(ov.Model([ops.result(ops.sigmoid(c))], [x], "cycle"))
+    cost = random_cost(graph, 2, 0, fused=False, unsupported=0.0, overhead=False)
+    compute = np.asarray(cost.compute_ms).copy()
+    finite = np.isfinite(compute) & (compute > 0)
+    compute[finite] = np.where(np.arange(2)[None, :] == 0, 1.0, 3.0)[np.nonzero(finite)[0] * 0, np.nonzero(finite)[1]]
+    compute[graph.names.index(b.get_friendly_name())] = [3.0, 0.1]  # b is much cheaper on D1
+    cost = CostModel.from_dict({**cost.to_dict(), "compute_ms": compute.tolist(), "unfused_ms": compute.tolist(),
+                                "link_latency_ms": [[0.0, 0.01], [0.01, 0.0]], "link_ms_per_byte": [[0.0, 0.0],
+                                                                                                     [0.0, 0.0]]})
+    result = milp_placement(cost, graph, time_limit=60, max_submodels=2)
+    assert result.optimal and result.num_submodels <= 2
+    assert_close(result.objective_ms, result.predicted_ms)  # nothing merged after the solve
+    best_legal = min(CostTerms(cost, graph).latency_ms(legal(graph, p, cost.devices, max_submodels=2)[0])
+                     for p in _proposals(graph, 2))
+    assert_close(result.predicted_ms, best_legal)
+    assert result.dual_bound_ms <= best_legal * (1 + 1e-6)
+
+
+def test_islands_one_shared_parameter_joins_are_one_submodel_within_the_bound():
+    """a, b, c each read the Parameter x; a and c are cheap on D0, b on D1. Three islands ({a}, {c}, {b}), but
+    HETERO joins {x, a, c} through x: two submodels, legal under a bound of 2 and the best placement there. The
+    MILP bounds the parts joined through shared inputs, not the islands, so it finds it (and prices its islands'
+    overhead as the cost model does)."""
+    x = ops.parameter(SHAPE, np.float32, name="x")
+    a, b, c = ops.relu(x), ops.tanh(x), ops.sigmoid(x)
+    graph = extract_graph(ov.Model([ops.result(n) for n in (a, b, c)], [x], "shared_input"))
+    cost = random_cost(graph, 2, 0, fused=False, unsupported=0.0, overhead=False)
+    compute = np.asarray(cost.compute_ms).copy()
+    for node, row in ((a, [0.1, 3.0]), (b, [3.0, 0.1]), (c, [0.1, 3.0])):
+        compute[graph.names.index(node.get_friendly_name())] = row
+    cost = CostModel.from_dict({**cost.to_dict(), "compute_ms": compute.tolist(), "unfused_ms": compute.tolist(),
+                                "link_latency_ms": [[0.0, 0.01], [0.01, 0.0]], "link_ms_per_byte": [[0.0, 0.0],
+                                                                                                     [0.0, 0.0]]})
+    split = np.zeros(graph.num_nodes, dtype=np.int64)
+    split[graph.names.index(b.get_friendly_name())] = 1
+    device, submodels = legal(graph, split, cost.devices, max_submodels=2)
+    assert submodels == 2 and count_islands(graph, device, active_mask(graph)) == 3  # the premise
+    result = milp_placement(cost, graph, time_limit=60, max_submodels=2)
+    assert result.optimal and (result.placement == device).all()
+    assert_close(result.objective_ms, CostTerms(cost, graph).latency_ms(device))
+
+
+def _proposals(graph: GraphArrays, num_devices: int):
+    act = np.flatnonzero(active_mask(graph))
+    for choice in itertools.product(range(num_devices), repeat=act.size):
+        proposal = np.zeros(graph.num_nodes, dtype=np.int64)
+        proposal[act] = choice
+        yield proposal
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11, 19, 23])
+def test_the_dual_bound_under_a_submodel_bound_never_exceeds_a_legal_placement_within_it(seed):
+    """Every proposal legalized at the bound (HETERO's count within it) costs at least the MILP's dual bound: the
+    joined parts and the device-change levels cut away no legal placement, also where a shared Parameter or
+    Constant makes one submodel of two islands."""
+    graph = small_graph(seed, 8)
+    cost = random_cost(graph, 2, seed, unsupported=0.0)
+    cheap_links = {k: (np.asarray(v) * 0.01).tolist() for k, v in cost.to_dict().items() if k.startswith("link_")}
+    cost = CostModel.from_dict({**cost.to_dict(), **cheap_links})
+    terms, legal_rows = CostTerms(cost, graph), []
+    for proposal in _proposals(graph, 2):
+        device, submodels = legal(graph, proposal, cost.devices, max_submodels=3)
+        assert submodels <= 3 and 1 + switch_depth(graph, device) <= submodels  # the levels' premise
+        assert joined_parts(graph, device) <= submodels  # the parts' premise
+        legal_rows.append(terms.latency_ms(device))
+    result = milp_placement(cost, graph, time_limit=60, max_submodels=3)
+    assert result.optimal and result.dual_bound_ms <= min(legal_rows) * (1 + 1e-6)
 
 
 def test_milp_equals_min_cut_when_the_models_coincide():
