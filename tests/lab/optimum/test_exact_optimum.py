@@ -23,6 +23,7 @@ from ov_autoplace_lab.optimum.exact_optimum import min_cut_placement
 from ov_autoplace_lab.optimum.strategy import OptimumStrategy
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.graph.components import component_roots
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.placement.submodels import count_islands
@@ -205,20 +206,12 @@ def joined_parts(graph: GraphArrays, device: np.ndarray) -> int:
     """Same-device parts of the active nodes, joined also through a Parameter or follower on their device and
     through any Constant (on every device, whatever its own): the count the MILP bounds, never above HETERO's."""
     active, result, constant = active_mask(graph), graph.role == NodeRole.RESULT, graph.role == NodeRole.CONSTANT
-    total = 0
+    src, dst, total = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64), 0
     for d in range(int(device.max()) + 1):
         inside = ~result & (constant | (device == d))
-        parent = list(range(graph.num_nodes))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                i = parent[i]
-            return i
-
-        for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-            if inside[s] and inside[t]:
-                parent[max(find(s), find(t))] = min(find(s), find(t))
-        total += len({find(i) for i in np.flatnonzero(active & (device == d)).tolist()})
+        kept = inside[src] & inside[dst]
+        part = component_roots(graph.num_nodes, src[kept], dst[kept])
+        total += np.unique(part[active & (device == d)]).size
     return total
 
 
