@@ -5,18 +5,19 @@
                                    [--prompts 16,128] [--new 32] [--rounds 9] [--search-budget 4] [--dir /tmp/llm]
                                    [--write docs/bench/llm.md] [--note "shared with 3 other sessions"]
 
-Run in the LLM venv (``source env-llm.sh``, docs/llm.md). For each family, it exports a random-weight decoder of
-``--size`` with optimum-intel (``tests/llm_models.SIZES``: ``tiny``, 4 layers of hidden 64, a decode step of ~0.5 ms
-where HETERO's per-infer cost and the scheduler's jitter weigh; ``small``, 8 layers of hidden 512, ~42 M parameters;
-reused from ``--dir``) and, for each condition, on the testbed's
-two devices that differ (``tests/testbeds.distinct_devices``): ``HETERO:CPU,CPUF`` (bf16 and f32) where the CPU has
-bf16, else ``HETERO:CPU,CPUS`` (the CPU plugin on all cores and on one thread):
+Run in the LLM venv (``. .venv-llm/bin/activate``, docs/llm.md). For each family, it exports a random-weight decoder
+of ``--size`` with optimum-intel (``tests/llm_models.SIZES``: ``tiny``, 4 layers of hidden 64, a decode step of ~0.5
+ms where HETERO's per-infer cost and the scheduler's jitter weigh; ``small``, 8 layers of hidden 512, ~42 M
+parameters; reused from ``--dir``) and, for each condition, on the testbed's two devices that differ
+(``tests/testbeds.distinct_devices``): ``HETERO:CPU,CPUF`` (bf16 and f32) where the CPU has bf16, else
+``HETERO:CPU,CPUS`` (the CPU plugin on all cores and on one thread):
 
 * compiles the plain call ``core.compile_model(model, "HETERO:CPU,CPUS")``, each single device, and
   ``ov_autoplace.compile_model`` by every path with ``generation=(max prompt, --new)``, each in a cache of its own:
   the default path (its first start, and its next start after the background worker stored what it measured),
-  ``profile="now"``, ``profile="background"`` then the next start (after the worker stored its placement), ``strategy="heft"``, ``"hsdag_local_search"``, ``search_budget=`` (the lab), and the pinned pipeline
-  split (the second half of the layers on CPUS);
+  ``profile="now"``, ``profile="background"`` then the next start (after the worker stored its placement),
+  ``strategy="heft"``, ``"hsdag_local_search"``, ``search_budget=`` (the lab), and the pinned pipeline split (the
+  second half of the layers on CPUS);
 * checks each against the plain call at every prompt length over ``--new`` greedy steps: teacher-forced logits
   within 1 % of the logits' scale at every step, and whether the greedy tokens are the same (CPU and CPUS are both
   f32: like for like, the same tokens; bf16 against f32 may flip a near-tie of random weights);

@@ -5,7 +5,7 @@
 
 Exports a random-weight decoder of ``--size`` with optimum-intel (``tests/llm_models.SIZES``: ``tiny``, 4 layers of
 hidden 64; ``small``, 8 layers of hidden 512, ~42 M parameters; reused from ``--dir``; run in the
-LLM venv, ``source env-llm.sh``) and compiles it on the testbed's ``HETERO:CPU,CPUF`` with ``memory_caps`` stated
+LLM venv, ``. .venv-llm/bin/activate``) and compiles it on the testbed's ``HETERO:CPU,CPUF`` with ``memory_caps`` stated
 relative to what it holds on one device (weights + KV cache at 256 tokens + its largest activation, as the cost
 model charges them):
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(
             "# A decoder placed within memory caps (`memory_caps=`)\n\n"
             f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with `{command.strip()}` (the LLM venv, "
-            "`source env-llm.sh`; docs/llm.md, \"Memory\").\n\n"
+            "`. .venv-llm/bin/activate`; docs/llm.md, \"Memory\").\n\n"
             + "\n".join(f"- {line}" for line in lines) + f"\n\n{header}:\n\n" + "\n".join(table) + "\n")
         print(f"written to {args.out}")
     return 0

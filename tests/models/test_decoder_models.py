@@ -101,8 +101,9 @@ SAME_COUNT = ("MatMul", "ScaledDotProductAttention", "Swish", "ReadValue", "Assi
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_the_builder_matches_an_optimum_intel_export_of_the_same_geometry(family, tmp_path):
-    """In the LLM venv (``source env-llm.sh``): optimum-intel 2.2.0's export of ``tests/llm_models.export_tiny``'s
-    geometry and the builder's decoder of it have the same compute, state and attention ops."""
+    """In the LLM venv (``. .venv-llm/bin/activate``): optimum-intel 2.2.0's export of
+    ``tests/llm_models.export_tiny``'s geometry and the builder's decoder of it have the same compute, state and
+    attention ops."""
     pytest.importorskip("optimum.intel")
     from tests.llm_models import LAYERS, export_tiny
 
