@@ -193,12 +193,13 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
     islands: dict[tuple[int, int], int] = {}
     if (overhead > 0).any():
         islands = _add_parts(m, terms, x, terms.active_edges, np.zeros(n, bool), overhead)
-    bound = _add_bound(m, terms, x, max_submodels) if max_submodels is not None else None
+    bound_columns = _add_bound(m, terms, x, max_submodels) if max_submodels is not None else None
     _add_memory(m, terms, x)
     res = None
     if start is not None:
         with _stdout_to_log():
-            res = m.solve_from(time_limit, mip_rel_gap, _start_columns(terms, x, np.asarray(start), islands, bound))
+            res = m.solve_from(time_limit, mip_rel_gap, _start_columns(terms, x, np.asarray(start), islands,
+                                                                          bound_columns))
         notes.append("warm start unavailable (scipy without its bundled HiGHS bindings): solved cold" if res is None
                      else f"warm-started from the given placement (HiGHS {'accepted' if res.start_accepted else 'refused'}"
                           f" it{', completed' if res.start_completed else ', partial'})")
