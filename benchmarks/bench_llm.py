@@ -20,7 +20,9 @@ parameters; reused from ``--dir``) and, for each condition, on the testbed's two
   second half of the layers on CPUS);
 * checks each against the plain call at every prompt length over ``--new`` greedy steps: teacher-forced logits
   within 1 % of the logits' scale at every step, and whether the greedy tokens are the same (CPU and CPUS are both
-  f32: like for like, the same tokens; bf16 against f32 may flip a near-tie of random weights);
+  f32: like for like, the same tokens; bf16 against f32 may flip a near-tie of random weights), and a contender on
+  one device against that device compiled by itself too (the plain call through HETERO loses the model's runtime
+  options, e.g. its KV cache precision, which what ``compile_model`` returns keeps: ``compile/placed_compile.py``);
 * times them in ``--rounds`` paired rounds, every contender once per round in a rotated order, at every prompt
   length: ``reset_state``, a prefill (time to first token), then ``--new - 1`` greedy decode steps (per-token
   latency: their mean). Ratios are per round, against the plain call and against the best single device (the one
@@ -234,6 +236,12 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
         made |= place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log, root)
         checks = {label: check_generations(made["plain call"][0], compiled, args.prompts, args.new, vocabulary)
                   for label, (compiled, *_) in made.items() if label != "plain call"}
+        alone_checks = {}  # a contender on one device against that device compiled by itself (its own precision)
+        for label, (compiled, *_) in made.items():
+            one = _devices_of(compiled)
+            if f"{one} alone" in made and label != f"{one} alone":
+                alone_checks[label] = (one, check_generations(made[f"{one} alone"][0], compiled, args.prompts,
+                                                              args.new, vocabulary)[0])
         load_timing = load_average()
         times = time_contenders(made, args.prompts, args.new, args.rounds, vocabulary)
     shutil.rmtree(root, ignore_errors=True)  # every worker was waited for; the compiled models are in memory
@@ -265,9 +273,12 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
                          f"{ttft[0]:.3f} [{ttft[1]:.2f}-{ttft[2]:.2f}] |")
         lines.append("")
     lines += ["Generations against the plain call (teacher-forced logits: largest |difference| over the logits' "
-              f"scale, {args.new} steps at each prompt; greedy tokens):", ""]
+              f"scale, {args.new} steps at each prompt; greedy tokens), and a contender on one device against that "
+              "device compiled by itself:", ""]
     lines += [f"- {label}: logits {err:.1e} ({'within' if err <= LOGIT_TOLERANCE else 'OUTSIDE'} "
               f"{LOGIT_TOLERANCE:.0e}), tokens {'identical' if same else 'DIFFERENT'}"
+              + (f"; against {alone_checks[label][0]} alone: logits {alone_checks[label][1]:.1e}"
+                 if label in alone_checks else "")
               for label, (err, same) in checks.items()]
     lines += ["", "How each was made (seconds to place): " + "; ".join(
         f"{label}: {how}" + (f" ({s:.1f} s)" if s else "") for label, (_, how, s) in made.items()) + ".", "",

@@ -18,9 +18,15 @@ cost of handing back a HETERO compiled model instead of the device's own.
         [--markdown docs/bench/one_device_hetero.md]
 
 With ``--decoder openvino_model.xml`` (a stateful decoder, e.g. optimum-intel's export: ``tests/llm_models.py``) it
-times that model's generation instead, the same four ways (``verification.time_rounds`` on a
-``Generation(--prompt, --new)``), and replaces only the page's decoder section: per-token latency and time to
-first token of each, and the per-round per-token ratio against the device alone.
+times that model's generation instead (``verification.time_rounds`` on a ``Generation(prompt, --new)`` for each of
+``--prompts``), and replaces only the page's decoder section: per-token latency and time to first token of each
+contender, the per-round per-token ratio against the device alone, and the teacher-forced logits' largest
+difference from those of the device it runs on, compiled alone (over their scale). A decoder gets a fifth
+contender, ``returned``: the first device's decision as ``compile_model`` returns it, the plain call plus the
+model's runtime options on each device (``compile/placed_compile.py``: optimum-intel writes
+``KV_CACHE_PRECISION``, which HETERO's submodels lose), and ``affinity`` gets them too, as
+``compile_on_one_device`` gives them. ``--standard`` runs the testbed's ``CPU`` in
+bf16 where the CPU has it (default: both devices f32).
 """
 
 from __future__ import annotations
@@ -32,11 +38,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ov_autoplace.compile.placed_compile import compile_on_one_device  # noqa: E402
 from ov_autoplace.decision.verification import time_rounds  # noqa: E402
+from ov_autoplace.compile.placed_compile import with_runtime_options  # noqa: E402
 from ov_autoplace.devices.testbed import shared_testbed  # noqa: E402
 from ov_autoplace.devices.timing import random_inputs  # noqa: E402
 from ov_autoplace.model.generation import Generation  # noqa: E402
@@ -48,7 +57,8 @@ MODELS = {"residual": lambda: sg.residual(blocks=4, channels=32, size=56),
 
 
 #: Each contender's device string, for import_model (the one its blob imports with).
-IMPORT_DEVICE = {"alone": "CPU", "plain": None, "CPUF alone": "CPUF", "affinity": None}  # None: the HETERO string
+IMPORT_DEVICE = {"alone": "CPU", "plain": None, "CPUF alone": "CPUF", "affinity": None,
+                 "returned": None}  # None: the HETERO string
 
 
 def measure_blobs(core, hetero: str, compiled: dict, rounds: int) -> dict:
@@ -139,30 +149,59 @@ def markdown(rows: list[dict], command: str) -> str:
 DECODER_HEADING = "## A stateful decoder: per-token latency"
 
 
-def measure_decoder(xml: Path, rounds: int, generation: Generation) -> dict:
-    """The decoder compiled the four ways, its generations timed in paired rounds: per-round parts per contender."""
-    tb = shared_testbed(True)
+def measure_decoder(xml: Path, rounds: int, prompts: tuple[int, ...], new: int, standard: bool) -> dict:
+    """The decoder compiled five ways; per prompt, its generations timed in paired rounds (per-round parts per
+    contender) and each contender's teacher-forced logits against those of its device compiled alone."""
+    from tests.llm_models import generate  # the tests' generation loop: reset_state, prefill, one token per step
+
+    tb = shared_testbed(not standard)
     model = tb.core.read_model(xml)
-    compiled = {label: make() for label, make in four_ways(tb, model).items()}
-    parts: dict = {}
-    time_rounds(compiled, [], rounds=rounds, min_rounds=rounds, iterations=4, budget_s=1e9, generation=generation,
-                parts=parts)
-    return parts
+    ways = four_ways(tb, model)
+    ways["returned"] = lambda: tb.core.compile_model(model, tb.hetero,
+                                                     with_runtime_options(tb.core, model, tb.devices, {}))
+    compiled = {label: make() for label, make in ways.items()}
+    out = {}
+    for prompt in prompts:
+        parts: dict = {}
+        time_rounds(compiled, [], rounds=rounds, min_rounds=rounds, iterations=4, budget_s=1e9,
+                    generation=Generation(prompt, new), parts=parts)
+        tokens = list(np.random.default_rng(prompt).integers(1, 1000, size=prompt))
+        references = {label: generate(compiled[label], tokens, 8) for label in ("alone", "CPUF alone")}
+        logits = {}
+        for label, c in compiled.items():  # against the device it runs on, compiled alone
+            own = "CPUF alone" if label in ("CPUF alone", "affinity") else "alone"
+            reference_tokens, reference = references[own]
+            forced = generate(c, tokens, 8, teacher=reference_tokens)[1]
+            logits[label] = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(forced, reference))
+        out[prompt] = {"parts": parts, "logits": logits}
+    return out
 
 
-def decoder_markdown(xml: Path, parts: dict, generation: Generation, command: str) -> str:
-    med = {k: {q: statistics.median(p[q] for p in v) for q in ("per_token_ms", "ttft_ms")} for k, v in parts.items()}
+def decoder_markdown(xml: Path, measured: dict, new: int, standard: bool, command: str) -> str:
+    precision = "the testbed's CPU in bf16 where the CPU has it, CPUF f32" if standard else "both devices f32"
     out = [f"{DECODER_HEADING} ({datetime.date.today()}, measured)", "",
-           f"`{command}`: `{xml.name}` from `{xml.parent.name}`, generations of {generation.prompt_tokens} + "
-           f"{generation.new_tokens} tokens, {len(parts['alone'])} paired rounds (each a median of 2 generations, "
-           "`devices/timing.time_generation`); per-round per-token ratio against the device alone median [min, max].",
-           "", "| contender | per token ms | ratio to the device alone | time to first token ms |", "|---|---|---|---|"]
-    for label, against in (("alone", None), ("plain", "alone"), ("CPUF alone", None), ("affinity", "CPUF alone")):
-        cell = ""
-        if against:
-            r = [a["per_token_ms"] / b["per_token_ms"] for a, b in zip(parts[label], parts[against])]
-            cell = f"{statistics.median(r):.3f} [{min(r):.3f}, {max(r):.3f}]"
-        out.append(f"| {label} | {med[label]['per_token_ms']:.4f} | {cell} | {med[label]['ttft_ms']:.3f} |")
+           f"`{command}`: `{xml.name}` from `{xml.parent.name}`, {precision}; per prompt, paired rounds (each a "
+           "median of 2 generations, `devices/timing.time_generation`), the per-round per-token ratio against the "
+           "device alone median [min, max], and the teacher-forced logits' largest difference over 8 steps from "
+           "those of the device it runs on, compiled alone (max |difference| over that one's max |logit|). "
+           "`returned` is the first device's decision as `compile_model` returns it (the plain call with the "
+           "model's runtime options on each device); `affinity` is CPUF's (`compile_on_one_device`, with them too)."]
+    for prompt, m in measured.items():
+        parts, logits = m["parts"], m["logits"]
+        med = {k: {q: statistics.median(p[q] for p in v) for q in ("per_token_ms", "ttft_ms")}
+               for k, v in parts.items()}
+        out += ["", f"Prompt {prompt}, {new} tokens, {len(parts['alone'])} rounds:", "",
+                "| contender | per token ms | ratio to the device alone | time to first token ms "
+                "| logits vs the device alone |",
+                "|---|---|---|---|---|"]
+        for label, against in (("alone", None), ("plain", "alone"), ("returned", "alone"), ("CPUF alone", None),
+                               ("affinity", "CPUF alone")):
+            cell = ""
+            if against:
+                r = [a["per_token_ms"] / b["per_token_ms"] for a, b in zip(parts[label], parts[against])]
+                cell = f"{statistics.median(r):.3f} [{min(r):.3f}, {max(r):.3f}]"
+            out.append(f"| {label} | {med[label]['per_token_ms']:.4f} | {cell} | {med[label]['ttft_ms']:.3f} | "
+                       f"{logits[label]:.1e} |")
     return "\n".join(out) + "\n"
 
 
@@ -173,14 +212,14 @@ def main() -> int:
     parser.add_argument("--blob-rounds", type=int, default=11)
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--decoder", type=Path, help="a stateful decoder's XML: time its generation instead")
-    parser.add_argument("--prompt", type=int, default=128)
+    parser.add_argument("--prompts", default="128", type=lambda t: tuple(int(x) for x in t.split(",")))
     parser.add_argument("--new", type=int, default=32)
+    parser.add_argument("--standard", action="store_true", help="CPU in bf16 where the CPU has it (decoder only)")
     args = parser.parse_args()
     command = "python benchmarks/bench_one_device_hetero.py " + " ".join(sys.argv[1:])
     if args.decoder:
-        generation = Generation(args.prompt, args.new)
-        text = decoder_markdown(args.decoder, measure_decoder(args.decoder, args.rounds, generation), generation,
-                                command)
+        measured = measure_decoder(args.decoder, args.rounds, args.prompts, args.new, args.standard)
+        text = decoder_markdown(args.decoder, measured, args.new, args.standard, command)
         print(text)
         if args.markdown:  # replaces the decoder section only
             page = args.markdown.read_text() if args.markdown.exists() else ""

@@ -94,7 +94,7 @@ def print_profile(name: str, profile, graph) -> None:
 
 
 def validate(name, model, profile, graph, tb, seeds) -> None:
-    from ov_autoplace.costmodel.simulator import simulate
+    from ov_autoplace.costmodel.simulator import Simulator
 
     print(f"  (d) {name}: predicted vs measured (median of 20 runs)")
     cases = [(f"all on {d}", d, None) for d in tb.devices]  # a single device: everything goes there
@@ -102,7 +102,7 @@ def validate(name, model, profile, graph, tb, seeds) -> None:
     for label, device_string, strategy in cases:
         placement = oa.place(model, device_string, core=tb.core, strategy=strategy)
         devices = placement.device_indices(graph.names, tb.devices)
-        predicted = float(simulate(profile.cost_model, graph, devices))
+        predicted = float(Simulator(profile.cost_model, graph)(devices))
         started = time.perf_counter()
         compiled = oa.compile_placement(model, placement, core=tb.core)
         compile_s = time.perf_counter() - started

@@ -126,10 +126,19 @@ def format_table(platform, model: str, rows: list[dict], finetune_budget: int) -
     return "\n".join(lines)
 
 
-def cmd_whatif(args: argparse.Namespace) -> int:
-    from ov_autoplace.costmodel.suite import get_platform
+def named_platform(name: str):
+    """One named platform of the shipped suite, or a clear error listing the names."""
+    from ov_autoplace.costmodel.suite import load_suite
+    from ov_autoplace.errors import CalibrationDataError
 
-    platform = get_platform(args.platform)
+    suite = load_suite()
+    if name not in suite:
+        raise CalibrationDataError(f"unknown platform {name!r}; the suite has {sorted(suite)}")
+    return suite[name]
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    platform = named_platform(args.platform)
     graph = load_model_graph(args.model)
     rows = rank_subsets(platform, graph, finetune_budget=args.finetune_budget, seed=args.seed,
                         milp_seconds=args.milp_seconds)
@@ -158,4 +167,4 @@ def add_whatif_parser(sub) -> None:
 
 
 __all__ = ["METHOD_COLUMNS", "WHATIF_METHODS", "add_whatif_parser", "cmd_whatif", "format_table", "load_model_graph",
-           "proof_cell", "rank_subsets"]
+           "named_platform", "proof_cell", "rank_subsets"]

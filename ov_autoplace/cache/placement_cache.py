@@ -44,11 +44,6 @@ logger = logging.getLogger(__name__)
 CACHE_FORMAT = 1
 
 
-def default_cache_dir() -> Path:
-    """``$OV_AUTOPLACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ov_autoplace``, else ``~/.cache/ov_autoplace``."""
-    return cache_root()  # one root for placements, profiles and blobs (cache/root.py)
-
-
 class PlacementCache:
     """Placements on disk under ``directory/placements``; OpenVINO blobs under ``directory/openvino``."""
 
@@ -196,4 +191,4 @@ def _node_indices(values: Any, num_nodes: int) -> list[int]:
     return values
 
 
-__all__ = ["CACHE_DIR_ENV", "CACHE_FORMAT", "PlacementCache", "default_cache_dir"]
+__all__ = ["CACHE_DIR_ENV", "CACHE_FORMAT", "PlacementCache"]

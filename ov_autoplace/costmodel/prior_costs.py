@@ -80,15 +80,6 @@ def _calibrated(exclude_platforms: Sequence[str]) -> list[tuple[ModelDevice, str
     return list(seen.values())
 
 
-def calibrated_templates(exclude_platforms: Sequence[str] = ()) -> list[ModelDevice]:
-    """The suite's devices fitted to published latencies (one per calibration key), minus ``exclude_platforms``.
-
-    These are what the prior knows about real devices. ``exclude_platforms`` leaves out the devices fitted on
-    those platforms (``benchmarks/bench_prior.py`` uses it to judge the prior on a platform it did not learn from).
-    """
-    return [device for device, _ in _calibrated(exclude_platforms)]
-
-
 def _at_precision(terms: Batch1Terms, fitted_at: set[str], precision: str) -> Batch1Terms:
     """The terms for ``precision``: the per-category scales only where they were fitted at that precision.
 
@@ -254,5 +245,5 @@ def predicted_single_ms(cost: CostModel) -> dict[str, float]:
 
 
 __all__ = ["DeviceFacts", "FACT_PROPERTIES", "PRIOR_SPLIT_MARGIN", "PRIOR_SPLIT_MARGIN_RECOGNIZED", "Prior",
-           "calibrated_templates", "indistinguishable", "normalized_device_name", "predicted_single_ms",
-           "prior_cost_model", "prior_device", "read_device_facts", "recognize_devices"]
+           "indistinguishable", "normalized_device_name", "predicted_single_ms", "prior_cost_model", "prior_device",
+           "read_device_facts", "recognize_devices"]

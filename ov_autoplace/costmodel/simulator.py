@@ -337,17 +337,9 @@ class Simulator:
         )
 
 
-def simulate(cost: CostModel, graph: GraphArrays, placements: np.ndarray) -> np.ndarray | float:
-    """Predicted latency in ms of legal placements [P, N] (-> [P]) or [N] (-> float).
-
-    Builds a :class:`Simulator` each call; keep one when evaluating many batches.
-    """
-    return Simulator(cost, graph)(placements)
-
-
 def memory_ok(cost: CostModel, graph: GraphArrays, placements: np.ndarray) -> np.ndarray | bool:
     """True where every device's resident bytes (weights + largest activation) fit its capacity."""
     return Simulator(cost, graph).memory_ok(placements)
 
 
-__all__ = ["SimulationBreakdown", "Simulator", "memory_ok", "simulate"]
+__all__ = ["SimulationBreakdown", "Simulator", "memory_ok"]

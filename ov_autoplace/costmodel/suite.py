@@ -155,13 +155,4 @@ def load_suite(path: str | Path | None = None, *, fitted_path: str | Path | None
     return parse_suite(_read_json(path, "platform file"), path.name, fitted)
 
 
-def get_platform(name: str) -> SuitePlatform:
-    """One named platform of the shipped suite, or a clear error listing the names."""
-    suite = load_suite()
-    if name not in suite:
-        raise CalibrationDataError(f"unknown platform {name!r}; the suite has {sorted(suite)}")
-    return suite[name]
-
-
-__all__ = ["FITTED_TERMS_JSON", "KINDS", "PLATFORMS_JSON", "get_platform", "load_fitted_terms", "load_suite",
-           "parse_suite"]
+__all__ = ["FITTED_TERMS_JSON", "KINDS", "PLATFORMS_JSON", "load_fitted_terms", "load_suite", "parse_suite"]

@@ -1,8 +1,9 @@
 """Compile what the decision chose: the plain call itself, one device through HETERO, or the placement's split.
 
 Every path ends here (the default path, an explicit strategy, an IR that carries its placement). A decision for
-HETERO's own first device (no device excluded) is exactly the call it replaces, ``core.compile_model(model,
-device_name, config)``: the caller's model object, string and config, so the same OpenVINO blob and properties.
+HETERO's own first device (no device excluded) is the call it replaces, ``core.compile_model(model, device_name,
+config)``: the caller's model object, string and config, plus the model's runtime options that plain HETERO loses
+(``compile/placed_compile.py``).
 Another single device is compiled through the same HETERO string with every node's affinity on it
 (``compile_on_one_device``): a one-submodel HETERO model that answers HETERO's properties and exports a blob that
 imports with the caller's string.
@@ -14,7 +15,8 @@ from typing import Any
 
 import openvino as ov
 
-from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
+from ov_autoplace.compile.placed_compile import (compile_on_one_device, compile_with_affinities,
+                                                 with_runtime_options)
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.placement.assignment import Placement
 
@@ -31,13 +33,15 @@ def compile_decided(req: PlacementRequest, props: dict[str, Any], *, device: str
     compiled dynamic and run once (``compile_with_affinities``)."""
     if device is not None:
         if is_plain_call(req, device):
-            return req.core.compile_model(req.model, req.spec.text, props)
+            return req.core.compile_model(req.model, req.spec.text, with_runtime_options(req.core, req.model,
+                                                                                         req.devices, props))
         return compile_on_one_device(req.core, req.model, req.spec.hetero_string, device, props)
     if req.shapes is not None:
         return compile_with_affinities(req.core, req.model, placement, req.spec.hetero_string, props,
                                        shapes=req.shapes)
     placement.apply(prepared)
-    return req.core.compile_model(prepared, req.spec.hetero_string, props)
+    return req.core.compile_model(prepared, req.spec.hetero_string,
+                                  with_runtime_options(req.core, req.model, placement.devices, props))
 
 
 __all__ = ["compile_decided", "is_plain_call"]

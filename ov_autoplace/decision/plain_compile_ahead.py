@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ov_autoplace.cache.root import private_subdir
 from ov_autoplace.costmodel.device_names import may_all_be_recognized
+from ov_autoplace.compile.placed_compile import with_runtime_options
 from ov_autoplace.decision.compile_decided import is_plain_call
 from ov_autoplace.decision.single_device_index import key_digest
 from ov_autoplace.devices.facts import read_device_facts
@@ -123,7 +124,8 @@ def start(req: PlacementRequest, properties: dict, *, noted: bool) -> PlainCompi
     except Exception as exc:  # noqa: BLE001 - a damaged platform file: the prior reports it; just do not start
         logger.debug("plain compile ahead not started (%s: %s)", type(exc).__name__, exc)
         return None
-    return PlainCompileAhead(req.core, req.model, req.devices[0], properties, target=req.spec.text)
+    return PlainCompileAhead(req.core, req.model, req.devices[0],
+                             with_runtime_options(req.core, req.model, req.devices, properties), target=req.spec.text)
 
 
 __all__ = ["PlainCompileAhead", "deviation_noted", "note_decision", "start"]

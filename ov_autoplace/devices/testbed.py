@@ -7,18 +7,10 @@ properties, and every placement is compiled and executed for real:
 * ``CPU``  - bf16 inference precision (AVX512-BF16/AMX where the CPU has it);
 * ``CPUF`` - a virtual device (the CPU plugin registered again) running f32.
 
-Both use every core this process may run on. An earlier testbed gave them
-different thread counts (bf16 x1 thread, f32 x2 threads); that is not a sound
-heterogeneous system: as soon as HETERO compiles two or more submodels, the
-CPU plugin's submodel runs on all cores whatever ``INFERENCE_NUM_THREADS``
-says (measured on BERT-base: one Transpose moved to CPUF made the 1-thread
-CPU part use both cores and "sped up" the model 113 -> 59 ms, exactly the
-2-thread bf16 latency; passing ``DEVICE_PROPERTIES`` to HETERO did not
-change it). With all cores on both devices that leak cannot favour splits;
-what remains is the real difference of precision and kernels (AMX bf16
-against f32). Where the CPU has no bf16 both devices are the same
-(``Testbed.bf16`` tells which). The testbed lives on its own ``ov.Core`` so
-it never changes the properties of a caller's core.
+Both use every core this process may run on: with fewer threads on one, HETERO's split ran that device's
+submodel on all cores anyway, and any split looked faster (docs/results.md, "The testbed"). What remains is the
+real difference of precision and kernels (AMX bf16 against f32); where the CPU has no bf16 both devices are the
+same (``Testbed.bf16`` tells which). The testbed lives on its own ``ov.Core``, never changing a caller's core.
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ def _time_stateful(compiled: ov.CompiledModel, arrays: Sequence[np.ndarray], war
 
     request = compiled.create_infer_request()
     for k, array in enumerate(arrays):
-        request.set_input_tensor(k, ov.Tensor(np.ascontiguousarray(array)))
+        fill_input(request, k, np.ascontiguousarray(array))
     for _ in range(warmup):
         request.reset_state()
         request.infer()
@@ -200,7 +200,15 @@ def set_step(request: ov.InferRequest, past: int, tokens: int, rng, vocabulary: 
         array = {"input_ids": lambda: rng.integers(0, vocabulary or 2, size=(1, tokens)),
                  "attention_mask": lambda: np.ones((1, past + tokens)),
                  "position_ids": lambda: np.arange(past, past + tokens)[None], "beam_idx": lambda: np.zeros(1)}[name]()
-        request.set_input_tensor(k, ov.Tensor(np.ascontiguousarray(array, dtype=port.get_element_type().to_dtype())))
+        fill_input(request, k, array)
+
+
+def fill_input(request: ov.InferRequest, index: int, array: np.ndarray) -> None:
+    """Copy ``array`` into the request's own input tensor ``index``: bound tensors (``set_input_tensor``) of a gone
+    request crashed the next one in the CPU plugin (docs/llm.md, "What measuring feeds a decoder")."""
+    tensor = request.get_input_tensor(index)
+    tensor.shape = array.shape
+    tensor.data[...] = np.asarray(array, dtype=tensor.data.dtype)
 
 
 #: Consecutive decode steps timed at each decode point (their mean is the point's sample): one step of a small
@@ -260,4 +268,4 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
 
 
 __all__ = ["LLM_INPUTS", "LatencyStats", "current_sample", "input_sample", "is_stateful", "llm_convention", "measure_latency", "random_inputs", "round_order",
-           "DECODE_WINDOW", "set_step", "time_generation", "vocabulary_size"]
+           "DECODE_WINDOW", "fill_input", "set_step", "time_generation", "vocabulary_size"]

@@ -295,10 +295,4 @@ class LocalSearchRefiner:
         return result
 
 
-def refine_placement(cost: CostModel, graph: GraphArrays, proposal: np.ndarray, support: np.ndarray | None = None,
-                     **options) -> RefineResult:
-    """One-shot :meth:`LocalSearchRefiner.refine` (``options`` as the refiner's keyword arguments)."""
-    return LocalSearchRefiner(cost, graph, support, **options).refine(proposal)
-
-
-__all__ = ["LocalSearchRefiner", "RefineResult", "refine_placement"]
+__all__ = ["LocalSearchRefiner", "RefineResult"]

@@ -9,7 +9,8 @@ import openvino as ov
 import pytest
 
 import ov_autoplace as oa
-from ov_autoplace.cache.placement_cache import CACHE_DIR_ENV, PlacementCache, default_cache_dir
+from ov_autoplace.cache.placement_cache import CACHE_DIR_ENV, PlacementCache
+from ov_autoplace.cache.root import cache_root
 from ov_autoplace.strategies import HeavyOpsStrategy
 from tests import synthetic_graphs as sg
 from ov_autoplace.devices.testbed import make_testbed
@@ -38,10 +39,10 @@ def _compile(model, testbed, cache_dir, strategy, **kw):
 
 def test_default_dir_honours_env(monkeypatch, tmp_path):
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "c"))
-    assert default_cache_dir() == tmp_path / "c"
+    assert cache_root() == tmp_path / "c"
     monkeypatch.delenv(CACHE_DIR_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert default_cache_dir() == tmp_path / "xdg" / "ov_autoplace"
+    assert cache_root() == tmp_path / "xdg" / "ov_autoplace"
 
 
 def test_hit_on_second_compile_and_with_new_weights(testbed, tmp_path, caplog):

@@ -10,7 +10,7 @@ from openvino import opset13 as ops
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.sim_costs import post_op_fusion
-from ov_autoplace.costmodel.simulator import Simulator, memory_ok, simulate
+from ov_autoplace.costmodel.simulator import Simulator, memory_ok
 from ov_autoplace.costmodel.anchors import fix_anchors
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
@@ -111,7 +111,7 @@ def test_hand_computed_latency():
     overhead_ms = 0.1 + 0.2  # {A} on D0, {B, C, E} on D1
     sim = Simulator(cost, graph)
     assert sim(device) == pytest.approx(compute_ms + transfer_ms + overhead_ms)
-    assert simulate(cost, graph, device) == pytest.approx(compute_ms + transfer_ms + overhead_ms)
+    assert Simulator(cost, graph)(device) == pytest.approx(compute_ms + transfer_ms + overhead_ms)
     parts = sim.breakdown(device)
     assert (parts.cut_edges, parts.transfer_bytes, parts.num_submodels) == (1, 16, 2)
     assert parts.compute_ms == pytest.approx(compute_ms) and parts.overhead_ms == pytest.approx(overhead_ms)

@@ -7,12 +7,13 @@ import math
 import openvino as ov
 import pytest
 
+from ov_autoplace import CalibrationDataError
 from ov_autoplace.cli import main as cli
 from ov_autoplace.costmodel.device_model import Batch1Terms, ModelDevice, SuitePlatform
 from ov_autoplace.costmodel.platforms import ARC_IGPU_155H, CORE_ULTRA_7_155H, NPU_155H
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace_lab.whatif import format_table, load_model_graph, rank_subsets
+from ov_autoplace_lab.whatif import format_table, load_model_graph, named_platform, rank_subsets
 from tests import synthetic_graphs as sg
 
 pytest.importorskip("scipy")
@@ -90,3 +91,8 @@ def test_an_unproven_optimum_is_said_so():
     text = format_table(_laptop(), "m", [stopped], 0)
     assert "NOT PROVEN OPTIMAL in 1 subset(s) (CPU+GPU)" in text and "MILP time limit" in text
     assert "Every subset's optimum is proven" in format_table(_laptop(), "m", [{**base, "optimum_exact": True}], 0)
+
+
+def test_unknown_platform_lists_the_names():
+    with pytest.raises(CalibrationDataError, match="unknown platform 'desktop'.*'laptop'"):
+        named_platform("desktop")

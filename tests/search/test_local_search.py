@@ -12,12 +12,17 @@ import pytest
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.local_search import LocalSearchRefiner, refine_placement
+from ov_autoplace.search.local_search import LocalSearchRefiner
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import Pin, legalize
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
 from tests.lab.optimum.test_exact_optimum import active_mask, random_cost, random_dag
+
+
+def refine_placement(cost, graph, proposal, support=None, **options):
+    """One refinement, as the strategies run it (``options``: the refiner's keyword arguments)."""
+    return LocalSearchRefiner(cost, graph, support, **options).refine(proposal)
 
 
 def _legal_ms(cost, graph, proposal, support=None, pins=(), max_submodels=8) -> float:
@@ -117,8 +122,8 @@ from ov_autoplace.strategies.registry import make_strategy
 from tests import synthetic_graphs as sg
 from tests.search.test_local_search import _split_pays_cost
 graph = extract_graph(prepare_model(sg.long_chain(12)))
-from ov_autoplace.search.local_search import refine_placement
-result = refine_placement(_split_pays_cost(graph), graph, np.zeros(graph.num_nodes, np.int64))
+from ov_autoplace.search.local_search import LocalSearchRefiner
+result = LocalSearchRefiner(_split_pays_cost(graph), graph).refine(np.zeros(graph.num_nodes, np.int64))
 assert make_strategy("hsdag_local_search").refine
 print(result.improved, result.stopped, any(m.startswith("scipy") for m in sys.modules))
 """

@@ -10,7 +10,7 @@ import pytest
 
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.search.local_search import refine_placement
+from tests.search.test_local_search import refine_placement
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.placement.legalizer import legalize
