@@ -85,7 +85,6 @@ def with_runtime_options(core: ov.Core, model: ov.Model, devices: Sequence[str],
     return props
 
 
-
 def _smoke_inputs(model: ov.Model, shapes: PlacementShapes) -> list[np.ndarray]:
     """Inputs at the placement shapes: an LLM's inputs by its conventions (``timing.random_inputs``), other
     integers token-like 0/1, standard-normal floats."""
