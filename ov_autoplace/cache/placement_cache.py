@@ -51,10 +51,6 @@ class PlacementCache:
         self.directory = cache_root(directory)  # PropertyError for a directory argument that names none
         self._store = ProfileStore(self.directory / "placements")
 
-    @property
-    def openvino_cache_dir(self) -> Path:
-        return self.directory / "openvino"
-
     def key(
         self,
         core: ov.Core,

@@ -2,7 +2,7 @@
 
 The simulator prices raw proposals; the local search, the lab's training environments and the benchmarks first
 place each proposal's anchors (Parameters, Constants, pure-constant compute nodes, Results) the way the
-legalizer would, vectorised over the batch: :class:`AnchorFixer`, :func:`fix_anchors`.
+legalizer would, vectorised over the batch: :class:`AnchorFixer`.
 """
 
 from __future__ import annotations
@@ -93,9 +93,3 @@ class AnchorFixer:
             dev[:, nodes] = np.argmax(counts, axis=0)  # first maximum: ties go to the lower index
         dev[:, self._result_nodes] = dev[:, self._result_producers]
         return dev[0] if single else dev
-
-
-def fix_anchors(graph: GraphArrays, proposals: np.ndarray, num_devices: int,
-                support: np.ndarray | None = None) -> np.ndarray:
-    """Make proposals [P, N] (or [N]) legal like ``legalize()`` does without pins; see :class:`AnchorFixer`."""
-    return AnchorFixer(graph, num_devices, support)(proposals)

@@ -15,7 +15,9 @@ import logging
 import types
 
 import numpy as np
+import openvino as ov
 
+from ov_autoplace.compile.placed_compile import with_runtime_options
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.memory_need import MemoryNeed, check_caps_hold, context_tokens, memory_need, state_bytes, \
     with_caps
@@ -113,12 +115,17 @@ def _plain_call_holds(graph: GraphArrays, need: MemoryNeed, support: np.ndarray,
 
 
 def _kv_share(req: PlacementRequest, device: str) -> float:
-    """A decoder's KV cache as ``device`` stores it (its ``KV_CACHE_PRECISION``) over its variables' declared bytes;
-    1 for any other model or where the plugin reports none."""
+    """A decoder's KV cache as ``device`` will store it over its variables' declared bytes: the
+    ``KV_CACHE_PRECISION`` its compile gets (the call's, else the model's runtime options:
+    ``placed_compile.with_runtime_options``), else its plugin's; 1 for any other model or where none is reported."""
     try:
         declared = max(v.get_info().data_type.size for v in req.model.get_variables())
-        stored = req.core.get_property(device, "KV_CACHE_PRECISION").size if req.generation else declared
-        return min(1.0, stored / declared)
+        given = with_runtime_options(req.core, req.model, [device], req.props)
+        own = given.get("DEVICE_PROPERTIES")  # a section given as text: its top level and the plugin's
+        own = own.get(device, {}) if isinstance(own, dict) else {}
+        value = {**given, **own}.get("KV_CACHE_PRECISION") or req.core.get_property(device, "KV_CACHE_PRECISION")
+        stored = value.size if isinstance(value, ov.Type) else getattr(ov.Type, str(value).lower()).size
+        return min(1.0, stored / declared) if req.generation else 1.0
     except Exception:  # noqa: BLE001 - no variables, no such property: the declared bytes
         return 1.0
 

@@ -257,14 +257,6 @@ def _index_exists(core: ov.Core, name: str, present: Sequence[str]) -> bool:
         return False
 
 
-def devices_present(core: ov.Core | None, devices: Sequence[str]) -> bool:
-    """Whether every device of ``devices`` is available on ``core`` (False without a core)."""
-    if core is None:
-        return False
-    present = available_devices(core)
-    return all(_is_present(d, present) for d in devices)
-
-
 def missing_devices_message(missing: Sequence[str], present: Sequence[str]) -> str:
     """'device(s) X not available; this machine has ...' with a spelling hint, the fix, and nothing else."""
     # Only a spelling slip is worth suggesting ("cpuf" for "CPUF"), not another device.
@@ -403,7 +395,6 @@ __all__ = [
     "META_DEVICES",
     "DeviceSpec",
     "available_devices",
-    "devices_present",
     "check_devices_present",
     "check_properties",
     "missing_devices_message",

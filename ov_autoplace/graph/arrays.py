@@ -126,27 +126,6 @@ class GraphArrays:
     def pos_dim(self) -> int:
         return int(self.pos_enc.shape[1])
 
-    @cached_property
-    def _name_index(self) -> dict[str, int]:
-        index: dict[str, int] = {}
-        for i, name in enumerate(self.names):
-            index[name] = -1 if name in index else i  # -1 marks a duplicate
-        return index
-
-    def index_of(self, name: str) -> int:
-        """Node id of the op with this friendly name.
-
-        KeyError if no op has it, ValueError if several do (friendly names are
-        not guaranteed unique).
-        """
-        i = self._name_index.get(name)
-        if i is None:
-            raise KeyError(f"no op named {name!r} in this graph")
-        if i < 0:
-            dupes = [j for j, n in enumerate(self.names) if n == name]
-            raise ValueError(f"{len(dupes)} ops are named {name!r} (nodes {dupes}); use a node id")
-        return i
-
     @staticmethod
     def _csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         order = np.argsort(keys, kind="stable")

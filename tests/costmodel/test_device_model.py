@@ -87,10 +87,10 @@ def test_an_element_wise_chain_joins_one_kernel_and_concat_is_in_place():
         node.set_friendly_name(name)
     graph = extract_graph(prepare_model(ov.Model([cat], [x], "chain")))
     fused = batch1_fusion(graph)
-    mul = graph.index_of("mul")
-    assert fused[graph.index_of("add")] == mul and fused[graph.index_of("relu")] == mul
+    mul = graph.names.index("mul")
+    assert fused[graph.names.index("add")] == mul and fused[graph.names.index("relu")] == mul
     cost = _platform(_cpu(dispatch_ms=0.005)).cost_model(graph)
-    assert cost.compute_ms[graph.index_of("cat"), 0] == pytest.approx(0.005)  # dispatch only
+    assert cost.compute_ms[graph.names.index("cat"), 0] == pytest.approx(0.005)  # dispatch only
 
 
 def test_the_npu_cannot_run_unsupported_ops():

@@ -9,7 +9,7 @@ import pytest
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.islands import IslandLabeller, connected_labels
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.costmodel.anchors import fix_anchors
+from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.submodels import count_islands
 from ov_autoplace.model.prepare import prepare_model
@@ -113,7 +113,7 @@ def test_simulator_counts_submodels_like_legalize():
     simulator = Simulator(_uniform_cost(graph, 3), graph)
     proposals = np.concatenate([rng.integers(0, 3, (40, n)),
                                 (np.arange(n)[None, :] >= rng.integers(0, n, (40, 1))).astype(np.int64) * 2])
-    placements = fix_anchors(graph, proposals, 3)
+    placements = AnchorFixer(graph, 3)(proposals)
     counts = simulator.num_submodels(placements)
     assert [count_islands(graph, p, simulator.active) for p in placements] == counts.tolist()
     assert counts.min() >= 1 and counts.max() > 2

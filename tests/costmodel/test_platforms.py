@@ -11,7 +11,7 @@ from openvino import opset13 as ops
 from ov_autoplace.costmodel.platforms import LAPTOP_PLATFORM, PAPER_PLATFORM
 from ov_autoplace.costmodel.sim_costs import cost_model_for, post_op_fusion
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.costmodel.anchors import fix_anchors
+from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
@@ -28,7 +28,7 @@ def _matmul_graph():
 
 def test_roofline_of_a_matmul():
     graph = _matmul_graph()
-    i = graph.index_of("mm")
+    i = graph.names.index("mm")
     flops = 2 * SEQ * HIDDEN * HIDDEN
     f32_bytes = 4 * (SEQ * HIDDEN + HIDDEN * HIDDEN + SEQ * HIDDEN)  # activation in, weight in, activation out
     cost = cost_model_for(graph, PAPER_PLATFORM, precision="f16", fusion=False)
@@ -40,13 +40,13 @@ def test_roofline_of_a_matmul():
     assert cost.compute_ms[i].tolist() == pytest.approx([cpu_ms, gpu_ms])
     assert gpu_ms - gpu.launch_overhead_ms == pytest.approx(1e3 * f32_bytes / 2 / (576e9 * 0.6))
     assert cost.node_memory_bytes[i] == 4 * HIDDEN * HIDDEN  # the weight sits on its MatMul
-    assert cost.compute_ms[graph.index_of("x")].tolist() == [0.0, 0.0]  # Parameters cost nothing
+    assert cost.compute_ms[graph.names.index("x")].tolist() == [0.0, 0.0]  # Parameters cost nothing
     assert cost.link_ms_per_byte[0, 1] == pytest.approx(1e3 / 25e9)  # PCIe 4.0 x16, ~25 GB/s effective
 
 
 def test_precision_fallback():
     graph = _matmul_graph()
-    i = graph.index_of("mm")
+    i = graph.names.index("mm")
     f16 = cost_model_for(graph, LAPTOP_PLATFORM, precision="f16")
     f32 = cost_model_for(graph, LAPTOP_PLATFORM, precision="f32")
     cpu, gpu, npu = (f16.devices.index(name) for name in ("CPU", "GPU", "NPU"))
@@ -67,14 +67,14 @@ def test_npu_does_not_run_unsupported_ops():
     graph = extract_graph(prepare_model(ov.Model([out], [ids], "embed")))
     cost = cost_model_for(graph, LAPTOP_PLATFORM)
     npu = cost.devices.index("NPU")
-    assert cost.compute_ms[graph.index_of("embedding"), npu] == np.inf
-    assert np.isfinite(cost.compute_ms[graph.index_of("proj"), npu])
-    assert np.isfinite(cost.compute_ms[graph.index_of("embedding"), :npu]).all()
+    assert cost.compute_ms[graph.names.index("embedding"), npu] == np.inf
+    assert np.isfinite(cost.compute_ms[graph.names.index("proj"), npu])
+    assert np.isfinite(cost.compute_ms[graph.names.index("embedding"), :npu]).all()
     sim = Simulator(cost, graph)
     all_npu = np.full(graph.num_nodes, npu)
-    assert sim(fix_anchors(graph, all_npu, 3)) == np.inf
-    moved = fix_anchors(graph, all_npu, 3, support=np.isfinite(cost.compute_ms))
-    assert moved[graph.index_of("embedding")] == 0 and moved[graph.index_of("proj")] == npu
+    assert sim(AnchorFixer(graph, 3)(all_npu)) == np.inf
+    moved = AnchorFixer(graph, 3, np.isfinite(cost.compute_ms))(all_npu)
+    assert moved[graph.names.index("embedding")] == 0 and moved[graph.names.index("proj")] == npu
     assert np.isfinite(sim(moved))
 
 
@@ -103,5 +103,5 @@ def test_everything_printed_says_simulated(platform):
     lines = platform.describe().splitlines()
     assert "simulated" in lines[0] and all("simulated" in line for line in lines[1:1 + len(platform.devices)])
     sim = Simulator(cost, graph)
-    placement = fix_anchors(graph, np.zeros(graph.num_nodes, np.int64), len(cost.devices))
+    placement = AnchorFixer(graph, len(cost.devices))(np.zeros(graph.num_nodes, np.int64))
     assert "simulated" in sim.breakdown(placement).summary()

@@ -11,7 +11,7 @@ from openvino import opset13 as ops
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.sim_costs import post_op_fusion
 from ov_autoplace.costmodel.simulator import Simulator, memory_ok
-from ov_autoplace.costmodel.anchors import fix_anchors
+from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
@@ -91,7 +91,7 @@ def _reference_latency(cost: CostModel, graph, device: np.ndarray) -> float:
 
 def test_hand_computed_latency():
     graph = extract_graph(prepare_model(_tiny_model()))
-    idx = {name: graph.index_of(name) for name in "ABCE"}
+    idx = {name: graph.names.index(name) for name in "ABCE"}
     n = graph.num_nodes
     compute, unfused = np.zeros((n, 2)), np.zeros((n, 2))
     for k, name in enumerate("ABCE"):
@@ -118,7 +118,7 @@ def test_hand_computed_latency():
     assert parts.submodels_per_device == {"D0": 1, "D1": 1}
     assert "simulated (hand-made)" in parts.summary()
     # All on D1: fused costs, no transfer, one submodel.
-    together = fix_anchors(graph, np.ones(n, np.int64), 2)
+    together = AnchorFixer(graph, 2)(np.ones(n, np.int64))
     assert sim(together) == pytest.approx(sum(compute[idx[k], 1] for k in "ABCE") + 0.2)
 
 
@@ -132,7 +132,7 @@ def test_batch_matches_reference_and_loop(name, num_devices):
     # mix fragmented and nearly single-device placements
     bias = rng.dirichlet(np.full(num_devices, 0.3), size=40)
     proposals = np.array([rng.choice(num_devices, graph.num_nodes, p=b) for b in bias])
-    placements = fix_anchors(graph, proposals, num_devices)
+    placements = AnchorFixer(graph, num_devices)(proposals)
     sim = Simulator(cost, graph)
     batch = sim(placements)
     assert batch.shape == (40,)
@@ -145,25 +145,25 @@ def test_submodels_agree_with_legalize(name):
     graph = extract_graph(prepare_model(sg.PLACEMENT_GRAPHS[name]()))
     rng = np.random.default_rng(3)
     sim = Simulator(_random_cost(graph, 3, rng), graph)
-    placements = fix_anchors(graph, rng.integers(0, 3, (60, graph.num_nodes)), 3)
+    placements = AnchorFixer(graph, 3)(rng.integers(0, 3, (60, graph.num_nodes)))
     counts = sim.num_submodels(placements)
     assert counts.tolist() == [count_islands(graph, p, sim.active) for p in placements]
-    assert sim.num_submodels(fix_anchors(graph, np.zeros(graph.num_nodes, np.int64), 3)) == 1
+    assert sim.num_submodels(AnchorFixer(graph, 3)(np.zeros(graph.num_nodes, np.int64))) == 1
 
 
 def test_memory_ok():
     graph = extract_graph(prepare_model(_tiny_model()))
-    n, idx = graph.num_nodes, {name: graph.index_of(name) for name in "ABCE"}
+    n, idx = graph.num_nodes, {name: graph.names.index(name) for name in "ABCE"}
     memory = np.zeros(n, np.int64)
     memory[idx["A"]] = 64  # the 4x4 f32 weight read by A
-    placement = fix_anchors(graph, np.where(np.arange(n) == idx["A"], 0, 1), 2)
+    placement = AnchorFixer(graph, 2)(np.where(np.arange(n) == idx["A"], 0, 1))
     resident_d0 = 64 + 16  # A's weight + the largest activation on D0 (x and A: 16 bytes each)
     zeros = np.zeros((n, 2))
     fits = _cost(graph, zeros, zeros, np.full(n, -1), capacity=(resident_d0, 16), memory=memory)
     tight = _cost(graph, zeros, zeros, np.full(n, -1), capacity=(resident_d0 - 1, 16), memory=memory)
     assert memory_ok(fits, graph, placement) is True
     assert memory_ok(tight, graph, placement) is False
-    both = np.stack([placement, fix_anchors(graph, np.ones(n, np.int64), 2)])
+    both = np.stack([placement, AnchorFixer(graph, 2)(np.ones(n, np.int64))])
     assert Simulator(tight, graph).memory_ok(both).tolist() == [False, False]  # D1 alone needs 64 + 16 > 16
     assert Simulator(fits, graph).resident_bytes(both).tolist() == [[80.0, 16.0], [0.0, 80.0]]
     # feasible_ms: the latency where the placement fits, inf where it does not; a float for one placement
@@ -192,7 +192,7 @@ def test_zoo_agrees_with_legalize(zoo_model):
     graph = extract_graph(prepare_model(model))
     rng = np.random.default_rng(5)
     proposals = rng.integers(0, 2, (8, graph.num_nodes))
-    fixed = fix_anchors(graph, proposals, 2)
+    fixed = AnchorFixer(graph, 2)(proposals)
     sim = Simulator(_random_cost(graph, 2, rng), graph)
     counts = sim.num_submodels(fixed)
     for proposal, row, count in zip(proposals, fixed, counts):
@@ -204,7 +204,7 @@ def test_zoo_agrees_with_legalize(zoo_model):
 def test_latency_and_submodels_match_the_separate_calls():
     graph = extract_graph(prepare_model(sg.attention_like()))
     cost = _random_cost(graph, 3, np.random.default_rng(7))
-    placements = fix_anchors(graph, np.random.default_rng(8).integers(0, 3, (16, graph.num_nodes)), 3)
+    placements = AnchorFixer(graph, 3)(np.random.default_rng(8).integers(0, 3, (16, graph.num_nodes)))
     simulator = Simulator(cost, graph)
     latency, submodels = simulator.latency_and_submodels(placements)
     np.testing.assert_allclose(latency, simulator(placements))

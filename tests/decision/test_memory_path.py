@@ -293,11 +293,16 @@ def test_a_first_device_is_held_to_its_report_on_what_the_plain_call_puts_there(
     assert not req.memory_caps and not req.reported_caps
 
 
-@pytest.mark.parametrize("stored, switched", [("u8", False), ("f16", True), ("f32", True)])
-def test_a_decoder_s_kv_cache_counts_as_the_first_device_stores_it(f32_testbed, monkeypatch, stored, switched):
-    """Whether the report is exceeded is judged on the KV cache in the precision the device's plugin stores it
-    (``KV_CACHE_PRECISION``; stated here): the decoder's weights (~6 KB) and its KV cache (16 KB declared f32 at
-    128 tokens: 9.9 KB in all in u8, 14 KB in f16) exceed a 12 KB report unless the cache is kept in u8."""
+@pytest.mark.parametrize("stored, option, config, switched", [
+    ("u8", None, None, False), ("f16", None, None, True), ("f32", None, None, True),
+    ("u8", "f16", None, True),  # the model's runtime option, which the compile gives the device (placed_compile)
+    ("f16", None, "u8", False), ("u8", "f16", "u8", False)])  # the call's own precision wins over both
+def test_a_decoder_s_kv_cache_counts_as_the_first_device_will_store_it(f32_testbed, monkeypatch, stored, option,
+                                                                      config, switched):
+    """Whether the report is exceeded is judged on the KV cache in the precision the device's compile will store it
+    (``KV_CACHE_PRECISION``: the call's, else the model's ``runtime_options``, else the plugin's, stated here): the
+    decoder's weights (~6 KB) and its KV cache (16 KB declared f32 at 128 tokens: 9.9 KB in all in u8, 14 KB in
+    f16) exceed a 12 KB report unless the cache is kept in u8."""
     import openvino as ov
 
     from tests.synthetic_graphs import llm_like
@@ -307,9 +312,12 @@ def test_a_decoder_s_kv_cache_counts_as_the_first_device_stores_it(f32_testbed, 
     real = core.get_property
     monkeypatch.setattr(core, "get_property", lambda device, name, *rest: getattr(ov.Type, stored)
                         if name == "KV_CACHE_PRECISION" else real(device, name, *rest))
-    req = build_request(llm_like(layers=2, hidden=16, positions=None), f32_testbed.hetero, core=core,
-                        generation=(64, 64))
-    assert (req.reported_caps == ("CPU",)) == switched, (stored, dict(req.memory_caps))
+    model = llm_like(layers=2, hidden=16, positions=None)
+    if option:
+        model.set_rt_info(option, ["runtime_options", "KV_CACHE_PRECISION"])
+    req = build_request(model, f32_testbed.hetero, config={"KV_CACHE_PRECISION": config} if config else None,
+                        core=core, generation=(64, 64))
+    assert (req.reported_caps == ("CPU",)) == switched, (stored, option, config, dict(req.memory_caps))
 
 
 def test_a_split_that_cannot_be_fitted_under_reports_alone_compiles_the_plain_call(model, f32_testbed, monkeypatch,

@@ -8,7 +8,6 @@ from ov_autoplace import DeviceError, PropertyError
 from ov_autoplace.devices.device_strings import (
     check_devices_present,
     check_properties,
-    devices_present,
     normalized_exclusions,
     parse_device_string,
     plugin_library,
@@ -152,12 +151,6 @@ def test_plugin_library():
     assert plugin_library("CPU").is_file()
     with pytest.raises(DeviceError):
         plugin_library("TPU")
-
-
-def test_devices_present(testbed):
-    assert devices_present(testbed.core, testbed.devices)
-    assert not devices_present(testbed.core, ("CPU", "GPU"))
-    assert not devices_present(None, ("CPU",))
 
 
 @pytest.mark.parametrize("base", ["CPU", "CPUF", "GPU", "NPU", "XPU", "HETERO", "AUTO", "MULTI", "BATCH"])

@@ -182,7 +182,7 @@ def test_zoo_native_matches_reference(zoo, name):
 
 def test_tiny_graph_hand_checked():
     g = extract_graph(tiny())
-    idx = g.index_of
+    idx = g.names.index
     x, w, conv, relu, mean, mm, add = (idx(n) for n in ("x", "w", "conv", "relu", "mean", "mm", "add"))
     result = int(np.flatnonzero(g.role == NodeRole.RESULT)[0])
 
@@ -226,7 +226,7 @@ def test_tiny_graph_hand_checked():
 
 def test_op_mix_flops_and_bytes():
     g = extract_graph(op_mix())
-    f = {n: g.flops[g.index_of(n)] for n in (
+    f = {n: g.flops[g.names.index(n)] for n in (
         "gconv", "deconv", "gdeconv", "einsum_mm", "einsum_reduce", "einsum_ellipsis",
         "mm_transpose_a", "mm_vector", "split", "rank9", "dyn_relu")}
     assert f["gconv"] == 2 * (6 * 36) * 2 * 9  # |out| * Cin/G * k
@@ -240,21 +240,21 @@ def test_op_mix_flops_and_bytes():
     assert f["split"] == 144  # both outputs
     assert f["dyn_relu"] == -1
 
-    split = g.index_of("split")
+    split = g.names.index("split")
     assert g.num_outputs[split] == 2 and g.out_bytes[split] == 2 * 72 * 4
-    twice = g.index_of("twice")
+    twice = g.names.index("twice")
     ports = [(int(s), int(sp), int(dp)) for s, d, sp, dp in
              zip(g.edge_src, g.edge_dst, g.edge_src_port, g.edge_dst_port) if d == twice]
     assert ports == [(split, 0, 0), (split, 0, 1)]
     relu_of_split1 = [int(d) for s, d, sp in zip(g.edge_src, g.edge_dst, g.edge_src_port) if s == split and sp == 1]
     assert len(relu_of_split1) == 1
 
-    r9 = g.index_of("rank9")
+    r9 = g.names.index("rank9")
     assert g.out_rank[r9] == 9 and g.out_shape.shape[1] == MAX_RANK == 8
     assert g.out_shape[r9].tolist() == [1, 1, 1, 1, 1, 1, 2, 2]  # 9th dim (36) truncated
-    u4 = g.index_of("u4_const")
+    u4 = g.names.index("u4_const")
     assert g.out_element_type[u4] == "u4" and g.out_bytes[u4] == 3
-    dyn = g.index_of("dyn")
+    dyn = g.names.index("dyn")
     assert g.out_rank[dyn] == -1 and g.out_bytes[dyn] == -1 and (g.out_shape[dyn] == 0).all()
 
 
@@ -271,7 +271,7 @@ def test_fractal_dim_on_a_path():
     r = np.arange(1, 5, dtype=np.float64)
     middle = np.polyfit(np.log(r), np.log(2 * r + 1), 1)[0]
     end = np.polyfit(np.log(r), np.log(r + 1), 1)[0]
-    mid = g.index_of("relu20")
+    mid = g.names.index("relu20")
     assert g.fractal_dim[mid] == pytest.approx(middle, rel=1e-6)
     assert g.fractal_dim[0] == pytest.approx(end, rel=1e-6)
     # every node at distance >= 4 from both ends sees the same 9-node ball
@@ -320,18 +320,6 @@ def test_arrays_are_read_only_and_dataclass_is_frozen():
     assert "num_nodes=" in repr(g)
 
 
-def test_index_of_errors():
-    g = extract_graph(sg.branching())
-    with pytest.raises(KeyError):
-        g.index_of("no such op")
-    x = ops.parameter([2], np.float32, name="same")
-    y = ops.relu(x)
-    y.set_friendly_name("same")
-    dup = extract_graph(ov.Model([y], [x], "dup"))
-    with pytest.raises(ValueError, match="2 ops"):
-        dup.index_of("same")
-
-
 # ------------------------------------------------------- awkward models
 
 
@@ -346,7 +334,7 @@ def test_control_flow_ops_are_single_nodes():
 
 def test_bool_and_string_tensors():
     g = extract_graph(sg.bool_and_string())
-    text = g.index_of("text")
+    text = g.names.index("text")
     assert g.out_element_type[text] == "string" and g.out_bytes[text] == -1
     string_edges = g.edge_bytes[g.edge_src == text]
     assert string_edges.size == 1 and string_edges[0] == -1
@@ -360,7 +348,7 @@ def test_dynamic_shapes():
     mm = g.op_types.index("MatMul")
     assert g.flops[mm] == -1 and g.out_bytes[mm] == -1
     assert g.out_rank[mm] == 3 and g.out_shape[mm, :3].tolist() == [-1, -1, 4]
-    x = g.index_of("x")
+    x = g.names.index("x")
     assert g.flops[x] == 0 and g.out_bytes[x] == -1
     assert (g.edge_bytes[g.edge_src == x] == -1).all()
 

@@ -45,7 +45,7 @@ def test_branches_split_where_a_node_forks_or_joins():
     result = next(graph.names[i] for i in range(graph.num_nodes) if graph.role[i] == NodeRole.RESULT)
     # a forks (two successors), d joins (two predecessors): only b1 -> b2 is a chain
     assert sorted(map(sorted, groups)) == sorted(map(sorted, [{"x", "a"}, {"b1", "b2"}, {"c"}, {"d", result}]))
-    gid = {name: int(coarse.group_of_node[graph.index_of(name)]) for name in ("a", "b1", "c", "d")}
+    gid = {name: int(coarse.group_of_node[graph.names.index(name)]) for name in ("a", "b1", "c", "d")}
     edges = set(zip(coarse.edge_src.tolist(), coarse.edge_dst.tolist()))
     assert edges == {(gid["a"], gid["b1"]), (gid["a"], gid["c"]), (gid["b1"], gid["d"]), (gid["c"], gid["d"])}
 
@@ -63,10 +63,10 @@ def test_weights_join_their_consumer_and_a_shared_weight_links_nothing():
     out = _named(ops.add(p, q), "out")
     _, graph = prepared_graph(ov.Model([out], [x, y], "weights"))
     coarse = chain_coarsen(graph)
-    group = {name: int(coarse.group_of_node[graph.index_of(name)]) for name in ("w", "m", "r", "p", "s", "q", "shared")}
+    group = {name: int(coarse.group_of_node[graph.names.index(name)]) for name in ("w", "m", "r", "p", "s", "q", "shared")}
     assert group["w"] == group["m"] == group["r"] == group["p"]  # m -> r -> p is a chain, w rides along
     assert group["s"] == group["q"] != group["p"]
-    assert group["shared"] == group[min(("p", "q"), key=graph.index_of)]  # its first consumer's group
+    assert group["shared"] == group[min(("p", "q"), key=graph.names.index)]  # its first consumer's group
     # no edge out of a Constant: p's and q's groups are linked only through the final add
     edges = set(zip(coarse.edge_src.tolist(), coarse.edge_dst.tolist()))
     assert (group["p"], group["q"]) not in edges and (group["q"], group["p"]) not in edges

@@ -33,7 +33,7 @@ def _chain_graph():
 def test_a_chain_is_cut_exactly_where_the_class_changes():
     graph = _chain_graph()
     assert chain_coarsen(graph).num_groups == 1
-    idx = {name: graph.index_of(name) for name in "abc"}
+    idx = {name: graph.names.index(name) for name in "abc"}
     same = np.zeros(graph.num_nodes, np.int64)
     assert np.array_equal(chain_coarsen(graph, same).group_of_node, chain_coarsen(graph).group_of_node)
     cls = same.copy()
@@ -140,7 +140,7 @@ def test_cost_cut_fused_keeps_a_fused_kernel_in_one_group():
 
     graph = _conv_gelu_transpose()
     cost = load_suite()["paper"].cost_model(graph)
-    conv, gelu = graph.index_of("conv"), graph.index_of("gelu")
+    conv, gelu = graph.names.index("conv"), graph.names.index("gelu")
     assert cost.fused_into[gelu] == conv and cost.devices == ("CPU", "GPU")
     old = build_policy_arrays(graph, cost, coarsening_rule="cost_cut").node_coarse
     new = build_policy_arrays(graph, cost, coarsening_rule="cost_cut_fused").node_coarse

@@ -75,7 +75,7 @@ def test_values_on_a_small_graph():
     col = {n: k for k, n in enumerate(names)}
     onehot = feats[:, _columns("op=", names)]
     assert (onehot.sum(axis=1) == 1).all()
-    c, o = graph.index_of("conv"), graph.index_of("odd")
+    c, o = graph.names.index("conv"), graph.names.index("odd")
     assert feats[c, col["op=Convolution"]] == 1 and feats[o, col["op=other"]] == 1
     assert feats[c, col["role=compute"]] == 1
     # output [1, 8, 16, 16]: trailing dims right-aligned, rank / 8

@@ -27,7 +27,8 @@ from typing import Literal, Sequence
 import numpy as np
 
 from ov_autoplace.devices.kinds import CPU, GPU, kind_of
-from ov_autoplace.devices.device_strings import devices_present
+from ov_autoplace.devices.device_strings import check_devices_present
+from ov_autoplace.errors import DeviceError
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.strategies.base import PlacementContext, PlacementStrategy
 from ov_autoplace.strategies.cost_based import CostProvider, resolve_cost
@@ -55,6 +56,14 @@ def _anchor_fill(context: PlacementContext, device: np.ndarray) -> np.ndarray:
     return device
 
 
+def _devices_present(core, devices: Sequence[str]) -> bool:
+    """Whether every one of ``devices`` is on ``core`` (False without a core): the real compile can be asked."""
+    try:
+        return core is not None and check_devices_present(core, devices) is None
+    except DeviceError:
+        return False
+
+
 def _from_query(context: PlacementContext, mapping: dict[str, str]) -> tuple[np.ndarray, int]:
     """Device index per node from a ``query_model`` result; returns (array, number of nodes it omitted)."""
     index = {name: k for k, name in enumerate(context.devices)}
@@ -75,7 +84,7 @@ class _OpenVINOMode(PlacementStrategy):
         raise NotImplementedError
 
     def _real(self, context: PlacementContext) -> bool:
-        real = context.model is not None and devices_present(context.core, context.devices)
+        real = context.model is not None and _devices_present(context.core, context.devices)
         self.last_emulated = not real
         return real
 

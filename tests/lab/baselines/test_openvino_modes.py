@@ -17,6 +17,7 @@ from ov_autoplace_lab.baselines.openvino_modes import (
     OpenVINOAutoStrategy,
     OpenVINOHeteroAutoStrategy,
     OpenVINOPipelineParallelStrategy,
+    _devices_present,
 )
 from tests import synthetic_graphs as sg
 
@@ -191,3 +192,9 @@ def test_pipeline_rejects_bad_arguments():
         OpenVINOPipelineParallelStrategy(memory_rule="fastest")
     with pytest.raises(ValueError, match="headroom"):
         OpenVINOPipelineParallelStrategy(headroom=0.5)
+
+
+def test_the_real_compile_is_asked_only_where_every_device_is_present(testbed):
+    assert _devices_present(testbed.core, testbed.devices)
+    assert not _devices_present(testbed.core, ("CPU", "GPU"))
+    assert not _devices_present(None, ("CPU",))

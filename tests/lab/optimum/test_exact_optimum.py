@@ -249,9 +249,9 @@ def test_cost_terms_and_simulator_agree_with_brute_force(seed):
     rng = np.random.default_rng(seed)
     try:
         from ov_autoplace.costmodel.simulator import Simulator
-        from ov_autoplace.costmodel.anchors import fix_anchors
+        from ov_autoplace.costmodel.anchors import AnchorFixer
     except ImportError:
-        Simulator = fix_anchors = None
+        Simulator = AnchorFixer = None
     feasible = 0
     proposals = [np.full(graph.num_nodes, 2)] + [rng.integers(0, 3, graph.num_nodes) for _ in range(39)]
     for proposal in proposals:  # all on the unbounded device first: that one fits
@@ -263,7 +263,7 @@ def test_cost_terms_and_simulator_agree_with_brute_force(seed):
         if Simulator is not None:
             assert_close(Simulator(cost, graph)(device), expected)
             assert Simulator(cost, graph).memory_ok(device) == brute_memory_ok(cost, graph, device)
-            assert (fix_anchors(graph, device, 3) == device).all()
+            assert (AnchorFixer(graph, 3)(device) == device).all()
     assert 0 < feasible < 40  # the capacities bind on some placements and not on others
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.costmodel.anchors import fix_anchors
+from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace_lab.training.env import MeasuredEnv, SimEnv
 from tests import synthetic_graphs
@@ -21,7 +21,7 @@ def test_sim_env_rewards_the_legal_placement_and_counts_distinct_ones(synthetic_
     proposals = rng.integers(0, 2, size=(6, env.num_nodes))
     proposals[3] = proposals[1]  # a repeat is not a new placement
     ms = env.evaluate(proposals)
-    legal = fix_anchors(env.graph, proposals, 2)
+    legal = AnchorFixer(env.graph, 2)(proposals)
     assert np.allclose(ms, Simulator(env.cost, env.graph)(legal))
     assert env.num_evaluated == len({row.tobytes() for row in legal}) == 5
     assert env.best_ms == pytest.approx(ms.min())
