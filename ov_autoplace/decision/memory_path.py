@@ -118,6 +118,8 @@ def _kv_share(req: PlacementRequest, device: str) -> float:
     """A decoder's KV cache as ``device`` will store it over its variables' declared bytes: the
     ``KV_CACHE_PRECISION`` its compile gets (the call's, else the model's runtime options:
     ``placed_compile.with_runtime_options``), else its plugin's; 1 for any other model or where none is reported."""
+    if not req.generation:
+        return 1.0
     try:
         declared = max(v.get_info().data_type.size for v in req.model.get_variables())
         given = with_runtime_options(req.core, req.model, [device], req.props)
@@ -125,7 +127,7 @@ def _kv_share(req: PlacementRequest, device: str) -> float:
         own = own.get(device, {}) if isinstance(own, dict) else {}
         value = {**given, **own}.get("KV_CACHE_PRECISION") or req.core.get_property(device, "KV_CACHE_PRECISION")
         stored = value.size if isinstance(value, ov.Type) else getattr(ov.Type, str(value).lower()).size
-        return min(1.0, stored / declared) if req.generation else 1.0
+        return min(1.0, stored / declared)
     except Exception:  # noqa: BLE001 - no variables, no such property: the declared bytes
         return 1.0
 

@@ -176,7 +176,7 @@ def _time_stateful(compiled: ov.CompiledModel, arrays: Sequence[np.ndarray], war
 
     request = compiled.create_infer_request()
     for k, array in enumerate(arrays):
-        fill_input(request, k, np.ascontiguousarray(array))
+        fill_input(request, k, array)
     for _ in range(warmup):
         request.reset_state()
         request.infer()
