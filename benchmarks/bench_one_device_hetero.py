@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from ov_autoplace.compile.placed_compile import compile_on_one_device  # noqa: E402
 from ov_autoplace.decision.verification import time_rounds  # noqa: E402
-from ov_autoplace.compile.placed_compile import with_runtime_options  # noqa: E402
+from ov_autoplace.devices.properties import with_runtime_options  # noqa: E402
 from ov_autoplace.devices.testbed import shared_testbed  # noqa: E402
 from ov_autoplace.devices.timing import random_inputs  # noqa: E402
 from ov_autoplace.model.generation import Generation  # noqa: E402

@@ -285,12 +285,13 @@ __all__ = [
 
 
 
-def stateful_layers(layers: int = 2, hidden: int = 16, shared_init: bool = False) -> ov.Model:
+def stateful_layers(layers: int = 2, hidden: int = 16, shared_init: bool = False, head: bool = False) -> ov.Model:
     """A decoder-like stateful graph: per layer a variable (ReadValue -> beam Gather -> Concat -> Assign) whose
     zero initializer is computed from ``ShapeOf(x)``, as optimum-intel exports a KV cache. Inputs ``x``
     ``[1, ?, hidden]`` and ``beam_idx`` ``[1]``; node names ``rv{l}``, ``reorder{l}``, ``proj{l}``, ``cat{l}``,
     ``assign{l}``, ``mean{l}``, ``act{l}``, ``init{l}``. ``shared_init``: one ``ShapeOf(x) -> Gather`` (named
-    ``batch``) feeds every layer's initializer, as in optimum-intel's exports."""
+    ``batch``) feeds every layer's initializer, as in optimum-intel's exports. ``head``: a MatMul ``head`` after the
+    last layer, as a decoder's LM head."""
     from openvino.op.util import Variable, VariableInfo
 
     rng = _rng()
@@ -319,6 +320,8 @@ def stateful_layers(layers: int = 2, hidden: int = 16, shared_init: bool = False
             node.set_friendly_name(f"{name}{layer}")
         sinks.append(assign)
         h = act
+    if head:
+        h = ops.matmul(h, _const(rng, (hidden, hidden), 0.2), False, False, name="head")
     out = ops.result(h)
     out.set_friendly_name("out")
     return ov.Model([out], sinks, [x, beam], "stateful_layers")

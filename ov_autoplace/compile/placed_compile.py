@@ -13,22 +13,17 @@ cannot run (the first inference fails with "Can't set the input tensor ...
 it; seen with 8-24 submodels of a transformer block), so a dynamic split is
 run once at the placement shapes before it is returned, and a failure raises
 :class:`~ov_autoplace.errors.DynamicSplitError` naming the split and the reason.
-
-Each device gets the model's ``rt_info`` ``runtime_options`` as its own compile reads them; plain HETERO's
-submodels lose them (docs/llm.md, "What HETERO loses").
 """
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 import openvino as ov
 
 from ov_autoplace.placement.dynamic_model import transfer_placement
-from ov_autoplace.devices.device_strings import property_name
-from ov_autoplace.devices.kinds import kind_of
+from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.devices.timing import LLM_INPUTS, llm_convention
 from ov_autoplace.errors import DynamicSplitError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
@@ -37,52 +32,6 @@ from ov_autoplace.placement.legalizer import query_support
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import PlacementShapes, input_name, is_dynamic, resolve_shapes
-
-
-def model_runtime_options(model: ov.Model) -> dict[str, str]:
-    """``{property: value text}`` of ``model``'s ``runtime_options``, {} without them."""
-    try:
-        if model.has_rt_info(["runtime_options"]):
-            return {str(k): v.astype(str) for k, v in model.get_rt_info(["runtime_options"]).astype(dict).items()}
-    except (RuntimeError, TypeError, AttributeError):  # not a map: no plugin reads it either
-        pass
-    return {}
-
-
-@functools.lru_cache(maxsize=None)
-def _plugin_default(device: str, key: str) -> str | None:
-    """``key`` on a fresh core (a virtual ``CPUF``: its kind's plugin)."""
-    core, kind = ov.Core(), kind_of(device)
-    try:
-        return str(core.get_property(device if device in core.available_devices or not kind else kind.name, key))
-    except RuntimeError:
-        return None
-
-
-def with_runtime_options(core: ov.Core, model: ov.Model, devices: Sequence[str],
-                         props: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``props`` with ``DEVICE_PROPERTIES`` giving each of ``devices`` the model's runtime options it supports, but
-    not a key the call sets or the core holds off the plugin's default (the plugin keeps those too)."""
-    props, options = dict(props or {}), model_runtime_options(model)
-    given = props.get("DEVICE_PROPERTIES") or {}
-    if not options or not isinstance(given, Mapping):  # a section as text: OpenVINO parses it, left as given
-        return props
-    per_device = {str(d): {property_name(k): v for k, v in dict(s).items()} for d, s in given.items()}
-    top = {property_name(k) for k in props}
-    for device in devices:
-        try:
-            writable = {str(k) for k, mode in core.get_property(device, "SUPPORTED_PROPERTIES").items()
-                        if str(mode) == "RW"}
-            own = per_device.setdefault(device, {})
-            for key, value in options.items():
-                if key in writable and key not in top and key not in own and \
-                        str(core.get_property(device, key)) == _plugin_default(device, key):
-                    own[key] = value
-        except RuntimeError:  # a device that cannot say: it gets nothing, as from plain HETERO
-            continue
-    if any(per_device.values()):
-        props["DEVICE_PROPERTIES"] = {d: s for d, s in per_device.items() if s}
-    return props
 
 
 def _smoke_inputs(model: ov.Model, shapes: PlacementShapes) -> list[np.ndarray]:
@@ -168,5 +117,4 @@ def compile_on_one_device(core: ov.Core, model: ov.Model, device_string: str, de
     return core.compile_model(clone, device_string, with_runtime_options(core, model, (device,), props))
 
 
-__all__ = ["check_dynamic_split_runs", "compile_on_one_device", "compile_with_affinities", "model_runtime_options",
-           "with_runtime_options"]
+__all__ = ["check_dynamic_split_runs", "compile_on_one_device", "compile_with_affinities"]

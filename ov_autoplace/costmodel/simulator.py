@@ -217,14 +217,6 @@ class Simulator:
         plain, involved = self._node_compute(dev)
         return plain.sum(axis=1) + involved.sum(axis=1)
 
-    def node_compute_ms(self, placement: np.ndarray) -> np.ndarray:
-        """Compute time [N] of every node under one placement [N] (0 for non-compute nodes), fusion rules included."""
-        dev, _ = self._as_batch(placement)
-        per_node = np.zeros(self.num_nodes)
-        plain, involved = self._node_compute(dev[:1])
-        per_node[self._plain], per_node[self._involved] = plain[0], involved[0]
-        return per_node
-
     def _transfer_codes(self, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(producer device [P, G], consumer-device bit set [P, G]) of every output group."""
         consumers = np.left_shift(np.uint8(1), dev[:, self._edge_dst].astype(np.uint8))

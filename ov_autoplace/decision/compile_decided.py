@@ -15,8 +15,8 @@ from typing import Any
 
 import openvino as ov
 
-from ov_autoplace.compile.placed_compile import (compile_on_one_device, compile_with_affinities,
-                                                 with_runtime_options)
+from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
+from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.placement.assignment import Placement
 

@@ -4,7 +4,8 @@
    can fit; 2. **place** (``placement_sources.place_within_caps``, on :func:`capped_cost`): the policy and the
    local search on costs that carry the caps (an overflowing placement costs ``inf``), guarded against the fastest
    single device that fits (:func:`note_residency` reports what each device holds);
-3. **enforce** (``placement_pipeline(enforce_memory=True)``): fitted or refused, never returned over a cap.
+3. **enforce** (``placement_pipeline(enforce_memory=True)``): fitted or refused, never returned over a cap; a split
+   fitted is searched again by latency from the fit (``placement_pipeline.refined_fit``).
 Why the prior's margin and the verification against the plain call are skipped: docs/llm.md, "Memory".
 """
 
@@ -17,7 +18,7 @@ import types
 import numpy as np
 import openvino as ov
 
-from ov_autoplace.compile.placed_compile import with_runtime_options
+from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.memory_need import MemoryNeed, check_caps_hold, context_tokens, memory_need, state_bytes, \
     with_caps
@@ -117,7 +118,7 @@ def _plain_call_holds(graph: GraphArrays, need: MemoryNeed, support: np.ndarray,
 def _kv_share(req: PlacementRequest, device: str) -> float:
     """A decoder's KV cache as ``device`` will store it over its variables' declared bytes: the
     ``KV_CACHE_PRECISION`` its compile gets (the call's, else the model's runtime options:
-    ``placed_compile.with_runtime_options``), else its plugin's; 1 for any other model or where none is reported."""
+    ``properties.with_runtime_options``), else its plugin's; 1 for any other model or where none is reported."""
     if not req.generation:
         return 1.0
     try:

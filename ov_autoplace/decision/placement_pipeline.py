@@ -14,13 +14,14 @@ from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.devices.memory_caps import format_bytes
 from ov_autoplace.errors import MemoryCapError
+from ov_autoplace.search.local_search import LocalSearchRefiner
 from ov_autoplace.search.memory_fit import fit_memory, legalize_on_cost
 from ov_autoplace.costmodel.prior_costs import predicted_single_ms
 from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.legality_check import ensure_legal
-from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
 from ov_autoplace.placement.pins import Pin
 
 
@@ -62,6 +63,30 @@ def placement_pipeline(graph: GraphArrays, proposal: np.ndarray, devices: Sequen
     return placement
 
 
+def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
+                pins: Sequence[Pin], max_submodels: int | None, guard: bool) -> Placement:
+    """``placement`` (a split within the caps) or the local search's from it where predicted faster (the memory path's
+    last stage).
+
+    A split under caps was often fitted by moving bytes (the legalizer's merges and the fit); a search from it, a start
+    that fits, moves by latency within them. The search from an overflowing proposal spends its time reaching a fit,
+    and a decoder's can end in a split the legalizer undoes (stateful rule 2)."""
+    simulator, devices = Simulator(cost, graph), tuple(cost.devices)
+    row = placement.device_indices(graph.names, devices)
+    if np.unique(row[simulator.active]).size < 2:
+        return placement
+    refined = LocalSearchRefiner(cost, graph, support, pins=pins, max_submodels=max_submodels).refine(row)
+    better = legalize(graph, refined.proposal, devices, support, pins=pins, max_submodels=max_submodels,
+                      strategy=placement.strategy)
+    if guard and not pins:
+        better = guard_placement(better, graph, cost, support, max_submodels=max_submodels)
+    fast = better.device_indices(graph.names, devices)
+    if not (simulator.memory_ok(fast) and simulator.feasible_ms(fast) < simulator.feasible_ms(row)):
+        return placement
+    better.notes = [*placement.notes, *better.notes, refined.note(cost.label)]
+    return better
+
+
 def within_memory(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
                   pins: Sequence[Pin] = (), max_submodels: int | None = DEFAULT_MAX_SUBMODELS) -> Placement:
     """``placement`` if every device's resident bytes fit ``cost.device_memory_bytes``, else its memory fit; raises
@@ -86,4 +111,4 @@ def within_memory(placement: Placement, graph: GraphArrays, cost: CostModel, sup
         + "; raise the caps, allow more submodels (max_submodels), or add a device")
 
 
-__all__ = ["InsideMargin", "placement_pipeline", "within_memory"]
+__all__ = ["InsideMargin", "placement_pipeline", "refined_fit", "within_memory"]

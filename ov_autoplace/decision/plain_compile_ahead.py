@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ov_autoplace.cache.root import private_subdir
 from ov_autoplace.costmodel.device_names import may_all_be_recognized
-from ov_autoplace.compile.placed_compile import with_runtime_options
+from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.decision.compile_decided import is_plain_call
 from ov_autoplace.decision.single_device_index import key_digest
 from ov_autoplace.devices.facts import read_device_facts

@@ -19,8 +19,8 @@ import numpy as np
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
-from ov_autoplace.compile.placed_compile import (compile_on_one_device, compile_with_affinities,
-                                                 with_runtime_options)
+from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
+from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.devices.facts import twin_of
 from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order, set_step, time_generation
 from ov_autoplace.errors import PlacementError

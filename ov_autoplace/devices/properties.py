@@ -8,18 +8,25 @@ measured on the testbed. So a value is stored as JSON that names it
 (``{"ov_type": "bf16"}``, ``{"ov_enum": "openvino._pyopenvino.properties.hint.PerformanceMode", "name":
 "LATENCY"}``, or a plain number/string/bool) and turned back into the same
 object; anything else is refused rather than stringified.
+
+Each device ov_autoplace compiles through HETERO, a profile's too, gets the model's ``rt_info`` ``runtime_options`` as
+its own compile reads them; plain HETERO's submodels lose them (docs/llm.md, "What HETERO loses").
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import Any
+from typing import Any, Mapping, Sequence
+
+import openvino as ov
+
+from ov_autoplace.devices.device_strings import property_name
+from ov_autoplace.devices.kinds import kind_of
 
 
 def encode_property(value: Any) -> Any:
     """A property value as JSON the worker turns back into the same OpenVINO value (TypeError if it cannot)."""
-    import openvino as ov
-
     if isinstance(value, ov.Type):
         return {"ov_type": value.get_type_name()}  # "bf16", "f32"
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -33,8 +40,6 @@ def encode_property(value: Any) -> Any:
 
 def decode_property(data: Any) -> Any:
     """The OpenVINO value :func:`encode_property` stored (ValueError for anything else)."""
-    import openvino as ov
-
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, dict) and set(data) == {"ov_type"}:
@@ -51,4 +56,50 @@ def decode_property(data: Any) -> Any:
     raise ValueError(f"not a stored property value: {data!r}")
 
 
-__all__ = ["decode_property", "encode_property"]
+def model_runtime_options(model: ov.Model) -> dict[str, str]:
+    """``{property: value text}`` of ``model``'s ``runtime_options``, {} without them."""
+    try:
+        if model.has_rt_info(["runtime_options"]):
+            return {str(k): v.astype(str) for k, v in model.get_rt_info(["runtime_options"]).astype(dict).items()}
+    except (RuntimeError, TypeError, AttributeError):  # not a map: no plugin reads it either
+        pass
+    return {}
+
+
+@functools.lru_cache(maxsize=None)
+def _plugin_default(device: str, key: str) -> str | None:
+    """``key`` on a fresh core (a virtual ``CPUF``: its kind's plugin)."""
+    core, kind = ov.Core(), kind_of(device)
+    try:
+        return str(core.get_property(device if device in core.available_devices or not kind else kind.name, key))
+    except RuntimeError:
+        return None
+
+
+def with_runtime_options(core: ov.Core, model: ov.Model, devices: Sequence[str],
+                         props: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``props`` with ``DEVICE_PROPERTIES`` giving each of ``devices`` the model's runtime options it supports, but
+    not a key the call sets or the core holds off the plugin's default (the plugin keeps those too)."""
+    props, options = dict(props or {}), model_runtime_options(model)
+    given = props.get("DEVICE_PROPERTIES") or {}
+    if not options or not isinstance(given, Mapping):  # a section as text: OpenVINO parses it, left as given
+        return props
+    per_device = {str(d): {property_name(k): v for k, v in dict(s).items()} for d, s in given.items()}
+    top = {property_name(k) for k in props}
+    for device in devices:
+        try:
+            writable = {str(k) for k, mode in core.get_property(device, "SUPPORTED_PROPERTIES").items()
+                        if str(mode) == "RW"}
+            own = per_device.setdefault(device, {})
+            for key, value in options.items():
+                if key in writable and key not in top and key not in own and \
+                        str(core.get_property(device, key)) == _plugin_default(device, key):
+                    own[key] = value
+        except RuntimeError:  # a device that cannot say: it gets nothing, as from plain HETERO
+            continue
+    if any(per_device.values()):
+        props["DEVICE_PROPERTIES"] = {d: s for d, s in per_device.items() if s}
+    return props
+
+
+__all__ = ["decode_property", "encode_property", "model_runtime_options", "with_runtime_options"]

@@ -23,6 +23,7 @@ from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.progress import progress_bar
 from ov_autoplace.devices.timing import measure_latency
+from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.memory_need import weight_bytes
 from ov_autoplace.measuring.link_calibration import LinkProfile, check_devices, profile_links
@@ -121,10 +122,12 @@ def device_memory_bytes(core: ov.Core, device: str) -> float:
 
 
 def _single_device_compile(core: ov.Core, prepared: ov.Model, device: str) -> ov.CompiledModel:
-    """``prepared`` all on ``device``, compiled through HETERO (one submodel) like every placement."""
+    """``prepared`` all on ``device``, compiled through HETERO (one submodel) like every placement, with the model's
+    runtime options HETERO would drop (a decoder's KV cache precision)."""
     for op in prepared.get_ordered_ops():
         op.get_rt_info()["affinity"] = device
-    return core.compile_model(prepared, f"HETERO:{device}", {"PERF_COUNT": False})
+    return core.compile_model(prepared, f"HETERO:{device}", with_runtime_options(core, prepared, (device,),
+                                                                                 {"PERF_COUNT": False}))
 
 
 def profile_request(model: ov.Model, core: ov.Core, devices: Sequence[str], warmup: int, iterations: int):

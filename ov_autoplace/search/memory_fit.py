@@ -1,16 +1,6 @@
 """Fitting a placement into the devices' memory: a window of consecutive nodes moved off a device that overflows.
 
-A placement with more bytes on a device than it holds cannot load there; priced ``inf``, the guard would replace
-the whole split with one device. :func:`fit_memory` moves a window of that device's nodes, consecutive in
-topological order (the device's part is cut in at most three pieces, not scattered), to another device: windows
-at equal shares of the bytes they carry, coarse then fine, anchored and priced by the simulator in batches; the
-cheapest that fit are legalised with the submodel bound and the fastest legal one is kept. Where no device
-reports a finite memory (every CPU) nothing runs; where nothing fits, the placement comes back as it was.
-A state variable (an LLM's KV cache: its ReadValue, the nodes between and its Assign, ``placement/stateful.py``)
-moves as one: every window takes the whole group where the group's lead (its KV ``Concat``) lands, so the
-legalizer's one-device rule does not undo the move (optimum-intel's Assigns sit at the end of the topological
-order, far from their layer); a window whose cut HETERO would split inside a variable's submodel (rule 2, which
-the legalizer repairs by putting everything on one device) is skipped before it is legalised.
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/search/memory_fit.py.
 """
 
 from __future__ import annotations
@@ -135,8 +125,8 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
                pins: Sequence[Pin] = (), max_submodels: int | None = DEFAULT_MAX_SUBMODELS, cuts: int = CUTS,
                legalised: int = LEGALISED, rounds: int = ROUNDS) -> Placement:
     """``placement`` (legal on ``cost.devices``), or a legal placement with windows of it moved so every device's
-    resident bytes fit, legalised with ``pins`` and ``max_submodels``. If no window fits, the one leaving the least
-    overflow is kept and the next of ``rounds`` rounds moves more."""
+    resident bytes fit, legalised with ``pins`` and ``max_submodels``. If no window fits, the next of ``rounds`` rounds moves more from
+    the one that frees bytes at the least time added per byte."""
     caps = np.asarray(cost.device_memory_bytes, dtype=np.float64)
     if not np.isfinite(caps).any():
         return placement
@@ -172,8 +162,13 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
                 best = (fitted_ms, fitted)
         if best is not None:
             break
-        least = batch[int(np.argmin(over))]
-        row = legal(least, placement.strategy).device_indices(graph.names, devices).astype(np.int16)
+        # none fits: go on from the window freeing bytes at the least time added per byte that the legalizer keeps split
+        freed = np.maximum(simulator.resident_bytes(row[None])[0] - caps, 0).sum() - over
+        added = np.asarray(simulator(batch), np.float64) - float(simulator(row[None])[0])
+        for k in np.argsort(np.where(freed > 0, added / np.maximum(freed, 1), np.inf), kind="stable"):
+            if not (graph.variables and split_variables(graph, batch[k].astype(np.int64), simulator.active)):
+                break
+        row = legal(batch[k], placement.strategy).device_indices(graph.names, devices).astype(np.int16)
     over = ", ".join(f"{devices[d]} {start[d]:.3g} B of {caps[d]:.3g} B" for d in np.flatnonzero(start > caps))
     if best is None:
         placement.notes.append(f"memory fit: overflows ({over}); no window of it fits within {rounds} rounds")

@@ -92,7 +92,7 @@ def test_one_device_through_hetero_computes_what_the_device_alone_computes(famil
     """optimum-intel writes ``KV_CACHE_PRECISION`` (f16) into the decoder's rt_info ``runtime_options``; the device's
     own compile reads it, HETERO's submodel (a new model) does not, and the CPU plugin then keeps the KV cache in its
     default u8. What ``compile_model`` returns gives each device the model's options: wholly on one device, its
-    logits are that device's own to rounding, at every step (compile/placed_compile.with_runtime_options)."""
+    logits are that device's own to rounding, at every step (devices/properties.with_runtime_options)."""
     core = distinct_testbed.core
     model = core.read_model(tiny_llms[family] / "openvino_model.xml")
     assert "KV_CACHE_PRECISION" in model.get_rt_info(["runtime_options"]).astype(dict)
@@ -268,3 +268,29 @@ def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, f3
     assert got.tolist() == want.tolist()
     if pins:
         assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_hetero_refuses_a_split_that_interleaves_the_devices_inside_each_layer(family, tiny_llms, f32_testbed):
+    """Each layer's MLP on the second device, its attention and state on the first (what a device without the
+    attention, an NPU, would leave): the legalizer's rule 2 finds variables cut apart, and HETERO 2026.4 itself does
+    not compile it, with the shared initializers copied per device as ``Placement.apply`` does. The memory path's
+    fit therefore keeps such a device to whole prefixes and suffixes (docs/llm.md, "Memory"); should HETERO start
+    compiling this, the rule is too strict and this test says so."""
+    from ov_autoplace.graph.arrays import NodeRole, extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace.placement.assignment import Placement
+    from ov_autoplace.placement.legalizer import constant_subgraph_mask
+    from ov_autoplace.placement.stateful import split_variables
+
+    core, (first, second) = f32_testbed.core, f32_testbed.devices
+    prepared = prepare_model(core.read_model(tiny_llms[family] / "openvino_model.xml"))
+    graph = extract_graph(prepared)
+    device = np.array([1 if ".mlp." in name else 0 for name in graph.names], np.int64)
+    compute = graph.role == NodeRole.COMPUTE
+    assert device[compute].sum() >= 3 * 4  # gate, up, down projections of the 4 layers
+    assert split_variables(graph, device, compute & ~constant_subgraph_mask(graph))
+    Placement(assignment={n: (first, second)[d] for n, d in zip(graph.names, device)}, devices=(first, second),
+              strategy="interleaved", compute_nodes=frozenset(), num_submodels=0).apply(prepared)
+    with pytest.raises(RuntimeError):
+        core.compile_model(prepared, f32_testbed.hetero)

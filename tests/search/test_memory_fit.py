@@ -192,3 +192,35 @@ def test_a_stateful_chain_is_fitted_by_a_pipeline_cut_that_keeps_each_variable_i
     assert Simulator(cost, graph).memory_ok(row)
     assert fitted.counts_per_device()[testbed.devices[0]] > 0 and fitted.num_submodels == 2
     assert not any("rule 2" in note for note in fitted.notes)
+
+
+def test_a_stateful_fit_grows_from_windows_the_legalizer_keeps_split(f32_testbed):
+    """The second device runs only MatMuls (as an NPU without the attention and the state's dynamic ops): a window
+    of the layers' projections that fits would put a layer's projection on the other device and cut its variable
+    apart (rule 2), so the legalizer would put it all back on the first. The first round keeps the least overflowing
+    window the legalizer leaves split (a projection at one end), the second fits the rest: the first layer's
+    projection and the head, three submodels, every variable whole. The split compiles and runs as the plain compile."""
+    bed = f32_testbed
+    model = prepare_model(sg.stateful_layers(4, 64, head=True))
+    graph = extract_graph(model)
+    support = query_support(bed.core, model, graph, bed.devices).copy()
+    support[:, 1] = [t == "MatMul" for t in graph.op_types]
+    placed = legalize(graph, np.zeros(graph.num_nodes, np.int64), bed.devices, support)
+    one = Simulator(_cost(graph, bed.devices, capacity=[np.inf, np.inf]), graph)
+    whole = one.resident_bytes(np.zeros((1, graph.num_nodes), np.int64))[0, 0]
+    cost = _cost(graph, bed.devices, capacity=[whole - 1.5 * WEIGHT, np.inf])  # one MatMul moved is not enough
+    fitted = fit_memory(placed, graph, cost, support)
+    assert Simulator(cost, graph).memory_ok(fitted.device_indices(graph.names, bed.devices)), fitted.notes
+    assert {n for n, d in fitted.assignment.items() if d == bed.devices[1] and n in graph.names
+            and graph.op_types[graph.names.index(n)] == "MatMul"} == {"proj0", "head"}
+    assert fitted.num_submodels == 3
+    clone = model.clone()
+    fitted.apply(clone)
+    request, plain = bed.core.compile_model(clone, bed.hetero).create_infer_request(), \
+        bed.core.compile_model(model, bed.devices[0]).create_infer_request()
+    rng = np.random.default_rng(0)
+    for r in (request, plain):
+        r.reset_state()
+    for length in (3, 1, 1):
+        feed = {"x": rng.standard_normal((1, length, 64)).astype(np.float32), "beam_idx": np.zeros(1, np.int32)}
+        np.testing.assert_allclose(request.infer(feed)[0], plain.infer(feed)[0], rtol=1e-5, atol=1e-5)

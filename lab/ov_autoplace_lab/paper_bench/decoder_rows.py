@@ -16,7 +16,8 @@ the prior's error), and each placement's time to first token and per-token laten
 Under a user's memory caps (``caps``: ``memory_caps=`` of the runtime, bytes per device) every method and draw
 prices on the capped costs (a placement over a cap costs inf), and the first start and the profile path are what
 ``memory_caps=`` runs (:func:`memory_path_placement`, as ``decision/memory_path.py``): the policy + local search on
-the prior's (first start) or the measured (profile path, here the row's own) capped costs, held to the caps.
+the prior's (first start) or the measured (profile path, here the row's own) capped costs, held to the caps, and the
+local search again from that fit (``placement_pipeline.refined_fit``).
 Every number is SIMULATED.
 """
 
@@ -34,7 +35,7 @@ from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.decision.first_start import POLICY_FILE
-from ov_autoplace.decision.placement_pipeline import placement_pipeline
+from ov_autoplace.decision.placement_pipeline import placement_pipeline, refined_fit
 from ov_autoplace.decision.placement_sources import REFINE_SECONDS
 from ov_autoplace.decision.prior_rule import policy_proposal, prior_outcome, survives_prior_error
 from ov_autoplace.graph.arrays import GraphArrays, extract_graph
@@ -97,7 +98,8 @@ def decoder_case(platform: SuitePlatform, model: ov.Model, prefill: GraphArrays,
 
 def memory_path_placement(case: DecoderCase, cost, devices: tuple[str, ...]) -> np.ndarray | None:
     """What ``memory_caps=`` places on ``cost`` (the generation's, carrying the caps): the policy + local search,
-    legalized, guarded and held to the caps (``placement_sources.place_within_caps``); None when it refuses."""
+    legalized, guarded, held to the caps and searched again from the fit (``placement_sources.place_within_caps``);
+    None when it refuses."""
     support = simulated_support(case.cost, case.graph)
     hsdag = HSDAGStrategy(POLICY_FILE, cost, refine=True, refine_options={
         "pins": (), "max_submodels": DEFAULT_MAX_SUBMODELS, "max_seconds": REFINE_SECONDS})
@@ -105,6 +107,8 @@ def memory_path_placement(case: DecoderCase, cost, devices: tuple[str, ...]) -> 
         proposal = hsdag.propose(PlacementContext(graph=case.graph, devices=devices, support=support))
         placement = placement_pipeline(case.graph, proposal, devices, support, strategy="hsdag+memory",
                                        cost=hsdag.last_cost, max_submodels=DEFAULT_MAX_SUBMODELS, enforce_memory=True)
+        placement = refined_fit(placement, case.graph, hsdag.last_cost, support, pins=(),
+                                max_submodels=DEFAULT_MAX_SUBMODELS, guard=True)
     except PlacementError:  # MemoryCapError among them: the runtime raises, nothing is placed over a cap
         return None
     return placement.device_indices(case.graph.names, devices)

@@ -27,7 +27,7 @@ from ov_autoplace_lab.viz.html_page import render_html
 from ov_autoplace_lab.viz.placed_graph import PlacedGraph, analyze, check_placement_matches, with_partition
 from ov_autoplace_lab.viz.scene import Scene, Text, matplotlib_available, stack, to_png, to_svg
 from ov_autoplace_lab.viz.summary import DeviceSummary, device_summary, draw_summary
-from ov_autoplace_lab.viz.timeline import Timeline, draw_timeline, simulated_timeline
+from ov_autoplace_lab.viz.timeline import Timeline, draw_timeline, node_compute_ms, simulated_timeline
 
 #: The testbed's two devices are the same f32 CPU when the CPU has no bf16 (this machine): say so on pictures.
 SAME_DEVICE_NOTE = ("CPU and CPUF are the CPU plugin under two names; on a CPU without bf16 both are the same "
@@ -80,7 +80,7 @@ def placement_picture(graph: GraphArrays, placement: Placement, *, title: str, c
         raise ValueError("a picture needs a measured timeline or a cost model to simulate one")
     if measured is not None and measured.submodel_of_node is not None:  # draw the submodels HETERO really made
         placed = with_partition(placed, placement, measured.submodel_of_node)
-    node_ms = Simulator(cost, graph).node_compute_ms(placed.device) if cost is not None else None
+    node_ms = node_compute_ms(Simulator(cost, graph), placed.device) if cost is not None else None
     boxes = collapse(placed, max_boxes=max_boxes)
     details = box_details(placed, boxes, node_ms)
     summary = device_summary(placed, timelines[0], placement, cost)

@@ -12,7 +12,7 @@ from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace_lab.viz.placed_graph import PlacedGraph
 from ov_autoplace_lab.viz.scene import Rect, Scene, Text, device_colour
-from ov_autoplace_lab.viz.timeline import Timeline
+from ov_autoplace_lab.viz.timeline import Timeline, node_compute_ms
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +50,7 @@ def single_device_ms(sim: Simulator, device: int) -> float:
     The same number ``sim`` gives for that placement (one island, nothing crosses), without labelling
     islands.
     """
-    compute = float(sim.node_compute_ms(np.full(sim.num_nodes, device, dtype=np.int64)).sum())
+    compute = float(node_compute_ms(sim, np.full(sim.num_nodes, device, dtype=np.int64)).sum())
     return compute + (float(sim.cost.submodel_overhead_ms[device]) if sim.active.any() else 0.0)
 
 

@@ -30,6 +30,16 @@ from ov_autoplace_lab.viz.placed_graph import PlacedGraph, group_label, name_sco
 from ov_autoplace_lab.viz.scene import CUT_COLOUR, Line, Rect, Scene, Text, device_colour, fit_text, short_ops, wrap_text
 
 
+def node_compute_ms(simulator: Simulator, placement: np.ndarray) -> np.ndarray:
+    """Compute time [N] of every node under one placement [N] (0 for non-compute nodes), fusion rules included: the
+    simulator's per-node terms before it sums them (a picture's, not the runtime's, question)."""
+    dev, _ = simulator._as_batch(placement)
+    per_node = np.zeros(simulator.num_nodes)
+    plain, involved = simulator._node_compute(dev[:1])
+    per_node[simulator._plain], per_node[simulator._involved] = plain[0], involved[0]
+    return per_node
+
+
 # ---- the model: bars and transfers on one time axis ----------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class SubmodelBar:
@@ -126,7 +136,7 @@ def lay_out(placed: PlacedGraph, submodel_ms: np.ndarray, transfer_cost, *, sour
 def simulated_timeline(placed: PlacedGraph, cost: CostModel) -> Timeline:
     """Every number from the simulator on ``cost`` (labelled with ``cost.label``); sums to its prediction."""
     sim = Simulator(cost, placed.graph)
-    per_node = sim.node_compute_ms(placed.device)
+    per_node = node_compute_ms(sim, placed.device)
     submodel_ms = np.zeros(placed.num_submodels)
     # compute nodes outside every submodel (constant subgraphs the legalizer keeps beside their consumers)
     # are paid by the submodel of their first consumer, as they run inside it
@@ -247,4 +257,4 @@ def _nice_step(raw: float) -> float:
     return float(10 * magnitude)
 
 
-__all__ = ["SubmodelBar", "Timeline", "TransferArrow", "draw_timeline", "lay_out", "simulated_timeline"]
+__all__ = ["SubmodelBar", "Timeline", "TransferArrow", "draw_timeline", "lay_out", "node_compute_ms", "simulated_timeline"]

@@ -142,3 +142,21 @@ def test_under_caps_no_single_device_holds_the_first_start_and_the_profile_path_
     assert "(CPU capped at" in text and "fits alone on no device" in text
     assert "no single device holds the model in 1, a split found there in 1" in text
     assert "policy + LS on the prefill" not in text and "memory path, profiled" in text
+
+
+def test_an_npu_without_the_attention_gets_a_split_that_fits_a_capped_cpu(decoder):
+    """``npu_cpu``'s NPU runs a decoder's matmuls and embedding but not its attention or the state's dynamic ops, so a
+    placement that moves a layer's matmuls interleaves the devices inside the layer and HETERO cuts its variables
+    apart (rule 2): the legalizer puts such a split back on one device. With the CPU capped at three quarters of
+    what it would hold alone, the memory path grows a fit from windows the legalizer keeps split."""
+    from ov_autoplace.costmodel.suite import load_suite
+
+    model, prefill = decoder
+    platform = load_suite()["npu_cpu"]
+    probe = decoder_rows.decoder_case(platform, model, prefill)
+    cpu = list(probe.cost.devices).index("CPU")
+    alone = Simulator(probe.cost, probe.graph).resident_bytes(np.full((1, prefill.num_nodes), cpu, np.int64))[0, cpu]
+    case = decoder_rows.decoder_case(platform, model, prefill, caps={"CPU": 0.75 * float(alone)})
+    chosen = decoder_rows.memory_path_placement(case, case.cost, platform.device_names)
+    assert chosen is not None and np.unique(chosen).size == 2
+    assert math.isfinite(Simulator(case.cost, case.graph).feasible_ms(chosen))

@@ -9,7 +9,7 @@ import pytest
 from openvino import opset13 as ops
 
 import ov_autoplace as oa
-from ov_autoplace.compile.placed_compile import _plugin_default, model_runtime_options, with_runtime_options
+from ov_autoplace.devices.properties import _plugin_default, model_runtime_options, with_runtime_options
 from ov_autoplace.devices.testbed import make_testbed
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
@@ -100,3 +100,15 @@ def test_a_split_gives_them_to_both_devices(bed):
     compiled = oa.compile_placement(model, placement, core=bed.core)
     assert sorted(compiled.get_property("EXECUTION_DEVICES")) == sorted(bed.devices)
     assert all("float16" in _kv(compiled, d) for d in bed.devices)
+
+
+def test_a_profiles_one_device_compile_gets_them_too(bed):
+    """The profiler times each device through HETERO beside its PERF_COUNT compile; that timing scales the per-op
+    times, so it must run what the device's own compile runs (a decoder: the model's KV cache precision)."""
+    from ov_autoplace.measuring.profiler import _single_device_compile
+
+    for device in bed.devices:
+        compiled = _single_device_compile(bed.core, prepare_model(_mlp()), device)
+        assert "float16" in _kv(compiled, device)
+        plain = _single_device_compile(bed.core, prepare_model(_mlp(None)), device)
+        assert _kv(plain, device) == _kv(bed.core.compile_model(_mlp(None), f"HETERO:{device}"), device)
