@@ -125,8 +125,8 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
                pins: Sequence[Pin] = (), max_submodels: int | None = DEFAULT_MAX_SUBMODELS, cuts: int = CUTS,
                legalised: int = LEGALISED, rounds: int = ROUNDS) -> Placement:
     """``placement`` (legal on ``cost.devices``), or a legal placement with windows of it moved so every device's
-    resident bytes fit, legalised with ``pins`` and ``max_submodels``. If no window fits, the next of ``rounds`` rounds moves more from
-    the one that frees bytes at the least time added per byte."""
+    resident bytes fit, legalised with ``pins`` and ``max_submodels``. If no window fits, the next of ``rounds``
+    rounds moves more from the one that frees bytes at the least time added per byte."""
     caps = np.asarray(cost.device_memory_bytes, dtype=np.float64)
     if not np.isfinite(caps).any():
         return placement

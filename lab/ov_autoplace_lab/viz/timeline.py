@@ -257,4 +257,5 @@ def _nice_step(raw: float) -> float:
     return float(10 * magnitude)
 
 
-__all__ = ["SubmodelBar", "Timeline", "TransferArrow", "draw_timeline", "lay_out", "node_compute_ms", "simulated_timeline"]
+__all__ = ["SubmodelBar", "Timeline", "TransferArrow", "draw_timeline", "lay_out", "node_compute_ms",
+           "simulated_timeline"]
