@@ -64,7 +64,7 @@ def placement_pipeline(graph: GraphArrays, proposal: np.ndarray, devices: Sequen
 
 
 def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
-                pins: Sequence[Pin], max_submodels: int | None, guard: bool) -> Placement:
+                pins: Sequence[Pin], max_submodels: int | None) -> Placement:
     """``placement`` (a split within the caps) or the local search's from it where predicted faster (the memory path's
     last stage).
 
@@ -78,7 +78,7 @@ def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, suppo
     refined = LocalSearchRefiner(cost, graph, support, pins=pins, max_submodels=max_submodels).refine(row)
     better = legalize(graph, refined.proposal, devices, support, pins=pins, max_submodels=max_submodels,
                       strategy=placement.strategy)
-    if guard and not pins:
+    if not pins:
         better = guard_placement(better, graph, cost, support, max_submodels=max_submodels)
     fast = better.device_indices(graph.names, devices)
     if not (simulator.memory_ok(fast) and simulator.feasible_ms(fast) < simulator.feasible_ms(row)):

@@ -234,7 +234,7 @@ def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path,
                                    enforce_memory=enforce_memory)
     if enforce_memory:
         placement = refined_fit(placement, graph, hsdag.last_cost, support, pins=req.pins or (),
-                                max_submodels=req.max_submodels, guard=True)
+                                max_submodels=req.max_submodels)
     return placement
 
 

@@ -77,16 +77,14 @@ class StateMover:
 
 
 def _priced(simulator, batch, caps):
-    """``feasible_ms`` [P] of placements [P, N] and the bytes beyond the devices' capacities [P], from one pass over
-    the resident bytes."""
+    """Simulated ms [P] of placements [P, N], memory aside, and the bytes beyond the devices' capacities [P]."""
     over = np.maximum(simulator.resident_bytes(batch) - caps[None, :], 0.0).sum(axis=1)
-    ms = np.asarray(simulator(batch), dtype=np.float64)
-    return np.where((over == 0) & np.isfinite(ms), ms, np.inf), over
+    return np.asarray(simulator(batch), dtype=np.float64), over
 
 
 def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, together):
-    """Placements [P, N] moving a window off ``source`` to each other device, their ``feasible_ms`` [P] and
-    overflow in bytes [P]."""
+    """Placements [P, N] moving a window off ``source`` to each other device, their simulated ms memory aside [P] and
+    overflow in bytes [P] (``feasible_ms`` is the ms where the overflow is 0)."""
     rows, ms, overs = [], [], []
     for target in range(len(caps)):
         nodes = np.flatnonzero((row == source) & movable[:, target])
@@ -104,7 +102,7 @@ def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, t
             overs.append(over)
             if fine:
                 break
-            best = pairs[int(np.lexsort((priced, over))[0])]
+            best = pairs[int(np.lexsort((np.where(over == 0, priced, np.inf), over))[0])]
             near = [np.searchsorted(grid, end) for end in best]
             starts, ends = (byte_cuts(cumulative, int(grid[max(i - 1, 0)]), int(grid[min(i + 1, grid.size - 1)]),
                                       cuts) for i in near)
@@ -145,10 +143,12 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
 
     best = None
     for _ in range(rounds):
-        source = int(np.argmax(simulator.resident_bytes(row[None])[0] - caps))  # the furthest over its capacity
-        batch, ms, over = _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, together)
+        excess = simulator.resident_bytes(row[None])[0] - caps
+        source = int(np.argmax(excess))  # the furthest over its capacity
+        batch, nominal, over = _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, together)
         if not batch.size:
             break
+        ms = np.where(over == 0, nominal, np.inf)  # feasible_ms
         tried = 0
         for k in np.argsort(ms, kind="stable"):
             if not np.isfinite(ms[k]) or tried >= legalised:
@@ -163,8 +163,8 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
         if best is not None:
             break
         # none fits: go on from the window freeing bytes at the least time added per byte that the legalizer keeps split
-        freed = np.maximum(simulator.resident_bytes(row[None])[0] - caps, 0).sum() - over
-        added = np.asarray(simulator(batch), np.float64) - float(simulator(row[None])[0])
+        freed = np.maximum(excess, 0).sum() - over
+        added = nominal - float(simulator(row[None])[0])
         for k in np.argsort(np.where(freed > 0, added / np.maximum(freed, 1), np.inf), kind="stable"):
             if not (graph.variables and split_variables(graph, batch[k].astype(np.int64), simulator.active)):
                 break

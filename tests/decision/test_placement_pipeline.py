@@ -30,12 +30,12 @@ def test_a_fitting_split_with_more_than_it_needs_on_the_slow_device_is_searched_
     slow = legalize(graph, half, devices, support, strategy="half")  # fits: half the MatMuls on the slow device
     row = slow.device_indices(graph.names, devices)
     assert simulator.memory_ok(row) and np.unique(row[simulator.active]).size == 2
-    faster = refined_fit(slow, graph, cost, support, pins=(), max_submodels=8, guard=True)
+    faster = refined_fit(slow, graph, cost, support, pins=(), max_submodels=8)
     fast = faster.device_indices(graph.names, devices)
     assert simulator.memory_ok(fast) and simulator.feasible_ms(fast) < simulator.feasible_ms(row)
     assert (fast[simulator.active] == 1).sum() < (row[simulator.active] == 1).sum()
     assert any(note.startswith("local search:") for note in faster.notes)
     one = legalize(graph, np.zeros(graph.num_nodes, np.int64), devices, support, strategy="one")
     roomy = _cost(graph, devices, capacity=[np.inf, np.inf])
-    assert refined_fit(one, graph, roomy, support, pins=(), max_submodels=8, guard=True) is one  # one device: as is
+    assert refined_fit(one, graph, roomy, support, pins=(), max_submodels=8) is one  # one device: as is
 

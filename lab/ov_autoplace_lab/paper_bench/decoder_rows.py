@@ -108,7 +108,7 @@ def memory_path_placement(case: DecoderCase, cost, devices: tuple[str, ...]) -> 
         placement = placement_pipeline(case.graph, proposal, devices, support, strategy="hsdag+memory",
                                        cost=hsdag.last_cost, max_submodels=DEFAULT_MAX_SUBMODELS, enforce_memory=True)
         placement = refined_fit(placement, case.graph, hsdag.last_cost, support, pins=(),
-                                max_submodels=DEFAULT_MAX_SUBMODELS, guard=True)
+                                max_submodels=DEFAULT_MAX_SUBMODELS)
     except PlacementError:  # MemoryCapError among them: the runtime raises, nothing is placed over a cap
         return None
     return placement.device_indices(case.graph.names, devices)
