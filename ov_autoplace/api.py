@@ -22,7 +22,6 @@ from ov_autoplace.cache.root import cache_root, private_blob_files
 from ov_autoplace.devices.device_strings import normalized_exclusions
 from ov_autoplace.devices.timing import input_sample
 from ov_autoplace.errors import DeviceError, MemoryCapError, PlacementError, PolicyFormatError, ShapeError
-from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.decision.memory_path import memory_request
 from ov_autoplace.decision.first_start import Profiling, check_profiling, compile_default_path, default_path_placement
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
@@ -102,8 +101,8 @@ def place(
     prepared = prepare_model(req.placement_model)
     with input_sample(sample):
         if req.strategy is None:  # what compile_model's default path would place: a stored profile, else the prior
-            return default_path_placement(req, prepared, extract_graph(prepared))
-        return place_with_strategy(req, prepared, extract_graph(prepared))
+            return default_path_placement(req, prepared, req.placement_graph(prepared))
+        return place_with_strategy(req, prepared, req.placement_graph(prepared))
 
 
 def _with_sample(model: ModelLike, core: ov.Core | None, shapes: ShapesLike, inputs: Mapping[str, Any] | None):
@@ -152,7 +151,7 @@ def _pinned_fallback(req: PlacementRequest, exc: Exception) -> ov.CompiledModel:
     """The fallback when pins were given: HETERO's own affinity plus the pins, legalized; never a silent drop."""
     try:
         prepared = prepare_model(req.placement_model)
-        graph = extract_graph(prepared)
+        graph = req.placement_graph(prepared)
         support = query_support(req.core, prepared, graph, req.devices)
         placement = placement_pipeline(graph, np.argmax(support, axis=1).astype(np.int64), req.devices, support,
                                        strategy="plain+pins", pins=req.pins, max_submodels=None)
@@ -288,7 +287,7 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
         return _without_policy(exc, model, device_name, config, core, pins, exclude_devices, max_submodels, shapes)
     if not req.spec.is_placement:  # single device, AUTO, MULTI, BATCH, PIPELINE_PARALLEL: OpenVINO's own compile
         if req.memory_caps:  # nothing is placed: the caps can only be checked (MemoryCapError if they cannot hold it)
-            memory_request(req, extract_graph(prepare_model(req.placement_model)))
+            memory_request(req, req.placement_graph(prepare_model(req.placement_model)))
         return compile_as_openvino(req.core, req.model, req.spec, req.spec.without(req.exclude_devices), req.props)
     if req.strategy is not None and profiling is not Profiling.STORED:
         raise PlacementError(f"profile={profiling.value!r} applies to the default placement; leave strategy and "

@@ -1,24 +1,6 @@
 """The placement cache: the second start of an application pays nothing for placement.
 
-An entry is keyed by what the placement depends on, never by weights:
-
-* the structural hash of the prepared graph (op types, shapes, element types,
-  edges - the same architecture with new weights reuses its placement);
-* the device list and each device's properties, and the OpenVINO version;
-* the strategy (and its version), pins, excluded devices and the submodel bound;
-* for a model with dynamic dimensions, the static shapes it was placed for.
-
-Entries are JSON files written atomically (temp file + ``os.replace``, 0600
-in a 0700 folder), so processes compiling the same model at once leave one
-valid entry. A corrupt, partial or other-version entry is ignored with a
-warning and rewritten; an entry that is not a regular file (a FIFO, a symlink
-to ``/dev/zero`` or elsewhere) or is over 16 MiB is refused unread and
-removed, and one whose indices are not integers within the model's node count
-is corrupt (``cache/profile_store.py``); a directory that cannot be written, or a
-cache root that is another user's or writable by others (``cache/root.py``),
-means no caching and a warning, never a failure. The compiled blob is cached by OpenVINO itself where the user enabled
-that (``CACHE_DIR``), or in ``<cache dir>/openvino`` with ``cache_blobs=True``
-(see ``cache/root.py``).
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/cache/placement_cache.py.
 """
 
 from __future__ import annotations

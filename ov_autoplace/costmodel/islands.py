@@ -1,20 +1,6 @@
 """Same-device islands of many placements at once, in numpy (no scipy): the simulator's submodel count.
 
-:func:`connected_labels` labels the connected components of an undirected
-graph given as edge lists (``graph/components.py``: hooking + pointer jumping,
-O(log N) vectorised rounds). Components are numbered by their lowest member.
-
-:class:`IslandLabeller` counts the islands of ``P`` placements of one graph
-(``submodels.count_islands``: connected components of
-same-device active nodes). It covers the graph's active nodes with disjoint
-paths once (each node continues the path of one producer whose path still
-ends there), ordered so that every path is a run of consecutive positions.
-Along a path, the nodes joined to their predecessor (same device) form runs
-that one ``np.maximum.accumulate`` over ``[P, A]`` finds for all placements;
-only the edges outside the paths (branches, joins) are left for
-:func:`connected_labels`, over the runs instead of the nodes. On placements
-that keep long regions on one device (what a search explores) that graph is
-small; on random placements most of its edges are cut.
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/costmodel/islands.py.
 """
 
 from __future__ import annotations

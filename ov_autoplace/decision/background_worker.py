@@ -39,12 +39,11 @@ from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import needs_verification, runner_ups, verify_placement
 from ov_autoplace.devices.device_strings import parse_device_string, register_virtual_device
 from ov_autoplace.devices.kinds import DEVICE_KINDS, kind_of_plugin
-from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.devices.timing import current_sample, input_sample
 from ov_autoplace.errors import ShapeError
 from ov_autoplace.model.generation import Generation
 from ov_autoplace.model.input_sample import check_input_sample
-from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.prepare import placement_graph, prepare_model
 from ov_autoplace.model.shapes import static_clone
 from ov_autoplace.placement.legalizer import Pin, query_support
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
@@ -364,7 +363,7 @@ def _measure_and_store(spec: dict, root: Path, model_path: Path) -> str | None:
             raise WorkerFailure(f"the input sample does not fit the model ({exc}); not measuring") from exc
         logger.info("measuring with the app's input sample (%s)", ", ".join(sample))
     prepared = prepare_model(model)
-    graph = extract_graph(prepared)
+    graph = placement_graph(prepared, dynamic)  # a decoder's clone carries the dynamic graph: stateful rule 2
     key = spec["key"]
     mine = profile_key(core, devices, kind="placement", graph=graph)
     for part in ("device_properties", "model_structure", "openvino_version"):

@@ -35,7 +35,7 @@ from ov_autoplace.decision.memory_path import memory_request
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.facts import identical_devices
 from ov_autoplace.errors import PlacementError
-from ov_autoplace.graph.arrays import GraphArrays, extract_graph
+from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.assignment import Placement
 
@@ -176,7 +176,7 @@ def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, u
     evidence (``decision.evidence``) or that it awaits verification (``decision.pending``).
     """
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone (shapes.py)
-    graph = extract_graph(prepared)
+    graph = req.placement_graph(prepared)
     cache = PlacementCache(root) if use_cache else None
     key = cache_key(req, cache, graph, _policy_digest(POLICY_FILE)) if cache is not None else None
     store = ProfileStore(profile_dir(cache_dir))

@@ -28,7 +28,7 @@ from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.devices.memory_caps import format_bytes
 from ov_autoplace.errors import MemoryCapError
-from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.measuring.profiler import device_memory_bytes
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.assignment import Placement
@@ -74,7 +74,7 @@ def with_reported_caps(req: PlacementRequest) -> PlacementRequest:
         return req
     try:
         prepared = prepare_model(req.placement_model)
-        graph = extract_graph(prepared)
+        graph = req.placement_graph(prepared)
         need = memory_need(graph, req.model, tokens)
         held = _plain_call_holds(graph, need, query_support(req.core, prepared, graph, req.devices), req.devices, kv)
     except Exception as exc:  # noqa: BLE001 - our machinery, at the door: the call goes on as OpenVINO's would

@@ -14,7 +14,9 @@ from typing import Any, Mapping
 import openvino as ov
 
 from ov_autoplace.devices.device_strings import DeviceSpec
+from ov_autoplace.graph.arrays import GraphArrays, extract_graph
 from ov_autoplace.model.generation import Generation
+from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import PlacementShapes
 from ov_autoplace.placement.pins import Pin
 from ov_autoplace.strategies.base import PlacementStrategy
@@ -55,6 +57,16 @@ class PlacementRequest:
     def __post_init__(self):
         if self.placement_model is None:
             object.__setattr__(self, "placement_model", self.model)
+
+    def placement_graph(self, prepared: ov.Model) -> GraphArrays:
+        """``model.prepare.placement_graph`` of ``prepared`` (``prepare_model(placement_model)``), the dynamic
+        model's graph extracted once per request."""
+        graph = extract_graph(prepared)
+        if self.placement_model is self.model or not graph.variables:
+            return graph
+        if "_dynamic" not in self.__dict__:
+            object.__setattr__(self, "_dynamic", extract_graph(prepare_model(self.model)))
+        return dataclasses.replace(graph, dynamic=self.__dict__["_dynamic"])
 
 
 __all__ = ["PlacementRequest"]

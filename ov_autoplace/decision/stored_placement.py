@@ -15,7 +15,6 @@ from ov_autoplace.decision.compile_decided import compile_decided
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verified_placement
 from ov_autoplace.errors import ShapeError
-from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import format_shapes, is_dynamic, resolve_shapes
 from ov_autoplace.placement.legality_check import ensure_legal
@@ -37,7 +36,7 @@ def compile_carried_placement(req: PlacementRequest, *, cache_dir=None, cache_bl
     elif req.shapes is not None:
         return None
     prepared = prepare_model(req.placement_model)
-    graph = extract_graph(prepared)
+    graph = req.placement_graph(prepared)
     placement = stored_placement(req.model, graph, req.devices)
     if placement is None:
         return None

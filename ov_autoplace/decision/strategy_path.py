@@ -20,7 +20,7 @@ from ov_autoplace.decision.memory_path import capped_cost, memory_request
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verified_placement
-from ov_autoplace.graph.arrays import GraphArrays, extract_graph
+from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.strategies.base import PlacementContext
@@ -57,7 +57,7 @@ def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphA
 def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: PlacementCache | None,
                             profiles: Path | None = None) -> Placement:
     """The cached placement of this request when its evidence holds, else a new one, verified (and cached)."""
-    graph = extract_graph(prepared)
+    graph = req.placement_graph(prepared)
     if cache is None:
         return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph, profiles=profiles))
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_RANK", "GraphArrays", "NodeRole", "extract_graph"]
+__all__ = ["MAX_RANK", "GraphArrays", "NodeRole", "constant_subgraph_mask", "extract_graph"]
 
 #: Width of ``GraphArrays.out_shape``; ranks above it are truncated.
 MAX_RANK = 8
@@ -84,6 +84,8 @@ class GraphArrays:
     fractal_dim: np.ndarray  # float32[N]
     meta: dict[str, int]
     variables: tuple[tuple[int, int], ...] = ()
+    #: A static clone's dynamic model (``model.prepare.placement_graph``): HETERO's stateful rule 2 is judged there.
+    dynamic: "GraphArrays | None" = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GraphArrays":
@@ -168,6 +170,22 @@ def _check_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     return int(value)
+
+
+def constant_subgraph_mask(graph: GraphArrays) -> np.ndarray:
+    """Nodes whose value depends on Constants only (they follow their consumers)."""
+    const = graph.role == NodeRole.CONSTANT
+    is_compute = graph.role == NodeRole.COMPUTE
+    num_inputs = np.bincount(graph.edge_dst, minlength=graph.num_nodes)
+    const_inputs = np.zeros(graph.num_nodes, dtype=np.int64)
+    # Edges are listed by destination in topological order, so every input of a
+    # node is decided before the node's own out-edges are reached.
+    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
+        if const[s]:
+            const_inputs[t] += 1
+            if is_compute[t] and const_inputs[t] == num_inputs[t]:
+                const[t] = True
+    return const
 
 
 def extract_graph(model, *, pos_dim: int = 16, fractal_radius: int = 4) -> GraphArrays:

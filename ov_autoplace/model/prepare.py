@@ -13,11 +13,13 @@ same model again gives the same names.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import openvino as ov
 from openvino.passes import ConstantFolding, Manager
 
+from ov_autoplace.graph.arrays import GraphArrays, extract_graph
 from ov_autoplace.model.quant_patterns import quantized_weights_hidden
 
 
@@ -30,6 +32,15 @@ def prepare_model(model: ov.Model) -> ov.Model:
         manager.run_passes(prepared)
     name_new_constants(prepared, {op.get_friendly_name() for op in model.get_ops()})
     return prepared
+
+
+def placement_graph(prepared: ov.Model, dynamic: ov.Model | None = None) -> GraphArrays:
+    """``extract_graph(prepared)``, and where ``prepared`` is a static clone of the stateful ``dynamic`` model (an LLM
+    placed on its prefill) the dynamic model's graph as its ``dynamic``: stateful rule 2 is judged there."""
+    graph = extract_graph(prepared)
+    if dynamic is None or not graph.variables:
+        return graph
+    return dataclasses.replace(graph, dynamic=extract_graph(prepare_model(dynamic)))
 
 
 def name_new_constants(prepared: ov.Model, original: set[str]) -> None:
@@ -55,4 +66,4 @@ def name_new_constants(prepared: ov.Model, original: set[str]) -> None:
 
 _AUTOMATIC = re.compile(r"Constant_\d+")
 
-__all__ = ["name_new_constants", "prepare_model"]
+__all__ = ["name_new_constants", "placement_graph", "prepare_model"]

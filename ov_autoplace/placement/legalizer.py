@@ -11,7 +11,7 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.errors import PinError, PlacementError, UnsupportedOpError
-from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_mask
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.quant_patterns import keep_groups_together
 from ov_autoplace.placement.merge_to_bound import follow_consumers, merge_to_bound
@@ -59,22 +59,6 @@ def query_support(core: ov.Core, model: ov.Model, graph: GraphArrays, devices: S
             queried[identity] = d
     support[graph.role != NodeRole.COMPUTE] = True
     return support
-
-
-def constant_subgraph_mask(graph: GraphArrays) -> np.ndarray:
-    """Nodes whose value depends on Constants only (they follow their consumers)."""
-    const = graph.role == NodeRole.CONSTANT
-    is_compute = graph.role == NodeRole.COMPUTE
-    num_inputs = np.bincount(graph.edge_dst, minlength=graph.num_nodes)
-    const_inputs = np.zeros(graph.num_nodes, dtype=np.int64)
-    # Edges are listed by destination in topological order, so every input of a
-    # node is decided before the node's own out-edges are reached.
-    for s, t in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        if const[s]:
-            const_inputs[t] += 1
-            if is_compute[t] and const_inputs[t] == num_inputs[t]:
-                const[t] = True
-    return const
 
 
 def effective_max_submodels(graph: GraphArrays, support: np.ndarray,

@@ -1,19 +1,6 @@
 """What moving a group off the graph's best device trades its compute gain against: its boundary.
 
-From a group's compute time per device alone the placer cannot tell a group worth moving to ``d`` from one whose
-gain the tensors at its boundary eat up. Per (group, device), once the pooling has formed the groups:
-
-* ``r``: the device with the lowest total compute over the graph (a single-device placement's pick);
-* ``transfer_us[g, d]``: the distinct tensors entering ``g`` over ``r -> d`` and leaving over ``d -> r`` (latency
-  per tensor plus bytes times the link's cost), plus one submodel's overhead on ``d``; 0 for ``d = r``;
-* ``net_us[g, d] = compute_us[g, r] - compute_us[g, d] - transfer_us[g, d]``: what the move would save.
-
-Columns (:data:`BOUNDARY_FEATURE_NAMES`, ``log1p(us) / 10`` like the compute columns): the transfer; the net saving
-as a signed log; the net saving as a share of the graph's time on ``r`` (x 10, clipped to [-1, 1]); and, equal for
-every group, the positive savings on ``d`` summed as a share of that time (clipped to [0, 2]), the per-device
-threshold's input. With ``placer_passes`` > 1 each later pass prices the moves with every group where the previous
-pass put it (:meth:`GroupBoundary.features`' ``around``). Numpy on discrete inputs, shared by the torch model and
-the numpy twin.
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/policy/boundary.py.
 """
 
 from __future__ import annotations

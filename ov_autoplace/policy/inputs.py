@@ -1,25 +1,6 @@
 """Everything the policy's forward pass reads, as numpy arrays (no torch).
 
-:func:`build_policy_arrays` runs steps 2 and 3a of HSDAG once per (graph,
-cost model): node features, chain coarsening, and per-device features. The
-GCN then runs on the *coarsened* graph. A coarse node's features are
-
-* the **mean** of its members' node features (so op-type columns become the
-  op mix of the chain and every column keeps its scale whatever the chain
-  length), followed by
-* three **extensive** columns the mean loses (:data:`COARSE_EXTRA_NAMES`):
-  ``log1p(member count)``, ``log1p(sum of FLOPs) / 10`` and
-  ``log1p(sum of output bytes) / 10`` (the latter two zeroed when
-  ``use_op_cost`` is off).
-
-Per-device inputs are kept as per-coarse-node *sums* (node-device features,
-compute microseconds) plus member counts, so any later grouping of coarse
-nodes (the learned pooling) can form exact means and totals over original nodes.
-
-``coarsening="cost_cut"`` cuts the chains where the device a node is cheapest
-on changes (``coarsen.preferred_device_class`` of the same compute microseconds
-the placer reads), so the policy can split a chain where its costs say so;
-``"cost_cut_fused"`` never cuts inside a fused kernel.
+How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/policy/inputs.py.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ identical: both testbed devices compute in f32 on this machine or are told to) a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -294,3 +295,36 @@ def test_hetero_refuses_a_split_that_interleaves_the_devices_inside_each_layer(f
               strategy="interleaved", compute_nodes=frozenset(), num_submodels=0).apply(prepared)
     with pytest.raises(RuntimeError):
         core.compile_model(prepared, f32_testbed.hetero)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_split_legal_on_the_prefill_clone_is_legalised_on_the_dynamic_model(family, tiny_llms, f32_testbed):
+    """The first layer's input norm on the second device: the legalizer on the prefill's static clone alone keeps it
+    (the clone folded the shape subgraphs by which input_ids reaches the state), and HETERO refuses that split of the
+    dynamic model; on the clone with its dynamic graph (``placement_graph``, what every decision path places on)
+    the legalizer returns a placement that compiles and generates as the plain compile does."""
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import placement_graph, prepare_model
+    from ov_autoplace.model.shapes import static_clone
+    from ov_autoplace.placement.dynamic_model import transfer_placement
+    from ov_autoplace.placement.legalizer import legalize
+
+    core, devices = f32_testbed.core, f32_testbed.devices
+    model = core.read_model(tiny_llms[family] / "openvino_model.xml")
+    clone = prepare_model(static_clone(model, {"input_ids": [1, 16], "attention_mask": [1, 16],
+                                               "position_ids": [1, 16], "beam_idx": [1]}))
+    bare, graph = extract_graph(clone), placement_graph(clone, model)
+    proposal = np.array([1 if "layers.0.input_layernorm" in n else 0 for n in graph.names], np.int64)
+    support = np.ones((graph.num_nodes, 2), bool)
+    on_bare = legalize(bare, proposal, devices, support, max_submodels=None, strategy="norm")
+    assert set(on_bare.assignment.values()) == set(devices)
+    dynamic = prepare_model(model)
+    carried = {n: on_bare.assignment.get(n, devices[0]) for n in extract_graph(dynamic).names}
+    dataclasses.replace(on_bare, assignment=carried).apply(dynamic)
+    with pytest.raises(RuntimeError, match="undeclared parameters"):
+        core.compile_model(dynamic, f32_testbed.hetero)
+    placement = legalize(graph, proposal, devices, support, max_submodels=None, strategy="norm")
+    compiled = ov_autoplace.compile_placement(model, transfer_placement(placement, prepare_model(model), core),
+                                              core=core)
+    tokens, _ = generate(compiled, [5, 7, 11, 13], 6)
+    assert tokens == generate(core.compile_model(model, "CPU"), [5, 7, 11, 13], 6)[0]

@@ -11,6 +11,7 @@ from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.placement.pins import Pin
 from ov_autoplace.placement.stateful import state_groups
+from tests import synthetic_graphs as sg
 from tests.synthetic_graphs import stateful_layers
 
 DEVICES = ("CPU", "CPUF")
@@ -133,3 +134,67 @@ def test_a_fallback_on_a_stateful_model_names_the_llm_rule(testbed, monkeypatch,
     assert compiled is not None
     warning = next(r.getMessage() for r in caplog.records if "falling back" in r.getMessage())
     assert "2 state variable(s)" in warning and "stateful rule 1/2" in warning
+
+
+def _tiny_prefill():
+    """The tiny lab decoder (optimum-intel's layout), its prefill's static clone prepared, and the dynamic model."""
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace.model.shapes import static_clone
+    from ov_autoplace_lab.models.decoder_models import TINY, build_decoder
+
+    model = build_decoder(TINY)
+    clone = static_clone(model, {"input_ids": [1, 16], "attention_mask": [1, 16], "position_ids": [1, 16],
+                                 "beam_idx": [1]})
+    return model, prepare_model(clone)
+
+
+def test_rule_2_is_judged_on_the_dynamic_model_a_static_clone_was_made_from():
+    """An LLM is placed on its prefill's static clone, which folds the shape subgraphs (``ShapeOf(input_ids)``, the
+    mask's ``Range``) through which the model's Parameters reach every variable's initializer and every layer. The
+    first layer's input norm on the second device keeps each variable in one submodel on the clone, and cuts them
+    apart on the dynamic model HETERO compiles (an optimum-intel export so split does not compile:
+    tests/models/test_llm.py). With the dynamic graph that placement_graph carries, what the legalizer returns
+    keeps rule 2 there too; a split of the last layer's MLP and the head stays a split."""
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace.model.prepare import placement_graph
+    from ov_autoplace.placement.legalizer import constant_subgraph_mask
+    from ov_autoplace.placement.stateful import split_variables
+
+    model, prepared = _tiny_prefill()
+    bare, graph = extract_graph(prepared), placement_graph(prepared, model)
+    assert bare.dynamic is None and graph.dynamic is not None and graph.dynamic.num_nodes > graph.num_nodes
+    assert placement_graph(prepared, None).dynamic is None
+    active = (graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
+    support = np.ones((graph.num_nodes, 2), bool)
+
+    def legal(g, proposal):
+        placement = legalize(g, proposal, DEVICES, support, max_submodels=None)
+        return np.array([DEVICES.index(placement.assignment[n]) for n in g.names]), placement
+
+    norm = np.zeros(graph.num_nodes, np.int64)  # layer 0's RMSNorm up to its weight: Power ... Divide
+    norm[graph.op_types.index("Power"):graph.successors(graph.names.index("model.layers.0.input_layernorm.weight"))[0]] = 1
+    on_bare, _ = legal(bare, norm)
+    assert len(set(on_bare[active].tolist())) == 2 and not split_variables(bare, on_bare, active)
+    assert len(split_variables(graph, on_bare, active)) == len(graph.variables) == 4
+    on_dynamic, placement = legal(graph, norm)
+    assert not split_variables(graph, on_dynamic, active)
+    assert any("rule 2" in note for note in placement.notes)
+    tail = np.zeros(graph.num_nodes, np.int64)
+    tail[graph.names.index("model.layers.1.mlp.gate_proj.weight"):] = 1  # the last MLP, the final norm, the head
+    on_dynamic, _ = legal(graph, tail)
+    assert len(set(on_dynamic[active].tolist())) == 2 and not split_variables(graph, on_dynamic, active)
+
+
+def test_a_request_for_a_dynamic_decoder_places_on_a_graph_that_carries_the_dynamic_one(f32_testbed):
+    """``PlacementRequest.placement_graph``: every decision path's graph; the dynamic graph is extracted once."""
+    from ov_autoplace.call_request import build_request
+    from ov_autoplace.model.prepare import prepare_model
+
+    model, _ = _tiny_prefill()
+    req = build_request(model, f32_testbed.hetero, core=f32_testbed.core)
+    prepared = prepare_model(req.placement_model)
+    first, second = req.placement_graph(prepared), req.placement_graph(prepared)
+    assert first.dynamic is not None and first.dynamic is second.dynamic and first.variables
+    static = build_request(sg.residual(), f32_testbed.hetero, core=f32_testbed.core)  # placed as it is
+    assert static.placement_model is static.model
+    assert static.placement_graph(prepare_model(static.placement_model)).dynamic is None

@@ -38,9 +38,9 @@ from ov_autoplace.decision.first_start import POLICY_FILE
 from ov_autoplace.decision.placement_pipeline import placement_pipeline, refined_fit
 from ov_autoplace.decision.placement_sources import REFINE_SECONDS
 from ov_autoplace.decision.prior_rule import policy_proposal, prior_outcome, survives_prior_error
-from ov_autoplace.graph.arrays import GraphArrays, extract_graph
+from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.model.generation import Generation, generation_costs
-from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.prepare import placement_graph, prepare_model
 from ov_autoplace.model.shapes import static_clone
 from ov_autoplace.errors import PlacementError
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
@@ -54,11 +54,12 @@ GENERATION = Generation()
 
 
 def prefill_graph(model: ov.Model, gen: Generation = GENERATION) -> GraphArrays:
-    """The placement graph: the prefill's static clone (batch 1, the prompt's length), prepared and extracted."""
+    """The placement graph: the prefill's static clone (batch 1, the prompt's length), prepared and extracted, with
+    the dynamic model's graph on which stateful rule 2 is checked, as the runtime's (``GraphArrays.dynamic``)."""
     n = gen.prompt_tokens
     clone = static_clone(model, {"input_ids": [1, n], "attention_mask": [1, n], "position_ids": [1, n],
                                  "beam_idx": [1]})
-    return extract_graph(prepare_model(clone))
+    return placement_graph(prepare_model(clone), model)
 
 
 def generation_cost(model: ov.Model, prefill: GraphArrays, prefill_cost, cost_of,
