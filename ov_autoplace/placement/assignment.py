@@ -180,7 +180,22 @@ class Placement:
         return read_json_file(path, "placement", cls.from_dict)
 
 
-__all__ = ["AFFINITY_KEY", "Placement", "PlacementCoverageError"]
+def fill_by_neighbours(device: np.ndarray, graph, nodes: np.ndarray | None = None) -> np.ndarray:
+    """``device`` (index per node of ``graph``, -1: none yet), each of ``nodes`` (default: every -1) still -1 put on
+    the device most of its placed consumers are on, else its producers', else 0; in place, and returned. Consumers
+    are read from the graph's end, so a chain of such nodes follows the node it ends at."""
+    todo = np.flatnonzero(device < 0) if nodes is None else np.asarray(nodes)
+    for (indptr, indices), order in ((graph.successors_csr, todo[::-1]), (graph.predecessors_csr, todo)):
+        for i in order.tolist():
+            if device[i] < 0:
+                known = [d for d in device[indices[indptr[i]:indptr[i + 1]]].tolist() if d >= 0]
+                if known:
+                    device[i] = Counter(known).most_common(1)[0][0]
+    device[todo[device[todo] < 0]] = 0
+    return device
+
+
+__all__ = ["AFFINITY_KEY", "Placement", "PlacementCoverageError", "fill_by_neighbours"]
 
 
 def _initializer_nodes(ordered: Sequence[ov.Node]) -> list[ov.Node]:

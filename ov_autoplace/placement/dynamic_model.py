@@ -16,47 +16,24 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Sequence
 
 import numpy as np
 import openvino as ov
 
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import legalize, query_support
-from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.placement.assignment import Placement, fill_by_neighbours
 
 logger = logging.getLogger("ov_autoplace")
-
-
-def _proposal(names: Sequence[str], edges_src: np.ndarray, edges_dst: np.ndarray, placement: Placement) -> np.ndarray:
-    """Device index per dynamic-model node: by name, else by consumers, else by producers, else device 0."""
-    devices = list(placement.devices)
-    n = len(names)
-    proposal = np.full(n, -1, dtype=np.int64)
-    for i, name in enumerate(names):
-        device = placement.assignment.get(name)
-        if device is not None:
-            proposal[i] = devices.index(device)
-    consumers: list[list[int]] = [[] for _ in range(n)]
-    producers: list[list[int]] = [[] for _ in range(n)]
-    for s, t in zip(edges_src.tolist(), edges_dst.tolist()):
-        consumers[s].append(t)
-        producers[t].append(s)
-    for order, links in ((range(n - 1, -1, -1), consumers), (range(n), producers)):
-        for i in order:
-            if proposal[i] < 0:
-                known = [int(proposal[j]) for j in links[i] if proposal[j] >= 0]
-                if known:
-                    proposal[i] = Counter(known).most_common(1)[0][0]
-    proposal[proposal < 0] = 0
-    return proposal
 
 
 def transfer_placement(placement: Placement, dynamic_prepared: ov.Model, core: ov.Core, *,
                        max_submodels: int | None = None) -> Placement:
     """``placement`` (made on the static clone) as a legal placement of ``dynamic_prepared``'s nodes."""
     graph = extract_graph(dynamic_prepared)
-    proposal = _proposal(graph.names, graph.edge_src, graph.edge_dst, placement)
+    devices = list(placement.devices)  # a node only the dynamic model has goes with its consumers, else producers
+    proposal = fill_by_neighbours(np.array([devices.index(placement.assignment[name]) if name in placement.assignment
+                                            else -1 for name in graph.names], dtype=np.int64), graph)
     unknown = sum(1 for name in graph.names if name not in placement.assignment)
     support = query_support(core, dynamic_prepared, graph, placement.devices)
     # Submodel bound: never force more merging than the static placement had (it was legal there).

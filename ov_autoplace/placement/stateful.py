@@ -25,6 +25,7 @@ import numpy as np
 
 from ov_autoplace.errors import PinError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_mask
+from ov_autoplace.placement.assignment import fill_by_neighbours
 from ov_autoplace.placement.submodels import submodel_partition
 
 #: How a WARNING or a note names the rules (the fallbacks' messages quote it).
@@ -152,37 +153,31 @@ def split_variables(graph: GraphArrays, full: np.ndarray, active: np.ndarray) ->
     return [(r, a) for r, a in graph.variables if submodel_of(r) != submodel_of(a) or submodel_of(a) < 0]
 
 
-#: Per static clone: (its dynamic graph's node -> the clone's node whose device it takes, -1: none; the dynamic
+#: Per static clone: (its dynamic graph's node -> the clone's namesake, -1: none; the nodes without one; the dynamic
 #: graph's active nodes; the clone's variable per dynamic variable).
 _DYNAMIC_MAPS: "weakref.WeakKeyDictionary[GraphArrays, tuple]" = weakref.WeakKeyDictionary()
 
 
 def _dynamic_map(graph: GraphArrays) -> tuple:
     found = _DYNAMIC_MAPS.get(graph)
-    if found is not None:
-        return found
-    dyn = graph.dynamic
-    index = {name: i for i, name in enumerate(graph.names)}
-    rep = np.array([index.get(name, -1) for name in dyn.names], dtype=np.int64)
-    # A node the clone folded away (a shape computation) goes where its consumers go, else its producers, as
-    # dynamic_model.transfer_placement carries a placement over
-    for order, (indptr, indices) in ((range(dyn.num_nodes - 1, -1, -1), dyn.successors_csr),
-                                     (range(dyn.num_nodes), dyn.predecessors_csr)):
-        for v in order:
-            if rep[v] < 0:
-                known = rep[indices[indptr[v]:indptr[v + 1]]]
-                rep[v] = known[known >= 0][0] if (known >= 0).any() else -1
-    active = (dyn.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(dyn)
-    static = {graph.names[r]: (r, a) for r, a in graph.variables}
-    pairs = {(r, a): static.get(dyn.names[r], graph.variables[0]) for r, a in dyn.variables}
-    _DYNAMIC_MAPS[graph] = found = (rep, active, pairs)
+    if found is None:
+        dyn = graph.dynamic
+        index = {name: i for i, name in enumerate(graph.names)}
+        namesake = np.array([index.get(name, -1) for name in dyn.names], dtype=np.int64)
+        static = {graph.names[r]: (r, a) for r, a in graph.variables}
+        pairs = {(r, a): static.get(dyn.names[r], graph.variables[0]) for r, a in dyn.variables}
+        found = (namesake, np.flatnonzero(namesake < 0), (dyn.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(dyn),
+                 pairs)
+        _DYNAMIC_MAPS[graph] = found
     return found
 
 
 def _split_on_dynamic(graph: GraphArrays, full: np.ndarray) -> list[tuple[int, int]]:
-    """Rule 2 for a static clone's placement ``full``, checked on its dynamic graph, as the clone's variables."""
-    rep, active, pairs = _dynamic_map(graph)
-    device = np.where(rep >= 0, full[np.maximum(rep, 0)], 0)
+    """Rule 2 for a static clone's placement ``full``, checked on its dynamic graph, as the clone's variables. The
+    clone's devices go by name; a node it folded away (a shape computation) is placed as the compile's carry-over
+    places it (``dynamic_model.transfer_placement``)."""
+    namesake, folded, active, pairs = _dynamic_map(graph)
+    device = fill_by_neighbours(np.where(namesake >= 0, full[np.maximum(namesake, 0)], -1), graph.dynamic, folded)
     return sorted({pairs[pair] for pair in split_variables(graph.dynamic, device, active)})
 
 
