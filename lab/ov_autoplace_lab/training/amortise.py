@@ -75,7 +75,9 @@ def cmd_targets(args: argparse.Namespace) -> int:
         specs = unseen_specs(args.zoo_variants)
     else:
         specs = evaluation_specs() + training_specs(args.zoo_variants, args.family_count, args.family_variants,
-                                                    args.extra_family_count, all_data=args.all_data)
+                                                    args.extra_family_count, all_data=args.all_data,
+                                                    wider_family_count=args.wider_family_count,
+                                                    hole_variants=args.hole_variants)
     if args.limit:
         specs = specs[:args.limit]
     options = _options(args)
@@ -103,7 +105,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    specs = training_specs(extra_family_count=args.extra_family_count, all_data=args.all_data)
+    specs = training_specs(extra_family_count=args.extra_family_count, all_data=args.all_data,
+                           wider_family_count=args.wider_family_count, hole_variants=args.hole_variants)
     unknown = sorted(set(args.exclude) - {s.key for s in specs})
     if unknown:
         print(f"error: --exclude {unknown}: no such training target (keys look like 'zoo_bert_base@paper~3', "
@@ -141,16 +144,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
-                               progress=not args.no_progress, rows=args.rows, trained_on_all=args.trained_on_all,
-                               decodings=args.decodings, legalised=args.legalised)
+    if args.validation_only:
+        from ov_autoplace_lab.training.targets import run_sigma
+
+        result = {"sigma": run_sigma(args.dir), "table": []}
+    else:
+        result = evaluate_policies(args.dir, policies, address=args.address, num_cpus=args.num_cpus,
+                                   progress=not args.no_progress, rows=args.rows, trained_on_all=args.trained_on_all,
+                                   decodings=args.decodings, legalised=args.legalised)
     if not args.no_validation:  # the validation split (validation.py): chooses among candidates, held-out rows aside
         from ov_autoplace_lab.training.validation import validate_policies
 
         result["validation"] = validate_policies(args.dir, policies, result["sigma"], address=args.address,
                                                  num_cpus=args.num_cpus, progress=not args.no_progress,
                                                  shipped=args.shipped)
-        result["table"] += ["", *result["validation"]["table"]]
+        result["table"] += ["", *result["validation"]["table"]] if result["table"] else result["validation"]["table"]
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     print("\n".join(result["table"]))
@@ -188,6 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--family-variants", type=int, default=2)
     t.add_argument("--extra-family-count", type=int, default=0,
                    help="seeds of each of graph_family.EXTRA_KINDS (detection, decoder, multibranch, state_space)")
+    t.add_argument("--wider-family-count", type=int, default=0,
+                   help="seeds of each of graph_family.WIDER_KINDS (mbconv_se, window_attention, "
+                        "segmentation, encoder_decoder)")
+    t.add_argument("--hole-variants", type=int, default=0,
+                   help="every graph on every platform in this many op-support-hole variants too (targets."
+                        "op_support_holes: one device without one or two of the graph's rarer op types)")
     t.add_argument("--limit", type=int, default=0, help="only the first N specs (a smoke run)")
     t.add_argument("--all-data", action="store_true", help=ALL_DATA_HELP)
     t.add_argument("--unseen", action="store_true",
@@ -235,6 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
                            "beside --output; a rerun trains only the seeds whose file is missing")
     r.add_argument("--extra-family-count", type=int, default=0,
                    help="train also on the targets of this many seeds of each graph_family.EXTRA_KINDS")
+    r.add_argument("--wider-family-count", type=int, default=0,
+                   help="train also on the targets of this many seeds of each of graph_family.WIDER_KINDS (mbconv_se, window_attention, "
+                        "segmentation, encoder_decoder)")
+    r.add_argument("--hole-variants", type=int, default=0,
+                   help="train also on every graph on every platform in this many op-support-hole variants too (targets."
+                        "op_support_holes: one device without one or two of the graph's rarer op types)")
     r.add_argument("--exclude", action="append", default=[], metavar="KEY",
                    help="leave this training target out (repeatable; e.g. one whose search did not finish)")
     r.add_argument("--coarsening", choices=list(COARSENING_RULES),
@@ -282,7 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--rows", default="all", choices=["split", "all"],
                    help="all (default): every row (the tables keep the rows where a split pays); split: only rows "
                         "whose target beats the legalised single-device starts by 5 %%")
-    e.add_argument("--no-validation", action="store_true", help="skip the validation split (validation.py)")
+    only = e.add_mutually_exclusive_group()
+    only.add_argument("--no-validation", action="store_true", help="skip the validation split (validation.py)")
+    only.add_argument("--validation-only", action="store_true",
+                      help="only the validation split: the rows a choice among candidates reads (docs/heldout.md, "
+                           "rule 3), without the evaluation rows")
     e.add_argument("--shipped", default="v3",
                    help="the --policy NAME of the shipped policy: the validation rule admits candidates no more often "
                         "slower than the plain call than it (default v3, the shipped file; v2 and v1 in the evaluations before it)")

@@ -16,7 +16,8 @@ Four more, built only when named (:data:`EXTRA_KINDS`):
 ``detection`` (feature pyramid + shared towers), ``decoder`` (causal decoder
 layers, RMS norm, SwiGLU), ``multibranch`` (wide parallel-branch CNN stages),
 ``state_space`` (Mamba-like scan blocks or a GRU unrolled over time), at sizes
-from tens to a few thousand nodes.
+from tens to a few thousand nodes. Four more again (:data:`WIDER_KINDS`, ``graph_family_wider``): inverted-residual
+CNNs with squeeze-excite, window/grid-attention hybrids, segmentation nets, encoder-decoder transformers.
 
 :func:`family` lists ``(name, builder)`` pairs; :data:`HELD_OUT_SEEDS` are never
 used for training (``split="held_out"``), so zero-shot tests place graphs the
@@ -32,42 +33,19 @@ import numpy as np
 import openvino as ov
 from openvino import opset13 as ops
 
+from ov_autoplace_lab.training.graph_family_wider import BUILDERS as _WIDER_BUILDERS, WIDER_KINDS
+from ov_autoplace_lab.training.graph_ops import activation as _act, const as _const, conv as _conv, i64 as _i64
+
 KINDS = ("conv", "transformer", "mlp")
 #: Kinds built only when named (``build(seed, kind)``): ``build(seed)`` keeps cycling through :data:`KINDS`, so the
 #: graphs of existing seeds (and the targets and tests built on them) do not change.
 EXTRA_KINDS = ("detection", "decoder", "multibranch", "state_space")
-ALL_KINDS = KINDS + EXTRA_KINDS
+#: The kinds of the families the shipped policy placed worst (``graph_family_wider``), appended so every earlier kind
+#: keeps its index in :data:`ALL_KINDS` (its seeds' generators) and its graphs.
+ALL_KINDS = KINDS + EXTRA_KINDS + WIDER_KINDS
 #: Seeds of the training split and of the held-out split (disjoint).
 TRAIN_SEEDS = tuple(range(0, 200))
 HELD_OUT_SEEDS = tuple(range(1000, 1012))
-
-
-def _const(rng: np.random.Generator, shape, scale: float | None = None):
-    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else int(shape[0])
-    s = scale if scale is not None else 1.0 / np.sqrt(max(fan_in, 1))
-    return ops.constant((rng.standard_normal(shape) * s).astype(np.float32))
-
-
-def _i64(values) -> ov.Node:
-    return ops.constant(np.array(values, dtype=np.int64))
-
-
-def _conv(rng, x, cin: int, cout: int, k: int = 3, stride: int = 1, groups: int = 1, act: str | None = "relu"):
-    pad = k // 2
-    if groups == 1:
-        y = ops.convolution(x, _const(rng, (cout, cin, k, k)), [stride, stride], [pad, pad], [pad, pad], [1, 1])
-    else:
-        w = _const(rng, (groups, cout // groups, cin // groups, k, k))
-        y = ops.group_convolution(x, w, [stride, stride], [pad, pad], [pad, pad], [1, 1])
-    y = ops.add(y, _const(rng, (1, cout, 1, 1), 0.1))
-    return _act(y, act)
-
-
-def _act(y, act: str | None):
-    if act is None:
-        return y
-    return {"relu": ops.relu, "sigmoid": ops.sigmoid, "tanh": ops.tanh,
-            "gelu": lambda t: ops.gelu(t, "erf"), "swish": ops.swish}[act](y)
 
 
 # ---- CNNs ---------------------------------------------------------------------------------------------
@@ -326,7 +304,7 @@ def state_space(rng: np.random.Generator, name: str = "state_space") -> ov.Model
 
 BUILDERS: dict[str, Callable[[np.random.Generator, str], ov.Model]] = {
     "conv": conv_net, "transformer": transformer, "mlp": mlp, "detection": detection_head, "decoder": decoder,
-    "multibranch": multi_branch_cnn, "state_space": state_space}
+    "multibranch": multi_branch_cnn, "state_space": state_space, **_WIDER_BUILDERS}
 
 
 def build(seed: int, kind: str | None = None) -> ov.Model:
@@ -346,5 +324,5 @@ def family(split: str = "train", count: int | None = None) -> list[tuple[str, Ca
     return [(f"{KINDS[s % len(KINDS)]}_{s}", (lambda s=s: build(s))) for s in seeds]
 
 
-__all__ = ["ALL_KINDS", "BUILDERS", "EXTRA_KINDS", "HELD_OUT_SEEDS", "KINDS", "TRAIN_SEEDS", "build", "conv_net",
-           "decoder", "detection_head", "family", "mlp", "multi_branch_cnn", "state_space", "transformer"]
+__all__ = ["ALL_KINDS", "BUILDERS", "EXTRA_KINDS", "HELD_OUT_SEEDS", "KINDS", "TRAIN_SEEDS", "WIDER_KINDS", "build",
+           "conv_net", "decoder", "detection_head", "family", "mlp", "multi_branch_cnn", "state_space", "transformer"]

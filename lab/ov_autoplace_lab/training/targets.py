@@ -34,6 +34,14 @@ if TYPE_CHECKING:  # robust.py imports this module
 #: Seed stream of the perturbed training variants (the benchmark's truth draws use ``TruthSpec.seed``, 0 by default,
 #: under another key: ``truth.category_factors`` seeds with ``[seed, draw, crc32(device)]``).
 VARIANT_STREAM = 22_000
+#: Variants from this index on are op-support-hole variants: variant ``HOLE_VARIANTS + k`` is variant ``k`` (the same
+#: devices, order and factors) with a few of the graph's op types unsupported on one device (:func:`op_support_holes`),
+#: as an accelerator plugin lacks ops, so the bound the legalizer must keep is forced up (docs/training.md, "Targets").
+HOLE_VARIANTS = 100
+#: Seed stream of the holes (another key than the variants', so variant k's factors stay what they were).
+HOLE_STREAM = 22_100
+#: Op types never made a hole: the GEMMs every accelerator plugin runs, and the graph's ends.
+_NEVER_HOLES = frozenset({"Convolution", "MatMul", "Parameter", "Constant", "Result"})
 #: Fallback sigma of the perturbations when the held-out calibration error cannot be computed.
 DEFAULT_SIGMA = 0.46
 #: The legalizer's bound at inference (``compile_model``'s default).
@@ -158,7 +166,7 @@ def variant_platform(spec: TargetSpec, sigma: float):
     platform = suite[spec.platform]
     if spec.variant < 0:
         return platform, None
-    rng = np.random.default_rng([VARIANT_STREAM, spec.variant, zlib.crc32(spec.platform.encode())])
+    rng = np.random.default_rng([VARIANT_STREAM, spec.variant % HOLE_VARIANTS, zlib.crc32(spec.platform.encode())])
     names = list(platform.device_names)
     if len(names) > 2 and rng.random() < 0.3:
         names.pop(int(rng.integers(len(names))))
@@ -177,7 +185,36 @@ def case_cost(spec: TargetSpec, sigma: float, graph: GraphArrays | None = None):
     cost = platform.cost_model(graph)
     if factors is not None:
         cost = perturbed_cost(cost, graph, factors)
+    if spec.variant >= HOLE_VARIANTS:
+        cost = op_support_holes(spec, cost, graph)
     return graph, cost, simulated_support(cost, graph)
+
+
+def op_support_holes(spec: TargetSpec, cost, graph: GraphArrays):
+    """``cost`` with one or two of the graph's rarer op types (never a GEMM) unsupported on one device other than the
+    ``CPU`` (the first fully supporting device where the variant dropped the CPU), drawn from :data:`HOLE_STREAM`: the
+    legalizer then has to keep every node of those types off that device, as HETERO does with a plugin's missing ops."""
+    from ov_autoplace.graph.arrays import NodeRole
+
+    rng = np.random.default_rng([HOLE_STREAM, spec.variant, zlib.crc32(spec.platform.encode())])
+    compute = np.asarray(cost.compute_ms, np.float64)
+    active = np.asarray(graph.role) == NodeRole.COMPUTE
+    devices = list(cost.devices)
+    full = [d for d in range(len(devices)) if np.isfinite(compute[active, d]).all()]
+    keep = devices.index("CPU") if "CPU" in devices else (full[0] if full else 0)
+    names, counts = np.unique(np.asarray(graph.op_types)[active], return_counts=True)
+    # a plugin misses the rarer ops, not the adds and multiplies every block has: types of at most a quarter of the nodes
+    types = sorted(set(names[counts <= max(1, active.sum() // 4)].tolist()) - _NEVER_HOLES)
+    if not types or len(devices) < 2:
+        return cost
+    others = [d for d in range(len(devices)) if d != keep]
+    device = others[int(rng.integers(len(others)))]
+    holes = rng.choice(types, size=min(len(types), int(rng.integers(1, 3))), replace=False)
+    rows = active & np.isin(np.asarray(graph.op_types), holes)
+    compute, unfused = compute.copy(), np.asarray(cost.unfused_ms, np.float64).copy()
+    compute[rows, device] = unfused[rows, device] = np.inf
+    return dataclasses.replace(cost, compute_ms=compute, unfused_ms=unfused,
+                               source=f"{cost.source}, {devices[device]} without {', '.join(map(str, holes))}")
 
 
 # ---------------------------------------------------------------------------------------------------- the search
@@ -354,6 +391,6 @@ def task_specs(graphs: list[str], platforms: list[str], variants: int, *, varian
             for g in graphs]
 
 
-__all__ = ["DEFAULT_SIGMA", "FITS", "MAX_SUBMODELS", "TargetCheckpointError", "TargetGenerationError", "TargetOptions",
-           "TargetSpec", "case_cost", "check_manifest", "generate_target", "load_graph", "load_target", "load_targets",
-           "run_sigma", "save_target", "target_path", "task_specs", "variant_platform"]
+__all__ = ["DEFAULT_SIGMA", "FITS", "HOLE_VARIANTS", "MAX_SUBMODELS", "TargetCheckpointError", "TargetGenerationError",
+           "TargetOptions", "TargetSpec", "case_cost", "check_manifest", "generate_target", "load_graph", "load_target", "load_targets",
+           "op_support_holes", "run_sigma", "save_target", "target_path", "task_specs", "variant_platform"]

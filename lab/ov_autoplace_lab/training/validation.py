@@ -13,6 +13,8 @@ The choice rule: among the candidates whose share of (case, draw) pairs slower t
 than the shipped policy's, the fewest cases behind HEFT under the fitted model (the target "never behind HEFT",
 read on this split instead of on the rows a policy is judged on), then the lowest median ratio to the draw's best,
 then the largest share within 5 %. When each criterion was fixed, and why: docs/training.md, "The selection rule".
+Issue 55's choices read docs/heldout.md's rule 3 instead (``heldout_rule_summary``, ``choose_by_heldout_rule``:
+rows within 1.05x, rows behind HEFT by more than 1 %, draws slower than the best single device), printed beside it.
 A candidate that trained on these graphs (any policy trained without ``--hold-out-validation``, and
 ``hsdag_v1.npz``, which saw the random DAG family) is reported but marked, since the split is not held out for it.
 Every number is simulated.
@@ -115,6 +117,48 @@ def choose(summary: dict[str, dict], shipped: str | None) -> str | None:
                                         -summary[n]["within_5pct"]))
 
 
+def heldout_rule_summary(rows: list[dict], policies: list[str]) -> dict[str, dict]:
+    """Per policy, what docs/heldout.md's rule 3 reads under the fitted model and the draws: the validation rows
+    within 1.05x of the row's best known placement, the rows behind HEFT by more than 1 %, the share of (row, draw)
+    pairs slower than the best single device of the draw, and the median ratio to the draw's best."""
+    out = {}
+    for name in policies:
+        within = behind = 0
+        slower_single, ratios = [], []
+        for r in rows:
+            names = r["names"]
+            i, singles = names.index(name), [k for k, n in enumerate(names) if n.startswith("ref:single:")]
+            f = np.array([np.inf if v is None else v for v in r["fitted_ms"]])
+            d = np.array([[np.inf if v is None else v for v in row] for row in r["draws_ms"]])
+            within += bool(f[i] <= 1.05 * f.min())
+            behind += bool("ref:heft" in names and f[i] > 1.01 * f[names.index("ref:heft")])
+            for k in range(len(d)):
+                if np.isfinite(d[k, i]):
+                    ratios.append(d[k, i] / d[k].min())
+                    slower_single.append(bool(d[k, i] > d[k, singles].min() * (1 + 1e-9)))
+        out[name] = {"rows": len(rows), "within_5pct_rows": within, "behind_heft_1pct_rows": behind,
+                     "slower_than_best_single_draws": float(np.mean(slower_single)) if slower_single else None,
+                     "median_ratio": float(np.median(ratios)) if ratios else None}
+    return out
+
+
+def choose_by_heldout_rule(summary: dict[str, dict], shipped: str) -> str:
+    """docs/heldout.md's rule 3 (the rule for issue 55's choices, written before the held-out readings): eligible,
+    a candidate behind HEFT by more than 1 % on no more rows than the shipped policy; among the eligible, the most
+    rows within 1.05x, then the fewest draws slower than the best single device, then the lowest median ratio. The
+    shipped policy stays unless the chosen candidate has more rows within 1.05x than it (the first criterion)."""
+    base = summary[shipped]
+
+    def key(n):
+        s = summary[n]
+        return (-s["within_5pct_rows"], s["slower_than_best_single_draws"] or 0.0, s["median_ratio"] or math.inf)
+
+    eligible = [n for n, s in summary.items() if n != shipped
+                and s["behind_heft_1pct_rows"] <= base["behind_heft_1pct_rows"]]
+    best = min(eligible, key=key) if eligible else None
+    return best if best is not None and summary[best]["within_5pct_rows"] > base["within_5pct_rows"] else shipped
+
+
 def trained_on_validation(path: str) -> bool | None:
     """Whether the policy at ``path`` trained on the validation graphs (False only for a policy trained with
     ``--hold-out-validation``; True for ``hsdag_v1.npz``, which saw the random DAG family; None: unknown)."""
@@ -165,6 +209,16 @@ def validate_policies(directory: str | Path, policies: dict[str, str], sigma: fl
     for n, s in summary.items():
         table.append(line(n, s))
     table.append(f"chosen by the validation rule: {chosen or 'none (no held-out-validation candidate qualifies)'}")
+    rule3 = heldout_rule_summary(rows, list(policies))
+    table.append(f"docs/heldout.md's rule 3 ({len(rows)} rows; rows within 1.05x of the row's best and behind HEFT "
+                 "by > 1 % under the fitted model, draws slower than the best single device):")
+    for n, s in rule3.items():
+        table.append(f"{n:<16} {str(seen[n]):>13} {s['within_5pct_rows']:>4} within 1.05x {s['behind_heft_1pct_rows']:>4}"
+                     f" behind HEFT {pct(s['slower_than_best_single_draws']):>7} slower than one device "
+                     f"{num(s['median_ratio']):>8} median")
+    rule3_choice = (choose_by_heldout_rule({n: s for n, s in rule3.items() if not seen[n] or n == shipped}, shipped)
+                    if shipped in rule3 else None)
+    table.append(f"chosen by docs/heldout.md's rule 3: {rule3_choice or 'n/a (no shipped policy named)'}")
     split_rows = [r for r in rows if r["split_pays"]]
     split_summary = summarize_validation(split_rows, list(policies)) if split_rows else {}
     table.append(f"the {len(split_rows)} validation cases where the search pays a split >= {SPLIT_PAYS:.0%} "
@@ -172,9 +226,10 @@ def validate_policies(directory: str | Path, policies: dict[str, str], sigma: fl
     for n, s in split_summary.items():
         table.append(line(n, s))
     return {"cases": len(rows), "draws": VALIDATION_DRAWS, "seed": VALIDATION_STREAM, "summary": summary,
+            "heldout_rule": rule3, "heldout_rule_choice": rule3_choice,
             "split_cases": len(split_rows), "split_summary": split_summary,
             "trained_on_validation": seen, "chosen": chosen, "rows": rows, "table": table}
 
 
-__all__ = ["VALIDATION_DRAWS", "choose", "summarize_validation", "trained_on_validation", "validate_policies",
-           "validate_row"]
+__all__ = ["VALIDATION_DRAWS", "choose", "choose_by_heldout_rule", "heldout_rule_summary", "summarize_validation",
+           "trained_on_validation", "validate_policies", "validate_row"]

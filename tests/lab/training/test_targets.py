@@ -77,6 +77,65 @@ def test_variants_are_deterministic_perturbed_and_reordered():
     assert not np.allclose(fa, 1.0)
 
 
+def test_a_hole_variant_is_its_base_variant_with_a_few_rare_op_types_unsupported_off_the_cpu():
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace_lab.training.targets import HOLE_VARIANTS
+
+    for platform in ("laptop", "paper", "npu_cpu"):
+        for k in range(6):
+            base, holed = TargetSpec("family:mbconv_se:2", platform, k), TargetSpec("family:mbconv_se:2", platform,
+                                                                                   HOLE_VARIANTS + k)
+            (p0, f0), (p1, f1) = variant_platform(base, 0.46), variant_platform(holed, 0.46)
+            assert p0.device_names == p1.device_names and np.array_equal(f0, f1)  # same devices, order, factors
+            graph, cost0, support0 = case_cost(base, 0.46)
+            _, cost1, support1 = case_cost(holed, 0.46)
+            lost = support0 & ~support1
+            assert lost.any() and not (support1 & ~support0).any(), (platform, k)  # holes only ever take away
+            devices = list(cost1.devices)
+            hit = sorted({devices[d] for d in np.nonzero(lost.any(axis=0))[0]})
+            assert len(hit) == 1 and hit != ["CPU"] and ("CPU" not in devices or support1[:, devices.index("CPU")].all())
+            types = {graph.op_types[n] for n in np.nonzero(lost.any(axis=1))[0]}
+            active = np.asarray(graph.role) == NodeRole.COMPUTE
+            assert 1 <= len(types) <= 2 and not types & {"Convolution", "MatMul"}
+            for t in types:  # every node of a missing type is off that device, and the type is a rarer one
+                rows = active & (np.asarray(graph.op_types) == t)
+                assert lost[rows].any(axis=1).all() and rows.sum() <= max(1, active.sum() // 4)
+            assert hit[0] in cost1.source and all(t in cost1.source for t in types)
+
+
+def test_a_hole_variants_target_keeps_every_node_where_it_can_run():
+    from ov_autoplace_lab.training.targets import HOLE_VARIANTS
+
+    spec = TargetSpec("family:window_attention:1", "npu_cpu", HOLE_VARIANTS)
+    target = generate_target(spec, dataclasses.replace(FAST, priced=True))
+    graph, cost, support = case_cost(spec, FAST.sigma)
+    row = np.asarray(target["placement"])
+    assert support[np.arange(graph.num_nodes), row].all() and (~support).any()
+    assert target["latency_ms"] <= target["best_single_ms"] * (1 + 1e-9)
+
+
+def test_wider_kinds_and_hole_variants_join_the_training_and_validation_sets_only_when_asked():
+    from ov_autoplace_lab.training.graph_family import WIDER_KINDS
+    from ov_autoplace_lab.training.splits import VALIDATION_GRAPHS, validation_specs
+    from ov_autoplace_lab.training.targets import HOLE_VARIANTS
+
+    base = training_specs(zoo_variants=1, family_count=2, family_variants=1, extra_family_count=1)
+    wider = training_specs(zoo_variants=1, family_count=2, family_variants=1, extra_family_count=1,
+                           wider_family_count=2)
+    holed = training_specs(zoo_variants=1, family_count=2, family_variants=1, extra_family_count=1,
+                           wider_family_count=2, hole_variants=2)
+    assert base == wider[:len(base)] and wider == holed[:len(wider)]
+    assert {s.graph for s in wider[len(base):]} == {f"family:{k}:{i}" for k in WIDER_KINDS for i in range(2)}
+    added = holed[len(wider):]
+    assert {s.variant for s in added} == {HOLE_VARIANTS, HOLE_VARIANTS + 1}
+    assert {(s.graph, s.platform) for s in added} == {(s.graph, s.platform) for s in wider}
+    assert not any(is_held_out(s) for s in added)  # the held-out platform stays out of the hole variants too
+    assert {f"family:{k}:9" for k in WIDER_KINDS} <= set(VALIDATION_GRAPHS)
+    validation = validation_specs()
+    assert {s.graph for s in validation} == set(VALIDATION_GRAPHS)
+    assert any(s.variant >= HOLE_VARIANTS for s in validation) and not any(is_held_out(s) for s in validation)
+
+
 def test_damaged_target_file_is_an_error_naming_it(tmp_path):
     spec = TargetSpec("family:2", "paper")
     path = save_target(tmp_path, generate_target(spec, FAST))

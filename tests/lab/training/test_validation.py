@@ -12,8 +12,9 @@ from ov_autoplace_lab.training.splits import (VALIDATION_GRAPHS, evaluation_spec
                                                training_specs, validation_specs)
 from ov_autoplace_lab.training.targets import (TargetOptions, TargetSpec, check_manifest, generate_target,
                                                save_target)
-from ov_autoplace_lab.training.validation import (VALIDATION_DRAWS, choose, summarize_validation,
-                                                  trained_on_validation, validate_row)
+from ov_autoplace_lab.training.validation import (VALIDATION_DRAWS, choose, choose_by_heldout_rule,
+                                                  heldout_rule_summary, summarize_validation, trained_on_validation,
+                                                  validate_row)
 
 FAST = TargetOptions(sigma=0.46, max_evaluations=200, local_search_seconds=5.0, policy=None)
 
@@ -21,7 +22,7 @@ FAST = TargetOptions(sigma=0.46, max_evaluations=200, local_search_seconds=5.0, 
 def test_split_is_part_of_the_training_cases_and_apart_from_the_evaluation():
     specs = validation_specs()
     assert specs and {s.graph for s in specs} == set(VALIDATION_GRAPHS)
-    assert set(specs) <= set(training_specs(extra_family_count=10))
+    assert set(specs) <= set(training_specs(extra_family_count=10, wider_family_count=10, hole_variants=1))
     assert not any(is_held_out(s) for s in specs) and not any(is_validation(s) for s in evaluation_specs())
 
 
@@ -69,6 +70,22 @@ def test_validation_row_scores_every_candidate_under_the_fitted_model_and_the_dr
         assert s["pairs"] == VALIDATION_DRAWS and s["median_ratio"] >= 1.0 and 0.0 <= s["slower_than_plain_call"] <= 1
 
 
+def test_evaluate_validation_only_scores_the_split_and_applies_rule_3(small_run, tmp_path, capsys):
+    import json
+
+    from ov_autoplace_lab.training.amortise import main
+
+    directory, _, output = small_run
+    out = tmp_path / "v.json"
+    assert main(["evaluate", "--dir", str(directory), "--num-cpus", "1", "--no-progress", "--validation-only",
+                 "--policy", f"v3={PRETRAINED_POLICY}", "--policy", f"held={output}", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result) == {"sigma", "table", "validation"} and result["validation"]["cases"] == 1  # family:25 only
+    assert result["validation"]["heldout_rule_choice"] in {"v3", "held"}
+    assert set(result["validation"]["heldout_rule"]) == {"v3", "held"}
+    assert "chosen by docs/heldout.md's rule 3" in capsys.readouterr().out
+
+
 def test_choice_rule_admits_only_candidates_no_more_often_slower_than_the_shipped_policy():
     summary = {"v1": {"median_ratio": 1.10, "slower_than_plain_call": 0.05, "within_5pct": 0.3},
                "fast_but_risky": {"median_ratio": 1.01, "slower_than_plain_call": 0.20, "within_5pct": 0.6},
@@ -99,6 +116,31 @@ def test_cases_behind_heft_are_counted_under_the_fitted_model():
     summary = summarize_validation([row, {**row, "names": [*row["names"][:1], "ref:other", *row["names"][2:]]}],
                                    ["tie", "behind", "infeasible"])
     assert {n: s["behind_heft"] for n, s in summary.items()} == {"tie": 0, "behind": 1, "infeasible": 1}
+
+
+def test_heldout_rule_3_counts_rows_under_the_fitted_model_and_draws_against_the_best_single_device():
+    names = ["ref:plain_call", "ref:single:CPU", "ref:single:GPU", "ref:heft", "a", "b"]
+    rows = [{"names": names, "fitted_ms": [2.0, 2.0, 3.0, 1.0, 1.0, 1.02],  # b: within 1.05x, behind HEFT by 2 %
+             "draws_ms": [[2.0, 2.0, 3.0, 1.0, 1.0, 2.5], [2.0, 1.5, 3.0, 1.0, 1.6, 1.0]]},
+            {"names": names, "fitted_ms": [2.0, 2.0, 3.0, 1.5, 1.6, 1.5],  # a: 6.7 % off the row's best
+             "draws_ms": [[2.0, 2.0, 3.0, 1.5, 1.6, 1.5], [2.0, 2.0, 3.0, 1.5, None, 1.5]]}]
+    summary = heldout_rule_summary(rows, ["a", "b"])
+    assert summary["a"]["within_5pct_rows"] == 1 and summary["b"]["within_5pct_rows"] == 2
+    assert summary["a"]["behind_heft_1pct_rows"] == 1 and summary["b"]["behind_heft_1pct_rows"] == 1
+    assert summary["a"]["slower_than_best_single_draws"] == pytest.approx(1 / 3)  # 1.6 > 1.5; the None draw skipped
+    assert summary["b"]["slower_than_best_single_draws"] == pytest.approx(1 / 4)  # 2.5 > 2.0
+
+
+def test_heldout_rule_3_keeps_the_shipped_policy_unless_an_eligible_candidate_has_more_rows_within():
+    def s(within, behind, slower=0.1, median=1.0):
+        return {"within_5pct_rows": within, "behind_heft_1pct_rows": behind, "slower_than_best_single_draws": slower,
+                "median_ratio": median}
+
+    shipped = s(10, 2)
+    assert choose_by_heldout_rule({"v3": shipped, "more_behind": s(20, 3)}, "v3") == "v3"  # not eligible
+    assert choose_by_heldout_rule({"v3": shipped, "as_good": s(10, 0)}, "v3") == "v3"  # beats it on no first criterion
+    assert choose_by_heldout_rule({"v3": shipped, "a": s(11, 2, 0.2), "b": s(11, 1, 0.1)}, "v3") == "b"  # the tie-break
+    assert choose_by_heldout_rule({"v3": shipped, "a": s(12, 2, 0.3), "b": s(11, 0, 0.0)}, "v3") == "a"
 
 
 def test_the_reference_rows_are_legalised_as_compile_model_legalises():
