@@ -70,11 +70,18 @@ def test_validation_row_scores_every_candidate_under_the_fitted_model_and_the_dr
         assert s["pairs"] == VALIDATION_DRAWS and s["median_ratio"] >= 1.0 and 0.0 <= s["slower_than_plain_call"] <= 1
 
 
-def test_evaluate_validation_only_scores_the_split_and_applies_rule_3(small_run, tmp_path, capsys):
+def test_evaluate_validation_only_scores_the_split_and_applies_rule_3(small_run, tmp_path, capsys, monkeypatch):
     import json
 
+    from ov_autoplace_lab.training import distributed
     from ov_autoplace_lab.training.amortise import main
 
+    def in_process(fn, items, on_result, **_):  # the same rows, without a second local Ray beside the suite's
+        for item in items:
+            on_result(item, fn(item))
+        return []
+
+    monkeypatch.setattr(distributed, "run_tasks", in_process)
     directory, _, output = small_run
     out = tmp_path / "v.json"
     assert main(["evaluate", "--dir", str(directory), "--num-cpus", "1", "--no-progress", "--validation-only",
