@@ -127,6 +127,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_wider_data(parser: argparse.ArgumentParser, prefix: str) -> None:
+    """The wider kinds' and the hole variants' options, the same for the targets and for training on them."""
+    parser.add_argument("--wider-family-count", type=int, default=0,
+                        help=f"{prefix}this many seeds of each of graph_family.WIDER_KINDS (mbconv_se, "
+                             "window_attention, segmentation, encoder_decoder)")
+    parser.add_argument("--hole-variants", type=int, default=0,
+                        help=f"{prefix}every graph on every platform in this many op-support-hole variants "
+                             "(targets.op_support_holes: one device without one or two of the graph's rarer op types)")
+
+
 def _policies(given: Sequence[str]) -> dict[str, str]:
     """``--policy`` values (``NAME=PATH`` or ``PATH``, named by its stem) as {name: path}."""
     return dict(p.split("=", 1) if "=" in p else (Path(p).stem, p) for p in given)
@@ -196,12 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--family-variants", type=int, default=2)
     t.add_argument("--extra-family-count", type=int, default=0,
                    help="seeds of each of graph_family.EXTRA_KINDS (detection, decoder, multibranch, state_space)")
-    t.add_argument("--wider-family-count", type=int, default=0,
-                   help="seeds of each of graph_family.WIDER_KINDS (mbconv_se, window_attention, "
-                        "segmentation, encoder_decoder)")
-    t.add_argument("--hole-variants", type=int, default=0,
-                   help="every graph on every platform in this many op-support-hole variants too (targets."
-                        "op_support_holes: one device without one or two of the graph's rarer op types)")
+    _add_wider_data(t, "")
     t.add_argument("--limit", type=int, default=0, help="only the first N specs (a smoke run)")
     t.add_argument("--all-data", action="store_true", help=ALL_DATA_HELP)
     t.add_argument("--unseen", action="store_true",
@@ -249,12 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "beside --output; a rerun trains only the seeds whose file is missing")
     r.add_argument("--extra-family-count", type=int, default=0,
                    help="train also on the targets of this many seeds of each graph_family.EXTRA_KINDS")
-    r.add_argument("--wider-family-count", type=int, default=0,
-                   help="train also on the targets of this many seeds of each of graph_family.WIDER_KINDS (mbconv_se, window_attention, "
-                        "segmentation, encoder_decoder)")
-    r.add_argument("--hole-variants", type=int, default=0,
-                   help="train also on every graph on every platform in this many op-support-hole variants too (targets."
-                        "op_support_holes: one device without one or two of the graph's rarer op types)")
+    _add_wider_data(r, "train also on ")
     r.add_argument("--exclude", action="append", default=[], metavar="KEY",
                    help="leave this training target out (repeatable; e.g. one whose search did not finish)")
     r.add_argument("--coarsening", choices=list(COARSENING_RULES),
