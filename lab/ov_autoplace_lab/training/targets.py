@@ -203,7 +203,8 @@ def op_support_holes(spec: TargetSpec, cost, graph: GraphArrays):
     full = [d for d in range(len(devices)) if np.isfinite(compute[active, d]).all()]
     keep = devices.index("CPU") if "CPU" in devices else (full[0] if full else 0)
     names, counts = np.unique(np.asarray(graph.op_types)[active], return_counts=True)
-    # a plugin misses the rarer ops, not the adds and multiplies every block has: types of at most a quarter of the nodes
+    # a plugin misses the rarer ops, not the adds and multiplies every block has: types of at most a quarter of
+    # the nodes
     types = sorted(set(names[counts <= max(1, active.sum() // 4)].tolist()) - _NEVER_HOLES)
     if not types or len(devices) < 2:
         return cost
@@ -392,5 +393,5 @@ def task_specs(graphs: list[str], platforms: list[str], variants: int, *, varian
 
 
 __all__ = ["DEFAULT_SIGMA", "FITS", "HOLE_VARIANTS", "MAX_SUBMODELS", "TargetCheckpointError", "TargetGenerationError",
-           "TargetOptions", "TargetSpec", "case_cost", "check_manifest", "generate_target", "load_graph", "load_target", "load_targets",
-           "op_support_holes", "run_sigma", "save_target", "target_path", "task_specs", "variant_platform"]
+           "TargetOptions", "TargetSpec", "case_cost", "check_manifest", "generate_target", "load_graph", "load_target",
+           "load_targets", "op_support_holes", "run_sigma", "save_target", "target_path", "task_specs", "variant_platform"]

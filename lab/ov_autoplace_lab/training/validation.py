@@ -72,6 +72,12 @@ def validate_row(args: tuple) -> dict:
             "draws_ms": [[v if math.isfinite(v) else None for v in r] for r in drawn.tolist()]}
 
 
+def _latencies(row: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A validation row's fitted [P] and drawn [K, P] latencies, infinite where a placement cannot run (None)."""
+    fitted = np.array([np.inf if v is None else v for v in row["fitted_ms"]])
+    return fitted, np.array([[np.inf if v is None else v for v in draw] for draw in row["draws_ms"]])
+
+
 def summarize_validation(rows: list[dict], policies: list[str]) -> dict[str, dict]:
     """Per policy over every (case, draw): median ratio to the draw's best, share within 5 %, share slower than the
     plain call; and under the fitted model: median ratio to the case's best, share slower than the plain call, and
@@ -81,8 +87,7 @@ def summarize_validation(rows: list[dict], policies: list[str]) -> dict[str, dic
         drawn, within, slower, fitted, fitted_slower, behind = [], [], [], [], [], []
         for r in rows:
             i, plain = r["names"].index(name), r["names"].index("ref:plain_call")
-            f = np.array([np.inf if v is None else v for v in r["fitted_ms"]])
-            d = np.array([[np.inf if v is None else v for v in row] for row in r["draws_ms"]])
+            f, d = _latencies(r)
             if "ref:heft" in r["names"] and np.isfinite(heft := f[r["names"].index("ref:heft")]):
                 behind.append(bool(f[i] > heft * (1 + 1e-9)))  # a tie is not behind; an infeasible pass is
             if np.isfinite(f[i]):
@@ -128,8 +133,7 @@ def heldout_rule_summary(rows: list[dict], policies: list[str]) -> dict[str, dic
         for r in rows:
             names = r["names"]
             i, singles = names.index(name), [k for k, n in enumerate(names) if n.startswith("ref:single:")]
-            f = np.array([np.inf if v is None else v for v in r["fitted_ms"]])
-            d = np.array([[np.inf if v is None else v for v in row] for row in r["draws_ms"]])
+            f, d = _latencies(r)
             within += bool(f[i] <= 1.05 * f.min())
             behind += bool("ref:heft" in names and f[i] > 1.01 * f[names.index("ref:heft")])
             for k in range(len(d)):
@@ -213,8 +217,9 @@ def validate_policies(directory: str | Path, policies: dict[str, str], sigma: fl
     table.append(f"docs/heldout.md's rule 3 ({len(rows)} rows; rows within 1.05x of the row's best and behind HEFT "
                  "by > 1 % under the fitted model, draws slower than the best single device):")
     for n, s in rule3.items():
-        table.append(f"{n:<16} {str(seen[n]):>13} {s['within_5pct_rows']:>4} within 1.05x {s['behind_heft_1pct_rows']:>4}"
-                     f" behind HEFT {pct(s['slower_than_best_single_draws']):>7} slower than one device "
+        table.append(f"{n:<16} {str(seen[n]):>13} {s['within_5pct_rows']:>4} within 1.05x "
+                     f"{s['behind_heft_1pct_rows']:>4} behind HEFT "
+                     f"{pct(s['slower_than_best_single_draws']):>7} slower than one device "
                      f"{num(s['median_ratio']):>8} median")
     rule3_choice = (choose_by_heldout_rule({n: s for n, s in rule3.items() if not seen[n] or n == shipped}, shipped)
                     if shipped in rule3 else None)
