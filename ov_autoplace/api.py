@@ -333,7 +333,9 @@ def _compile_model(model, device_name, config, *, weights, core, strategy, pins,
 _STATE_SYMPTOMS = (
     ("sibling output", "stateful rule 1/2: a variable's ReadValue and Assign on one device, in one submodel"),
     ("unordered_map::at", "stateful rule 1: a variable's ReadValue, the nodes between and its Assign on one device"),
-    ("undeclared parameters", "stateful rules 2/3: a variable in one submodel, its initializer with it"),
+    ("undeclared parameters", "stateful rules 2/3/4: a variable in one submodel, its initializer with it, no path "
+                              "out of its device and back"),
+    ("clone with new dims", "stateful rule 5: a layer's K and V caches with the attention that reads them"),
     ("has to extend (relax)", "stateful rule 3: a variable's initializer on its device, no shape value crossing"),
     ("beam", "the measuring feed's LLM rule: beam_idx within the batch"),
 )

@@ -78,3 +78,13 @@ def generate(compiled, prompt, steps: int, *, teacher: list[int] | None = None) 
         logits.append(last)
         tokens.append(int(teacher[len(tokens)]) if teacher is not None else int(np.argmax(last)))
     return tokens, logits
+
+
+def window_proposal(rng: np.random.Generator, active: np.ndarray, num_nodes: int) -> np.ndarray:
+    """A random proposal for two devices: one to three windows of ``active`` (node ids in topological order, 1-120
+    nodes each) on device 1, the rest on device 0 (``benchmarks/bench_stateful_splits.py`` and the LLM tests)."""
+    proposal = np.zeros(num_nodes, np.int64)
+    for _ in range(int(rng.integers(1, 4))):
+        start = int(rng.integers(0, active.size))
+        proposal[active[start:start + int(rng.integers(1, 121))]] = 1
+    return proposal

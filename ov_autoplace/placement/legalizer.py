@@ -17,8 +17,8 @@ from ov_autoplace.model.quant_patterns import keep_groups_together
 from ov_autoplace.placement.merge_to_bound import follow_consumers, merge_to_bound
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_joined_parts
 from ov_autoplace.placement.pins import Pin, parse_pins, unmatched_pin_message
-from ov_autoplace.placement.stateful import ONE_SUBMODEL_RULE, fill_between_pins, keep_state_together, \
-    one_device_for_state, split_variables
+from ov_autoplace.placement.stateful import ONE_SUBMODEL_RULE, REENTRY_RULE, fill_between_pins, \
+    keep_state_devices_whole, keep_state_together, one_device_for_state, split_variables
 
 #: Default bound on HETERO submodels (``compile_model``'s, and every benchmark's and training's): each submodel
 #: costs a switch and two tensor copies. Defined here, with the bound's enforcement, so the lab reads the same number
@@ -195,16 +195,30 @@ def legalize(
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
     device = full
 
-    # 6. a cycle through another device can still cut a variable's ReadValue from its Assign: one device then
+    # 5. no path leaves a device after its state and comes back (rule 4: splits HETERO refuses though rule 2 holds).
+    # Where only moving pins would undo a re-entry it stays: the compile says whether HETERO takes it
+    whole_holds = True
+    if graph.variables:
+        whole, whole_holds = keep_state_devices_whole(graph, device, active, support, locked)
+        whole_holds = whole_holds or bool(locked.any())
+        if whole:
+            device = follow_consumers(graph, device, active, pinned_anchor)
+            num_submodels = count_hetero_submodels(graph, device, active)
+            notes.append(f"{whole} node(s) moved so no path leaves a device after its state and comes back to it "
+                         "(stateful model)")
+
+    # 6. a cycle through another device can still cut a variable's ReadValue from its Assign: one device then, as
+    # where rule 4 could not be kept
     broken = split_variables(graph, device, active)
-    if broken:
+    if broken or not whole_holds:
         target = one_device_for_state(graph, device, active, support, locked, devices, broken)
         moved = active & (device != target)
         device = np.where(active, target, device)
         device = follow_consumers(graph, device, active, pinned_anchor)
         num_submodels = count_hetero_submodels(graph, device, active)
-        notes.append(f"{int(moved.sum())} node(s) moved to {devices[target]}: {ONE_SUBMODEL_RULE} was broken for "
-                     f"{len(broken)} variable(s), e.g. {graph.names[broken[0][0]]!r}")
+        why = (f"{ONE_SUBMODEL_RULE} was broken for {len(broken)} variable(s), e.g. {graph.names[broken[0][0]]!r}"
+               if broken else f"{REENTRY_RULE} could not be kept")
+        notes.append(f"{int(moved.sum())} node(s) moved to {devices[target]}: {why}")
 
     assignment = {graph.names[i]: devices[int(device[i])] for i in range(n)}
     if len(assignment) != n:

@@ -1,19 +1,25 @@
 """What HETERO (OpenVINO 2026.4) needs of a model that holds state (ReadValue / Assign: an LLM's KV cache).
 
-Found by compiling small stateful graphs and optimum-intel's decoders on the testbed; the three rules, each with
-the error HETERO gives when it is broken and what the legalizer does, are tabled in docs/architecture.md,
-"Submodels":
+Found by compiling small stateful graphs and optimum-intel's decoders on the testbed; the rules, each with the
+error HETERO gives when it is broken and what the legalizer does, are tabled in docs/architecture.md, "Stateful
+models":
 
 1. **One variable, one device**: a variable's ReadValue, its Assign and every node on a path between them.
 2. **One variable, one submodel**: the pair also in the same HETERO submodel (``submodels.py``'s split); broken,
    the model is kept on one device (a note says so) unless pins forbid that, which is a ``PinError``.
 3. **Initializers with their variable**: a ReadValue's initializer on its device (a shape value crossing devices
    breaks the compile); the part every layer shares is copied per device (``assignment.copy_shared_initializers``).
+4. **No way out and back**: no path leaves a device that holds a variable and comes back to a place the device
+   also reaches directly
+   (:func:`keep_state_devices_whole`). Sufficient, not HETERO's own rule: HETERO compiles most such splits, and
+   refused some that keep rule 2 (docs/bench/stateful-splits.md).
+5. **The attention with its caches**: the attention that reads a variable joins rule 1's group, so a layer's K
+   and V caches and their attention share a device (``_with_attention``).
 
-:func:`keep_state_together` applies (1) and (3) before the submodel bound is enforced (after
-:func:`fill_between_pins` where there are pins), :func:`split_variables` checks (2) after it and
-:func:`one_device_for_state` picks the device when it is broken; all run only for graphs with variables
-(``GraphArrays.variables``).
+:func:`keep_state_together` applies (1), (3) and (5) before the submodel bound is enforced (after
+:func:`fill_between_pins` where there are pins), :func:`keep_state_devices_whole` (4) after it, :func:`split_variables`
+checks (2) last and :func:`one_device_for_state` picks the device when (2) or (4) cannot be kept; all run only for
+graphs with variables (``GraphArrays.variables``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from ov_autoplace.placement.submodels import submodel_partition
 ONE_DEVICE_RULE = ("stateful rules 1 and 3 (a variable's ReadValue, its own initializer, the nodes between it and its "
                    "Assign, and the Assign on one device)")
 ONE_SUBMODEL_RULE = "stateful rule 2 (a variable's ReadValue and Assign in one HETERO submodel)"
+REENTRY_RULE = ("stateful rule 4 (no path leaves a device holding state and comes back to where the device also "
+                "reaches directly)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,10 +67,29 @@ def _reach(graph: GraphArrays, start: list[int], forward: bool) -> np.ndarray:
     return seen
 
 
-def state_groups(graph: GraphArrays) -> list[StateGroup]:
-    """One group per variable: rules 1 and 3 (its ReadValue, Assign, what lies between, its own initializer)."""
+#: Per graph, its state groups: they depend on the graph alone, and finding them is most of what legalizing a
+#: decoder costs (two reaches per variable), which the local search does for each placement it keeps.
+_STATE_GROUPS: "weakref.WeakKeyDictionary[GraphArrays, tuple[StateGroup, ...]]" = weakref.WeakKeyDictionary()
+
+
+def state_groups(graph: GraphArrays) -> tuple[StateGroup, ...]:
+    """One group per variable: rules 1 and 3 (its ReadValue, Assign, what lies between, its own initializer).
+    Computed once per graph; the arrays are read-only."""
     if not graph.variables:
-        return []
+        return ()
+    found = _STATE_GROUPS.get(graph)
+    if found is None:
+        found = _STATE_GROUPS[graph] = tuple(_read_only(g) for g in _find_state_groups(graph))
+    return found
+
+
+def _read_only(group: StateGroup) -> StateGroup:
+    for array in (group.members, group.voters):
+        array.setflags(write=False)
+    return group
+
+
+def _find_state_groups(graph: GraphArrays) -> list[StateGroup]:
     groups = []
     compute = graph.role == NodeRole.COMPUTE
     for read, write in graph.variables:
@@ -85,7 +112,54 @@ def state_groups(graph: GraphArrays) -> list[StateGroup]:
         private = init & (users == 1)
         if private.any():
             groups[k] = dataclasses.replace(groups[k], members=np.union1d(groups[k].members, np.flatnonzero(private)))
-    return groups
+    return _with_attention(graph, groups)
+
+
+def _with_attention(graph: GraphArrays, groups: list[StateGroup]) -> list[StateGroup]:
+    """Rule 5: the attention that reads a variable joins its group, with the nodes between (a KV cache's
+    ``Concat -> Unsqueeze -> Broadcast -> Reshape -> ScaledDotProductAttention``); a layer's K and V variables, read
+    by one attention, become one group. Splits that part a layer's two caches compile and fail at the first request
+    (``Can not clone with new dims``: the cache apart from its attention keeps the ``[?, h, 0, d]`` shape of
+    optimum-intel's initializer), and an attention away from its caches would copy them across devices at every
+    token. Followed forward along data edges only (not through ``ShapeOf``: the mask's shape paths reach every
+    layer) and never past an attention."""
+    found = []
+    for group in groups:
+        seen = np.zeros(graph.num_nodes, bool)
+        seen[group.members] = True
+        stack, reached = group.members.tolist(), []
+        while stack:
+            v = stack.pop()
+            for w in graph.successors(v).tolist():
+                if not seen[w] and graph.op_types[w] not in _SHAPE_OPS:
+                    seen[w] = True
+                    reached.append(w)
+                    if graph.op_types[w] != _ATTENTION:
+                        stack.append(w)
+        ends = [w for w in reached if graph.op_types[w] == _ATTENTION]
+        if ends:
+            into = _reach(graph, ends, False)  # the reached nodes on a way into one of those attentions
+            path = np.array([w for w in reached if into[w]], np.int64)
+            group = dataclasses.replace(group, members=np.union1d(group.members, path))
+        found.append(group)
+    return _merge_overlapping(found)
+
+
+_ATTENTION = "ScaledDotProductAttention"
+_SHAPE_OPS = frozenset({"ShapeOf"})
+
+
+def _merge_overlapping(groups: list[StateGroup]) -> list[StateGroup]:
+    """Groups that share a node, as one (in the order of their first variable)."""
+    merged: list[StateGroup] = []
+    for group in groups:
+        hits = [k for k, m in enumerate(merged) if np.intersect1d(m.members, group.members).size]
+        for k in reversed(hits):
+            other = merged.pop(k)
+            group = StateGroup(group.rule, np.union1d(other.members, group.members), f"{other.label}; {group.label}",
+                               np.union1d(other.voters, group.voters))
+        merged.insert(min(hits) if hits else len(merged), group)
+    return merged
 
 
 def _names(graph: GraphArrays, nodes, limit: int = 4) -> str:
@@ -181,6 +255,91 @@ def _split_on_dynamic(graph: GraphArrays, full: np.ndarray) -> list[tuple[int, i
     return sorted({pairs[pair] for pair in split_variables(graph.dynamic, device, active)})
 
 
+def _reentries(graph: GraphArrays, device: np.ndarray, active: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(between, reentered)`` for device ``d``: the active nodes on another device on a path that leaves ``d`` and
+    comes back to it, and the nodes of ``d`` downstream of them; both empty unless ``d`` also reaches one of the
+    latter on its own (from a node at or before where the way out starts, through ``d`` alone): HETERO must then cut
+    ``d``'s part around a cycle. A device left and re-entered only through the other (an embedding on the device of
+    the last layers, the layers between elsewhere) is a chain of submodels. Node ids are a topological order."""
+    n = graph.num_nodes
+    on_d = active & (device == d)
+    off = active & ~on_d
+    pred_ptr, pred = graph.predecessors_csr
+    succ_ptr, succ = graph.successors_csr
+    left = np.zeros(n, bool)  # off ``d``, reached from ``d`` through nodes off it
+    for v in np.flatnonzero(off).tolist():
+        ins = pred[pred_ptr[v]:pred_ptr[v + 1]]
+        left[v] = bool((on_d[ins] | left[ins]).any())
+    back = np.zeros(n, bool)  # off ``d``, reaching ``d`` through nodes off it
+    for v in np.flatnonzero(off)[::-1].tolist():
+        outs = succ[succ_ptr[v]:succ_ptr[v + 1]]
+        back[v] = bool((on_d[outs] | back[outs]).any())
+    between = left & back
+    none = np.zeros(n, bool)
+    if not between.any():
+        return none, none
+    upstream = np.zeros(n, bool)  # on ``d``: where the way out starts, or before it through ``d`` alone
+    for v in np.flatnonzero(on_d)[::-1].tolist():
+        outs = succ[succ_ptr[v]:succ_ptr[v + 1]]
+        upstream[v] = bool(between[outs].any() or (on_d[outs] & upstream[outs]).any())
+    after = np.zeros(n, bool)  # downstream of ``between``
+    direct = np.zeros(n, bool)  # on ``d``, reached from ``upstream`` through ``d`` alone
+    for v in np.flatnonzero(active).tolist():
+        ins = pred[pred_ptr[v]:pred_ptr[v + 1]]
+        after[v] = bool((between[ins] | after[ins]).any())
+        direct[v] = on_d[v] and bool((on_d[ins] & (upstream[ins] | direct[ins])).any())
+    if not (direct & after & on_d).any():
+        return none, none
+    return between, after & on_d
+
+
+def keep_state_devices_whole(graph: GraphArrays, device: np.ndarray, active: np.ndarray, support: np.ndarray,
+                             locked: np.ndarray) -> tuple[int, bool]:
+    """Rule 4, in place: no path leaves a device that holds a variable and comes back to it where the device also
+    gets there directly (:func:`_reentries`; a device left and re-entered only through the other, an embedding on
+    the device of the last layers, is a chain and kept). Returns how many nodes moved and whether the rule holds in
+    the end (False: only one device would do; the caller decides).
+
+    HETERO 2026.4 refuses some such splits of optimum-intel's decoders though rule 2 holds (a node of the last
+    layer's query path alone on the other device: ``Model references undeclared parameters``); every one of them had
+    such a path (docs/bench/stateful-splits.md: random splits, compiled). Each re-entry is undone the cheaper way, by
+    FLOPs moved: the nodes on the way out come back to the device (a variable among them with all of its group), or
+    the part of the device after them goes to theirs (never a variable's own nodes). Pinned nodes never move."""
+    groups = state_groups(graph)
+    if not groups:
+        return 0, True
+    group_of = np.full(graph.num_nodes, -1, np.int64)
+    for k, group in enumerate(groups):
+        group_of[group.members] = k
+    weight = np.maximum(graph.flops, 0.0) + 1.0
+    moved = 0
+    for _ in range(4 * len(groups) + 4):  # each round undoes one re-entry; a move can make another
+        reentry = None
+        for d in sorted({int(x) for x in device[(group_of >= 0) & active].tolist()}):
+            between, after = _reentries(graph, device, active, d)
+            if between.any():
+                reentry = d, between, after
+                break
+        if reentry is None:
+            return moved, True
+        d, between, after = reentry
+        pull = between.copy()  # the way out, with every variable it touches whole
+        for k in np.unique(group_of[between & (group_of >= 0)]).tolist():
+            pull[groups[k].members] = True
+        pull &= active & (device != d)
+        target = int(np.bincount(device[between], minlength=support.shape[1]).argmax())
+        can_pull = not (pull & locked).any() and support[pull, d].all()
+        can_push = not (after & (locked | (group_of >= 0))).any() and support[after, target].all()
+        if can_pull and (not can_push or weight[pull].sum() <= weight[after].sum()):
+            device[pull], count = d, int(pull.sum())
+        elif can_push:
+            device[after], count = target, int(after.sum())
+        else:
+            return moved, False
+        moved += count
+    return moved, False
+
+
 def _nearest_locked(graph: GraphArrays, device: np.ndarray, locked: np.ndarray, forward: bool) -> np.ndarray:
     """Per node, the device of the nearest pinned nodes along ``forward`` (downstream) or upstream edges; -1 where
     none is reached or the nearest ones disagree."""
@@ -236,5 +395,5 @@ def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndar
     return pinned[0] if pinned else able[0]
 
 
-__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "StateGroup", "keep_state_together",
-           "one_device_for_state", "split_variables", "state_groups"]
+__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_state_devices_whole",
+           "keep_state_together", "one_device_for_state", "split_variables", "state_groups"]

@@ -40,7 +40,8 @@ class RefineResult:
     moves: int
     seconds: float
     # converged | evaluations | seconds | rounds | rejected | heterosplit (HETERO's own split predicted faster) |
-    # unproven (the gain over HETERO's own split is within the spread) | loaded (a loaded profile proves nothing)
+    # unproven (the gain over HETERO's own split is within the spread) | loaded (a loaded profile proves nothing) |
+    # overflow (no placement it priced fits the devices' memory: its best is returned, for the memory fit)
     stopped: str
     spread_ms: float = 0.0  # spread of the move from the input (legal) to ``proposal`` (0: noise-free or no move)
 
@@ -273,6 +274,10 @@ class LocalSearchRefiner:
         HETERO's own split (each node on the first device that runs it) always fits the bound (it is what
         effective_max_submodels raises the bound to) and is what the plain call runs: never return anything
         predicted slower, nor anything whose gain over it is noise."""
+        if not np.isfinite(result.final_ms):  # nothing it priced fits the devices' memory: the memory fit decides
+            result.stopped = "overflow"  # (HETERO's own split may fit where the fit of this one is faster)
+            result.seconds = time.perf_counter() - start
+            return result
         forced = np.where(self.terms.active, np.argmax(self.support, axis=1), 0)
         forced_ms, forced_device = self._legal_ms(forced)
         spread = self.terms.move_spread_ms(forced_device, device)

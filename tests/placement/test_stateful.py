@@ -10,7 +10,7 @@ from ov_autoplace.errors import PinError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.placement.pins import Pin
-from ov_autoplace.placement.stateful import state_groups
+from ov_autoplace.placement.stateful import keep_state_together, state_groups
 from tests import synthetic_graphs as sg
 from tests.synthetic_graphs import stateful_layers
 
@@ -154,10 +154,13 @@ def test_rule_2_is_judged_on_the_dynamic_model_a_static_clone_was_made_from():
     first layer's input norm on the second device keeps each variable in one submodel on the clone, and cuts them
     apart on the dynamic model HETERO compiles (an optimum-intel export so split does not compile:
     tests/models/test_llm.py). With the dynamic graph that placement_graph carries, what the legalizer returns
-    keeps rule 2 there too; a split of the last layer's MLP and the head stays a split."""
+    keeps rule 2 there too; a split of the last layer's MLP and the head stays a split. (Legalised on the clone
+    alone, rule 4 undoes this split too: the norm sits on a path out of and back into the device holding layer 0's
+    state.)"""
     from ov_autoplace.graph.arrays import NodeRole
     from ov_autoplace.model.prepare import placement_graph
     from ov_autoplace.placement.legalizer import constant_subgraph_mask
+    from ov_autoplace.placement.merge_to_bound import follow_consumers
     from ov_autoplace.placement.stateful import split_variables
 
     model, prepared = _tiny_prefill()
@@ -173,12 +176,12 @@ def test_rule_2_is_judged_on_the_dynamic_model_a_static_clone_was_made_from():
 
     norm = np.zeros(graph.num_nodes, np.int64)  # layer 0's RMSNorm up to its weight: Power ... Divide
     norm[graph.op_types.index("Power"):graph.successors(graph.names.index("model.layers.0.input_layernorm.weight"))[0]] = 1
-    on_bare, _ = legal(bare, norm)
-    assert len(set(on_bare[active].tolist())) == 2 and not split_variables(bare, on_bare, active)
-    assert len(split_variables(graph, on_bare, active)) == len(graph.variables) == 4
+    split = follow_consumers(bare, np.where(active, norm, -1), active, np.zeros_like(active))
+    assert len(set(split[active].tolist())) == 2 and not split_variables(bare, split, active)
+    assert len(split_variables(graph, split, active)) == len(graph.variables) == 4
     on_dynamic, placement = legal(graph, norm)
     assert not split_variables(graph, on_dynamic, active)
-    assert any("rule 2" in note for note in placement.notes)
+    assert any("rule 2" in note or "comes back" in note for note in placement.notes)  # rule 4 may come first
     tail = np.zeros(graph.num_nodes, np.int64)
     tail[graph.names.index("model.layers.1.mlp.gate_proj.weight"):] = 1  # the last MLP, the final norm, the head
     on_dynamic, _ = legal(graph, tail)
@@ -198,3 +201,105 @@ def test_a_request_for_a_dynamic_decoder_places_on_a_graph_that_carries_the_dyna
     static = build_request(sg.residual(), f32_testbed.hetero, core=f32_testbed.core)  # placed as it is
     assert static.placement_model is static.model
     assert static.placement_graph(prepare_model(static.placement_model)).dynamic is None
+
+
+def _three_layers(f32_testbed, on_second: set[str], pins=()):
+    """``stateful_layers(3, head=True)`` with ``on_second`` proposed on CPUF, legalised."""
+    model = stateful_layers(layers=3, head=True)
+    graph = extract_graph(model)
+    support = query_support(f32_testbed.core, model, graph, DEVICES)
+    proposal = np.array([1 if name in on_second else 0 for name in graph.names])
+    return model, legalize(graph, proposal, DEVICES, support, pins=pins)
+
+
+def _layer(k: int) -> set[str]:
+    return {f"{name}{k}" for name in ("init", "rv", "reorder", "proj", "cat", "assign", "mean", "act")}
+
+
+def test_a_device_left_and_reentered_only_through_the_other_is_a_chain_that_runs(f32_testbed):
+    """The last layer on CPUF and the head back on CPU: a path leaves CPU, which holds the first layers' variables,
+    and comes back, but CPU reaches the head only through CPUF: three submodels in a chain, which HETERO compiles
+    and which generates as the plain compile. Rule 4 leaves it."""
+    model, placement = _three_layers(f32_testbed, _layer(2))
+    assert placement.assignment["head"] == "CPU" and placement.assignment["rv1"] == "CPU"
+    assert {placement.assignment[n] for n in _layer(2)} == {"CPUF"}
+    assert not any("comes back" in note for note in placement.notes)
+    clone = model.clone()
+    placement.apply(clone)
+    got = _generate(f32_testbed.core.compile_model(clone, "HETERO:CPU,CPUF"))
+    for a, b in zip(got, _generate(f32_testbed.core.compile_model(model, "CPU"))):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_node_on_the_way_out_and_back_returns_to_the_device_holding_state(f32_testbed):
+    """mean1 alone on CPUF: a path from layer 1's state (CPU) through it back to CPU. Rule 2 holds (layer 1's
+    ReadValue and Assign are both upstream of it); rule 4 brings the one node back rather than move the rest."""
+    _, placement = _three_layers(f32_testbed, {"mean1"})
+    assert set(placement.assignment.values()) == {"CPU"}
+    assert any("comes back" in note for note in placement.notes)
+
+
+def test_pins_that_reenter_a_device_holding_state_are_left_to_the_compile(f32_testbed):
+    """Rule 4 is sufficient, not necessary (HETERO compiles most re-entries): pinned nodes never move for it and no
+    PinError is raised; where pins make the re-entry the placement keeps them."""
+    pins = [Pin("CPUF", name=name) for name in sorted(_layer(2))] + [Pin("CPU", name="head")]
+    _, placement = _three_layers(f32_testbed, set(), pins=pins)
+    assert placement.assignment["head"] == "CPU" and placement.assignment["proj2"] == "CPUF"
+
+
+def test_a_layers_attention_joins_its_kv_variables_in_one_group():
+    """Rule 5: each layer's ScaledDotProductAttention reads its K and V caches; it joins their groups, which become
+    one per layer, on the clone and on the dynamic model (where the mask's shape paths from every cache reach every
+    layer's attention, and are not followed)."""
+    from ov_autoplace.model.prepare import prepare_model
+
+    model, clone = _tiny_prefill()
+    for graph in (extract_graph(clone), extract_graph(prepare_model(model))):
+        groups = state_groups(graph)
+        attention = [i for i, op in enumerate(graph.op_types) if op == "ScaledDotProductAttention"]
+        assert len(groups) == len(attention) == len(graph.variables) // 2
+        for group, sdpa in zip(groups, attention):
+            members = set(group.members.tolist())
+            assert sdpa in members and len(members & set(attention)) == 1
+            assert sum(graph.op_types[i] == "ReadValue" for i in members) == 2
+            assert group.label.count(" / Assign ") == 2
+
+
+def test_an_attention_alone_on_another_device_comes_back_to_its_cache():
+    """The last layer's attention proposed alone on the second device would read both caches across devices at
+    every token (and the CPU plugin then cannot run the cache: ``Can not clone with new dims``); rule 5 keeps it
+    with them."""
+    from ov_autoplace.model.prepare import placement_graph
+
+    model, clone = _tiny_prefill()
+    graph = placement_graph(clone, model)
+    sdpa = [i for i, op in enumerate(graph.op_types) if op == "ScaledDotProductAttention"][-1]
+    proposal = np.zeros(graph.num_nodes, np.int64)
+    proposal[sdpa] = 1
+    placement = legalize(graph, proposal, DEVICES, np.ones((graph.num_nodes, 2), bool))
+    assert set(placement.assignment.values()) == {"CPU"}
+
+
+def test_a_path_out_of_a_device_before_its_state_is_not_a_reentry():
+    """Rule 4 looks only at paths leaving a device after a variable it holds: a device that runs something before
+    its own layers (an embedding; here layer 0's projection) and then the last layer with its state and the head
+    is a pipeline with a detour, and stays as it is. Leaving after its state (layer 1's KV concat, out to the
+    other device and back into layer 1's activation; or layer 0, out through layer 1, back into layer 2) is a
+    re-entry."""
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace.placement.legalizer import constant_subgraph_mask
+    from ov_autoplace.placement.stateful import keep_state_devices_whole
+
+    graph = extract_graph(stateful_layers(layers=3, head=True))
+    active = (graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
+    support, locked = np.ones((graph.num_nodes, 2), bool), np.zeros(graph.num_nodes, bool)
+
+    def moved(on_second: set[str]) -> int:
+        device = np.where(active, [1 if n in on_second else 0 for n in graph.names], -1).astype(np.int64)
+        keep_state_together(graph, device, active, support, locked, DEVICES, [])
+        return keep_state_devices_whole(graph, device, active, support, locked)[0]
+
+    add2 = {graph.names[i] for i in graph.predecessors(graph.names.index("act2")).tolist()}  # the layer's unnamed Add
+    assert moved({"proj0", "head"} | _layer(2) | add2) == 0
+    assert moved(_layer(1)) == 0  # layers 0 and 2 reach each other only through layer 1: a chain
+    assert moved({"mean1"}) == 1  # layer 1's projection reaches its Add directly, and through mean1
