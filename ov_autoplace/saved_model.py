@@ -1,21 +1,6 @@
 """``ov_autoplace.save_model``: an IR that carries its placement, for ``compile_model`` on another machine.
 
-``ov.save_model`` of a placed model keeps no affinity: the IR serializer writes
-no node's ``rt_info["affinity"]`` (and ``compile_model`` sets the affinities on
-a prepared clone, never on the user's model). ``save_model`` writes the user's
-model unchanged plus the placement in the model's own rt_info
-(``placement/portable.py``: ``<rt_info><ov_autoplace><placement value=...>``),
-keyed by node identity, so a re-conversion of the same architecture under new
-friendly names still finds it. :func:`load_placed` reads it back.
-
-A model with dynamic dimensions is placed on its static clone at the
-placement shapes (``shapes=``, default as in ``compile_model``); the IR stays
-dynamic and stores the placement with those shapes. ``compile_model`` of the
-IR rebuilds the clone at the stored shapes, matches it, and carries the
-placement over to the dynamic model (``decision/stored_placement.py``). Before writing,
-a split is compiled dynamic and run once at the placement shapes, so an IR
-never carries a split HETERO cannot run (``DynamicSplitError`` here instead
-of a fallback on every load).
+The rest of this overview: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """One private cache root for everything ov_autoplace writes, and OpenVINO's blob cache left to the user.
 
-Layout under the root (``cache_dir=``, else ``$OV_AUTOPLACE_CACHE_DIR``, else
-``$XDG_CACHE_HOME/ov_autoplace``, else ``~/.cache/ov_autoplace``)::
-
-    placements/   placement cache entries (cache.py) and the single-device index
-    profiles/     measured profiles and link profiles (unless $OV_AUTOPLACE_PROFILE_DIR says otherwise)
-    support/      which device supports which node (support_store.py)
-    openvino/     OpenVINO's compiled blobs, only when the caller opts in with cache_blobs=True
-    workers/      background profiling: one private folder per model (decision/background_worker.py)
-
-Private by default, like ssh with its keys: folders 0700 and files 0600; a root owned by another user or
-writable by group/others is refused with one WARNING per process, and placement goes on without the cache
-(docs/cache.md, "Hostile files and shared machines"). OpenVINO's own blob cache (``CACHE_DIR``) belongs to the
-user: used as set, none enabled unless ``cache_blobs=True`` asks for ``<root>/openvino`` (docs/cache.md,
-"OpenVINO's blob cache is the user's"; ``clear_cache`` and ``BLOB_MIN_FREE_BYTES``: "Hostile files").
+The rest of this overview: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

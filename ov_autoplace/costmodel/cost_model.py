@@ -1,14 +1,6 @@
 """A placement cost model: what each node costs on each device, and what crossing costs.
 
-The common currency of the profiler (measured), the simulated platforms, the simulator, the exact optimum and the
-heuristics. It encodes HETERO's execution model: submodels run one after another, so a placement's latency is the
-*sum* of every compute node's time on its device (``compute_ms[i, d]``, or ``unfused_ms`` for both nodes of a fused
-pair ``fused_into[i] = j`` that a cut separates), every tensor that crosses devices once per (producer output,
-consumer device) (``link_latency_ms[a, b] + bytes * link_ms_per_byte[a, b]``; Constants never cross, Results never
-count), and ``submodel_overhead_ms[d]`` per same-device island of compute nodes; a device's weights plus its largest
-activation must fit ``device_memory_bytes[d]``. Measured models also carry spreads (``compute_spread_ms``,
-``e2e_spread_ms``; ``None`` = noise-free) and ``loaded`` (gains unproven). Details: docs/cost-model.md, "The
-execution model a CostModel encodes".
+The rest of this overview: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

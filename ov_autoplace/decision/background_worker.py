@@ -1,15 +1,6 @@
 """Background profiling and verification: the app runs now; a detached worker measures for the next start.
 
-``spawn_worker`` (called by ``compile_model`` after the app's model is compiled, with ``profile="background"`` or
-when a placement awaits its verification) gives the model a private folder ``<root>/workers/<digest>/``, takes
-its lock, writes the model copy and ``spec.json`` in a thread, and starts ``python -m
-ov_autoplace.decision.background_worker <cache root> <digest>`` in its own session. The worker takes no path from
-data (it recomputes its folder, refuses a folder that is not private and a spec that does not hash to the
-digest), rebuilds the devices with the app's properties as OpenVINO *values* (``devices/properties.py``), checks
-that it sees the model and devices the app saw, profiles, places with the HSDAG policy on the measured costs,
-verifies (``verification.py``) and overwrites the cache entry the app reads next, with the evidence. Its folder,
-lock and failure record: ``worker_files.py``; the state ``ov-autoplace cache list`` shows: ``worker_state.py``.
-Why each rule, failures and abstentions: docs/cache.md, "The background worker".
+The rest of this overview: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """A user's input sample (``inputs=``): what the measuring paths feed the model where a convention cannot guess.
 
-Measuring (``profile="now"``, the explicit strategies, the verification) feeds every input an array: an LLM's by
-its conventions (``devices/timing.llm_convention``), others random. A model whose inputs need values no
-convention knows (an id range, a mask pattern, a modality's layout) is given a sample instead:
-``compile_model(model, device, inputs={"input_ids": ids, ...})``. The sample's shapes are the placement shapes
-unless ``shapes=`` is given too (then they must agree). Inputs the sample leaves out are fed by the conventions.
-
-:func:`check_input_sample` checks the sample against the model before anything is compiled: every name an input
-of the model, every array of a dtype the input takes and a shape it accepts, and the LLM rules a generation
-relies on (``beam_idx`` within the batch, ``input_ids`` within the vocabulary); a sample the model would reject
-is a :class:`~ov_autoplace.errors.ShapeError` naming the input, the value and what would work.
+The rest of this overview: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """Quantization patterns the legalizer must keep on one device.
 
-OpenVINO runs an int8 model as int8 only when its low-precision
-transformations see a quantization pattern whole, inside one compiled
-(sub)model:
-
-* ``FakeQuantize -> op``: the FakeQuantize on an activation and the op it
-  feeds (Convolution, MatMul, ...) fuse into one u8/i8 kernel. Split across
-  HETERO submodels, the op gets an f32 tensor and runs in f32 (measured: one
-  convolution went u8 -> f32 and the outputs moved by ~0.9 %).
-* ``Convert(int) -> [Subtract] -> [Multiply] -> op``: a dequantization
-  subgraph on a non-constant int8 tensor and the op it feeds. (On weights
-  the same subgraph is constant-only and already follows its consumer,
-  see ``legalize.constant_subgraph_mask``.)
-
-:func:`quantization_groups` returns the node sets that must share a device;
-the legalizer moves each group to one device before it merges islands, so
-island merging (which moves whole connected same-device islands) keeps them
-together.
+The rest of this overview: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

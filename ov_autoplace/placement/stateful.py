@@ -1,25 +1,7 @@
 """What HETERO (OpenVINO 2026.4) needs of a model that holds state (ReadValue / Assign: an LLM's KV cache).
 
-Found by compiling small stateful graphs and optimum-intel's decoders on the testbed; the rules, each with the
-error HETERO gives when it is broken and what the legalizer does, are tabled in docs/architecture.md, "Stateful
-models":
-
-1. **One variable, one device**: a variable's ReadValue, its Assign and every node on a path between them.
-2. **One variable, one submodel**: the pair also in the same HETERO submodel (``submodels.py``'s split); broken,
-   the model is kept on one device (a note says so) unless pins forbid that, which is a ``PinError``.
-3. **Initializers with their variable**: a ReadValue's initializer on its device (a shape value crossing devices
-   breaks the compile); the part every layer shares is copied per device (``assignment.copy_shared_initializers``).
-4. **No way out and back**: no path leaves a device that holds a variable and comes back to a place the device
-   also reaches directly
-   (:func:`keep_state_devices_whole`). Sufficient, not HETERO's own rule: HETERO compiles most such splits, and
-   refused some that keep rule 2 (docs/bench/stateful-splits.md).
-5. **The attention with its caches**: the attention that reads a variable joins rule 1's group, so a layer's K
-   and V caches and their attention share a device (``_with_attention``).
-
-:func:`keep_state_together` applies (1), (3) and (5) before the submodel bound is enforced (after
-:func:`fill_between_pins` where there are pins), :func:`keep_state_devices_whole` (4) after it, :func:`split_variables`
-checks (2) last and :func:`one_device_for_state` picks the device when (2) or (4) cannot be kept; all run only for
-graphs with variables (``GraphArrays.variables``).
+The rules, what HETERO says when each is broken and what the legalizer does: docs/architecture.md, "Stateful
+models"; this module's notes: its "Module notes".
 """
 
 from __future__ import annotations
@@ -53,7 +35,8 @@ class StateGroup:
     voters: np.ndarray  # the members that choose the device: the variable's own nodes, not its initializer
 
 
-def _reach(graph: GraphArrays, start: list[int], forward: bool) -> np.ndarray:
+def _reach(graph: GraphArrays, start, forward: bool, through: np.ndarray | None = None) -> np.ndarray:
+    """The nodes ``start`` reaches (itself included) along edges forward or backward, entering only ``through``."""
     indptr, indices = graph.successors_csr if forward else graph.predecessors_csr
     seen = np.zeros(graph.num_nodes, dtype=bool)
     stack = list(start)
@@ -61,32 +44,32 @@ def _reach(graph: GraphArrays, start: list[int], forward: bool) -> np.ndarray:
     while stack:
         v = stack.pop()
         for w in indices[indptr[v]:indptr[v + 1]].tolist():
-            if not seen[w]:
+            if not seen[w] and (through is None or through[w]):
                 seen[w] = True
                 stack.append(w)
     return seen
 
 
-#: Per graph, its state groups: they depend on the graph alone, and finding them is most of what legalizing a
-#: decoder costs (two reaches per variable), which the local search does for each placement it keeps.
+def _next(graph: GraphArrays, nodes: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """The nodes of ``among`` an edge from ``nodes`` leads to."""
+    out = np.zeros(graph.num_nodes, dtype=bool)
+    out[graph.edge_dst[nodes[graph.edge_src]]] = True
+    return out & among
+
+
+#: Per graph, its state groups: finding them was most of what legalizing a decoder cost.
 _STATE_GROUPS: "weakref.WeakKeyDictionary[GraphArrays, tuple[StateGroup, ...]]" = weakref.WeakKeyDictionary()
 
 
 def state_groups(graph: GraphArrays) -> tuple[StateGroup, ...]:
     """One group per variable: rules 1 and 3 (its ReadValue, Assign, what lies between, its own initializer).
-    Computed once per graph; the arrays are read-only."""
+    Computed once per graph."""
     if not graph.variables:
         return ()
     found = _STATE_GROUPS.get(graph)
     if found is None:
-        found = _STATE_GROUPS[graph] = tuple(_read_only(g) for g in _find_state_groups(graph))
+        found = _STATE_GROUPS[graph] = tuple(_find_state_groups(graph))
     return found
-
-
-def _read_only(group: StateGroup) -> StateGroup:
-    for array in (group.members, group.voters):
-        array.setflags(write=False)
-    return group
 
 
 def _find_state_groups(graph: GraphArrays) -> list[StateGroup]:
@@ -123,24 +106,15 @@ def _with_attention(graph: GraphArrays, groups: list[StateGroup]) -> list[StateG
     optimum-intel's initializer), and an attention away from its caches would copy them across devices at every
     token. Followed forward along data edges only (not through ``ShapeOf``: the mask's shape paths reach every
     layer) and never past an attention."""
+    attention = np.array([op == _ATTENTION for op in graph.op_types], bool)
+    walk = ~attention & ~np.array([op in _SHAPE_OPS for op in graph.op_types], bool)
     found = []
     for group in groups:
-        seen = np.zeros(graph.num_nodes, bool)
-        seen[group.members] = True
-        stack, reached = group.members.tolist(), []
-        while stack:
-            v = stack.pop()
-            for w in graph.successors(v).tolist():
-                if not seen[w] and graph.op_types[w] not in _SHAPE_OPS:
-                    seen[w] = True
-                    reached.append(w)
-                    if graph.op_types[w] != _ATTENTION:
-                        stack.append(w)
-        ends = [w for w in reached if graph.op_types[w] == _ATTENTION]
-        if ends:
-            into = _reach(graph, ends, False)  # the reached nodes on a way into one of those attentions
-            path = np.array([w for w in reached if into[w]], np.int64)
-            group = dataclasses.replace(group, members=np.union1d(group.members, path))
+        reached = _reach(graph, group.members.tolist(), True, walk)
+        ends = _next(graph, reached, attention)
+        if ends.any():
+            path = (reached & _reach(graph, np.flatnonzero(ends).tolist(), False)) | ends
+            group = dataclasses.replace(group, members=np.union1d(group.members, np.flatnonzero(path)))
         found.append(group)
     return _merge_overlapping(found)
 
@@ -258,39 +232,17 @@ def _split_on_dynamic(graph: GraphArrays, full: np.ndarray) -> list[tuple[int, i
 def _reentries(graph: GraphArrays, device: np.ndarray, active: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     """``(between, reentered)`` for device ``d``: the active nodes on another device on a path that leaves ``d`` and
     comes back to it, and the nodes of ``d`` downstream of them; both empty unless ``d`` also reaches one of the
-    latter on its own (from a node at or before where the way out starts, through ``d`` alone): HETERO must then cut
-    ``d``'s part around a cycle. A device left and re-entered only through the other (an embedding on the device of
-    the last layers, the layers between elsewhere) is a chain of submodels. Node ids are a topological order."""
-    n = graph.num_nodes
+    latter on its own (from a node at or before where the way out starts, through ``d`` alone)."""
     on_d = active & (device == d)
-    off = active & ~on_d
-    pred_ptr, pred = graph.predecessors_csr
-    succ_ptr, succ = graph.successors_csr
-    left = np.zeros(n, bool)  # off ``d``, reached from ``d`` through nodes off it
-    for v in np.flatnonzero(off).tolist():
-        ins = pred[pred_ptr[v]:pred_ptr[v + 1]]
-        left[v] = bool((on_d[ins] | left[ins]).any())
-    back = np.zeros(n, bool)  # off ``d``, reaching ``d`` through nodes off it
-    for v in np.flatnonzero(off)[::-1].tolist():
-        outs = succ[succ_ptr[v]:succ_ptr[v + 1]]
-        back[v] = bool((on_d[outs] | back[outs]).any())
-    between = left & back
-    none = np.zeros(n, bool)
+    off, ids = active & ~on_d, np.flatnonzero(on_d).tolist()
+    between = _reach(graph, ids, True, off) & _reach(graph, ids, False, off) & off
+    none = np.zeros(graph.num_nodes, dtype=bool)
     if not between.any():
         return none, none
-    upstream = np.zeros(n, bool)  # on ``d``: where the way out starts, or before it through ``d`` alone
-    for v in np.flatnonzero(on_d)[::-1].tolist():
-        outs = succ[succ_ptr[v]:succ_ptr[v + 1]]
-        upstream[v] = bool(between[outs].any() or (on_d[outs] & upstream[outs]).any())
-    after = np.zeros(n, bool)  # downstream of ``between``
-    direct = np.zeros(n, bool)  # on ``d``, reached from ``upstream`` through ``d`` alone
-    for v in np.flatnonzero(active).tolist():
-        ins = pred[pred_ptr[v]:pred_ptr[v + 1]]
-        after[v] = bool((between[ins] | after[ins]).any())
-        direct[v] = on_d[v] and bool((on_d[ins] & (upstream[ins] | direct[ins])).any())
-    if not (direct & after & on_d).any():
-        return none, none
-    return between, after & on_d
+    upstream = _reach(graph, np.flatnonzero(between).tolist(), False, on_d) & on_d  # the way out and before it
+    direct = _reach(graph, np.flatnonzero(_next(graph, upstream, on_d)).tolist(), True, on_d)
+    after = _reach(graph, np.flatnonzero(between).tolist(), True, active) & on_d
+    return (between, after) if (direct & after).any() else (none, none)
 
 
 def keep_state_devices_whole(graph: GraphArrays, device: np.ndarray, active: np.ndarray, support: np.ndarray,

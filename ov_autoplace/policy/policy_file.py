@@ -1,13 +1,6 @@
 """A trained HSDAG policy as one ``.npz`` file that inference can read without torch.
 
-Every parameter as a float32 or float16 array under its state-dict name, plus a JSON ``__header__`` (format
-version, the writing ov_autoplace version, the :class:`HSDAGConfig`, feature names, parameter shapes, metadata, and
-how the weights are stored). float16 weights are stored as two byte planes, optionally rounded to fewer mantissa bits;
-rounded ones are packed (the high plane xz-compressed, the low plane without its always-zero bits) so the wheel
-carries only what the weights hold. The loader upcasts them to float32. Pure numpy + json at load, read with
-``allow_pickle=False`` so a policy file cannot run code. The layout field by field: docs/policy.md, "The policy
-file". Only the lab writes policy files (``ov_autoplace_lab.policy_export``: ``export_policy``, ``write_policy_file``,
-``convert_policy_file``); this module reads them and defines the format both sides keep to.
+The rest of this overview: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations
