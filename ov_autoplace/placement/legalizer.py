@@ -195,8 +195,8 @@ def legalize(
             notes.append(f"merged islands: {before} -> {num_submodels} submodels (bound {bound})")
     device = full
 
-    # 5. no path leaves a device after its state and comes back (rule 4: splits HETERO refuses though rule 2 holds).
-    # Where only moving pins would undo a re-entry it stays: the compile says whether HETERO takes it
+    # 5. rule 4 (REENTRY_RULE: splits HETERO refuses though rule 2 holds). Where only moving pins would undo a
+    # re-entry it stays: the compile says whether HETERO takes it
     whole_holds = True
     if graph.variables:
         whole, whole_holds = keep_state_devices_whole(graph, device, active, support, locked)
@@ -204,8 +204,7 @@ def legalize(
         if whole:
             device = follow_consumers(graph, device, active, pinned_anchor)
             num_submodels = count_hetero_submodels(graph, device, active)
-            notes.append(f"{whole} node(s) moved so no path leaves a device after its state and comes back to it "
-                         "(stateful model)")
+            notes.append(f"{whole} node(s) moved under {REENTRY_RULE}")
 
     # 6. a cycle through another device can still cut a variable's ReadValue from its Assign: one device then, as
     # where rule 4 could not be kept

@@ -239,9 +239,10 @@ def _reentries(graph: GraphArrays, device: np.ndarray, active: np.ndarray, d: in
     none = np.zeros(graph.num_nodes, dtype=bool)
     if not between.any():
         return none, none
-    upstream = _reach(graph, np.flatnonzero(between).tolist(), False, on_d) & on_d  # the way out and before it
+    out = np.flatnonzero(between).tolist()
+    upstream = _reach(graph, out, False, on_d) & on_d  # the way out and before it
     direct = _reach(graph, np.flatnonzero(_next(graph, upstream, on_d)).tolist(), True, on_d)
-    after = _reach(graph, np.flatnonzero(between).tolist(), True, active) & on_d
+    after = _reach(graph, out, True, active) & on_d
     return (between, after) if (direct & after).any() else (none, none)
 
 
@@ -253,8 +254,8 @@ def keep_state_devices_whole(graph: GraphArrays, device: np.ndarray, active: np.
     the end (False: only one device would do; the caller decides).
 
     HETERO 2026.4 refuses some such splits of optimum-intel's decoders though rule 2 holds (a node of the last
-    layer's query path alone on the other device: ``Model references undeclared parameters``); every one of them had
-    such a path (docs/bench/stateful-splits.md: random splits, compiled). Each re-entry is undone the cheaper way, by
+    layer's query path alone on the other device: ``Model references undeclared parameters``); of the random splits
+    rules 1-3 kept that failed, all but rule 5's had one (docs/bench/stateful-splits.md). Each re-entry is undone the cheaper way, by
     FLOPs moved: the nodes on the way out come back to the device (a variable among them with all of its group), or
     the part of the device after them goes to theirs (never a variable's own nodes). Pinned nodes never move."""
     groups = state_groups(graph)

@@ -267,8 +267,7 @@ def test_a_layers_attention_joins_its_kv_variables_in_one_group():
 
 def test_an_attention_alone_on_another_device_comes_back_to_its_cache():
     """The last layer's attention proposed alone on the second device would read both caches across devices at
-    every token (and the CPU plugin then cannot run the cache: ``Can not clone with new dims``); rule 5 keeps it
-    with them."""
+    every token (HETERO runs that, but copies the whole cache each time); rule 5 keeps it with them."""
     from ov_autoplace.model.prepare import placement_graph
 
     model, clone = _tiny_prefill()
@@ -280,12 +279,11 @@ def test_an_attention_alone_on_another_device_comes_back_to_its_cache():
     assert set(placement.assignment.values()) == {"CPU"}
 
 
-def test_a_path_out_of_a_device_before_its_state_is_not_a_reentry():
-    """Rule 4 looks only at paths leaving a device after a variable it holds: a device that runs something before
-    its own layers (an embedding; here layer 0's projection) and then the last layer with its state and the head
-    is a pipeline with a detour, and stays as it is. Leaving after its state (layer 1's KV concat, out to the
-    other device and back into layer 1's activation; or layer 0, out through layer 1, back into layer 2) is a
-    re-entry."""
+def test_a_device_reentered_only_through_the_other_is_not_a_reentry():
+    """Rule 4 looks only at re-entries the device also reaches directly: a device that runs something before its
+    own layers (an embedding; here layer 0's projection) and then the last layer with its state and the head, or
+    the first and last layers around a middle one elsewhere, is a chain of submodels and stays as it is. Layer 1's
+    projection reaches its Add both directly and through mean1 on the other device: a re-entry."""
     from ov_autoplace.graph.arrays import NodeRole
     from ov_autoplace.placement.legalizer import constant_subgraph_mask
     from ov_autoplace.placement.stateful import keep_state_devices_whole
