@@ -2,12 +2,13 @@
 exports, legalised with and without stateful rules 4 and 5, compiled on HETERO (real compiles on the testbed, nothing
 timed).
 
-    python benchmarks/bench_stateful_splits.py [--families llama,qwen2] [--proposals 120] [--seeds 1 2]
+    python benchmarks/bench_stateful_splits.py [--families llama,qwen2] [--size tiny] [--proposals 120] [--seeds 1 2]
                                                [--dir /tmp/llm] [--markdown docs/bench/stateful-splits.md]
 
-Run in the LLM venv (docs/llm.md). For each family, a 4-layer random-weight decoder exported by optimum-intel
-(``tests/llm_models.export_tiny``) is placed on its prefill's static clone with the dynamic model's graph, as every
-decision path places a decoder (``placement_graph``). Each proposal puts one to three windows of the clone's
+Run in the LLM venv (docs/llm.md). For each family, a random-weight decoder exported by optimum-intel
+(``tests/llm_models.export_decoder``: ``--size tiny``, 4 layers, or ``small``, 8 layers and ~42 M parameters) is
+placed on its prefill's static clone with the dynamic model's graph, as every decision path places a decoder
+(``placement_graph``). Each proposal puts one to three windows of the clone's
 topological order (1-120 active nodes each) on the second device of the f32 testbed (``HETERO:CPU,CPUF``) and is
 legalised three times: with stateful rules 1-3 only (the legalizer before rules 4 and 5), with rule 4 too
 (``stateful.keep_state_devices_whole``: no path out of a device holding state and back to where the device also
@@ -15,7 +16,10 @@ reaches directly), and as the legalizer does, with rule 5 too (a variable's atte
 ``stateful._with_attention``). Every placement that stays a split is compiled by ``ov_autoplace.compile_placement``
 (carried over to the dynamic model and run once) and checked for rule 4's path on the dynamic model HETERO
 compiles. The table counts splits, how many compiled and ran, and how many of each kind had such a path: the
-evidence for rules 4 and 5 (sufficient conditions found by compiling, not HETERO's own rules).
+evidence for rules 4 and 5 (sufficient conditions found by compiling, not HETERO's own rules). Each split the
+legalizer keeps that compiled also generates ``--steps`` tokens after a 16-token prompt, greedily and teacher-forced
+on the plain compile's tokens (``tests/llm_models.generate``): the table counts the splits whose greedy tokens equal
+the plain compile's and gives the largest teacher-forced logits difference over the logits' scale.
 """
 
 from __future__ import annotations
@@ -41,10 +45,11 @@ from ov_autoplace.model.shapes import static_clone  # noqa: E402
 from ov_autoplace.placement import legalizer, stateful  # noqa: E402
 from ov_autoplace.placement.dynamic_model import transfer_placement  # noqa: E402
 from ov_autoplace.placement.stateful import _reentries  # noqa: E402
-from tests.llm_models import FAMILIES, export_tiny, window_proposal  # noqa: E402
+from tests.llm_models import FAMILIES, SIZES, export_decoder, generate, window_proposal  # noqa: E402
 from _common import cpu_description  # noqa: E402
 
 VARIANTS = ("rules 1-3 (before)", "rules 1-4", "rules 1-5 (the legalizer)")
+PROMPT = 16  # tokens of the generation each split of the legalizer's runs
 
 
 @contextlib.contextmanager
@@ -71,9 +76,10 @@ def reenters_state(graph, device: np.ndarray) -> bool:
     return any(_reentries(graph, device, active, d)[0].any() for d in holders)
 
 
-def run_family(family: str, directory: Path, proposals: int, seed: int, testbed) -> dict[str, dict[str, int]]:
+def run_family(family: str, directory: Path, proposals: int, seed: int, testbed, size: str = "tiny",
+               steps: int = 8) -> dict[str, dict[str, int]]:
     core, devices = testbed.core, testbed.devices
-    model = core.read_model(export_tiny(family, directory) / "openvino_model.xml")
+    model = core.read_model(export_decoder(family, directory, size) / "openvino_model.xml")
     clone = prepare_model(static_clone(model, {"input_ids": [1, 16], "attention_mask": [1, 16],
                                                "position_ids": [1, 16], "beam_idx": [1]}))
     graph = placement_graph(clone, model)
@@ -81,8 +87,11 @@ def run_family(family: str, directory: Path, proposals: int, seed: int, testbed)
     active = np.flatnonzero((graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph))
     support = np.ones((graph.num_nodes, len(devices)), bool)
     rng = np.random.default_rng(seed)
-    counts = {v: dict.fromkeys(("splits", "compiled", "refused", "refused_reentry", "compiled_reentry"), 0)
-              for v in VARIANTS}
+    counts = {v: dict.fromkeys(("splits", "compiled", "refused", "refused_reentry", "compiled_reentry", "same_tokens",
+                                "logits_error"), 0) for v in VARIANTS}
+    prompt = np.random.default_rng(0).integers(0, int(model.output("logits").get_partial_shape()[2].get_length()),
+                                               PROMPT).tolist()
+    plain_tokens, plain_logits = generate(core.compile_model(model, devices[0]), prompt, steps)
     for _ in range(proposals):
         proposal = window_proposal(rng, active, graph.num_nodes)
         for variant in VARIANTS:
@@ -94,12 +103,18 @@ def run_family(family: str, directory: Path, proposals: int, seed: int, testbed)
                 device = np.array([devices.index(carried.assignment[n]) for n in dynamic.names])
                 reentry = reenters_state(dynamic, device)
                 try:
-                    ov_autoplace.compile_placement(model, placement, core=core)
+                    split = ov_autoplace.compile_placement(model, placement, core=core)
                     compiled = True
                 except Exception as exc:  # noqa: BLE001 - HETERO's refusal is what is counted
                     compiled = False
                     print(f"  {family}, {variant}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:200]}")
             row = counts[variant]
+            if compiled and variant == VARIANTS[-1]:
+                tokens, _ = generate(split, prompt, steps)
+                _, logits = generate(split, prompt, steps, teacher=plain_tokens)
+                row["same_tokens"] += int(tokens == plain_tokens)
+                row["logits_error"] = max(row["logits_error"], max(
+                    float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, plain_logits)))
             row["splits"] += 1
             row["compiled" if compiled else "refused"] += 1
             row["compiled_reentry" if compiled else "refused_reentry"] += int(reentry)
@@ -109,6 +124,8 @@ def run_family(family: str, directory: Path, proposals: int, seed: int, testbed)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", default=",".join(FAMILIES))
+    parser.add_argument("--size", default="tiny", choices=tuple(SIZES), help="the exports' geometry")
+    parser.add_argument("--steps", type=int, default=8, help="tokens each legal split generates (prefill included)")
     parser.add_argument("--proposals", type=int, default=120, help="random proposals per family")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="one table per seed of the proposals")
     parser.add_argument("--dir", default=None, help="where the exports are kept (default: a temporary folder)")
@@ -120,23 +137,32 @@ def main() -> None:
     lines = []
     for seed in args.seeds:
         lines += ["", f"Seed {seed}:", "", "| family | legalizer | splits | compiled and ran | refused by HETERO | "
-                  "refused, with a re-entry | compiled, with a re-entry |", "|---|---|---|---|---|---|---|"]
+                  "refused, with a re-entry | compiled, with a re-entry | greedy tokens as the plain compile's | "
+                  "teacher-forced logits, largest difference |", "|---|---|---|---|---|---|---|---|---|"]
         for family in args.families.split(","):
-            for variant, row in run_family(family, directory, args.proposals, seed, testbed).items():
+            counts = run_family(family, directory, args.proposals, seed, testbed, args.size, args.steps)
+            for variant, row in counts.items():
+                checked = variant == VARIANTS[-1]
                 lines.append(f"| {family} | {variant} | {row['splits']} | {row['compiled']} | {row['refused']} | "
-                             f"{row['refused_reentry']} | {row['compiled_reentry']} |")
+                             f"{row['refused_reentry']} | {row['compiled_reentry']} | "
+                             f"{row['same_tokens'] if checked else '-'} | "
+                             f"{format(row['logits_error'], '.1e') if checked else '-'} |")
                 print(lines[-1], flush=True)
     seconds = time.perf_counter() - started
     page = "\n".join([
         "# Random splits of stateful decoders, compiled on HETERO",
         "",
-        f"`python benchmarks/bench_stateful_splits.py --families {args.families} --proposals {args.proposals} "
-        f"--seeds {' '.join(map(str, args.seeds))}` ({time.strftime('%Y-%m-%d')}, {cpu_description()}, "
-        f"OpenVINO {ov.get_version()}, {seconds:.0f} s): optimum-intel's tiny exports, each proposal legalised with "
-        "stateful rules 1-3, 1-4 and 1-5, compiled on `HETERO:CPU,CPUF` (both f32) and run once at a 128-token "
-        "prefill (a failure at either counts as refused); a re-entry is rule 4's: a path out of a device holding "
-        "state and back to where the device also reaches directly, on the dynamic model. What the rules are: "
-        "[architecture](../architecture.md), \"Stateful models\".",
+        f"`python benchmarks/bench_stateful_splits.py --families {args.families} --size {args.size} "
+        f"--proposals {args.proposals} --steps {args.steps} --seeds {' '.join(map(str, args.seeds))}` "
+        f"({time.strftime('%Y-%m-%d')}, {cpu_description()}, OpenVINO {ov.get_version()}, {seconds:.0f} s): "
+        f"optimum-intel's {args.size} exports ({SIZES[args.size]['num_hidden_layers']} layers, hidden "
+        f"{SIZES[args.size]['hidden_size']}), each proposal legalised with stateful rules 1-3, 1-4 and 1-5, compiled "
+        "on `HETERO:CPU,CPUF` (both f32) and run once at a 128-token prefill (a failure at either counts as "
+        "refused); a re-entry is rule 4's: a path out of a device holding state and back to where the device also "
+        "reaches directly, on the dynamic model. Each split of the legalizer's that compiled then generated "
+        f"{args.steps} tokens after a {PROMPT}-token prompt, greedily and teacher-forced on the plain compile's "
+        "(`CPU`, f32) tokens: the last two columns. What the rules are: [architecture](../architecture.md), "
+        "\"Stateful models\".",
         *lines, ""])
     if args.markdown:
         Path(args.markdown).write_text(page)

@@ -11,6 +11,7 @@ from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.legalizer import legalize, query_support
+from ov_autoplace.search.local_search import LocalSearchRefiner
 from ov_autoplace.search.memory_fit import byte_cuts, fit_memory, window_moves
 from tests import synthetic_graphs as sg
 
@@ -99,6 +100,26 @@ def test_a_placement_no_window_can_fit_comes_back_with_a_note(chain):
     placement = _all_on(graph, devices, support, 0)
     fitted = fit_memory(placement, graph, cost, support)
     assert fitted is placement and "no window of it fits" in fitted.notes[-1]
+
+
+def test_a_search_that_priced_nothing_that_fits_hands_its_best_to_the_fit_not_heteros_own_split(chain):
+    """The memory path's local search on a loaded machine can stop before any placement it priced fits. It then
+    returns its own best (``stopped="overflow"``), not HETERO's own split, though that fits here: device 0 runs
+    everything, slowly; the fit of the search's best keeps most of the graph on the fast, capped device 1."""
+    graph, support, devices = chain
+    cost = _cost(graph, devices, capacity=[np.inf, _capacity_for(graph, devices, 5)], fast_ms=3.0, slow_ms=1.0)
+    simulator = Simulator(cost, graph)
+    heteros_own = np.zeros(graph.num_nodes, np.int64)
+    assert simulator.memory_ok(heteros_own)
+    start = _rows(_all_on(graph, devices, support, 1), graph, devices)
+    result = LocalSearchRefiner(cost, graph, support, max_seconds=0.0).refine(start)
+    assert result.stopped == "overflow" and result.final_ms == np.inf
+    assert np.array_equal(result.proposal, start)
+
+    fitted = fit_memory(legalize(graph, result.proposal, devices, support), graph, cost, support, cuts=64)
+    row = _rows(fitted, graph, devices)
+    assert simulator.memory_ok(row) and simulator.feasible_ms(row) < simulator.feasible_ms(heteros_own)
+    assert (row[np.array([t == "MatMul" for t in graph.op_types])] == 1).sum() == 5
 
 
 def test_windows_cut_at_equal_shares_of_the_bytes():
