@@ -271,6 +271,32 @@ def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, f3
         assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
 
 
+@pytest.mark.parametrize("pins", [None, PIPELINE_PINS], ids=["default", "pipeline_split"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_beam_search_over_a_batch_runs_on_the_placed_model_as_on_the_plain_compile(family, pins, tiny_llms,
+                                                                                 f32_testbed, tmp_path):
+    """A batch of two prompts, three beams each: the model runs at batch 6 and ``beam_idx`` reorders every
+    variable's cache at each step, where the placement was made on a batch-1 clone and every test above feeds
+    ``beam_idx`` zeros. The returned sequences equal the plain compile's (like-for-like testbed)."""
+    import torch
+    from optimum.intel import OVModelForCausalLM
+
+    testbed, directory = f32_testbed, tiny_llms[family]
+    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU",
+                                                   ov_config={"INFERENCE_PRECISION_HINT": "f32"})
+    placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
+    pins = {pattern: testbed.devices[1] for pattern in pins} if pins else None
+    compiled = ov_autoplace.compile_model(placed.model, testbed.hetero, core=testbed.core, pins=pins,
+                                          cache_dir=tmp_path)
+    placed.request = compiled.create_infer_request()
+    prompts = torch.tensor([PROMPTS[0], [40, 41, 42, 43, 44]])
+    beams = dict(attention_mask=torch.ones_like(prompts), max_new_tokens=STEPS, do_sample=False, num_beams=3,
+                 num_return_sequences=2)
+    assert placed.generate(prompts, **beams).tolist() == reference.generate(prompts, **beams).tolist()
+    if pins:
+        assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_hetero_refuses_a_split_that_interleaves_the_devices_inside_each_layer(family, tiny_llms, f32_testbed):
     """Each layer's MLP on the second device, its attention and state on the first (what a device without the
