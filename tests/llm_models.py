@@ -36,24 +36,29 @@ def export_tiny(family: str, directory: Path) -> Path:
     return export_decoder(family, directory, "tiny")
 
 
-def export_decoder(family: str, directory: Path, size: str = "tiny") -> Path:
-    """``directory/<family>`` (``<family>_<size>`` for a size other than ``tiny``): a random-weight decoder of
-    ``SIZES[size]`` exported by optimum-intel, reused when it is there; returns the directory holding
-    ``openvino_model.xml`` and the config ``OVModelForCausalLM.from_pretrained`` reads."""
+def export_decoder(family: str, directory: Path, size: str = "tiny", bits: int | None = None) -> Path:
+    """``directory/<family>`` (``<family>_<size>`` for a size other than ``tiny``, ``_int<bits>`` added with
+    ``bits``): a random-weight decoder of ``SIZES[size]`` exported by optimum-intel, its weights compressed to
+    ``bits`` (8 or 4, asymmetric, NNCF through optimum-intel, as it compresses LLMs by default) when given; reused
+    when it is there. Returns the directory holding ``openvino_model.xml`` and the config
+    ``OVModelForCausalLM.from_pretrained`` reads."""
     import torch
-    from optimum.intel import OVModelForCausalLM
+    from optimum.intel import OVModelForCausalLM, OVWeightQuantizationConfig
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     config_class, model_class = {"llama": (LlamaConfig, LlamaForCausalLM),
                                  "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
-    name = family if size == "tiny" else f"{family}_{size}"
+    name = (family if size == "tiny" else f"{family}_{size}") + (f"_int{bits}" if bits else "")
     out = directory / name
     if (out / "openvino_model.xml").exists():
         return out
     torch.manual_seed(0)
     hf_dir = directory / f"{name}_hf"
     model_class(config_class(**SIZES[size])).eval().save_pretrained(hf_dir)
-    OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=True, compile=False).save_pretrained(out)
+    compression = OVWeightQuantizationConfig(bits=bits, sym=False, ratio=1.0, group_size=32 if bits == 4 else -1) \
+        if bits else None
+    OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=True, compile=False,
+                                       quantization_config=compression).save_pretrained(out)
     return out
 
 

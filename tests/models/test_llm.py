@@ -13,10 +13,11 @@ import dataclasses
 import logging
 
 import numpy as np
+import openvino as ov
 import pytest
 
 import ov_autoplace
-from tests.llm_models import FAMILIES, export_tiny, generate, window_proposal
+from tests.llm_models import FAMILIES, export_decoder, export_tiny, generate, window_proposal
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("optimum.intel")
@@ -295,6 +296,34 @@ def test_beam_search_over_a_batch_runs_on_the_placed_model_as_on_the_plain_compi
     assert placed.generate(prompts, **beams).tolist() == reference.generate(prompts, **beams).tolist()
     if pins:
         assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_decoder_with_compressed_weights_splits_and_generates_as_the_plain_compile(family, bits, f32_testbed,
+                                                                                   tmp_path_factory):
+    """optimum-intel compresses an LLM's weights (NNCF: int8 per channel, int4 in groups of 32; u8 / u4 constants
+    decompressed by Convert, Subtract, Multiply before each MatMul), as it does by default above a billion
+    parameters: the pipeline split compiles on both devices and generates the plain compile's tokens."""
+    import torch
+    from optimum.intel import OVModelForCausalLM
+
+    testbed = f32_testbed
+    directory = export_decoder(family, tmp_path_factory.mktemp(f"{family}_int{bits}"), bits=bits)
+    model = testbed.core.read_model(directory / "openvino_model.xml")
+    assert any(op.get_type_name() == "Constant" and op.get_output_element_type(0) == (ov.Type.u8 if bits == 8
+               else ov.Type.u4) for op in model.get_ops())
+    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU",
+                                                   ov_config={"INFERENCE_PRECISION_HINT": "f32"})
+    placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
+    compiled = ov_autoplace.compile_model(placed.model, testbed.hetero, core=testbed.core,
+                                          pins={pattern: testbed.devices[1] for pattern in PIPELINE_PINS},
+                                          cache_dir=tmp_path_factory.mktemp("cache"))
+    assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
+    placed.request = compiled.create_infer_request()
+    prompt = torch.tensor([PROMPTS[1]])
+    greedy = dict(attention_mask=torch.ones_like(prompt), max_new_tokens=STEPS, do_sample=False)
+    assert placed.generate(prompt, **greedy).tolist() == reference.generate(prompt, **greedy).tolist()
 
 
 @pytest.mark.parametrize("family", FAMILIES)
