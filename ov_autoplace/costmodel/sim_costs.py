@@ -75,8 +75,8 @@ def graph_load(graph: GraphArrays) -> _GraphLoad:
     costed = (role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
     dynamic = costed & ((np.asarray(graph.flops) < 0) | (np.asarray(graph.out_bytes) < 0)
                         | (np.bincount(dst, weights=(np.asarray(graph.edge_bytes) < 0), minlength=n) > 0))
-    if dynamic.any():
-        log.warning("%d node(s) have dynamic shapes: their simulated cost is the launch overhead only "
+    if dynamic.any():  # a modelling note, not a fallback: every stateful decoder's prefill clone has some (its state)
+        log.info("%d node(s) have dynamic shapes: their simulated cost is the launch overhead only "
                     "(inf on devices that need static shapes)", int(dynamic.sum()))
     return _GraphLoad(np.maximum(np.asarray(graph.flops, np.float64), 0.0), float_elements, other_bytes,
                       category, costed, dynamic)

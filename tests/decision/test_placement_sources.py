@@ -321,3 +321,14 @@ def test_the_prior_costs_a_decoder_s_whole_generation(thread_core, caplog):
         long, long_ms = predicted((16, 64))
     assert "cannot cost the decode steps" not in caplog.text  # no fallback to the prefill's costs
     assert long_ms > 5 * short_ms and short.single_device == long.single_device == "CPU"
+
+
+def test_a_decoder_on_the_default_path_logs_no_warning(thread_core, tmp_path, caplog):
+    """A stateful decoder's prefill clone keeps its state's declared dynamic shapes, which the prior prices as a
+    launch each: a modelling note (INFO), not a WARNING on every LLM an app compiles (a WARNING means a fallback)."""
+    from ov_autoplace_lab.models.decoder_models import TINY, build_decoder
+
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.compile_model(build_decoder(TINY), DISTINCT, core=thread_core, cache_dir=tmp_path)
+    assert "have dynamic shapes" in caplog.text  # the prior did price the prefill clone
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
