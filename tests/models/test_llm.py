@@ -298,6 +298,41 @@ def test_beam_search_over_a_batch_runs_on_the_placed_model_as_on_the_plain_compi
         assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_two_sessions_of_one_placed_split_keep_their_own_state(family, tiny_llms, f32_testbed, tmp_path):
+    """A chat server's pattern: two infer requests of one compiled split, each its own conversation, stepped in
+    turn and then both in flight at once (``start_async``): each generates what the plain compile generates for its
+    prompt, so no state is shared between the requests' submodels."""
+    core, (_, second) = f32_testbed.core, f32_testbed.devices
+    model = core.read_model(tiny_llms[family] / "openvino_model.xml")
+    placed = ov_autoplace.compile_model(model, f32_testbed.hetero, core=core, cache_dir=tmp_path,
+                                        pins={pattern: second for pattern in PIPELINE_PINS})
+    assert set(placed.get_property("EXECUTION_DEVICES")) == set(f32_testbed.devices)
+    want = [generate(core.compile_model(model, "CPU"), prompt, STEPS)[0] for prompt in PROMPTS]
+
+    def feed(tokens: list[int], first: bool) -> dict:
+        new = tokens if first else tokens[-1:]
+        return {"input_ids": np.array([new]), "attention_mask": np.ones((1, len(tokens)), np.int64),
+                "position_ids": np.arange(len(tokens) - len(new), len(tokens))[None],
+                "beam_idx": np.zeros(1, np.int32)}
+
+    for in_flight in (False, True):
+        requests, sequences = [placed.create_infer_request() for _ in PROMPTS], [list(p) for p in PROMPTS]
+        for request in requests:
+            request.reset_state()
+        for step in range(STEPS):
+            for request, tokens in zip(requests, sequences):
+                if in_flight:
+                    request.start_async(feed(tokens, step == 0))
+                else:
+                    tokens.append(int(request.infer(feed(tokens, step == 0))["logits"][0, -1].argmax()))
+            if in_flight:
+                for request, tokens in zip(requests, sequences):
+                    request.wait()
+                    tokens.append(int(request.get_tensor("logits").data[0, -1].argmax()))
+        assert sequences == want, "in flight" if in_flight else "in turn"
+
+
 @pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_decoder_with_compressed_weights_splits_and_generates_as_the_plain_compile(family, bits, f32_testbed,
