@@ -34,6 +34,12 @@ ov::element::Type element_type_of(const py::dtype& dt) {
 }
 
 ov::Tensor to_tensor(const py::handle& obj, size_t index) {
+    if (PyObject_HasAttrString(obj.ptr(), "_pybind11_conduit_v1_")) {  // an ov.Tensor (bf16: numpy has none)
+        const auto& given = borrow_ov_object<ov::Tensor>(obj, "Tensor or a numpy array");
+        ov::Tensor tensor(given.get_element_type(), given.get_shape());
+        given.copy_to(tensor);
+        return tensor;
+    }
     auto arr = py::array::ensure(obj, py::array::c_style);
     if (!arr) {
         throw py::type_error("time_inference: input " + std::to_string(index) + " is not convertible to a numpy array");

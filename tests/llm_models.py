@@ -36,9 +36,11 @@ def export_tiny(family: str, directory: Path) -> Path:
     return export_decoder(family, directory, "tiny")
 
 
-def export_decoder(family: str, directory: Path, size: str = "tiny", bits: int | None = None) -> Path:
+def export_decoder(family: str, directory: Path, size: str = "tiny", bits: int | None = None,
+                   stateful: bool = True) -> Path:
     """``directory/<family>`` (``<family>_<size>`` for a size other than ``tiny``, ``_int<bits>`` added with
-    ``bits``): a random-weight decoder of ``SIZES[size]`` exported by optimum-intel, its weights compressed to
+    ``bits``, ``_nonstateful`` with ``stateful=False``: the KV cache as inputs and outputs, optimum-intel's
+    legacy form): a random-weight decoder of ``SIZES[size]`` exported by optimum-intel, its weights compressed to
     ``bits`` (8 or 4, asymmetric, NNCF through optimum-intel, as it compresses LLMs by default) when given; reused
     when it is there. Returns the directory holding ``openvino_model.xml`` and the config
     ``OVModelForCausalLM.from_pretrained`` reads."""
@@ -48,7 +50,8 @@ def export_decoder(family: str, directory: Path, size: str = "tiny", bits: int |
 
     config_class, model_class = {"llama": (LlamaConfig, LlamaForCausalLM),
                                  "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
-    name = (family if size == "tiny" else f"{family}_{size}") + (f"_int{bits}" if bits else "")
+    name = (family if size == "tiny" else f"{family}_{size}") + (f"_int{bits}" if bits else "") \
+        + ("" if stateful else "_nonstateful")
     out = directory / name
     if (out / "openvino_model.xml").exists():
         return out
@@ -57,7 +60,7 @@ def export_decoder(family: str, directory: Path, size: str = "tiny", bits: int |
     model_class(config_class(**SIZES[size])).eval().save_pretrained(hf_dir)
     compression = OVWeightQuantizationConfig(bits=bits, sym=False, ratio=1.0, group_size=32 if bits == 4 else -1) \
         if bits else None
-    OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=True, compile=False,
+    OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=stateful, compile=False,
                                        quantization_config=compression).save_pretrained(out)
     return out
 

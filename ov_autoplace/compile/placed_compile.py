@@ -1,18 +1,7 @@
 """Compile a model with a given placement: the one step every caller shares.
 
-``api.compile_placement`` (validated, public), ``api.compile_model`` and the
-training environment (``ov_autoplace_lab/training/env.py``, which compiles hundreds of
-candidate placements) all end here, so the training package never imports the
-public API and the import graph stays one-way.
-
-A model with dynamic dimensions gets the placement carried over from its
-static clone (:func:`ov_autoplace.placement.dynamic_model.transfer_placement`) and stays
-dynamic. HETERO in OpenVINO 2026.4 compiles some dynamic splits it then
-cannot run (the first inference fails with "Can't set the input tensor ...
-(shape=(0.0.0.0))": a submodel is handed an empty tensor by the one before
-it; seen with 8-24 submodels of a transformer block), so a dynamic split is
-run once at the placement shapes before it is returned, and a failure raises
-:class:`~ov_autoplace.errors.DynamicSplitError` naming the split and the reason.
+Who calls it and why a dynamic split is run once first: docs/architecture.md, "Module notes",
+ov_autoplace/compile/placed_compile.py.
 """
 
 from __future__ import annotations

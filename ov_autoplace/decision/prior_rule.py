@@ -1,14 +1,7 @@
 """The prior's decision rule: keep the plain call's device, switch to another one, or split - from predictions only.
 
-``first_start`` asks the prior (``costmodel/prior_costs.py``) for costs and ``placement_sources.place_from_prior`` turns
-this module's answer into a decision. Everything here is pure given its inputs (no device is compiled or run):
-
-* :func:`prior_choice` - one device (HETERO's first unless another is predicted faster beyond the margin), or the
-  policy's split when it is predicted faster than the best single device beyond the margin;
-* :func:`prior_outcome` - that choice legalized and guarded (``benchmarks/bench_prior.py`` runs it on simulated
-  platforms);
-* :func:`survives_prior_error` - how often a deviation from the plain call still wins under draws of the prior's
-  own calibration error (a calibrated prior's deviation may run before it is verified only if it wins every draw).
+Pure given its inputs (nothing is compiled or run); its three functions: docs/architecture.md, "Module notes",
+ov_autoplace/decision/prior_rule.py.
 """
 
 from __future__ import annotations

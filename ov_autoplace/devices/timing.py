@@ -103,8 +103,9 @@ def is_stateful(compiled: ov.CompiledModel) -> bool:
 
 
 def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
-                  shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray]:
-    """One array per input of ``compiled`` with its static shape (or ``shapes[name]``) and dtype.
+                  shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray | ov.Tensor]:
+    """One array per input of ``compiled`` with its static shape (or ``shapes[name]``) and dtype; an ``ov.Tensor``
+    for a bf16 input (numpy has no bf16: OpenVINO reads a numpy array into it as f16 numbers, garbage or a refusal).
 
     An input the user's sample (:func:`input_sample`) gives at this shape gets the sample's array. Inputs named
     as an LLM's (:data:`LLM_INPUTS`) get what a generation's prefill feeds (:func:`llm_convention`).
@@ -140,6 +141,10 @@ def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
             arrays.append(rng.integers(0, 2, size=shape).astype(np.bool_))
         elif np.issubdtype(dtype, np.integer):
             arrays.append(rng.integers(0, 2, size=shape).astype(dtype))
+        elif port.get_element_type() == ov.Type.bf16:  # a bf16 input (optimum's non-stateful KV cache on a bf16 CPU)
+            tensor = ov.Tensor(ov.Type.bf16, shape)
+            tensor.data.view(np.uint16)[...] = rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16
+            arrays.append(tensor)
         elif np.issubdtype(dtype, np.floating):
             arrays.append(rng.standard_normal(shape).astype(dtype))
         else:
@@ -208,7 +213,10 @@ def fill_input(request: ov.InferRequest, index: int, array: np.ndarray) -> None:
     request crashed the next one in the CPU plugin (docs/llm.md, "What measuring feeds a decoder")."""
     tensor = request.get_input_tensor(index)
     tensor.shape = array.shape
-    tensor.data[...] = np.asarray(array, dtype=tensor.data.dtype)
+    if isinstance(array, ov.Tensor):  # bf16 (random_inputs)
+        array.copy_to(tensor)
+    else:
+        tensor.data[...] = np.asarray(array, dtype=tensor.data.dtype)
 
 
 #: Consecutive decode steps timed at each decode point (their mean is the point's sample): one step of a small

@@ -333,6 +333,34 @@ def test_two_sessions_of_one_placed_split_keep_their_own_state(family, tiny_llms
         assert sequences == want, "in flight" if in_flight else "in turn"
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_non_stateful_export_is_measured_and_placed_without_falling_back(family, f32_testbed, tmp_path_factory,
+                                                                          caplog):
+    """optimum-intel's legacy form (``stateful=False``: each layer's KV cache an input and an output). Loaded by
+    ``OVModelForCausalLM`` on a CPU with bf16 its cache inputs are bf16, which the measuring feed gave f16 numbers
+    and every measuring path fell back (``Failed to set tensor ... f16 ... bf16``). The measuring paths place it
+    without a fallback, and generate as the plain compile."""
+    import torch
+    from optimum.intel import OVModelForCausalLM
+
+    testbed = f32_testbed
+    directory = export_decoder(family, tmp_path_factory.mktemp(f"{family}_nonstateful"), stateful=False)
+    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU",
+                                                   ov_config={"INFERENCE_PRECISION_HINT": "f32"})
+    prompt = torch.tensor([PROMPTS[0]])
+    greedy = dict(attention_mask=torch.ones_like(prompt), max_new_tokens=STEPS, do_sample=False)
+    want = reference.generate(prompt, **greedy).tolist()
+    for options in ({"profile": "now"}, {"strategy": "heft"}):
+        placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
+        assert any(port.get_any_name().startswith("past_key_values") for port in placed.model.inputs)
+        with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+            compiled = ov_autoplace.compile_model(placed.model, testbed.hetero, core=testbed.core,
+                                                  cache_dir=tmp_path_factory.mktemp("cache"), **options)
+        _no_fallback(caplog)
+        placed.request = compiled.create_infer_request()
+        assert placed.generate(prompt, **greedy).tolist() == want, options
+
+
 @pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_decoder_with_compressed_weights_splits_and_generates_as_the_plain_compile(family, bits, f32_testbed,
