@@ -246,23 +246,31 @@ def test_a_background_worker_measures_with_the_apps_input_sample(tiny_llms, dist
     _same_generation(core, compiled, model, distinct_testbed.hetero)
 
 
-@pytest.mark.parametrize("pins", [None, PIPELINE_PINS], ids=["default", "pipeline_split"])
-@pytest.mark.parametrize("family", FAMILIES)
-def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, f32_testbed, tmp_path):
-    """The connection docs/llm.md gives: ``from_pretrained(..., compile=False)``, then the placed request; on the
-    like-for-like testbed, so ``generate()``'s tokens are the plain compile's."""
-    testbed = f32_testbed
-    import torch
+def _optimum_reference_and_placed(directory, testbed, pins, cache_dir):
+    """``(reference, placed, compiled)``: optimum-intel's model of ``directory`` compiled on ``CPU`` in f32, and the
+    same loaded without compiling, with the request of what ov_autoplace compiles on the testbed (``pins``: name
+    patterns for the second device, or None), as docs/llm.md connects them."""
     from optimum.intel import OVModelForCausalLM
 
-    directory = tiny_llms[family]
     reference = OVModelForCausalLM.from_pretrained(directory, device="CPU",
                                                    ov_config={"INFERENCE_PRECISION_HINT": "f32"})
     placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
     pins = {pattern: testbed.devices[1] for pattern in pins} if pins else None
     compiled = ov_autoplace.compile_model(placed.model, testbed.hetero, core=testbed.core, pins=pins,
-                                          cache_dir=tmp_path)
+                                          cache_dir=cache_dir)
     placed.request = compiled.create_infer_request()
+    return reference, placed, compiled
+
+
+@pytest.mark.parametrize("pins", [None, PIPELINE_PINS], ids=["default", "pipeline_split"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_optimum_intel_generates_on_the_placed_model(family, pins, tiny_llms, f32_testbed, tmp_path):
+    """The connection docs/llm.md gives: ``from_pretrained(..., compile=False)``, then the placed request; on the
+    like-for-like testbed, so ``generate()``'s tokens are the plain compile's."""
+    import torch
+
+    testbed = f32_testbed
+    reference, placed, compiled = _optimum_reference_and_placed(tiny_llms[family], testbed, pins, tmp_path)
     prompt = torch.tensor([PROMPTS[0]])
     mask = torch.ones_like(prompt)
     want = reference.generate(prompt, attention_mask=mask, max_new_tokens=STEPS, do_sample=False)
@@ -280,16 +288,9 @@ def test_beam_search_over_a_batch_runs_on_the_placed_model_as_on_the_plain_compi
     variable's cache at each step, where the placement was made on a batch-1 clone and every test above feeds
     ``beam_idx`` zeros. The returned sequences equal the plain compile's (like-for-like testbed)."""
     import torch
-    from optimum.intel import OVModelForCausalLM
 
-    testbed, directory = f32_testbed, tiny_llms[family]
-    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU",
-                                                   ov_config={"INFERENCE_PRECISION_HINT": "f32"})
-    placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
-    pins = {pattern: testbed.devices[1] for pattern in pins} if pins else None
-    compiled = ov_autoplace.compile_model(placed.model, testbed.hetero, core=testbed.core, pins=pins,
-                                          cache_dir=tmp_path)
-    placed.request = compiled.create_infer_request()
+    testbed = f32_testbed
+    reference, placed, compiled = _optimum_reference_and_placed(tiny_llms[family], testbed, pins, tmp_path)
     prompts = torch.tensor([PROMPTS[0], [40, 41, 42, 43, 44]])
     beams = dict(attention_mask=torch.ones_like(prompts), max_new_tokens=STEPS, do_sample=False, num_beams=3,
                  num_return_sequences=2)
@@ -369,21 +370,15 @@ def test_a_decoder_with_compressed_weights_splits_and_generates_as_the_plain_com
     decompressed by Convert, Subtract, Multiply before each MatMul), as it does by default above a billion
     parameters: the pipeline split compiles on both devices and generates the plain compile's tokens."""
     import torch
-    from optimum.intel import OVModelForCausalLM
 
     testbed = f32_testbed
     directory = export_decoder(family, tmp_path_factory.mktemp(f"{family}_int{bits}"), bits=bits)
     model = testbed.core.read_model(directory / "openvino_model.xml")
     assert any(op.get_type_name() == "Constant" and op.get_output_element_type(0) == (ov.Type.u8 if bits == 8
                else ov.Type.u4) for op in model.get_ops())
-    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU",
-                                                   ov_config={"INFERENCE_PRECISION_HINT": "f32"})
-    placed = OVModelForCausalLM.from_pretrained(directory, compile=False)
-    compiled = ov_autoplace.compile_model(placed.model, testbed.hetero, core=testbed.core,
-                                          pins={pattern: testbed.devices[1] for pattern in PIPELINE_PINS},
-                                          cache_dir=tmp_path_factory.mktemp("cache"))
+    reference, placed, compiled = _optimum_reference_and_placed(directory, testbed, PIPELINE_PINS,
+                                                                tmp_path_factory.mktemp("cache"))
     assert set(compiled.get_property("EXECUTION_DEVICES")) == set(testbed.devices)
-    placed.request = compiled.create_infer_request()
     prompt = torch.tensor([PROMPTS[1]])
     greedy = dict(attention_mask=torch.ones_like(prompt), max_new_tokens=STEPS, do_sample=False)
     assert placed.generate(prompt, **greedy).tolist() == reference.generate(prompt, **greedy).tolist()
