@@ -63,3 +63,27 @@ def test_optimum_intel_on_the_apps_heterogeneous_devices(bert_dir, f32_testbed, 
         through = _logits(bert_dir, f32_testbed.hetero)
     assert any(r.getMessage().startswith("placement source: ") for r in caplog.records)
     np.testing.assert_allclose(through, plain, rtol=1e-4, atol=1e-4)  # both f32 devices
+
+
+def test_an_llm_loaded_by_optimum_intel_generates_through_the_route(f32_testbed, monkeypatch, tmp_path):
+    """The one-line adoption for an LLM app: ``OVModelForCausalLM.from_pretrained(..., device=HETERO string)`` inside
+    the route, unchanged. Its compile reaches ov_autoplace (a pipeline split by pins here, so both devices run) and
+    ``generate()`` gives the plain compile's tokens, both f32."""
+    import torch
+    from optimum.intel import OVModelForCausalLM
+
+    from tests.llm_models import export_tiny
+
+    monkeypatch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path / "cache"))
+    directory = export_tiny("llama", tmp_path)
+    prompt = torch.tensor([[1, 5, 9, 33, 7]])
+    greedy = dict(attention_mask=torch.ones_like(prompt), max_new_tokens=10, do_sample=False)
+    reference = OVModelForCausalLM.from_pretrained(directory, device="CPU",
+                                                   ov_config={"INFERENCE_PRECISION_HINT": "f32"})
+    second = f32_testbed.devices[1]
+    with oa.routed_openvino(core=f32_testbed.core, pins={"*layers.2.*": second, "*layers.3.*": second}):
+        routed = OVModelForCausalLM.from_pretrained(directory, device=f32_testbed.hetero)
+        got = routed.generate(prompt, **greedy).tolist()
+    assert set(routed.request.get_compiled_model().get_property("EXECUTION_DEVICES")) == set(f32_testbed.devices)
+    assert got == reference.generate(prompt, **greedy).tolist()
+
