@@ -278,4 +278,7 @@ def _copies(nodes: Sequence[ov.Node]) -> list[ov.Node]:
         by_node.append(copied[k])
         k += len(n.outputs())
     assert all(id(c) not in members for c in by_node)
+    for copy in by_node:  # the clone named them after the cut's Results, from a process-wide counter: a model
+        for out in copy.outputs():  # that differs from start to start misses OpenVINO's blob cache (CACHE_DIR)
+            out.get_tensor().set_names(set())
     return by_node

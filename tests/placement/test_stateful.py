@@ -107,6 +107,32 @@ def test_an_initializer_every_layer_shares_is_copied_per_device(f32_testbed):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+def test_the_applied_placement_is_the_same_model_whatever_the_process_built_before(f32_testbed, tmp_path):
+    """OpenVINO's blob cache (CACHE_DIR) keys a compile on the serialized model. The initializer's copies were
+    cloned from a cut whose Results named their tensors from a process-wide counter, so an app's second start
+    compiled a model that differed from its first in those names and missed the blob (the third hit the second's):
+    the copies' tensors carry no names now, and the model applied twice, with other models built between, is the
+    same serialized model."""
+    import openvino as ov
+
+    model = stateful_layers(shared_init=True)
+    graph = extract_graph(model)
+    support = query_support(f32_testbed.core, model, graph, DEVICES)
+    layer1 = {"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1", "init1"}
+    placement = legalize(graph, np.array([1 if n in layer1 else 0 for n in graph.names]), DEVICES, support)
+
+    def applied(name: str) -> bytes:
+        clone = model.clone()
+        placement.apply(clone)
+        ov.save_model(clone, tmp_path / f"{name}.xml", compress_to_fp16=False)
+        return (tmp_path / f"{name}.xml").read_bytes()
+
+    first = applied("first")
+    for _ in range(3):  # other work of the same process advances the counter
+        stateful_layers(shared_init=True)
+    assert b"Result_" not in first and applied("second") == first
+
+
 def test_pins_that_make_hetero_cut_a_variable_apart_are_a_pin_error(placed):
     """proj1 on the second device and the state it feeds pinned to the first: a cycle through the second device cuts
     the first device's part in two, rv1 (fed from ShapeOf(x), upstream) in one, assign1 in the other. HETERO fails
