@@ -1,16 +1,7 @@
 """Device properties as values: what the background worker sets must be what the app read.
 
-``core.get_property`` returns OpenVINO objects (``ov.Type``, enums such as
-``PerformanceMode``); their ``str()`` (``"<Type: 'bfloat16'>"``) is not a value
-``set_property`` understands: set on a CPU plugin not yet loaded it was
-accepted and left every property ``<unsupported>``, and the worker never
-measured on the testbed. So a value is stored as JSON that names it
-(``{"ov_type": "bf16"}``, ``{"ov_enum": "openvino._pyopenvino.properties.hint.PerformanceMode", "name":
-"LATENCY"}``, or a plain number/string/bool) and turned back into the same
-object; anything else is refused rather than stringified.
-
-Each device ov_autoplace compiles through HETERO, a profile's too, gets the model's ``rt_info`` ``runtime_options`` as
-its own compile reads them; plain HETERO's submodels lose them (docs/llm.md, "What HETERO loses").
+Why values are stored as JSON that names them, and the model's runtime options on each device: docs/architecture.md,
+"Module notes", ov_autoplace/devices/properties.py.
 """
 
 from __future__ import annotations
