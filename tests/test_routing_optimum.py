@@ -87,3 +87,34 @@ def test_an_llm_loaded_by_optimum_intel_generates_through_the_route(f32_testbed,
     assert set(routed.request.get_compiled_model().get_property("EXECUTION_DEVICES")) == set(f32_testbed.devices)
     assert got == reference.generate(prompt, **greedy).tolist()
 
+
+@pytest.mark.parametrize("options", [{}, {"profile": "now"}], ids=["default", "profile_now"])
+def test_an_encoder_decoder_loaded_by_optimum_intel_generates_through_the_route(options, f32_testbed, monkeypatch,
+                                                                              tmp_path):
+    """A T5 exported by optimum-intel is two models: the encoder and a stateful decoder whose cross-attention caches
+    are variables initialized from the encoder's states (9 variables for 2 layers), a ReadValue initializer that is
+    a computation, not an empty cache. Both compile through the route; ``generate()`` gives the plain compile's."""
+    import torch
+    from optimum.intel import OVModelForSeq2SeqLM
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    monkeypatch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=256, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    T5ForConditionalGeneration(config).eval().save_pretrained(tmp_path / "hf")
+    OVModelForSeq2SeqLM.from_pretrained(tmp_path / "hf", export=True, compile=False).save_pretrained(tmp_path / "ov")
+    decoder = f32_testbed.core.read_model(tmp_path / "ov" / "openvino_decoder_model.xml")
+    assert len(decoder.get_variables()) > 0
+    ids = torch.tensor([[5, 9, 33, 7, 12, 1]])
+    greedy = dict(attention_mask=torch.ones_like(ids), max_new_tokens=10, min_new_tokens=10, do_sample=False)
+    reference = OVModelForSeq2SeqLM.from_pretrained(tmp_path / "ov", device="CPU",
+                                                    ov_config={"INFERENCE_PRECISION_HINT": "f32"})
+    routed = []
+    real = api.compile_model
+    monkeypatch.setattr(api, "compile_model", lambda *a, **k: routed.append(a[1]) or real(*a, **k))
+    with oa.routed_openvino(core=f32_testbed.core, **options):
+        got = OVModelForSeq2SeqLM.from_pretrained(tmp_path / "ov", device=f32_testbed.hetero).generate(ids, **greedy)
+    assert routed == [f32_testbed.hetero] * 2  # the encoder and the decoder
+    assert got.tolist() == reference.generate(ids, **greedy).tolist()
+
