@@ -280,10 +280,15 @@ class MeasuredEnv(PlacementEnv):
         finally:
             self.num_compiles += 1
             self.compile_seconds += time.perf_counter() - start
-        if self.generation is not None:
-            return self._generation_ms(compiled)
-        stats = self._measure_latency(compiled, warmup=self.warmup, iterations=self.iterations,
-                                      max_seconds=self.max_seconds)
+        try:  # a split HETERO compiles can still fail to run (seen: a decoder's prefill, an eltwise shape check)
+            if self.generation is not None:
+                return self._generation_ms(compiled)
+            stats = self._measure_latency(compiled, warmup=self.warmup, iterations=self.iterations,
+                                          max_seconds=self.max_seconds)
+        except Exception as exc:  # noqa: BLE001 - as a compile failure: a bad action, not a crash of the search
+            log.warning("placement compiled but failed to run (%s: %s); rewarded as inf", type(exc).__name__,
+                        str(exc).strip().splitlines()[-1] if str(exc).strip() else exc)
+            return float("inf")
         log.debug("measured placement %d: %s", self.num_compiles, stats)
         return stats.median_ms
 

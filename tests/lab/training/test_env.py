@@ -72,6 +72,29 @@ def test_measured_env_compiles_each_distinct_placement_once(testbed):
     assert set(placement.assignment.values()) <= set(testbed.devices)
 
 
+def test_a_placement_that_compiles_but_cannot_run_is_rewarded_inf_not_a_crash(testbed, caplog, monkeypatch):
+    """HETERO compiled a decoder's split that then failed at its first prefill (an eltwise shape check): the search
+    strategy's whole call failed with it. Such a placement is a bad action, as one that does not compile."""
+    import logging
+
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+
+    model = synthetic_graphs.residual(blocks=1)
+    env = MeasuredEnv(model, testbed.core, testbed.devices, cost=stand_in_cost_model(extract_graph(
+        prepare_model(model))), iterations=2, warmup=0, max_seconds=0.2)
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("Exception from src/inference/src/cpp/infer_request.cpp:224:\n"
+                           "[CPU] Multiply node: Check 'input_shape[j] == 1' failed")
+
+    monkeypatch.setattr(env, "_measure_latency", fails)
+    with caplog.at_level(logging.WARNING):
+        reward = env.evaluate(np.zeros(env.num_nodes, dtype=np.int64))
+    assert np.isinf(reward).all() and env.num_compiles == 1
+    assert "compiled but failed to run" in caplog.text and "input_shape[j] == 1" in caplog.text
+
+
 def test_measured_env_rejects_a_cost_model_of_another_graph(testbed, synthetic_prepared):
     _, other = synthetic_prepared["branching"]
     with pytest.raises(Exception, match="not for this"):
