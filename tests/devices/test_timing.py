@@ -62,8 +62,8 @@ def _bf16_input_model():
 
 def test_a_bf16_input_is_fed_as_bf16_numbers_to_both_timers_and_the_request(testbed, caplog):
     """numpy has no bf16: OpenVINO reads a numpy array into a bf16 input as f16 numbers (a uint16 array of bf16 bits
-    became values near 1e31; an f16 array is refused by set_tensor), so every measuring path fell back on such a
-    model. random_inputs gives an ov.Tensor there; the native timer, fill_input and infer() take it."""
+    became values near 1e31; an f16 array is refused by set_tensor), so the profiler fell back on such a model.
+    random_inputs gives an ov.Tensor there; the native timer, fill_input and infer() take it."""
     import logging
 
     import openvino as ov

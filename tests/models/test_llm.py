@@ -338,9 +338,9 @@ def test_two_sessions_of_one_placed_split_keep_their_own_state(family, tiny_llms
 def test_a_non_stateful_export_is_measured_and_placed_without_falling_back(family, f32_testbed, tmp_path_factory,
                                                                           caplog):
     """optimum-intel's legacy form (``stateful=False``: each layer's KV cache an input and an output). Loaded by
-    ``OVModelForCausalLM`` on a CPU with bf16 its cache inputs are bf16, which the measuring feed gave f16 numbers
-    and every measuring path fell back (``Failed to set tensor ... f16 ... bf16``). The measuring paths place it
-    without a fallback, and generate as the plain compile."""
+    ``OVModelForCausalLM`` on a CPU with bf16 its cache inputs are bf16, which the measuring feed gave f16 numbers:
+    ``heft``'s profiler fell back (``Failed to set tensor ... f16 ... bf16``), the quick profile ran on converted
+    numbers. The measuring paths place it without a fallback, and generate as the plain compile."""
     import torch
     from optimum.intel import OVModelForCausalLM
 
