@@ -77,7 +77,7 @@ def graph_load(graph: GraphArrays) -> _GraphLoad:
                         | (np.bincount(dst, weights=(np.asarray(graph.edge_bytes) < 0), minlength=n) > 0))
     if dynamic.any():  # a modelling note, not a fallback: every stateful decoder's prefill clone has some (its state)
         log.info("%d node(s) have dynamic shapes: their simulated cost is the launch overhead only "
-                    "(inf on devices that need static shapes)", int(dynamic.sum()))
+                 "(inf on devices that need static shapes)", int(dynamic.sum()))
     return _GraphLoad(np.maximum(np.asarray(graph.flops, np.float64), 0.0), float_elements, other_bytes,
                       category, costed, dynamic)
 

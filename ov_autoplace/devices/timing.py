@@ -133,23 +133,30 @@ def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
         fed = llm_convention(named, shape, dtype, rng, vocabulary) if named and np.issubdtype(dtype, np.integer) \
             else None
         given = next((sample[n] for n in port.get_names() if n in sample), None)
+        bf16 = port.get_element_type() == ov.Type.bf16  # e.g. optimum's non-stateful KV cache on a bf16 CPU
         if given is not None and tuple(given.shape) == shape:
-            arrays.append(np.ascontiguousarray(given, dtype=dtype))
+            arrays.append(_bf16_tensor(given) if bf16 else np.ascontiguousarray(given, dtype=dtype))
         elif fed is not None:
             arrays.append(np.ascontiguousarray(fed))
         elif dtype == np.bool_:
             arrays.append(rng.integers(0, 2, size=shape).astype(np.bool_))
         elif np.issubdtype(dtype, np.integer):
             arrays.append(rng.integers(0, 2, size=shape).astype(dtype))
-        elif port.get_element_type() == ov.Type.bf16:  # a bf16 input (optimum's non-stateful KV cache on a bf16 CPU)
-            tensor = ov.Tensor(ov.Type.bf16, shape)
-            tensor.data.view(np.uint16)[...] = rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16
-            arrays.append(tensor)
+        elif bf16:
+            arrays.append(_bf16_tensor(rng.standard_normal(shape)))
         elif np.issubdtype(dtype, np.floating):
             arrays.append(rng.standard_normal(shape).astype(dtype))
         else:
             raise ValueError(f"input {port.get_any_name()!r} has element type {dtype}; the timer cannot feed it")
     return arrays
+
+
+def _bf16_tensor(values: np.ndarray) -> ov.Tensor:
+    """``values`` (floats) in a bf16 tensor, each truncated to bf16: numpy has no bf16, and a numpy array fed to a
+    bf16 input is read as f16 numbers."""
+    tensor = ov.Tensor(ov.Type.bf16, list(values.shape))
+    tensor.data.view(np.uint16)[...] = np.ascontiguousarray(values, np.float32).view(np.uint32) >> 16
+    return tensor
 
 
 def measure_latency(

@@ -4,7 +4,7 @@ import pytest
 import ov_autoplace as oa
 from ov_autoplace._native_loader import load_native
 from tests import synthetic_graphs as sg
-from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order
+from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs, round_order
 
 
 def test_native_timer_returns_every_sample(testbed):
@@ -81,6 +81,14 @@ def test_a_bf16_input_is_fed_as_bf16_numbers_to_both_timers_and_the_request(test
     request = compiled.create_infer_request()
     fill_input(request, 0, tensor)
     assert np.allclose(request.infer()[0], out)
+    given = np.linspace(-3, 3, 128, dtype=np.float32).reshape(2, 64)  # an app's inputs= sample, bf16-exact values
+    given = (given.view(np.uint32) & 0xFFFF0000).view(np.float32)
+    with input_sample({"past": given.astype(np.float16)}):  # as model/input_sample.py keeps it (to_dtype: f16)
+        sampled = random_inputs(compiled)[0]
+    assert isinstance(sampled, ov.Tensor) and sampled.element_type == ov.Type.bf16
+    assert np.allclose(compiled([sampled])[0], np.maximum(given, 0), atol=2e-2)
+    with input_sample({"past": given}):
+        assert measure_latency(compiled, warmup=0, iterations=2).samples_ms.shape == (2,)
     with caplog.at_level(logging.WARNING, logger="ov_autoplace"):  # a measuring strategy places it, no fallback
         oa.compile_model(_bf16_input_model(), testbed.hetero, core=testbed.core, strategy="heft", use_cache=False)
     assert not [r.getMessage() for r in caplog.records if "placement path failed" in r.getMessage()]

@@ -286,8 +286,9 @@ class MeasuredEnv(PlacementEnv):
             stats = self._measure_latency(compiled, warmup=self.warmup, iterations=self.iterations,
                                           max_seconds=self.max_seconds)
         except Exception as exc:  # noqa: BLE001 - as a compile failure: a bad action, not a crash of the search
+            lines = str(exc).strip().splitlines()  # OpenVINO's last line names the failing check
             log.warning("placement compiled but failed to run (%s: %s); rewarded as inf", type(exc).__name__,
-                        str(exc).strip().splitlines()[-1] if str(exc).strip() else exc)
+                        lines[-1] if lines else "")
             return float("inf")
         log.debug("measured placement %d: %s", self.num_compiles, stats)
         return stats.median_ms
