@@ -86,16 +86,21 @@ def test_a_pin_splitting_a_variable_is_a_pin_error_naming_the_rule_and_nodes(pla
         place(set(), pins=[Pin("CPU", name="rv0"), Pin("CPUF", name="cat0")])
 
 
+def _layer_1_on_the_second_device(testbed):
+    """``(model, placement)``: two stateful layers sharing one initializer, layer 1 legalised onto CPUF."""
+    model = stateful_layers(shared_init=True)
+    graph = extract_graph(model)
+    support = query_support(testbed.core, model, graph, DEVICES)
+    layer1 = {"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1", "init1"}
+    return model, legalize(graph, np.array([1 if n in layer1 else 0 for n in graph.names]), DEVICES, support)
+
+
 def test_an_initializer_every_layer_shares_is_copied_per_device(f32_testbed):
     """One ShapeOf(x) -> Gather feeds both layers' initializers (optimum-intel's layout): with layer 1 on the second
     device, a shape value would cross a device (rule 3: the variable's shape "has to extend" the initializer's);
     Placement.apply gives the second device its own copy, and the split runs as the plain compile."""
     testbed = f32_testbed  # like for like: the split is held to 1e-5 of the plain compile
-    model = stateful_layers(shared_init=True)
-    graph = extract_graph(model)
-    support = query_support(testbed.core, model, graph, DEVICES)
-    layer1 = {"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1", "init1"}
-    placement = legalize(graph, np.array([1 if n in layer1 else 0 for n in graph.names]), DEVICES, support)
+    model, placement = _layer_1_on_the_second_device(testbed)
     assert placement.assignment["batch"] == "CPU" and placement.assignment["rv1"] == "CPUF"
     clone = model.clone()
     placement.apply(clone)
@@ -115,11 +120,7 @@ def test_the_applied_placement_is_the_same_model_whatever_the_process_built_befo
     same serialized model."""
     import openvino as ov
 
-    model = stateful_layers(shared_init=True)
-    graph = extract_graph(model)
-    support = query_support(f32_testbed.core, model, graph, DEVICES)
-    layer1 = {"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1", "init1"}
-    placement = legalize(graph, np.array([1 if n in layer1 else 0 for n in graph.names]), DEVICES, support)
+    model, placement = _layer_1_on_the_second_device(f32_testbed)
 
     def applied(name: str) -> bytes:
         clone = model.clone()
