@@ -2,7 +2,7 @@
 exports, legalised with and without stateful rules 4 and 5, compiled on HETERO (real compiles on the testbed, nothing
 timed).
 
-    python benchmarks/bench_stateful_splits.py [--families llama,qwen2] [--size tiny] [--proposals 120] [--seeds 1 2]
+    python benchmarks/bench_stateful_splits.py [--families llama,qwen2,opt,...] [--size tiny] [--proposals 120] [--seeds 1 2]
                                                [--dir /tmp/llm] [--markdown docs/bench/stateful-splits.md]
 
 Run in the LLM venv (docs/llm.md). For each family, a random-weight decoder exported by optimum-intel
@@ -80,8 +80,9 @@ def run_family(family: str, directory: Path, proposals: int, seed: int, testbed,
                steps: int = 8) -> dict[str, dict[str, int]]:
     core, devices = testbed.core, testbed.devices
     model = core.read_model(export_decoder(family, directory, size) / "openvino_model.xml")
-    clone = prepare_model(static_clone(model, {"input_ids": [1, 16], "attention_mask": [1, 16],
-                                               "position_ids": [1, 16], "beam_idx": [1]}))
+    inputs = {name for port in model.inputs for name in port.get_names()}  # BLOOM has no position_ids
+    clone = prepare_model(static_clone(model, {k: v for k, v in {"input_ids": [1, 16], "attention_mask": [1, 16],
+                                               "position_ids": [1, 16], "beam_idx": [1]}.items() if k in inputs}))
     graph = placement_graph(clone, model)
     dynamic = extract_graph(prepare_model(model))
     active = np.flatnonzero((graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph))
@@ -156,7 +157,8 @@ def main() -> None:
         f"--proposals {args.proposals} --steps {args.steps} --seeds {' '.join(map(str, args.seeds))}` "
         f"({time.strftime('%Y-%m-%d')}, {cpu_description()}, OpenVINO {ov.get_version()}, {seconds:.0f} s): "
         f"optimum-intel's {args.size} exports ({SIZES[args.size]['num_hidden_layers']} layers, hidden "
-        f"{SIZES[args.size]['hidden_size']}), each proposal legalised with stateful rules 1-3, 1-4 and 1-5, compiled "
+        f"{SIZES[args.size]['hidden_size']}; the families beyond Llama and Qwen2 at the geometry "
+        "`tests/llm_models.MORE_FAMILIES` gives them), each proposal legalised with stateful rules 1-3, 1-4 and 1-5, compiled "
         "on `HETERO:CPU,CPUF` (both f32) and run once at a 128-token prefill (a failure at either counts as "
         "refused); a re-entry is rule 4's: a path out of a device holding state and back to where the device also "
         "reaches directly, on the dynamic model. Each split of the legalizer's that compiled then generated "

@@ -16,6 +16,27 @@ import numpy as np
 #: heads, RoPE, SwiGLU) and Qwen2 (the same with biased Q/K/V projections).
 FAMILIES = ("llama", "qwen2")
 LAYERS = 4
+#: More families at the tiny size (transformers config keys), for the stateful-splits benchmark and the tests: OPT
+#: (learned positions, the embedding reading the ids through a Convert), GPTBigCode (multi-query attention, the same
+#: Convert), Phi-3 (fused QKV), Mistral (sliding window of 8, shorter than the tests' prompts), GPT-2 and GPT-NeoX
+#: (parallel attention and MLP), Falcon (multi-query, parallel), BLOOM (ALiBi: no ``position_ids`` input).
+MORE_FAMILIES = {
+    "opt": dict(vocab_size=512, hidden_size=64, ffn_dim=128, num_hidden_layers=LAYERS, num_attention_heads=4,
+                max_position_embeddings=256, word_embed_proj_dim=64),
+    "gpt_bigcode": dict(vocab_size=512, n_embd=64, n_layer=LAYERS, n_head=4, n_positions=256, multi_query=True),
+    "phi3": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, pad_token_id=0),
+    "mistral": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
+                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, sliding_window=8),
+    "gpt2": dict(vocab_size=512, n_embd=64, n_layer=LAYERS, n_head=4, n_positions=256),
+    "gpt_neox": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
+                     num_attention_heads=4, max_position_embeddings=256),
+    "falcon": dict(vocab_size=512, hidden_size=64, num_hidden_layers=LAYERS, num_attention_heads=4,
+                   new_decoder_architecture=False, multi_query=True, parallel_attn=True, max_position_embeddings=256),
+    "bloom": dict(vocab_size=512, hidden_size=64, n_layer=LAYERS, n_head=4),
+}
+_CLASSES = {"llama": "Llama", "qwen2": "Qwen2", "opt": "OPT", "gpt_bigcode": "GPTBigCode", "phi3": "Phi3",
+            "mistral": "Mistral", "gpt2": "GPT2", "gpt_neox": "GPTNeoX", "falcon": "Falcon", "bloom": "Bloom"}
 
 
 #: Decoder geometries (transformers config keys). ``tiny`` is the tests' (a decode step of ~0.5 ms: HETERO's fixed
@@ -45,11 +66,12 @@ def export_decoder(family: str, directory: Path, size: str = "tiny", bits: int |
     when it is there. Returns the directory holding ``openvino_model.xml`` and the config
     ``OVModelForCausalLM.from_pretrained`` reads."""
     import torch
+    import transformers
     from optimum.intel import OVModelForCausalLM, OVWeightQuantizationConfig
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-    config_class, model_class = {"llama": (LlamaConfig, LlamaForCausalLM),
-                                 "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
+    prefix = _CLASSES[family]
+    config_class, model_class = f"{prefix}Config", f"{prefix}{'LMHeadModel' if family == 'gpt2' else 'ForCausalLM'}"
+    geometry = MORE_FAMILIES[family] if family in MORE_FAMILIES else SIZES[size]
     name = (family if size == "tiny" else f"{family}_{size}") + (f"_int{bits}" if bits else "") \
         + ("" if stateful else "_nonstateful")
     out = directory / name
@@ -57,7 +79,7 @@ def export_decoder(family: str, directory: Path, size: str = "tiny", bits: int |
         return out
     torch.manual_seed(0)
     hf_dir = directory / f"{name}_hf"
-    model_class(config_class(**SIZES[size])).eval().save_pretrained(hf_dir)
+    getattr(transformers, model_class)(getattr(transformers, config_class)(**geometry)).eval().save_pretrained(hf_dir)
     compression = OVWeightQuantizationConfig(bits=bits, sym=False, ratio=1.0, group_size=32 if bits == 4 else -1) \
         if bits else None
     OVModelForCausalLM.from_pretrained(hf_dir, export=True, stateful=stateful, compile=False,
@@ -71,17 +93,19 @@ def generate(compiled, prompt, steps: int, *, teacher: list[int] | None = None) 
     ``attention_mask`` of past+1 ones). Returns the tokens (prompt included) and each step's last logits.
     ``teacher``: feed these tokens instead of the argmax (teacher forcing)."""
     request = compiled.create_infer_request()
+    names = {name for port in compiled.inputs for name in port.get_names()}
     request.reset_state()
     tokens, logits = list(prompt), []
     for step in range(steps):
         new = tokens if step == 0 else tokens[-1:]
         past = len(tokens) - len(new)
-        result = request.infer({
+        feed = {
             "input_ids": np.array([new], dtype=np.int64),
             "attention_mask": np.ones((1, len(tokens)), dtype=np.int64),
             "position_ids": np.arange(past, len(tokens), dtype=np.int64)[None],
             "beam_idx": np.zeros(1, dtype=np.int32),
-        })
+        }
+        result = request.infer({k: v for k, v in feed.items() if k in names})  # ALiBi models have no position_ids
         last = np.array(result["logits"][0, -1], dtype=np.float32)
         logits.append(last)
         tokens.append(int(teacher[len(tokens)]) if teacher is not None else int(np.argmax(last)))

@@ -327,12 +327,14 @@ def stateful_layers(layers: int = 2, hidden: int = 16, shared_init: bool = False
     return ov.Model([out], sinks, [x, beam], "stateful_layers")
 
 
-def llm_like(vocab: int = 37, hidden: int = 8, positions: int | None = 64, layers: int = 1) -> ov.Model:
+def llm_like(vocab: int = 37, hidden: int = 8, positions: int | None = 64, layers: int = 1,
+             convert_ids: bool = False) -> ov.Model:
     """The inputs and state of an optimum-intel decoder on a few ops: ``input_ids``, ``attention_mask``,
     ``position_ids`` (``[?, ?]`` i64), ``beam_idx`` (``[?]`` i32) and per layer a variable holding the past hidden
     states (``past``, ``past1``, ...); the mask multiplies past + new states, so a mask shorter or longer than the
     state is rejected as in a decoder. A position table of ``positions`` rows (None: none, positions unused but
-    fed, as RoPE computed from the ids). Output ``logits`` ``[?, ?, vocab]``."""
+    fed, as RoPE computed from the ids). ``convert_ids``: the embedding reads the ids through a ``Convert`` to i32,
+    as optimum-intel's OPT and GPTBigCode exports do, and the initializer reads one ``ShapeOf(input_ids)``. Output ``logits`` ``[?, ?, vocab]``."""
     from openvino.op.util import Variable, VariableInfo
 
     rng = _rng()
@@ -340,16 +342,18 @@ def llm_like(vocab: int = 37, hidden: int = 8, positions: int | None = 64, layer
     mask = ops.parameter([-1, -1], np.int64, name="attention_mask")
     pos = ops.parameter([-1, -1], np.int64, name="position_ids")
     beam = ops.parameter([-1], np.int32, name="beam_idx")
-    h = ops.gather(_const(rng, (vocab, hidden)), ids, ops.constant(0))
+    h = ops.gather(_const(rng, (vocab, hidden)), ops.convert(ids, np.int32) if convert_ids else ids, ops.constant(0))
     if positions is not None:
         h = ops.add(h, ops.gather(_const(rng, (positions, hidden)), pos, ops.constant(0)))
     else:  # RoPE-like: the positions scale the states, no table
         h = ops.multiply(h, ops.unsqueeze(ops.cos(ops.convert(pos, np.float32)), ops.constant(-1)))
-    batch = ops.gather(ops.shape_of(ids), ops.constant([0]), ops.constant(0))
+    ids_shape = ops.shape_of(ids)  # with convert_ids one ShapeOf, as those exports' initializer reads it
+    batch = ops.gather(ids_shape if convert_ids else ops.shape_of(ids), ops.constant([0]), ops.constant(0))
     # the empty past's length as a computed 0: with a literal 0 the CPU plugin fixes the variable's dynamic batch
     # at 0..? and its length at 0, and rejects the first Assign of a dynamic-batch model ("Can not clone with new
     # dims"); optimum-intel's decoders escape it through the fused attention
-    empty = ops.multiply(ops.gather(ops.shape_of(ids), ops.constant([1]), ops.constant(0)),
+    empty = ops.multiply(ops.gather(ids_shape if convert_ids else ops.shape_of(ids), ops.constant([1]),
+                                    ops.constant(0)),
                          ops.constant(np.array([0], np.int64)))
     init = ops.broadcast(ops.constant(np.float32(0)),
                          ops.concat([batch, empty, ops.constant(np.array([hidden], np.int64))], 0))

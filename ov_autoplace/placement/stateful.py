@@ -99,13 +99,8 @@ def _find_state_groups(graph: GraphArrays) -> list[StateGroup]:
 
 
 def _with_attention(graph: GraphArrays, groups: list[StateGroup]) -> list[StateGroup]:
-    """Rule 5: the attention that reads a variable joins its group, with the nodes between (a KV cache's
-    ``Concat -> Unsqueeze -> Broadcast -> Reshape -> ScaledDotProductAttention``); a layer's K and V variables, read
-    by one attention, become one group. Splits that part a layer's two caches compile and fail at the first request
-    (``Can not clone with new dims``: the cache apart from its attention keeps the ``[?, h, 0, d]`` shape of
-    optimum-intel's initializer), and an attention away from its caches would copy them across devices at every
-    token. Followed forward along data edges only (not through ``ShapeOf``: the mask's shape paths reach every
-    layer) and never past an attention."""
+    """Rule 5: the attention that reads a variable joins its group, with the nodes between; a layer's K and V
+    variables, read by one attention, become one group (why: docs/architecture.md, "Module notes")."""
     attention = np.array([op == _ATTENTION for op in graph.op_types], bool)
     walk = ~attention & ~np.array([op in _SHAPE_OPS for op in graph.op_types], bool)
     found = []
@@ -184,12 +179,13 @@ def keep_state_together(graph: GraphArrays, device: np.ndarray, active: np.ndarr
 
 def split_variables(graph: GraphArrays, full: np.ndarray, active: np.ndarray) -> list[tuple[int, int]]:
     """Variables whose ReadValue and Assign fall into different HETERO submodels under ``full`` (rule 2); on a static
-    clone's ``dynamic`` graph where it has one (what HETERO compiles: ``GraphArrays.dynamic``)."""
+    clone's ``dynamic`` graph where it has one (what HETERO compiles: ``GraphArrays.dynamic``), with the shared
+    initializer's copies as ``Placement.apply`` makes them (:func:`with_initializer_copies`)."""
     if not graph.variables:
         return []
     if graph.dynamic is not None:
         return _split_on_dynamic(graph, np.asarray(full))
-    sub = submodel_partition(graph, full, active).submodel
+    sub = submodel_partition(with_initializer_copies(graph, np.asarray(full)), full, active).submodel
 
     def submodel_of(i: int) -> int:
         # A ReadValue whose initializer is constant (the static clone folds ShapeOf) is not active: it follows
@@ -199,6 +195,49 @@ def split_variables(graph: GraphArrays, full: np.ndarray, active: np.ndarray) ->
         found = {int(sub[j]) for j in graph.successors(i).tolist() if active[j]}
         return found.pop() if len(found) == 1 else -1
     return [(r, a) for r, a in graph.variables if submodel_of(r) != submodel_of(a) or submodel_of(a) < 0]
+
+
+#: Per graph: its ReadValue initializer nodes (compute ancestors of a ReadValue short of Parameters and Constants).
+_INITIALIZERS: "weakref.WeakKeyDictionary[GraphArrays, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def with_initializer_copies(graph: GraphArrays, full: np.ndarray) -> GraphArrays:
+    """``graph``'s edges as HETERO meets them once ``Placement.apply`` has copied the shared initializer (rule 3;
+    why: docs/architecture.md, "Module notes"); ``graph`` itself when no copy is made."""
+    init = _INITIALIZERS.get(graph)
+    if init is None:
+        reads = [r for r, _ in graph.variables]
+        init = _INITIALIZERS[graph] = _reach(graph, reads, False) & (graph.role == NodeRole.COMPUTE)
+        init[reads] = False
+    src, dst = graph.edge_src, graph.edge_dst
+    crossing = init[src] & (full[src] != full[dst])
+    if not crossing.any():
+        return graph
+    indptr, indices = graph.predecessors_csr
+    sources: dict[tuple[int, int], set[int]] = {}
+
+    def sources_on(node: int, device: int) -> set[int]:  # what the copy of ``node`` on ``device`` reads
+        key = (node, device)
+        if key not in sources:
+            found: set[int] = set()
+            for p in indices[indptr[node]:indptr[node + 1]].tolist():
+                if graph.role[p] == NodeRole.PARAMETER or (init[p] and full[p] == device):
+                    found.add(p)
+                elif init[p]:
+                    found |= sources_on(p, device)
+            sources[key] = found  # a Constant is cloned with the copy: it joins nothing
+        return sources[key]
+
+    kept = np.flatnonzero(~crossing)
+    extra = [(s, e) for e in np.flatnonzero(crossing).tolist()
+             for s in sorted(sources_on(int(src[e]), int(full[dst[e]])))]
+    edges = np.concatenate([kept, np.array([e for _, e in extra], np.int64)])
+    new_src = np.concatenate([src[kept], np.array([s for s, _ in extra], src.dtype)])
+    order = np.argsort(dst[edges], kind="stable")  # listed by destination, as extracted
+    edges = edges[order]
+    return dataclasses.replace(graph, edge_src=new_src[order], edge_dst=dst[edges],
+                               edge_src_port=np.where(crossing[edges], 0, graph.edge_src_port[edges]),
+                               edge_dst_port=graph.edge_dst_port[edges], edge_bytes=graph.edge_bytes[edges])
 
 
 #: Per static clone: (its dynamic graph's node -> the clone's namesake, -1: none; the nodes without one; the dynamic
@@ -249,15 +288,9 @@ def _reentries(graph: GraphArrays, device: np.ndarray, active: np.ndarray, d: in
 def keep_state_devices_whole(graph: GraphArrays, device: np.ndarray, active: np.ndarray, support: np.ndarray,
                              locked: np.ndarray) -> tuple[int, bool]:
     """Rule 4, in place: no path leaves a device that holds a variable and comes back to it where the device also
-    gets there directly (:func:`_reentries`; a device left and re-entered only through the other, an embedding on
-    the device of the last layers, is a chain and kept). Returns how many nodes moved and whether the rule holds in
-    the end (False: only one device would do; the caller decides).
-
-    HETERO 2026.4 refuses some such splits of optimum-intel's decoders though rule 2 holds (a node of the last
-    layer's query path alone on the other device: ``Model references undeclared parameters``); of the random splits
-    rules 1-3 kept that failed, all but rule 5's had one (docs/bench/stateful-splits.md). Each re-entry is undone the cheaper way, by
-    FLOPs moved: the nodes on the way out come back to the device (a variable among them with all of its group), or
-    the part of the device after them goes to theirs (never a variable's own nodes). Pinned nodes never move."""
+    gets there directly (:func:`_reentries`). Returns how many nodes moved and whether the rule holds in the end
+    (False: only one device would do; the caller decides). Evidence and the moves: docs/architecture.md, "Module
+    notes". Pinned nodes never move."""
     groups = state_groups(graph)
     if not groups:
         return 0, True
@@ -349,4 +382,4 @@ def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndar
 
 
 __all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_state_devices_whole",
-           "keep_state_together", "one_device_for_state", "split_variables", "state_groups"]
+           "keep_state_together", "one_device_for_state", "split_variables", "state_groups", "with_initializer_copies"]

@@ -328,3 +328,38 @@ def test_a_device_reentered_only_through_the_other_is_not_a_reentry():
     assert moved({"proj0", "head"} | _layer(2) | add2) == 0
     assert moved(_layer(1)) == 0  # layers 0 and 2 reach each other only through layer 1: a chain
     assert moved({"mean1"}) == 1  # layer 1's projection reaches its Add directly, and through mean1
+
+
+def _initializer_placed_on_1(shape_of_on_0: bool):
+    """llm_like with the ids read through a Convert: its graph, and a placement with the initializer every variable
+    shares on device 1 (its ``ShapeOf(input_ids)`` on device 0 with ``shape_of_on_0``), everything else on 0."""
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace.placement.stateful import _reach
+
+    graph = extract_graph(prepare_model(sg.llm_like(layers=2, convert_ids=True)))
+    reads = [r for r, _ in graph.variables]
+    init = _reach(graph, reads, False) & (graph.role == NodeRole.COMPUTE)
+    init[reads] = False
+    full = init.astype(np.int64)
+    if shape_of_on_0:
+        full[[i for i in np.flatnonzero(init) if graph.op_types[i] == "ShapeOf"]] = 0
+    return graph, full, reads
+
+
+@pytest.mark.parametrize("shape_of_on_0", [False, True])
+def test_rule_2_sees_each_devices_copy_of_the_shared_initializer(shape_of_on_0):
+    """``Placement.apply`` gives device 0 its own copy of the initializer on device 1: the ReadValues on 0 read that
+    copy, which reads what the copied chain starts from on device 0 (the ids, or the ShapeOf already there), so
+    HETERO's parts join them as the graph without copies does not show."""
+    from ov_autoplace.placement.stateful import with_initializer_copies
+
+    graph, full, reads = _initializer_placed_on_1(shape_of_on_0)
+    copied = with_initializer_copies(graph, full)
+    edges = set(zip(copied.edge_src.tolist(), copied.edge_dst.tolist()))
+    start = ([i for i in range(graph.num_nodes) if graph.op_types[i] == "ShapeOf" and full[i] == 0] if shape_of_on_0
+             else [graph.names.index("input_ids")])
+    assert len(start) == 1 and all((start[0], r) in edges for r in reads)
+    assert not any(full[s] != full[d] for s, d in edges if s in set(np.flatnonzero(full == 1)))
+    assert np.all(np.diff(copied.edge_dst) >= 0)  # still listed by destination, as extracted
+    assert with_initializer_copies(graph, np.zeros(graph.num_nodes, np.int64)) is graph
