@@ -236,7 +236,11 @@ def copy_shared_initializers(ordered: Sequence[ov.Node], assignment: Mapping[str
                     need[id(op)].add(assignment.get(consumer.get_friendly_name(), ""))
     copies: dict[tuple[int, str], ov.Node] = {id(op): {} for op in init}  # id -> device -> copy
     for device in sorted({d for devices in need.values() for d in devices} - {""}):
-        wanted = [op for op in init if device in need[id(op)] and assignment[op.get_friendly_name()] != device]
+        wanted = {id(op) for op in init if device in need[id(op)] and assignment[op.get_friendly_name()] != device}
+        for op in reversed(init):  # with the initializer nodes they read: a copy reads Parameters and Constants only
+            if id(op) in wanted:
+                wanted |= {id(i.get_source_output().get_node()) for i in op.inputs()} & ids
+        wanted = [op for op in init if id(op) in wanted]
         for op, copy in zip(wanted, _copies(wanted)):
             copy.set_friendly_name(f"{op.get_friendly_name()}/on_{device}")
             copies[id(op)][device] = copy

@@ -221,7 +221,7 @@ def with_initializer_copies(graph: GraphArrays, full: np.ndarray) -> GraphArrays
         if key not in sources:
             found: set[int] = set()
             for p in indices[indptr[node]:indptr[node + 1]].tolist():
-                if graph.role[p] == NodeRole.PARAMETER or (init[p] and full[p] == device):
+                if graph.role[p] == NodeRole.PARAMETER:
                     found.add(p)
                 elif init[p]:
                     found |= sources_on(p, device)

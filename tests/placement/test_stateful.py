@@ -112,6 +112,27 @@ def test_an_initializer_every_layer_shares_is_copied_per_device(f32_testbed):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+def test_a_copy_of_the_initializer_reads_the_parameters_whatever_device_its_inputs_are_on(f32_testbed):
+    """The shared initializer's ShapeOf on the second device and its Gather (``batch``) on the first: the second
+    device's copy of the Gather would read that ShapeOf, outside the nodes copied, and the cut made of them referenced
+    ``x`` undeclared (``Placement.apply`` raised ``Model references undeclared parameters``). A device's copy takes
+    the chain from the Parameters, and the split runs as the plain compile."""
+    import dataclasses
+
+    model, placement = _layer_1_on_the_second_device(f32_testbed)
+    graph = extract_graph(model)
+    shape_of = [graph.names[i] for i in graph.predecessors(graph.names.index("batch")).tolist()
+                if graph.op_types[i] == "ShapeOf"]
+    assert len(shape_of) == 1 and placement.assignment[shape_of[0]] == "CPU"
+    moved = dataclasses.replace(placement, assignment={**placement.assignment, shape_of[0]: "CPUF"})
+    clone = model.clone()
+    moved.apply(clone)
+    got = _generate(f32_testbed.core.compile_model(clone, "HETERO:CPU,CPUF"))
+    want = _generate(f32_testbed.core.compile_model(model, "CPU"))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
 def test_the_applied_placement_is_the_same_model_whatever_the_process_built_before(f32_testbed, tmp_path):
     """OpenVINO's blob cache (CACHE_DIR) keys a compile on the serialized model. The initializer's copies were
     cloned from a cut whose Results named their tensors from a process-wide counter, so an app's second start
@@ -350,16 +371,15 @@ def _initializer_placed_on_1(shape_of_on_0: bool):
 @pytest.mark.parametrize("shape_of_on_0", [False, True])
 def test_rule_2_sees_each_devices_copy_of_the_shared_initializer(shape_of_on_0):
     """``Placement.apply`` gives device 0 its own copy of the initializer on device 1: the ReadValues on 0 read that
-    copy, which reads what the copied chain starts from on device 0 (the ids, or the ShapeOf already there), so
-    HETERO's parts join them as the graph without copies does not show."""
+    copy, which reads the ids (the whole chain is copied, the ShapeOf too when it is already on 0), so HETERO's
+    parts join them as the graph without copies does not show."""
     from ov_autoplace.placement.stateful import with_initializer_copies
 
     graph, full, reads = _initializer_placed_on_1(shape_of_on_0)
     copied = with_initializer_copies(graph, full)
     edges = set(zip(copied.edge_src.tolist(), copied.edge_dst.tolist()))
-    start = ([i for i in range(graph.num_nodes) if graph.op_types[i] == "ShapeOf" and full[i] == 0] if shape_of_on_0
-             else [graph.names.index("input_ids")])
-    assert len(start) == 1 and all((start[0], r) in edges for r in reads)
+    ids = graph.names.index("input_ids")
+    assert all((ids, r) in edges for r in reads)
     assert not any(full[s] != full[d] for s, d in edges if s in set(np.flatnonzero(full == 1)))
     assert np.all(np.diff(copied.edge_dst) >= 0)  # still listed by destination, as extracted
     assert with_initializer_copies(graph, np.zeros(graph.num_nodes, np.int64)) is graph
