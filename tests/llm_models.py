@@ -71,6 +71,8 @@ def export_decoder(family: str, directory: Path, size: str = "tiny", bits: int |
 
     prefix = _CLASSES[family]
     config_class, model_class = f"{prefix}Config", f"{prefix}{'LMHeadModel' if family == 'gpt2' else 'ForCausalLM'}"
+    if family in MORE_FAMILIES and size != "tiny":
+        raise ValueError(f"{family!r} is exported at the tiny size only (MORE_FAMILIES), not {size!r}")
     geometry = MORE_FAMILIES[family] if family in MORE_FAMILIES else SIZES[size]
     name = (family if size == "tiny" else f"{family}_{size}") + (f"_int{bits}" if bits else "") \
         + ("" if stateful else "_nonstateful")

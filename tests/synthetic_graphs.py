@@ -334,7 +334,8 @@ def llm_like(vocab: int = 37, hidden: int = 8, positions: int | None = 64, layer
     states (``past``, ``past1``, ...); the mask multiplies past + new states, so a mask shorter or longer than the
     state is rejected as in a decoder. A position table of ``positions`` rows (None: none, positions unused but
     fed, as RoPE computed from the ids). ``convert_ids``: the embedding reads the ids through a ``Convert`` to i32,
-    as optimum-intel's OPT and GPTBigCode exports do, and the initializer reads one ``ShapeOf(input_ids)``. Output ``logits`` ``[?, ?, vocab]``."""
+    as optimum-intel's OPT and GPTBigCode exports do, and the initializer reads one ``ShapeOf(input_ids)``.
+    Output ``logits`` ``[?, ?, vocab]``."""
     from openvino.op.util import Variable, VariableInfo
 
     rng = _rng()
@@ -347,13 +348,13 @@ def llm_like(vocab: int = 37, hidden: int = 8, positions: int | None = 64, layer
         h = ops.add(h, ops.gather(_const(rng, (positions, hidden)), pos, ops.constant(0)))
     else:  # RoPE-like: the positions scale the states, no table
         h = ops.multiply(h, ops.unsqueeze(ops.cos(ops.convert(pos, np.float32)), ops.constant(-1)))
-    ids_shape = ops.shape_of(ids)  # with convert_ids one ShapeOf, as those exports' initializer reads it
-    batch = ops.gather(ids_shape if convert_ids else ops.shape_of(ids), ops.constant([0]), ops.constant(0))
+    ids_shape = ops.shape_of(ids)
+    batch = ops.gather(ids_shape, ops.constant([0]), ops.constant(0))
     # the empty past's length as a computed 0: with a literal 0 the CPU plugin fixes the variable's dynamic batch
     # at 0..? and its length at 0, and rejects the first Assign of a dynamic-batch model ("Can not clone with new
     # dims"); optimum-intel's decoders escape it through the fused attention
-    empty = ops.multiply(ops.gather(ids_shape if convert_ids else ops.shape_of(ids), ops.constant([1]),
-                                    ops.constant(0)),
+    length_of = ids_shape if convert_ids else ops.shape_of(ids)  # one ShapeOf with convert_ids, as those exports
+    empty = ops.multiply(ops.gather(length_of, ops.constant([1]), ops.constant(0)),
                          ops.constant(np.array([0], np.int64)))
     init = ops.broadcast(ops.constant(np.float32(0)),
                          ops.concat([batch, empty, ops.constant(np.array([hidden], np.int64))], 0))

@@ -214,23 +214,21 @@ def with_initializer_copies(graph: GraphArrays, full: np.ndarray) -> GraphArrays
     if not crossing.any():
         return graph
     indptr, indices = graph.predecessors_csr
-    sources: dict[tuple[int, int], set[int]] = {}
+    sources: dict[int, set[int]] = {}
 
-    def sources_on(node: int, device: int) -> set[int]:  # what the copy of ``node`` on ``device`` reads
-        key = (node, device)
-        if key not in sources:
+    def parameters_of(node: int) -> set[int]:  # what a copy of ``node`` reads, on whichever device it is made
+        if node not in sources:
             found: set[int] = set()
             for p in indices[indptr[node]:indptr[node + 1]].tolist():
                 if graph.role[p] == NodeRole.PARAMETER:
                     found.add(p)
                 elif init[p]:
-                    found |= sources_on(p, device)
-            sources[key] = found  # a Constant is cloned with the copy: it joins nothing
-        return sources[key]
+                    found |= parameters_of(p)
+            sources[node] = found  # a Constant is cloned with the copy: it joins nothing
+        return sources[node]
 
     kept = np.flatnonzero(~crossing)
-    extra = [(s, e) for e in np.flatnonzero(crossing).tolist()
-             for s in sorted(sources_on(int(src[e]), int(full[dst[e]])))]
+    extra = [(s, e) for e in np.flatnonzero(crossing).tolist() for s in sorted(parameters_of(int(src[e])))]
     edges = np.concatenate([kept, np.array([e for _, e in extra], np.int64)])
     new_src = np.concatenate([src[kept], np.array([s for s, _ in extra], src.dtype)])
     order = np.argsort(dst[edges], kind="stable")  # listed by destination, as extracted
