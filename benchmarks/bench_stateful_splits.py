@@ -12,14 +12,15 @@ placed on its prefill's static clone with the dynamic model's graph, as every de
 topological order (1-120 active nodes each) on the second device of the f32 testbed (``HETERO:CPU,CPUF``) and is
 legalised three times: with stateful rules 1-3 only (the legalizer before rules 4 and 5), with rule 4 too
 (``stateful.keep_state_devices_whole``: no path out of a device holding state and back to where the device also
-reaches directly), and as the legalizer does, with rule 5 too (a variable's attention in its group:
-``stateful._with_attention``). Every placement that stays a split is compiled by ``ov_autoplace.compile_placement``
-(carried over to the dynamic model and run once) and checked for rule 4's path on the dynamic model HETERO
-compiles. The table counts splits, how many compiled and ran, and how many of each kind had such a path: the
-evidence for rules 4 and 5 (sufficient conditions found by compiling, not HETERO's own rules). Each split the
-legalizer keeps that compiled also generates ``--steps`` tokens after a 16-token prompt, greedily and teacher-forced
-on the plain compile's tokens (``tests/llm_models.generate``): the table counts the splits whose greedy tokens equal
-the plain compile's and gives the largest teacher-forced logits difference over the logits' scale.
+reaches directly; ``stateful.keep_parameters_off_cycles``: none through a Parameter read on both devices), and as
+the legalizer does, with rule 5 too (a variable's attention in its group: ``stateful._with_attention``). Every
+placement that stays a split is compiled by ``ov_autoplace.compile_placement`` (carried over to the dynamic model
+and run once) and checked for rule 4's path on the dynamic model HETERO compiles. The table counts splits, how
+many compiled and ran, and how many of each kind had such a path: the evidence for rules 4 and 5 (sufficient
+conditions found by compiling, not HETERO's own rules). Each split the legalizer keeps that compiled also generates
+``--steps`` tokens after a 16-token prompt, greedily and teacher-forced on the plain compile's tokens
+(``tests/llm_models.generate``): the table counts the splits whose greedy tokens equal the plain compile's and gives
+the largest teacher-forced logits difference over the logits' scale.
 """
 
 from __future__ import annotations
@@ -54,11 +55,12 @@ PROMPT = 16  # tokens of the generation each split of the legalizer's runs
 
 @contextlib.contextmanager
 def rules_up_to(last: int):
-    """The legalizer with stateful rules after ``last`` switched off (rule 4: no re-entry; rule 5: the attention
-    with its cache, which state_groups adds and caches per graph)."""
+    """The legalizer with stateful rules after ``last`` switched off (rule 4: no re-entry, through a Parameter
+    either; rule 5: the attention with its cache, which state_groups adds and caches per graph)."""
     with contextlib.ExitStack() as stack:
         if last < 4:
             stack.enter_context(mock.patch.object(legalizer, "keep_state_devices_whole", lambda *a: (0, True)))
+            stack.enter_context(mock.patch.object(legalizer, "keep_parameters_off_cycles", lambda *a: (0, True)))
         if last < 5:
             stack.enter_context(mock.patch.object(stateful, "_with_attention", lambda graph, groups: groups))
         stateful._STATE_GROUPS.clear()

@@ -238,18 +238,8 @@ def single_device_of(placement) -> str | None:
 
 def runner_ups(graph, devices: Sequence[str], support: np.ndarray, cost, *, max_submodels: int | None,
                pins: Sequence[Any] = (), core: Any = None, generation=None) -> list:
-    """The runner-ups measured beside a candidate placed on ``cost``: :data:`RUNNER_UP_METHODS`, then a device.
-
-    HEFT on the same cost model, legalized under the same submodel bound and passed through the same guard as
-    the candidate (``decision/prediction_guard.py``: a split not predicted faster than a single device, beyond the spread, becomes
-    that device, which is measured anyway; so a runner-up the costs already condemn takes no rounds). Then
-    :func:`faster_single_device`, which makes the caller verify at all. Pinned requests get none (the pins are the
-    user's call). A method that cannot place the model is dropped with a WARNING: the candidate is still verified.
-
-    With a ``generation`` (a stateful decoder) every other device that runs the whole model is added whatever the
-    costs say, also without costs (:func:`other_single_devices`): per-op costs miss what a decode step's hundreds
-    of tiny ops spend on dispatch and synchronisation, and a generation is cheap to time whole.
-    """
+    """The runner-ups measured beside a candidate placed on ``cost``: :data:`RUNNER_UP_METHODS`, then a device; none
+    for pinned requests. Which, and why: docs/architecture.md, "Module notes"."""
     if pins:
         return []
     devices = tuple(devices)

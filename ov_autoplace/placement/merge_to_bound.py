@@ -226,18 +226,8 @@ def _move_one_part(graph, device, active, support, locked, partition, groups: li
 
 def merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound, notes: list[str] | None = None,
                     budget: float | None = None, price=None, pins=()) -> tuple[np.ndarray, int]:
-    """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count).
-
-    First the islands, down to ``bound`` (cheap, and they never outnumber the submodels by much). An island
-    that another device feeds back is more than one submodel, and merging whole islands does not remove those
-    splits (the feedback stays), so then the lightest submodel moves to its neighbours' device, one at a
-    time with HETERO's count taken after each. Should that not get there in as many moves as there were
-    submodels, the islands are merged further, one fewer at a time, down to one device if need be. Past
-    ``budget`` moves x nodes (module docstring) the moves stop and the island target halves per step instead;
-    ``notes`` (the placement's) then says so. ``budget`` None: ``MERGE_BUDGET_NODE_MOVES``, read at call time.
-    With ``price`` (proposals [P, N] -> predicted ms [P]) the priced moves come first, from the same budget; an
-    overflowing placement's moves are fitted with the legalizer's ``pins`` (``memory_fit.legal_pricer``).
-    """
+    """Merge (in place on ``device``) until HETERO's submodels fit ``bound``; (whole placement, count). The order of
+    the merges, ``budget`` and ``price``: docs/architecture.md, "Module notes"."""
     budget = MERGE_BUDGET_NODE_MOVES if budget is None else budget
     if price is not None:
         priced = _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget, pins)

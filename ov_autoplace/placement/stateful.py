@@ -13,6 +13,7 @@ import numpy as np
 
 from ov_autoplace.errors import PinError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_mask
+from ov_autoplace.graph.components import component_roots
 from ov_autoplace.placement.assignment import fill_by_neighbours
 from ov_autoplace.placement.submodels import submodel_partition
 
@@ -283,6 +284,35 @@ def _reentries(graph: GraphArrays, device: np.ndarray, active: np.ndarray, d: in
     return (between, after) if (direct & after).any() else (none, none)
 
 
+def _cycle_through(graph: GraphArrays, device: np.ndarray, param: int) -> bool:
+    """Whether a reader of ``param`` on another device leads back into the part ``param`` joins on its own."""
+    same = device[graph.edge_src] == device[graph.edge_dst]
+    part = component_roots(graph.num_nodes, graph.edge_src[same], graph.edge_dst[same])
+    readers = graph.successors(param)
+    away = readers[device[readers] != device[param]].tolist()
+    return bool(away) and bool((_reach(graph, away, True) & (part == part[param])).any())
+
+
+def keep_parameters_off_cycles(graph: GraphArrays, device: np.ndarray, locked: np.ndarray) -> tuple[int, bool]:
+    """In place: each Parameter read on several devices goes to one where none of its readers elsewhere leads back
+    into the part it joins; (how many moved, whether each has such a device). Why: docs/architecture.md, "Module
+    notes"."""
+    moved, holds = 0, True
+    for p in np.flatnonzero(graph.role == NodeRole.PARAMETER).tolist():
+        places = np.unique(device[graph.successors(p)]).tolist()
+        if len(places) < 2 or not _cycle_through(graph, device, p):
+            continue
+        own = device[p]
+        for d in ([] if locked[p] else places):
+            device[p] = d
+            if not _cycle_through(graph, device, p):
+                moved += 1
+                break
+        else:
+            device[p], holds = own, False
+    return moved, holds
+
+
 def keep_state_devices_whole(graph: GraphArrays, device: np.ndarray, active: np.ndarray, support: np.ndarray,
                              locked: np.ndarray) -> tuple[int, bool]:
     """Rule 4, in place: no path leaves a device that holds a variable and comes back to it where the device also
@@ -379,5 +409,6 @@ def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndar
     return pinned[0] if pinned else able[0]
 
 
-__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_state_devices_whole",
-           "keep_state_together", "one_device_for_state", "split_variables", "state_groups", "with_initializer_copies"]
+__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_parameters_off_cycles",
+           "keep_state_devices_whole", "keep_state_together", "one_device_for_state", "split_variables", "state_groups",
+           "with_initializer_copies"]

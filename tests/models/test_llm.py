@@ -535,14 +535,17 @@ def test_a_split_that_parts_a_layers_caches_does_not_run_and_rule_5_keeps_them_t
     _same_generation(core, compiled, model, f32_testbed.hetero)
 
 
-@pytest.mark.parametrize("family", ["gpt_bigcode", "opt"])
-def test_every_legalised_split_of_an_opt_or_gpt_bigcode_export_compiles(family, tmp_path_factory, f32_testbed):
-    """Those exports' embedding reads the ids through a Convert, and ``Placement.apply`` gives each device its copy
-    of the initializer every variable shares, which reads the ids too: on the ids' device the copy and the Convert
-    are one HETERO part, which an embedding leaving the device and a layer coming back to it cuts between a
-    ReadValue and its Assign. Rule 2 is checked with the copies (``stateful.with_initializer_copies``); without
-    them one of these 60 proposals of each family was a split HETERO refused (``Model references undeclared
-    parameters: input_ids``)."""
+@pytest.mark.parametrize("family", ["gpt_bigcode", "opt", "bloom"])
+def test_every_legalised_split_of_an_opt_gpt_bigcode_or_bloom_export_compiles(family, tmp_path_factory, f32_testbed):
+    """In each of these exports one of these 60 proposals was a legalised split HETERO refused (``Model references
+    undeclared parameters``). OPT's and GPTBigCode's embedding reads the ids through a Convert, and
+    ``Placement.apply`` gives each device its copy of the initializer every variable shares, which reads the ids
+    too: on the ids' device the copy and the Convert are one HETERO part, which an embedding leaving the device and
+    a layer coming back to it cuts between a ReadValue and its Assign; rule 2 is checked with the copies
+    (``stateful.with_initializer_copies``). BLOOM's ``attention_mask`` (ALiBi) was read on both devices, and a
+    reader on the second led back into the part the mask joins on the CPU: HETERO does not split a cycle through
+    a Parameter, and cut that split into 53 submodels; the mask goes to a device no such cycle returns to
+    (``submodels.keep_parameters_off_cycles``)."""
     from ov_autoplace.graph.arrays import NodeRole
     from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
 

@@ -383,3 +383,55 @@ def test_rule_2_sees_each_devices_copy_of_the_shared_initializer(shape_of_on_0):
     assert not any(full[s] != full[d] for s, d in edges if s in set(np.flatnonzero(full == 1)))
     assert np.all(np.diff(copied.edge_dst) >= 0)  # still listed by destination, as extracted
     assert with_initializer_copies(graph, np.zeros(graph.num_nodes, np.int64)) is graph
+
+
+def test_a_parameter_read_on_both_devices_goes_where_no_cycle_through_it_returns(f32_testbed):
+    """``x`` feeds layer 0's projection on the second device and, on the CPU, the ShapeOf every initializer reads,
+    which leads to the layer the projection returns to. HETERO joins a Parameter with its readers on its own device
+    and does not split a cycle through it: with ``x`` on the CPU it cut this graph into 8 submodels (its variables
+    from their Assigns), where our split of it has 3. The legalizer moves ``x`` to the second device, where nothing
+    comes back to it, and HETERO compiles the two submodels the legalizer counts, running as the plain compile."""
+    model = stateful_layers(layers=3, head=True)
+    graph = extract_graph(model)
+    support = query_support(f32_testbed.core, model, graph, DEVICES)
+    placement = legalize(graph, np.array([int(n == "proj0") for n in graph.names]), DEVICES, support)
+    assert placement.assignment["proj0"] == placement.assignment["x"] == "CPUF"
+    assert any("Parameter(s) moved" in note for note in placement.notes) and placement.num_submodels == 2
+
+    def compiled(x_on: str):
+        clone = model.clone()
+        placement.apply(clone)
+        next(p for p in clone.get_parameters() if p.get_friendly_name() == "x").get_rt_info()["affinity"] = x_on
+        return f32_testbed.core.compile_model(clone, "HETERO:CPU,CPUF")
+
+    assert compiled("CPU").get_property("HETERO_NUMBER_OF_SUBMODELS") == 8  # the fact the rule keeps away from
+    split = compiled("CPUF")
+    assert split.get_property("HETERO_NUMBER_OF_SUBMODELS") == 2
+    for got, want in zip(_generate(split), _generate(f32_testbed.core.compile_model(model, "CPU"))):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_parameter_stays_where_every_device_would_close_a_cycle_through_it():
+    """``p`` is read by ``a`` on device 0 and ``b`` on device 1, and each leads into the other device's part
+    (``a -> m`` on 1, ``m -> z`` back on 0): wherever ``p`` goes, a reader elsewhere returns to its part. Moving
+    it cannot help, ``keep_parameters_off_cycles`` says so (the legalizer then keeps the state on one device) and
+    leaves it; with ``m`` on device 0 nothing returns to device 1, and ``p`` goes there."""
+    import openvino as ov
+    from openvino import opset13 as ops
+    from ov_autoplace.placement.stateful import keep_parameters_off_cycles
+
+    p = ops.parameter([2, 4], np.float32, name="p")
+    a, b = ops.relu(p), ops.tanh(p)
+    m = ops.add(a, b)
+    z = ops.add(m, a)
+    for node, name in ((a, "a"), (b, "b"), (m, "m"), (z, "z")):
+        node.set_friendly_name(name)
+    graph = extract_graph(ov.Model([z], [p]))
+    on = {"b": 1, "m": 1}
+    device = np.array([on.get(n, 0) for n in graph.names])
+    locked = np.zeros(graph.num_nodes, bool)
+    assert keep_parameters_off_cycles(graph, device, locked) == (0, False)
+    assert device[graph.names.index("p")] == 0
+    device[graph.names.index("m")] = 0
+    assert keep_parameters_off_cycles(graph, device, locked) == (1, True)
+    assert device[graph.names.index("p")] == 1
