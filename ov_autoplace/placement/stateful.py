@@ -13,9 +13,8 @@ import numpy as np
 
 from ov_autoplace.errors import PinError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_mask
-from ov_autoplace.graph.components import component_roots
 from ov_autoplace.placement.assignment import fill_by_neighbours
-from ov_autoplace.placement.submodels import submodel_partition
+from ov_autoplace.placement.submodels import hetero_part_roots, submodel_partition
 
 #: How a WARNING or a note names the rules (the fallbacks' messages quote it).
 ONE_DEVICE_RULE = ("stateful rules 1 and 3 (a variable's ReadValue, its own initializer, the nodes between it and its "
@@ -285,9 +284,13 @@ def _reentries(graph: GraphArrays, device: np.ndarray, active: np.ndarray, d: in
 
 
 def _cycle_through(graph: GraphArrays, device: np.ndarray, param: int) -> bool:
-    """Whether a reader of ``param`` on another device leads back into the part ``param`` joins on its own."""
-    same = device[graph.edge_src] == device[graph.edge_dst]
-    part = component_roots(graph.num_nodes, graph.edge_src[same], graph.edge_dst[same])
+    """Whether a reader of ``param`` on another device leads back into the part ``param`` joins on its own, the parts
+    split as HETERO splits the other cycles (the Parameters' edges to other devices left out)."""
+    src, dst = graph.edge_src, graph.edge_dst
+    keep = ~((graph.role[src] == NodeRole.PARAMETER) & (device[src] != device[dst]))
+    inner = dataclasses.replace(graph, edge_src=src[keep], edge_dst=dst[keep], edge_src_port=graph.edge_src_port[keep],
+                                edge_dst_port=graph.edge_dst_port[keep], edge_bytes=graph.edge_bytes[keep])
+    part = hetero_part_roots(inner, device)
     readers = graph.successors(param)
     away = readers[device[readers] != device[param]].tolist()
     return bool(away) and bool((_reach(graph, away, True) & (part == part[param])).any())

@@ -185,6 +185,11 @@ def _remembered_split(graph: GraphArrays, dev: np.ndarray) -> np.ndarray:
     return root
 
 
+def hetero_part_roots(graph: GraphArrays, device: np.ndarray) -> np.ndarray:
+    """Every node's part root under HETERO's split of ``device`` (index per node, every node placed; read only)."""
+    return _remembered_split(graph, np.asarray(device, np.int64))
+
+
 def _stage_groups(src: np.ndarray, dst: np.ndarray, dev: np.ndarray, n: int) -> _UnionFind:
     """Same-device neighbours of equal *stage* (the most device changes on a path reaching a node): every edge
     between two groups goes to a higher stage or stays on one device, so the groups can always be ordered."""
@@ -274,4 +279,4 @@ def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.nd
 
 
 __all__ = ["EdgeLists", "SubmodelPartition", "count_hetero_submodels", "count_islands", "count_joined_parts",
-           "edge_lists", "island_roots", "island_sets", "submodel_partition"]
+           "edge_lists", "hetero_part_roots", "island_roots", "island_sets", "submodel_partition"]

@@ -411,27 +411,24 @@ def test_a_parameter_read_on_both_devices_goes_where_no_cycle_through_it_returns
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_a_parameter_stays_where_every_device_would_close_a_cycle_through_it():
-    """``p`` is read by ``a`` on device 0 and ``b`` on device 1, and each leads into the other device's part
-    (``a -> m`` on 1, ``m -> z`` back on 0): wherever ``p`` goes, a reader elsewhere returns to its part. Moving
-    it cannot help, ``keep_parameters_off_cycles`` says so (the legalizer then keeps the state on one device) and
-    leaves it; with ``m`` on device 0 nothing returns to device 1, and ``p`` goes there."""
+def test_a_parameter_on_a_cycle_through_it_moves_unless_pinned():
+    """``p`` is read by ``a`` on device 0 and ``b`` on device 1, and both lead to ``z`` on device 0: with ``p`` on 0,
+    ``b`` returns into the part ``p`` joins there (``p``, ``a``, ``z``), a cycle through ``p`` and nothing else. On 1
+    it joins ``b`` alone, and ``a`` leads nowhere back: ``p`` goes there. Pinned, it cannot move, and
+    ``keep_parameters_off_cycles`` says so (the legalizer then keeps the state on one device)."""
     import openvino as ov
     from openvino import opset13 as ops
     from ov_autoplace.placement.stateful import keep_parameters_off_cycles
 
     p = ops.parameter([2, 4], np.float32, name="p")
     a, b = ops.relu(p), ops.tanh(p)
-    m = ops.add(a, b)
-    z = ops.add(m, a)
-    for node, name in ((a, "a"), (b, "b"), (m, "m"), (z, "z")):
+    z = ops.add(a, b)
+    for node, name in ((a, "a"), (b, "b"), (z, "z")):
         node.set_friendly_name(name)
     graph = extract_graph(ov.Model([z], [p]))
-    on = {"b": 1, "m": 1}
-    device = np.array([on.get(n, 0) for n in graph.names])
-    locked = np.zeros(graph.num_nodes, bool)
-    assert keep_parameters_off_cycles(graph, device, locked) == (0, False)
+    device = np.array([int(n == "b") for n in graph.names])
+    pinned = np.array([n == "p" for n in graph.names])
+    assert keep_parameters_off_cycles(graph, device, pinned) == (0, False)
     assert device[graph.names.index("p")] == 0
-    device[graph.names.index("m")] = 0
-    assert keep_parameters_off_cycles(graph, device, locked) == (1, True)
+    assert keep_parameters_off_cycles(graph, device, np.zeros(graph.num_nodes, bool)) == (1, True)
     assert device[graph.names.index("p")] == 1
