@@ -125,20 +125,9 @@ def reports_running_average(core: ov.Core, device: str) -> bool:
 def profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
                  companion: ov.CompiledModel | None = None, chunks: int = 4, *, runs_before: int = 0,
                  per_run: list | None = None):
-    """Per-runtime-node time (ms per inference) over ``iterations`` profiled runs after ``warmup``.
-
-    With a running-average plugin the value is the mean over the profiled
-    window, from the averages at its start and end (``n * avg`` is the
-    node's total; the averages are whole microseconds, so the error is below
-    ``(warmup + 2 * iterations) / iterations`` us per node); otherwise it is
-    the median over runs (0 in runs where the node did not execute).
-    With ``companion`` (the same model compiled without PERF_COUNT), its
-    end-to-end latency is measured in ``chunks`` interleaved with the profiled
-    runs, so both see the same machine load; its samples are returned too.
-    ``runs_before``: inferences ``compiled`` already ran (a second window on the same compiled model: the
-    running averages count from compile). ``per_run``: a list that receives each profiled run's time per
-    runtime node (``noise.per_run_node_ms``).
-    """
+    """Per-runtime-node time (ms per inference) over ``iterations`` profiled runs after ``warmup``; with
+    ``companion``, its interleaved end-to-end samples too. The arguments and the error: docs/architecture.md,
+    "Module notes"."""
     request = compiled.create_infer_request()
     inputs = random_inputs(compiled)
     stateful = bool(request.query_state())  # an LLM: each run a prefill from an empty state

@@ -96,6 +96,21 @@ class Placement:
             if op.get_type_name() == "Constant":
                 self._split_constant(op)
         copy_shared_initializers(ordered, self.assignment)
+        if any(op.get_type_name() == "ReadValue" for op in ordered):
+            self._keep_parameters_off_cycles(model)
+
+    def _keep_parameters_off_cycles(self, model: ov.Model) -> None:
+        """Stateful rule 4 through a Parameter (``submodels.keep_parameters_off_cycles``) on the model as applied,
+        its copies in place: only the Parameters' affinities move."""
+        from ov_autoplace.graph.arrays import extract_graph
+        from ov_autoplace.placement.submodels import keep_parameters_off_cycles
+
+        graph = extract_graph(model)
+        ops = {op.get_friendly_name(): op for op in model.get_ops()}
+        device = np.array([self.devices.index(ops[n].get_rt_info()[AFFINITY_KEY].astype(str)) for n in graph.names])
+        if keep_parameters_off_cycles(graph, device, np.zeros(graph.num_nodes, bool))[0]:
+            for p in model.get_parameters():
+                p.get_rt_info()[AFFINITY_KEY] = self.devices[int(device[graph.names.index(p.get_friendly_name())])]
 
     def _split_constant(self, const: ov.Node) -> None:
         own = self.assignment[const.get_friendly_name()]

@@ -18,8 +18,7 @@ from ov_autoplace.placement.merge_to_bound import follow_consumers, merge_to_bou
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_joined_parts
 from ov_autoplace.placement.pins import Pin, parse_pins, unmatched_pin_message
 from ov_autoplace.placement.stateful import ONE_SUBMODEL_RULE, REENTRY_RULE, fill_between_pins, \
-    keep_parameters_off_cycles, keep_state_devices_whole, keep_state_together, one_device_for_state, split_variables, \
-    with_initializer_copies
+    keep_state_devices_whole, keep_state_together, one_device_for_state, split_variables
 
 #: Default bound on HETERO submodels (``compile_model``'s, and every benchmark's and training's): each submodel
 #: costs a switch and two tensor copies. Defined here, with the bound's enforcement, so the lab reads the same number
@@ -206,19 +205,6 @@ def legalize(
             device = follow_consumers(graph, device, active, pinned_anchor)
             num_submodels = count_hetero_submodels(graph, device, active)
             notes.append(f"{whole} node(s) moved under {REENTRY_RULE}")
-
-    # 5b. no cycle through a Parameter (HETERO does not split one), on the edges HETERO meets after the copies
-    if graph.variables:
-        flipped = device.copy()
-        moved, parameters_hold = keep_parameters_off_cycles(with_initializer_copies(graph, device), flipped,
-                                                            pinned_anchor)
-        if moved:
-            count = count_hetero_submodels(graph, flipped, active)
-            parameters_hold = parameters_hold and (max_submodels is None or count <= max(max_submodels, num_submodels))
-            if parameters_hold:
-                device, num_submodels = flipped, count
-                notes.append(f"{moved} Parameter(s) moved to a device no cycle through them returns to")
-        whole_holds = whole_holds and (parameters_hold or bool(locked.any()))
 
     # 6. a cycle through another device can still cut a variable's ReadValue from its Assign: one device then, as
     # where rule 4 could not be kept

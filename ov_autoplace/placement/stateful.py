@@ -14,7 +14,7 @@ import numpy as np
 from ov_autoplace.errors import PinError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_mask
 from ov_autoplace.placement.assignment import fill_by_neighbours
-from ov_autoplace.placement.submodels import hetero_part_roots, submodel_partition
+from ov_autoplace.placement.submodels import submodel_partition
 
 #: How a WARNING or a note names the rules (the fallbacks' messages quote it).
 ONE_DEVICE_RULE = ("stateful rules 1 and 3 (a variable's ReadValue, its own initializer, the nodes between it and its "
@@ -283,39 +283,6 @@ def _reentries(graph: GraphArrays, device: np.ndarray, active: np.ndarray, d: in
     return (between, after) if (direct & after).any() else (none, none)
 
 
-def _cycle_through(graph: GraphArrays, device: np.ndarray, param: int) -> bool:
-    """Whether a reader of ``param`` on another device leads back into the part ``param`` joins on its own, the parts
-    split as HETERO splits the other cycles (the Parameters' edges to other devices left out)."""
-    src, dst = graph.edge_src, graph.edge_dst
-    keep = ~((graph.role[src] == NodeRole.PARAMETER) & (device[src] != device[dst]))
-    inner = dataclasses.replace(graph, edge_src=src[keep], edge_dst=dst[keep], edge_src_port=graph.edge_src_port[keep],
-                                edge_dst_port=graph.edge_dst_port[keep], edge_bytes=graph.edge_bytes[keep])
-    part = hetero_part_roots(inner, device)
-    readers = graph.successors(param)
-    away = readers[device[readers] != device[param]].tolist()
-    return bool(away) and bool((_reach(graph, away, True) & (part == part[param])).any())
-
-
-def keep_parameters_off_cycles(graph: GraphArrays, device: np.ndarray, locked: np.ndarray) -> tuple[int, bool]:
-    """In place: each Parameter read on several devices goes to one where none of its readers elsewhere leads back
-    into the part it joins; (how many moved, whether each has such a device). Why: docs/architecture.md, "Module
-    notes"."""
-    moved, holds = 0, True
-    for p in np.flatnonzero(graph.role == NodeRole.PARAMETER).tolist():
-        places = np.unique(device[graph.successors(p)]).tolist()
-        if len(places) < 2 or not _cycle_through(graph, device, p):
-            continue
-        own = device[p]
-        for d in ([] if locked[p] else places):
-            device[p] = d
-            if not _cycle_through(graph, device, p):
-                moved += 1
-                break
-        else:
-            device[p], holds = own, False
-    return moved, holds
-
-
 def keep_state_devices_whole(graph: GraphArrays, device: np.ndarray, active: np.ndarray, support: np.ndarray,
                              locked: np.ndarray) -> tuple[int, bool]:
     """Rule 4, in place: no path leaves a device that holds a variable and comes back to it where the device also
@@ -412,6 +379,5 @@ def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndar
     return pinned[0] if pinned else able[0]
 
 
-__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_parameters_off_cycles",
-           "keep_state_devices_whole", "keep_state_together", "one_device_for_state", "split_variables", "state_groups",
+__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_state_devices_whole", "keep_state_together", "one_device_for_state", "split_variables", "state_groups",
            "with_initializer_copies"]

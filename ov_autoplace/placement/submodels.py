@@ -278,5 +278,49 @@ def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.nd
     return islands if islands <= 1 else _partition(graph, device, active, islands).num_submodels
 
 
+def _cycle_through(graph: GraphArrays, device: np.ndarray, param: int) -> bool:
+    """Whether a reader of ``param`` on another device leads back into the part ``param`` joins on its own, the parts
+    split as HETERO splits the other cycles (the Parameters' edges to other devices left out)."""
+    src, dst = graph.edge_src, graph.edge_dst
+    keep = ~((graph.role[src] == NodeRole.PARAMETER) & (device[src] != device[dst]))
+    inner = dataclasses.replace(graph, edge_src=src[keep], edge_dst=dst[keep], edge_src_port=graph.edge_src_port[keep],
+                                edge_dst_port=graph.edge_dst_port[keep], edge_bytes=graph.edge_bytes[keep])
+    part = hetero_part_roots(inner, device)
+    readers = graph.successors(param)
+    stack = readers[device[readers] != device[param]].tolist()
+    indptr, indices = graph.successors_csr
+    seen = np.zeros(graph.num_nodes, bool)
+    seen[stack] = True
+    while stack:
+        v = stack.pop()
+        if part[v] == part[param]:
+            return True
+        for w in indices[indptr[v]:indptr[v + 1]].tolist():
+            if not seen[w]:
+                seen[w] = True
+                stack.append(w)
+    return False
+
+
+def keep_parameters_off_cycles(graph: GraphArrays, device: np.ndarray, locked: np.ndarray) -> tuple[int, bool]:
+    """In place: each Parameter read on several devices goes to one where none of its readers elsewhere leads back
+    into the part it joins; (how many moved, whether each has such a device). Why: docs/architecture.md, "Module
+    notes"."""
+    moved, holds = 0, True
+    for p in np.flatnonzero(graph.role == NodeRole.PARAMETER).tolist():
+        places = np.unique(device[graph.successors(p)]).tolist()
+        if len(places) < 2 or not _cycle_through(graph, device, p):
+            continue
+        own = device[p]
+        for d in ([] if locked[p] else places):
+            device[p] = d
+            if not _cycle_through(graph, device, p):
+                moved += 1
+                break
+        else:
+            device[p], holds = own, False
+    return moved, holds
+
 __all__ = ["EdgeLists", "SubmodelPartition", "count_hetero_submodels", "count_islands", "count_joined_parts",
-           "edge_lists", "hetero_part_roots", "island_roots", "island_sets", "submodel_partition"]
+           "edge_lists", "hetero_part_roots", "island_roots", "island_sets", "keep_parameters_off_cycles",
+           "submodel_partition"]

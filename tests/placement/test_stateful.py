@@ -389,23 +389,25 @@ def test_a_parameter_read_on_both_devices_goes_where_no_cycle_through_it_returns
     """``x`` feeds layer 0's projection on the second device and, on the CPU, the ShapeOf every initializer reads,
     which leads to the layer the projection returns to. HETERO joins a Parameter with its readers on its own device
     and does not split a cycle through it: with ``x`` on the CPU it cut this graph into 8 submodels (its variables
-    from their Assigns), where our split of it has 3. The legalizer moves ``x`` to the second device, where nothing
-    comes back to it, and HETERO compiles the two submodels the legalizer counts, running as the plain compile."""
-    model = stateful_layers(layers=3, head=True)
-    graph = extract_graph(model)
-    support = query_support(f32_testbed.core, model, graph, DEVICES)
-    placement = legalize(graph, np.array([int(n == "proj0") for n in graph.names]), DEVICES, support)
-    assert placement.assignment["proj0"] == placement.assignment["x"] == "CPUF"
-    assert any("Parameter(s) moved" in note for note in placement.notes) and placement.num_submodels == 2
+    from their Assigns), where our split of it has 3. ``Placement.apply`` moves ``x`` to the second device, where
+    nothing comes back to it, and HETERO compiles two submodels, running as the plain compile."""
+    from ov_autoplace.placement.assignment import Placement
 
-    def compiled(x_on: str):
+    model = stateful_layers(layers=3, head=True)
+    names = [op.get_friendly_name() for op in model.get_ops()]
+    placement = Placement({n: "CPUF" if n == "proj0" else "CPU" for n in names}, DEVICES, "test", frozenset(), 2)
+
+    def compiled(x_on: str | None):
         clone = model.clone()
         placement.apply(clone)
-        next(p for p in clone.get_parameters() if p.get_friendly_name() == "x").get_rt_info()["affinity"] = x_on
+        x = next(p for p in clone.get_parameters() if p.get_friendly_name() == "x")
+        assert x.get_rt_info()["affinity"].astype(str) == "CPUF"
+        if x_on:
+            x.get_rt_info()["affinity"] = x_on
         return f32_testbed.core.compile_model(clone, "HETERO:CPU,CPUF")
 
     assert compiled("CPU").get_property("HETERO_NUMBER_OF_SUBMODELS") == 8  # the fact the rule keeps away from
-    split = compiled("CPUF")
+    split = compiled(None)
     assert split.get_property("HETERO_NUMBER_OF_SUBMODELS") == 2
     for got, want in zip(_generate(split), _generate(f32_testbed.core.compile_model(model, "CPU"))):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -415,10 +417,10 @@ def test_a_parameter_on_a_cycle_through_it_moves_unless_pinned():
     """``p`` is read by ``a`` on device 0 and ``b`` on device 1, and both lead to ``z`` on device 0: with ``p`` on 0,
     ``b`` returns into the part ``p`` joins there (``p``, ``a``, ``z``), a cycle through ``p`` and nothing else. On 1
     it joins ``b`` alone, and ``a`` leads nowhere back: ``p`` goes there. Pinned, it cannot move, and
-    ``keep_parameters_off_cycles`` says so (the legalizer then keeps the state on one device)."""
+    ``keep_parameters_off_cycles`` says so."""
     import openvino as ov
     from openvino import opset13 as ops
-    from ov_autoplace.placement.stateful import keep_parameters_off_cycles
+    from ov_autoplace.placement.submodels import keep_parameters_off_cycles
 
     p = ops.parameter([2, 4], np.float32, name="p")
     a, b = ops.relu(p), ops.tanh(p)
