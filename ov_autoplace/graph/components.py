@@ -36,4 +36,20 @@ def component_roots(num_nodes: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return parent
 
 
-__all__ = ["component_roots"]
+def reach(num_nodes: int, csr: tuple[np.ndarray, np.ndarray], start, through: np.ndarray | None = None) -> np.ndarray:
+    """bool [num_nodes]: the nodes ``start`` reaches (itself included) along the adjacency ``csr`` (indptr, indices),
+    entering only ``through``."""
+    indptr, indices = csr
+    seen = np.zeros(num_nodes, dtype=bool)
+    stack = list(start)
+    seen[stack] = True
+    while stack:
+        v = stack.pop()
+        for w in indices[indptr[v]:indptr[v + 1]].tolist():
+            if not seen[w] and (through is None or through[w]):
+                seen[w] = True
+                stack.append(w)
+    return seen
+
+
+__all__ = ["component_roots", "reach"]

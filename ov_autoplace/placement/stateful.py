@@ -13,6 +13,7 @@ import numpy as np
 
 from ov_autoplace.errors import PinError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_mask
+from ov_autoplace.graph.components import reach
 from ov_autoplace.placement.assignment import fill_by_neighbours
 from ov_autoplace.placement.submodels import submodel_partition
 
@@ -37,17 +38,7 @@ class StateGroup:
 
 def _reach(graph: GraphArrays, start, forward: bool, through: np.ndarray | None = None) -> np.ndarray:
     """The nodes ``start`` reaches (itself included) along edges forward or backward, entering only ``through``."""
-    indptr, indices = graph.successors_csr if forward else graph.predecessors_csr
-    seen = np.zeros(graph.num_nodes, dtype=bool)
-    stack = list(start)
-    seen[stack] = True
-    while stack:
-        v = stack.pop()
-        for w in indices[indptr[v]:indptr[v + 1]].tolist():
-            if not seen[w] and (through is None or through[w]):
-                seen[w] = True
-                stack.append(w)
-    return seen
+    return reach(graph.num_nodes, graph.successors_csr if forward else graph.predecessors_csr, start, through)
 
 
 def _next(graph: GraphArrays, nodes: np.ndarray, among: np.ndarray) -> np.ndarray:
@@ -379,5 +370,5 @@ def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndar
     return pinned[0] if pinned else able[0]
 
 
-__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_state_devices_whole", "keep_state_together", "one_device_for_state", "split_variables", "state_groups",
-           "with_initializer_copies"]
+__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_state_devices_whole",
+           "keep_state_together", "one_device_for_state", "split_variables", "state_groups", "with_initializer_copies"]

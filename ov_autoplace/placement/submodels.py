@@ -14,7 +14,7 @@ import numpy as np
 
 from ov_autoplace._native_loader import load_native
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
-from ov_autoplace.graph.components import component_roots
+from ov_autoplace.graph.components import component_roots, reach
 
 
 class _UnionFind:
@@ -287,19 +287,8 @@ def _cycle_through(graph: GraphArrays, device: np.ndarray, param: int) -> bool:
                                 edge_dst_port=graph.edge_dst_port[keep], edge_bytes=graph.edge_bytes[keep])
     part = hetero_part_roots(inner, device)
     readers = graph.successors(param)
-    stack = readers[device[readers] != device[param]].tolist()
-    indptr, indices = graph.successors_csr
-    seen = np.zeros(graph.num_nodes, bool)
-    seen[stack] = True
-    while stack:
-        v = stack.pop()
-        if part[v] == part[param]:
-            return True
-        for w in indices[indptr[v]:indptr[v + 1]].tolist():
-            if not seen[w]:
-                seen[w] = True
-                stack.append(w)
-    return False
+    away = readers[device[readers] != device[param]].tolist()
+    return bool(away) and bool((reach(graph.num_nodes, graph.successors_csr, away) & (part == part[param])).any())
 
 
 def keep_parameters_off_cycles(graph: GraphArrays, device: np.ndarray, locked: np.ndarray) -> tuple[int, bool]:
