@@ -60,7 +60,7 @@ def rules_up_to(last: int):
     with contextlib.ExitStack() as stack:
         if last < 4:
             stack.enter_context(mock.patch.object(legalizer, "keep_state_devices_whole", lambda *a: (0, True)))
-            stack.enter_context(mock.patch.object(submodels, "keep_parameters_off_cycles", lambda *a: (0, True)))
+            stack.enter_context(mock.patch.object(submodels, "keep_parameters_off_cycles", lambda *a: 0))
         if last < 5:
             stack.enter_context(mock.patch.object(stateful, "_with_attention", lambda graph, groups: groups))
         stateful._STATE_GROUPS.clear()

@@ -19,10 +19,10 @@ import numpy as np
 from ov_autoplace.devices.kinds import NPU
 from ov_autoplace.errors import CalibrationDataError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
-from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.platforms import CATEGORIES, SimDevice, SimPlatform
-from ov_autoplace.costmodel.sim_costs import FUSABLE_POST_OPS, graph_load, cost_model_for, post_op_fusion
+from ov_autoplace.costmodel.sim_costs import (FUSABLE_POST_OPS, graph_load, cost_model_for, post_op_fusion,
+                                              post_op_inputs)
 
 #: Ops that write nothing of their own in OpenVINO's CPU / GPU plugins (producers write into the buffer).
 IN_PLACE_OP_TYPES = frozenset({"Concat"})
@@ -138,16 +138,8 @@ def node_costs(spec: SimDevice, terms: Batch1Terms, graph: GraphArrays, load, pr
 def batch1_fusion(graph: GraphArrays) -> np.ndarray:
     """``fused_into`` of post-op fusion plus element-wise chains (docs/cost-model.md, "The batch-1 device model")."""
     fused = post_op_fusion(graph)
-    const = constant_subgraph_mask(graph)
-    role, out_degree = np.asarray(graph.role), np.asarray(graph.out_degree)
-    for i in np.flatnonzero((role == NodeRole.COMPUTE) & ~const & (fused < 0)).tolist():  # topological order
-        if graph.op_types[i] not in FUSABLE_POST_OPS:
-            continue
-        data_inputs = [int(p) for p in graph.predecessors(i) if not const[p]]
-        if len(data_inputs) != 1:
-            continue
-        p = data_inputs[0]
-        if graph.op_types[p] in FUSABLE_POST_OPS and out_degree[p] == 1 and role[p] == NodeRole.COMPUTE:
+    for i, p in post_op_inputs(graph, fused < 0):
+        if graph.op_types[p] in FUSABLE_POST_OPS and graph.out_degree[p] == 1 and graph.role[p] == NodeRole.COMPUTE:
             fused[i] = p if fused[p] < 0 else fused[p]
     return fused
 

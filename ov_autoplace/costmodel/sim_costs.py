@@ -110,21 +110,21 @@ FUSABLE_POST_OPS = frozenset({"Relu", "Clamp", "Sigmoid", "Tanh", "Gelu", "Swish
 def post_op_fusion(graph: GraphArrays) -> np.ndarray:
     """``fused_into`` for the plugins' post-op fusion: an element-wise op whose only non-constant input
     is the sole output use of a Convolution / MatMul (or of an op already fused into one) joins that kernel."""
-    const = constant_subgraph_mask(graph)
-    role = np.asarray(graph.role)
-    out_degree = np.asarray(graph.out_degree)
     fused = np.full(graph.num_nodes, -1, np.int64)
-    for i in np.flatnonzero((role == NodeRole.COMPUTE) & ~const).tolist():
-        if graph.op_types[i] not in FUSABLE_POST_OPS:
-            continue
-        data_inputs = [int(p) for p in graph.predecessors(i) if not const[p]]
-        if len(data_inputs) != 1:
-            continue
-        p = data_inputs[0]
+    for i, p in post_op_inputs(graph, np.ones(graph.num_nodes, bool)):
         root = p if graph.op_types[p] in FUSION_ABSORBERS else int(fused[p])
-        if root >= 0 and out_degree[p] == 1:
+        if root >= 0 and graph.out_degree[p] == 1:
             fused[i] = root
     return fused
+
+
+def post_op_inputs(graph: GraphArrays, among: np.ndarray):
+    """(node, its one non-constant input) for each FUSABLE_POST_OPS compute node of ``among``, in topological order."""
+    const = constant_subgraph_mask(graph)
+    for i in np.flatnonzero((np.asarray(graph.role) == NodeRole.COMPUTE) & ~const & among).tolist():
+        data = [int(p) for p in graph.predecessors(i) if not const[p]] if graph.op_types[i] in FUSABLE_POST_OPS else []
+        if len(data) == 1:
+            yield i, data[0]
 
 
 def cost_model_for(

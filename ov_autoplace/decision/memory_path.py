@@ -4,8 +4,8 @@
    can fit; 2. **place** (``placement_sources.place_within_caps``, on :func:`capped_cost`): the policy and the
    local search on costs that carry the caps (an overflowing placement costs ``inf``), guarded against the fastest
    single device that fits (:func:`note_residency` reports what each device holds);
-3. **enforce** (``placement_pipeline(enforce_memory=True)``): fitted or refused, never returned over a cap; a split
-   fitted is searched again by latency from the fit (``placement_pipeline.refined_fit``).
+3. **enforce** (``placement_pipeline.fit_to_caps``): fitted or refused, never returned over a cap; a split fitted is
+   searched again by latency from the fit, and the policy's own proposal fitted too where the search priced no fit.
 Why the prior's margin and the verification against the plain call are skipped: docs/llm.md, "Memory".
 """
 

@@ -14,7 +14,7 @@ from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.devices.memory_caps import format_bytes
 from ov_autoplace.errors import MemoryCapError
-from ov_autoplace.search.local_search import LocalSearchRefiner
+from ov_autoplace.search.local_search import LocalSearchRefiner, RefineResult
 from ov_autoplace.search.memory_fit import fit_memory, legalize_on_cost
 from ov_autoplace.costmodel.prior_costs import predicted_single_ms
 from ov_autoplace.decision.prediction_guard import guard_placement
@@ -66,11 +66,7 @@ def placement_pipeline(graph: GraphArrays, proposal: np.ndarray, devices: Sequen
 def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
                 pins: Sequence[Pin], max_submodels: int | None) -> Placement:
     """``placement`` (a split within the caps) or the local search's from it where predicted faster (the memory path's
-    last stage).
-
-    A split under caps was often fitted by moving bytes (the legalizer's merges and the fit); a search from it, a start
-    that fits, moves by latency within them. The search from an overflowing proposal spends its time reaching a fit,
-    and a decoder's can end in a split the legalizer undoes (stateful rule 2)."""
+    last stage; why: docs/llm.md, "Memory")."""
     simulator, devices = Simulator(cost, graph), tuple(cost.devices)
     row = placement.device_indices(graph.names, devices)
     if np.unique(row[simulator.active]).size < 2:
@@ -85,6 +81,28 @@ def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, suppo
         return placement
     better.notes = [*placement.notes, *better.notes, refined.note(cost.label)]
     return better
+
+
+def fit_to_caps(graph: GraphArrays, proposal: np.ndarray, devices: Sequence[str], support: np.ndarray, *,
+                cost: CostModel, strategy: str, pins: Sequence[Pin] = (), max_submodels: int | None,
+                refine: RefineResult | None = None, annotate: Callable[[Placement], None] | None = None) -> Placement:
+    """The memory path from ``proposal``: legalized, guarded, held to the caps, searched again from the fit
+    (:func:`refined_fit`); where the local search that made it priced no fit (``refine.stopped == "overflow"``), the
+    fit of the search's input too, the faster kept (why: docs/llm.md, "Memory"). MemoryCapError if none fits."""
+    found, error = [], None
+    for start in [proposal] + ([refine.given] if refine is not None and refine.stopped == "overflow" else []):
+        try:
+            placement = refined_fit(placement_pipeline(
+                graph, start, devices, support, strategy=strategy, cost=cost, pins=pins, max_submodels=max_submodels,
+                annotate=annotate, enforce_memory=True), graph, cost, support, pins=pins, max_submodels=max_submodels)
+        except MemoryCapError as exc:
+            error = error or exc
+            continue
+        found.append((Simulator(cost, graph).feasible_ms(placement.device_indices(graph.names, devices)), len(found),
+                      placement))
+    if not found:
+        raise error
+    return min(found)[2]
 
 
 def within_memory(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
@@ -111,4 +129,4 @@ def within_memory(placement: Placement, graph: GraphArrays, cost: CostModel, sup
         + "; raise the caps, allow more submodels (max_submodels), or add a device")
 
 
-__all__ = ["InsideMargin", "placement_pipeline", "refined_fit", "within_memory"]
+__all__ = ["InsideMargin", "fit_to_caps", "placement_pipeline", "refined_fit", "within_memory"]

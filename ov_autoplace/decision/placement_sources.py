@@ -18,7 +18,7 @@ from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.decision.memory_path import capped_cost, note_residency
-from ov_autoplace.decision.placement_pipeline import placement_pipeline, refined_fit
+from ov_autoplace.decision.placement_pipeline import fit_to_caps, placement_pipeline
 from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.py); its names stay importable from here
     LIVE_DRAWS,
     PRIOR_LOG_SIGMA,
@@ -229,13 +229,12 @@ def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path,
             placement.notes.append(note)
             logger.info("placement of the profile path: %s", note)
 
-    placement = placement_pipeline(graph, proposal, req.devices, support, strategy=strategy, cost=hsdag.last_cost,
-                                   pins=req.pins, max_submodels=req.max_submodels, annotate=note_refine,
-                                   enforce_memory=enforce_memory)
     if enforce_memory:
-        placement = refined_fit(placement, graph, hsdag.last_cost, support, pins=req.pins or (),
-                                max_submodels=req.max_submodels)
-    return placement
+        return fit_to_caps(graph, proposal, req.devices, support, cost=hsdag.last_cost, strategy=strategy,
+                           pins=req.pins or (), max_submodels=req.max_submodels, refine=hsdag.last_refine,
+                           annotate=note_refine)
+    return placement_pipeline(graph, proposal, req.devices, support, strategy=strategy, cost=hsdag.last_cost,
+                              pins=req.pins, max_submodels=req.max_submodels, annotate=note_refine)
 
 
 def cache_key(req: PlacementRequest, cache: PlacementCache, graph: GraphArrays, policy_digest: str) -> dict:

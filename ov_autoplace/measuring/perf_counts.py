@@ -122,21 +122,27 @@ def reports_running_average(core: ov.Core, device: str) -> bool:
         return False
 
 
+def warmed_up(compiled: ov.CompiledModel, warmup: int, runs_before: int):
+    """A new request of ``compiled`` run ``warmup`` times on random inputs (an LLM: each run a prefill from an empty
+    state): (request, inputs, stateful, runs since compile, node times so far: none before the first run)."""
+    request = compiled.create_infer_request()
+    inputs = random_inputs(compiled)
+    stateful = bool(request.query_state())
+    for _ in range(warmup):
+        if stateful:
+            request.reset_state()
+        request.infer(inputs)
+    before = runs_before + warmup
+    return request, inputs, stateful, before, (executed_ms(request) if before else {})
+
+
 def profile_runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
                  companion: ov.CompiledModel | None = None, chunks: int = 4, *, runs_before: int = 0,
                  per_run: list | None = None):
     """Per-runtime-node time (ms per inference) over ``iterations`` profiled runs after ``warmup``; with
     ``companion``, its interleaved end-to-end samples too. The arguments and the error: docs/architecture.md,
     "Module notes"."""
-    request = compiled.create_infer_request()
-    inputs = random_inputs(compiled)
-    stateful = bool(request.query_state())  # an LLM: each run a prefill from an empty state
-    for _ in range(warmup):
-        if stateful:
-            request.reset_state()
-        request.infer(inputs)
-    before = runs_before + warmup
-    start = executed_ms(request) if before else {}
+    request, inputs, stateful, before, start = warmed_up(compiled, warmup, runs_before)
     runs: list[dict[str, float]] = []
     snapshots: list[dict[str, float]] = []
     e2e: list[float] = []

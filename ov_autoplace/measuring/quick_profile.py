@@ -18,13 +18,12 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.graph.arrays import NodeRole
-from ov_autoplace.devices.timing import random_inputs
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.measuring.link_calibration import LINK_PROFILE_FORMAT, QUICK_LINK_CUTS, QUICK_LINK_SIZES, LinkProfile
 from ov_autoplace.measuring.noise import LoadProbe, busy_now, iqr, measured_window, noise_fields, per_run_node_ms
 from ov_autoplace.cache.profile_store import ProfileStore, profile_key
 from ov_autoplace.measuring.perf_counts import (executed_ms, map_times, ms_per_byte_fallback, reports_running_average,
-                                                window_ms)
+                                                warmed_up, window_ms)
 from ov_autoplace.measuring.profiler import (DeviceReport, ModelProfile, device_memory_bytes, e2e_scale, merge_fusion,
                                              node_memory_bytes, profile_request)
 
@@ -70,15 +69,7 @@ def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_aver
     ``runs_before``: inferences ``compiled`` already ran (the running averages count from compile);
     ``per_run`` receives each profiled run's time per runtime node (``noise.per_run_node_ms``).
     """
-    request = compiled.create_infer_request()
-    inputs = random_inputs(compiled)
-    stateful = bool(request.query_state())  # an LLM: each run a prefill from an empty state, as the timers do
-    for _ in range(warmup):
-        if stateful:
-            request.reset_state()
-        request.infer(inputs)
-    before = runs_before + warmup
-    start = executed_ms(request) if before else {}
+    request, inputs, stateful, before, start = warmed_up(compiled, warmup, runs_before)
     walls, snapshots = [], []
     while len(walls) < iterations and (budget_ms is None or len(walls) < MIN_PROFILED_RUNS
                                        or sum(walls) < budget_ms):

@@ -108,7 +108,7 @@ class Placement:
         graph = extract_graph(model)
         ops = {op.get_friendly_name(): op for op in model.get_ops()}
         device = np.array([self.devices.index(ops[n].get_rt_info()[AFFINITY_KEY].astype(str)) for n in graph.names])
-        if keep_parameters_off_cycles(graph, device, np.zeros(graph.num_nodes, bool))[0]:
+        if keep_parameters_off_cycles(graph, device):
             for p in model.get_parameters():
                 p.get_rt_info()[AFFINITY_KEY] = self.devices[int(device[graph.names.index(p.get_friendly_name())])]
 

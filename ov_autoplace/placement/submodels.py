@@ -291,24 +291,25 @@ def _cycle_through(graph: GraphArrays, device: np.ndarray, param: int) -> bool:
     return bool(away) and bool((reach(graph.num_nodes, graph.successors_csr, away) & (part == part[param])).any())
 
 
-def keep_parameters_off_cycles(graph: GraphArrays, device: np.ndarray, locked: np.ndarray) -> tuple[int, bool]:
+def keep_parameters_off_cycles(graph: GraphArrays, device: np.ndarray) -> int:
     """In place: each Parameter read on several devices goes to one where none of its readers elsewhere leads back
-    into the part it joins; (how many moved, whether each has such a device). Why: docs/architecture.md, "Module
-    notes"."""
-    moved, holds = 0, True
+    into the part it joins (where every device has a way back it stays); how many moved. Why: docs/architecture.md,
+    "Module notes"."""
+    moved = 0
     for p in np.flatnonzero(graph.role == NodeRole.PARAMETER).tolist():
         places = np.unique(device[graph.successors(p)]).tolist()
         if len(places) < 2 or not _cycle_through(graph, device, p):
             continue
         own = device[p]
-        for d in ([] if locked[p] else places):
+        for d in places:
             device[p] = d
             if not _cycle_through(graph, device, p):
                 moved += 1
                 break
         else:
-            device[p], holds = own, False
-    return moved, holds
+            device[p] = own
+    return moved
+
 
 __all__ = ["EdgeLists", "SubmodelPartition", "count_hetero_submodels", "count_islands", "count_joined_parts",
            "edge_lists", "hetero_part_roots", "island_roots", "island_sets", "keep_parameters_off_cycles",

@@ -44,6 +44,7 @@ class RefineResult:
     # overflow (no placement it priced fits the devices' memory: its best is returned, for the memory fit)
     stopped: str
     spread_ms: float = 0.0  # spread of the move from the input (legal) to ``proposal`` (0: noise-free or no move)
+    given: np.ndarray | None = None  # the input proposal
 
     @property
     def improved(self) -> bool:
@@ -224,7 +225,7 @@ class LocalSearchRefiner:
         start = time.perf_counter()
         proposal = np.asarray(proposal, np.int64)
         start_ms, legal = self._legal_ms(proposal)
-        result = RefineResult(proposal, start_ms, start_ms, 0, 0, 0, 0.0, "converged")
+        result = RefineResult(proposal, start_ms, start_ms, 0, 0, 0, 0.0, "converged", given=proposal)
         if self.active.size == 0 or len(self.devices) < 2:
             result.seconds = time.perf_counter() - start
             return result

@@ -413,24 +413,25 @@ def test_a_parameter_read_on_both_devices_goes_where_no_cycle_through_it_returns
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_a_parameter_on_a_cycle_through_it_moves_unless_pinned():
+def test_a_parameter_on_a_cycle_through_it_moves_where_none_returns_and_else_stays():
     """``p`` is read by ``a`` on device 0 and ``b`` on device 1, and both lead to ``z`` on device 0: with ``p`` on 0,
     ``b`` returns into the part ``p`` joins there (``p``, ``a``, ``z``), a cycle through ``p`` and nothing else. On 1
-    it joins ``b`` alone, and ``a`` leads nowhere back: ``p`` goes there. Pinned, it cannot move, and
-    ``keep_parameters_off_cycles`` says so."""
+    it joins ``b`` alone, and ``a`` leads nowhere back: ``p`` goes there. With ``w = a * b`` on device 1 as well, ``a``
+    returns into ``b``'s part as ``b`` into ``a``'s: every device has a way back, and ``p`` stays."""
     import openvino as ov
     from openvino import opset13 as ops
     from ov_autoplace.placement.submodels import keep_parameters_off_cycles
 
-    p = ops.parameter([2, 4], np.float32, name="p")
-    a, b = ops.relu(p), ops.tanh(p)
-    z = ops.add(a, b)
-    for node, name in ((a, "a"), (b, "b"), (z, "z")):
-        node.set_friendly_name(name)
-    graph = extract_graph(ov.Model([z], [p]))
-    device = np.array([int(n == "b") for n in graph.names])
-    pinned = np.array([n == "p" for n in graph.names])
-    assert keep_parameters_off_cycles(graph, device, pinned) == (0, False)
-    assert device[graph.names.index("p")] == 0
-    assert keep_parameters_off_cycles(graph, device, np.zeros(graph.num_nodes, bool)) == (1, True)
-    assert device[graph.names.index("p")] == 1
+    def graph_and_devices(both_ways: bool):
+        p = ops.parameter([2, 4], np.float32, name="p")
+        a, b = ops.relu(p), ops.tanh(p)
+        z, w = ops.add(a, b), ops.multiply(a, b)
+        for node, name in ((a, "a"), (b, "b"), (z, "z"), (w, "w")):
+            node.set_friendly_name(name)
+        graph = extract_graph(ov.Model([z, w] if both_ways else [z], [p]))
+        return graph, np.array([int(n in ("b", "w")) for n in graph.names])
+
+    graph, device = graph_and_devices(False)
+    assert keep_parameters_off_cycles(graph, device) == 1 and device[graph.names.index("p")] == 1
+    graph, device = graph_and_devices(True)
+    assert keep_parameters_off_cycles(graph, device) == 0 and device[graph.names.index("p")] == 0

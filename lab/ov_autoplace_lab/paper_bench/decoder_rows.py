@@ -17,7 +17,7 @@ Under a user's memory caps (``caps``: ``memory_caps=`` of the runtime, bytes per
 prices on the capped costs (a placement over a cap costs inf), and the first start and the profile path are what
 ``memory_caps=`` runs (:func:`memory_path_placement`, as ``decision/memory_path.py``): the policy + local search on
 the prior's (first start) or the measured (profile path, here the row's own) capped costs, held to the caps, and the
-local search again from that fit (``placement_pipeline.refined_fit``).
+local search again from that fit (``placement_pipeline.fit_to_caps``).
 Every number is SIMULATED.
 """
 
@@ -35,7 +35,7 @@ from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.costmodel.sim_costs import simulated_support
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.decision.first_start import POLICY_FILE
-from ov_autoplace.decision.placement_pipeline import placement_pipeline, refined_fit
+from ov_autoplace.decision.placement_pipeline import fit_to_caps
 from ov_autoplace.decision.placement_sources import REFINE_SECONDS
 from ov_autoplace.decision.prior_rule import policy_proposal, prior_outcome, survives_prior_error
 from ov_autoplace.graph.arrays import GraphArrays
@@ -106,10 +106,8 @@ def memory_path_placement(case: DecoderCase, cost, devices: tuple[str, ...]) -> 
         "pins": (), "max_submodels": DEFAULT_MAX_SUBMODELS, "max_seconds": REFINE_SECONDS})
     try:
         proposal = hsdag.propose(PlacementContext(graph=case.graph, devices=devices, support=support))
-        placement = placement_pipeline(case.graph, proposal, devices, support, strategy="hsdag+memory",
-                                       cost=hsdag.last_cost, max_submodels=DEFAULT_MAX_SUBMODELS, enforce_memory=True)
-        placement = refined_fit(placement, case.graph, hsdag.last_cost, support, pins=(),
-                                max_submodels=DEFAULT_MAX_SUBMODELS)
+        placement = fit_to_caps(case.graph, proposal, devices, support, cost=hsdag.last_cost, strategy="hsdag+memory",
+                                max_submodels=DEFAULT_MAX_SUBMODELS, refine=hsdag.last_refine)
     except PlacementError:  # MemoryCapError among them: the runtime raises, nothing is placed over a cap
         return None
     return placement.device_indices(case.graph.names, devices)

@@ -160,3 +160,34 @@ def test_an_npu_without_the_attention_gets_a_split_that_fits_a_capped_cpu(decode
     chosen = decoder_rows.memory_path_placement(case, case.cost, platform.device_names)
     assert chosen is not None and np.unique(chosen).size == 2
     assert math.isfinite(Simulator(case.cost, case.graph).feasible_ms(chosen))
+
+
+@pytest.mark.slow  # the lab's large Qwen2-geometry decoder: ~6 s
+def test_the_memory_path_is_no_slower_than_the_fit_of_the_policys_own_proposal():
+    """``paper`` with both devices capped at 0.2 GiB, Qwen2-geometry ``qwen2_dec_l`` (0.305 GiB): the policy puts
+    it on the CPU, over its cap; the local search from there priced nothing that fits (stopped: overflow), and the fit
+    of where it stopped was 1,406.6 ms where the fit of the policy's own proposal is 955.1 (simulated). The memory
+    path fits both and keeps the faster (``placement_pipeline.fit_to_caps``); before, only the search's."""
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+    from ov_autoplace.costmodel.suite import load_suite
+    from ov_autoplace.decision.first_start import POLICY_FILE
+    from ov_autoplace.decision.placement_pipeline import placement_pipeline, refined_fit
+    from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
+    from ov_autoplace.strategies.base import PlacementContext
+    from ov_autoplace.strategies.hsdag import HSDAGStrategy
+    from ov_autoplace_lab.models.decoder_models import load_decoder
+
+    model, platform = load_decoder("qwen2_dec_l"), load_suite()["paper"]
+    case = decoder_rows.decoder_case(platform, model, decoder_rows.prefill_graph(model),
+                                     caps={"CPU": 0.2 * 2**30, "GPU": 0.2 * 2**30})
+    devices, simulator = platform.device_names, Simulator(case.cost, case.graph)
+    support = simulated_support(case.cost, case.graph)
+    policy = HSDAGStrategy(POLICY_FILE, case.cost).propose(PlacementContext(graph=case.graph, devices=devices,
+                                                                            support=support))
+    assert not simulator.memory_ok(policy)
+    own = placement_pipeline(case.graph, policy, devices, support, strategy="hsdag", cost=case.cost,
+                             max_submodels=DEFAULT_MAX_SUBMODELS, enforce_memory=True)
+    own = refined_fit(own, case.graph, case.cost, support, pins=(), max_submodels=DEFAULT_MAX_SUBMODELS)
+    chosen = decoder_rows.memory_path_placement(case, case.cost, devices)
+    assert chosen is not None and np.unique(chosen[simulator.active]).size == 2
+    assert simulator.feasible_ms(chosen) <= simulator.feasible_ms(own.device_indices(case.graph.names, devices))
