@@ -87,7 +87,7 @@ def _reference(terms: CostTerms, graph: GraphArrays, cost: CostModel, support, m
     ref_row, ref_ms = row, terms.latency_ms(row)
     best_ms = ref_ms
     full = [d for d in range(len(devices)) if terms.allowed[terms.compute, d].all()]
-    for d in ([] if loaded else full):  # on a loaded profile no single device is proven faster
+    for d in ([] if loaded and np.isfinite(ref_ms) else full):  # loaded: none proven faster, but a fit beats inf
         alone = np.full(n, d, dtype=np.int64)
         ms, (required, what) = terms.latency_ms(alone), _required(terms, cost, ref_row, alone, ref_ms)
         if ms < ref_ms - required and ms < best_ms:  # proven faster than the reference, and the fastest such

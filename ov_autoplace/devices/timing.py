@@ -31,10 +31,6 @@ class LatencyStats:
         p25, p75 = np.percentile(self.samples_ms, [25, 75])
         return float(p25), float(p75)
 
-    @property
-    def min_ms(self) -> float:
-        return float(np.min(self.samples_ms))
-
     def __str__(self) -> str:
         p25, p75 = self.iqr_ms
         return f"{self.median_ms:.2f} ms (IQR {p25:.2f}-{p75:.2f}, n={len(self.samples_ms)})"

@@ -161,10 +161,14 @@ def test_the_guard_keeps_a_fitted_split_instead_of_the_slow_device(chain):
     row = _rows(guarded, graph, devices)
     assert set(row.tolist()) == {0, 1} and guarded.strategy == "hsdag+memory_fit"
     assert Simulator(cost, graph).memory_ok(row)
-    # a loaded profile proves nothing: the guard fits nothing and keeps the reference device (what HETERO runs)
+    # a loaded profile proves no split faster: the guard fits nothing. Nor does it keep the reference (what HETERO
+    # runs) over its cap for the memory fit to split: the device that holds the model alone is placed
     loaded = guard_placement(_all_on(graph, devices, support, 0, "hsdag"), graph,
                              dataclasses.replace(cost, loaded=True), support)
-    assert loaded.strategy == "hsdag" and set(_rows(loaded, graph, devices).tolist()) == {0}
+    assert loaded.strategy == "hsdag+guard" and set(_rows(loaded, graph, devices).tolist()) == {1}
+    roomy = dataclasses.replace(cost, loaded=True, device_memory_bytes=np.array([np.inf, np.inf]))
+    kept = guard_placement(_all_on(graph, devices, support, 0, "hsdag"), graph, roomy, support)
+    assert kept.strategy == "hsdag" and set(_rows(kept, graph, devices).tolist()) == {0}  # within its memory: kept
 
 
 def test_the_merges_of_an_overflowing_proposal_are_priced_as_the_memory_fit_finishes_them(chain):
