@@ -123,6 +123,8 @@ def decoder_row(platform, name: str, args, spec) -> dict:
     known["optimum"] = known.get("best_single") if source == "best single device" else known.get(source)
     row["parts"] = {k: decoder_rows.generation_parts(case, known[k]) if known.get(k) is not None else None
                     for k in ("best_single", "optimum", "plain_call") + tuple(k for k, _ in decoder_rows.PRODUCT_KEYS)}
+    row["dynamic_moves"] = {k: decoder_rows.dynamic_moves(case, known[k]) for k in ("optimum",) + tuple(
+        k for k, _ in decoder_rows.PRODUCT_KEYS) if known.get(k) is not None}
     if spec is not None:
         row["truth"] = truth.score_draws(platform, case.graph, placements, spec, case.cost)
         row["truth_leave_platform_out"] = truth.score_leave_platform_out(

@@ -86,9 +86,8 @@ def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, suppo
 def fit_to_caps(graph: GraphArrays, proposal: np.ndarray, devices: Sequence[str], support: np.ndarray, *,
                 cost: CostModel, strategy: str, pins: Sequence[Pin] = (), max_submodels: int | None,
                 refine: RefineResult | None = None, annotate: Callable[[Placement], None] | None = None) -> Placement:
-    """The memory path from ``proposal``: legalized, guarded, held to the caps, searched again from the fit
-    (:func:`refined_fit`); where the local search that made it priced no fit (``refine.stopped == "overflow"``), the
-    fit of the search's input too, the faster kept (why: docs/llm.md, "Memory"). MemoryCapError if none fits."""
+    """The memory path (legalize, guard, fit, :func:`refined_fit`) from ``proposal`` and, where the search that made
+    it priced no fit (``refine.stopped == "overflow"``), from its input: the faster (docs/llm.md, "Memory")."""
     found, error = [], None
     for start in [proposal] + ([refine.given] if refine is not None and refine.stopped == "overflow" else []):
         try:

@@ -15,7 +15,8 @@ from ov_autoplace.errors import PinError
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_mask
 from ov_autoplace.graph.components import reach
 from ov_autoplace.placement.assignment import fill_by_neighbours
-from ov_autoplace.placement.submodels import submodel_partition
+from ov_autoplace.placement.merge_to_bound import follow_consumers
+from ov_autoplace.placement.submodels import keep_parameters_off_cycles, submodel_partition
 
 #: How a WARNING or a note names the rules (the fallbacks' messages quote it).
 ONE_DEVICE_RULE = ("stateful rules 1 and 3 (a variable's ReadValue, its own initializer, the nodes between it and its "
@@ -169,14 +170,15 @@ def keep_state_together(graph: GraphArrays, device: np.ndarray, active: np.ndarr
 
 
 def split_variables(graph: GraphArrays, full: np.ndarray, active: np.ndarray) -> list[tuple[int, int]]:
-    """Variables whose ReadValue and Assign fall into different HETERO submodels under ``full`` (rule 2); on a static
-    clone's ``dynamic`` graph where it has one (what HETERO compiles: ``GraphArrays.dynamic``), with the shared
-    initializer's copies as ``Placement.apply`` makes them (:func:`with_initializer_copies`)."""
+    """Variables whose ReadValue and Assign fall into different HETERO submodels under ``full`` (rule 2) as applied
+    (the initializer's copies and Parameters moved); on a static clone's ``dynamic`` graph where it has one."""
     if not graph.variables:
         return []
     if graph.dynamic is not None:
         return _split_on_dynamic(graph, np.asarray(full))
-    sub = submodel_partition(with_initializer_copies(graph, np.asarray(full)), full, active).submodel
+    copies, full = with_initializer_copies(graph, np.asarray(full)), np.array(full)
+    keep_parameters_off_cycles(copies, full)
+    sub = submodel_partition(copies, full, active).submodel
 
     def submodel_of(i: int) -> int:
         # A ReadValue whose initializer is constant (the static clone folds ShapeOf) is not active: it follows
@@ -251,9 +253,10 @@ def _dynamic_map(graph: GraphArrays) -> tuple:
 def _split_on_dynamic(graph: GraphArrays, full: np.ndarray) -> list[tuple[int, int]]:
     """Rule 2 for a static clone's placement ``full``, checked on its dynamic graph, as the clone's variables. The
     clone's devices go by name; a node it folded away (a shape computation) is placed as the compile's carry-over
-    places it (``dynamic_model.transfer_placement``)."""
+    places it (``dynamic_model.transfer_placement``), a Parameter by its readers there."""
     namesake, folded, active, pairs = _dynamic_map(graph)
     device = fill_by_neighbours(np.where(namesake >= 0, full[np.maximum(namesake, 0)], -1), graph.dynamic, folded)
+    device = follow_consumers(graph.dynamic, device, active, np.zeros(device.size, bool))
     return sorted({pairs[pair] for pair in split_variables(graph.dynamic, device, active)})
 
 

@@ -201,11 +201,17 @@ def test_the_merges_of_an_overflowing_proposal_are_priced_as_the_memory_fit_fini
     assert {"fitted": True, "pins": (), "max_submodels": 2} in handed
 
 
-def test_a_stateful_chain_is_fitted_by_a_pipeline_cut_that_keeps_each_variable_in_one_submodel(testbed):
+def test_a_stateful_chain_is_fitted_by_a_pipeline_cut_that_keeps_each_variable_in_one_submodel(f32_testbed):
     """stateful_layers(4): each layer's variable (its beam reorder early in the topological order, its Assign at the
     end) moves with its KV Concat, so an everything-on-CPU placement whose CPU holds about half of it is fitted
-    into a legal two-part split instead of windows the legalizer would put back on one device (rule 2)."""
-    model = prepare_model(sg.stateful_layers(4, 64))
+    into a legal two-part split instead of windows the legalizer would put back on one device (rule 2). The fit puts
+    the first layer on the second device; ``beam_idx``, read by every layer, joins it there when the placement is
+    applied (rule 4 through a Parameter): HETERO compiles two submodels where our count, which leaves that move to
+    ``Placement.apply``, says three. The split runs as the plain compile."""
+    import ov_autoplace
+
+    testbed, source = f32_testbed, sg.stateful_layers(4, 64)
+    model = prepare_model(source)
     graph = extract_graph(model)
     support = query_support(testbed.core, model, graph, testbed.devices)
     placed = legalize(graph, np.zeros(graph.num_nodes, np.int64), testbed.devices, support)
@@ -215,8 +221,19 @@ def test_a_stateful_chain_is_fitted_by_a_pipeline_cut_that_keeps_each_variable_i
     fitted = fit_memory(placed, graph, cost, support)
     row = fitted.device_indices(graph.names, testbed.devices)
     assert Simulator(cost, graph).memory_ok(row)
-    assert fitted.counts_per_device()[testbed.devices[0]] > 0 and fitted.num_submodels == 2
+    assert fitted.counts_per_device()[testbed.devices[0]] > 0 and fitted.num_submodels <= 3
     assert not any("rule 2" in note for note in fitted.notes)
+    split = ov_autoplace.compile_placement(source, fitted, core=testbed.core)
+    assert split.get_property("HETERO_NUMBER_OF_SUBMODELS") == 2
+    plain = testbed.core.compile_model(source, testbed.devices[0])
+    outputs = []
+    for compiled in (split, plain):
+        request, rng = compiled.create_infer_request(), np.random.default_rng(1)
+        request.reset_state()
+        outputs.append([request.infer({"x": rng.standard_normal((1, 4 if step == 0 else 1, 64)).astype(np.float32),
+                                       "beam_idx": np.zeros(1, np.int32)})[0].copy() for step in range(3)])
+    for got, want in zip(*outputs):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_a_stateful_fit_grows_from_windows_the_legalizer_keeps_split(f32_testbed):

@@ -47,7 +47,7 @@ from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.hsdag import HSDAGStrategy
 from ov_autoplace_lab.paper_bench import truth
-from ov_autoplace_lab.paper_bench.methods import Case, local_search_methods
+from ov_autoplace_lab.paper_bench.methods import Case, compiled_as, local_search_methods
 
 #: The generation every decoder row is placed and scored for: the runtime's default (128-token prompt, 128 new).
 GENERATION = Generation()
@@ -130,6 +130,14 @@ def generation_parts(case: DecoderCase, placement, gen: Generation = GENERATION)
     ttft = float(Simulator(case.prefill_cost, case.prefill)(np.asarray(placement, np.int64)))
     return {"generation_ms": float(total), "ttft_ms": ttft,
             "per_token_ms": (float(total) - ttft) / max(gen.new_tokens - 1, 1)}
+
+
+def dynamic_moves(case: DecoderCase, placement) -> int:
+    """How many of the clone's active nodes ``placement`` (device per node of ``case.graph``) moves once compiled
+    (:func:`methods.compiled_as`). 0: the split priced here is the split compiled; else the table priced a placement
+    the runtime would not run."""
+    devices = tuple(case.cost.devices)
+    return compiled_as(case.graph, placement, devices, simulated_support(case.cost, case.graph))[1]
 
 
 def prior_placements(platform: SuitePlatform, case: DecoderCase, placements: dict, row: dict,
@@ -221,7 +229,7 @@ PRODUCT_KEYS = (("first_start_ms", "first start (prior rule)"), ("prior_ms", "pr
                 ("memory_profile_ms", "memory path, profiled"))  # under caps only, in place of the prefill's
 #: The JSON keys only decoder rows carry.
 DECODER_KEYS = ("generation", "memory_need_bytes", "parts", "prior_ms", "prior_choice", "first_start_ms",
-                "first_start_choice", "profile_prefill_ms", "memory_profile_ms", "memory_caps")
+                "first_start_choice", "profile_prefill_ms", "memory_profile_ms", "memory_caps", "dynamic_moves")
 
 
 def draw_record(row: dict, key: str) -> tuple[int, int, int] | None:
@@ -267,11 +275,19 @@ def decoder_lines(rows: list[dict]) -> list[str]:
             if record is not None and record[2]:
                 text += (f"; truth draws: within 1.05x of the best known in {record[0]}/{record[2]}, slower than "
                          f"the plain call in {record[1]}/{record[2]}")
+            moves = (r.get("dynamic_moves") or {}).get(key)
+            if moves:  # the runtime legalizes it again on the dynamic model and would compile something else
+                text += f"; NOT what compile_model compiles: the dynamic model's legalization moves {moves} node(s)"
             lines.append(f"    {title + ':':<27} {text}" + (f" [{what}]" if what else ""))
     split = [r for r in rows if r.get("split_pays")]
     lines.append(f"rows where a split pays: {len(split)} of {len(rows)}; no single device holds the model in "
                  f"{sum(r['best_single_device_ms'] is None for r in rows)}, a split found there in "
                  f"{sum(r['best_single_device_ms'] is None and len(r.get('optimum_devices') or ()) > 1 for r in rows)}")
+    for key, title in (("optimum", "best known"),) + PRODUCT_KEYS:
+        moved = [r for r in split if "dynamic_moves" in r and key in r["dynamic_moves"]]
+        if moved:
+            lines.append(f"{title}: as compile_model compiles it (the dynamic model's legalization moves no node) in "
+                         f"{sum(r['dynamic_moves'][key] == 0 for r in moved)}/{len(moved)} split rows")
     for key, title in PRODUCT_KEYS:
         records = [(r, draw_record(r, key)) for r in split]
         records = [(r, x) for r, x in records if x is not None and x[2]]
@@ -286,5 +302,5 @@ def decoder_lines(rows: list[dict]) -> list[str]:
 
 
 __all__ = ["DECODER_KEYS", "PRODUCT_KEYS", "DecoderCase", "GENERATION", "decoder_case", "decoder_lines",
-           "draw_record", "generation_cost", "generation_parts", "leave_platform_out_cost", "prefill_graph",
+           "draw_record", "dynamic_moves", "generation_cost", "generation_parts", "leave_platform_out_cost", "prefill_graph",
            "prior_placements", "profile_path_placement"]

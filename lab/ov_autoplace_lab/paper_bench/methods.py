@@ -21,11 +21,11 @@ import numpy as np
 import openvino as ov
 
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.graph.arrays import GraphArrays
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.search.memory_fit import legal_pricer
-from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, legalize
-from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, constant_subgraph_mask, legalize
+from ov_autoplace.placement.assignment import Placement, fill_by_neighbours
 from ov_autoplace_lab.optimum.strategy import OptimumStrategy
 from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
 from ov_autoplace.strategies import (HeavyOpsStrategy, HeftStrategy, PlacementContext,
@@ -70,8 +70,37 @@ class Case:
 
     def legal(self, proposal: np.ndarray, method: str, bound: int | None = MAX_SUBMODELS, cost=None) -> Placement:
         price = cost and legal_pricer(cost, self.graph, self.support)  # as compile_model legalizes with a CostModel
-        return legalize(self.graph, np.asarray(proposal, dtype=np.int64), self.devices, self.support,
-                        max_submodels=bound, strategy=method, price=price)
+        return self.as_compiled(legalize(self.graph, np.asarray(proposal, dtype=np.int64), self.devices,
+                                         self.support, max_submodels=bound, strategy=method, price=price), bound, price)
+
+    def as_compiled(self, placement: Placement, bound: int | None = MAX_SUBMODELS, price=None) -> Placement:
+        """``placement``, or on a decoder's prefill clone what compile_model compiles of it (:func:`compiled_as`):
+        every method is priced on that."""
+        if self.graph.dynamic is None:
+            return placement
+        row, moved = compiled_as(self.graph, placement.device_indices(self.graph.names, self.devices), self.devices,
+                                 self.support)
+        return placement if not moved else legalize(self.graph, row, self.devices, self.support, max_submodels=bound,
+                                                    strategy=f"{placement.strategy} (as compiled)", price=price)
+
+
+def compiled_as(graph: GraphArrays, row: np.ndarray, devices: tuple[str, ...],
+                support: np.ndarray) -> tuple[np.ndarray, int]:
+    """(device per node of ``graph``, how many of its active nodes that moves): ``row`` on a decoder's prefill clone
+    as ``compile_model`` compiles it, carried to the dynamic model (``graph.dynamic``) as ``transfer_placement``
+    carries it (by name, the dynamic model's own shape nodes with their neighbours, no submodel bound; device support
+    by name, the shape nodes' everywhere), legalized there, and each clone node put on its namesake's device."""
+    dynamic, row = graph.dynamic, np.asarray(row, np.int64)
+    index = {name: i for i, name in enumerate(graph.names)}
+    namesake = np.array([index.get(name, -1) for name in dynamic.names])
+    proposal = fill_by_neighbours(np.where(namesake >= 0, row[np.maximum(namesake, 0)], -1), dynamic)
+    dynamic_support = np.where((namesake >= 0)[:, None], support[np.maximum(namesake, 0)], True)
+    legal = legalize(dynamic, proposal, devices, dynamic_support, max_submodels=None).device_indices(dynamic.names,
+                                                                                                      devices)
+    compiled = row.copy()
+    compiled[namesake[namesake >= 0]] = legal[namesake >= 0]
+    active = (graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
+    return compiled, int((compiled[active] != row[active]).sum())
 
 
 @dataclasses.dataclass
@@ -106,7 +135,8 @@ def _strategy_method(name: str, kind: str, make: Callable[[Case], PlacementStrat
         # legalized as compile_model legalizes a strategy's proposal: the bound's merges priced on its CostModel
         placement = case.legal(proposal, name, bound, cost=strategy.last_cost)
         if guard and strategy.last_cost is not None:  # what compile_model does with the policy's proposal
-            placement = guard_placement(placement, case.graph, strategy.last_cost, case.support, max_submodels=bound)
+            placement = case.as_compiled(guard_placement(placement, case.graph, strategy.last_cost, case.support,
+                                                         max_submodels=bound), bound)
         notes = list(placement.notes)
         if getattr(strategy, "last_refine", None) is not None:  # the cost-model local search after the policy
             notes.append(strategy.last_refine.note(case.cost.label))
@@ -192,4 +222,4 @@ def local_search_methods() -> list[Method]:
     ]
 
 
-__all__ = ["Case", "MAX_SUBMODELS", "Method", "Outcome", "default_methods", "local_search_methods"]
+__all__ = ["Case", "MAX_SUBMODELS", "Method", "Outcome", "compiled_as", "default_methods", "local_search_methods"]

@@ -191,3 +191,24 @@ def test_the_memory_path_is_no_slower_than_the_fit_of_the_policys_own_proposal()
     chosen = decoder_rows.memory_path_placement(case, case.cost, devices)
     assert chosen is not None and np.unique(chosen[simulator.active]).size == 2
     assert simulator.feasible_ms(chosen) <= simulator.feasible_ms(own.device_indices(case.graph.names, devices))
+
+
+def test_every_method_on_a_decoder_row_is_priced_as_compile_model_compiles_it(decoder):
+    """The first layers on the second device: legal on the prefill's clone, whose folded shape nodes hide paths the
+    dynamic model has (stateful rule 4 moves 25 nodes there), so ``compile_model``, legalizing again on the dynamic
+    model, would compile another split than the one priced. ``Case.legal`` returns that other split for every
+    method of a decoder row (a phantom once set the row's best known: docs/llm.md, "Under memory caps")."""
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
+    from ov_autoplace_lab.paper_bench.methods import Case, compiled_as
+
+    model, prefill = decoder
+    devices, support = ("CPU", "GPU"), np.ones((prefill.num_nodes, 2), bool)
+    active = np.flatnonzero((prefill.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(prefill))
+    proposal = np.zeros(prefill.num_nodes, np.int64)
+    proposal[active[:70]] = 1
+    on_clone = legalize(prefill, proposal, devices, support).device_indices(prefill.names, devices)
+    assert np.unique(on_clone[active]).size == 2 and compiled_as(prefill, on_clone, devices, support)[1] > 0
+    case = Case("tiny", prefill, devices, support, None, True)
+    row = case.legal(proposal, "window", cost=None).device_indices(prefill.names, devices)
+    assert compiled_as(prefill, row, devices, support)[1] == 0 and not np.array_equal(row, on_clone)
