@@ -284,10 +284,10 @@ def decoder_lines(rows: list[dict]) -> list[str]:
                  f"{sum(r['best_single_device_ms'] is None for r in rows)}, a split found there in "
                  f"{sum(r['best_single_device_ms'] is None and len(r.get('optimum_devices') or ()) > 1 for r in rows)}")
     for key, title in (("optimum", "best known"),) + PRODUCT_KEYS:
-        moved = [r for r in split if "dynamic_moves" in r and key in r["dynamic_moves"]]
-        if moved:
+        checked = [r for r in split if key in (r.get("dynamic_moves") or {})]
+        if checked:
             lines.append(f"{title}: as compile_model compiles it (the dynamic model's legalization moves no node) in "
-                         f"{sum(r['dynamic_moves'][key] == 0 for r in moved)}/{len(moved)} split rows")
+                         f"{sum(r['dynamic_moves'][key] == 0 for r in checked)}/{len(checked)} split rows")
     for key, title in PRODUCT_KEYS:
         records = [(r, draw_record(r, key)) for r in split]
         records = [(r, x) for r, x in records if x is not None and x[2]]

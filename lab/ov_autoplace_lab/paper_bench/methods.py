@@ -90,10 +90,11 @@ def compiled_as(graph: GraphArrays, row: np.ndarray, devices: tuple[str, ...],
     as ``compile_model`` compiles it, carried to the dynamic model (``graph.dynamic``) as ``transfer_placement``
     carries it (by name, the dynamic model's own shape nodes with their neighbours, no submodel bound; device support
     by name, the shape nodes' everywhere), legalized there, and each clone node put on its namesake's device."""
+    from ov_autoplace.placement.stateful import _dynamic_map  # rule 2's name map of the clone, made once per graph
+
     dynamic, row = graph.dynamic, np.asarray(row, np.int64)
-    index = {name: i for i, name in enumerate(graph.names)}
-    namesake = np.array([index.get(name, -1) for name in dynamic.names])
-    proposal = fill_by_neighbours(np.where(namesake >= 0, row[np.maximum(namesake, 0)], -1), dynamic)
+    namesake, folded, _, _ = _dynamic_map(graph)
+    proposal = fill_by_neighbours(np.where(namesake >= 0, row[np.maximum(namesake, 0)], -1), dynamic, folded)
     dynamic_support = np.where((namesake >= 0)[:, None], support[np.maximum(namesake, 0)], True)
     legal = legalize(dynamic, proposal, devices, dynamic_support, max_submodels=None).device_indices(dynamic.names,
                                                                                                       devices)
