@@ -15,8 +15,9 @@ legalised three times: with stateful rules 1-3 only (the legalizer before rules 
 reaches directly; ``submodels.keep_parameters_off_cycles`` in ``Placement.apply``: none through a Parameter), and as
 the legalizer does, with rule 5 too (a variable's attention in its group: ``stateful._with_attention``). Every
 placement that stays a split is compiled by ``ov_autoplace.compile_placement`` (carried over to the dynamic model
-and run once) and checked for rule 4's path on the dynamic model HETERO compiles. The table counts splits, how
-many compiled and ran, and how many of each kind had such a path: the evidence for rules 4 and 5 (sufficient
+and run once) and checked for rule 4's path on the dynamic model HETERO compiles (with the shared initializer
+copied per device, as ``Placement.apply`` copies it). The table counts splits, how many compiled and ran, how many
+of each kind had such a path and how many the compile's carry-over ran on one device: the evidence for rules 4 and 5 (sufficient
 conditions found by compiling, not HETERO's own rules). Each split the legalizer keeps that compiled also generates
 ``--steps`` tokens after a 16-token prompt, greedily and teacher-forced on the plain compile's tokens
 (``tests/llm_models.generate``): the table counts the splits whose greedy tokens equal the plain compile's and gives
@@ -45,7 +46,7 @@ from ov_autoplace.model.prepare import placement_graph, prepare_model  # noqa: E
 from ov_autoplace.model.shapes import static_clone  # noqa: E402
 from ov_autoplace.placement import legalizer, stateful, submodels  # noqa: E402
 from ov_autoplace.placement.dynamic_model import transfer_placement  # noqa: E402
-from ov_autoplace.placement.stateful import _reentries  # noqa: E402
+from ov_autoplace.placement.stateful import _reentries, with_initializer_copies  # noqa: E402
 from tests.llm_models import FAMILIES, SIZES, export_decoder, generate, window_proposal  # noqa: E402
 from _common import cpu_description  # noqa: E402
 
@@ -72,10 +73,10 @@ def rules_up_to(last: int):
 
 def reenters_state(graph, device: np.ndarray) -> bool:
     """Rule 4's test on ``graph`` (the dynamic model's): a path out of a device holding a variable and back in to
-    where the device also reaches directly."""
+    where the device also reaches directly, on the edges HETERO meets (the shared initializer copied per device)."""
     active = (graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
-    holders = {int(device[r]) for r, _ in graph.variables}
-    return any(_reentries(graph, device, active, d)[0].any() for d in holders)
+    holders, copies = {int(device[r]) for r, _ in graph.variables}, with_initializer_copies(graph, device)
+    return any(_reentries(copies, device, active, d)[0].any() for d in holders)
 
 
 def run_family(family: str, directory: Path, proposals: int, seed: int, testbed, size: str = "tiny",
@@ -90,8 +91,9 @@ def run_family(family: str, directory: Path, proposals: int, seed: int, testbed,
     active = np.flatnonzero((graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph))
     support = np.ones((graph.num_nodes, len(devices)), bool)
     rng = np.random.default_rng(seed)
-    counts = {v: dict.fromkeys(("splits", "compiled", "refused", "refused_reentry", "compiled_reentry", "same_tokens",
-                                "logits_error"), 0) for v in VARIANTS}
+    counts = {v: dict.fromkeys(("splits", "compiled", "refused", "refused_reentry", "compiled_reentry", "one_device",
+                                "same_tokens", "logits_error"), 0) for v in VARIANTS}
+    dynamic_active = (dynamic.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(dynamic)
     prompt = np.random.default_rng(0).integers(0, int(model.output("logits").get_partial_shape()[2].get_length()),
                                                PROMPT).tolist()
     plain_tokens, plain_logits = generate(core.compile_model(model, devices[0]), prompt, steps)
@@ -121,6 +123,7 @@ def run_family(family: str, directory: Path, proposals: int, seed: int, testbed,
             row["splits"] += 1
             row["compiled" if compiled else "refused"] += 1
             row["compiled_reentry" if compiled else "refused_reentry"] += int(reentry)
+            row["one_device"] += int(compiled and np.unique(device[dynamic_active]).size < 2)
     return counts
 
 
@@ -140,14 +143,14 @@ def main() -> None:
     lines = []
     for seed in args.seeds:
         lines += ["", f"Seed {seed}:", "", "| family | legalizer | splits | compiled and ran | refused by HETERO | "
-                  "refused, with a re-entry | compiled, with a re-entry | greedy tokens as the plain compile's | "
-                  "teacher-forced logits, largest difference |", "|---|---|---|---|---|---|---|---|---|"]
+                  "refused, with a re-entry | compiled, with a re-entry | compiled on one device | greedy tokens as the plain "
+                  "compile's | teacher-forced logits, largest difference |", "|---|---|---|---|---|---|---|---|---|---|"]
         for family in args.families.split(","):
             counts = run_family(family, directory, args.proposals, seed, testbed, args.size, args.steps)
             for variant, row in counts.items():
                 checked = variant == VARIANTS[-1]
                 lines.append(f"| {family} | {variant} | {row['splits']} | {row['compiled']} | {row['refused']} | "
-                             f"{row['refused_reentry']} | {row['compiled_reentry']} | "
+                             f"{row['refused_reentry']} | {row['compiled_reentry']} | {row['one_device']} | "
                              f"{row['same_tokens'] if checked else '-'} | "
                              f"{format(row['logits_error'], '.1e') if checked else '-'} |")
                 print(lines[-1], flush=True)
@@ -163,7 +166,8 @@ def main() -> None:
         "`tests/llm_models.MORE_FAMILIES` gives them), each proposal legalised with stateful rules 1-3, 1-4 and 1-5, compiled "
         "on `HETERO:CPU,CPUF` (both f32) and run once at a 128-token prefill (a failure at either counts as "
         "refused); a re-entry is rule 4's: a path out of a device holding state and back to where the device also "
-        "reaches directly, on the dynamic model. Each split of the legalizer's that compiled then generated "
+        "reaches directly, on the dynamic model as HETERO meets it (the shared initializer copied per device); on one "
+        "device: a split that `compile_model`, legalizing again on the dynamic model, ran on one device. Each split of the legalizer's that compiled then generated "
         f"{args.steps} tokens after a {PROMPT}-token prompt, greedily and teacher-forced on the plain compile's "
         "(`CPU`, f32) tokens: the last two columns. What the rules are: [architecture](../architecture.md), "
         "\"Stateful models\".",

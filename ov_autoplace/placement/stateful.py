@@ -292,9 +292,9 @@ def keep_state_devices_whole(graph: GraphArrays, device: np.ndarray, active: np.
     weight = np.maximum(graph.flops, 0.0) + 1.0
     moved = 0
     for _ in range(4 * len(groups) + 4):  # each round undoes one re-entry; a move can make another
-        reentry = None
+        reentry, copies = None, with_initializer_copies(graph, device)  # the edges HETERO meets, as for rule 2
         for d in sorted({int(x) for x in device[(group_of >= 0) & active].tolist()}):
-            between, after = _reentries(graph, device, active, d)
+            between, after = _reentries(copies, device, active, d)
             if between.any():
                 reentry = d, between, after
                 break

@@ -330,6 +330,26 @@ def test_pins_that_reenter_a_device_holding_state_are_left_to_the_compile(f32_te
     assert placement.assignment["head"] == "CPU" and placement.assignment["proj2"] == "CPUF"
 
 
+def test_a_shared_initializer_on_the_second_device_is_no_reentry_once_copied(f32_testbed):
+    """Layer 1 and the initializer both layers share (``batch``, where the compile's carry-over puts it when most
+    of its readers are there) on CPUF: the graph's edge from ``batch`` to layer 0's initializer makes a way out of
+    CPUF through layer 0 and back, but ``Placement.apply`` gives CPU its own copy of ``batch``, so HETERO meets no
+    such path. Rule 4 is judged on the edges HETERO meets (as rule 2 is) and keeps the split, which generates as the
+    plain compile (on the graph's own edges it moved layer 0's state, and a BLOOM export then went to one device)."""
+    model = stateful_layers(shared_init=True)
+    graph = extract_graph(model)
+    support = query_support(f32_testbed.core, model, graph, DEVICES)
+    on_second = {"rv1", "reorder1", "proj1", "cat1", "assign1", "mean1", "act1", "init1", "batch"}
+    placement = legalize(graph, np.array([1 if n in on_second else 0 for n in graph.names]), DEVICES, support)
+    assert not any("comes back" in note for note in placement.notes), placement.notes
+    assert {placement.assignment[n] for n in on_second} == {"CPUF"} and placement.assignment["rv0"] == "CPU"
+    clone = model.clone()
+    placement.apply(clone)
+    got = _generate(f32_testbed.core.compile_model(clone, "HETERO:CPU,CPUF"))
+    for a, b in zip(got, _generate(f32_testbed.core.compile_model(model, "CPU"))):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
 def test_a_layers_attention_joins_its_kv_variables_in_one_group():
     """Rule 5: each layer's ScaledDotProductAttention reads its K and V caches; it joins their groups, which become
     one per layer, on the clone and on the dynamic model (where the mask's shape paths from every cache reach every
