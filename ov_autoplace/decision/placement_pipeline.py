@@ -14,6 +14,7 @@ from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.costmodel.simulator import Simulator
 from ov_autoplace.devices.memory_caps import format_bytes
 from ov_autoplace.errors import MemoryCapError
+from ov_autoplace.search.list_scheduling import heft_placement
 from ov_autoplace.search.local_search import LocalSearchRefiner, RefineResult
 from ov_autoplace.search.memory_fit import fit_memory, legalize_on_cost
 from ov_autoplace.costmodel.prior_costs import predicted_single_ms
@@ -86,10 +87,12 @@ def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, suppo
 def fit_to_caps(graph: GraphArrays, proposal: np.ndarray, devices: Sequence[str], support: np.ndarray, *,
                 cost: CostModel, strategy: str, pins: Sequence[Pin] = (), max_submodels: int | None,
                 refine: RefineResult | None = None, annotate: Callable[[Placement], None] | None = None) -> Placement:
-    """The memory path (legalize, guard, fit, :func:`refined_fit`) from ``proposal`` and, where the search that made
-    it priced no fit (``refine.stopped == "overflow"``), from its input: the faster (docs/llm.md, "Memory")."""
+    """The memory path (legalize, guard, fit, :func:`refined_fit`) from ``proposal``, from HEFT's and, where the
+    search that made ``proposal`` priced no fit (``refine.stopped == "overflow"``), from its input: the fastest
+    (docs/llm.md, "Memory")."""
     found, error = [], None
-    for start in [proposal] + ([refine.given] if refine is not None and refine.stopped == "overflow" else []):
+    for start in [proposal, heft_placement(CostTerms(cost, graph, support))] + (
+            [refine.given] if refine is not None and refine.stopped == "overflow" else []):
         try:
             placement = refined_fit(placement_pipeline(
                 graph, start, devices, support, strategy=strategy, cost=cost, pins=pins, max_submodels=max_submodels,
@@ -108,8 +111,6 @@ def within_memory(placement: Placement, graph: GraphArrays, cost: CostModel, sup
                   pins: Sequence[Pin] = (), max_submodels: int | None = DEFAULT_MAX_SUBMODELS) -> Placement:
     """``placement`` if every device's resident bytes fit ``cost.device_memory_bytes``, else its memory fit; raises
     MemoryCapError when the fit overflows too (stage 4)."""
-    if cost is None:
-        raise ValueError("within_memory needs the CostModel that carries the memory caps")
     simulator = Simulator(cost, graph)
     row = placement.device_indices(graph.names, cost.devices)
     if simulator.memory_ok(row):

@@ -193,6 +193,36 @@ def test_the_memory_path_is_no_slower_than_the_fit_of_the_policys_own_proposal()
     assert simulator.feasible_ms(chosen) <= simulator.feasible_ms(own.device_indices(case.graph.names, devices))
 
 
+@pytest.mark.slow  # the lab's large Qwen2-geometry decoder: ~10 s
+def test_the_memory_path_is_no_slower_than_the_fit_of_hefts_proposal():
+    """``laptop`` with both devices capped at 0.2 GiB, ``qwen2_dec_l``: the fit of the policy's proposal moves the
+    last layers and the LM head to the GPU (689.6 ms, simulated); HEFT's, fitted, puts the embedding, the first layer
+    and the head there, a chain of submodels that compiles (stateful rule 4 judged on the initializer's copies) and
+    runs 659.4 ms. The memory path fits HEFT's proposal beside the policy's and keeps the faster
+    (``placement_pipeline.fit_to_caps``); before, it returned the policy's 689.6."""
+    from ov_autoplace.costmodel.cost_terms import CostTerms
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+    from ov_autoplace.costmodel.suite import load_suite
+    from ov_autoplace.decision.placement_pipeline import placement_pipeline, refined_fit
+    from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
+    from ov_autoplace.search.list_scheduling import heft_placement
+    from ov_autoplace_lab.models.decoder_models import load_decoder
+
+    model, platform = load_decoder("qwen2_dec_l"), load_suite()["laptop"]
+    case = decoder_rows.decoder_case(platform, model, decoder_rows.prefill_graph(model),
+                                     caps={"CPU": 0.2 * 2**30, "GPU": 0.2 * 2**30})
+    devices, simulator = platform.device_names, Simulator(case.cost, case.graph)
+    support = simulated_support(case.cost, case.graph)
+    heft = placement_pipeline(case.graph, heft_placement(CostTerms(case.cost, case.graph, support)), devices,
+                              support, strategy="heft", cost=case.cost, max_submodels=DEFAULT_MAX_SUBMODELS,
+                              enforce_memory=True)
+    heft = refined_fit(heft, case.graph, case.cost, support, pins=(), max_submodels=DEFAULT_MAX_SUBMODELS)
+    heft_ms = simulator.feasible_ms(heft.device_indices(case.graph.names, devices))
+    chosen = decoder_rows.memory_path_placement(case, case.cost, devices)
+    assert chosen is not None and np.unique(chosen[simulator.active]).size == 2
+    assert simulator.feasible_ms(chosen) <= heft_ms < 680.0
+
+
 def test_every_method_on_a_decoder_row_is_priced_as_compile_model_compiles_it(decoder):
     """``compile_model`` legalizes a prefill clone's placement again on the dynamic model, whose shape nodes the clone
     folded; ``Case.legal`` and ``Case.as_compiled`` price what that compiles (a phantom once set a row's best known:
