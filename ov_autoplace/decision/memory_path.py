@@ -5,7 +5,7 @@
    local search on costs that carry the caps (an overflowing placement costs ``inf``), guarded against the fastest
    single device that fits (:func:`note_residency` reports what each device holds);
 3. **enforce** (``placement_pipeline.fit_to_caps``): fitted or refused, never returned over a cap; a split fitted is
-   searched again by latency from the fit, and the policy's own proposal fitted too where the search priced no fit.
+   searched again by latency from the fit; so are HEFT's proposal and, where the search priced no fit, the policy's.
 Why the prior's margin and the verification against the plain call are skipped: docs/llm.md, "Memory".
 """
 

@@ -87,9 +87,8 @@ def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, suppo
 def fit_to_caps(graph: GraphArrays, proposal: np.ndarray, devices: Sequence[str], support: np.ndarray, *,
                 cost: CostModel, strategy: str, pins: Sequence[Pin] = (), max_submodels: int | None,
                 refine: RefineResult | None = None, annotate: Callable[[Placement], None] | None = None) -> Placement:
-    """The memory path (legalize, guard, fit, :func:`refined_fit`) from ``proposal``, from HEFT's and, where the
-    search that made ``proposal`` priced no fit (``refine.stopped == "overflow"``), from its input: the fastest
-    (docs/llm.md, "Memory")."""
+    """The fastest memory path (legalize, guard, fit, :func:`refined_fit`) from ``proposal``, from HEFT's and, where
+    the search that made ``proposal`` priced no fit, from its input (docs/llm.md, "Memory")."""
     found, error = [], None
     for start in [proposal, heft_placement(CostTerms(cost, graph, support))] + (
             [refine.given] if refine is not None and refine.stopped == "overflow" else []):
