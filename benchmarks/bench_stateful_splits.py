@@ -17,9 +17,9 @@ the legalizer does, with rule 5 too (a variable's attention in its group: ``stat
 placement that stays a split is compiled by ``ov_autoplace.compile_placement`` (carried over to the dynamic model
 and run once) and checked for rule 4's path on the dynamic model HETERO compiles (with the shared initializer
 copied per device, as ``Placement.apply`` copies it). The table counts splits, how many compiled and ran, how many
-of each kind had such a path and how many the compile's carry-over ran on one device: the evidence for rules 4 and 5 (sufficient
-conditions found by compiling, not HETERO's own rules). Each split the legalizer keeps that compiled also generates
-``--steps`` tokens after a 16-token prompt, greedily and teacher-forced on the plain compile's tokens
+of each kind had such a path and how many the compile's carry-over ran on one device: the evidence for rules 4 and
+5 (sufficient conditions found by compiling, not HETERO's own rules). Each split the legalizer keeps that compiled
+also generates ``--steps`` tokens after a 16-token prompt, greedily and teacher-forced on the plain compile's tokens
 (``tests/llm_models.generate``): the table counts the splits whose greedy tokens equal the plain compile's and gives
 the largest teacher-forced logits difference over the logits' scale.
 """
@@ -143,8 +143,9 @@ def main() -> None:
     lines = []
     for seed in args.seeds:
         lines += ["", f"Seed {seed}:", "", "| family | legalizer | splits | compiled and ran | refused by HETERO | "
-                  "refused, with a re-entry | compiled, with a re-entry | compiled on one device | greedy tokens as the plain "
-                  "compile's | teacher-forced logits, largest difference |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "refused, with a re-entry | compiled, with a re-entry | compiled on one device | greedy tokens as "
+                  "the plain compile's | teacher-forced logits, largest difference |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for family in args.families.split(","):
             counts = run_family(family, directory, args.proposals, seed, testbed, args.size, args.steps)
             for variant, row in counts.items():
@@ -167,7 +168,8 @@ def main() -> None:
         "on `HETERO:CPU,CPUF` (both f32) and run once at a 128-token prefill (a failure at either counts as "
         "refused); a re-entry is rule 4's: a path out of a device holding state and back to where the device also "
         "reaches directly, on the dynamic model as HETERO meets it (the shared initializer copied per device); on one "
-        "device: a split that `compile_model`, legalizing again on the dynamic model, ran on one device. Each split of the legalizer's that compiled then generated "
+        "device: a split that `compile_model`, legalizing again on the dynamic model, ran on one device. Each split "
+        "of the legalizer's that compiled then generated "
         f"{args.steps} tokens after a {PROMPT}-token prompt, greedily and teacher-forced on the plain compile's "
         "(`CPU`, f32) tokens: the last two columns. What the rules are: [architecture](../architecture.md), "
         "\"Stateful models\".",
