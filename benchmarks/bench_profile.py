@@ -75,7 +75,7 @@ def print_profile(name: str, profile, graph) -> None:
         print(f"  {r.device}: end-to-end {r.e2e_ms:.2f} ms, per-op sum {r.profiled_sum_ms:.2f} ms "
               f"(ratio {r.ratio:.2f}, scaled x{r.scale:.2f}); unmapped {100 * r.unmapped_fraction:.2f} % "
               f"({r.spread_ms:.3f} ms spread); ops named {r.named_nodes}/{r.compute_nodes} "
-              f"({100 * r.coverage:.1f} %), attached {r.attached_nodes}; fused {r.fused_nodes}, "
+              f"({100 * r.named_nodes / max(r.compute_nodes, 1):.1f} %), attached {r.attached_nodes}; fused {r.fused_nodes}, "
               f"alone they cost {cost.unfused_ms[cost.compute_ms[:, d] == 0, d].sum():.2f} ms")
     totals = collections.defaultdict(lambda: np.zeros(len(cost.devices)))
     for i, op_type in enumerate(graph.op_types):

@@ -47,7 +47,7 @@ def placement_pipeline(graph: GraphArrays, proposal: np.ndarray, devices: Sequen
     devices = tuple(devices)
     placement = legalize_on_cost(graph, proposal, devices, support, cost=cost, strategy=strategy, pins=pins,
                                  max_submodels=max_submodels)
-    if annotate is not None:
+    if annotate:
         annotate(placement)
     if cost is not None and not pins:  # pinned placements are the user's call, not the margin's or the guard's
         if min_gain is not None:
@@ -87,15 +87,16 @@ def refined_fit(placement: Placement, graph: GraphArrays, cost: CostModel, suppo
 def fit_to_caps(graph: GraphArrays, proposal: np.ndarray, devices: Sequence[str], support: np.ndarray, *,
                 cost: CostModel, strategy: str, pins: Sequence[Pin] = (), max_submodels: int | None,
                 refine: RefineResult | None = None, annotate: Callable[[Placement], None] | None = None) -> Placement:
-    """The fastest memory path (legalize, guard, fit, :func:`refined_fit`) from ``proposal``, from HEFT's and, where
-    the search that made ``proposal`` priced no fit, from its input (docs/llm.md, "Memory")."""
+    """The fastest memory path (legalize, guard, fit, :func:`refined_fit`) from ``proposal``, from
+    HEFT's and, where the search that made it priced no fit, its input (docs/llm.md, "Memory")."""
     found, error = [], None
     for start in [proposal, heft_placement(CostTerms(cost, graph, support))] + (
             [refine.given] if refine is not None and refine.stopped == "overflow" else []):
         try:
             placement = refined_fit(placement_pipeline(
                 graph, start, devices, support, strategy=strategy, cost=cost, pins=pins, max_submodels=max_submodels,
-                annotate=annotate, enforce_memory=True), graph, cost, support, pins=pins, max_submodels=max_submodels)
+                annotate=start is proposal and annotate, enforce_memory=True), graph, cost, support, pins=pins,
+                max_submodels=max_submodels)
         except MemoryCapError as exc:
             error = error or exc
             continue

@@ -68,11 +68,6 @@ class DeviceReport:
     def unmapped_fraction(self) -> float:
         return self.unmapped_ms / self.profiled_sum_ms if self.profiled_sum_ms > 0 else 0.0
 
-    @property
-    def coverage(self) -> float:
-        """Fraction of compute ops that originalLayersNames names."""
-        return self.named_nodes / self.compute_nodes if self.compute_nodes else 1.0
-
 
 @dataclasses.dataclass(frozen=True)
 class ModelProfile:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.costmodel.simulator import Simulator
-from ov_autoplace.decision.placement_pipeline import refined_fit
+from ov_autoplace.decision.placement_pipeline import fit_to_caps, refined_fit
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.legalizer import legalize, query_support
@@ -39,3 +39,18 @@ def test_a_fitting_split_with_more_than_it_needs_on_the_slow_device_is_searched_
     roomy = _cost(graph, devices, capacity=[np.inf, np.inf])
     assert refined_fit(one, graph, roomy, support, pins=(), max_submodels=8) is one  # one device: as is
 
+
+
+def test_the_memory_path_fits_every_start_and_annotates_only_the_proposals(chain):
+    """``fit_to_caps`` fits the proposal (everything on the capped fast device) and HEFT's, keeps the fastest within
+    the caps, and calls ``annotate`` (the policy's search notes, logged by the profile path) on the proposal's
+    placement only: HEFT's start did not come from that search (before, its note was logged once per start)."""
+    graph, support, devices = chain
+    cost = _cost(graph, devices, capacity=[_capacity_for(graph, devices, BLOCKS - 2), np.inf])
+    simulator = Simulator(cost, graph)
+    annotated = []
+    placement = fit_to_caps(graph, np.zeros(graph.num_nodes, np.int64), devices, support, cost=cost, strategy="test",
+                            max_submodels=8, annotate=annotated.append)
+    row = placement.device_indices(graph.names, devices)
+    assert simulator.memory_ok(row) and np.unique(row[simulator.active]).size == 2
+    assert len(annotated) == 1
