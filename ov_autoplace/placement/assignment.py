@@ -95,7 +95,7 @@ class Placement:
             op.get_rt_info()[AFFINITY_KEY] = self.assignment[op.get_friendly_name()]
             if op.get_type_name() == "Constant":
                 self._split_constant(op)
-        copy_shared_initializers(ordered, self.assignment)
+        copy_crossing_values(ordered)
         if any(op.get_type_name() == "ReadValue" for op in ordered):
             self._keep_parameters_off_cycles(model)
 
@@ -213,91 +213,93 @@ def fill_by_neighbours(device: np.ndarray, graph, nodes: np.ndarray | None = Non
 __all__ = ["AFFINITY_KEY", "Placement", "PlacementCoverageError", "fill_by_neighbours"]
 
 
-def _initializer_nodes(ordered: Sequence[ov.Node]) -> list[ov.Node]:
-    """Compute nodes a ReadValue's initial value is computed from (its ancestors short of Parameters and
-    Constants), in topological order."""
-    found: set[int] = set()
-    stack = [i.get_source_output().get_node() for op in ordered if op.get_type_name() == "ReadValue"
-             for i in op.inputs()]
-    while stack:
-        node = stack.pop()
-        if node.get_type_name() in ("Parameter", "Constant") or id(node) in found:
-            continue
-        found.add(id(node))
-        stack.extend(i.get_source_output().get_node() for i in node.inputs())
-    return [op for op in ordered if id(op) in found]
+def copy_crossing_values(ordered: Sequence[ov.Node]) -> None:
+    """Give each device its own copy of a value another device computes for it where crossing breaks HETERO: a
+    ReadValue's initializer, and a shape value computed on the device of the integer tensors whose shapes it reads
+    (which and why: docs/architecture.md, "Module notes"). Affinities are read from the nodes ``apply`` has set."""
+    def device(op: ov.Node) -> str:
+        return op.get_rt_info()[AFFINITY_KEY].astype(str)
 
-
-def copy_shared_initializers(ordered: Sequence[ov.Node], assignment: Mapping[str, str]) -> None:
-    """Give each device its own copy of a ReadValue initializer node that several devices' variables share.
-
-    optimum-intel's decoders compute every variable's zero initializer from one ``ShapeOf(input_ids) -> Gather``.
-    A shape *value* that crosses a device reaches the other submodel as a Parameter of unknown value, the
-    initializer's shape becomes fully dynamic and HETERO rejects the variable (stateful rule 3,
-    ``placement/stateful.py``); a copy on each device computes the value where it is used, from the Parameter.
-    """
-    init = _initializer_nodes(ordered)
-    if not init:
-        return
-    ids = {id(op) for op in init}
-    need: dict[int, set[str]] = {id(op): set() for op in init}
-    for op in reversed(init):  # the devices each node's value is used on, through other initializer nodes too
-        for output in op.outputs():
-            for target in output.get_target_inputs():
-                consumer = target.get_node()
-                if id(consumer) in ids:
-                    need[id(op)] |= need[id(consumer)] | {assignment[consumer.get_friendly_name()]}
-                else:
-                    need[id(op)].add(assignment.get(consumer.get_friendly_name(), ""))
-    copies: dict[tuple[int, str], ov.Node] = {id(op): {} for op in init}  # id -> device -> copy
-    for device in sorted({d for devices in need.values() for d in devices} - {""}):
-        wanted = {id(op) for op in init if device in need[id(op)] and assignment[op.get_friendly_name()] != device}
-        for op in reversed(init):  # with the initializer nodes they read: a copy reads Parameters and Constants only
-            if id(op) in wanted:
-                wanted |= {id(i.get_source_output().get_node()) for i in op.inputs()} & ids
-        wanted = [op for op in init if id(op) in wanted]
-        for op, copy in zip(wanted, _copies(wanted)):
-            copy.set_friendly_name(f"{op.get_friendly_name()}/on_{device}")
-            copies[id(op)][device] = copy
-    for copy_set in copies.values():
-        for device, copy in copy_set.items():
-            copy.get_rt_info()[AFFINITY_KEY] = device
-    for op in init:  # every consumer, initializer nodes included, reads the copy on its own device
+    copied: set[int] = set()  # the ReadValues' initializers: their ancestors short of Parameters and Constants
+    for op in reversed(ordered):
+        if op.get_type_name() == "ReadValue" or id(op) in copied:
+            copied |= {id(i.get_source_output().get_node()) for i in op.inputs() if i.get_source_output()
+                       .get_node().get_type_name() not in ("Parameter", "Constant", "ReadValue")}
+    shape: dict[int, set[str]] = {}  # a shape value -> the devices of the tensors whose shapes it reads
+    for op in ordered:
+        reads = [i.get_source_output().get_node() for i in op.inputs()]
+        if op.get_type_name() == "ShapeOf":  # of ids or a mask (integers, small), never of a KV cache ("": none)
+            shape[id(op)] = {device(reads[0]) if op.input(0).get_element_type().is_integral() else ""}
+        elif (op.get_type_name() not in ("Parameter", "ReadValue", "RandomUniform") and op.get_output_size() == 1
+              and op.get_output_element_type(0).is_integral() and any(id(r) in shape for r in reads)
+              and all(id(r) in shape or r.get_type_name() == "Constant" for r in reads)):
+            shape[id(op)] = set().union(*(shape.get(id(r), set()) for r in reads))
+    need: dict[str, set[int]] = {}
+    for op in ordered:
+        if id(op) in copied or shape.get(id(op)) == {device(op)}:
+            for output in op.outputs():
+                for target in output.get_target_inputs():
+                    if device(target.get_node()) != device(op):
+                        need.setdefault(device(target.get_node()), set()).add(id(op))
+    copied |= shape.keys()
+    copies: dict[tuple[int, str], ov.Node] = {}
+    for where, wanted in sorted(need.items()):
+        for op in reversed(ordered):  # with the nodes of their kind they read: Parameters, Constants and tensors
+            if id(op) in wanted:  # whose shapes are read stay the originals
+                wanted |= {id(i.get_source_output().get_node()) for i in op.inputs()} & copied
+        nodes = [op for op in ordered if id(op) in wanted]
+        for op, copy in zip(nodes, _copies(nodes)):
+            copy.set_friendly_name(f"{op.get_friendly_name()}/on_{where}")
+            for node in [copy] + [i.get_source_output().get_node() for i in copy.inputs()]:
+                if node is copy or node.get_type_name() == "Constant":  # a cloned Constant is the copy's own
+                    node.get_rt_info()[AFFINITY_KEY] = where
+            copies[id(op), where] = copy
+    for op in ordered:  # only now (module notes)
         for output in op.outputs():
             for target in list(output.get_target_inputs()):
-                consumer = target.get_node()  # a copy (not in the assignment) was built from the right sources
-                copy = copies[id(op)].get(assignment.get(consumer.get_friendly_name()))
+                copy = copies.get((id(op), device(target.get_node())))
                 if copy is not None:
                     target.replace_source_output(copy.output(output.get_index()))
 
 
 def _copies(nodes: Sequence[ov.Node]) -> list[ov.Node]:
-    """A copy of ``nodes`` (a set closed under inputs, short of Parameters and Constants) wired like them: each
-    copy reads the other copies, and the originals' Parameters. The Python API has no ``clone_with_new_inputs``,
-    so the nodes are cut out as a small model, that model is cloned, and the clone is spliced back."""
+    """A copy of ``nodes`` (a set closed under inputs, short of the tensors it reads) wired like them: each copy
+    reads the other copies, the originals' Constants cloned, and the same tensors from outside the set (how:
+    docs/architecture.md, "Module notes")."""
     from openvino import opset13 as ops
 
     members = {id(n) for n in nodes}
-    params = {id(i.get_source_output().get_node()): i.get_source_output().get_node() for n in nodes
-              for i in n.inputs() if i.get_source_output().get_node().get_type_name() == "Parameter"}
+    outside = {}  # (id(node), port) -> (the tensor read, its stand-in, the inputs reading it)
+    for n in nodes:
+        for i in n.inputs():
+            src = i.get_source_output()
+            if id(src.get_node()) not in members and src.get_node().get_type_name() != "Constant":
+                key = (id(src.get_node()), src.get_index())
+                outside.setdefault(key, (src, ops.parameter(src.get_partial_shape(), src.get_element_type()), []))
+                outside[key][2].append(i)
     outputs = [out for n in nodes for out in n.outputs()]
     results = [ops.result(out) for out in outputs]
     try:
-        cut = ov.Model(results, list(params.values()), "initializer")
-        clone = cut.clone()
+        for _, stand_in, readers in outside.values():
+            for i in readers:
+                i.replace_source_output(stand_in.output(0))
+        clone = ov.Model(results, [p for _, p, _ in outside.values()], "copied").clone()
     finally:
+        for src, _, readers in outside.values():  # the originals read their own tensors again
+            for i in readers:
+                i.replace_source_output(src)
         for out, result in zip(outputs, results):  # the cut's Results must not stay behind as consumers
             out.remove_target_input(result.input(0))
-    for original, param in zip(params.values(), clone.get_parameters()):
+    for (src, _, _), param in zip(outside.values(), clone.get_parameters()):
         for target in list(param.output(0).get_target_inputs()):
-            target.replace_source_output(original.output(0))
+            target.replace_source_output(src)
     copied = [r.input(0).get_source_output().get_node() for r in clone.get_results()]
     by_node, k = [], 0
     for n in nodes:
         by_node.append(copied[k])
         k += len(n.outputs())
     assert all(id(c) not in members for c in by_node)
-    for copy in by_node:  # the clone named them after the cut's Results, from a process-wide counter: a model
-        for out in copy.outputs():  # that differs from start to start misses OpenVINO's blob cache (CACHE_DIR)
+    for copy in by_node:  # named from a process-wide counter, they would change the model from start to start
+        for out in copy.outputs():
             out.get_tensor().set_names(set())
     return by_node

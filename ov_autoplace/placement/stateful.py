@@ -76,7 +76,7 @@ def _find_state_groups(graph: GraphArrays) -> list[StateGroup]:
     # Initializers: every compute ancestor of a ReadValue's inputs (Parameters and Constants are placed with their
     # consumers anyway). A node only one variable's initializer uses joins that variable's group; one several share
     # (optimum-intel: one ShapeOf(input_ids) -> Gather for all) may sit anywhere: Placement.apply gives every
-    # device its own copy (assignment.copy_shared_initializers).
+    # device its own copy (assignment.copy_crossing_values).
     users = np.zeros(graph.num_nodes, dtype=np.int64)
     inits = []
     for read, _ in graph.variables:

@@ -1,12 +1,5 @@
 """List scheduling on the cost model: HEFT (Topcuoglu et al., 2002) adapted to HETERO's sequential submodels, and
-the incremental placer it shares with the lab's critical-path-first baseline (``ov_autoplace_lab.baselines``).
-
-HETERO runs submodels one after another, so HEFT's earliest finish time becomes the *incremental cost* of placing a
-node under the CostModel (compute, transfers to and from placed neighbours, lost fusion, submodel switches);
-the lab's critical path first puts the compute-weighted longest path on one device and places the rest by the
-same incremental cost. The strategy ``heft`` and the exact optimum's fallback (the lab's ``milp.py``) call these on
-``CostTerms``. Both algorithms step by step: docs/cost-model.md, "List scheduling: HEFT and critical path
-first".
+the incremental placer it shares with the lab's critical-path-first baseline (docs/architecture.md, "Module notes").
 """
 
 from __future__ import annotations

@@ -598,3 +598,28 @@ def test_every_legalised_split_of_a_decoder_compiles_and_generates(family, tiny_
             assert np.abs(got - want).max() <= 1e-2 * float(np.abs(want).max())
         assert generate(compiled, prompt, 6)[0] == tokens
     assert splits >= 4
+
+
+def test_opts_last_layer_and_final_norm_on_the_second_device_run_as_the_plain_compile(tmp_path_factory, f32_testbed):
+    """OPT's layers take their Reshape targets from one ``Concat(ShapeOf(ids), 64)``. With the last layer and the
+    final norm on the second device that value crossed: the part there turned ``[?,?,?]``, and HETERO could not
+    hand it to the head's part, which expects ``[?,?,64]`` (``DynamicSplitError``, the one failure of the
+    stateful-splits benchmark's eight families). ``Placement.apply`` computes the value again on the second device
+    (``assignment.copy_crossing_values``), and the split generates the plain compile's tokens."""
+    from ov_autoplace.graph.arrays import NodeRole
+    from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
+
+    core, devices = f32_testbed.core, f32_testbed.devices
+    model = core.read_model(export_decoder("opt", tmp_path_factory.mktemp("more")) / "openvino_model.xml")
+    graph = _placement_graph_of(model, core)
+    active = np.flatnonzero((graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph))
+    names = [graph.names[i] for i in active]  # the window of the topological order from layer 3 to the norm
+    first = next(k for k, n in enumerate(names) if ".layers.3." in n)
+    last = max(k for k, n in enumerate(names) if "decoder.final_layer_norm" in n)
+    proposal = np.zeros(graph.num_nodes, np.int64)
+    proposal[active[first:last + 1]] = 1
+    placement = legalize(graph, proposal, devices, np.ones((graph.num_nodes, 2), bool))
+    second = {n for n, d in placement.assignment.items() if d == devices[1]}
+    assert any("final_layer_norm" in n for n in second) and any(".layers.3." in n for n in second)
+    compiled = ov_autoplace.compile_placement(model, placement, core=core)
+    _same_generation(core, compiled, model, f32_testbed.hetero)

@@ -137,3 +137,43 @@ def test_damaged_placement_file_is_a_file_format_error(testbed, tmp_path, kind):
     assert str(path) in str(info.value)
     with pytest.raises(FileNotFoundError):
         Placement.load(tmp_path / "missing.json")
+
+
+def _shape_value_across_devices() -> tuple[ov.Model, Placement]:
+    """OPT's layout: a layer's Reshape takes its target from ``Concat(ShapeOf(ids), 64)``, computed on the first
+    device; the layer and a norm on the second; the head back on the first."""
+    ids = ops.parameter([-1, -1], np.int64, name="ids")
+    table = ops.constant(np.random.default_rng(0).standard_normal((16, 64)).astype(np.float32))
+    embedded = ops.gather(table, ids, ops.constant(np.int64(0)))
+    flat = ops.reshape(ops.relu(embedded), ops.constant(np.array([-1, 64], np.int64)), False)
+    target = ops.concat([ops.shape_of(ids), ops.constant(np.array([64], np.int64))], 0)
+    layer = ops.reshape(ops.add(flat, ops.constant(np.float32(1))), target, False)
+    norm = ops.mvn(layer, ops.constant(np.array([-1], np.int64)), True, 1e-5, "inside_sqrt")
+    head = ops.matmul(norm, ops.constant(np.random.default_rng(1).standard_normal((64, 8)).astype(np.float32)),
+                      False, False)
+    for node, name in ((target, "target"), (layer, "layer"), (norm, "norm"), (head, "head")):
+        node.set_friendly_name(name)
+    model = prepare_model(ov.Model([head], [ids]))
+    second = {"layer", "norm"} | {i.get_source_output().get_node().get_friendly_name() for i in layer.inputs()
+                                  if i.get_source_output().get_node().get_type_name() == "Add"}
+    assignment = {op.get_friendly_name(): "CPUF" if op.get_friendly_name() in second else "CPU"
+                  for op in model.get_ops()}
+    return model, Placement(assignment, ("CPU", "CPUF"), "manual", frozenset(), 3)
+
+
+def test_a_shape_value_read_on_another_device_is_computed_there_and_the_split_runs(f32_testbed):
+    """Crossing, the Reshape target reached the second device as a Parameter of unknown value: its part turned
+    ``[?,?,?]`` where the head's expects ``[?,?,64]``, and HETERO could not run the split (``Can't set the input
+    tensor``, OPT's split of its last layer and final norm). Applied, the second device computes its own target
+    from the shape of the tensor it reads, and the split runs as the plain compile at two shapes."""
+    model, placement = _shape_value_across_devices()
+    clone = model.clone()
+    placement.apply(clone)
+    copies = {op.get_type_name(): op.get_rt_info()[AFFINITY_KEY].astype(str) for op in clone.get_ops()
+              if op.get_friendly_name().endswith("/on_CPUF")}
+    assert copies == {"ShapeOf": "CPUF", "Concat": "CPUF"}
+    compiled = f32_testbed.core.compile_model(clone, f32_testbed.hetero)
+    plain = f32_testbed.core.compile_model(model, "CPU")
+    for shape in ((1, 5), (2, 3)):
+        ids = np.random.default_rng(1).integers(0, 16, shape)
+        np.testing.assert_allclose(compiled(ids)[0], plain(ids)[0], rtol=1e-5, atol=1e-5)
