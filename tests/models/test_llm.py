@@ -17,7 +17,7 @@ import openvino as ov
 import pytest
 
 import ov_autoplace
-from tests.llm_models import FAMILIES, export_decoder, export_tiny, generate, window_proposal
+from tests.llm_models import FAMILIES, MORE_FAMILIES, export_decoder, export_tiny, generate, window_proposal
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("optimum.intel")
@@ -146,6 +146,23 @@ def test_every_path_places_a_decoder_without_falling_back(family, path, tiny_llm
     for line in (r.getMessage() for r in caplog.records if "verification (" in r.getMessage()):
         assert f"a generation of {prompt} + {new} tokens, time to first token / per token" in line, line
     _same_generation(core, compiled, model, distinct_testbed.hetero)
+
+
+@pytest.mark.parametrize("family", sorted(MORE_FAMILIES))
+def test_the_measuring_paths_place_each_more_family_without_falling_back(family, distinct_testbed,
+                                                                         tmp_path_factory, caplog):
+    """The eight more families (OPT, GPTBigCode, Phi-3, Mistral, GPT-2, GPT-NeoX, Falcon, BLOOM) through the paths
+    that measure a split (``profile="now"``; ``search_budget``, whose search places and times splits): no fallback,
+    and the generation of what they return is the plain call's within the devices' precision."""
+    core = distinct_testbed.core
+    model = core.read_model(export_decoder(family, tmp_path_factory.mktemp("more")) / "openvino_model.xml")
+    for path in ({"profile": "now"}, {"search_budget": 2, "generation": (32, 16)}):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+            compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core,
+                                                  cache_dir=tmp_path_factory.mktemp("cache"), **path)
+        _no_fallback(caplog)
+        _same_generation(core, compiled, model, distinct_testbed.hetero)
 
 
 def test_a_background_profile_then_the_next_start_use_the_measured_placement(tiny_llms, distinct_testbed, tmp_path,
