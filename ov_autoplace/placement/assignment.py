@@ -236,7 +236,7 @@ def copy_crossing_values(ordered: Sequence[ov.Node]) -> None:
             shape[id(op)] = set().union(*(shape.get(id(r), set()) for r in reads))
     need: dict[str, set[int]] = {}
     for op in ordered:
-        if id(op) in copied or shape.get(id(op)) == {device(op)}:
+        if id(op) in copied or (id(op) in shape and shape[id(op)] == {device(op)}):
             for output in op.outputs():
                 for target in output.get_target_inputs():
                     if device(target.get_node()) != device(op):
@@ -254,7 +254,8 @@ def copy_crossing_values(ordered: Sequence[ov.Node]) -> None:
                 if node is copy or node.get_type_name() == "Constant":  # a cloned Constant is the copy's own
                     node.get_rt_info()[AFFINITY_KEY] = where
             copies[id(op), where] = copy
-    for op in ordered:  # only now (module notes)
+    originals = {key for key, _ in copies}
+    for op in (op for op in ordered if id(op) in originals):  # only now (module notes)
         for output in op.outputs():
             for target in list(output.get_target_inputs()):
                 copy = copies.get((id(op), device(target.get_node())))
