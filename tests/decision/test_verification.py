@@ -454,16 +454,24 @@ def test_plain_placement_is_heteros_own_affinity(testbed):
 
 
 def test_split_on_identical_devices_is_not_kept(f32_testbed, caplog):
-    """A RegNetY-like CNN split 16/rest into 3 submodels on two identical f32 devices cannot win: plain call kept."""
+    """A RegNetY-like CNN split 16/rest into 3 submodels on two identical f32 devices cannot win: plain call kept.
+
+    The rule is statistical: an alternative no faster in truth wins at most 5 % of decisions, more where the
+    machine's load drifts between rounds (seen once on a loaded CI host). A false win is therefore judged again,
+    once: two in a row (<= 0.25 % by the rule) fail, as does a split that really wins."""
     model = regnet_y_like()
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
     support = query_support(f32_testbed.core, prepared, graph, f32_testbed.devices)
     split = legalize(graph, _forced_split(graph), f32_testbed.devices, support, strategy="forced")
     assert split.counts_per_device()["CPUF"] == 16 and split.num_submodels == 3
-    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
-        kept, evidence = verify_placement(f32_testbed.core, prepared, graph, split, support=support, model=model,
-                                          device_name=f32_testbed.hetero)
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+            kept, evidence = verify_placement(f32_testbed.core, prepared, graph, split, support=support,
+                                              model=model, device_name=f32_testbed.hetero)
+        if evidence.chosen != "candidate":
+            break
     assert evidence.chosen != "candidate" and kept.num_submodels == 1
     assert {"plain", "candidate"} <= set(evidence.median_ms) and evidence.rounds >= 4
     assert "verification (" in caplog.text and evidence_intact(kept) == evidence.verified
