@@ -6,7 +6,7 @@ ov_autoplace/compile/placed_compile.py.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import openvino as ov
@@ -65,17 +65,21 @@ def check_dynamic_split_runs(compiled: ov.CompiledModel, model: ov.Model, placem
 
 
 def compile_with_affinities(core: ov.Core, model: ov.Model, placement: Placement, device_string: str,
-                            props: Mapping[str, Any] | None = None, *,
-                            shapes: PlacementShapes | None = None) -> ov.CompiledModel:
+                            props: Mapping[str, Any] | None = None, *, shapes: PlacementShapes | None = None,
+                            check_carried: Callable[[Placement, Placement, ov.Model], None] | None = None
+                            ) -> ov.CompiledModel:
     """Set ``placement``'s affinities on a prepared clone of ``model`` and compile it on ``device_string``.
 
     ``shapes``: a dynamic model's placement shapes (default: the documented
     default shapes), at which a split is run once before it is returned.
+    ``check_carried(static, carried, dynamic)``: called before a dynamic model's compile (memory caps).
     """
     prepared = prepare_model(model)
     dynamic = is_dynamic(model)
     if dynamic:  # legalized on the dynamic model, with its device support
-        placement = transfer_placement(placement, prepared, core)
+        static, placement = placement, transfer_placement(placement, prepared, core)
+        if check_carried is not None:
+            check_carried(static, placement, prepared)
     else:  # every placement that reaches a compile is legality-checked (re-legalized with a WARNING)
         graph = extract_graph(prepared)
         support = query_support(core, prepared, graph, placement.devices)

@@ -11,12 +11,14 @@ imports with the caller's string.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import openvino as ov
 
 from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
 from ov_autoplace.devices.properties import with_runtime_options
+from ov_autoplace.decision.memory_path import check_carried_within_caps
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.placement.assignment import Placement
 
@@ -38,7 +40,8 @@ def compile_decided(req: PlacementRequest, props: dict[str, Any], *, device: str
         return compile_on_one_device(req.core, req.model, req.spec.hetero_string, device, props)
     if req.shapes is not None:
         return compile_with_affinities(req.core, req.model, placement, req.spec.hetero_string, props,
-                                       shapes=req.shapes)
+                                       shapes=req.shapes, check_carried=functools.partial(
+                                           check_carried_within_caps, req) if req.memory_caps else None)
     placement.apply(prepared)
     return req.core.compile_model(prepared, req.spec.hetero_string,
                                   with_runtime_options(req.core, req.model, placement.devices, props))

@@ -1,12 +1,7 @@
 """``memory_caps=``: each device's weights and KV cache kept under its cap, the split chosen by latency.
 
-1. **check** (:func:`memory_request`): before anything is measured or compiled, ``MemoryCapError`` when no split
-   can fit; 2. **place** (``placement_sources.place_within_caps``, on :func:`capped_cost`): the policy and the
-   local search on costs that carry the caps (an overflowing placement costs ``inf``), guarded against the fastest
-   single device that fits (:func:`note_residency` reports what each device holds);
-3. **enforce** (``placement_pipeline.fit_to_caps``): fitted or refused, never returned over a cap; a split fitted is
-   searched again by latency from the fit; so are HEFT's proposal and, where the search priced no fit, the policy's.
-Why the prior's margin and the verification against the plain call are skipped: docs/llm.md, "Memory".
+Its steps (check, place, enforce, check the compile's carry-over): docs/architecture.md, "Module notes",
+ov_autoplace/decision/memory_path.py.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.devices.memory_caps import format_bytes
 from ov_autoplace.errors import MemoryCapError
-from ov_autoplace.graph.arrays import GraphArrays, NodeRole
+from ov_autoplace.graph.arrays import GraphArrays, NodeRole, extract_graph
 from ov_autoplace.measuring.profiler import device_memory_bytes
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.assignment import Placement
@@ -115,6 +110,31 @@ def _plain_call_holds(graph: GraphArrays, need: MemoryNeed, support: np.ndarray,
     return held
 
 
+def check_carried_within_caps(req: PlacementRequest, static: Placement, carried: Placement,
+                              dynamic: ov.Model) -> None:
+    """MemoryCapError when carrying ``static`` (fitted on the clone) over to the ``dynamic`` model, as the compile
+    does, left a device holding more than before and more than its cap: weights each Constant once, the KV cache
+    of its ReadValues (docs/llm.md, "Memory")."""
+    graph = extract_graph(dynamic)
+    caps, states = device_caps(req), state_bytes(req.model, context_tokens(req.model, context_of(req)))
+    src, dst = graph.edge_src, graph.edge_dst
+    reads = (graph.role[src] == NodeRole.CONSTANT) & (graph.role[dst] == NodeRole.COMPUTE)
+    for d, device in enumerate(req.devices):
+        held = []
+        for placement in (static, carried):  # a node only the dynamic model has: where the compile puts it
+            on = np.array([placement.assignment.get(name, carried.assignment[name]) == device for name in graph.names])
+            weights = np.unique(src[reads & on[dst]])
+            held.append(float(np.maximum(graph.out_bytes[weights], 0).sum()) + sum(
+                b for name, b in states.items() if placement.assignment.get(name) == device))
+        if held[1] > max(held[0], caps[d]):
+            moved = [n for n in graph.names if carried.assignment[n] == device and static.assignment.get(n, device)
+                     != device]
+            raise MemoryCapError(
+                f"carried over to the dynamic model, the placement moved {len(moved)} node(s) onto {device} (e.g. "
+                f"{moved[:3]}), which would hold {format_bytes(held[1])} of its cap {format_bytes(caps[d])}; "
+                "nothing was compiled: give the model static shapes (reshape it first) or raise the cap")
+
+
 def _kv_share(req: PlacementRequest, device: str) -> float:
     """A decoder's KV cache as ``device`` will store it over its variables' declared bytes: the
     ``KV_CACHE_PRECISION`` its compile gets (the call's, else the model's runtime options:
@@ -166,5 +186,5 @@ def _resident(placement: Placement, graph: GraphArrays, cost: CostModel) -> np.n
     return Simulator(cost, graph).resident_bytes(placement.device_indices(graph.names, cost.devices)[None])[0]
 
 
-__all__ = ["capped_cost", "context_of", "device_caps", "memory_request", "note_residency", "prior_costs",
+__all__ = ["capped_cost", "check_carried_within_caps", "context_of", "device_caps", "memory_request", "note_residency", "prior_costs",
            "with_reported_caps"]

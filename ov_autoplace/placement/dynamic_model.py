@@ -1,15 +1,6 @@
 """Carry a placement found on a static clone over to the dynamic model it came from.
 
-The static clone (:func:`ov_autoplace.model.shapes.static_clone`) and the dynamic
-model share every op the user wrote; they differ only where shapes were
-constant-folded: the clone has a Constant where the dynamic model computes a
-shape at run time (``ShapeOf -> Gather -> Concat -> Reshape``). Nodes known by
-name keep their device; a node only the dynamic model has takes the device
-most of its consumers have (else its producers'; these are tiny shape
-computations). The result goes through the same legalizer as any proposal,
-with device support queried on the *dynamic* model: a device that cannot run
-an op with dynamic shapes (``query_model`` leaves it out) does not get it, and
-the legalizer says how many nodes it moved.
+How, and what the compile checks after: docs/architecture.md, "Module notes", ov_autoplace/placement/dynamic_model.py.
 """
 
 from __future__ import annotations

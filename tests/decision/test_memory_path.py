@@ -358,3 +358,33 @@ def test_a_failure_reading_the_need_leaves_the_call_as_openvino_s(model, f32_tes
     assert not req.memory_caps and not req.reported_caps
     assert any("CPU: memory report not applied" in r.getMessage() and "stated by the test" in r.getMessage()
                for r in caplog.records)
+
+
+def test_a_carry_over_that_moves_weights_beyond_a_cap_is_refused_before_the_compile(model, f32_testbed,
+                                                                                    stated_host_cpu, monkeypatch,
+                                                                                    tmp_path):
+    """The compile legalizes the clone's fitted placement again on the dynamic model (``transfer_placement``),
+    which may move nodes; the caps are checked again on what would be compiled. No such move is known on the
+    decoders tried, so one is made here: the carry-over puts every node on CPU."""
+    import dataclasses
+
+    from ov_autoplace.compile import placed_compile
+    from ov_autoplace.decision.memory_path import check_carried_within_caps
+    from ov_autoplace.placement.dynamic_model import transfer_placement
+
+    core, hetero, caps = f32_testbed.core, f32_testbed.hetero, {"CPU": "200 KB", "CPUF": "200 KB"}
+    placement = ov_autoplace.place(model, hetero, core=core, memory_caps=caps)
+    req = build_request(model, hetero, core=core, memory_caps=caps)
+    dynamic = prepare_model(model)
+    carried = transfer_placement(placement, dynamic, core)
+    check_carried_within_caps(req, placement, carried, dynamic)  # the real carry-over keeps the fit
+
+    def onto_cpu(given, prepared, core, **kwargs):
+        moved = transfer_placement(given, prepared, core, **kwargs)
+        return dataclasses.replace(moved, assignment={name: "CPU" for name in moved.assignment})
+
+    with pytest.raises(MemoryCapError, match=r"onto CPU .* which would hold .* of its cap 200"):
+        check_carried_within_caps(req, placement, onto_cpu(placement, dynamic, core), dynamic)
+    monkeypatch.setattr(placed_compile, "transfer_placement", onto_cpu)
+    with pytest.raises(MemoryCapError, match="carried over to the dynamic model"):
+        ov_autoplace.compile_model(model, hetero, core=core, memory_caps=caps, cache_dir=tmp_path)
