@@ -278,11 +278,34 @@ __all__ = [
     "param_to_result",
     "residual",
     "sdpa_block",
+    "shape_value_layers",
     "shared_input",
     "with_if",
     "with_loop",
 ]
 
+
+
+def shape_value_layers(layers: int = 3, hidden: int = 32) -> ov.Model:
+    """A dynamic model without state, laid out as OPT in optimum-intel's legacy form: every layer's Reshape takes its
+    target from one ``Concat(ShapeOf(ids), hidden)`` ("target"); layer k's nodes are named ``layer{k}/flat``,
+    ``/mm``, ``/act``, ``/back`` (the Reshape) and ``/out`` (the residual Add), then a "head"."""
+    rng = np.random.default_rng(0)
+    ids = ops.parameter([-1, -1], np.int64, name="ids")
+    h = ops.gather(ops.constant(rng.standard_normal((16, hidden)).astype(np.float32)), ids, ops.constant(np.int64(0)))
+    target = ops.concat([ops.shape_of(ids), ops.constant(np.array([hidden], np.int64))], 0)
+    target.set_friendly_name("target")
+    for k in range(layers):
+        flat = ops.reshape(h, ops.constant(np.array([-1, hidden], np.int64)), False)
+        mm = ops.matmul(flat, ops.constant(rng.standard_normal((hidden, hidden)).astype(np.float32) / 8), False, False)
+        act = ops.relu(mm)
+        back = ops.reshape(act, target, False)
+        h = ops.add(back, h)
+        for node, name in ((flat, "flat"), (mm, "mm"), (act, "act"), (back, "back"), (h, "out")):
+            node.set_friendly_name(f"layer{k}/{name}")
+    head = ops.matmul(h, ops.constant(rng.standard_normal((hidden, 8)).astype(np.float32)), False, False)
+    head.set_friendly_name("head")
+    return ov.Model([head], [ids], "shape_value_layers")
 
 
 def stateful_layers(layers: int = 2, hidden: int = 16, shared_init: bool = False, head: bool = False) -> ov.Model:

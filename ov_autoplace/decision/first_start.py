@@ -161,19 +161,7 @@ def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, u
            ) -> tuple[Decision, PlacementCache | None, dict | None, GraphArrays, str]:
     """The default placement, in this order; the first source that applies decides.
 
-    1. **cache hit** (not with ``profile="now"``): a stored decision is used when it is the plain call's
-       placement, carries intact verification evidence (``verification.evidence_intact``), or is a calibrated
-       prior's deviation still awaiting its verification (``+live``); anything else (evidence edited, missing)
-       runs the plain call's placement and is verified again in the background;
-    2. **measured profile**: with ``profile="now"`` the model is profiled now and a placement that deviates from
-       the plain call's is verified now, by measurement (``verification.py``); a profile stored earlier
-       (``ov-autoplace profile``) proposes, and its deviation is verified by the background worker first;
-    3. **prior**: the policy on the prior's costs proposes (beyond the prior's margin); a deviation goes live at
-       once only when the prior recognizes every device (calibrated), and is verified in the background;
-    4. else **the plain call's placement**: what ``core.compile_model(model, device_name, config)`` runs.
-
-    Returns ``(decision, cache, key, graph, profile_path)``; the decision carries its source, the reason, and its
-    evidence (``decision.evidence``) or that it awaits verification (``decision.pending``).
+    The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/first_start.py (decide).
     """
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone (shapes.py)
     graph = req.placement_graph(prepared)

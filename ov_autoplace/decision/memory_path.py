@@ -122,7 +122,8 @@ def check_carried_within_caps(req: PlacementRequest, static: Placement, carried:
     for d, device in enumerate(req.devices):
         held = []
         for placement in (static, carried):  # a node only the dynamic model has: where the compile puts it
-            on = np.array([placement.assignment.get(name, carried.assignment[name]) == device for name in graph.names])
+            on = np.array([placement.assignment.get(name, carried.assignment[name]) == device
+                           for name in graph.names])
             weights = np.unique(src[reads & on[dst]])
             held.append(float(np.maximum(graph.out_bytes[weights], 0).sum()) + sum(
                 b for name, b in states.items() if placement.assignment.get(name) == device))
@@ -186,5 +187,5 @@ def _resident(placement: Placement, graph: GraphArrays, cost: CostModel) -> np.n
     return Simulator(cost, graph).resident_bytes(placement.device_indices(graph.names, cost.devices)[None])[0]
 
 
-__all__ = ["capped_cost", "check_carried_within_caps", "context_of", "device_caps", "memory_request", "note_residency", "prior_costs",
-           "with_reported_caps"]
+__all__ = ["capped_cost", "check_carried_within_caps", "context_of", "device_caps", "memory_request",
+           "note_residency", "prior_costs", "with_reported_caps"]

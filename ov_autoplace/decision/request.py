@@ -16,7 +16,7 @@ import openvino as ov
 from ov_autoplace.devices.device_strings import DeviceSpec
 from ov_autoplace.graph.arrays import GraphArrays, extract_graph
 from ov_autoplace.model.generation import Generation
-from ov_autoplace.model.prepare import prepare_model
+from ov_autoplace.model.prepare import computes_shapes, prepare_model
 from ov_autoplace.model.shapes import PlacementShapes
 from ov_autoplace.placement.pins import Pin
 from ov_autoplace.strategies.base import PlacementStrategy
@@ -62,7 +62,7 @@ class PlacementRequest:
         """``model.prepare.placement_graph`` of ``prepared`` (``prepare_model(placement_model)``), the dynamic
         model's graph extracted once per request."""
         graph = extract_graph(prepared)
-        if self.placement_model is self.model or not graph.variables:
+        if self.placement_model is self.model or not (graph.variables or computes_shapes(self.model)):
             return graph
         if "_dynamic" not in self.__dict__:
             object.__setattr__(self, "_dynamic", extract_graph(prepare_model(self.model)))

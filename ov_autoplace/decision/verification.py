@@ -365,16 +365,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
 
-    ``prepared``/``graph``/``support``: the prepared model the candidate names, its graph and device support.
-    ``model``: what the plain call compiles (the user's own model; default ``prepared``); ``device_name``: the
-    plain call's device string (default the candidate's ``HETERO:<devices>``). The returned placement is the
-    candidate, a runner-up, a single-device placement, or the plain call's placement, with the evidence in
-    ``verification``. All of them share the rounds of one budget and the Bonferroni split of :func:`decide`.
-    Compile or run failures of an alternative drop it (WARNING naming the device); a failure of the plain call
-    itself propagates (the caller's fallback is the plain call, which would fail the same way).
-    ``generation``: a stateful decoder's (``model`` then the user's dynamic model): contenders are compiled as
-    ``compile_model`` returns them and timed on the generation (the module doc). ``rounds``: exactly that many
-    (the budget permitting); None: :data:`ROUNDS`, up to :data:`MAX_ROUNDS` where the budget holds them.
+    The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/verification.py (verify_placement).
     """
     devices = tuple(candidate.devices)
     device_name = device_name or candidate.device_string

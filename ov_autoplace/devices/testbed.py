@@ -1,16 +1,6 @@
 """The standard two-device testbed every test and benchmark runs on.
 
-There is no GPU on the development and CI machines, so the heterogeneous
-system is built from the CPU plugin under two names with different
-properties, and every placement is compiled and executed for real:
-
-* ``CPU``  - bf16 inference precision (AVX512-BF16/AMX where the CPU has it);
-* ``CPUF`` - a virtual device (the CPU plugin registered again) running f32.
-
-Both use every core this process may run on: with fewer threads on one, HETERO's split ran that device's
-submodel on all cores anyway, and any split looked faster (docs/results.md, "The testbed"). What remains is the
-real difference of precision and kernels (AMX bf16 against f32); where the CPU has no bf16 both devices are the
-same (``Testbed.bf16`` tells which). The testbed lives on its own ``ov.Core``, never changing a caller's core.
+The rest: docs/architecture.md, "Module notes", ov_autoplace/devices/testbed.py.
 """
 
 from __future__ import annotations

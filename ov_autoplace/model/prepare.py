@@ -35,12 +35,18 @@ def prepare_model(model: ov.Model) -> ov.Model:
 
 
 def placement_graph(prepared: ov.Model, dynamic: ov.Model | None = None) -> GraphArrays:
-    """``extract_graph(prepared)``, and where ``prepared`` is a static clone of the stateful ``dynamic`` model (an LLM
-    placed on its prefill) the dynamic model's graph as its ``dynamic``: stateful rule 2 is judged there."""
+    """``extract_graph(prepared)``, and where ``prepared`` is a static clone of the ``dynamic`` model (an LLM placed
+    on its prefill) that holds state or computes shapes, the dynamic model's graph as its ``dynamic``: stateful rule
+    2 and rule 4 on shape values are judged there."""
     graph = extract_graph(prepared)
-    if dynamic is None or not graph.variables:
+    if dynamic is None or not (graph.variables or computes_shapes(dynamic)):
         return graph
     return dataclasses.replace(graph, dynamic=extract_graph(prepare_model(dynamic)))
+
+
+def computes_shapes(model: ov.Model) -> bool:
+    """Whether ``model`` reads a tensor's shape at run time (a ShapeOf): its static clone folds what it computes."""
+    return any(op.get_type_name() == "ShapeOf" for op in model.get_ops())
 
 
 def name_new_constants(prepared: ov.Model, original: set[str]) -> None:
@@ -66,4 +72,4 @@ def name_new_constants(prepared: ov.Model, original: set[str]) -> None:
 
 _AUTOMATIC = re.compile(r"Constant_\d+")
 
-__all__ = ["name_new_constants", "placement_graph", "prepare_model"]
+__all__ = ["computes_shapes", "name_new_constants", "placement_graph", "prepare_model"]

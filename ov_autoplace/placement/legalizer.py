@@ -17,8 +17,8 @@ from ov_autoplace.model.quant_patterns import keep_groups_together
 from ov_autoplace.placement.merge_to_bound import follow_consumers, merge_to_bound
 from ov_autoplace.placement.submodels import count_hetero_submodels, count_joined_parts
 from ov_autoplace.placement.pins import Pin, parse_pins, unmatched_pin_message
-from ov_autoplace.placement.stateful import ONE_SUBMODEL_RULE, REENTRY_RULE, fill_between_pins, \
-    keep_state_devices_whole, keep_state_together, one_device_for_state, split_variables
+from ov_autoplace.placement.stateful import ONE_SUBMODEL_RULE, REENTRY_RULE, SHAPE_REENTRY_RULE, fill_between_pins, \
+    keep_shape_values_whole, keep_state_devices_whole, keep_state_together, one_device_for_state, split_variables
 
 #: Default bound on HETERO submodels (``compile_model``'s, and every benchmark's and training's): each submodel
 #: costs a switch and two tensor copies. Defined here, with the bound's enforcement, so the lab reads the same number
@@ -205,6 +205,22 @@ def legalize(
             device = follow_consumers(graph, device, active, pinned_anchor)
             num_submodels = count_hetero_submodels(graph, device, active)
             notes.append(f"{whole} node(s) moved under {REENTRY_RULE}")
+
+    # 5b. the same for a shape value of a dynamic model without state (read on its clone's dynamic graph); its moves
+    # can leave a device's part in pieces, so the bound is merged to again, and the rule judged again after that
+    elif graph.dynamic is not None:
+        for _ in range(3):
+            shaped = keep_shape_values_whole(graph, device, active, support, locked)
+            if not shaped:
+                break
+            device = follow_consumers(graph, device, active, pinned_anchor)
+            num_submodels = count_hetero_submodels(graph, device, active)
+            notes.append(f"{shaped} node(s) moved under {SHAPE_REENTRY_RULE}")
+            bound = None if max_submodels is None else _effective_bound(graph, support, active, max_submodels)[0]
+            if bound is None or num_submodels <= bound:
+                break
+            device, num_submodels = merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
+                                                   notes, price=price, pins=pins)
 
     # 6. a cycle through another device can still cut a variable's ReadValue from its Assign: one device then, as
     # where rule 4 could not be kept

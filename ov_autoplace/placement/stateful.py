@@ -1,4 +1,5 @@
-"""What HETERO (OpenVINO 2026.4) needs of a model that holds state (ReadValue / Assign: an LLM's KV cache).
+"""What HETERO (OpenVINO 2026.4) needs of a model that holds state (ReadValue / Assign: an LLM's KV cache), and
+of a dynamic one's shape values.
 
 The rules, what HETERO says when each is broken and what the legalizer does: docs/architecture.md, "Stateful
 models"; this module's notes: its "Module notes".
@@ -24,6 +25,8 @@ ONE_DEVICE_RULE = ("stateful rules 1 and 3 (a variable's ReadValue, its own init
 ONE_SUBMODEL_RULE = "stateful rule 2 (a variable's ReadValue and Assign in one HETERO submodel)"
 REENTRY_RULE = ("stateful rule 4 (no path leaves a device holding state and comes back to where the device also "
                 "reaches directly)")
+SHAPE_REENTRY_RULE = ("rule 4 of a dynamic model (no path leaves a device and comes back to where a shape value "
+                      "computed before it is read)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,6 +319,61 @@ def keep_state_devices_whole(graph: GraphArrays, device: np.ndarray, active: np.
             return moved, False
         moved += count
     return moved, False
+
+
+#: Per dynamic graph: its shape values.
+_SHAPE_VALUES: "weakref.WeakKeyDictionary[GraphArrays, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def _shape_values(dyn: GraphArrays) -> np.ndarray:
+    """bool [N] of a dynamic graph: ShapeOf outputs and the integer compute nodes that read only them and Constants."""
+    if dyn in _SHAPE_VALUES:
+        return _SHAPE_VALUES[dyn]
+    shape = np.array([t in _SHAPE_OPS for t in dyn.op_types])
+    integer = np.array([t.startswith(("i", "u")) for t in dyn.out_element_type]) & (dyn.role == NodeRole.COMPUTE)
+    for v in range(dyn.num_nodes):  # node ids are a topological order
+        reads = dyn.predecessors(v)
+        if integer[v] and not shape[v] and reads.size and all(shape[u] or dyn.role[u] == NodeRole.CONSTANT
+                                                               for u in reads.tolist()):
+            shape[v] = True
+    _SHAPE_VALUES[dyn] = shape
+    return shape
+
+
+def keep_shape_values_whole(graph: GraphArrays, device: np.ndarray, active: np.ndarray, support: np.ndarray,
+                            locked: np.ndarray) -> int:
+    """The dynamic model's rule 4, in place on a static clone's ``device``, judged on its ``dynamic`` graph: a shape
+    value read behind a way out of its device and back crosses HETERO's submodels as a Parameter of unknown value
+    (docs/architecture.md, "Module notes"). Moves as :func:`keep_state_devices_whole`; returns how many."""
+    dyn, (namesake, folded, dyn_active, _) = graph.dynamic, _dynamic_map(graph)
+    shape, weight, moved = _shape_values(dyn), np.maximum(graph.flops, 0.0) + 1.0, 0
+    src, dst = dyn.edge_src, dyn.edge_dst
+    for _ in range(2 * int(shape.sum()) + 4):  # each round undoes one re-entry; a move can make another
+        full = follow_consumers(graph, device, active, locked & ~active)  # a folded shape value: by its readers
+        on = fill_by_neighbours(np.where(namesake >= 0, full[np.maximum(namesake, 0)], -1), dyn, folded)
+        on = follow_consumers(dyn, on, dyn_active, np.zeros(on.size, bool))
+        for d in np.unique(on[dyn_active]).tolist():
+            between, after = _reentries(dyn, on, dyn_active, d)
+            if (shape[src] & after[dst] & ~after[src]).any():  # a shape value from outside read in the part
+                break
+        else:
+            return moved
+        pull = np.zeros(graph.num_nodes, bool)
+        pull[namesake[between & (namesake >= 0)]] = True
+        push = np.zeros(graph.num_nodes, bool)
+        push[namesake[after & (namesake >= 0)]] = True
+        pull, push = pull & active & (device != d), push & active
+        target = int(np.bincount(on[between], minlength=support.shape[1]).argmax())
+        can_pull = pull.any() and not (pull & locked).any() and support[pull, d].all()
+        can_push = push.any() and not (push & locked).any() and support[push, target].all()
+        if can_pull and (not can_push or weight[pull].sum() <= weight[push].sum()):
+            device[pull], count = d, int(pull.sum())
+        elif can_push:
+            device[push], count = target, int(push.sum())
+        else:
+            return moved
+        moved += count
+    return moved
 
 
 def _nearest_locked(graph: GraphArrays, device: np.ndarray, locked: np.ndarray, forward: bool) -> np.ndarray:

@@ -18,31 +18,7 @@ log = logging.getLogger(__name__)
 class HSDAGStrategy(PlacementStrategy):
     """Proposes the greedy placement of an exported HSDAG policy.
 
-    ``policy``: path of a ``.npz`` written by the lab's ``export_policy`` (or a loaded
-    :class:`NumpyHSDAGPolicy`). ``cost``: a CostModel of the prepared model, or
-    a callable ``PlacementContext -> CostModel``; the policy reads device and
-    node-device features from it, so it must cover the context's devices (its
-    columns are reordered to the context's order). ``feature_config``
-    overrides the policy's feature switches (ablations).
-    The last output is kept in ``last_output`` (groups, logits).
-
-    ``refine=True`` runs the cost-model local search
-    (:class:`~ov_autoplace.search.local_search.LocalSearchRefiner`) on the
-    policy's proposal, under the same CostModel the policy read, before the
-    legalizer: a different method from the policy alone ("hsdag+local search"),
-    predicted never slower, measuring nothing. On a measured CostModel with
-    spreads it keeps a move only when its predicted gain exceeds the spread of
-    what it moves - and the policy's proposal is itself a move away from
-    HETERO's own placement: a split whose gain over that is within the spread,
-    or any split on a profile taken on a loaded machine, is replaced by
-    HETERO's own placement (one device when it runs everything; the rule is
-    in ``search/local_search.py``). ``refine_options`` go to the
-    refiner (``max_submodels`` should be the legalizer's bound the caller
-    applies; ``max_seconds``, ``max_evaluations``). Its report is kept in ``last_refine``.
-
-    :meth:`decode` reads a placement off the pass (the greedy one here); the lab's
-    ``DecodedHSDAGStrategy`` (``ov_autoplace_lab.training.decoding``) prices
-    more decodings of the same pass there ("hsdag+decodings").
+    The rest: docs/architecture.md, "Module notes", ov_autoplace/strategies/hsdag.py (HSDAGStrategy).
     """
 
     name = "hsdag"

@@ -490,3 +490,67 @@ def test_a_parameter_on_a_cycle_through_it_moves_where_none_returns_and_else_sta
     assert keep_parameters_off_cycles(graph, device) == 1 and device[graph.names.index("p")] == 1
     graph, device = graph_and_devices(True)
     assert keep_parameters_off_cycles(graph, device) == 0 and device[graph.names.index("p")] == 0
+
+
+def _shape_value_split(testbed, on_second: set[str], *, dynamic: bool = True, max_submodels: int | None = None):
+    """``shape_value_layers`` placed on its static clone (graph carrying the dynamic one, as every decision path's
+    does) with ``on_second`` proposed on CPUF, legalised."""
+    from ov_autoplace.model.prepare import placement_graph, prepare_model
+    from ov_autoplace.model.shapes import resolve_shapes, static_clone
+
+    model = sg.shape_value_layers()
+    clone = prepare_model(static_clone(model, resolve_shapes(model, None)))
+    graph = placement_graph(clone, model if dynamic else None)
+    support = query_support(testbed.core, clone, graph, DEVICES)
+    proposal = np.array([1 if name in on_second else 0 for name in graph.names])
+    return model, graph, legalize(graph, proposal, DEVICES, support, max_submodels=max_submodels)
+
+
+#: Layer 1 on CPUF, then layer 2's Reshape back on CPU and its residual Add and the head on CPUF: CPU computes the
+#: shared Reshape target before the way out and reads it again after it.
+_REENTERED = {f"layer1/{n}" for n in ("flat", "mm", "act", "back", "out")} | {"layer2/out", "head"}
+
+
+def test_a_shape_value_read_after_a_way_out_of_its_device_and_back_is_a_split_that_runs(f32_testbed):
+    """Without state rule 4 did not apply, so CPU held two submodels and the target crossed between them as a
+    Parameter of unknown value: layer 2's Reshape turned ``[?,?,?]``, HETERO made the tensor it hands on with that
+    empty shape and the next submodel's ``[?,?,32]`` input refused it (optimum-intel's legacy OPT export: 33 of 119
+    random splits). Judged on the dynamic graph, the split runs as the plain compile at two shapes: the way out
+    comes back to CPU, or what follows it goes out to CPUF, a chain either way."""
+    import ov_autoplace
+    from ov_autoplace.errors import DynamicSplitError
+
+    model, graph, placement = _shape_value_split(f32_testbed, _REENTERED)
+    assert graph.dynamic is not None
+    assert any("shape value" in note for note in placement.notes), placement.notes
+    assert placement.num_submodels == 2 and placement.assignment["head"] == "CPUF"  # a chain: CPU, then CPUF
+    compiled = ov_autoplace.compile_placement(model, placement, core=f32_testbed.core)
+    plain = f32_testbed.core.compile_model(model, "CPU")
+    for shape in ((1, 5), (2, 3)):
+        ids = np.random.default_rng(1).integers(0, 16, shape)
+        np.testing.assert_allclose(compiled(ids)[0], plain(ids)[0], rtol=1e-5, atol=1e-5)
+    _, _, blind = _shape_value_split(f32_testbed, _REENTERED, dynamic=False)  # the clone alone: the rule unseen
+    assert blind.assignment["layer1/mm"] == "CPUF"
+    with pytest.raises(DynamicSplitError, match="Can't set the input tensor"):
+        ov_autoplace.compile_placement(model, blind, core=f32_testbed.core)
+
+
+def test_the_shape_value_rule_leaves_a_chain_and_keeps_the_bound(f32_testbed):
+    """The last layer and the head on CPUF is a chain (CPU is not entered again): nothing moves. A proposal that
+    alternates every layer is brought within the bound of 2 however the rule's moves leave the parts."""
+    _, _, chain = _shape_value_split(f32_testbed, {f"layer2/{n}" for n in ("flat", "mm", "act", "back", "out")}
+                                     | {"head"})
+    assert not any("shape value" in note for note in chain.notes) and chain.num_submodels == 2
+    alternating = {f"layer{k}/{n}" for k in (0, 2) for n in ("mm", "act")} | {"layer1/out"}
+    _, graph, bounded = _shape_value_split(f32_testbed, alternating, max_submodels=2)
+    assert bounded.num_submodels <= 2
+
+
+def test_a_request_for_a_dynamic_model_that_computes_shapes_carries_its_dynamic_graph(f32_testbed):
+    from ov_autoplace.call_request import build_request
+    from ov_autoplace.model.prepare import prepare_model
+
+    req = build_request(sg.shape_value_layers(), f32_testbed.hetero, core=f32_testbed.core)
+    assert req.placement_model is not req.model
+    graph = req.placement_graph(prepare_model(req.placement_model))
+    assert graph.dynamic is not None and not graph.variables
