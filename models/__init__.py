@@ -134,8 +134,8 @@ from ov_autoplace_lab.models.unseen_models import UNSEEN, UNSEEN_BUILDERS  # noq
 _BUILDERS.update(UNSEEN_BUILDERS)
 
 # The frozen held-out architectures (heldout_models.py, docs/heldout.md): buildable, in no list training reads.
-from ov_autoplace_lab.models.heldout_models import (HELD_OUT_BUILDERS, HELD_OUT_FAMILIES,  # noqa: E402,F401
-                                                   HELD_OUT_FINGERPRINTS)
+from ov_autoplace_lab.models.heldout_models import (HELD_OUT_BLOCK_FINGERPRINTS, HELD_OUT_BUILDERS,  # noqa: E402,F401
+                                                   HELD_OUT_FAMILIES, HELD_OUT_FINGERPRINTS)
 
 _BUILDERS.update(HELD_OUT_BUILDERS)
 

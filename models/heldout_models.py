@@ -127,4 +127,17 @@ HELD_OUT_FINGERPRINTS = {
     "clip_text": "05d737820ba8b5c6",
 }
 
-__all__ = ["HELD_OUT_BUILDERS", "HELD_OUT_FAMILIES", "HELD_OUT_FINGERPRINTS"]
+#: ``training.heldout_guard.block_fingerprint`` of each prepared held-out graph (the same builds): a training graph
+#: with one of these is the held-out architecture at another input size or depth, and is refused as above.
+HELD_OUT_BLOCK_FINGERPRINTS = {
+    "efficientnet_v2_s": "9805e35220fd7167",
+    "mnasnet1_0": "842bbb96e24344e8",
+    "googlenet": "5ab116f77172bdbf",
+    "maxvit_t": "70bccf596d09cc18",
+    "lraspp_mobilenet_v3": "7031f7ab013d3bfc",
+    "t5_encoder_decoder": "f12408ba3e40ca1f",
+    "distilbert_encoder": "d28b0cb141824e70",
+    "clip_text": "61bb179e94ba73a2",
+}
+
+__all__ = ["HELD_OUT_BLOCK_FINGERPRINTS", "HELD_OUT_BUILDERS", "HELD_OUT_FAMILIES", "HELD_OUT_FINGERPRINTS"]

@@ -23,14 +23,34 @@ def graph_fingerprint(graph) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def block_fingerprint(graph, rounds: int = 2) -> str:
+    """A fingerprint free of names, shapes and depth: the *set* of each node's neighbourhood, ``rounds`` steps out
+    (Weisfeiler-Lehman labels of op type and output type). The same architecture at another input size or with more
+    or fewer of its repeated blocks has the same set; the labels are hashed with a fixed hash (Python's own differs
+    per process)."""
+    labels = [f"{t}|{e}" for t, e in zip(graph.op_types, graph.out_element_type)]
+    (sp, si), (pp, pi) = graph.successors_csr, graph.predecessors_csr
+    for _ in range(rounds):
+        labels = [hashlib.blake2b("|".join((labels[v], ",".join(sorted(labels[u] for u in pi[pp[v]:pp[v + 1]])),
+                                            ",".join(sorted(labels[u] for u in si[sp[v]:sp[v + 1]])))).encode(),
+                                  digest_size=8).hexdigest() for v in range(graph.num_nodes)]
+    return hashlib.sha256(";".join(sorted(set(labels))).encode()).hexdigest()[:16]
+
+
 def check_graph_not_held_out(name: str, graph) -> None:
-    """:class:`HeldOutContamination` when ``graph`` is a frozen held-out architecture under another name."""
+    """:class:`HeldOutContamination` when ``graph`` is a frozen held-out architecture under another name, or at
+    another input size or depth (:func:`block_fingerprint`)."""
     from ov_autoplace_lab import models as zoo
 
     match = [k for k, v in zoo.HELD_OUT_FINGERPRINTS.items() if v == graph_fingerprint(graph)]
     if match:
         raise HeldOutContamination(f"graph {name!r} has the fingerprint of the frozen held-out architecture "
                                    f"{match[0]!r} (docs/heldout.md): targets are never generated on it")
+    match = [k for k, v in zoo.HELD_OUT_BLOCK_FINGERPRINTS.items() if v == block_fingerprint(graph)]
+    if match:
+        raise HeldOutContamination(f"graph {name!r} has the blocks of the frozen held-out architecture {match[0]!r} "
+                                   "(the same neighbourhoods of op types, at another input size or depth; "
+                                   "docs/heldout.md): targets are never generated on it")
 
 
-__all__ = ["HeldOutContamination", "check_graph_not_held_out", "graph_fingerprint"]
+__all__ = ["HeldOutContamination", "block_fingerprint", "check_graph_not_held_out", "graph_fingerprint"]

@@ -68,3 +68,29 @@ def test_a_held_out_graph_under_another_name_is_refused_by_its_fingerprint(monke
     with pytest.raises(HeldOutContamination, match="fingerprint"):
         load_graph("family:3")
     targets.load_graph.cache_clear()
+
+
+def test_a_held_out_architecture_at_another_size_or_depth_is_refused_by_its_blocks(monkeypatch):
+    # the exact fingerprint holds shapes and node counts, so a resized or deepened copy passes it; the block
+    # fingerprint (the set of two-step neighbourhoods of op types) does not
+    from ov_autoplace.graph.arrays import extract_graph
+    from ov_autoplace.model.prepare import prepare_model
+    from ov_autoplace_lab.training.heldout_guard import block_fingerprint, check_graph_not_held_out, \
+        graph_fingerprint
+    from tests import synthetic_graphs as sg
+
+    def graph(model):
+        return extract_graph(prepare_model(model))
+
+    held, deeper, wider = graph(sg.attention_like(layers=2)), graph(sg.attention_like(layers=4)), \
+        graph(sg.attention_like(seq=32, hidden=64))
+    assert graph_fingerprint(held) not in {graph_fingerprint(deeper), graph_fingerprint(wider)}
+    assert block_fingerprint(held) == block_fingerprint(deeper) == block_fingerprint(wider)
+    other = {block_fingerprint(graph(m)) for m in (sg.residual(), sg.branching(), sg.dynamic_attention())}
+    assert block_fingerprint(held) not in other and len(other) == 3
+    assert set(zoo.HELD_OUT_BLOCK_FINGERPRINTS) == set(HELD_OUT_FAMILIES)
+    assert block_fingerprint(load_graph("family:3")) not in zoo.HELD_OUT_BLOCK_FINGERPRINTS.values()
+    monkeypatch.setitem(zoo.HELD_OUT_BLOCK_FINGERPRINTS, "clip_text", block_fingerprint(held))
+    with pytest.raises(HeldOutContamination, match="'deeper' has the blocks of the frozen held-out architecture "
+                                                   "'clip_text' .*another input size or depth"):
+        check_graph_not_held_out("deeper", deeper)
