@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import openvino as ov
 
 from ov_autoplace import api
+from ov_autoplace.placement.pins import Pin, parse_pins
 from ov_autoplace.reentry import inside_ov_autoplace
 
 logger = logging.getLogger("ov_autoplace")
@@ -53,7 +54,43 @@ def _routed_compile_model(self, model, device_name=None, config=None, *, weights
     if options is None or inside_ov_autoplace():  # unrouted meanwhile, or ov_autoplace's own compile
         return OPENVINO_COMPILE_MODEL(self, model, device_name, config, weights=weights)
     core = options.pop("core", None) or self
+    if options.get("pins"):
+        options["pins"] = _pins_for(core, model, options["pins"])
     return api.compile_model(model, device_name, config, weights=weights, core=core, **options)
+
+
+#: The route's pins -> how many routed models had a node each names (under ``_lock``), said by :func:`_unmatched`.
+_pins_seen: dict[Pin, int] = {}
+
+
+def _pins_for(core: ov.Core, model, pins) -> list[Pin]:
+    """The route's ``pins`` that name a node of ``model``. A route's pins apply to each of the app's models that
+    has what they name: an encoder-decoder's decoder pins are no mistake in its encoder. One that names nothing in
+    any model is a WARNING when the route ends (:func:`_unmatched`), the route having no one model to refuse."""
+    parsed = parse_pins(pins)
+    try:
+        ops = (model if isinstance(model, ov.Model) else core.read_model(model)).get_ops()
+    except Exception:  # noqa: BLE001 - not a model we can read here: compile_model says what is wrong with it
+        return parsed
+    named = [(op.get_friendly_name(), op.get_type_name()) for op in ops]
+    kept = [pin for pin in parsed if any(pin.matches(name, kind) for name, kind in named)]
+    with _lock:
+        for pin in parsed:
+            _pins_seen[pin] = _pins_seen.get(pin, 0) + (pin in kept)
+    if len(kept) < len(parsed):
+        logger.info("route: %d pin(s) name no node of this model (%d nodes) and are not applied to it: %s",
+                    len(parsed) - len(kept), len(named), [pin for pin in parsed if pin not in kept])
+    return kept
+
+
+def _unmatched() -> None:
+    """WARNING for each pin of the route that named no node of any model compiled through it (a typo)."""
+    with _lock:
+        never = [pin for pin, count in _pins_seen.items() if not count]
+        _pins_seen.clear()
+    if never:
+        logger.warning("route: pin(s) %s named no node of any model compiled through the route, so none was "
+                       "applied; check the names (`ov-autoplace place -o placement.json` lists them)", never)
 
 
 def _checked(options: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +107,9 @@ def route_openvino(**options: Any) -> None:
     """Send every ``openvino.Core.compile_model`` (and ``openvino.compile_model``) of this process through
     ``ov_autoplace.compile_model`` with ``options`` (its keyword options: ``profile``, ``strategy``, ``cache_dir``,
     ...). ``core=``: compile every routed call on this core (where the app registered its virtual devices and set
-    its properties) instead of the core the call was made on (a library's own). Calling it again while routed
-    replaces the options. Thread-safe; undone by :func:`unroute_openvino`.
+    its properties) instead of the core the call was made on (a library's own). ``pins=`` go to each model that has
+    what they name (:func:`_pins_for`). Calling it again while routed replaces the options. Thread-safe; undone by
+    :func:`unroute_openvino`.
 
     Example::
 
@@ -103,6 +141,7 @@ def unroute_openvino() -> None:
             return
         _options = None
         ov.Core.compile_model = OPENVINO_COMPILE_MODEL
+    _unmatched()
 
 
 def is_routed() -> bool:
@@ -131,6 +170,7 @@ def routed_openvino(**options: Any):
         with _lock:
             _options = before
             ov.Core.compile_model = OPENVINO_COMPILE_MODEL if before is None else _routed_compile_model
+        _unmatched()
 
 
 def run(target: Sequence[str], **options: Any) -> None:
@@ -146,11 +186,14 @@ def run(target: Sequence[str], **options: Any) -> None:
         raise FileNotFoundError(f"no such script: {script!r} (run from the folder that holds it, or give its path)")
     route_openvino(**options)
     sys.argv = [script or module, *target[2 if module else 1:]]
-    if module:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-    else:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-        runpy.run_path(script, run_name="__main__")
+    try:
+        if module:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+            runpy.run_path(script, run_name="__main__")
+    finally:
+        _unmatched()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -179,3 +179,38 @@ def test_the_launcher_names_a_script_that_does_not_exist(tmp_path):
                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin"})
     assert run.returncode == 2 and run.stderr.strip().count("\n") == 0
     assert "no such script" in run.stderr and "missing.py" in run.stderr
+
+
+def test_a_routes_pins_apply_to_the_models_that_have_what_they_name(f32_testbed, tmp_path, monkeypatch, caplog):
+    """An app that compiles two models (an encoder-decoder's encoder and decoder) through a route with pins naming
+    the second's layers: the first compiled with a PinError before (its nodes are not the pins'); now each model
+    gets the pins that name its nodes, and the route's end says nothing, every pin having matched."""
+    monkeypatch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path))
+    core, hetero = f32_testbed.core, f32_testbed.hetero
+    first, second = sg.residual(), sg.shape_value_layers()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        with oa.routed_openvino(core=core, pins={"layer2/*": "CPUF", "head": "CPUF"}):
+            compiled_first = ov.Core().compile_model(first, hetero)
+            compiled_second = ov.Core().compile_model(second, hetero)
+    assert "2 pin(s) name no node of this model" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert compiled_first.get_property("EXECUTION_DEVICES") == ["CPU"]
+    assert sorted(compiled_second.get_property("EXECUTION_DEVICES")) == ["CPU", "CPUF"]  # the pins held
+    ids = np.random.default_rng(0).integers(0, 16, (1, 5))
+    np.testing.assert_allclose(compiled_second(ids)[0], core.compile_model(second, "CPU")(ids)[0], rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_a_route_pin_that_names_nothing_in_any_model_is_a_warning_when_the_route_ends(f32_testbed, tmp_path,
+                                                                                     monkeypatch, caplog):
+    monkeypatch.setenv("OV_AUTOPLACE_CACHE_DIR", str(tmp_path))
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.route_openvino(core=f32_testbed.core, pins={"no_such_layer/*": "CPUF"})
+        compiled = ov.Core().compile_model(sg.residual(), f32_testbed.hetero)
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        oa.unroute_openvino()
+    assert isinstance(compiled, ov.CompiledModel)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "no_such_layer/*" in warned[0] and "any model compiled through the route" in warned[0]
+    with pytest.raises(oa.PinError, match="no_such_layer"):  # called directly, one model: its own mistake, as before
+        oa.compile_model(sg.residual(), f32_testbed.hetero, core=f32_testbed.core, pins={"no_such_layer/*": "CPUF"})

@@ -88,12 +88,15 @@ def test_an_llm_loaded_by_optimum_intel_generates_through_the_route(f32_testbed,
     assert got == reference.generate(prompt, **greedy).tolist()
 
 
-@pytest.mark.parametrize("options", [{}, {"profile": "now"}], ids=["default", "profile_now"])
+@pytest.mark.parametrize("options", [{}, {"profile": "now"}, {"pins": {"*decoder.block.1.*": "CPUF"}}],
+                         ids=["default", "profile_now", "decoder_pins"])
 def test_an_encoder_decoder_loaded_by_optimum_intel_generates_through_the_route(options, f32_testbed, monkeypatch,
-                                                                              tmp_path):
+                                                                              tmp_path, caplog):
     """A T5 exported by optimum-intel is two models: the encoder and a stateful decoder whose cross-attention caches
     are variables initialized from the encoder's states (9 variables for 2 layers), a ReadValue initializer that is
-    a computation, not an empty cache. Both compile through the route; ``generate()`` gives the plain compile's."""
+    a computation, not an empty cache. Both compile through the route; ``generate()`` gives the plain compile's.
+    Pins naming the decoder's last block go to the decoder alone (the encoder, which has no such node, raised a
+    PinError before), and they hold in the decoder."""
     import torch
     from optimum.intel import OVModelForSeq2SeqLM
     from transformers import T5Config, T5ForConditionalGeneration
@@ -113,8 +116,17 @@ def test_an_encoder_decoder_loaded_by_optimum_intel_generates_through_the_route(
     routed = []
     real = api.compile_model
     monkeypatch.setattr(api, "compile_model", lambda *a, **k: routed.append(a[1]) or real(*a, **k))
-    with oa.routed_openvino(core=f32_testbed.core, **options):
-        got = OVModelForSeq2SeqLM.from_pretrained(tmp_path / "ov", device=f32_testbed.hetero).generate(ids, **greedy)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"), oa.routed_openvino(core=f32_testbed.core, **options):
+        app = OVModelForSeq2SeqLM.from_pretrained(tmp_path / "ov", device=f32_testbed.hetero)
+        got = app.generate(ids, **greedy)
     assert routed == [f32_testbed.hetero] * 2  # the encoder and the decoder
     assert got.tolist() == reference.generate(ids, **greedy).tolist()
+    if "pins" in options:
+        assert "1 pin(s) name no node of this model" in caplog.text  # the encoder
+        # the pinned block runs on CPUF (the legalizer may take the rest of the decoder there: its state rules)
+        def devices(part):  # optimum-intel holds the encoder's CompiledModel, the decoder's InferRequest
+            compiled = getattr(part.request, "get_compiled_model", lambda: part.request)()
+            return compiled.get_property("EXECUTION_DEVICES")
+
+        assert "CPUF" in devices(app.decoder) and devices(app.encoder) == ["CPU"]
 

@@ -1,14 +1,6 @@
 """What a call's device argument and config mean on this core, resolved before anything is compiled.
 
-``compile_model(model, device_name, config)`` keeps OpenVINO's meaning of every call form (docs/call-forms.md
-has the table and each case): no device places over AUTO's candidates with the config AUTO hands its device
-(AUTO-only properties keep the call on AUTO); ``"HETERO"`` + ``MULTI_DEVICE_PRIORITIES`` is
-``"HETERO:<priorities>"``; ``MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL`` goes to HETERO unplaced; ``AUTO``,
-``MULTI`` and ``BATCH`` strings go to OpenVINO as given, but for an ``AUTO:-X`` exclusion OpenVINO would widen
-(``-CPUF`` also drops ``CPU``), which becomes the explicit list of the devices left.
-
-Every refusal is a DeviceError or PropertyError, both RuntimeErrors as
-OpenVINO's own are, naming the devices this machine has.
+The rest: docs/architecture.md, "Module notes", ov_autoplace/devices/call_forms.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """A placement carried inside an OpenVINO IR: ``rt_info["ov_autoplace"]["placement"]``, keyed by node identity.
 
-Friendly names change between two conversions of the same architecture, so the IR stores, next to the
-placement, the identity of every prepared node in ``extract_graph``'s order (position, op type, output count,
-element type, output shape) and matches node by node when read back; a mismatch (another model, another
-OpenVINO) is ignored with a log line. The verdict stays intact under the same names and is gone under new ones
-(a proposal, verified again); a dynamic model's IR stores its placement shapes and the static clone's
-identities. Why and how: docs/cli.md, "A placed model as a file", and docs/dynamic-shapes.md.
-
-This module imports no ``api`` (``api`` reads stored placements through it).
+The rest: docs/architecture.md, "Module notes", ov_autoplace/placement/portable.py.
 """
 
 from __future__ import annotations
