@@ -6,6 +6,7 @@ ov_autoplace/compile/placed_compile.py.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -21,6 +22,8 @@ from ov_autoplace.placement.legalizer import query_support
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import PlacementShapes, input_name, is_dynamic, resolve_shapes
+
+logger = logging.getLogger("ov_autoplace")
 
 
 def _smoke_inputs(model: ov.Model, shapes: PlacementShapes) -> list[np.ndarray]:
@@ -86,6 +89,7 @@ def compile_with_affinities(core: ov.Core, model: ov.Model, placement: Placement
         placement = ensure_legal(placement, graph, placement.devices, support, source="given")
     placement.apply(prepared)
     compiled = core.compile_model(prepared, device_string, with_runtime_options(core, model, placement.devices, props))
+    say_hetero_count(compiled, placement)
     if dynamic and len(set(placement.assignment.values())) > 1:
         if shapes is None:
             try:
@@ -94,6 +98,18 @@ def compile_with_affinities(core: ov.Core, model: ov.Model, placement: Placement
                 shapes = None  # a dynamic rank: no default shape to run it at
         check_dynamic_split_runs(compiled, model, placement, shapes)
     return compiled
+
+
+def say_hetero_count(compiled: ov.CompiledModel, placement: Placement) -> None:
+    """INFO where HETERO compiled another number of submodels than ``placement`` counts: the count mirrors HETERO's
+    split, which cuts some placements finer (docs/architecture.md, "Submodels")."""
+    try:
+        count = int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS"))
+    except Exception:  # noqa: BLE001 - no such property (not HETERO, another release): nothing to compare
+        return
+    if count != placement.num_submodels:
+        logger.info("HETERO compiled %d submodel(s) where the placement counts %d (%s)", count,
+                    placement.num_submodels, placement.counts_per_device())
 
 
 def compile_on_one_device(core: ov.Core, model: ov.Model, device_string: str, device: str,
@@ -110,4 +126,4 @@ def compile_on_one_device(core: ov.Core, model: ov.Model, device_string: str, de
     return core.compile_model(clone, device_string, with_runtime_options(core, model, (device,), props))
 
 
-__all__ = ["check_dynamic_split_runs", "compile_on_one_device", "compile_with_affinities"]
+__all__ = ["check_dynamic_split_runs", "compile_on_one_device", "compile_with_affinities", "say_hetero_count"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import openvino as ov
 
-from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
+from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities, say_hetero_count
 from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.decision.memory_path import check_carried_within_caps
 from ov_autoplace.decision.request import PlacementRequest
@@ -43,8 +43,10 @@ def compile_decided(req: PlacementRequest, props: dict[str, Any], *, device: str
                                        shapes=req.shapes, check_carried=functools.partial(
                                            check_carried_within_caps, req) if req.memory_caps else None)
     placement.apply(prepared)
-    return req.core.compile_model(prepared, req.spec.hetero_string,
-                                  with_runtime_options(req.core, req.model, placement.devices, props))
+    compiled = req.core.compile_model(prepared, req.spec.hetero_string,
+                                      with_runtime_options(req.core, req.model, placement.devices, props))
+    say_hetero_count(compiled, placement)
+    return compiled
 
 
 __all__ = ["compile_decided", "is_plain_call"]

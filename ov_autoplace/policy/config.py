@@ -37,16 +37,7 @@ GROUP_COST_FEATURE_NAMES = ("log_group_compute_us", "log_group_vs_best_device")
 class HSDAGConfig:
     """Sizes and rules of :class:`~ov_autoplace_lab.hsdag_torch.model.HSDAGPolicy`.
 
-    ``score_threshold``: an edge can be kept by graph parsing only if its score
-    ``sigmoid(MLP(z_u * z_v))`` is at least this (0.5 = non-negative logit);
-    parsing stops when no edge qualifies or after ``max_pool_iterations``.
-    ``coarsening``: one of :data:`COARSENING_RULES`; left out of :meth:`to_dict` when ``chain`` so the
-    policies exported before it existed keep their header and digest. ``placer_inputs``: one of
-    :data:`PLACER_INPUTS`, likewise left out when ``group``. ``placer_passes``: with ``boundary`` inputs, how
-    many times the placer scores the groups, each pass pricing every group's move with its neighbours where the
-    previous pass put them (the first: all on the graph's best device); left out when 1. ``graph_summary``:
-    with ``boundary`` inputs, whether the placer also reads the whole graph's mean group embedding (``hidden``
-    x ``hidden`` more weights, a seventh of the policy file); left out when True.
+    The rest: docs/architecture.md, "Module notes", ov_autoplace/policy/config.py (HSDAGConfig).
     """
 
     hidden: int = 128  # the paper's size

@@ -52,3 +52,25 @@ def test_split_hetero_cannot_run_dynamic_is_named_and_compile_model_falls_back(f
     if "-> candidate" in caplog.text:
         assert "DynamicSplitError" in caplog.text and "falling back to plain compile_model" in caplog.text
     _check_outputs(compiled, f32_testbed.core.compile_model(model, "CPU"))
+
+
+def test_a_split_hetero_cuts_finer_than_its_placement_counts_is_said_at_info(f32_testbed, caplog):
+    """The softmaxes of a 2-layer attention on CPUF: the placement counts 5 submodels (the mirror of HETERO's
+    split) and OpenVINO 2026.4's HETERO compiles 10 (docs/architecture.md, "Submodels"); the compile says so, with
+    both counts. A split the mirror counts right says nothing."""
+    model = sg.attention_like(layers=2)
+    placement = oa.place(model, f32_testbed.hetero, core=f32_testbed.core, pins={"type:Softmax": "CPUF"},
+                         strategy="priority", max_submodels=None)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_placement(model, placement, core=f32_testbed.core)
+    hetero = int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS"))
+    assert hetero > placement.num_submodels, (hetero, placement.num_submodels)  # the case this test is about
+    assert f"HETERO compiled {hetero} submodel(s) where the placement counts {placement.num_submodels}" in caplog.text
+    caplog.clear()
+    residual = sg.residual()
+    split = oa.place(residual, f32_testbed.hetero, core=f32_testbed.core, pins={"type:Convolution": "CPUF"},
+                     strategy="priority")
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_placement(residual, split, core=f32_testbed.core)
+    assert int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS")) == split.num_submodels > 1
+    assert "HETERO compiled" not in caplog.text
