@@ -71,7 +71,8 @@ def with_reported_caps(req: PlacementRequest) -> PlacementRequest:
         prepared = prepare_model(req.placement_model)
         graph = req.placement_graph(prepared)
         need = memory_need(graph, req.model, tokens)
-        held = _plain_call_holds(graph, need, query_support(req.core, prepared, graph, req.devices), req.devices, kv)
+        on = query_support(req.core, prepared, graph, req.devices).argmax(axis=1)  # HETERO's own split
+        held = dict(zip(req.devices, _held_bytes(graph, on, need.state, [kv.get(d, 0) for d in req.devices])))
     except Exception as exc:  # noqa: BLE001 - our machinery, at the door: the call goes on as OpenVINO's would
         logger.warning("%s: memory report not applied: reading the model's need failed (%s: %s)",
                        ", ".join(reports), type(exc).__name__, exc)
@@ -94,45 +95,40 @@ def with_reported_caps(req: PlacementRequest) -> PlacementRequest:
     return capped
 
 
-def _plain_call_holds(graph: GraphArrays, need: MemoryNeed, support: np.ndarray, devices, kv) -> dict[str, float]:
-    """Bytes HETERO's own split puts on each device of ``kv`` (those reporting memory): the weights its nodes read,
-    each Constant once per device, and the KV cache of its ReadValues as that device stores it."""
-    on = support.argmax(axis=1)  # the first device that runs each node (HETERO's affinity)
+def _held_bytes(graph: GraphArrays, on: np.ndarray, states, kv) -> np.ndarray:
+    """Bytes [D] each device holds with ``graph``'s nodes on the device indices ``on``: the weights its nodes read,
+    each Constant once per device, and ``kv[d]`` times the bytes of the ``states`` (ReadValue name -> bytes) it
+    holds (its share of the KV cache as it stores it)."""
     src, dst = graph.edge_src, graph.edge_dst
     reads = (graph.role[src] == NodeRole.CONSTANT) & (graph.role[dst] == NodeRole.COMPUTE)
     index = {name: i for i, name in enumerate(graph.names)}
-    held = {}
-    for d, device in enumerate(devices):
-        if device in kv:
-            weights = np.unique(src[reads & (on[dst] == d)])
-            cache = sum(b for name, b in need.state.items() if on[index[name]] == d)
-            held[device] = float(np.maximum(graph.out_bytes[weights], 0).sum()) + kv[device] * cache
+    held = np.zeros(len(kv))
+    for d, share in enumerate(kv):
+        weights = np.unique(src[reads & (on[dst] == d)])
+        cache = sum(b for name, b in states.items() if name in index and on[index[name]] == d)
+        held[d] = float(np.maximum(graph.out_bytes[weights], 0).sum()) + share * cache
     return held
 
 
 def check_carried_within_caps(req: PlacementRequest, static: Placement, carried: Placement,
                               dynamic: ov.Model) -> None:
     """MemoryCapError when carrying ``static`` (fitted on the clone) over to the ``dynamic`` model, as the compile
-    does, left a device holding more than before and more than its cap: weights each Constant once, the KV cache
-    of its ReadValues (docs/llm.md, "Memory")."""
+    does, left a device holding more than before and more than its cap (:func:`_held_bytes`, the KV cache at its
+    declared bytes; docs/llm.md, "Memory")."""
     graph = extract_graph(dynamic)
     caps, states = device_caps(req), state_bytes(req.model, context_tokens(req.model, context_of(req)))
-    src, dst = graph.edge_src, graph.edge_dst
-    reads = (graph.role[src] == NodeRole.CONSTANT) & (graph.role[dst] == NodeRole.COMPUTE)
+    slot = {device: d for d, device in enumerate(req.devices)}
+    ones = [1.0] * len(req.devices)
+    before, after = (_held_bytes(graph, np.array([slot.get(placement.assignment.get(n, carried.assignment[n]), -1)
+                                                  for n in graph.names]), states, ones)
+                     for placement in (static, carried))  # a node only the dynamic model has: where it is carried
     for d, device in enumerate(req.devices):
-        held = []
-        for placement in (static, carried):  # a node only the dynamic model has: where the compile puts it
-            on = np.array([placement.assignment.get(name, carried.assignment[name]) == device
-                           for name in graph.names])
-            weights = np.unique(src[reads & on[dst]])
-            held.append(float(np.maximum(graph.out_bytes[weights], 0).sum()) + sum(
-                b for name, b in states.items() if placement.assignment.get(name) == device))
-        if held[1] > max(held[0], caps[d]):
+        if after[d] > max(before[d], caps[d]):
             moved = [n for n in graph.names if carried.assignment[n] == device and static.assignment.get(n, device)
                      != device]
             raise MemoryCapError(
                 f"carried over to the dynamic model, the placement moved {len(moved)} node(s) onto {device} (e.g. "
-                f"{moved[:3]}), which would hold {format_bytes(held[1])} of its cap {format_bytes(caps[d])}; "
+                f"{moved[:3]}), which would hold {format_bytes(after[d])} of its cap {format_bytes(caps[d])}; "
                 "nothing was compiled: give the model static shapes (reshape it first) or raise the cap")
 
 
