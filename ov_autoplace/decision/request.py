@@ -60,13 +60,15 @@ class PlacementRequest:
 
     def placement_graph(self, prepared: ov.Model) -> GraphArrays:
         """``model.prepare.placement_graph`` of ``prepared`` (``prepare_model(placement_model)``), the dynamic
-        model's graph extracted once per request."""
+        model's graph (or None) found once per request."""
         graph = extract_graph(prepared)
-        if self.placement_model is self.model or not (graph.variables or computes_shapes(self.model)):
+        if self.placement_model is self.model:
             return graph
         if "_dynamic" not in self.__dict__:
-            object.__setattr__(self, "_dynamic", extract_graph(prepare_model(self.model)))
-        return dataclasses.replace(graph, dynamic=self.__dict__["_dynamic"])
+            judged = graph.variables or computes_shapes(self.model)
+            object.__setattr__(self, "_dynamic", extract_graph(prepare_model(self.model)) if judged else None)
+        dynamic = self.__dict__["_dynamic"]
+        return graph if dynamic is None else dataclasses.replace(graph, dynamic=dynamic)
 
 
 __all__ = ["PlacementRequest"]

@@ -546,11 +546,18 @@ def test_the_shape_value_rule_leaves_a_chain_and_keeps_the_bound(f32_testbed):
     assert bounded.num_submodels <= 2
 
 
-def test_a_request_for_a_dynamic_model_that_computes_shapes_carries_its_dynamic_graph(f32_testbed):
+def test_a_request_for_a_dynamic_model_that_computes_shapes_carries_its_dynamic_graph(f32_testbed, monkeypatch):
+    """Whether the request judges on its dynamic graph (a walk over the model's ops) is decided, and that graph
+    extracted, once per request, however often a path asks for it."""
     from ov_autoplace.call_request import build_request
+    from ov_autoplace.decision import request
     from ov_autoplace.model.prepare import prepare_model
 
+    asked = []
+    monkeypatch.setattr(request, "computes_shapes", lambda model: asked.append(model) or True)
     req = build_request(sg.shape_value_layers(), f32_testbed.hetero, core=f32_testbed.core)
     assert req.placement_model is not req.model
     graph = req.placement_graph(prepare_model(req.placement_model))
     assert graph.dynamic is not None and not graph.variables
+    again = req.placement_graph(prepare_model(req.placement_model))
+    assert again.dynamic is graph.dynamic and len(asked) == 1
