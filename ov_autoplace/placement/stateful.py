@@ -253,13 +253,18 @@ def _dynamic_map(graph: GraphArrays) -> tuple:
     return found
 
 
+def carried_to_dynamic(graph: GraphArrays, full: np.ndarray) -> np.ndarray:
+    """A static clone's placement ``full`` on its ``graph.dynamic`` as ``dynamic_model.transfer_placement``
+    proposes it: by name, a node the clone folded away with its neighbours."""
+    namesake, folded, _, _ = _dynamic_map(graph)
+    return fill_by_neighbours(np.where(namesake >= 0, full[np.maximum(namesake, 0)], -1), graph.dynamic, folded)
+
+
 def _split_on_dynamic(graph: GraphArrays, full: np.ndarray) -> list[tuple[int, int]]:
-    """Rule 2 for a static clone's placement ``full``, checked on its dynamic graph, as the clone's variables. The
-    clone's devices go by name; a node it folded away (a shape computation) is placed as the compile's carry-over
-    places it (``dynamic_model.transfer_placement``), a Parameter by its readers there."""
-    namesake, folded, active, pairs = _dynamic_map(graph)
-    device = fill_by_neighbours(np.where(namesake >= 0, full[np.maximum(namesake, 0)], -1), graph.dynamic, folded)
-    device = follow_consumers(graph.dynamic, device, active, np.zeros(device.size, bool))
+    """Rule 2 for a static clone's placement ``full``, checked on its dynamic graph, as the clone's variables: the
+    clone's placement carried over (:func:`carried_to_dynamic`), a Parameter by its readers there."""
+    _, _, active, pairs = _dynamic_map(graph)
+    device = follow_consumers(graph.dynamic, carried_to_dynamic(graph, full), active, np.zeros(active.size, bool))
     return sorted({pairs[pair] for pair in split_variables(graph.dynamic, device, active)})
 
 
@@ -345,13 +350,12 @@ def keep_shape_values_whole(graph: GraphArrays, device: np.ndarray, active: np.n
     """The dynamic model's rule 4, in place on a static clone's ``device``, judged on its ``dynamic`` graph: a shape
     value read behind a way out of its device and back crosses HETERO's submodels as a Parameter of unknown value
     (docs/architecture.md, "Module notes"). Moves as :func:`keep_state_devices_whole`; returns how many."""
-    dyn, (namesake, folded, dyn_active, _) = graph.dynamic, _dynamic_map(graph)
+    dyn, (namesake, _, dyn_active, _) = graph.dynamic, _dynamic_map(graph)
     shape, weight, moved = _shape_values(dyn), np.maximum(graph.flops, 0.0) + 1.0, 0
     src, dst = dyn.edge_src, dyn.edge_dst
     for _ in range(2 * int(shape.sum()) + 4):  # each round undoes one re-entry; a move can make another
         full = follow_consumers(graph, device, active, locked & ~active)  # a folded shape value: by its readers
-        on = fill_by_neighbours(np.where(namesake >= 0, full[np.maximum(namesake, 0)], -1), dyn, folded)
-        on = follow_consumers(dyn, on, dyn_active, np.zeros(on.size, bool))
+        on = follow_consumers(dyn, carried_to_dynamic(graph, full), dyn_active, np.zeros(dyn.num_nodes, bool))
         for d in np.unique(on[dyn_active]).tolist():
             between, after = _reentries(dyn, on, dyn_active, d)
             if (shape[src] & after[dst] & ~after[src]).any():  # a shape value from outside read in the part
@@ -431,5 +435,6 @@ def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndar
     return pinned[0] if pinned else able[0]
 
 
-__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "keep_state_devices_whole",
-           "keep_state_together", "one_device_for_state", "split_variables", "state_groups", "with_initializer_copies"]
+__all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "carried_to_dynamic",
+           "keep_state_devices_whole", "keep_state_together", "one_device_for_state", "split_variables",
+           "state_groups", "with_initializer_copies"]

@@ -25,7 +25,8 @@ from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.decision.prediction_guard import guard_placement
 from ov_autoplace.search.memory_fit import legal_pricer
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS, constant_subgraph_mask, legalize
-from ov_autoplace.placement.assignment import Placement, fill_by_neighbours
+from ov_autoplace.placement.assignment import Placement
+from ov_autoplace.placement.stateful import carried_to_dynamic
 from ov_autoplace_lab.optimum.strategy import OptimumStrategy
 from ov_autoplace_lab.baselines.critical_path import CriticalPathGreedyStrategy
 from ov_autoplace.strategies import (HeavyOpsStrategy, HeftStrategy, PlacementContext,
@@ -93,8 +94,8 @@ def compiled_as(graph: GraphArrays, row: np.ndarray, devices: tuple[str, ...],
     from ov_autoplace.placement.stateful import _dynamic_map  # rule 2's name map of the clone, made once per graph
 
     dynamic, row = graph.dynamic, np.asarray(row, np.int64)
-    namesake, folded, _, _ = _dynamic_map(graph)
-    proposal = fill_by_neighbours(np.where(namesake >= 0, row[np.maximum(namesake, 0)], -1), dynamic, folded)
+    namesake = _dynamic_map(graph)[0]
+    proposal = carried_to_dynamic(graph, row)
     dynamic_support = np.where((namesake >= 0)[:, None], support[np.maximum(namesake, 0)], True)
     legal = legalize(dynamic, proposal, devices, dynamic_support, max_submodels=None).device_indices(dynamic.names,
                                                                                                       devices)
