@@ -197,8 +197,8 @@ def legalize(
 
     # 5. rule 4 (REENTRY_RULE: splits HETERO refuses though rule 2 holds). Where only moving pins would undo a
     # re-entry it stays: the compile says whether HETERO takes it
-    whole_holds = True
-    if graph.variables:
+    whole_holds, split = True, np.unique(device[active]).size > 1  # on one device no path leaves it
+    if graph.variables and split:
         whole, whole_holds = keep_state_devices_whole(graph, device, active, support, locked)
         whole_holds = whole_holds or bool(locked.any())
         if whole:
@@ -208,7 +208,7 @@ def legalize(
 
     # 5b. the same for a shape value of a dynamic model without state (read on its clone's dynamic graph); its moves
     # can leave a device's part in pieces, so the bound is merged to again, and the rule judged again after that
-    elif graph.dynamic is not None:
+    elif graph.dynamic is not None and split:
         for _ in range(3):
             shaped = keep_shape_values_whole(graph, device, active, support, locked)
             if not shaped:

@@ -546,6 +546,27 @@ def test_the_shape_value_rule_leaves_a_chain_and_keeps_the_bound(f32_testbed):
     assert bounded.num_submodels <= 2
 
 
+def test_a_one_device_placement_is_not_judged_under_rule_4(f32_testbed, monkeypatch):
+    """No path leaves a device that holds everything: the legalizer does not walk rule 4 for such a placement (the
+    walk doubled a one-device legalize of a dynamic model's clone), while a split is still judged."""
+    from ov_autoplace.placement import legalizer
+
+    judged = []
+    monkeypatch.setattr(legalizer, "keep_shape_values_whole", lambda *a: judged.append("shape") or 0)
+    monkeypatch.setattr(legalizer, "keep_state_devices_whole", lambda *a: judged.append("state") or (0, True))
+    _, graph, one = _shape_value_split(f32_testbed, set())
+    assert graph.dynamic is not None and one.num_submodels == 1 and not judged
+    _shape_value_split(f32_testbed, _REENTERED)
+    assert judged == ["shape"]
+    model = stateful_layers()
+    graph = extract_graph(model)
+    support = query_support(f32_testbed.core, model, graph, DEVICES)
+    legalize(graph, np.zeros(graph.num_nodes, np.int64), DEVICES, support)
+    assert judged == ["shape"]
+    legalize(graph, np.arange(graph.num_nodes) * 2 // graph.num_nodes, DEVICES, support)
+    assert judged == ["shape", "state"]
+
+
 def test_a_request_for_a_dynamic_model_that_computes_shapes_carries_its_dynamic_graph(f32_testbed, monkeypatch):
     """Whether the request judges on its dynamic graph (a walk over the model's ops) is decided, and that graph
     extracted, once per request, however often a path asks for it."""
