@@ -5,6 +5,8 @@ How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/search/
 
 from __future__ import annotations
 
+import hashlib
+import weakref
 from typing import Sequence
 
 import numpy as np
@@ -119,6 +121,9 @@ def _candidates(simulator, anchors, caps, row, movable, weights, source, cuts, t
     return np.concatenate(rows), np.concatenate(ms), np.concatenate(overs)
 
 
+_SPLITS: "weakref.WeakKeyDictionary[GraphArrays, dict]" = weakref.WeakKeyDictionary()
+
+
 def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, support: np.ndarray, *,
                pins: Sequence[Pin] = (), max_submodels: int | None = DEFAULT_MAX_SUBMODELS, cuts: int = CUTS,
                legalised: int = LEGALISED, rounds: int = ROUNDS) -> Placement:
@@ -141,6 +146,16 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
     def legal(proposal, strategy):
         return legalize(graph, proposal, devices, support, pins=pins, max_submodels=max_submodels, strategy=strategy)
 
+    split = _SPLITS.setdefault(graph, {})  # kept with the graph: windows snap to the same rows, fit after fit
+
+    def splits(row) -> bool:  # the legalizer would put ``row`` on one device (stateful rule 2)
+        if not graph.variables:
+            return False
+        key = hashlib.blake2b(row.astype(np.int16).tobytes(), digest_size=16).digest()
+        if key not in split:
+            split[key] = bool(split_variables(graph, row.astype(np.int64), simulator.active))
+        return split[key]
+
     best = None
     for _ in range(rounds):
         excess = simulator.resident_bytes(row[None])[0] - caps
@@ -153,8 +168,8 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
         for k in np.argsort(ms, kind="stable"):
             if not np.isfinite(ms[k]) or tried >= legalised:
                 break
-            if graph.variables and split_variables(graph, batch[k].astype(np.int64), simulator.active):
-                continue  # the legalizer would put everything on one device (stateful rule 2): not a fit
+            if splits(batch[k]):
+                continue  # not a fit
             tried += 1
             fitted = legal(batch[k], f"{placement.strategy}+memory_fit")
             fitted_ms = float(simulator.feasible_ms(fitted.device_indices(graph.names, devices)))
@@ -166,7 +181,7 @@ def fit_memory(placement: Placement, graph: GraphArrays, cost: CostModel, suppor
         freed = np.maximum(excess, 0).sum() - over
         added = nominal - float(simulator(row[None])[0])
         for k in np.argsort(np.where(freed > 0, added / np.maximum(freed, 1), np.inf), kind="stable"):
-            if not (graph.variables and split_variables(graph, batch[k].astype(np.int64), simulator.active)):
+            if not splits(batch[k]):
                 break
         row = legal(batch[k], placement.strategy).device_indices(graph.names, devices).astype(np.int16)
     over = ", ".join(f"{devices[d]} {start[d]:.3g} B of {caps[d]:.3g} B" for d in np.flatnonzero(start > caps))
