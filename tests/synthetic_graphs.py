@@ -398,3 +398,29 @@ def llm_like(vocab: int = 37, hidden: int = 8, positions: int | None = 64, layer
     out.output(0).get_tensor().set_names({"logits"})
     logits.output(0).get_tensor().set_names({"logits"})
     return ov.Model([out], assigns, [ids, mask, pos, beam], "llm_like")
+
+
+def random_elementwise_dag(seed: int, nodes: int, devices: tuple[str, ...] = ("CPU", "CPUF")) -> ov.Model:
+    """``nodes`` Relu / Add nodes of ``[1, 4]`` reading earlier ones, the Parameter ``x`` or one of two shared
+    Constants, each node (graph inputs and Results too) with a seeded random ``affinity`` of ``devices``: any
+    DAG shape HETERO's split can meet, in a model that compiles in milliseconds. Node ``k`` is named ``n<k>``."""
+    rng = np.random.default_rng(seed)
+    x = ops.parameter([1, 4], np.float32, name="x")
+    shared = [ops.constant(np.full([1, 4], k + 1.0, np.float32), name=f"c{k}") for k in range(2)]
+    made: list = [x]
+    for k in range(nodes):
+        roll, a = rng.random(), made[rng.integers(len(made))]
+        if roll < 0.25:
+            node = ops.add(a, shared[rng.integers(2)])
+        elif roll < 0.5 or len(made) < 2:
+            node = ops.relu(a)
+        else:
+            first, second = rng.choice(len(made), 2, replace=False)
+            node = ops.add(made[first], made[second])
+        node.set_friendly_name(f"n{k}")
+        made.append(node)
+    read = {i.get_source_output().get_node().get_friendly_name() for node in made[1:] for i in node.inputs()}
+    model = ov.Model([ops.result(node) for node in made[1:] if node.get_friendly_name() not in read], [x], "dag")
+    for op in model.get_ordered_ops():
+        op.get_rt_info()["affinity"] = devices[rng.integers(len(devices))]
+    return model
