@@ -236,6 +236,20 @@ def test_a_stateful_chain_is_fitted_by_a_pipeline_cut_that_keeps_each_variable_i
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def _matmuls_only_on_the_second(bed):
+    """``stateful_layers(4, 64, head=True)`` whose second device runs only MatMuls, everything legalised on the first,
+    and a cost capping the first below the whole model by 1.5 weights (one MatMul moved is not enough):
+    ``(model, graph, support, placement, cost)``."""
+    model = prepare_model(sg.stateful_layers(4, 64, head=True))
+    graph = extract_graph(model)
+    support = query_support(bed.core, model, graph, bed.devices).copy()
+    support[:, 1] = [t == "MatMul" for t in graph.op_types]
+    placed = legalize(graph, np.zeros(graph.num_nodes, np.int64), bed.devices, support)
+    whole = Simulator(_cost(graph, bed.devices, capacity=[np.inf, np.inf]), graph).resident_bytes(
+        np.zeros((1, graph.num_nodes), np.int64))[0, 0]
+    return model, graph, support, placed, _cost(graph, bed.devices, capacity=[whole - 1.5 * WEIGHT, np.inf])
+
+
 def test_a_stateful_fit_grows_from_windows_the_legalizer_keeps_split(f32_testbed):
     """The second device runs only MatMuls (as an NPU without the attention and the state's dynamic ops): a window
     of the layers' projections that fits would put a layer's projection on the other device and cut its variable
@@ -243,14 +257,7 @@ def test_a_stateful_fit_grows_from_windows_the_legalizer_keeps_split(f32_testbed
     window the legalizer leaves split (a projection at one end), the second fits the rest: the first layer's
     projection and the head, three submodels, every variable whole. The split compiles and runs as the plain compile."""
     bed = f32_testbed
-    model = prepare_model(sg.stateful_layers(4, 64, head=True))
-    graph = extract_graph(model)
-    support = query_support(bed.core, model, graph, bed.devices).copy()
-    support[:, 1] = [t == "MatMul" for t in graph.op_types]
-    placed = legalize(graph, np.zeros(graph.num_nodes, np.int64), bed.devices, support)
-    one = Simulator(_cost(graph, bed.devices, capacity=[np.inf, np.inf]), graph)
-    whole = one.resident_bytes(np.zeros((1, graph.num_nodes), np.int64))[0, 0]
-    cost = _cost(graph, bed.devices, capacity=[whole - 1.5 * WEIGHT, np.inf])  # one MatMul moved is not enough
+    model, graph, support, placed, cost = _matmuls_only_on_the_second(bed)
     fitted = fit_memory(placed, graph, cost, support)
     assert Simulator(cost, graph).memory_ok(fitted.device_indices(graph.names, bed.devices)), fitted.notes
     assert {n for n, d in fitted.assignment.items() if d == bed.devices[1] and n in graph.names
@@ -275,15 +282,7 @@ def test_a_stateful_fit_judges_each_distinct_window_once(f32_testbed, monkeypatc
     s now). The same fit comes back, and a second fit of the same placement judges nothing again."""
     from ov_autoplace.search import memory_fit
 
-    bed = f32_testbed
-    model = prepare_model(sg.stateful_layers(4, 64, head=True))
-    graph = extract_graph(model)
-    support = query_support(bed.core, model, graph, bed.devices).copy()
-    support[:, 1] = [t == "MatMul" for t in graph.op_types]
-    placed = legalize(graph, np.zeros(graph.num_nodes, np.int64), bed.devices, support)
-    whole = Simulator(_cost(graph, bed.devices, capacity=[np.inf, np.inf]), graph).resident_bytes(
-        np.zeros((1, graph.num_nodes), np.int64))[0, 0]
-    cost = _cost(graph, bed.devices, capacity=[whole - 1.5 * WEIGHT, np.inf])
+    _, graph, support, placed, cost = _matmuls_only_on_the_second(f32_testbed)
     judged, real = [], memory_fit.split_variables
     monkeypatch.setattr(memory_fit, "split_variables", lambda g, row, active: judged.append(row.tobytes())
                         or real(g, row, active))
