@@ -1,14 +1,16 @@
 """HETERO's own split against the lab's re-derivation of OpenVINO 2026.4's collector and the runtime's mirror.
 
-    python benchmarks/bench_hetero_collector.py [--graphs 600] [--write docs/bench/hetero-collector.md]
+    python benchmarks/bench_hetero_collector.py [--graphs 600] [--zoo inception_v3,fcos_detector --splits 20]
+                                                [--write docs/bench/hetero-collector.md]
 
 Each case is compiled on the testbed (``HETERO:CPU,CPUF``) with ``OPENVINO_HETERO_VISUALIZE=1``; its parts are read
 from the dump and compared, node by node over the compute nodes, with ``ov_autoplace_lab.hetero_collector`` (the
 2026.4 collector as read upstream) and with ``placement.submodels.hetero_part_roots`` (the mirror the legalizer
 counts with). Cases: seeded random DAGs of Relu / Add nodes with random affinities
 (``tests.synthetic_graphs.random_elementwise_dag``, 4-20 nodes), and the synthetic attention with its softmaxes on
-``CPUF`` (1-4 layers). Prints per case kind how many partitions each one got right, and HETERO's submodel count
-beside the mirror's.
+``CPUF`` (1-4 layers); with ``--zoo``, random window splits of zoo models legalised with the bound of 8 and applied
+as ``compile_placement`` applies them. Prints per case kind how many partitions each one got right, and HETERO's
+submodel count beside the lab's, the mirror's or the legalizer's.
 """
 
 from __future__ import annotations
@@ -67,9 +69,34 @@ def attention_cases(testbed):
         yield f"attention_like(layers={layers}), softmaxes on CPUF", prepared
 
 
+def zoo_cases(testbed, names: list[str], splits: int):
+    """Per zoo model, ``splits`` random proposals of one to three windows of the topological order on ``CPUF``,
+    legalised with the bound of 8 and applied to a prepared clone as ``compile_placement`` applies them."""
+    from ov_autoplace.placement.legalizer import legalize, query_support
+    from ov_autoplace_lab import models as zoo
+
+    for name in names:
+        prepared = prepare_model(zoo.load(name))
+        graph = extract_graph(prepared)
+        support = query_support(testbed.core, prepared, graph, testbed.devices)
+        rng = np.random.default_rng(0)
+        for k in range(splits):
+            proposal = np.zeros(graph.num_nodes, np.int64)
+            for _ in range(rng.integers(1, 4)):
+                start = int(rng.integers(graph.num_nodes))
+                proposal[start:start + int(rng.integers(1, 120))] = 1
+            placement = legalize(graph, proposal, list(testbed.devices), support, max_submodels=8, strategy="random")
+            applied = prepared.clone()
+            placement.apply(applied)
+            yield name, placement.num_submodels, applied
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graphs", type=int, default=600, help="random DAGs (seeds 0..N-1)")
+    parser.add_argument("--zoo", default="", help="zoo models (comma-separated) to split at random, e.g. "
+                        "inception_v3,fcos_detector (their IRs are built with torch, or read from the zoo cache)")
+    parser.add_argument("--splits", type=int, default=20, help="random legalised splits per zoo model")
     parser.add_argument("--write", type=pathlib.Path, help="write the results as markdown here")
     args = parser.parse_args(argv)
     testbed = make_testbed(like_for_like=True)
@@ -87,11 +114,22 @@ def main(argv=None) -> int:
             tally["mirror"] += mirror
             tally["lab count"] += hetero == lab_count
             tally["mirror count"] += hetero == counted
-        rows.append((f"random DAGs, seeds 0-{args.graphs - 1}", args.graphs, tally["lab"], tally["mirror"],
-                     f"lab's = HETERO's in {tally['lab count']}, mirror's in {tally['mirror count']}"))
+        if args.graphs:
+            rows.append((f"random DAGs, seeds 0-{args.graphs - 1}", args.graphs, tally["lab"], tally["mirror"],
+                         f"lab's = HETERO's in {tally['lab count']}, mirror's in {tally['mirror count']}"))
         for label, model in attention_cases(testbed):
             lab, mirror, hetero, lab_count, counted = compare(testbed, model, dump)
             rows.append((label, 1, int(lab), int(mirror), f"HETERO {hetero}, lab {lab_count}, mirror {counted}"))
+        zoo: dict[str, list] = {}
+        for name, legal_count, applied in zoo_cases(testbed, [m for m in args.zoo.split(",") if m], args.splits):
+            zoo.setdefault(name, []).append((compare(testbed, applied, dump), legal_count))
+        for name, results in zoo.items():
+            finer = [f"{legal} -> {hetero}" for (_, _, hetero, _, _), legal in results if hetero != legal]
+            rows.append((f"{name}, random legalised splits (bound 8), as applied", len(results),
+                         sum(r[0] for r, _ in results), sum(r[1] for r, _ in results),
+                         f"lab's = HETERO's in {sum(r[2] == r[3] for r, _ in results)}; the legalizer's count "
+                         f"is HETERO's in {len(results) - len(finer)}" + (f" (else {', '.join(finer)})" if finer
+                                                                            else "")))
     finally:
         os.chdir(here)
     lines = ["| cases | n | lab collector = HETERO | runtime mirror = HETERO | submodel counts |", "|---|---|---|---|---|"]
@@ -99,9 +137,12 @@ def main(argv=None) -> int:
     print("\n".join(lines))
     if args.write:
         head = ["# HETERO's split against the 2026.4 collector re-derived and the runtime's mirror (measured)", "",
-                f"Generated by `python benchmarks/bench_hetero_collector.py --graphs {args.graphs} --write "
-                f"{args.write}` ({datetime.date.today()}, OpenVINO {openvino.get_version()}). Partitions compared "
-                "over the compute nodes, as `OPENVINO_HETERO_VISUALIZE` dumps them.", ""]
+                f"Generated by `python benchmarks/bench_hetero_collector.py --graphs {args.graphs}"
+                + (f" --zoo {args.zoo} --splits {args.splits}" if args.zoo else "") + f" --write {args.write}` "
+                f"({datetime.date.today()}, OpenVINO {openvino.get_version()}). Partitions compared over the compute "
+                "nodes, as `OPENVINO_HETERO_VISUALIZE` dumps them; counts against `HETERO_NUMBER_OF_SUBMODELS`. The "
+                "zoo rows compare on the model as `Placement.apply` leaves it (HETERO's input) and give the "
+                "legalizer's count of each split beside HETERO's.", ""]
         args.write.write_text("\n".join(head + lines) + "\n")
     return 0
 
