@@ -27,6 +27,8 @@ from pathlib import Path
 
 import openvino as ov
 
+from ov_autoplace.graph.components import component_roots
+
 
 def hetero_parts(model: ov.Model) -> dict[str, int]:
     """Each node's part (friendly name -> the position of the part's first node in ``get_ordered_ops``) in the split
@@ -70,21 +72,9 @@ def _split(model: ov.Model):
                 else:
                     boundary.add((v, port))
 
-    def parts() -> list[int]:
-        root = list(range(n))
-
-        def find(x: int) -> int:
-            while root[x] != x:
-                root[x] = root[root[x]]
-                x = root[x]
-            return x
-
-        for v in range(n):
-            for port, (s, _) in enumerate(inputs[v]):
-                if (v, port) not in boundary:
-                    a, b = sorted((find(s), find(v)))
-                    root[b] = a
-        return [find(v) for v in range(n)]
+    def parts() -> list[int]:  # each node's part: the lowest member of its component over the uncut edges
+        joined = [(s, v) for v in range(n) for port, (s, _) in enumerate(inputs[v]) if (v, port) not in boundary]
+        return component_roots(n, [s for s, _ in joined], [v for _, v in joined]).tolist()
 
     while _round(n, inputs, readers, graph_input, boundary, parts()):
         pass
