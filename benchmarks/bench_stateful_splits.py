@@ -12,7 +12,7 @@ placed on its prefill's static clone with the dynamic model's graph, as every de
 topological order (1-120 active nodes each) on the second device of the f32 testbed (``HETERO:CPU,CPUF``) and is
 legalised three times: with stateful rules 1-3 only (the legalizer before rules 4 and 5), with rule 4 too
 (``stateful.keep_state_devices_whole``: no path out of a device holding state and back to where the device also
-reaches directly; ``submodels.keep_parameters_off_cycles`` in ``Placement.apply``: none through a Parameter), and as
+reaches directly; ``submodels.move_parameters_to_fewest_parts`` in ``Placement.apply``: none through a Parameter), and as
 the legalizer does, with rule 5 too (a variable's attention in its group: ``stateful._with_attention``). Every
 placement that stays a split is compiled by ``ov_autoplace.compile_placement`` (carried over to the dynamic model
 and run once) and checked for rule 4's path on the dynamic model HETERO compiles (with the shared initializer
@@ -61,7 +61,7 @@ def rules_up_to(last: int):
     with contextlib.ExitStack() as stack:
         if last < 4:
             stack.enter_context(mock.patch.object(legalizer, "keep_state_devices_whole", lambda *a: (0, True)))
-            stack.enter_context(mock.patch.object(submodels, "keep_parameters_off_cycles", lambda *a: 0))
+            stack.enter_context(mock.patch.object(submodels, "move_parameters_to_fewest_parts", lambda *a: 0))
         if last < 5:
             stack.enter_context(mock.patch.object(stateful, "_with_attention", lambda graph, groups: groups))
         stateful._STATE_GROUPS.clear()

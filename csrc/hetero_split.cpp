@@ -4,6 +4,7 @@
 #include "hetero_split.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <vector>
 
@@ -45,10 +46,14 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
                                   py::array_t<int64_t, py::array::c_style> dst_a,
                                   py::array_t<int64_t, py::array::c_style> own_a,
                                   py::array_t<int64_t, py::array::c_style> roots_a,
-                                  py::array_t<int64_t, py::array::c_style> cut_a) {
+                                  py::array_t<int64_t, py::array::c_style> cut_a,
+                                  py::array_t<int64_t, py::array::c_style> single_a,
+                                  py::array_t<int64_t, py::array::c_style> readers_a) {
     const int64_t n = roots_a.size(), num_edges = src_a.size();
-    if (dst_a.size() != num_edges || own_a.size() != n) throw std::invalid_argument("hetero_split: sizes differ");
-    const int64_t *src = src_a.data(), *dst = dst_a.data(), *cut0 = cut_a.data();
+    if (dst_a.size() != num_edges || own_a.size() != n || single_a.size() != num_edges || readers_a.size() != n)
+        throw std::invalid_argument("hetero_split: sizes differ");
+    const int64_t *src = src_a.data(), *dst = dst_a.data(), *cut0 = cut_a.data(), *single = single_a.data();
+    const int64_t *own = own_a.data(), *readers = readers_a.data();
     for (int64_t e = 0; e < num_edges; ++e)
         if (src[e] < 0 || src[e] >= n || dst[e] < 0 || dst[e] >= n) throw std::out_of_range("hetero_split: edge");
     std::vector<int64_t> sg(roots_a.data(), roots_a.data() + n);
@@ -59,11 +64,16 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
     }
     // Bits: the graph inputs first (node order), then cut edges in the order they are cut.
     std::vector<Bits> own_bits(n), in_bits(n), out_bits(n), deps(n), entered(n), cyclic(n), through(n);
+    Bits from_input;  // the bits a graph input sets: its own, and a cut edge's out of it
     int64_t next_bit = 0;
     for (int64_t v = 0; v < n; ++v)
-        if (own_a.data()[v]) set_bit(own_bits[v], next_bit++);
+        if (own[v]) {
+            set_bit(from_input, next_bit);
+            set_bit(own_bits[v], next_bit++);
+        }
     std::vector<int64_t> edge_bit(num_edges, -1);
     auto cut_edge = [&](int64_t e) {
+        if (own[src[e]]) set_bit(from_input, next_bit);
         edge_bit[e] = next_bit;
         set_bit(in_bits[dst[e]], next_bit);
         set_bit(out_bits[src[e]], next_bit);
@@ -81,6 +91,29 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
     }
     struct Walk { int64_t part; Bits owner, leave; };
     std::vector<char> seen(n, 0);
+    auto split_part = [&](int64_t p) {  // the part's pieces: its nodes joined by the edges still uncut
+        std::vector<int64_t> nodes = std::move(members[p]);
+        members[p].clear();
+        for (int64_t start : nodes) {  // nodes ascend: each piece is found from its lowest member
+            if (seen[start]) continue;
+            seen[start] = 1;
+            std::vector<int64_t> stack{start};
+            while (!stack.empty()) {
+                const int64_t v = stack.back();
+                stack.pop_back();
+                sg[v] = start;
+                for (int64_t f : in_edges[v])
+                    if (edge_bit[f] < 0 && !seen[src[f]]) { seen[src[f]] = 1; stack.push_back(src[f]); }
+                for (int64_t f : out_edges[v])
+                    if (edge_bit[f] < 0 && !seen[dst[f]]) { seen[dst[f]] = 1; stack.push_back(dst[f]); }
+            }
+            dirty.push_back(start);
+        }
+        for (int64_t v : nodes) {  // in ascending order into their pieces
+            seen[v] = 0;
+            members[sg[v]].push_back(v);
+        }
+    };
     int64_t changed_from = 0;
     while (true) {
         std::vector<Walk> walk;
@@ -120,8 +153,11 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
                 if (cyclic[v].empty()) continue;
                 for (int64_t e : in_edges[v]) {
                     const int64_t s = src[e];
-                    if (edge_bit[e] < 0 && !meets(cyclic[v], cyclic[s]) && meets(through[v], entered[s]))
-                        added.push_back(e);
+                    if (edge_bit[e] >= 0 || meets(cyclic[v], cyclic[s]) || !meets(through[v], entered[s])) continue;
+                    // kept whole: the only reader of a node that reads nothing but graph inputs (2026.4)
+                    Bits inside;
+                    and_of(inside, entered[s], from_input);
+                    if (!(single[e] && !own[s] && cyclic[s].empty() && inside == entered[s])) added.push_back(e);
                 }
             }
         }
@@ -135,29 +171,81 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
         }
         for (int64_t p : touched) seen[p] = 0;
         dirty.clear();
-        for (int64_t p : touched) {  // the part's pieces: its nodes joined by the edges still uncut
-            std::vector<int64_t> nodes = std::move(members[p]);
-            members[p].clear();
-            for (int64_t start : nodes) {  // nodes ascend: each piece is found from its lowest member
-                if (seen[start]) continue;
-                seen[start] = 1;
-                std::vector<int64_t> stack{start};
-                while (!stack.empty()) {
-                    const int64_t v = stack.back();
-                    stack.pop_back();
-                    sg[v] = start;
-                    for (int64_t f : in_edges[v])
-                        if (edge_bit[f] < 0 && !seen[src[f]]) { seen[src[f]] = 1; stack.push_back(src[f]); }
-                    for (int64_t f : out_edges[v])
-                        if (edge_bit[f] < 0 && !seen[dst[f]]) { seen[dst[f]] = 1; stack.push_back(dst[f]); }
+        for (int64_t p : touched) split_part(p);
+    }
+    // 2026.4's fallback for the cycles its exception leaves between parts: a node of a part on a cycle is cut from
+    // its part (all its uncut inputs), the first by rank, until none is left (docs/architecture.md, "Submodels")
+    std::vector<char> leaf(n), on_cycle(n), on_stack(n);
+    for (int64_t v = 0; v < n; ++v) {  // a node of one reader that reads nothing but graph inputs
+        leaf[v] = !own[v] && readers[v] == 1;
+        for (int64_t e : in_edges[v]) leaf[v] &= own[src[e]] != 0;
+    }
+    std::vector<std::vector<int64_t>> succ(n);
+    std::vector<int64_t> index(n), low(n), stack;
+    std::vector<std::pair<int64_t, size_t>> work;
+    while (true) {  // the parts on a cycle: Tarjan over the parts, joined by the cut edges between them
+        for (auto& next : succ) next.clear();
+        for (int64_t e = 0; e < num_edges; ++e)
+            if (edge_bit[e] >= 0 && sg[src[e]] != sg[dst[e]]) succ[sg[src[e]]].push_back(sg[dst[e]]);
+        std::fill(index.begin(), index.end(), -1);
+        int64_t counter = 0, target = -1;
+        bool cyclic_left = false;
+        for (int64_t r = 0; r < n; ++r) {
+            if (sg[r] != r || index[r] >= 0) continue;
+            work.push_back({r, 0});
+            index[r] = low[r] = counter++;
+            stack.push_back(r);
+            on_stack[r] = 1;
+            while (!work.empty()) {
+                const int64_t v = work.back().first;
+                if (work.back().second < succ[v].size()) {
+                    const int64_t w = succ[v][work.back().second++];
+                    if (index[w] < 0) {
+                        index[w] = low[w] = counter++;
+                        stack.push_back(w);
+                        on_stack[w] = 1;
+                        work.push_back({w, 0});
+                    } else if (on_stack[w]) {
+                        low[v] = std::min(low[v], index[w]);
+                    }
+                    continue;
                 }
-                dirty.push_back(start);
-            }
-            for (int64_t v : nodes) {  // in ascending order into their pieces
-                seen[v] = 0;
-                members[sg[v]].push_back(v);
+                work.pop_back();
+                if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[v]);
+                if (low[v] != index[v]) continue;
+                size_t first = stack.size();
+                while (stack[--first] != v) {}
+                const bool many = stack.size() - first > 1;
+                for (size_t k = first; k < stack.size(); ++k) on_stack[stack[k]] = 0, on_cycle[stack[k]] = many;
+                cyclic_left |= many;
+                stack.resize(first);
             }
         }
+        if (!cyclic_left) break;
+        std::array<int64_t, 6> best{};  // HETERO 2026.4's rank of the node to cut, its first key first
+        for (int64_t r = 0; r < n; ++r) {
+            if (sg[r] != r || !on_cycle[r]) continue;
+            for (int64_t v : members[r]) {
+                int64_t count = 0;
+                bool entered_cycle = false, shared = false, leaf_in = false;
+                for (int64_t e : in_edges[v]) {
+                    const int64_t s = src[e];
+                    if (edge_bit[e] >= 0) {
+                        entered_cycle |= sg[s] != sg[v] && on_cycle[sg[s]];
+                    } else {
+                        ++count;
+                        shared |= readers[s] > 1;
+                        leaf_in |= leaf[s] != 0;
+                    }
+                }
+                const bool linear = count == 1 && readers[v] <= 1;
+                const std::array<int64_t, 6> rank{!entered_cycle, !shared, leaf_in, linear, count, v};
+                if (count && (target < 0 || rank < best)) best = rank, target = v;
+            }
+        }
+        for (int64_t e : in_edges[target])
+            if (edge_bit[e] < 0) cut_edge(e);
+        split_part(sg[target]);
     }
     py::array_t<int64_t> out(n);
     std::copy(sg.begin(), sg.end(), out.mutable_data());

@@ -28,7 +28,8 @@ PYBIND11_MODULE(_native, m) {
           "Time synchronous inferences of an openvino.CompiledModel; returns every sample in ms.");
 
     m.def("hetero_split", &ov_autoplace::hetero_split, py::arg("src"), py::arg("dst"), py::arg("own"), py::arg("roots"),
-          py::arg("cut"), "Every node's part root in the split HETERO compiles (placement/submodels.py).");
+          py::arg("cut"), py::arg("single"), py::arg("readers"),
+          "Every node's part root in the split HETERO 2026.4 compiles (placement/submodels.py).");
 
     m.attr("BUILT_OPENVINO_VERSION") = OV_AUTOPLACE_BUILT_OV_VERSION;
     m.def("runtime_openvino_version", []() { return std::string(ov::get_openvino_version().buildNumber); });

@@ -1,5 +1,6 @@
 """HETERO's split as OpenVINO 2026.4 makes it, re-derived on an ``ov.Model`` whose nodes carry affinities: the lab's
-reference for the runtime's mirror (``placement/submodels.py``), which leaves out its last two steps.
+reference for the runtime's mirror (``placement/submodels.py``, in C++), which follows it since ``LEGALIZER_VERSION`` 13
+(``tests/placement/test_hetero_split_rounds.py`` holds the two to the same parts).
 
 Read (not copied) from upstream ``src/plugins/hetero/src/subgraph_collector.cpp`` at the version with the
 single-consumer exception and the subgraph SCC fallback (openvinotoolkit/openvino#36126). Checked against the

@@ -71,18 +71,8 @@ class PlacementCache:
 
     def get(self, key: Mapping[str, Any], graph: GraphArrays, *, support: np.ndarray | None = None,
             pins: Sequence[Any] = ()) -> Placement | None:
-        """The cached placement for ``key`` renamed onto ``graph``'s nodes and checked legal, or None.
-
-        Entries store the device of each node by topological index: an equal
-        structural hash means an equal ordered graph, while friendly names
-        are often auto-generated ("Add_125") and differ between two exports
-        of the same architecture. Misses, stale and corrupt entries return None
-        (the latter two with a warning). A hit passes the same legality check
-        as a new placement (``legality.ensure_legal``; ``support``: the device
-        support matrix, all-supported if not given): an entry that is not
-        legal is re-legalized with a WARNING and rewritten, one that does not
-        fit the model is a miss with a WARNING.
-        """
+        """The cached placement for ``key`` renamed onto ``graph``'s nodes and checked legal, or None (misses,
+        stale and corrupt entries; how: docs/architecture.md, "Module notes", placement_cache.py)."""
         try:
             placement = self._store.load(key, lambda payload: _renamed(payload, graph))
         except OSError as exc:  # unreadable directory or file: behave as a miss

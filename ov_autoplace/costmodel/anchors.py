@@ -15,18 +15,9 @@ from ov_autoplace.placement.legalizer import constant_subgraph_mask
 
 
 class AnchorFixer:
-    """The batched twin of ``legalize()`` for proposals without pins or ``max_submodels``.
-
-    Applies legalize's rules to many proposals at once: active nodes (compute
-    nodes that are not pure-constant) a device cannot run move to the first
-    device that can (only when ``support`` is given); Parameters, Constants and
-    pure-constant compute nodes take the majority device of their non-Result
-    consumers (ties to the lower device index, no consumer -> device 0), in
-    reverse topological order; Results take their producer's device. The result
-    equals ``legalize(graph, p, devices, support).assignment`` for every row.
-    Anchors are processed in dependency levels, each level vectorised over
-    placements and nodes.
-    """
+    """The batched twin of ``legalize()`` for proposals without pins or ``max_submodels``: the same rows as
+    ``legalize(graph, p, devices, support).assignment`` (its rules: docs/architecture.md, "Module notes",
+    anchors.py)."""
 
     def __init__(self, graph: GraphArrays, num_devices: int, support: np.ndarray | None = None) -> None:
         n = graph.num_nodes

@@ -142,14 +142,8 @@ def _unfitted_template(kind: str) -> ModelDevice | None:
 
 def prior_device(facts: DeviceFacts, *, cpu_spec: SimDevice | None = None,
                  exclude_platforms: Sequence[str] = ()) -> ModelDevice | None:
-    """A batch-1 model of the device from its facts (spec + terms), or None when nothing usable is known.
-
-    A CPU is ``cpu_spec`` (default: this machine's CPU from ``/proc/cpuinfo`` at the reported thread count)
-    with the geometric mean of the fitted terms of every calibrated CPU. A GPU or NPU is the calibrated
-    device of its kind (a GPU that reports ``DEVICE_TYPE`` integrated/discrete: one of the same memory kind)
-    with its fitted terms, its peak rates replaced by ``DEVICE_GOPS`` and its memory by the reported size
-    when the device reports them. With no fitted device of the kind, the suite's prior terms are used.
-    """
+    """A batch-1 model of the device from its facts (spec + terms), or None when nothing usable is known. More:
+    docs/architecture.md, "Module notes", prior_costs.py."""
     if not facts.reported or facts.kind is None:
         return None
     calibrated = [(d, p) for d, p in _calibrated(exclude_platforms) if d.spec.kind == facts.kind]

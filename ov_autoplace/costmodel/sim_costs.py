@@ -134,14 +134,8 @@ def cost_model_for(
     precision: str = "f16",
     fusion: bool = True,
 ) -> CostModel:
-    """The simulated CostModel of ``graph`` (the prepared model's) on ``platform``.
-
-    ``precision`` is the inference precision asked of every device; a device
-    without it runs its fallback (the i9 runs f16 requests in f32, the NPU runs
-    f32 requests in f16). A platform whose CPU was fitted to a measured CPU
-    CostModel (the lab's ``ov_autoplace_lab.calibration.host_cpu.calibrate``) is
-    priced like any other. Transfers use the graph's tensor sizes (the element types at submodel borders).
-    """
+    """The simulated CostModel of ``graph`` (the prepared model's) on ``platform``. More: docs/architecture.md, "Module
+    notes", sim_costs.py."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     load = graph_load(graph)

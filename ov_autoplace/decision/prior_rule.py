@@ -57,13 +57,8 @@ def survives_prior_error(cost, graph: GraphArrays, support, candidate, plain, *,
 
 def prior_outcome(cost, graph: GraphArrays, devices: tuple[str, ...], support, propose, *, pins=None,
                   max_submodels=None, margin: float | None = None) -> tuple[str | None, Placement | None, str]:
-    """The prior's whole decision on ``cost``: ``(device, None, reason)`` or ``(None, split, reason)``.
-
-    Pure given its inputs (``benchmarks/bench_prior.py`` runs it on simulated platforms): ``support()``
-    gives the device-support matrix (called only when a split is considered), ``propose(cost)`` the policy's
-    proposal. The margin (default ``PRIOR_SPLIT_MARGIN``; ``Prior.margin``) applies to the policy's split and
-    again after legalizing it; pins skip the margin.
-    """
+    """The prior's whole decision on ``cost``: ``(device, None, reason)`` or ``(None, split, reason)``. More:
+    docs/architecture.md, "Module notes", prior_rule.py."""
     margin = PRIOR_SPLIT_MARGIN if margin is None else margin
     if pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
         choice = PriorChoice(None, propose(cost), math.nan, predicted_single_ms(cost), math.nan)

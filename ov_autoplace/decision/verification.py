@@ -190,15 +190,8 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
 def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, rounds: int = ROUNDS,
                 min_rounds: int = MIN_ROUNDS, iterations: int = ITERATIONS, budget_s: float = BUDGET_S,
                 generation=None, parts: dict | None = None, max_rounds: int | None = None) -> dict[str, list[float]]:
-    """Per-round medians (ms) of each compiled contender, interleaved, the order rotated every round.
-
-    Stops after ``min_rounds`` once ``budget_s`` is spent (the stop does not look at the results, so it does
-    not bias the test; fewer rounds only widen its bound). ``max_rounds``: ``rounds`` grows up to it where the
-    first round's duration says half the budget holds them (a duration, never a result, decides: no bias either).
-    With a ``generation``, a sample is a generation's time
-    (parts: medians over ``iterations // 2`` generations; the round's tokens the same for every contender) and
-    ``parts[contender]`` gets each round's ``generation_parts``.
-    """
+    """Per-round medians (ms) of each compiled contender, interleaved, the order rotated every round; when it stops,
+    ``max_rounds`` and a ``generation``: docs/architecture.md, "Module notes", verification.py."""
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
     started = time.perf_counter()

@@ -284,14 +284,8 @@ def check_devices_present(core: ov.Core, devices: Sequence[str]) -> None:
 
 
 def _listed_by_plugin(core: ov.Core, base: str) -> list[str]:
-    """The names ``core.available_devices`` lists for the plugin ``base``, asked of that plugin alone.
-
-    OpenVINO's listing rule (``CoreImpl::get_available_devices``): a plugin reporting one device ID is listed
-    by its name, several as ``name.ID`` each, none (or a plugin that cannot be created) not at all. Asking
-    only the named plugins spares a call the loading of every installed one: ``core.available_devices``
-    loads the GPU and NPU plugins too, ~1 ms in a new process on a machine without them, which a warm start
-    would pay on every start. A device this finds absent is looked up in the whole list before it is missing.
-    """
+    """The names ``core.available_devices`` lists for the plugin ``base``, asked of that plugin alone. More:
+    docs/architecture.md, "Module notes", device_strings.py."""
     try:
         ids = [str(i) for i in core.get_property(base, "AVAILABLE_DEVICES")]
     except RuntimeError:  # not registered, or the plugin cannot be created here

@@ -19,14 +19,8 @@ from ov_autoplace.devices.device_strings import DeviceSpec
 
 def placement_target(core: ov.Core, device: str | None, config: Mapping[str, Any] | None = None
                      ) -> tuple[str | None, DeviceSpec]:
-    """(what ``place`` takes, the resolved spec) for ``device`` on ``core``.
-
-    No device stays ``None`` (the library's own no-device meaning: over AUTO's candidates). A HETERO
-    string or one device is itself (``"HETERO"`` + priorities in ``config`` becomes ``"HETERO:A,B"``).
-    ``AUTO``/``MULTI`` strings pick or spread over their devices at run time; a placement command places
-    over those same devices: ``"HETERO:<devices>"``, or the one device left. BATCH places its one device.
-    Raises DeviceError (a RuntimeError naming this machine's devices) as ``compile_model`` does.
-    """
+    """(what ``place`` takes, the resolved spec) for ``device`` on ``core``. More: docs/architecture.md, "Module notes",
+    targets.py."""
     spec, _ = resolve_device_request(core, device, dict(config or {}))
     if device is None:
         return None, spec

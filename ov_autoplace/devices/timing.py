@@ -100,15 +100,8 @@ def is_stateful(compiled: ov.CompiledModel) -> bool:
 
 def random_inputs(compiled: ov.CompiledModel, *, seed: int = 0,
                   shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray | ov.Tensor]:
-    """One array per input of ``compiled`` with its static shape (or ``shapes[name]``) and dtype; an ``ov.Tensor``
-    for a bf16 input (numpy has no bf16: OpenVINO reads a numpy array into it as f16 numbers, garbage or a refusal).
-
-    An input the user's sample (:func:`input_sample`) gives at this shape gets the sample's array. Inputs named
-    as an LLM's (:data:`LLM_INPUTS`) get what a generation's prefill feeds (:func:`llm_convention`).
-    Other integer inputs get values in {0, 1}: valid token ids, token types and mask values for any embedding
-    table, so BERT-like models run as in real use; floats are standard normal.
-    A dynamic input needs its shape in ``shapes`` (e.g. the placement shapes).
-    """
+    """One array per input of ``compiled`` with its static shape (or ``shapes[name]``, which a dynamic input needs)
+    and dtype; an ``ov.Tensor`` for a bf16 input. Which values: docs/architecture.md, "Module notes", timing.py."""
     rng = np.random.default_rng(seed)
     vocabulary = vocabulary_size(compiled)
     sample = _SAMPLE.get() or {}

@@ -82,14 +82,8 @@ def _nearest_mapped(start: _RuntimeNode, nodes: dict[str, _RuntimeNode], directi
 
 
 def _attach_unnamed(graph: GraphArrays, owner: dict[int, _RuntimeNode], present: np.ndarray) -> int:
-    """Give compute ops no runtime node names to the runtime node of a named neighbour.
-
-    The CPU plugin drops some names when it fuses (ResNet's final MatMul: the
-    FullyConnected node lists only the bias Add; BERT's attention Reshapes and
-    Transposes). Such an op joins a named consumer's runtime node, else a named
-    producer's (in front if it is heavy, so it becomes the primary). Repeats
-    so chains of unnamed ops attach too. Returns how many were attached.
-    """
+    """Give compute ops no runtime node names to the runtime node of a named neighbour. More: docs/architecture.md,
+    "Module notes", perf_counts.py."""
     pending = [i for i in np.flatnonzero(present & (graph.role == NodeRole.COMPUTE)) if i not in owner]
     attached = 0
     while pending:

@@ -62,13 +62,8 @@ def stored_or_prior_links(core: ov.Core, devices: Sequence[str], store: ProfileS
 
 def _runs(compiled: ov.CompiledModel, warmup: int, iterations: int, running_average: bool,
           budget_ms: float | None = None, *, runs_before: int = 0, per_run: list | None = None):
-    """Per-runtime-node ms per inference over the profiled window, and each run's wall time (ms).
-
-    With ``budget_ms`` the window stops once its runs took that long, after at least
-    ``MIN_PROFILED_RUNS`` and at most ``iterations`` runs: a 0.3 s inference gets 5 runs, a 0.1 s one 6.
-    ``runs_before``: inferences ``compiled`` already ran (the running averages count from compile);
-    ``per_run`` receives each profiled run's time per runtime node (``noise.per_run_node_ms``).
-    """
+    """Per-runtime-node ms per inference over the profiled window, and each run's wall time (ms). More:
+    docs/architecture.md, "Module notes", quick_profile.py."""
     request, inputs, stateful, before, start = warmed_up(compiled, warmup, runs_before)
     walls, snapshots = [], []
     while len(walls) < iterations and (budget_ms is None or len(walls) < MIN_PROFILED_RUNS

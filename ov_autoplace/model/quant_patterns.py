@@ -107,15 +107,8 @@ def _quantized_weights(model: ov.Model) -> list[ov.Node]:
 
 @contextlib.contextmanager
 def quantized_weights_hidden(model: ov.Model) -> Iterator[int]:
-    """Within the block, quantized weight Constants are replaced by placeholder Parameters; yields their count.
-
-    Constant folding would otherwise turn ``i8 -> Convert -> Subtract ->
-    Multiply`` (and a FakeQuantize on weights) into plain f32 weights, and the
-    plugin then runs the convolution in f32 even on one device (measured: all
-    four convolutions of ``tests/quantized_graphs.int8_convnet`` went u8 ->
-    f32). OpenVINO marks such subgraphs so its own folding skips them, but the
-    mark cannot be set from Python, so they are hidden from the pass instead.
-    """
+    """Within the block, quantized weight Constants are replaced by placeholder Parameters; yields their count. More:
+    docs/architecture.md, "Module notes", quant_patterns.py."""
     hidden = []
     for const in _quantized_weights(model):
         placeholder = ov.op.Parameter(const.get_output_element_type(0), const.get_output_partial_shape(0))

@@ -96,19 +96,23 @@ class Placement:
             if op.get_type_name() == "Constant":
                 self._split_constant(op)
         copy_crossing_values(ordered)
-        if any(op.get_type_name() == "ReadValue" for op in ordered):
-            self._keep_parameters_off_cycles(model)
 
-    def _keep_parameters_off_cycles(self, model: ov.Model) -> None:
-        """Stateful rule 4 through a Parameter (``submodels.keep_parameters_off_cycles``) on the model as applied,
-        its copies in place: only the Parameters' affinities move."""
+        def on(op: ov.Node) -> str:
+            return op.get_rt_info()[AFFINITY_KEY].astype(str)
+        if any(on(t.get_node()) != on(p) for p in model.get_parameters() for t in p.output(0).get_target_inputs()):
+            self._move_parameters_to_fewest_parts(model)
+
+    def _move_parameters_to_fewest_parts(self, model: ov.Model) -> None:
+        """A Parameter read on another device goes where HETERO cuts the fewest parts
+        (``submodels.move_parameters_to_fewest_parts``; stateful rule 4 through a Parameter) on the model as applied,
+        its copies in place: only the Parameters' affinities move, and nothing the cost model prices."""
         from ov_autoplace.graph.arrays import extract_graph
-        from ov_autoplace.placement.submodels import keep_parameters_off_cycles
+        from ov_autoplace.placement.submodels import move_parameters_to_fewest_parts
 
         graph = extract_graph(model)
         ops = {op.get_friendly_name(): op for op in model.get_ops()}
         device = np.array([self.devices.index(ops[n].get_rt_info()[AFFINITY_KEY].astype(str)) for n in graph.names])
-        if keep_parameters_off_cycles(graph, device):
+        if move_parameters_to_fewest_parts(graph, device):
             for p in model.get_parameters():
                 p.get_rt_info()[AFFINITY_KEY] = self.devices[int(device[graph.names.index(p.get_friendly_name())])]
 

@@ -64,15 +64,7 @@ def query_support(core: ov.Core, model: ov.Model, graph: GraphArrays, devices: S
 def effective_max_submodels(graph: GraphArrays, support: np.ndarray,
                             max_submodels: int | None) -> tuple[int | None, str | None]:
     """The submodel bound every placement method enforces: ``max(max_submodels, forced)`` and a note when it
-    raises the bound (else None).
-
-    ``forced`` is HETERO's submodel count (``submodels.py``) of the support-forced placement: every active
-    node on the first device in priority order that supports it, which is what HETERO without affinities
-    does. When a device lacks ops a model needs, that split is unavoidable for anyone who wants to use the
-    device; a bound below it would force supported ops off the device only to save submodels its op support
-    creates, and make every bounded method slower than plain HETERO. ``support``: bool [N, D], as given to
-    :func:`legalize`. ``None`` (no bound) stays None.
-    """
+    raises the bound (else None); ``forced`` and why: docs/architecture.md, "Module notes", legalizer.py."""
     if max_submodels is None:
         return None, None
     compute = graph.role == NodeRole.COMPUTE

@@ -89,14 +89,7 @@ def _merge_islands(graph, device, active, support, locked, max_submodels) -> int
 def follow_consumers(graph: GraphArrays, device: np.ndarray, active: np.ndarray,
                       pinned_anchor: np.ndarray) -> np.ndarray:
     """Steps 4 and 5 of the legalizer (docs/architecture.md, "Module notes"): the whole placement from the active
-    nodes' devices.
-
-    Constants, constant subgraphs and Parameters take their consumers' majority device (the lowest on a tie; 0
-    with no consumer placed), Results their producer's. Most followers (a weight and its convolution) have no
-    follower among their consumers: their votes are fixed, so they are counted in numpy at once; only the rest
-    (a constant subgraph's inner nodes) are taken one by one, consumers first. The priced merges call this once
-    per move.
-    """
+    nodes' devices. More: docs/architecture.md, "Module notes", merge_to_bound.py."""
     lists = edge_lists(graph)
     consumers, is_result = lists.consumers, lists.is_result
     src, dst = graph.edge_src, graph.edge_dst

@@ -109,14 +109,8 @@ def stored_static_clone(model: ov.Model, shapes: PlacementShapes) -> ov.Model | 
 
 def stored_placement(model: ov.Model, graph: GraphArrays | None = None,
                      devices: Sequence[str] | None = None) -> Placement | None:
-    """The placement stored in ``model``'s rt_info, keyed by the names of ``prepare_model(model)``; else None.
-
-    ``graph`` is ``extract_graph(prepare_model(model))`` when the caller has it; for an entry with placement
-    shapes (a dynamic model's) it is the graph of the static clone at those shapes (:func:`stored_shapes`),
-    which is what is built here when ``graph`` is None. ``devices``: a placement
-    for another device list is not used (None, INFO line). Identities that do not match: None, WARNING.
-    A damaged entry raises FileFormatError.
-    """
+    """The placement stored in ``model``'s rt_info, keyed by the names of ``prepare_model(model)``; else None. More:
+    docs/architecture.md, "Module notes", portable.py."""
     text = _stored_text(model)
     if text is None:
         return None

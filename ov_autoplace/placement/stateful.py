@@ -17,7 +17,7 @@ from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_m
 from ov_autoplace.graph.components import reach
 from ov_autoplace.placement.assignment import fill_by_neighbours
 from ov_autoplace.placement.merge_to_bound import follow_consumers
-from ov_autoplace.placement.submodels import keep_parameters_off_cycles, submodel_partition
+from ov_autoplace.placement.submodels import move_parameters_to_fewest_parts, submodel_partition
 
 #: How a WARNING or a note names the rules (the fallbacks' messages quote it).
 ONE_DEVICE_RULE = ("stateful rules 1 and 3 (a variable's ReadValue, its own initializer, the nodes between it and its "
@@ -180,7 +180,7 @@ def split_variables(graph: GraphArrays, full: np.ndarray, active: np.ndarray) ->
     if graph.dynamic is not None:
         return _split_on_dynamic(graph, np.asarray(full))
     copies, full = with_initializer_copies(graph, np.asarray(full)), np.array(full)
-    keep_parameters_off_cycles(copies, full)
+    move_parameters_to_fewest_parts(copies, full)
     sub = submodel_partition(copies, full, active).submodel
 
     def submodel_of(i: int) -> int:

@@ -6,6 +6,7 @@ How and why, in full: docs/architecture.md, "Module notes", ov_autoplace/placeme
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import threading
 import weakref
@@ -14,7 +15,7 @@ import numpy as np
 
 from ov_autoplace._native_loader import load_native
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
-from ov_autoplace.graph.components import component_roots, reach
+from ov_autoplace.graph.components import component_roots
 
 
 class _UnionFind:
@@ -96,20 +97,27 @@ class EdgeLists:
     src: np.ndarray  # int64 [E], for the native split
     dst: np.ndarray
     own: np.ndarray  # int64 [N]: 1 for a graph input (Parameter, Constant), a part's input to HETERO too
-    consumers: list[list[int]]  # per node, the destinations of its output edges in edge order
     is_result: list[bool]
     to_result: np.ndarray  # int64: the edges into a Result
+    single: np.ndarray  # int64 [E]: 1 where the edge's source output has no other reader
+    readers: np.ndarray  # int64 [N]: each node's readers that are not Results
+
+    @functools.cached_property
+    def consumers(self) -> list[list[int]]:
+        """Per node, the destinations of its output edges in edge order."""
+        consumers: list[list[int]] = [[] for _ in range(self.own.size)]
+        for a, b in zip(self.src.tolist(), self.dst.tolist()):
+            consumers[a].append(b)
+        return consumers
 
 
-def _make_edge_lists(graph: GraphArrays) -> EdgeLists:
-    consumers: list[list[int]] = [[] for _ in range(graph.num_nodes)]
-    for a, b in zip(graph.edge_src.tolist(), graph.edge_dst.tolist()):
-        consumers[a].append(b)
-    own = np.isin(graph.role, (NodeRole.PARAMETER, NodeRole.CONSTANT)).astype(np.int64)
-    return EdgeLists(src=np.ascontiguousarray(graph.edge_src, np.int64),
-                     dst=np.ascontiguousarray(graph.edge_dst, np.int64),
-                     own=own, consumers=consumers, is_result=(graph.role == NodeRole.RESULT).tolist(),
-                     to_result=np.flatnonzero(graph.role[graph.edge_dst] == NodeRole.RESULT))
+def _make_edge_lists(src: np.ndarray, dst: np.ndarray, port: np.ndarray, role: np.ndarray) -> EdgeLists:
+    src, dst = np.ascontiguousarray(src, np.int64), np.ascontiguousarray(dst, np.int64)
+    _, which, count = np.unique(src * (int(port.max(initial=0)) + 1) + port, return_inverse=True, return_counts=True)
+    to_result = np.flatnonzero(role[dst] == NodeRole.RESULT)
+    return EdgeLists(src, dst, np.isin(role, (NodeRole.PARAMETER, NodeRole.CONSTANT)).astype(np.int64),
+                     (role == NodeRole.RESULT).tolist(), to_result, (count[which] == 1).astype(np.int64),
+                     np.bincount(np.delete(src, to_result), minlength=role.size))
 
 
 _EDGE_LISTS: "weakref.WeakKeyDictionary[GraphArrays, EdgeLists]" = weakref.WeakKeyDictionary()
@@ -121,42 +129,54 @@ def edge_lists(graph: GraphArrays) -> EdgeLists:
     with _EDGE_LISTS_LOCK:
         known = _EDGE_LISTS.get(graph)
     if known is None:
-        known = _make_edge_lists(graph)
+        known = _make_edge_lists(graph.edge_src, graph.edge_dst, graph.edge_src_port, graph.role)
         with _EDGE_LISTS_LOCK:
             known = _EDGE_LISTS.setdefault(graph, known)
     return known
 
 
-def _components(n: int, src, dst, cut) -> _UnionFind:
-    """Nodes joined by every edge that is not ``cut`` (edge indices)."""
-    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    keep = np.ones(src.size, bool)
-    keep[np.fromiter(cut, np.int64, len(cut))] = False
-    return _UnionFind.from_roots(component_roots(n, src[keep], dst[keep]))
-
-
-def _device_cut(graph: GraphArrays, dev: list[int]) -> tuple[list[int], set[int]]:
-    """(the devices with every Result on its producer's, as HETERO runs it; the edges between two devices)."""
-    device = np.array(dev, dtype=np.int64)
-    into = edge_lists(graph).to_result
-    device[graph.edge_dst[into]] = device[graph.edge_src[into]]  # a Result runs where its producer does
-    return device.tolist(), set(np.flatnonzero(device[graph.edge_src] != device[graph.edge_dst]).tolist())
-
-
-def _hetero_split(graph: GraphArrays, dev: list[int]) -> _UnionFind:
-    """The parts HETERO compiles, found as OpenVINO 2026.4's hetero SubgraphCollector finds them (module
-    docstring): edges between devices are cut; then, while it adds cuts, every node that depends on a cut
-    edge leaving its own part (a cycle) has those of its input edges cut whose source depends on the part's
-    cut inputs the cycle came through. The rounds run in C++ (``_native.hetero_split``): docs/architecture.md,
-    "Computing the split"."""
+def _as_applied(graph: GraphArrays, dev) -> tuple[int, EdgeLists, np.ndarray, np.ndarray]:
+    """(nodes, edges, devices, each node's id there) of ``graph`` as ``Placement.apply`` hands it to HETERO: a
+    Constant read on another device has a copy there that its readers on that device share (``_split_constant``),
+    right after it in the order; a Result runs where its producer does."""
+    device, src, dst, n = np.array(dev, np.int64), graph.edge_src, graph.edge_dst, graph.num_nodes
     lists = edge_lists(graph)
-    dev, cut = _device_cut(graph, dev)
-    first = _components(graph.num_nodes, graph.edge_src, graph.edge_dst, cut)
-    if not cut:
-        return first  # one device: nothing leaves a part, so there is no cycle to split
-    return _UnionFind.from_roots(load_native().hetero_split(lists.src, lists.dst, lists.own,
-                                                            np.asarray(first.parent, np.int64),
-                                                            np.array(sorted(cut), np.int64)))
+    device[dst[lists.to_result]] = device[src[lists.to_result]]
+    moved = (graph.role[src] == NodeRole.CONSTANT) & (device[src] != device[dst])
+    if not moved.any():
+        return n, lists, device, np.arange(n)
+    kinds = device.max() + 1
+    pairs, which = np.unique(src[moved] * kinds + device[dst[moved]], return_inverse=True)  # (Constant, device)
+    const = pairs // kinds
+    at = np.arange(n) + np.concatenate([[0], np.cumsum(np.bincount(const, minlength=n))[:-1]])
+    copy = at[const] + 1 + np.arange(pairs.size) - np.searchsorted(const, const)
+    total = n + pairs.size
+    role, placed, own, readers = (np.zeros(total, a.dtype) for a in (graph.role, device, lists.own, lists.readers))
+    role[at], role[copy], placed[at], placed[copy] = graph.role, NodeRole.CONSTANT, device, pairs % kinds
+    own[at], own[copy], readers[at], readers[copy] = lists.own, 1, lists.readers, np.bincount(which)
+    np.subtract.at(readers, at[src[moved]], 1)
+    read = at[src]
+    read[moved] = copy[which]
+    # ``single`` as it was: the rounds read it only for a source that is not a graph input, which a copy is
+    copied = EdgeLists(read, at[dst], own, (role == NodeRole.RESULT).tolist(), lists.to_result, lists.single, readers)
+    return total, copied, placed, at
+
+
+def _hetero_split(graph: GraphArrays, dev: list[int]) -> np.ndarray:
+    """Every node's part root (its part's lowest node) in the split HETERO 2026.4 compiles for ``dev``, on the model
+    as applied: docs/architecture.md, "Submodels" and "Computing the split" (in C++)."""
+    n, lists, device, at = _as_applied(graph, dev)
+    cut = device[lists.src] != device[lists.dst]
+    if not cut.any():  # one device: nothing leaves a part, so there is no cycle to split
+        return component_roots(graph.num_nodes, graph.edge_src, graph.edge_dst)
+    first = component_roots(n, lists.src[~cut], lists.dst[~cut]).astype(np.int64)
+    part = load_native().hetero_split(lists.src, lists.dst, lists.own, first, np.flatnonzero(cut), lists.single,
+                                      lists.readers)[at]
+    if at.size == n:
+        return part
+    low = np.full(n, n)  # each part by its lowest node of the graph
+    np.minimum.at(low, part, np.arange(graph.num_nodes))
+    return low[part]
 
 
 #: Splits remembered per graph (weakly: a graph's entries go with it): one legalize + guard asks for the same
@@ -176,7 +196,7 @@ def _remembered_split(graph: GraphArrays, dev: np.ndarray) -> np.ndarray:
         known = _SPLITS.setdefault(graph, {})
         if key in known:
             return known[key]
-    root = _hetero_split(graph, dev.tolist()).roots()
+    root = _hetero_split(graph, dev.tolist())
     root.setflags(write=False)
     with _SPLITS_LOCK:
         known[key] = root
@@ -188,19 +208,6 @@ def _remembered_split(graph: GraphArrays, dev: np.ndarray) -> np.ndarray:
 def hetero_part_roots(graph: GraphArrays, device: np.ndarray) -> np.ndarray:
     """Every node's part root under HETERO's split of ``device`` (index per node, every node placed; read only)."""
     return _remembered_split(graph, np.asarray(device, np.int64))
-
-
-def _stage_groups(src: np.ndarray, dst: np.ndarray, dev: np.ndarray, n: int) -> _UnionFind:
-    """Same-device neighbours of equal *stage* (the most device changes on a path reaching a node): every edge
-    between two groups goes to a higher stage or stays on one device, so the groups can always be ordered."""
-    stage, device = [0] * n, dev.tolist()
-    for s, t in zip(src.tolist(), dst.tolist()):  # edges are listed by destination in topological order
-        reached = stage[s] + (device[s] != device[t])
-        if reached > stage[t]:
-            stage[t] = reached
-    level = np.asarray(stage)
-    joined = (dev[src] == dev[dst]) & (level[src] == level[dst])
-    return _UnionFind.from_roots(component_roots(n, src[joined], dst[joined]))
 
 
 def _execution_order(root: np.ndarray, src: np.ndarray, dst: np.ndarray,
@@ -234,8 +241,7 @@ def _execution_order(root: np.ndarray, src: np.ndarray, dst: np.ndarray,
 
 def submodel_partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> SubmodelPartition:
     """HETERO's submodels for ``device`` (index per node, every node placed) over the ``active`` nodes; see the
-    module notes (docs/architecture.md). Should the split leave a cycle (not seen; HETERO itself would then refuse
-    to compile), the stage groups, which never have one, are returned instead."""
+    module notes (docs/architecture.md)."""
     return _partition(graph, device, active, count_islands(graph, device, active))
 
 
@@ -248,10 +254,7 @@ def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islan
     nodes = np.flatnonzero(act)
     root = _remembered_split(graph, dev)
     found = _execution_order(root, src, dst, nodes)
-    if found is None:
-        root = _stage_groups(src, dst, dev, n).roots()
-        found = _execution_order(root, src, dst, nodes)
-        assert found is not None  # stages increase along every edge between groups
+    assert found is not None  # the split leaves no cycle between its parts (its last step cuts them)
     roots, position = found
     submodel = np.full(n, -1, dtype=np.int64)
     submodel[nodes] = position[np.searchsorted(roots, root[nodes])]
@@ -262,12 +265,13 @@ def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islan
 
 def count_joined_parts(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
     """HETERO's parts before it splits any cycle (step 1 of the module notes, docs/architecture.md), over the
-    ``active`` nodes: a lower bound of :func:`count_hetero_submodels` (step 2 only adds cuts; the stage groups it may fall back
-    to are finer still) for the cost of one union-find. Unlike :func:`count_islands` it is one bound: islands
+    ``active`` nodes: a lower bound of :func:`count_hetero_submodels` (the later steps only add cuts) for the cost of
+    one union-find. Unlike :func:`count_islands` it is one bound: islands
     that share a Parameter or Constant are one part, so a placement can have more islands than submodels."""
-    _, cut = _device_cut(graph, np.asarray(device).tolist())
-    root = _components(graph.num_nodes, graph.edge_src, graph.edge_dst, cut).roots()
-    return int(np.unique(root[np.asarray(active, bool)]).size)
+    n, lists, device, at = _as_applied(graph, device)
+    joined = device[lists.src] == device[lists.dst]
+    root = component_roots(n, lists.src[joined], lists.dst[joined])
+    return int(np.unique(root[at][np.asarray(active, bool)]).size)
 
 
 def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
@@ -278,39 +282,25 @@ def count_hetero_submodels(graph: GraphArrays, device: np.ndarray, active: np.nd
     return islands if islands <= 1 else _partition(graph, device, active, islands).num_submodels
 
 
-def _cycle_through(graph: GraphArrays, device: np.ndarray, param: int) -> bool:
-    """Whether a reader of ``param`` on another device leads back into the part ``param`` joins on its own, the parts
-    split as HETERO splits the other cycles (the Parameters' edges to other devices left out)."""
-    src, dst = graph.edge_src, graph.edge_dst
-    keep = ~((graph.role[src] == NodeRole.PARAMETER) & (device[src] != device[dst]))
-    inner = dataclasses.replace(graph, edge_src=src[keep], edge_dst=dst[keep], edge_src_port=graph.edge_src_port[keep],
-                                edge_dst_port=graph.edge_dst_port[keep], edge_bytes=graph.edge_bytes[keep])
-    part = hetero_part_roots(inner, device)
-    readers = graph.successors(param)
-    away = readers[device[readers] != device[param]].tolist()
-    return bool(away) and bool((reach(graph.num_nodes, graph.successors_csr, away) & (part == part[param])).any())
-
-
-def keep_parameters_off_cycles(graph: GraphArrays, device: np.ndarray) -> int:
-    """In place: each Parameter read on several devices goes to one where none of its readers elsewhere leads back
-    into the part it joins (where every device has a way back it stays); how many moved. Why: docs/architecture.md,
-    "Module notes"."""
+def move_parameters_to_fewest_parts(graph: GraphArrays, device: np.ndarray) -> int:
+    """In place: each Parameter read on a device other than its own goes to the device of its readers where HETERO's
+    split has the fewest parts (it stays on a tie); how many moved. Why: docs/architecture.md, "Module notes"."""
+    counted = graph.role != NodeRole.CONSTANT
     moved = 0
     for p in np.flatnonzero(graph.role == NodeRole.PARAMETER).tolist():
+        own = int(device[p])
         places = np.unique(device[graph.successors(p)]).tolist()
-        if len(places) < 2 or not _cycle_through(graph, device, p):
+        if set(places) <= {own}:
             continue
-        own = device[p]
-        for d in places:
+        parts = []
+        for d in [own] + [d for d in places if d != own]:
             device[p] = d
-            if not _cycle_through(graph, device, p):
-                moved += 1
-                break
-        else:
-            device[p] = own
+            parts.append((np.unique(hetero_part_roots(graph, device)[counted]).size, d != own, d))
+        device[p] = min(parts)[2]
+        moved += int(device[p]) != own
     return moved
 
 
 __all__ = ["EdgeLists", "SubmodelPartition", "count_hetero_submodels", "count_islands", "count_joined_parts",
-           "edge_lists", "hetero_part_roots", "island_roots", "island_sets", "keep_parameters_off_cycles",
+           "edge_lists", "hetero_part_roots", "island_roots", "island_sets", "move_parameters_to_fewest_parts",
            "submodel_partition"]

@@ -268,13 +268,8 @@ class LocalSearchRefiner:
     def _plain_if_proven(self, result: RefineResult, legal: np.ndarray, device: np.ndarray,
                          start: float) -> RefineResult:
         """``result`` if its placement (legal: ``device``) beats HETERO's own placement by more than the spread
-        between them (on a loaded profile: never), else HETERO's own placement. ``legal``: the input, legal.
-
-        The search counts islands against the bound; the legalizer then bounds HETERO's submodels, which an
-        island fed back through another device exceeds, and its merges can cost more than the search gained.
-        HETERO's own split (each node on the first device that runs it) always fits the bound (it is what
-        effective_max_submodels raises the bound to) and is what the plain call runs: never return anything
-        predicted slower, nor anything whose gain over it is noise."""
+        between them (on a loaded profile: never), else HETERO's own placement. ``legal``: the input, legal. Why:
+        docs/architecture.md, "Module notes", local_search.py."""
         if not np.isfinite(result.final_ms):  # nothing it priced fits the devices' memory: the memory fit decides
             result.stopped = "overflow"  # (HETERO's own split may fit where the fit of this one is faster)
             result.seconds = time.perf_counter() - start

@@ -478,11 +478,12 @@ def _placement_graph_of(model, core):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_split_hetero_refuses_though_rule_2_holds_is_legalised_to_one_it_compiles(family, tiny_llms, f32_testbed):
-    """The last layer's query projection alone on the second device keeps every variable in one submodel of our
-    mirror of HETERO's split (rule 2 holds), and HETERO 2026.4 refuses it (``Model references undeclared
-    parameters``; its own split has ~100 parts). It is a path out of the device holding the state and back into it:
-    rule 4 brings it back, and what the legalizer returns compiles and generates as the plain compile."""
+def test_a_split_hetero_refuses_is_seen_by_the_mirror_and_legalised_to_one_it_compiles(family, tiny_llms, f32_testbed):
+    """The last layer's query projection alone on the second device: HETERO 2026.4 refuses it (``Model references
+    undeclared parameters``; its own split has ~100 parts, variables cut from their Assigns). Our mirror of its split
+    sees that cut (rule 2; before the mirror followed 2026.4's collector it did not). Rule 4 (a path out of the device
+    holding the state and back) brings it back first, and what the legalizer returns compiles and generates as the
+    plain compile."""
     from ov_autoplace.graph.arrays import NodeRole
     from ov_autoplace.model.prepare import prepare_model
     from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
@@ -496,7 +497,7 @@ def test_a_split_hetero_refuses_though_rule_2_holds_is_legalised_to_one_it_compi
     q_proj = np.array([".layers.3.self_attn.q_proj/" in name for name in graph.names])
     assert q_proj.sum() == 1
     raw = follow_consumers(graph, np.where(active, q_proj.astype(np.int64), -1), active, np.zeros_like(active))
-    assert not split_variables(graph, raw, active)
+    assert split_variables(graph, raw, active)
     prepared = prepare_model(model)
     for op in prepared.get_ordered_ops():
         op.get_rt_info()["affinity"] = devices[1] if ".layers.3.self_attn.q_proj/" in op.get_friendly_name() \
@@ -504,7 +505,7 @@ def test_a_split_hetero_refuses_though_rule_2_holds_is_legalised_to_one_it_compi
     with pytest.raises(RuntimeError, match="undeclared parameters"):
         core.compile_model(prepared, f32_testbed.hetero)
     placement = legalize(graph, q_proj.astype(np.int64), devices, np.ones((graph.num_nodes, 2), bool))
-    assert any("comes back" in note for note in placement.notes)
+    assert any("comes back" in note for note in placement.notes)  # rule 4 moves it before rule 2 is judged
     compiled = ov_autoplace.compile_placement(model, placement, core=core)
     _same_generation(core, compiled, model, f32_testbed.hetero)
 
@@ -562,7 +563,7 @@ def test_every_legalised_split_of_an_opt_gpt_bigcode_or_bloom_export_compiles(fa
     (``stateful.with_initializer_copies``). BLOOM's ``attention_mask`` (ALiBi) was read on both devices, and a
     reader on the second led back into the part the mask joins on the CPU: HETERO does not split a cycle through
     a Parameter, and cut that split into 53 submodels; the mask goes to a device no such cycle returns to
-    (``submodels.keep_parameters_off_cycles``)."""
+    (``submodels.move_parameters_to_fewest_parts``)."""
     from ov_autoplace.graph.arrays import NodeRole
     from ov_autoplace.placement.legalizer import constant_subgraph_mask, legalize
 

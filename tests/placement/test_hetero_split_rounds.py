@@ -1,79 +1,41 @@
-"""``submodels._hetero_split`` (its rounds in C++, ``_native.hetero_split``; incremental: only the parts the last
-round cut, ``through`` propagated in topological order) gives exactly the parts of the plain fixpoint it replaced,
-kept here as the reference: every round recomputes every part and walks every bit of every cyclic node's sets."""
+"""``submodels._hetero_split`` (in C++, ``_native.hetero_split``: the rounds, incremental, then the cycles their
+exception leaves cut node by node) gives exactly the parts of the lab's re-derivation of OpenVINO 2026.4's HETERO split
+(``ov_autoplace_lab.hetero_collector``: written apart from it, on an ``ov.Model``, and held to HETERO's own dump by
+tests/lab/test_hetero_collector.py): the reference."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from openvino import opset13 as ops
 
-from ov_autoplace.graph.arrays import NodeRole, extract_graph
+from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement import submodels
-from ov_autoplace.placement.submodels import _components, _hetero_split
+from ov_autoplace.placement.submodels import _hetero_split
+from ov_autoplace_lab.hetero_collector import hetero_parts, same_parts
 from ov_autoplace_lab.training.graph_family import build, family
 
 
-def _bits(mask: int):
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
-
-
-def _reference_split(graph, dev: list[int]) -> list[int]:
-    """The fixpoint as it stood before issue 22 (commit 618cefa): part root per node."""
-    n, role = graph.num_nodes, graph.role.tolist()
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    is_input = [r in (NodeRole.PARAMETER, NodeRole.CONSTANT) for r in role]
-    in_edges: list[list[int]] = [[] for _ in range(n)]
-    for e, t in enumerate(dst):
-        in_edges[t].append(e)
-    dev = list(dev)
-    for s, t in zip(src, dst):
-        if role[t] == NodeRole.RESULT:
-            dev[t] = dev[s]
-    cut = {e for e, (s, t) in enumerate(zip(src, dst)) if dev[s] != dev[t]}
-    while True:
-        part = _components(n, src, dst, cut)
-        sg = [part.find(i) for i in range(n)]
-        if not cut:
-            return sg
-        order = sorted(cut)
-        bit = {e: k for k, e in enumerate(order)}
-        owner_mask: dict[int, int] = {}
-        leave_mask: dict[int, int] = {}
-        for k, e in enumerate(order):
-            owner_mask[sg[dst[e]]] = owner_mask.get(sg[dst[e]], 0) | (1 << k)
-            leave_mask[sg[src[e]]] = leave_mask.get(sg[src[e]], 0) | (1 << k)
-        deps = [0] * n
-        k = len(order)
-        for v in range(n):
-            if is_input[v]:
-                deps[v] = 1 << k
-                owner_mask[sg[v]] = owner_mask.get(sg[v], 0) | (1 << k)
-                k += 1
-                continue
-            for e in in_edges[v]:
-                deps[v] |= deps[src[e]] | (1 << bit[e] if e in bit else 0)
-        entered = [deps[v] & owner_mask.get(sg[v], 0) for v in range(n)]
-        cyclic = [deps[v] & leave_mask.get(sg[v], 0) for v in range(n)]
-        added = False
-        for v in range(n):
-            if not cyclic[v]:
-                continue
-            through = 0
-            for k in _bits(cyclic[v]):
-                through |= entered[src[order[k]]]
-            for k in _bits(entered[v]):
-                if k < len(order) and sg[src[order[k]]] != sg[v]:
-                    through |= entered[dst[order[k]]]
-            for e in in_edges[v]:
-                if e not in cut and not (cyclic[v] & cyclic[src[e]]) and (through & entered[src[e]]):
-                    cut.add(e)
-                    added = True
-        if not added:
-            return sg
+def _matches_the_lab(model, graph, dev: list[int]) -> bool:
+    """Whether the mirror's parts of ``dev`` (per node of ``graph``, extracted from ``model``) are the lab's on the
+    model as ``Placement.apply`` leaves it: a Constant read on other devices copied once for each."""
+    split = _hetero_split(graph, dev)
+    at = {name: i for i, name in enumerate(graph.names)}
+    model = model.clone()
+    for op in model.get_ops():
+        op.get_rt_info()["affinity"] = f"D{dev[at[op.get_friendly_name()]]}"
+    for op in model.get_ops():
+        copies = {}
+        for reader in op.output(0).get_target_inputs() if op.get_type_name() == "Constant" else ():
+            where = reader.get_node().get_rt_info()["affinity"].astype(str)
+            if where != f"D{dev[at[op.get_friendly_name()]]}":
+                if where not in copies:
+                    copies[where] = ops.constant(op.get_data().copy())
+                    copies[where].get_rt_info()["affinity"] = where
+                reader.replace_source_output(copies[where].output(0))
+    lab = hetero_parts(model)  # a Constant read only on other devices is gone from it, its copies read instead
+    return same_parts({name: split[i] for name, i in at.items()}, lab, [n for n in graph.names if n in lab])
 
 
 def _proposals(n: int, rng: np.random.Generator):
@@ -96,31 +58,32 @@ GRAPHS = [(name, make) for name, make in family("train", 6)] + [
 
 
 @pytest.mark.parametrize("name,make", GRAPHS, ids=[name for name, _ in GRAPHS])
-def test_the_split_matches_the_reference_fixpoint(name, make):
-    graph = extract_graph(prepare_model(make()))
+def test_the_split_matches_the_lab_collector(name, make):
+    model = prepare_model(make())
+    graph = extract_graph(model)
     rng = np.random.default_rng(22)
     for dev in _proposals(graph.num_nodes, rng):
-        split = _hetero_split(graph, dev.tolist())
-        assert [split.find(i) for i in range(graph.num_nodes)] == _reference_split(graph, dev.tolist()), name
+        assert _matches_the_lab(model, graph, dev.tolist()), name
 
 
-def test_the_gru_split_is_the_reference_and_finds_parts_once(monkeypatch):
+def test_the_gru_split_is_the_lab_collectors_and_finds_parts_once(monkeypatch):
     """The 1,737-node GRU in 4-node blocks on two devices (dozens of rounds): the whole graph's parts are found at the
-    start only, then kept up to date part by part (the reference finds them every round)."""
-    graph = extract_graph(prepare_model(build(8, "state_space")))
+    start only, then kept up to date part by part."""
+    model = prepare_model(build(8, "state_space"))
+    graph = extract_graph(model)
     dev = ((np.arange(graph.num_nodes) // 4) % 2).tolist()
     calls = []
-    real = submodels._components
+    real = submodels.component_roots
 
     def counted(*args):
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(submodels, "_components", counted)
-    split = _hetero_split(graph, dev)
+    monkeypatch.setattr(submodels, "component_roots", counted)
+    _hetero_split(graph, dev)
     assert len(calls) == 1
-    monkeypatch.setattr(submodels, "_components", real)
-    assert [split.find(i) for i in range(graph.num_nodes)] == _reference_split(graph, dev)
+    monkeypatch.setattr(submodels, "component_roots", real)
+    assert _matches_the_lab(model, graph, dev)
 
 
 def test_the_native_rounds_refuse_arrays_that_do_not_describe_one_graph():
@@ -130,12 +93,17 @@ def test_the_native_rounds_refuse_arrays_that_do_not_describe_one_graph():
 
     split = load_native().hetero_split
     src, dst, own, roots = np.array([0, 1]), np.array([1, 2]), np.array([1, 0, 0]), np.array([0, 1, 1])
-    assert split(src, dst, own, roots, np.array([0])).tolist() == [0, 1, 1]  # one cut edge, no cycle: as given
+    single, readers = np.ones(2, np.int64), np.array([1, 1, 0])
+    assert split(src, dst, own, roots, np.array([0]), single, readers).tolist() == [0, 1, 1]  # no cycle: as given
     with pytest.raises(IndexError, match="edge"):
-        split(src, np.array([1, 3]), own, roots, np.array([0]))
+        split(src, np.array([1, 3]), own, roots, np.array([0]), single, readers)
     with pytest.raises(IndexError, match="cut edge"):
-        split(src, dst, own, roots, np.array([2]))
+        split(src, dst, own, roots, np.array([2]), single, readers)
     with pytest.raises(IndexError, match="root"):
-        split(src, dst, own, np.array([0, 1, 5]), np.array([0]))
+        split(src, dst, own, np.array([0, 1, 5]), np.array([0]), single, readers)
     with pytest.raises(ValueError, match="sizes differ"):
-        split(src, dst, own[:2], roots, np.array([0]))
+        split(src, dst, own[:2], roots, np.array([0]), single, readers)
+    with pytest.raises(ValueError, match="sizes differ"):
+        split(src, dst, own, roots, np.array([0]), single[:1], readers)
+    with pytest.raises(ValueError, match="sizes differ"):
+        split(src, dst, own, roots, np.array([0]), single, readers[:2])

@@ -440,12 +440,12 @@ def test_rule_2_sees_each_devices_copy_of_the_shared_initializer(shape_of_on_0):
     assert with_initializer_copies(graph, np.zeros(graph.num_nodes, np.int64)) is graph
 
 
-def test_a_parameter_read_on_both_devices_goes_where_no_cycle_through_it_returns(f32_testbed):
+def test_a_parameter_read_on_both_devices_goes_where_hetero_cuts_the_fewest_parts(f32_testbed):
     """``x`` feeds layer 0's projection on the second device and, on the CPU, the ShapeOf every initializer reads,
-    which leads to the layer the projection returns to. HETERO joins a Parameter with its readers on its own device
-    and does not split a cycle through it: with ``x`` on the CPU it cut this graph into 8 submodels (its variables
-    from their Assigns), where our split of it has 3. ``Placement.apply`` moves ``x`` to the second device, where
-    nothing comes back to it, and HETERO compiles two submodels, running as the plain compile."""
+    which leads to the layer the projection returns to. HETERO joins a Parameter with its readers on its own device,
+    and cuts the cycle through it node by node: with ``x`` on the CPU, 8 submodels (its variables from their
+    Assigns). ``Placement.apply`` moves ``x`` to the second device, where nothing comes back to it, and HETERO
+    compiles two submodels, running as the plain compile."""
     from ov_autoplace.placement.assignment import Placement
 
     model = stateful_layers(layers=3, head=True)
@@ -468,14 +468,14 @@ def test_a_parameter_read_on_both_devices_goes_where_no_cycle_through_it_returns
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_a_parameter_on_a_cycle_through_it_moves_where_none_returns_and_else_stays():
+def test_a_parameter_read_on_two_devices_goes_where_hetero_cuts_the_fewest_parts_and_stays_on_a_tie(f32_testbed):
     """``p`` is read by ``a`` on device 0 and ``b`` on device 1, and both lead to ``z`` on device 0: with ``p`` on 0,
-    ``b`` returns into the part ``p`` joins there (``p``, ``a``, ``z``), a cycle through ``p`` and nothing else. On 1
-    it joins ``b`` alone, and ``a`` leads nowhere back: ``p`` goes there. With ``w = a * b`` on device 1 as well, ``a``
-    returns into ``b``'s part as ``b`` into ``a``'s: every device has a way back, and ``p`` stays."""
+    ``b`` returns into the part ``p`` joins there, and HETERO cuts three parts; on 1 it cuts two, and ``p`` goes
+    there. With ``w = a * b`` on device 1 as well, either device gives three: ``p`` stays. The counts are HETERO's
+    own, compiled."""
     import openvino as ov
     from openvino import opset13 as ops
-    from ov_autoplace.placement.submodels import keep_parameters_off_cycles
+    from ov_autoplace.placement.submodels import move_parameters_to_fewest_parts
 
     def graph_and_devices(both_ways: bool):
         p = ops.parameter([2, 4], np.float32, name="p")
@@ -483,13 +483,23 @@ def test_a_parameter_on_a_cycle_through_it_moves_where_none_returns_and_else_sta
         z, w = ops.add(a, b), ops.multiply(a, b)
         for node, name in ((a, "a"), (b, "b"), (z, "z"), (w, "w")):
             node.set_friendly_name(name)
-        graph = extract_graph(ov.Model([z, w] if both_ways else [z], [p]))
-        return graph, np.array([int(n in ("b", "w")) for n in graph.names])
+        model = ov.Model([z, w] if both_ways else [z], [p])
+        graph = extract_graph(model)
+        return model, graph, np.array([int(n in ("b", "w")) for n in graph.names])
 
-    graph, device = graph_and_devices(False)
-    assert keep_parameters_off_cycles(graph, device) == 1 and device[graph.names.index("p")] == 1
-    graph, device = graph_and_devices(True)
-    assert keep_parameters_off_cycles(graph, device) == 0 and device[graph.names.index("p")] == 0
+    def hetero_parts(model, graph, device) -> int:
+        for op in model.get_ops():
+            op.get_rt_info()["affinity"] = DEVICES[int(device[graph.names.index(op.get_friendly_name())])]
+        return f32_testbed.core.compile_model(model, "HETERO:CPU,CPUF").get_property("HETERO_NUMBER_OF_SUBMODELS")
+
+    model, graph, device = graph_and_devices(False)
+    before = hetero_parts(model, graph, device)
+    assert move_parameters_to_fewest_parts(graph, device) == 1 and device[graph.names.index("p")] == 1
+    assert (before, hetero_parts(model, graph, device)) == (3, 2)
+    model, graph, device = graph_and_devices(True)
+    assert move_parameters_to_fewest_parts(graph, device) == 0 and device[graph.names.index("p")] == 0
+    device[graph.names.index("p")] = 1
+    assert hetero_parts(model, graph, device) == 3  # the tie: as many parts on the other device
 
 
 def _shape_value_split(testbed, on_second: set[str], *, dynamic: bool = True, max_submodels: int | None = None):

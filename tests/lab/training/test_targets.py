@@ -40,7 +40,7 @@ def test_priced_targets_legalise_as_compile_model_does_and_start_from_heft(tmp_p
     from ov_autoplace.strategies.base import PlacementContext
     from ov_autoplace.strategies.heft import HeftStrategy
 
-    spec = TargetSpec("family:multibranch:0", "paper")
+    spec = TargetSpec("family:multibranch:1", "laptop")
     options = dataclasses.replace(FAST, priced=True, heft_start=True)
     target = generate_target(spec, options)
     graph, cost, support = case_cost(spec, FAST.sigma)
