@@ -195,11 +195,11 @@ def test_the_memory_path_is_no_slower_than_the_fit_of_the_policys_own_proposal()
 
 @pytest.mark.slow  # the lab's large Qwen2-geometry decoder: ~10 s
 def test_the_memory_path_is_no_slower_than_the_fit_of_hefts_proposal():
-    """``laptop`` with both devices capped at 0.2 GiB, ``qwen2_dec_l``: the fit of the policy's proposal moves the
-    last layers and the LM head to the GPU (689.6 ms, simulated); HEFT's, fitted, puts the embedding, the first layer
-    and the head there, a chain of submodels that compiles (stateful rule 4 judged on the initializer's copies) and
-    runs 659.4 ms. The memory path fits HEFT's proposal beside the policy's and keeps the faster
-    (``placement_pipeline.fit_to_caps``); before, it returned the policy's 689.6."""
+    """``laptop`` with both devices capped at 0.2 GiB, ``qwen2_dec_l``: the memory path fits HEFT's proposal beside the
+    policy's and keeps the faster (``placement_pipeline.fit_to_caps``), a split of the two devices. Under
+    ``LEGALIZER_VERSION`` 12 HEFT's fit was a chain of 659.4 ms (simulated) and the policy's 689.6; since the split
+    is counted as HETERO 2026.4 cuts it (13), HEFT's proposal is merged to one device by the bound and fitted to the
+    same 689.5 ms (docs/llm.md, "Under memory caps")."""
     from ov_autoplace.costmodel.cost_terms import CostTerms
     from ov_autoplace.costmodel.sim_costs import simulated_support
     from ov_autoplace.costmodel.suite import load_suite
@@ -220,7 +220,7 @@ def test_the_memory_path_is_no_slower_than_the_fit_of_hefts_proposal():
     heft_ms = simulator.feasible_ms(heft.device_indices(case.graph.names, devices))
     chosen = decoder_rows.memory_path_placement(case, case.cost, devices)
     assert chosen is not None and np.unique(chosen[simulator.active]).size == 2
-    assert simulator.feasible_ms(chosen) <= heft_ms < 680.0
+    assert simulator.feasible_ms(chosen) <= heft_ms
 
 
 def test_every_method_on_a_decoder_row_is_priced_as_compile_model_compiles_it(decoder):
