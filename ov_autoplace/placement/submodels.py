@@ -97,10 +97,16 @@ class EdgeLists:
     src: np.ndarray  # int64 [E], for the native split
     dst: np.ndarray
     own: np.ndarray  # int64 [N]: 1 for a graph input (Parameter, Constant), a part's input to HETERO too
-    is_result: list[bool]
     to_result: np.ndarray  # int64: the edges into a Result
     single: np.ndarray  # int64 [E]: 1 where the edge's source output has no other reader
     readers: np.ndarray  # int64 [N]: each node's readers that are not Results
+
+    @functools.cached_property
+    def is_result(self) -> list[bool]:
+        """Per node, whether it is a Result (what the edges into a Result end at)."""
+        is_result = np.zeros(self.own.size, bool)
+        is_result[self.dst[self.to_result]] = True
+        return is_result.tolist()
 
     @functools.cached_property
     def consumers(self) -> list[list[int]]:
@@ -115,9 +121,8 @@ def _make_edge_lists(src: np.ndarray, dst: np.ndarray, port: np.ndarray, role: n
     src, dst = np.ascontiguousarray(src, np.int64), np.ascontiguousarray(dst, np.int64)
     _, which, count = np.unique(src * (int(port.max(initial=0)) + 1) + port, return_inverse=True, return_counts=True)
     to_result = np.flatnonzero(role[dst] == NodeRole.RESULT)
-    return EdgeLists(src, dst, np.isin(role, (NodeRole.PARAMETER, NodeRole.CONSTANT)).astype(np.int64),
-                     (role == NodeRole.RESULT).tolist(), to_result, (count[which] == 1).astype(np.int64),
-                     np.bincount(np.delete(src, to_result), minlength=role.size))
+    return EdgeLists(src, dst, np.isin(role, (NodeRole.PARAMETER, NodeRole.CONSTANT)).astype(np.int64), to_result,
+                     (count[which] == 1).astype(np.int64), np.bincount(np.delete(src, to_result), minlength=role.size))
 
 
 _EDGE_LISTS: "weakref.WeakKeyDictionary[GraphArrays, EdgeLists]" = weakref.WeakKeyDictionary()
@@ -151,14 +156,14 @@ def _as_applied(graph: GraphArrays, dev) -> tuple[int, EdgeLists, np.ndarray, np
     at = np.arange(n) + np.concatenate([[0], np.cumsum(np.bincount(const, minlength=n))[:-1]])
     copy = at[const] + 1 + np.arange(pairs.size) - np.searchsorted(const, const)
     total = n + pairs.size
-    role, placed, own, readers = (np.zeros(total, a.dtype) for a in (graph.role, device, lists.own, lists.readers))
-    role[at], role[copy], placed[at], placed[copy] = graph.role, NodeRole.CONSTANT, device, pairs % kinds
+    placed, own, readers = (np.zeros(total, a.dtype) for a in (device, lists.own, lists.readers))
+    placed[at], placed[copy] = device, pairs % kinds
     own[at], own[copy], readers[at], readers[copy] = lists.own, 1, lists.readers, np.bincount(which)
     np.subtract.at(readers, at[src[moved]], 1)
     read = at[src]
     read[moved] = copy[which]
     # ``single`` as it was: the rounds read it only for a source that is not a graph input, which a copy is
-    copied = EdgeLists(read, at[dst], own, (role == NodeRole.RESULT).tolist(), lists.to_result, lists.single, readers)
+    copied = EdgeLists(read, at[dst], own, lists.to_result, lists.single, readers)
     return total, copied, placed, at
 
 
