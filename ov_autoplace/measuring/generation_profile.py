@@ -1,11 +1,6 @@
 """A measured profile of a stateful decoder's whole generation: the prefill's profile plus each decode step's.
 
-A decode step cannot be profiled as the app runs it (its state lives in the infer request), so each decode point of
-the objective (``model/generation.decode_pasts``) is profiled on ``generation.measurable_decode_clone``: the same
-graph with the past K/V fed as inputs and each ``Assign`` a ``Result``, every node under its own name. Its per-node
-times are the quick profile's (one ``PERF_COUNT`` compile and a short window per device, stored under the clone's
-own key), and ``generation.generation_costs`` adds them to the prefill's at the objective's weights, so a strategy
-placing on the result optimises the declared generation, not the prefill (docs/llm.md, "The LLM objective").
+More: docs/architecture.md, "Module notes", generation_profile.py.
 """
 
 from __future__ import annotations

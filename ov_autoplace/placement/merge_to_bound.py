@@ -16,13 +16,15 @@ import numpy as np
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.model.quant_patterns import quantization_groups
-from ov_autoplace.placement.submodels import count_hetero_submodels, count_islands, edge_lists, island_sets, \
-    submodel_partition
+from ov_autoplace.placement.submodels import SubmodelPartition, count_hetero_submodels, count_islands, edge_lists, \
+    island_roots, island_sets, submodel_partition
 
 #: Submodel moves x graph nodes before the merge halves the island target instead: 144 moves on the 1,737-node GRU.
 MERGE_BUDGET_NODE_MOVES = 250_000
 #: Placements priced x graph nodes before the priced moves leave the rest to the flops order (docs/training.md).
 PRICED_BUDGET_NODE_PRICINGS = 2_000_000
+#: Single submodels moved without a new fewest count before whole islands move (architecture.md, "Module notes").
+STALLED_SUBMODEL_MOVES = 3
 
 
 def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
@@ -149,21 +151,35 @@ def _neighbour_devices(sub, device: np.ndarray, active: np.ndarray, src: np.ndar
         yield p, nodes[node_starts[p]:node_starts[p + 1]], target[starts[p]:starts[p + 1]].tolist()
 
 
+def _island_partition(graph, device: np.ndarray, active: np.ndarray) -> SubmodelPartition:
+    """The same-device islands as parts to move (not in execution order): each move joins islands."""
+    _, inverse = np.unique(island_roots(graph, device, active)[active], return_inverse=True)
+    island = np.full(graph.num_nodes, -1, dtype=np.int64)
+    island[active] = inverse
+    island_device = np.zeros(int(inverse.max(initial=-1)) + 1, dtype=np.int64)
+    island_device[inverse] = device[active]
+    return SubmodelPartition(submodel=island, device=island_device, islands=island_device.size)
+
+
 def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget, pins) -> int:
     """Move whole HETERO submodels to a neighbouring device (in place on ``device``), each time the move
     ``price`` predicts fastest, until the split fits ``bound``; returns the moves made. Why: the flops order
     moves whatever is lightest, which can undo what the proposal gained (docs/training.md). While the placement
-    overflows memory (``price`` inf on it) they are priced ``fitted=True``, with ``pins`` and ``bound``: not just
-    whichever move happens to fit."""
+    overflows memory, or every move would, they are priced ``fitted=True``, with ``pins`` and ``bound``: not just
+    whichever move happens to fit. Never back to a placement left; stalls: the module notes."""
     groups = quantization_groups(graph, active)
     group_of = _group_index(graph, groups)
     both = active[graph.edge_src] & active[graph.edge_dst]
     src, dst = graph.edge_src[both], graph.edge_dst[both]
-    moves = priced = 0
+    moves = priced = stalled = 0
+    fewest, left = np.inf, {device[active].tobytes()}
     while (moves + 1) * graph.num_nodes <= budget:
         sub = submodel_partition(graph, follow_consumers(graph, device, active, pinned_anchor), active)
         if sub.num_submodels <= bound:
             break
+        stalled, fewest = (0, sub.num_submodels) if sub.num_submodels < fewest else (stalled + 1, fewest)
+        if stalled >= STALLED_SUBMODEL_MOVES:
+            sub = _island_partition(graph, device, active)
         rows = []
         for p, members, targets in _neighbour_devices(sub, device, active, src, dst):
             nodes = _with_groups(members, groups, group_of)
@@ -171,16 +187,19 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
                 continue
             for d in targets:
                 if d != sub.device[p] and support[nodes, d].all():
-                    rows.append(device.copy())
-                    rows[-1][nodes] = d
+                    row = device.copy()
+                    row[nodes] = d
+                    if row[active].tobytes() not in left:
+                        rows.append(row)
         priced += len(rows) + 1
         if not rows or priced * graph.num_nodes > PRICED_BUDGET_NODE_PRICINGS:
             break
         rows = np.stack(rows)
         ms = price(np.concatenate([device[None], rows]))  # with the placement itself: does it overflow?
-        if not np.isfinite(ms[0]):
+        if not np.isfinite(ms[0]) or not np.isfinite(ms[1:]).any():
             ms = np.concatenate([ms[:1], price(rows, fitted=True, pins=pins, max_submodels=bound)])
         device[:] = rows[int(np.argmin(ms[1:]))]
+        left.add(device[active].tobytes())
         moves += 1
     return moves
 
@@ -231,9 +250,9 @@ def merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
     full = follow_consumers(graph, device, active, pinned_anchor)
     partition = submodel_partition(graph, full, active)
     groups = quantization_groups(graph, active) if partition.num_submodels > bound else []
-    moves, over_budget = 0, False
+    moves, over_budget, fewest, stalled = 0, False, partition.num_submodels, 0
     for _ in range(partition.num_submodels):
-        if partition.num_submodels <= bound:
+        if partition.num_submodels <= bound or stalled >= STALLED_SUBMODEL_MOVES:  # the islands' merge goes on
             break
         if (moves + 1) * graph.num_nodes > budget:
             over_budget = True
@@ -243,6 +262,7 @@ def merge_to_bound(graph, device, active, support, locked, pinned_anchor, bound,
         moves += 1
         full = follow_consumers(graph, device, active, pinned_anchor)
         partition = submodel_partition(graph, full, active)
+        stalled, fewest = (0, partition.num_submodels) if partition.num_submodels < fewest else (stalled + 1, fewest)
     submodels = partition.num_submodels
     islands = count_islands(graph, device, active)
     while submodels > bound and islands > 1:

@@ -1,12 +1,6 @@
 """How the local search (``local_search.LocalSearchRefiner``) prices a batch of candidate placements, and orders them.
 
-A candidate is an assignment of the *active* nodes only (``cost_terms``'s decision variables); the rest of the
-placement comes from the search's base, and the anchors (parameters, constants, results, pure-constant chains) are
-placed by the batched twin of ``legalize()`` (``anchors.AnchorFixer``). The vectorised
-:class:`~ov_autoplace.costmodel.simulator.Simulator` then gives, per candidate, the predicted latency, the submodels
-above the legalizer's bound and the memory overflow. :func:`search_score` orders them lexicographically - overflow
-first, then (when the bound is enforced) excess submodels, then latency - through weights no latency in ms comes
-near.
+More: docs/architecture.md, "Module notes", search_pricing.py.
 """
 
 from __future__ import annotations

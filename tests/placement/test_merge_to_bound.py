@@ -137,3 +137,30 @@ def test_the_priced_moves_stay_within_their_pricing_budget(gru, monkeypatch):
     placement = legalize(graph, proposal, DEVICES, support, max_submodels=8, price=counted)
     assert placement.num_submodels <= 8 and not priced_rows
     assert not any("priced on the cost model" in n for n in placement.notes)
+
+
+def test_the_priced_moves_never_return_to_a_placement_they_left():
+    """A random split of a small state-space graph, whose feedback HETERO 2026.4 cuts node by node: the moves went
+    back and forth between two placements for 723 moves, and the halving merge then put it all on one device,
+    slower than the other alone. Now every placement is left for good, and the split that pays is kept."""
+    from ov_autoplace.costmodel.simulator import Simulator
+
+    graph = extract_graph(prepare_model(build(1, "state_space")))
+    support = np.ones((graph.num_nodes, 2), bool)
+    cost, rng = _random_cost(graph, DEVICES, 2), np.random.default_rng(2)
+    rng.integers(1, 6)
+    proposal = (rng.random(graph.num_nodes) < 0.5).astype(int)
+    pricer, current = legal_pricer(cost, graph, support), []
+
+    def recorded(rows, **fit):
+        if not fit:  # the first row is the placement the moves are at
+            current.append(rows[0].tobytes())
+        return pricer(rows, **fit)
+
+    placement = legalize(graph, proposal, DEVICES, support, max_submodels=8, price=recorded)
+    assert len(current) == len(set(current)) > 1
+    assert 1 < placement.num_submodels <= 8, placement.notes
+    simulator = Simulator(cost, graph)
+    split_ms = simulator.feasible_ms(placement.device_indices(graph.names, DEVICES)[None])[0]
+    alone_ms = min(simulator.feasible_ms(np.full((1, graph.num_nodes), d))[0] for d in range(2))
+    assert split_ms < alone_ms, (split_ms, alone_ms)
