@@ -1,15 +1,6 @@
 """Which device can run which node, stored beside the placement cache.
 
-``core.query_model`` runs each plugin's transformations: 0.3 s for ResNet-50
-and 0.8 s for BERT-base on the 2-core testbed, several times a warm
-(blob-cached) compile. The legality check of a cached placement needs the
-support matrix, so it is stored once per model structure, device set,
-device properties and OpenVINO release (the ``ProfileStore`` key) and a
-cache hit reads it back. A damaged file is re-queried and rewritten (the
-store's rule). A wrong matrix can only make a placement fail to compile
-(then ``compile_model`` falls back), never compute wrongly: what keeps
-outputs exact (Constants beside their consumers, quantization patterns whole)
-does not depend on it.
+More: docs/architecture.md, "Module notes", support_store.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Device names as the prior's ``recognized_by`` patterns see them, readable without loading the suite.
 
-``prior.recognize_devices`` matches a device's ``FULL_DEVICE_NAME`` against the calibrated devices' patterns
-(``data/platforms.json``) after parsing the whole suite (its device models, spec sheets and fitted terms: ~5 ms,
-plus ~15 ms of imports on a first start). :func:`may_all_be_recognized` answers a weaker question from the raw
-patterns alone, in well under a millisecond: could *every* device be recognized? When it says no, the prior is
-not calibrated for these devices, so its deviations never go live before verification (``settle``). It is
-used only to decide whether to compile the plain call ahead (``plain_compile_ahead.py``), never to place.
+More: docs/architecture.md, "Module notes", device_names.py.
 """
 
 from __future__ import annotations

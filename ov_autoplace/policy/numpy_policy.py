@@ -10,7 +10,9 @@ Everything is float32, like the torch model.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
 import hashlib
 import json
 from functools import cached_property
@@ -44,6 +46,17 @@ class NumpyPolicyOutput:
     def node_placement(self) -> np.ndarray:
         """Greedy device index of every node, int64 [N]."""
         return self.greedy()[self.node_group]
+
+
+@functools.cache
+def _blas_threads_setter():
+    """OpenBLAS's setter of the calling thread's BLAS threads (returns the count before), or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]})
+        return ctypes.CDLL(paths[0]).openblas_set_num_threads_local if paths else None
+    except (OSError, AttributeError):
+        return None
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -120,6 +133,16 @@ class NumpyHSDAGPolicy:
                                    coarsening_rule=c.coarsening)
 
     def forward(self, arrays: PolicyArrays) -> NumpyPolicyOutput:
+        # one BLAS thread, this thread's: docs/architecture.md, "Module notes", numpy_policy.py
+        setter = _blas_threads_setter()
+        before = setter(1) if setter else 0
+        try:
+            return self._forward(arrays)
+        finally:
+            if setter:
+                setter(before)
+
+    def _forward(self, arrays: PolicyArrays) -> NumpyPolicyOutput:
         c = self.config
         if arrays.x.shape[1] != c.in_features:
             raise ValueError(f"inputs have {arrays.x.shape[1]} features per coarse node, the policy expects "

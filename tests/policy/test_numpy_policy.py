@@ -159,3 +159,35 @@ def test_inputs_built_twice_are_identical(synthetic_prepared):
     a, b = build_policy_arrays(graph, cost), build_policy_arrays(graph, cost)
     for field in ("x", "edge_src", "edge_dst", "node_device_sum", "compute_us"):
         assert np.array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_the_forward_pass_runs_on_one_blas_thread_and_gives_the_count_back(synthetic_prepared):
+    """Its products are small, and a threaded one waits for OpenBLAS's worker to get a core: every product of the pass
+    runs with the calling thread's BLAS threads at 1, and the thread has its own count back afterwards."""
+    from ov_autoplace.policy import numpy_policy
+    from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
+
+    setter = numpy_policy._blas_threads_setter()
+    if setter is None:
+        pytest.skip("numpy's BLAS here is not an OpenBLAS with per-thread counts")
+
+    def current() -> int:
+        before = setter(1)
+        setter(before)
+        return before
+
+    policy, (_, graph), seen = NumpyHSDAGPolicy.load(PRETRAINED_POLICY), synthetic_prepared["branching"], []
+    linear = policy._linear
+
+    def recording(*args, **kwargs):
+        seen.append(current())
+        return linear(*args, **kwargs)
+
+    policy._linear = recording
+    setter(2)
+    try:
+        policy.place(graph, stand_in_cost_model(graph, ("CPU", "CPUF")))
+        assert seen and set(seen) == {1}
+        assert current() == 2
+    finally:
+        setter(0)
