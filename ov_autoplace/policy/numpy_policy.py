@@ -49,14 +49,17 @@ class NumpyPolicyOutput:
 
 
 @functools.cache
-def _blas_threads_setter():
-    """OpenBLAS's setter of the calling thread's BLAS threads (returns the count before), or None."""
+def _blas_threads_setters() -> tuple:
+    """Each loaded OpenBLAS's setter of the calling thread's BLAS threads (it returns the count before): numpy's,
+    and any other (scipy brings its own), so which one numpy multiplies with needs no guessing."""
     try:
         with open("/proc/self/maps") as maps:
             paths = sorted({line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]})
-        return ctypes.CDLL(paths[0]).openblas_set_num_threads_local if paths else None
-    except (OSError, AttributeError):
-        return None
+        libraries = [ctypes.CDLL(path) for path in paths]
+    except OSError:
+        return ()
+    setter = "openblas_set_num_threads_local"
+    return tuple(getattr(lib, setter) for lib in libraries if hasattr(lib, setter))
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -134,13 +137,13 @@ class NumpyHSDAGPolicy:
 
     def forward(self, arrays: PolicyArrays) -> NumpyPolicyOutput:
         # one BLAS thread, this thread's: docs/architecture.md, "Module notes", numpy_policy.py
-        setter = _blas_threads_setter()
-        before = setter(1) if setter else 0
+        setters = _blas_threads_setters()
+        before = [setter(1) for setter in setters]
         try:
             return self._forward(arrays)
         finally:
-            if setter:
-                setter(before)
+            for setter, count in zip(setters, before):
+                setter(count)
 
     def _forward(self, arrays: PolicyArrays) -> NumpyPolicyOutput:
         c = self.config
