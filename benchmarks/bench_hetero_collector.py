@@ -11,7 +11,8 @@ counts with). Cases: seeded random DAGs of Relu / Add nodes with random affiniti
 ``CPUF`` (1-4 layers); with ``--zoo``, random window splits of zoo models legalised with the bound of 8. Every case
 is compared as ``compile_placement`` applies it (``Placement.apply``: a Constant read on another device copied
 there, a Parameter moved where HETERO cuts the fewest parts). Prints per case kind how many partitions each one got
-right, and HETERO's submodel count beside the lab's, the mirror's, and the placement's own before it was applied.
+right, and HETERO's submodel count beside the lab's, the mirror's, and the placement's own (counted before it was
+applied, with that Parameter's move modelled).
 """
 
 from __future__ import annotations
@@ -162,8 +163,8 @@ def main(argv=None) -> int:
                 f"({datetime.date.today()}, OpenVINO {openvino.get_version()}). Partitions compared over the compute "
                 "nodes, as `OPENVINO_HETERO_VISUALIZE` dumps them; counts against `HETERO_NUMBER_OF_SUBMODELS`. Every "
                 "case is compared on the model as `Placement.apply` leaves it (HETERO's input); the zoo rows give the "
-                "legalizer's count of each split beside HETERO's, the DAG rows the placement's count before `apply` "
-                "(which moves a Parameter where HETERO cuts the fewest parts).", ""]
+                "legalizer's count of each split beside HETERO's, the DAG rows the placement's count taken before "
+                "`apply`, which models `apply`'s move of a Parameter to where HETERO cuts the fewest parts.", ""]
         args.write.write_text("\n".join(head + lines) + "\n")
     return 0
 

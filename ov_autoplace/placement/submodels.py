@@ -250,9 +250,17 @@ def submodel_partition(graph: GraphArrays, device: np.ndarray, active: np.ndarra
     return _partition(graph, device, active, count_islands(graph, device, active))
 
 
+def _as_placed(graph: GraphArrays, device) -> np.ndarray:
+    """``device`` with every Parameter where ``Placement.apply`` puts it (:func:`move_parameters_to_fewest_parts`):
+    the counts are of what HETERO compiles."""
+    dev = np.array(device, dtype=np.int64)
+    move_parameters_to_fewest_parts(graph, dev)
+    return dev
+
+
 def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islands: int) -> SubmodelPartition:
     n = graph.num_nodes
-    dev = np.asarray(device, dtype=np.int64)
+    dev = _as_placed(graph, device)
     act = np.asarray(active, dtype=bool)
     keep = act[graph.edge_src] & act[graph.edge_dst]
     src, dst = graph.edge_src[keep], graph.edge_dst[keep]
@@ -272,10 +280,19 @@ def count_joined_parts(graph: GraphArrays, device: np.ndarray, active: np.ndarra
     """HETERO's parts before it splits any cycle (step 1 of the module notes, docs/architecture.md), over the
     ``active`` nodes: a lower bound of :func:`count_hetero_submodels` (the later steps only add cuts) for the cost of
     one union-find. Unlike :func:`count_islands` it is one bound: islands
-    that share a Parameter or Constant are one part, so a placement can have more islands than submodels."""
+    that share a Parameter or Constant are one part, so a placement can have more islands than submodels. A
+    Parameter joins its readers on each of their devices (``apply`` moves it to one of them: joining on all of them
+    keeps the bound without the splits that choice takes)."""
     n, lists, device, at = _as_applied(graph, device)
-    joined = device[lists.src] == device[lists.dst]
-    root = component_roots(n, lists.src[joined], lists.dst[joined])
+    read = np.zeros(n, bool)
+    read[at[graph.role == NodeRole.PARAMETER]] = True
+    read = read[lists.src]
+    joined = (device[lists.src] == device[lists.dst]) & ~read
+    readers = lists.dst[read]  # each joined to the first reader of its Parameter on its device
+    _, first, which = np.unique(lists.src[read] * (device.max() + 1) + device[readers], return_index=True,
+                                return_inverse=True)
+    root = component_roots(n, np.concatenate([lists.src[joined], readers[first][which]]),
+                           np.concatenate([lists.dst[joined], readers]))
     return int(np.unique(root[at][np.asarray(active, bool)]).size)
 
 

@@ -186,3 +186,7 @@ def test_joined_parts_are_a_lower_bound_of_the_submodels_and_islands_are_not():
         for _ in range(20):
             device = rng.integers(0, 2, graph.num_nodes)
             assert count_joined_parts(graph, device, active) <= count_hetero_submodels(graph, device, active)
+    for seed in range(200):  # Parameters read on both devices, which the count moves before it splits
+        graph = extract_graph(prepare_model(sg.random_elementwise_dag(seed, 4 + seed % 17)))
+        active, device = _active(graph), rng.integers(0, 2, graph.num_nodes)
+        assert count_joined_parts(graph, device, active) <= count_hetero_submodels(graph, device, active)

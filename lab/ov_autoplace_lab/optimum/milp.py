@@ -360,7 +360,8 @@ def _add_parts(m: _Milp, terms: CostTerms, x: np.ndarray, links: list[tuple[int,
                overhead: np.ndarray) -> dict[tuple[int, int], int]:
     """Roots and flow rows (``milp_placement``'s docstring) over ``links``: on each device, the active nodes on it
     and the ``joiner`` nodes (through which flow passes, needing no root: on the device their ``x`` says, or on
-    every device where they have none, a Constant) form parts, each with a root priced at ``overhead[d]``.
+    every device where they have none or are a Parameter, which ``Placement.apply`` moves to its readers' device
+    with the fewest parts) form parts, each with a root priced at ``overhead[d]``.
     Returns the root column of each (active node, device)."""
     root_columns: dict[tuple[int, int], int] = {}
     neighbours: dict[int, list[int]] = {}
@@ -369,6 +370,7 @@ def _add_parts(m: _Milp, terms: CostTerms, x: np.ndarray, links: list[tuple[int,
     for i in np.flatnonzero(terms.active).tolist():
         neighbours.setdefault(i, [])
     for d in range(terms.num_devices):
+        anywhere = (x[:, d] < 0) | terms.parameter  # joins on d whatever its own device
         on_d = [i for i in sorted(neighbours) if terms.active[i] and terms.allowed[i, d]]
         big = float(max(len(on_d), 1))  # a root emits one unit per other node of its part, and absorbs its own
         r = {i: m.var(float(overhead[d]), integer=True) for i in on_d}
@@ -377,17 +379,17 @@ def _add_parts(m: _Milp, terms: CostTerms, x: np.ndarray, links: list[tuple[int,
         balance.update({i: [] for i in neighbours if joiner[i]})
         for i in on_d:
             m.row([(r[i], 1.0), (x[i, d], -1.0)], ub=0.0)  # a root sits on d
-            if any(x[j, d] < 0 for j in neighbours[i]):
-                continue  # it may be joined through a Constant: not provably isolated
+            if any(anywhere[j] for j in neighbours[i]):
+                continue  # it may be joined through a Constant or a Parameter: not provably isolated
             # an isolated node on d is its own root (valid, and tightens the LP bound)
             near = [(x[j, d], 1.0) for j in neighbours[i] if terms.allowed[j, d]]
             m.row([(r[i], 1.0), (x[i, d], -1.0)] + near, lb=0.0)
         for u, v in links:
-            if not all(x[k, d] < 0 or terms.allowed[k, d] for k in (u, v)):
+            if not all(anywhere[k] or terms.allowed[k, d] for k in (u, v)):
                 continue
             f_uv, f_vu = m.var(upper=big), m.var(upper=big)
             for k in (u, v):  # an end with a device carries flow only there
-                if x[k, d] >= 0:
+                if not anywhere[k]:
                     m.row([(f_uv, 1.0), (f_vu, 1.0), (x[k, d], -big)], ub=0.0)
             balance[v] += [(f_uv, 1.0), (f_vu, -1.0)]
             balance[u] += [(f_vu, 1.0), (f_uv, -1.0)]
@@ -415,10 +417,12 @@ def _add_bound(m: _Milp, terms: CostTerms, x: np.ndarray, max_submodels: int) ->
     """Two lower bounds of HETERO's submodel count, each kept within ``max_submodels``.
 
     Parts: HETERO's first step cuts only the edges between devices, so islands that share a Parameter, a Constant
-    or a constant-subgraph node on their device are one part. Parameters and constant-subgraph nodes sit where
-    ``x`` says (their consumers' majority, as the legalizer puts them: ``_tie_anchors_to_votes``); a Constant has
-    no ``x`` and joins on every device (it sits on one in HETERO), which joins at least as much. So the parts are
-    at most HETERO's, and ``sum roots <= bound`` keeps every legal placement.
+    or a constant-subgraph node on their device are one part. Constant-subgraph nodes sit where ``x`` says (their
+    consumers' majority, as the legalizer puts them: ``_tie_anchors_to_votes``); a Constant has no ``x``, and a
+    Parameter's is not where HETERO gets it (``Placement.apply`` moves it to the device of its readers with the
+    fewest parts, as the legalizer counts it), so both join on every device (each sits on one in HETERO), which
+    joins at least as much. So the parts are at most HETERO's, and ``sum roots <= bound`` keeps every legal
+    placement.
 
     Levels: HETERO's submodels form a DAG, so a path never re-enters a submodel it left, and ``1 + the most
     device changes along a path`` is at most its count. A level per active node, ``L_v >= L_u + 1`` across an
@@ -468,8 +472,8 @@ def _start_columns(terms: CostTerms, x: np.ndarray, device: np.ndarray, islands:
 def _root_values(terms: CostTerms, device: np.ndarray, roots: dict[tuple[int, int], int],
                  links: list[tuple[int, int]]) -> dict[int, float]:
     """1 for the lowest active node of each part of ``device`` (every node's, the legalizer's) on each device
-    (``_add_parts``; a Constant joins on every device), else 0."""
-    constant = ~(terms.placed | terms.result)
+    (``_add_parts``; a Constant or a Parameter joins on every device), else 0."""
+    constant = ~(terms.placed | terms.result) | terms.parameter
     chosen: set[tuple[int, int]] = set()
     active = np.flatnonzero(terms.active).tolist()
     for d in range(terms.num_devices):

@@ -203,12 +203,13 @@ def brute_force_optimum(cost: CostModel, graph: GraphArrays, max_submodels: int 
 
 
 def joined_parts(graph: GraphArrays, device: np.ndarray) -> int:
-    """Same-device parts of the active nodes, joined also through a Parameter or follower on their device and
-    through any Constant (on every device, whatever its own): the count the MILP bounds, never above HETERO's."""
-    active, result, constant = active_mask(graph), graph.role == NodeRole.RESULT, graph.role == NodeRole.CONSTANT
+    """Same-device parts of the active nodes, joined also through a follower on their device and through any
+    Constant or Parameter (on every device, whatever its own): the count the MILP bounds, never above HETERO's."""
+    active, result = active_mask(graph), graph.role == NodeRole.RESULT
+    anywhere = (graph.role == NodeRole.CONSTANT) | (graph.role == NodeRole.PARAMETER)
     src, dst, total = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64), 0
     for d in range(int(device.max()) + 1):
-        inside = ~result & (constant | (device == d))
+        inside = ~result & (anywhere | (device == d))
         kept = inside[src] & inside[dst]
         part = component_roots(graph.num_nodes, src[kept], dst[kept])
         total += np.unique(part[active & (device == d)]).size
