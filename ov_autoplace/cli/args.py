@@ -81,9 +81,7 @@ def add_model_device_args(parser: argparse.ArgumentParser) -> None:
                         help=f"bound on HETERO submodels (default {api.DEFAULT_MAX_SUBMODELS})")
     add_benchmark_flags(parser, ("shape", "data_shape"))
     add_inputs_arg(parser)
-    parser.add_argument("--generation", type=_generation, default=None, metavar="PROMPT,NEW",
-                        help="a stateful decoder's generation to place and verify for: prompt tokens, new tokens "
-                             "(default 128,128 for a decoder; docs/llm.md)")
+    add_generation_arg(parser, "place and verify")
     parser.add_argument("--search-budget", type=_budget, default=None, metavar="N|SECONDS",
                         help="fine-tune the HSDAG policy on the devices: N measured placements (e.g. 30) or "
                              "seconds (e.g. 60.0); needs the train extra")
@@ -124,6 +122,12 @@ def memory_caps_of(args) -> dict[str, int] | None:
     """``--memory-cap DEVICE=SIZE`` (repeated) as ``memory_caps=``; None when none is given."""
     caps = dict(parse_cap_option(text) for text in getattr(args, "memory_cap", None) or ())
     return caps or None
+def add_generation_arg(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--generation", type=_generation, default=None, metavar="PROMPT,NEW",
+                        help=f"a stateful decoder's generation to {what} for: prompt tokens, new tokens "
+                             "(default 128,128 for a decoder; docs/llm.md)")
+
+
 def _generation(text: str) -> tuple[int, int]:
     """``--generation 128,128``: (prompt tokens, new tokens); the API checks them against the model."""
     try:

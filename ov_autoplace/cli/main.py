@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 
 from ov_autoplace import api
 from ov_autoplace.cache.placement_cache import PlacementCache
@@ -17,13 +18,16 @@ from ov_autoplace.devices.targets import target_devices
 from ov_autoplace.errors import OVAutoplaceError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.model.shapes import resolve_shapes, static_clone
+from ov_autoplace.model.generation import check_generation
+from ov_autoplace.model.shapes import default_static_clone, resolve_shapes, static_clone
 from ov_autoplace.devices.timing import input_sample
-from ov_autoplace.cli.args import (add_device_args, add_inputs_arg, add_memory_cap_arg, add_model_device_args,
-                                   add_run_args, checked_args, config_of, core_and_device, memory_caps_of,
-                                   read_inputs)
+from ov_autoplace.cli.args import (add_device_args, add_generation_arg, add_inputs_arg, add_memory_cap_arg,
+                                   add_model_device_args, add_run_args, checked_args, config_of, core_and_device,
+                                   memory_caps_of, read_inputs)
 from ov_autoplace.cli.benchmark_flags import (PROFILE_REASON, Accepted, add_benchmark_flags,
                                               reject_other_benchmark_flags)
+
+logger = logging.getLogger("ov_autoplace")
 
 
 def cmd_place(args) -> int:
@@ -66,6 +70,27 @@ def _measured_profile(args, model, core, devices, store):
                                **({"budget_ms": None} if args.niter else {}))
 
 
+def _decode_steps(model, graph, cost, generation, core, store) -> str:
+    """A decoder's decode steps profiled as the measuring paths of ``compile_model`` profile them, and stored, so the
+    next start places on the whole generation, not on the prefill alone; a line to print. ``graph``, ``cost``: the
+    prefill clone's and its profile."""
+    from ov_autoplace.measuring.generation_profile import generation_profile, profile_links_of
+    from ov_autoplace.model.generation import decode_pasts
+
+    try:
+        _, whole = generation_profile(model, graph, cost, generation, core, store=store,
+                                      links=profile_links_of(cost), measure=True)
+    except Exception as exc:  # noqa: BLE001 - the prefill's profile is stored: the next start places on it alone
+        logger.warning("the decode steps of %s could not be profiled (%s: %s); the next start places on the "
+                       "prefill's profile", generation, type(exc).__name__, exc)
+        return f"  decode steps: not profiled ({type(exc).__name__})"
+    total = np.asarray(whole.compute_ms, dtype=np.float64).sum(axis=0)
+    return (f"  decode steps at past lengths {list(decode_pasts(generation))} profiled"
+            f"{' and stored' if store is not None else ''}; the generation ({generation.prompt_tokens} + "
+            f"{generation.new_tokens} tokens), per-op sum: "
+            + ", ".join(f"{d} {ms:.1f} ms" for d, ms in zip(cost.devices, total)))
+
+
 def _memory_check(args, model, core, device, shapes) -> str:
     """With ``--memory-cap``: the model's need against the caps (MemoryCapError when no split can fit), as a line."""
     caps = memory_caps_of(args)
@@ -74,7 +99,8 @@ def _memory_check(args, model, core, device, shapes) -> str:
     from ov_autoplace.decision.memory_path import memory_request
     from ov_autoplace.devices.memory_caps import format_bytes
 
-    req = api.build_request(model, device, config_of(args), core=core, shapes=shapes, memory_caps=caps)
+    req = api.build_request(model, device, config_of(args), core=core, shapes=shapes, memory_caps=caps,
+                            generation=args.generation)
     need, capacity = memory_request(req, extract_graph(prepare_model(req.placement_model)))
     return (f"memory: the model needs {need.describe()}; caps "
             + ", ".join(f"{d} {format_bytes(c)}" for d, c in zip(req.devices, capacity) if c != float("inf"))
@@ -92,9 +118,14 @@ def cmd_profile(args) -> int:
     model = api.load_model(args.model, core)
     sample, shapes = read_inputs(args, model)
     memory = _memory_check(args, model, core, device, shapes)  # MemoryCapError before anything is measured
-    shapes = resolve_shapes(model, shapes)
-    if shapes is not None:  # a dynamic model is profiled (and placed) at static shapes
-        model = static_clone(model, shapes)
+    generation = check_generation(args.generation, model)  # a decoder's (default 128,128), else None: ShapeError
+    dynamic = model
+    if shapes is None and generation is not None:  # its prefill, the clone compile_model places (build_request)
+        shapes, model = default_static_clone(model, generation.prompt_tokens)
+    else:
+        shapes = resolve_shapes(model, shapes)
+        if shapes is not None:  # a dynamic model is profiled (and placed) at static shapes
+            model = static_clone(model, shapes)
     with input_sample(sample):
         profile = _measured_profile(args, model, core, devices, store)
     cost = profile.cost_model
@@ -115,6 +146,8 @@ def cmd_profile(args) -> int:
             print(f"  {op_type:<28}" + "".join(f"{v:12.3f}" for v in values))
     print(f"  {'total':<28}" + "".join(f"{v:12.3f}" for v in total))
     print(f"  profiler time {profile.profiler_seconds:.1f} s")
+    if generation is not None:
+        print(_decode_steps(dynamic, graph, cost, generation, core, store))
     if memory:
         print(f"  {memory}")
     if args.output:
@@ -190,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--full", action="store_true",
                          help="the full profiler: fused ops compiled alone and measured links (slower)")
     add_inputs_arg(profile)
+    add_generation_arg(profile, "profile the decode steps of")
     add_memory_cap_arg(profile)
     profile.add_argument("-o", "--output", type=Path, help="write the profile JSON here")
     profile.add_argument("--profile-dir", type=_directory_arg, default=None,

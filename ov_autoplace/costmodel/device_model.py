@@ -1,11 +1,6 @@
 """A batch-1 device model: the terms that dominate one inference, on top of a spec-sheet roofline.
 
-Every number it produces is simulated. Per compute node and device: a dispatch cost, then the slower of compute
-(FLOPs plus an occupancy term that makes small kernels under-use a wide device) and memory traffic, each scaled by
-factors fitted per device to published latencies (:mod:`.fit_terms`); plus per-submodel and link costs, NPU op
-support and the plugins' eltwise fusion (:func:`batch1_fusion`). ``SuitePlatform.cost_model(graph)`` returns the
-:class:`CostModel` the simulator, the optimum and every strategy read; numpy only at run time. The formula and each
-term: docs/cost-model.md, "The batch-1 device model".
+More: docs/architecture.md, "Module notes", device_model.py.
 """
 
 from __future__ import annotations

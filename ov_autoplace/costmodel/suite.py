@@ -1,15 +1,6 @@
 """The suite of named simulated platforms (``data/platforms.json`` + ``data/fitted_terms.json``).
 
-``load_suite()`` returns ``{name: SuitePlatform}``: the calibrated ``paper``
-and ``laptop`` platforms and the settings where placement matters
-(``npu_cpu``: the NPU lacks ops the model needs; ``small_memory``: a device
-smaller than the model; ``cpu_igpu``: two devices close in speed that differ
-per op category). Devices with a ``calibration`` key take their fitted terms
-from ``fitted_terms.json`` when it has them; otherwise they keep the prior
-terms of the platform file, and ``describe()`` says "prior (not fitted)".
-
-Loaded on demand, never at ``import ov_autoplace``. A malformed file raises
-:class:`CalibrationDataError` naming the platform, the device and the field.
+More: docs/architecture.md, "Module notes", suite.py.
 """
 
 from __future__ import annotations

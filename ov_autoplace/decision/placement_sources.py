@@ -191,7 +191,8 @@ def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphAr
 def generation_measured(req: PlacementRequest, graph: GraphArrays, cost, store) -> tuple[GraphArrays, Any]:
     """``(graph, cost)`` a decoder is placed on: the stored prefill profile ``cost`` with each decode step's stored
     profile at the objective's weights (``measuring/generation_profile.py``); the prefill's alone for a model with no
-    generation, or when the decode steps were not profiled (``ov-autoplace profile``) or cannot be costed."""
+    generation, or when the decode steps were not profiled (an earlier release's ``ov-autoplace profile``) or
+    cannot be costed."""
     if not req.generation:
         return graph, cost
     try:

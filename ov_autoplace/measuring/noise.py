@@ -1,11 +1,6 @@
 """Measurement noise of a profile: per-op spreads, and whether the machine was loaded while it was taken.
 
-Two profiles of the same model never agree exactly, and a profile taken while another process competes for the
-cores is not the machine the placement will run on. This module gives the profilers what they need to say how far
-to trust their numbers: per-run per-op times (:func:`per_run_node_ms`, recovered from the CPU plugin's running
-averages), their spread (:func:`iqr`), whether a window was loaded (:class:`LoadProbe`, :func:`assess_load`), and an
-assumed spread for profiles stored before spreads existed (:func:`assumed_spread`). The definitions and thresholds:
-docs/cost-model.md, "Noise and load"; what the thresholds were measured on: "Profiler".
+More: docs/architecture.md, "Module notes", noise.py.
 """
 
 from __future__ import annotations

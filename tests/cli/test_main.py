@@ -98,6 +98,33 @@ def test_profile_prints_per_op_types_and_writes_json(ir_path, tmp_path, capsys):
     assert all(r["isolated_nodes"] == 0 for r in data["reports"]), "no fused op compiled alone"
 
 
+def test_profile_of_a_decoder_stores_its_decode_steps_for_the_next_start(ir_path, tmp_path, capsys, caplog,
+                                                                          monkeypatch):
+    """On a stateful decoder ``profile`` measures the prefill clone ``compile_model`` places (at the generation's
+    prompt) and each decode step of the generation, all stored: the next start's profile path places on the whole
+    generation. Before, it stored the prefill alone, and the next start placed on the prefill's costs (said at
+    INFO)."""
+    import logging
+
+    import ov_autoplace as oa
+    from ov_autoplace.devices.testbed import make_testbed
+
+    path = tmp_path / "llm.xml"
+    ov.save_model(sg.llm_like(layers=2, positions=None), path)
+    monkeypatch.setenv("OV_AUTOPLACE_PROFILE_DIR", str(tmp_path / "profiles"))
+    assert main(["profile", "-m", str(path), "--testbed", "-niter", "2", "--generation", "16,8"]) == 0
+    out = capsys.readouterr().out
+    assert "decode steps at past lengths [16, 19, 22] profiled and stored" in out and "(16 + 8 tokens)" in out
+    testbed = make_testbed()  # what --testbed makes: the profiles' keys name its devices and properties
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.place(str(path), testbed.hetero, core=testbed.core, generation=(16, 8))
+    assert "placement source: profile" in caplog.text and "has no decode steps" not in caplog.text
+    assert "Generation(prompt_tokens=16, new_tokens=8)" in caplog.text  # the costs the profile path placed on
+    # --generation on a model no generation drives: the API's ShapeError, said before anything is measured
+    assert main(["profile", "-m", str(ir_path), "--testbed", "--generation", "16,8"]) != 0
+    assert "applies to a stateful decoder" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_profile_full_measures_links(ir_path, tmp_path, capsys):
     assert main(["profile", "-m", str(ir_path), "--testbed", "--full", "-niter", "2",
