@@ -197,6 +197,27 @@ def test_a_background_profile_then_the_next_start_use_the_measured_placement(tin
     _same_generation(core, compiled, model, distinct_testbed.hetero)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_cli_profile_of_an_export_serves_the_next_start_the_whole_generation(family, tiny_llms, tmp_path, caplog,
+                                                                              monkeypatch):
+    """``ov-autoplace profile`` on optimum-intel's export stores the prefill clone's profile and each decode step's,
+    as ``compile_model``'s measuring paths do: the next start's profile path places on the whole generation, not on
+    the prefill alone (which an INFO line would say), without falling back."""
+    from ov_autoplace.cli.main import main
+    from ov_autoplace.devices.testbed import make_testbed
+
+    path = tiny_llms[family] / "openvino_model.xml"
+    monkeypatch.setenv("OV_AUTOPLACE_PROFILE_DIR", str(tmp_path / "profiles"))  # where both look
+    assert main(["profile", "-m", str(path), "--testbed"]) == 0
+    testbed = make_testbed()  # what --testbed makes: the profiles' keys name its devices and properties
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        placement = ov_autoplace.place(str(path), testbed.hetero, core=testbed.core)
+    assert "placement source: profile" in caplog.text and "has no decode steps" not in caplog.text
+    assert "Generation(prompt_tokens=128, new_tokens=128)" in caplog.text
+    assert sum(placement.counts_per_device().values()) > 0
+    _no_fallback(caplog)
+
+
 def _worker_log(tmp_path, deadline_s: float = 600) -> str:
     """The background worker's log once it stored its placement (or whatever it wrote by the deadline)."""
     import time
