@@ -122,6 +122,8 @@ def memory_caps_of(args) -> dict[str, int] | None:
     """``--memory-cap DEVICE=SIZE`` (repeated) as ``memory_caps=``; None when none is given."""
     caps = dict(parse_cap_option(text) for text in getattr(args, "memory_cap", None) or ())
     return caps or None
+
+
 def add_generation_arg(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--generation", type=_generation, default=None, metavar="PROMPT,NEW",
                         help=f"a stateful decoder's generation to {what} for: prompt tokens, new tokens "

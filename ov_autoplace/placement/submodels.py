@@ -284,9 +284,9 @@ def count_joined_parts(graph: GraphArrays, device: np.ndarray, active: np.ndarra
     Parameter joins its readers on each of their devices (``apply`` moves it to one of them: joining on all of them
     keeps the bound without the splits that choice takes)."""
     n, lists, device, at = _as_applied(graph, device)
-    read = np.zeros(n, bool)
-    read[at[graph.role == NodeRole.PARAMETER]] = True
-    read = read[lists.src]
+    parameter = np.zeros(n, bool)
+    parameter[at[graph.role == NodeRole.PARAMETER]] = True
+    read = parameter[lists.src]  # the edges out of a Parameter
     joined = (device[lists.src] == device[lists.dst]) & ~read
     readers = lists.dst[read]  # each joined to the first reader of its Parameter on its device
     _, first, which = np.unique(lists.src[read] * (device.max() + 1) + device[readers], return_index=True,
