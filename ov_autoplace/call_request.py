@@ -27,11 +27,10 @@ from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.devices.call_forms import check_property_values, resolve_device_request
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
 from ov_autoplace.devices.memory_caps import parse_memory_caps
-from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, PlacementError, ShapeError
+from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, PlacementError
 from ov_autoplace.model.generation import Generation, check_generation
 from ov_autoplace.model.loading import check_model_path
-from ov_autoplace.model.shapes import (DEFAULT_DIM, ShapesLike, default_static_clone, is_dynamic, resolve_shapes,
-                                       static_clone)
+from ov_autoplace.model.shapes import ShapesLike, placement_clone, resolve_shapes
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.placement.pins import Pin, parse_pins
 from ov_autoplace.placement.user_checks import check_pins_devices
@@ -188,22 +187,12 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
     core, spec, props, ov_model = validated_call(model, device_name, config, core)
     caps = parse_memory_caps(memory_caps, spec.devices)  # PropertyError: a malformed size, a device not in the string
     generation = check_generation(generation, ov_model)  # a stateful decoder's generation, else None (ShapeError)
-    placement_shapes = resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit
-    if placement_shapes is not None and not is_dynamic(ov_model):
-        placement_shapes = None  # shapes= only repeated the static model's own shapes
-    placement_model, unplaceable = ov_model, ""
-    if placement_shapes is not None and (spec.is_placement or not compiles_alone):
-        if shapes is not None:  # the caller's shapes: a model that rejects them is the caller's mistake
-            placement_model = static_clone(ov_model, placement_shapes)
-        else:  # our guess: a model that accepts none of them is compiled unplaced, never refused
-            try:
-                placement_shapes, placement_model = default_static_clone(  # a decoder: its prefill
-                    ov_model, generation.prompt_tokens if generation else DEFAULT_DIM)
-            except ShapeError as exc:
-                placement_shapes, unplaceable = None, (f"no default placement shape fits this dynamic model ({exc}); "
-                                                       "pass shapes= (--shape) with shapes it accepts to place it")
-    elif compiles_alone:
-        placement_shapes = None  # one device, AUTO, ...: OpenVINO compiles the model itself, nothing is placed
+    if spec.is_placement or not compiles_alone:  # a static model as it is, a dynamic one's static clone
+        placement_shapes, placement_model, unplaceable = placement_clone(
+            ov_model, shapes, generation.prompt_tokens if generation else None)
+    else:  # one device, AUTO, ...: OpenVINO compiles the model itself, nothing is placed
+        resolve_shapes(ov_model, shapes)  # ShapeError if shapes= does not fit, as for a placement
+        placement_shapes, placement_model, unplaceable = None, ov_model, ""
     excluded = normalized_exclusions(exclude_devices) or ()  # "CPUF" is one device, place() and compile_model
     unknown = [d for d in excluded if d not in spec.devices]
     if unknown:

@@ -10,10 +10,7 @@
 From the shell, without changing the app: ``ov-autoplace run -- python app.py`` (or ``python -m
 ov_autoplace.run app.py``).
 
-``openvino.Core.compile_model`` is replaced by a function that hands each call, with its model, device, config,
-``weights=`` and the ``Core`` it was made on, to ``ov_autoplace.compile_model`` with the options given here
-(``openvino.compile_model`` calls the same method on a new ``Core``). ov_autoplace's own compiles reach OpenVINO's
-method: its entry points mark their calls (``reentry.py``), so nothing recurses, whichever thread compiles.
+How the routing works: docs/architecture.md, "Module notes", routing.py.
 """
 
 from __future__ import annotations

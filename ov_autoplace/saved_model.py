@@ -11,14 +11,15 @@ from typing import Any, Mapping
 import openvino as ov
 
 from ov_autoplace import api
-from ov_autoplace.errors import PlacementError
+from ov_autoplace.errors import PlacementError, ShapeError
 from ov_autoplace.reentry import ov_autoplace_call
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.portable import attach, stored_placement
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.model.shapes import ShapesLike, format_shapes, is_dynamic, resolve_shapes, static_clone
+from ov_autoplace.model.generation import check_generation
+from ov_autoplace.model.shapes import ShapesLike, format_shapes, placement_clone
 from ov_autoplace.decision.verification import evidence_intact, verified_placement
 
 
@@ -38,7 +39,7 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     placement is the one stored). ``verify=False`` stores it as given; ``compile_model`` then verifies it on
     every load. Pins are not stored: there a pinned placement is a proposal like any other.
     ``shapes``: for a model with dynamic dimensions, the static shapes to place at (``compile_model``'s
-    ``shapes=``; default 1 for a dynamic axis 0 and 128 for others, within bounds); a given ``placement``
+    ``shapes=``; default: the shapes ``compile_model`` places at, docs/dynamic-shapes.md); a given ``placement``
     must have been made at the same shapes (``place(model, ..., shapes=...)``). The IR stays dynamic; a
     split is compiled dynamic and run once at those shapes first (``DynamicSplitError`` if HETERO cannot run it).
     The file is read back and its stored placement matched before returning; a mismatch raises
@@ -51,10 +52,11 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     """
     core = core if core is not None else api.default_core()
     ov_model = api.load_model(model, core)
-    placement_shapes = resolve_shapes(ov_model, shapes)  # None for a static model given no shapes (ShapeError)
-    if placement_shapes is not None and not is_dynamic(ov_model):
-        placement_shapes = None  # shapes= only repeated the static model's own shapes
-    placement_model = static_clone(ov_model, placement_shapes) if placement_shapes is not None else ov_model
+    generation = check_generation(place_options.get("generation"), ov_model)  # a decoder: placed at its prefill
+    placement_shapes, placement_model, unplaceable = placement_clone(  # the shapes compile_model places at
+        ov_model, shapes, generation.prompt_tokens if generation else None)
+    if unplaceable:
+        raise ShapeError(unplaceable)
     prepared = prepare_model(placement_model)
     graph = extract_graph(prepared)
     if placement is None:

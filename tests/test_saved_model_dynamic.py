@@ -183,3 +183,16 @@ def test_a_split_hetero_cannot_run_dynamic_is_refused_before_anything_is_written
     with pytest.raises(ov_autoplace.DynamicSplitError, match="cannot run it with dynamic shapes"):
         ov_autoplace.save_model(model, tmp_path / "split.xml", placement, core=f32_testbed.core, verify=False)
     assert not (tmp_path / "split.xml").exists()
+
+
+def test_save_model_places_at_the_shapes_compile_model_places_at(tmp_path):
+    """Without shapes=, save_model places the clone compile_model would place (``shapes.placement_clone``): here the
+    halved default a short position table takes, stored with the IR. Before, it reshaped to the default 128 and
+    raised ShapeError on a model compile_model places."""
+    from tests.model.test_shapes import _position_table
+
+    testbed = make_testbed()
+    ov_autoplace.save_model(_position_table(32), tmp_path / "t.xml", device_name=testbed.hetero, core=testbed.core,
+                            strategy="heavy_ops", verify=False)
+    model, _ = ov_autoplace.load_placed(tmp_path / "t.xml", core=testbed.core)
+    assert stored_shapes(model) == {"x": [1, 32, 8]}

@@ -15,11 +15,11 @@ import numpy as np
 from ov_autoplace import api
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.devices.targets import target_devices
-from ov_autoplace.errors import OVAutoplaceError
+from ov_autoplace.errors import OVAutoplaceError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.generation import check_generation
-from ov_autoplace.model.shapes import default_static_clone, resolve_shapes, static_clone
+from ov_autoplace.model.shapes import placement_clone
 from ov_autoplace.devices.timing import input_sample
 from ov_autoplace.cli.args import (add_device_args, add_generation_arg, add_inputs_arg, add_memory_cap_arg,
                                    add_model_device_args, add_run_args, checked_args, config_of, core_and_device,
@@ -119,13 +119,10 @@ def cmd_profile(args) -> int:
     sample, shapes = read_inputs(args, model)
     memory = _memory_check(args, model, core, device, shapes)  # MemoryCapError before anything is measured
     generation = check_generation(args.generation, model)  # a decoder's (default 128,128), else None: ShapeError
-    dynamic = model
-    if shapes is None and generation is not None:  # its prefill, the clone compile_model places (build_request)
-        shapes, model = default_static_clone(model, generation.prompt_tokens)
-    else:
-        shapes = resolve_shapes(model, shapes)
-        if shapes is not None:  # a dynamic model is profiled (and placed) at static shapes
-            model = static_clone(model, shapes)
+    dynamic = model  # profiled as the clone compile_model places (a decoder's prefill), keyed as it looks it up
+    shapes, model, unplaceable = placement_clone(model, shapes, generation.prompt_tokens if generation else None)
+    if unplaceable:
+        raise ShapeError(unplaceable)
     with input_sample(sample):
         profile = _measured_profile(args, model, core, devices, store)
     cost = profile.cost_model

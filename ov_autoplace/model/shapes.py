@@ -187,10 +187,32 @@ def default_static_clone(model: ov.Model, dim: int = DEFAULT_DIM) -> tuple[Place
         dim_default //= 2
 
 
+def placement_clone(model: ov.Model, shapes: ShapesLike,
+                    prompt_tokens: int | None = None) -> tuple[PlacementShapes | None, ov.Model, str]:
+    """The model ``compile_model`` places: (its placement shapes, the model, why it cannot be placed or "").
+
+    A static model is placed as it is (None shapes). A dynamic one is placed as a static clone: at ``shapes`` (the
+    caller's: a model that rejects them raises ShapeError), else at the defaults, a decoder's prefill of
+    ``prompt_tokens`` (:func:`default_static_clone`). A model that accepts no default is returned unplaced with the
+    reason, never refused: only the caller's shapes can say what to place for. The CLI's ``profile`` calls this too,
+    so a profile is keyed by the shapes the next start places at.
+    """
+    placement_shapes = resolve_shapes(model, shapes)  # ShapeError if shapes= does not fit
+    if placement_shapes is None or not is_dynamic(model):
+        return None, model, ""  # a static model (shapes= only repeated its own shapes)
+    if shapes is not None:
+        return placement_shapes, static_clone(model, placement_shapes), ""
+    try:
+        return (*default_static_clone(model, prompt_tokens or DEFAULT_DIM), "")
+    except ShapeError as exc:
+        return None, model, (f"no default placement shape fits this dynamic model ({exc}); pass shapes= (--shape) "
+                             "with shapes it accepts to place it")
+
+
 def format_shapes(shapes: PlacementShapes) -> str:
     """benchmark_app's syntax: ``input_ids[1,128],attention_mask[1,128]``."""
     return ",".join(f"{name}[{','.join(str(d) for d in dims)}]" for name, dims in shapes.items())
 
 
 __all__ = ["DEFAULT_BATCH", "DEFAULT_DIM", "PlacementShapes", "ShapesLike", "default_dims", "default_static_clone",
-           "format_shapes", "input_name", "is_dynamic", "resolve_shapes", "static_clone"]
+           "format_shapes", "input_name", "is_dynamic", "placement_clone", "resolve_shapes", "static_clone"]

@@ -125,6 +125,26 @@ def test_profile_of_a_decoder_stores_its_decode_steps_for_the_next_start(ir_path
     assert "applies to a stateful decoder" in capsys.readouterr().err
 
 
+def test_profile_keys_a_dynamic_model_by_the_shapes_compile_model_places_at(tmp_path, capsys, caplog, monkeypatch):
+    """``profile`` profiles the clone compile_model places (``shapes.placement_clone``): a dynamic model that rejects
+    the default 128 is profiled at the halved default it takes, and the next placement finds that profile. Before,
+    ``profile`` reshaped to the default alone and exited 2 on this model, which compile_model places at 32."""
+    import logging
+
+    import ov_autoplace as oa
+    from ov_autoplace.devices.testbed import make_testbed
+    from tests.model.test_shapes import _position_table
+
+    path = tmp_path / "table.xml"
+    ov.save_model(_position_table(32), path)
+    monkeypatch.setenv("OV_AUTOPLACE_PROFILE_DIR", str(tmp_path / "profiles"))
+    assert main(["profile", "-m", str(path), "--testbed", "-niter", "2"]) == 0
+    testbed = make_testbed()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        oa.place(str(path), testbed.hetero, core=testbed.core)
+    assert "placement source: profile" in caplog.text
+
+
 @pytest.mark.slow
 def test_profile_full_measures_links(ir_path, tmp_path, capsys):
     assert main(["profile", "-m", str(ir_path), "--testbed", "--full", "-niter", "2",

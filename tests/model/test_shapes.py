@@ -126,6 +126,28 @@ def test_a_model_that_rejects_the_default_is_placed_at_a_halved_one():
         default_static_clone(_multiple_of_three())
 
 
+def test_placement_clone_is_the_one_choice_of_what_is_placed():
+    """``placement_clone``: what compile_model, place, save_model and the CLI's profile each place (one function, so
+    a profile is keyed by the shapes the next start places at): a static model as it is; the caller's shapes (a
+    model that rejects them raises); else the halved default the model accepts; none: unplaced, with the reason."""
+    from ov_autoplace.model.shapes import placement_clone
+
+    static = ov.Model([ops.relu(x := ops.parameter([1, 8], ov.Type.f32, name="x"))], [x], "static")
+    assert placement_clone(static, None) == (None, static, "")
+    table = _position_table(32)
+    shapes, clone, why = placement_clone(table, None, prompt_tokens=64)
+    assert shapes == {"x": [DEFAULT_BATCH, 32, 8]} and clone.inputs[0].partial_shape.is_static and not why
+    assert placement_clone(table, {"x": [2, 32, 8]})[0] == {"x": [2, 32, 8]}
+    with pytest.raises(oa.ShapeError):
+        placement_clone(table, {"x": [1, 64, 8]})  # the caller's shapes: a model that rejects them is their mistake
+    free = ov.Model([ops.relu(y := ops.parameter([-1, -1, 8], ov.Type.f32, name="y"))], [y], "free")
+    assert placement_clone(free, None, prompt_tokens=8)[0] == {"y": [DEFAULT_BATCH, 8, 8]}  # a decoder's prefill
+    assert placement_clone(free, None)[0] == {"y": [DEFAULT_BATCH, DEFAULT_DIM, 8]}
+    threes = _multiple_of_three()
+    shapes, model, why = placement_clone(threes, None)
+    assert shapes is None and model is threes and "no default placement shape fits" in why and "shapes=" in why
+
+
 def test_no_default_fitting_compiles_unplaced_with_a_warning_and_place_asks_for_shapes(f32_testbed, caplog):
     """The default placement shapes are ov_autoplace's guess: a model that takes none of them is not the caller's
     mistake, so compile_model compiles it as OpenVINO would (WARNING naming shapes=); place() needs shapes."""
