@@ -196,3 +196,13 @@ def test_save_model_places_at_the_shapes_compile_model_places_at(tmp_path):
                             strategy="heavy_ops", verify=False)
     model, _ = ov_autoplace.load_placed(tmp_path / "t.xml", core=testbed.core)
     assert stored_shapes(model) == {"x": [1, 32, 8]}
+
+
+def test_save_model_places_a_decoder_at_its_generation_prompt(tmp_path):
+    """A decoder's IR carries the placement of the prefill its generation starts with, as compile_model places it
+    (``generation=``'s prompt), not the default 128."""
+    testbed = make_testbed()
+    ov_autoplace.save_model(sg.llm_like(layers=2, positions=None), tmp_path / "d.xml", device_name=testbed.hetero,
+                            core=testbed.core, strategy="heavy_ops", verify=False, generation=(16, 4))
+    model, _ = ov_autoplace.load_placed(tmp_path / "d.xml", core=testbed.core)
+    assert {dims[1] for name, dims in stored_shapes(model).items() if name != "beam_idx"} == {16}
