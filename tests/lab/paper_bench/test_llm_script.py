@@ -41,3 +41,19 @@ def test_a_rerun_replaces_its_own_sections_and_keeps_the_others(script, tmp_path
     text = page.read_text()
     assert "new llama" in text and "old llama" not in text and "\nrev" in text
     assert "Last command: `cmd three`" in text and text.count("<!-- section: ") == 2
+
+
+def test_the_reference_is_the_median_of_a_devices_compiles_and_the_spread_line_shows_them_apart(script):
+    """One compile is one draw (two identical compiles of CPU ran 4.5 % apart): the best single device is read as
+    the per-round median of its compiles, so one compile that drew slow or fast does not move the reference, and
+    the line beside the table names each later compile against the first with its interval."""
+    rng = np.random.default_rng(5)
+    noise = np.exp(rng.normal(0.0, 0.01, 21))
+    times = {"CPU alone": {128: _rounds(noise)}, "CPU alone, compile 2": {128: _rounds(1.05 * noise)},
+             "CPU alone, compile 3": {128: _rounds(1.002 * noise)}, "CPUF alone": {128: _rounds(2.0 * noise)}}
+    compiles = {"CPU": ["CPU alone", "CPU alone, compile 2", "CPU alone, compile 3"], "CPUF": ["CPUF alone"]}
+    reference = script.reference_times(times, compiles["CPU"], 128)
+    np.testing.assert_allclose(reference[:, 1], 4.0 * 1.002 * noise)  # the middle compile, round by round
+    line = script.spread_line(times, compiles, 128)
+    assert "CPU compile 2 1.050 (1.050-1.050)" in line and "CPU compile 3 1.002" in line and "CPUF" not in line
+    assert "one compile each" in script.spread_line(times, {"CPUF": ["CPUF alone"]}, 128)
