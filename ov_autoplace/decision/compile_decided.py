@@ -12,6 +12,7 @@ imports with the caller's string.
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any
 
 import openvino as ov
@@ -20,7 +21,10 @@ from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_w
 from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.decision.memory_path import check_carried_within_caps
 from ov_autoplace.decision.request import PlacementRequest
+from ov_autoplace.decision.verification import PLAIN
 from ov_autoplace.placement.assignment import Placement
+
+logger = logging.getLogger("ov_autoplace")
 
 
 def is_plain_call(req: PlacementRequest, device: str) -> bool:
@@ -29,12 +33,16 @@ def is_plain_call(req: PlacementRequest, device: str) -> bool:
 
 
 def compile_decided(req: PlacementRequest, props: dict[str, Any], *, device: str | None = None,
-                    placement: Placement | None = None, prepared: ov.Model | None = None) -> ov.CompiledModel:
+                    placement: Placement | None = None, prepared: ov.Model | None = None,
+                    kept: dict | None = None) -> ov.CompiledModel:
     """``device``: the caller's model wholly on it (the plain call itself where :func:`is_plain_call`). Else
     ``placement`` (of ``prepared``) through HETERO: a dynamic model gets it carried over from the static clone,
-    compiled dynamic and run once (``compile_with_affinities``)."""
+    compiled dynamic and run once (``compile_with_affinities``). ``kept``: what ``verified_placement`` kept."""
     if device is not None:
         if is_plain_call(req, device):
+            if kept and PLAIN in kept and "CACHE_DIR" not in props:
+                logger.info("returning the faster of the plain call's two measured compiles (not compiled again)")
+                return kept.pop(PLAIN)
             return req.core.compile_model(req.model, req.spec.text, with_runtime_options(req.core, req.model,
                                                                                          req.devices, props))
         return compile_on_one_device(req.core, req.model, req.spec.hetero_string, device, props)

@@ -144,7 +144,7 @@ def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_d
             ahead.discard()  # joined whatever happened (a no-op after take): no thread outlives the call
     if compiled is None:  # another placement, or the compile ahead raised: compiled (or raised) here
         compiled = compile_decided(req, props, device=decision.single_device, placement=decision.placement,
-                                   prepared=decision.prepared)
+                                   prepared=decision.prepared, kept=decision.kept)
     if req.memory_caps and profiling is Profiling.BACKGROUND:  # the worker only profiles; the next start places
         if cache is not None and not Path(profile_path).exists():
             background_worker.spawn_worker(req, root, key, graph)

@@ -70,6 +70,8 @@ class Decision:
     runner_up_cost: Any = None  # the costs it was placed on: their runner-up splits are verified beside it
     #: a win measured under a load that is still there: used, not final, and not measured again while it lasts
     provisional: bool = False
+    #: the verification's measured compile of the plain call, for compile_decided (``verify_placement``'s ``kept``)
+    kept: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def final(self) -> bool:
@@ -302,15 +304,15 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
         if not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
             return decision
     if verify_now:
+        model, kept = req.model if req.generation else req.placement_model, {}
         verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
-                                              properties=req.props,
-                                              model=req.model if req.generation else req.placement_model,
-                                              device_name=req.spec.text, alternatives=alternatives,
-                                              generation=req.generation)
+                                              properties=req.props, model=model, device_name=req.spec.text,
+                                              alternatives=alternatives, generation=req.generation,
+                                              kept=kept if model is req.model else None)
         device = single_device_of(verified)
         return Decision(decision.source, single_device=device, placement=None if device else verified,
                         prepared=prepared, reason=evidence.describe(), evidence=verified.verification,
-                        stored_as=verified)
+                        stored_as=verified, kept=kept)
     if decision.source == "prior" and decision.calibrated:
         candidate.strategy = f"hsdag:{decision.source}+live"
         device = single_device_of(candidate)

@@ -42,12 +42,15 @@ def compile_carried_placement(req: PlacementRequest, *, cache_dir=None, cache_bl
         return None
     support = query_support(req.core, prepared, graph, req.devices)
     placement = ensure_legal(placement, graph, req.devices, support, max_submodels=req.max_submodels, source="stored")
+    kept: dict = {}
     if not evidence_intact(placement) and needs_verification(placement, graph, support):
-        placement = verified_placement(req, prepared, graph, placement, support)  # a proposal: measured against the plain call
+        # a proposal: measured against the plain call
+        placement = verified_placement(req, prepared, graph, placement, support, kept=kept)
     logger.info("placement source: the model's rt_info (%s) -> %s (%.0f ms to decide)", placement.strategy,
                 placement.counts_per_device(), 1e3 * (time.perf_counter() - started))
     props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
-    return compile_decided(req, props, device=single_device_of(placement), placement=placement, prepared=prepared)
+    return compile_decided(req, props, device=single_device_of(placement), placement=placement, prepared=prepared,
+                           kept=kept)
 
 
 def _at_stored_shapes(req: PlacementRequest) -> PlacementRequest | None:

@@ -55,11 +55,13 @@ def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphA
 
 
 def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: PlacementCache | None,
-                            profiles: Path | None = None) -> Placement:
-    """The cached placement of this request when its evidence holds, else a new one, verified (and cached)."""
+                            profiles: Path | None = None, *, kept: dict | None = None) -> Placement:
+    """The cached placement of this request when its evidence holds, else a new one, verified (and cached).
+    ``kept``: the verification's measured plain compile (``verified_placement``)."""
     graph = req.placement_graph(prepared)
     if cache is None:
-        return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph, profiles=profiles))
+        return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph, profiles=profiles),
+                                  kept=kept)
     key = cache.key(req.core, graph, req.devices, strategy=req.strategy.cache_token(), pins=req.pins,
                     exclude_devices=req.exclude_devices, max_submodels=req.max_submodels, shapes=req.shapes,
                     memory_caps=req.memory_caps, generation=req.generation)
@@ -73,7 +75,7 @@ def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: Pl
                     req.strategy.name)
     else:
         placement = place_with_strategy(req, prepared, graph, cache.directory / "support", profiles)
-    placement = verified_placement(req, prepared, graph, placement, support)
+    placement = verified_placement(req, prepared, graph, placement, support, kept=kept)
     cache.put(key, placement, graph)
     return placement
 
@@ -83,10 +85,12 @@ def compile_with_strategy(req: PlacementRequest, *, cache_dir, use_cache: bool,
     """Place (or reuse the cached placement), verify, compile: ``compile_model`` with an explicit strategy."""
     cache = PlacementCache(cache_dir) if use_cache else None
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone
-    placement = cached_or_new_placement(req, prepared, cache, profile_dir(cache_dir))  # profiles: the call's root
+    kept: dict = {}
+    # profiles: the call's root
+    placement = cached_or_new_placement(req, prepared, cache, profile_dir(cache_dir), kept=kept)
     props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)
     compiled = compile_decided(req, props, device=single_device_of(placement), placement=placement,
-                               prepared=prepared)
+                               prepared=prepared, kept=kept)
     logger.info("compiled %s with placement %s", req.spec.hetero_string, placement.counts_per_device())
     return compiled
 

@@ -354,9 +354,11 @@ def _outputs_sane(compiled, inputs, generation=None) -> bool:
 def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, properties: Mapping[str, Any] | None = None,
                      budget_s: float | None = None, model=None, device_name: str | None = None,
                      rounds: int | None = None, iterations: int = ITERATIONS, alternatives: Sequence[Any] = (),
-                     generation=None):
+                     generation=None, kept: dict | None = None):
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
+
+    ``kept``: a plain decision puts the faster of the plain call's two compiles there (:func:`faster_plain`).
 
     The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/verification.py (verify_placement).
     """
@@ -392,7 +394,9 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
         builds[f"single:{device}"] = lambda d=device: compile_on_one_device(core, model, candidate.device_string, d,
                                                                              props)
     probe = LoadProbe().start()  # over the compiles and the rounds: what the decision rests on
-    compiled = {PLAIN: core.compile_model(model, device_name, props)}
+    # the plain call as compile_decided compiles it (the model's runtime options): what a plain decision returns
+    plain_props = with_runtime_options(core, model, devices, props)
+    compiled = {PLAIN: core.compile_model(model, device_name, plain_props)}
     inputs = random_inputs(compiled[PLAIN]) if generation is None else ()
     for label, build in builds.items():
         try:
@@ -406,7 +410,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                            type(exc).__name__, exc)
     if len(compiled) > 1:  # the control, compiled after the others: a compile's position is no advantage either
         try:
-            compiled[PLAIN_SECOND] = core.compile_model(model, device_name, props)
+            compiled[PLAIN_SECOND] = core.compile_model(model, device_name, plain_props)
         except Exception as exc:  # noqa: BLE001 - without it the rule cannot decide: it abstains (see decide)
             logger.warning("verification: the plain call's second compile failed (%s: %s); the verification "
                            "abstains", type(exc).__name__, exc)
@@ -440,16 +444,29 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                  reference_latency_ms={c.split(":", 1)[1]: ms for c, ms in evidence.median_ms.items()
                                                        if c.startswith("single:")})
     chosen.verification = seal(evidence, chosen)
+    if kept is not None and evidence.chosen == PLAIN:
+        kept[PLAIN] = compiled[faster_plain(rounds_ms)]
     return chosen, evidence
 
 
-def verified_placement(req: "PlacementRequest", prepared, graph, placement, support: np.ndarray | None = None):
+def faster_plain(rounds_ms: Mapping[str, Sequence[float]]) -> str:
+    """The plain call's compile (``PLAIN`` or ``PLAIN_SECOND``) with the lower median; ``PLAIN`` if only it was
+    timed. Why: docs/default-path.md, "What a plain decision returns"."""
+    first, second = rounds_ms.get(PLAIN, ()), rounds_ms.get(PLAIN_SECOND, ())
+    if len(first) == 0 or len(second) == 0:
+        return PLAIN
+    return PLAIN_SECOND if float(np.median(second)) < float(np.median(first)) else PLAIN
+
+
+def verified_placement(req: "PlacementRequest", prepared, graph, placement, support: np.ndarray | None = None, *,
+                       kept: dict | None = None):
     """``placement`` held to the rule for ``req``: what the plain call would run, or an alternative that measurably
     wins (:func:`verify_placement`). Pinned placements are the user's call and are compiled as asked, and so are
     placements within ``memory_caps`` (the plain call they would be measured against may break a cap).
 
     ``support``: the caller's device-support matrix when it has one (a ``query_model`` per device otherwise). The
     runner-up splits are placed on the costs the strategy placed with (none on a cache hit: it did not run).
+    ``kept``: filled as :func:`verify_placement` fills it, when what is measured is the caller's own model.
     """
     if req.pins or req.memory_caps:
         return placement
@@ -459,9 +476,10 @@ def verified_placement(req: "PlacementRequest", prepared, graph, placement, supp
                               max_submodels=req.max_submodels, core=req.core, generation=req.generation)
     if not any(needs_verification(p, graph, support) for p in (placement, *alternatives)):
         return placement
+    model = req.model if req.generation else req.placement_model
     verified, _ = verify_placement(req.core, prepared, graph, placement, support=support, properties=req.props,
-                                   model=req.model if req.generation else req.placement_model,
-                                   device_name=req.spec.text, alternatives=alternatives, generation=req.generation)
+                                   model=model, device_name=req.spec.text, alternatives=alternatives,
+                                   generation=req.generation, kept=kept if model is req.model else None)
     return verified
 
 
@@ -506,7 +524,7 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
     return any(placement.assignment[n] != plain.assignment.get(n) for n in placement.compute_nodes)
 
 
-__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MAX_ROUNDS", "MIN_GAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
-           "devices_timed_alone", "evidence_intact", "faster_single_device", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
+__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MAX_ROUNDS", "MIN_GAIN", "PLAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
+           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
            "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
            "verify_placement"]

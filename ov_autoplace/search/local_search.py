@@ -1,12 +1,6 @@
 """Cost-model refinement of a placement: a deterministic local search that only ever lowers predicted latency.
 
-A learned policy places whole coarse groups at once and can miss a split of a few contiguous regions.
-:class:`LocalSearchRefiner` starts from its proposal and moves *regions* of the active nodes between devices
-(islands, island borders, structural classes, repeated layers, intervals of the topological order), priced in
-batches by the simulator, steepest descent then Kernighan-Lin passes. The legalized result must be predicted no
-slower than the legalized input, and on a measured CostModel a move counts only when its gain exceeds the spread of
-what it moves, so refinement never makes a placement worse under the model it was given. The moves, the order of
-objectives and the stops: docs/cost-model.md, "The local search's moves and stops"; results: "Local search".
+The rest: docs/architecture.md, "Module notes", ov_autoplace/search/local_search.py.
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ class RecordingVerify:
         self.seen = []
         monkeypatch.setattr(stored_placement, "verified_placement", self)
 
-    def __call__(self, req, prepared, graph, placement, support=None):
+    def __call__(self, req, prepared, graph, placement, support=None, **kwargs):
         self.seen.append(placement)
-        return verified_placement(req, prepared, graph, placement, support)
+        return verified_placement(req, prepared, graph, placement, support, **kwargs)
 
 
 def test_a_model_without_a_stored_placement_takes_the_normal_path(testbed, monkeypatch):

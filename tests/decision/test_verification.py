@@ -17,10 +17,12 @@ from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact, faster_single_device,
-                                                needs_verification, plain_placement, provisional_intact, runner_ups, seal,
-                                                single_device_of, t_quantile, time_rounds, verify_placement)
+from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact, faster_plain,
+                                                faster_single_device, needs_verification, plain_placement,
+                                                provisional_intact, runner_ups, seal, single_device_of, t_quantile,
+                                                time_rounds, verify_placement)
 from ov_autoplace.devices.facts import twin_of
+from ov_autoplace.devices.timing import random_inputs
 from tests import synthetic_graphs as sg
 
 
@@ -570,3 +572,42 @@ def test_a_decoder_s_split_is_judged_on_the_whole_generation(f32_testbed, caplog
         assert total > parts["ttft_ms"][contender] and parts["per_token_ms"][contender] > 0
     assert "time to first token / per token" in caplog.text
     assert kept.verification["generation"] == parts and evidence_intact(kept) == evidence.verified
+
+
+def test_faster_plain_is_the_plain_compile_with_the_lower_median():
+    assert faster_plain({"plain": [5.0, 5.2, 5.1], "plain'": [4.9, 5.0, 5.0]}) == "plain'"
+    assert faster_plain({"plain": [5.0, 5.0, 5.0], "plain'": [5.0, 5.0, 5.0]}) == "plain"  # a tie: the first
+    assert faster_plain({"plain": [5.0, 5.2], "candidate": [4.0, 4.1]}) == "plain"  # no second compile timed
+    assert faster_plain({}) == "plain"  # nothing timed (no alternative): the one compile
+
+
+def test_a_plain_decision_returns_the_faster_measured_compile_not_a_third(f32_testbed, tmp_path, monkeypatch):
+    """The verification compiles the plain call twice and times both; when the plain call is kept, compile_model
+    returns the faster of those (the same call, already run) instead of compiling it again. With a blob cache it
+    compiles, so the blob is written."""
+    from ov_autoplace.decision import verification
+
+    seen = []
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        seen.append((out[1], dict(kwargs.get("kept") or {})))
+        return out
+
+    real = verification.verify_placement
+    monkeypatch.setattr(verification, "verify_placement", spy)
+    model = sg.residual(blocks=4)
+    strategy = _ForcedSplit(num_on_second=4)
+    compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path / "a",
+                                strategy=strategy, use_cache=False)
+    (evidence, kept), = seen
+    assert evidence.chosen == "plain"  # identical devices: the split cannot win
+    assert set(kept) == {"plain"} and compiled is kept["plain"]
+    inputs = random_inputs(compiled)
+    np.testing.assert_array_equal(compiled(inputs)[0], f32_testbed.core.compile_model(model, "CPU")(inputs)[0])
+
+    blobs = tmp_path / "blobs"
+    compiled = oa.compile_model(model, f32_testbed.hetero, {"CACHE_DIR": str(blobs)}, core=f32_testbed.core,
+                                cache_dir=tmp_path / "b", strategy=strategy, use_cache=False)
+    evidence, kept = seen[-1]
+    assert evidence.chosen == "plain" and compiled is not kept["plain"] and any(blobs.iterdir())
