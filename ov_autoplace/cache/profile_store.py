@@ -1,12 +1,6 @@
 """On-disk cache of measured profiles, keyed by what the numbers depend on.
 
-A profile is only valid for the devices, device properties, OpenVINO release and model structure it was
-measured with: each file stores those *key components* in clear next to the payload, and its name is their
-sha256, so a change in any of them looks up another file. A load never raises: a file whose components differ,
-a miss (explained by a same-kind file measured under other conditions), a corrupt, oversized or non-regular
-file, or a directory that is not private is a WARNING and the caller re-measures; writes are atomic, into a
-private directory (``<cache root>/profiles``, or ``$OV_AUTOPLACE_PROFILE_DIR``). Each case and why:
-docs/cache.md, "The profile store".
+The rest: docs/architecture.md, "Module notes", ov_autoplace/cache/profile_store.py.
 """
 
 from __future__ import annotations

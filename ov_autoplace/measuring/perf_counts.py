@@ -1,11 +1,6 @@
 """PERF_COUNT times of a compiled model, mapped back to the prepared model's ops (the profiler's measurement).
 
-A runtime node of ``get_runtime_model()`` names the prepared ops it runs in ``rt_info["originalLayersNames"]``:
-its time goes to one *primary* op (the first heavy op, :data:`HEAVY_OP_TYPES`), the others are fused into it;
-unnamed compute ops join a named neighbour; unmapped runtime nodes (Reorders, inserted Converts) give their time
-to the nearest mapped consumer or producer. The CPU plugin reports running averages since compile, so a window's
-per-op times are recovered from the averages at its start and end. Fused ops are also compiled alone (the
-unfused cost). How the profiler assembles a CostModel from these: :mod:`ov_autoplace.measuring.profiler`.
+The rest: docs/architecture.md, "Module notes", ov_autoplace/measuring/perf_counts.py.
 """
 
 from __future__ import annotations
