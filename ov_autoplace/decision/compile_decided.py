@@ -1,12 +1,6 @@
 """Compile what the decision chose: the plain call itself, one device through HETERO, or the placement's split.
 
-Every path ends here (the default path, an explicit strategy, an IR that carries its placement). A decision for
-HETERO's own first device (no device excluded) is the call it replaces, ``core.compile_model(model, device_name,
-config)``: the caller's model object, string and config, plus the model's runtime options that plain HETERO loses
-(``compile/placed_compile.py``).
-Another single device is compiled through the same HETERO string with every node's affinity on it
-(``compile_on_one_device``): a one-submodel HETERO model that answers HETERO's properties and exports a blob that
-imports with the caller's string.
+The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/compile_decided.py.
 """
 
 from __future__ import annotations
@@ -21,7 +15,6 @@ from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_w
 from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.decision.memory_path import check_carried_within_caps
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.verification import PLAIN
 from ov_autoplace.placement.assignment import Placement
 
 logger = logging.getLogger("ov_autoplace")
@@ -32,19 +25,35 @@ def is_plain_call(req: PlacementRequest, device: str) -> bool:
     return device == req.devices[0] and req.devices == req.spec.devices
 
 
+def _measured(kept: dict | None, props: dict[str, Any], kind: str, device_string: str, *, device: str | None = None,
+              assignment: dict | None = None) -> ov.CompiledModel | None:
+    """The verification's compile when it is the one asked for (same kind, device or assignment, and device
+    string); None else, or when the call writes a blob cache (only a compile with ``CACHE_DIR`` fills it)."""
+    if not kept or "CACHE_DIR" in props or kept.get("kind") != kind or kept.get("device_string") != device_string:
+        return None
+    if (kind == "single" and kept.get("device") != device) or (kind == "split" and kept.get("assignment") != assignment):
+        return None  # another device or split than the one measured
+    logger.info("returning the %s compile the verification measured (not compiled again)", kind)
+    return kept.pop("compiled")
+
+
 def compile_decided(req: PlacementRequest, props: dict[str, Any], *, device: str | None = None,
                     placement: Placement | None = None, prepared: ov.Model | None = None,
                     kept: dict | None = None) -> ov.CompiledModel:
     """``device``: the caller's model wholly on it (the plain call itself where :func:`is_plain_call`). Else
     ``placement`` (of ``prepared``) through HETERO: a dynamic model gets it carried over from the static clone,
-    compiled dynamic and run once (``compile_with_affinities``). ``kept``: what ``verified_placement`` kept."""
+    compiled dynamic and run once (``compile_with_affinities``). ``kept``: what the verification measured
+    (``verification.keep_measured``), returned when it is this very compile."""
+    plain = device is not None and is_plain_call(req, device)
+    measured = _measured(kept, props, "plain" if plain else "single" if device is not None else "split",
+                         req.spec.text if plain else req.spec.hetero_string, device=device,
+                         assignment=None if placement is None else placement.assignment)
+    if measured is not None:
+        return measured
+    if plain:
+        return req.core.compile_model(req.model, req.spec.text, with_runtime_options(req.core, req.model,
+                                                                                     req.devices, props))
     if device is not None:
-        if is_plain_call(req, device):
-            if kept and PLAIN in kept and "CACHE_DIR" not in props:
-                logger.info("returning the faster of the plain call's two measured compiles (not compiled again)")
-                return kept.pop(PLAIN)
-            return req.core.compile_model(req.model, req.spec.text, with_runtime_options(req.core, req.model,
-                                                                                         req.devices, props))
         return compile_on_one_device(req.core, req.model, req.spec.hetero_string, device, props)
     if req.shapes is not None:
         return compile_with_affinities(req.core, req.model, placement, req.spec.hetero_string, props,

@@ -1,11 +1,6 @@
 """The plain call's compile, started on a thread while the default path decides, used when the decision keeps it.
 
-OpenVINO's ``compile_model`` releases the GIL, so the plain call's compile runs while Python decides, and a first
-start costs about ``max(compile, decision)`` instead of their sum; the decision is not changed by it. Decided the
-plain call's device: the compile made ahead is returned (if it raised, ``compile_decided`` runs again and raises
-where it always did). Decided anything else: it is discarded and joined first, so no thread outlives the call.
-It starts only when the decision is unlikely to deviate (:func:`start`). Why, and when it does not start:
-docs/default-path.md, "The plain call's compile, ahead".
+The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/plain_compile_ahead.py.
 """
 
 from __future__ import annotations

@@ -358,7 +358,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
 
-    ``kept``: a plain decision puts the faster of the plain call's two compiles there (:func:`faster_plain`).
+    ``kept``: gets the compile of what was chosen (:func:`keep_measured`), for ``compile_decided`` to return.
 
     The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/verification.py (verify_placement).
     """
@@ -382,17 +382,19 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                   with_runtime_options(core, prepared, placement.devices, props))
 
     builds: dict[str, Callable[[], Any]] = {}
+    strings = {PLAIN: device_name, PLAIN_SECOND: device_name}  # the device string each contender is compiled with
     if cand_single is None:
-        builds[CANDIDATE] = lambda: compile_split(candidate)
+        builds[CANDIDATE], strings[CANDIDATE] = (lambda: compile_split(candidate)), candidate.device_string
     runner_up = _distinct_splits(alternatives, devices, {_compute_assignment(candidate), _compute_assignment(plain)})
     for label, alt in runner_up.items():
-        builds[label] = lambda p=alt: compile_split(p)
+        builds[label], strings[label] = (lambda p=alt: compile_split(p)), alt.device_string
     # a single device compiled as compile_decided compiles it (one submodel through the HETERO string); never the
     # plain call's device under another name (the f32 testbed's CPUF beside CPU was kept at x0.967 once: one of the
     # 5 % false wins)
     for device in devices_timed_alone(graph, devices, support, plain_single, core=core):
         builds[f"single:{device}"] = lambda d=device: compile_on_one_device(core, model, candidate.device_string, d,
                                                                              props)
+        strings[f"single:{device}"] = candidate.device_string
     probe = LoadProbe().start()  # over the compiles and the rounds: what the decision rests on
     # the plain call as compile_decided compiles it (the model's runtime options): what a plain decision returns
     plain_props = with_runtime_options(core, model, devices, props)
@@ -444,14 +446,27 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                  reference_latency_ms={c.split(":", 1)[1]: ms for c, ms in evidence.median_ms.items()
                                                        if c.startswith("single:")})
     chosen.verification = seal(evidence, chosen)
-    if kept is not None and evidence.chosen == PLAIN:
-        kept[PLAIN] = compiled[faster_plain(rounds_ms)]
+    if kept is not None:
+        keep_measured(kept, evidence.chosen, chosen, compiled, rounds_ms, strings)
     return chosen, evidence
+
+
+def keep_measured(kept: dict, label: str, chosen, compiled: Mapping[str, Any], rounds_ms, strings) -> None:
+    """Put in ``kept`` the compile the verification measured of what it chose (``label``; the plain call: the
+    faster of its two compiles), with what ``compile_decided`` checks before returning it instead of compiling:
+    ``kind`` ("plain", "single" or "split"), ``device`` or ``assignment``, ``device_string``."""
+    if label == PLAIN:
+        label = faster_plain(rounds_ms)
+    if label not in compiled:
+        return
+    kind = "plain" if label in (PLAIN, PLAIN_SECOND) else "single" if label.startswith("single:") else "split"
+    kept.update(compiled=compiled[label], kind=kind, device=single_device_of(chosen), device_string=strings[label],
+                assignment=chosen.assignment)
 
 
 def faster_plain(rounds_ms: Mapping[str, Sequence[float]]) -> str:
     """The plain call's compile (``PLAIN`` or ``PLAIN_SECOND``) with the lower median; ``PLAIN`` if only it was
-    timed. Why: docs/default-path.md, "What a plain decision returns"."""
+    timed. Why: docs/default-path.md, "What a verified decision returns"."""
     first, second = rounds_ms.get(PLAIN, ()), rounds_ms.get(PLAIN_SECOND, ())
     if len(first) == 0 or len(second) == 0:
         return PLAIN
@@ -525,6 +540,6 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
 
 
 __all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MAX_ROUNDS", "MIN_GAIN", "PLAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
-           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
+           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "keep_measured", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
            "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
            "verify_placement"]

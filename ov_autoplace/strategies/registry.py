@@ -1,15 +1,6 @@
 """The strategy registry: every placement strategy selectable by name, in one place.
 
-``api.StrategyName``, the CLI's ``--strategy`` choices (``place``, ``show``,
-``compare``, ``bench --strategies``) and ``ov-autoplace strategies`` are all read
-from :data:`REGISTRY`, so a strategy added here is reachable everywhere at once.
-
-Strategies that price placements with a CostModel (HEFT, best single device,
-HSDAG; the lab's critical path, exact optimum and PIPELINE_PARALLEL) get one built per
-model by :class:`~ov_autoplace.measuring.providers.MeasuredCostProvider`: the
-model is profiled on the requested devices the first time (seconds, then cached
-in the profile store). Factories import their strategy lazily so that
-``import ov_autoplace`` stays light.
+The rest: docs/architecture.md, "Module notes", ov_autoplace/strategies/registry.py.
 """
 
 from __future__ import annotations

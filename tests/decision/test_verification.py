@@ -581,28 +581,42 @@ def test_faster_plain_is_the_plain_compile_with_the_lower_median():
     assert faster_plain({}) == "plain"  # nothing timed (no alternative): the one compile
 
 
-def test_a_plain_decision_returns_the_faster_measured_compile_not_a_third(f32_testbed, tmp_path, monkeypatch):
-    """The verification compiles the plain call twice and times both; when the plain call is kept, compile_model
-    returns the faster of those (the same call, already run) instead of compiling it again. With a blob cache it
-    compiles, so the blob is written."""
+class _AllOnSecond(PlacementStrategy):
+    """An explicit strategy that puts everything on the second device."""
+
+    name = "all-on-second"
+
+    def propose(self, context):
+        return np.ones(context.graph.num_nodes, dtype=np.int64)
+
+
+def _spy_on_verification(monkeypatch) -> list:
+    """verify_placement itself, recording its evidence and what it put in ``kept`` (the real measurement runs)."""
     from ov_autoplace.decision import verification
 
-    seen = []
+    seen, real = [], verification.verify_placement
 
     def spy(*args, **kwargs):
         out = real(*args, **kwargs)
         seen.append((out[1], dict(kwargs.get("kept") or {})))
         return out
 
-    real = verification.verify_placement
     monkeypatch.setattr(verification, "verify_placement", spy)
+    return seen
+
+
+def test_a_plain_decision_returns_the_faster_measured_compile_not_a_third(f32_testbed, tmp_path, monkeypatch):
+    """The verification compiles the plain call twice and times both; when the plain call is kept, compile_model
+    returns the faster of those (the same call, already run) instead of compiling it again. With a blob cache it
+    compiles, so the blob is written."""
+    seen = _spy_on_verification(monkeypatch)
     model = sg.residual(blocks=4)
     strategy = _ForcedSplit(num_on_second=4)
     compiled = oa.compile_model(model, f32_testbed.hetero, core=f32_testbed.core, cache_dir=tmp_path / "a",
                                 strategy=strategy, use_cache=False)
     (evidence, kept), = seen
     assert evidence.chosen == "plain"  # identical devices: the split cannot win
-    assert set(kept) == {"plain"} and compiled is kept["plain"]
+    assert kept["kind"] == "plain" and kept["device_string"] == f32_testbed.hetero and compiled is kept["compiled"]
     inputs = random_inputs(compiled)
     np.testing.assert_array_equal(compiled(inputs)[0], f32_testbed.core.compile_model(model, "CPU")(inputs)[0])
 
@@ -610,4 +624,21 @@ def test_a_plain_decision_returns_the_faster_measured_compile_not_a_third(f32_te
     compiled = oa.compile_model(model, f32_testbed.hetero, {"CACHE_DIR": str(blobs)}, core=f32_testbed.core,
                                 cache_dir=tmp_path / "b", strategy=strategy, use_cache=False)
     evidence, kept = seen[-1]
-    assert evidence.chosen == "plain" and compiled is not kept["plain"] and any(blobs.iterdir())
+    assert evidence.chosen == "plain" and compiled is not kept["compiled"] and any(blobs.iterdir())
+
+
+def test_a_verified_device_is_returned_as_the_verification_compiled_and_timed_it(thread_core, tmp_path, monkeypatch):
+    """Everything on CPU (two threads) against the plain call on CPUS (one thread): whichever the verification
+    chooses, what compile_model returns is the very compile it timed for that choice, not a new one."""
+    seen = _spy_on_verification(monkeypatch)
+    model = sg.residual(blocks=4, channels=48, size=48)
+    compiled = oa.compile_model(model, "HETERO:CPUS,CPU", core=thread_core, cache_dir=tmp_path, strategy=_AllOnSecond(),
+                                use_cache=False)
+    (evidence, kept), = seen
+    assert compiled is kept["compiled"]
+    if evidence.chosen == "single:CPU":  # two threads measured faster (the usual outcome on a quiet machine)
+        assert kept["kind"] == "single" and kept["device"] == "CPU"
+        assert list(compiled.get_property("EXECUTION_DEVICES")) == ["CPU"]
+    else:  # too noisy or loaded to tell: the plain call's faster compile
+        assert evidence.chosen == "plain" and kept["kind"] == "plain"
+        assert list(compiled.get_property("EXECUTION_DEVICES")) == ["CPUS"]
