@@ -112,6 +112,12 @@ def say_hetero_count(compiled: ov.CompiledModel, placement: Placement) -> None:
                     placement.num_submodels, placement.counts_per_device())
 
 
+def compile_plain_call(core: ov.Core, model: ov.Model, device_name: str, devices, props) -> ov.CompiledModel:
+    """The caller's call itself, ``core.compile_model(model, device_name, props)``, with the model's runtime
+    options given to ``devices`` (plain HETERO loses them): what a decision for the plain call returns."""
+    return core.compile_model(model, device_name, with_runtime_options(core, model, devices, props))
+
+
 def compile_on_one_device(core: ov.Core, model: ov.Model, device_string: str, device: str,
                           props: Mapping[str, Any] | None = None) -> ov.CompiledModel:
     """``model`` wholly on ``device``, compiled through the HETERO string the caller named.
@@ -126,4 +132,4 @@ def compile_on_one_device(core: ov.Core, model: ov.Model, device_string: str, de
     return core.compile_model(clone, device_string, with_runtime_options(core, model, (device,), props))
 
 
-__all__ = ["check_dynamic_split_runs", "compile_on_one_device", "compile_with_affinities", "say_hetero_count"]
+__all__ = ["check_dynamic_split_runs", "compile_on_one_device", "compile_plain_call", "compile_with_affinities", "say_hetero_count"]

@@ -11,7 +11,8 @@ from typing import Any
 
 import openvino as ov
 
-from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities, say_hetero_count
+from ov_autoplace.compile.placed_compile import (compile_on_one_device, compile_plain_call, compile_with_affinities,
+                                                say_hetero_count)
 from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.decision.memory_path import check_carried_within_caps
 from ov_autoplace.decision.request import PlacementRequest
@@ -51,8 +52,7 @@ def compile_decided(req: PlacementRequest, props: dict[str, Any], *, device: str
     if measured is not None:
         return measured
     if plain:
-        return req.core.compile_model(req.model, req.spec.text, with_runtime_options(req.core, req.model,
-                                                                                     req.devices, props))
+        return compile_plain_call(req.core, req.model, req.spec.text, req.devices, props)
     if device is not None:
         return compile_on_one_device(req.core, req.model, req.spec.hetero_string, device, props)
     if req.shapes is not None:

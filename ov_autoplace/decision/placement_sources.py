@@ -70,7 +70,7 @@ class Decision:
     runner_up_cost: Any = None  # the costs it was placed on: their runner-up splits are verified beside it
     #: a win measured under a load that is still there: used, not final, and not measured again while it lasts
     provisional: bool = False
-    #: the verification's measured compile of the plain call, for compile_decided (``verify_placement``'s ``kept``)
+    #: the verification's compile of what it chose, for compile_decided (``verification.keep_measured``)
     kept: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property

@@ -57,7 +57,7 @@ def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphA
 def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: PlacementCache | None,
                             profiles: Path | None = None, *, kept: dict | None = None) -> Placement:
     """The cached placement of this request when its evidence holds, else a new one, verified (and cached).
-    ``kept``: the verification's measured plain compile (``verified_placement``)."""
+    ``kept``: the verification's compile of what it chose (``verified_placement``)."""
     graph = req.placement_graph(prepared)
     if cache is None:
         return verified_placement(req, prepared, graph, place_with_strategy(req, prepared, graph, profiles=profiles),

@@ -19,7 +19,7 @@ import numpy as np
 from ov_autoplace.costmodel.cost_terms import CostTerms
 from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
-from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_with_affinities
+from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_plain_call, compile_with_affinities
 from ov_autoplace.devices.properties import with_runtime_options
 from ov_autoplace.devices.facts import twin_of
 from ov_autoplace.devices.timing import measure_latency, random_inputs, round_order, set_step, time_generation
@@ -396,9 +396,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                                                              props)
         strings[f"single:{device}"] = candidate.device_string
     probe = LoadProbe().start()  # over the compiles and the rounds: what the decision rests on
-    # the plain call as compile_decided compiles it (the model's runtime options): what a plain decision returns
-    plain_props = with_runtime_options(core, model, devices, props)
-    compiled = {PLAIN: core.compile_model(model, device_name, plain_props)}
+    compiled = {PLAIN: compile_plain_call(core, model, device_name, devices, props)}  # as a plain decision returns it
     inputs = random_inputs(compiled[PLAIN]) if generation is None else ()
     for label, build in builds.items():
         try:
@@ -412,7 +410,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                            type(exc).__name__, exc)
     if len(compiled) > 1:  # the control, compiled after the others: a compile's position is no advantage either
         try:
-            compiled[PLAIN_SECOND] = core.compile_model(model, device_name, plain_props)
+            compiled[PLAIN_SECOND] = compile_plain_call(core, model, device_name, devices, props)
         except Exception as exc:  # noqa: BLE001 - without it the rule cannot decide: it abstains (see decide)
             logger.warning("verification: the plain call's second compile failed (%s: %s); the verification "
                            "abstains", type(exc).__name__, exc)
