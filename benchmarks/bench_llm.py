@@ -24,12 +24,16 @@ parameters; reused from ``--dir``) and, for each condition, on the testbed's two
   one device against that device compiled by itself too (the plain call through HETERO loses the model's runtime
   options, e.g. its KV cache precision, which what ``compile_model`` returns keeps: ``compile/placed_compile.py``);
 * compiles each single device ``--reference-compiles`` times (the first before the paths place, the others after):
-  compiles of the same model on the same device, in one process, differ per token by a few percent, resolved (a
-  lottery of each compile, not of the order it is timed in: a shuffled order gave the same), so one compile is one
-  draw of what the device runs;
+  compiles of the same model on the same device, in one process, timed through one infer request each, differed
+  per token by a few percent, resolved (not by the order they are timed in: a shuffled order gave the same), so
+  one compile is one draw of what the device runs (mostly its first request's draw: below);
 * times them in ``--rounds`` paired rounds, every contender once per round in a rotated order, at every prompt
   length: ``reset_state``, a prefill (time to first token), then ``--new - 1`` greedy decode steps (per-token
-  latency: their mean). Ratios are per round, against the plain call and against the best single device (the one
+  latency: their mean). Each contender has ``--requests`` infer requests, created in turn, and round ``r`` times
+  request ``r % --requests`` of every contender: the first request created on a compiled model ran about 2 % slower
+  per token than later ones on it, by an amount that varies from compile to compile, while later requests ran
+  alike (``bench_request_lottery.py``), so one request per contender reads the first request's luck as much as
+  the compiled model; each slot is timed alike for every contender. Ratios are per round, against the plain call and against the best single device (the one
   whose compiles have the lower median per-token latency; per round, the median of its compiles); the median, a
   95 % bootstrap interval of that median (over the rounds) and the rounds' range are reported, and how far the
   device's own compiles lie from that reference. The target: per-token latency <= 1.02x the best single device's,
@@ -190,17 +194,21 @@ def check_generations(plain, compiled, prompts, steps: int, vocabulary: int) -> 
     return worst, same
 
 
-def time_contenders(made: dict, prompts, new: int, rounds: int, vocabulary: int) -> dict:
-    """label -> prompt -> array[rounds, 3] (TTFT ms, per-token ms, generation ms), paired and interleaved."""
-    requests = {label: compiled.create_infer_request() for label, (compiled, *_) in made.items()}
+def time_contenders(made: dict, prompts, new: int, rounds: int, vocabulary: int, requests: int = 1) -> dict:
+    """label -> prompt -> array[rounds, 3] (TTFT ms, per-token ms, generation ms), paired and interleaved. Each
+    contender gets ``requests`` infer requests, created in turn; round ``r`` times request ``r % requests`` of every
+    contender, so a compiled model is read over several of the request draws an app may get, each slot alike."""
+    made_requests = {label: [compiled.create_infer_request() for _ in range(requests)]
+                     for label, (compiled, *_) in made.items()}
     rng = np.random.default_rng(0)
-    for request in requests.values():  # warm-up
-        one_generation(request, max(prompts), 4, vocabulary, rng)
-    rows = {label: {p: [] for p in prompts} for label in requests}
+    for each in made_requests.values():  # warm-up
+        for request in each:
+            one_generation(request, max(prompts), 4, vocabulary, rng)
+    rows = {label: {p: [] for p in prompts} for label in made_requests}
     for r in range(rounds):
-        for label in round_order(list(requests), r):
+        for label in round_order(list(made_requests), r):
             for p in prompts:
-                rows[label][p].append(one_generation(requests[label], p, new, vocabulary, rng))
+                rows[label][p].append(one_generation(made_requests[label][r % requests], p, new, vocabulary, rng))
     return {label: {p: np.array(v) for p, v in by.items()} for label, by in rows.items()}
 
 
@@ -219,8 +227,9 @@ def _median_interval(values: np.ndarray, reference: np.ndarray, k: int, draws: i
 
 def reference_times(times: dict, labels: list[str], prompt: int) -> np.ndarray:
     """A single device's times per round: the median over its compiles (array[rounds, 3]). Two compiles of the same
-    model on the same device, in the same process, ran up to 5 % apart per token, resolved, however long they were
-    timed: one compile is one draw of what the device runs, and a target read against one draw reads its luck."""
+    model on the same device, in the same process, ran up to 5 % apart per token through one request each, resolved,
+    however long they were timed: one compile is one draw of what the device runs, and a target read against one
+    draw reads its luck."""
     return np.median(np.stack([times[label][prompt] for label in labels]), axis=0)
 
 
@@ -273,7 +282,7 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
                 alone_checks[label] = (one, check_generations(made[f"{one} alone"][0], compiled, args.prompts,
                                                               args.new, vocabulary)[0])
         load_timing = load_average()
-        times = time_contenders(made, args.prompts, args.new, args.rounds, vocabulary)
+        times = time_contenders(made, args.prompts, args.new, args.rounds, vocabulary, args.requests)
     shutil.rmtree(root, ignore_errors=True)  # every worker was waited for; the compiled models are in memory
     logging.getLogger("ov_autoplace").removeHandler(log)
     minutes = (time.perf_counter() - t0) / 60
@@ -283,7 +292,7 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
     lines = [f"<!-- section: {key} -->",
              f"### {family} ({args.size}), {condition}: {args.rounds} paired rounds on `{hetero}`, "
              f"prompts {list(args.prompts)}, "
-             f"{args.new} new tokens, measured {started}", "",
+             f"{args.new} new tokens, {args.requests} infer request(s) each in turn, measured {started}", "",
              f"Load average (1, 5, 15 min) before: {load_before}; when timing started: {load_timing} ({args.note}; "
              f"{'plus the one-core hog this benchmark started' if condition == 'busy' else 'no hog'}). "
              f"{minutes:.1f} min for this section.", ""]
@@ -347,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search-budget", type=int, default=4)
     parser.add_argument("--reference-compiles", type=int, default=3,
                         help="compiles of each single device; the best's per-round median is the target's reference")
+    parser.add_argument("--requests", type=int, default=3,
+                        help="infer requests per contender, taken in turn by round (bench_request_lottery.py: why)")
     parser.add_argument("--hog-seconds", type=float, default=1800.0, help="upper bound of the busy condition's hog")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "ov_autoplace_bench_llm")
     parser.add_argument("--write", type=Path, default=None, help="replace this run's sections of this page")

@@ -57,3 +57,23 @@ def test_the_reference_is_the_median_of_a_devices_compiles_and_the_spread_line_s
     line = script.spread_line(times, compiles, 128)
     assert "CPU compile 2 1.050 (1.050-1.050)" in line and "CPU compile 3 1.002" in line and "CPUF" not in line
     assert "one compile each" in script.spread_line(times, {"CPUF": ["CPUF alone"]}, 128)
+
+
+def test_every_contender_is_timed_through_each_of_its_requests_in_turn(script):
+    """A real stateful decoder (OpenVINO opsets, shaped like optimum-intel's export) compiled on the CPU plugin: with
+    two requests each, every round times one of them, so each contender's rows are whole generations and the
+    rounds alternate between its requests."""
+    import openvino as ov
+
+    from ov_autoplace_lab.models.decoder_models import TINY, build_decoder
+
+    model = build_decoder(TINY)
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    vocabulary = int(model.output("logits").get_partial_shape()[-1].get_length())
+    made = {"one": (compiled, "", 0.0), "two": (compiled, "", 0.0)}
+    times = script.time_contenders(made, (4, 8), 3, 4, vocabulary, requests=2)
+    assert set(times) == {"one", "two"}
+    for by in times.values():
+        assert set(by) == {4, 8}
+        assert all(v.shape == (4, 3) and np.all(v > 0) for v in by.values())
+        assert np.all(by[8][:, 2] >= by[8][:, 0])  # a generation includes its first token
