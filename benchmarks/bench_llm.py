@@ -38,7 +38,9 @@ parameters; reused from ``--dir``) and, for each condition, on the testbed's two
   95 % bootstrap interval of that median (over the rounds) and the rounds' range are reported, and how far the
   device's own compiles lie from that reference. The target: per-token latency <= 1.02x the best single device's,
   read off the median; the interval says how far this run can tell (one whose interval holds 1.02 is not resolved
-  either way).
+  either way). A line under each table counts the path rows within it and those resolved slower, beside the same
+  count for the best device's own later compiles against the same reference: how often one more draw of the
+  device itself misses the target.
 
 ``--reverse`` lists the two devices the other way round (``HETERO:CPUF,CPU``): the plain call then runs the device
 that is the slower one where the CPU has bf16 (f32 against bf16: each decode step reads twice the weight bytes), as
@@ -246,6 +248,22 @@ def spread_line(times: dict, compiles: dict[str, list[str]], prompt: int) -> str
             f"interval): {'; '.join(parts) if parts else 'one compile each (--reference-compiles 1)'}.")
 
 
+def target_line(times: dict, paths: list[str], later_compiles: list[str], reference: np.ndarray, prompt: int) -> str:
+    """How many path rows meet the target by point estimate and how many are resolved slower, beside the same count
+    for the best device's own later compiles read against the same reference: the rate at which one more draw of
+    the device itself misses it."""
+    def count(labels):
+        within, slower = 0, []
+        for label in labels:
+            ratio = _ratio(times[label][prompt], reference, 1)[0]
+            lo = _median_interval(times[label][prompt], reference, 1)[0]
+            within += ratio <= TARGET
+            slower += [f"{label} {ratio:.3f}x"] if lo > TARGET else []
+        return f"{within} of {len(labels)} (resolved slower: {', '.join(slower) if slower else 'none'})"
+    return (f"Within {TARGET}x of the best single device by point estimate at prompt {prompt}: path rows "
+            f"{count(paths)}; the best device's own later compiles {count(later_compiles)}.")
+
+
 def load_average() -> str:
     try:
         return ", ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -268,7 +286,9 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
             made[f"{device} alone"] = (core.compile_model(model, device), f"`core.compile_model(model, \"{device}\")`",
                                        0.0)
         root = Path(tempfile.mkdtemp(prefix="bench_llm_"))
-        made |= place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log, root)
+        placed = place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log, root)
+        paths = [label for label in placed if label != "pipeline split"]
+        made |= placed
         for k in range(2, args.reference_compiles + 1):  # the same device compiled again: its compiles' spread
             for device in devices:
                 made[f"{device} alone, compile {k}"] = (
@@ -314,7 +334,8 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
                          f"{single[0]:.3f} [{single[1]:.2f}-{single[2]:.2f}] | {lo:.3f}-{hi:.3f} | "
                          f"{'yes' if single[0] <= TARGET else 'no'}{resolved} | "
                          f"{ttft[0]:.3f} [{ttft[1]:.2f}-{ttft[2]:.2f}] |")
-        lines += ["", spread_line(times, compiles, p), ""]
+        lines += ["", spread_line(times, compiles, p), "",
+                  target_line(times, paths, compiles[best][1:], reference[best][p], p), ""]
     lines += ["Generations against the plain call (teacher-forced logits: largest |difference| over the logits' "
               f"scale, {args.new} steps at each prompt; greedy tokens), and a contender on one device against that "
               "device compiled by itself:", ""]

@@ -77,3 +77,15 @@ def test_every_contender_is_timed_through_each_of_its_requests_in_turn(script):
         assert set(by) == {4, 8}
         assert all(v.shape == (4, 3) and np.all(v > 0) for v in by.values())
         assert np.all(by[8][:, 2] >= by[8][:, 0])  # a generation includes its first token
+
+
+def test_the_target_line_counts_path_rows_beside_the_devices_own_later_compiles(script):
+    """A path row within 1.02x, one resolved slower, and the device's own later compile read the same way: the line
+    shows how often one more draw of the device itself misses the target."""
+    rng = np.random.default_rng(7)
+    noise = np.exp(rng.normal(0.0, 0.005, 21))
+    times = {"default path": {128: _rounds(1.0 * noise)}, "heft": {128: _rounds(1.05 * noise)},
+             "CPU alone, compile 2": {128: _rounds(1.04 * noise)}}
+    line = script.target_line(times, ["default path", "heft"], ["CPU alone, compile 2"], _rounds(np.ones(21)), 128)
+    assert "path rows 1 of 2 (resolved slower: heft 1.0" in line
+    assert "own later compiles 0 of 1 (resolved slower: CPU alone, compile 2 1.0" in line
