@@ -33,14 +33,14 @@ parameters; reused from ``--dir``) and, for each condition, on the testbed's two
   request ``r % --requests`` of every contender: the first request created on a compiled model ran about 2 % slower
   per token than later ones on it, by an amount that varies from compile to compile, while later requests ran
   alike (``bench_request_lottery.py``), so one request per contender reads the first request's luck as much as
-  the compiled model; each slot is timed alike for every contender. Ratios are per round, against the plain call and against the best single device (the one
-  whose compiles have the lower median per-token latency; per round, the median of its compiles); the median, a
-  95 % bootstrap interval of that median (over the rounds) and the rounds' range are reported, and how far the
-  device's own compiles lie from that reference. The target: per-token latency <= 1.02x the best single device's,
-  read off the median; the interval says how far this run can tell (one whose interval holds 1.02 is not resolved
-  either way). A line under each table counts the path rows within it and those resolved slower, beside the same
-  count for the best device's own later compiles against the same reference: how often one more draw of the
-  device itself misses the target.
+  the compiled model; each slot is timed alike for every contender. Ratios are per round, against the plain call
+  and against the best single device (the one whose compiles have the lower median per-token latency; per round,
+  the median of its compiles); the median, a 95 % bootstrap interval of that median (over the rounds) and the
+  rounds' range are reported, and how far the device's own compiles lie from that reference. The target:
+  per-token latency <= 1.02x the best single device's, read off the median; the interval says how far this run can
+  tell (one whose interval holds 1.02 is not resolved either way). A line under each table counts the path rows
+  within it and those resolved slower, beside the same count for the best device's own later compiles against the
+  same reference: how often one more draw of the device itself misses the target.
 
 ``--reverse`` lists the two devices the other way round (``HETERO:CPUF,CPU``): the plain call then runs the device
 that is the slower one where the CPU has bf16 (f32 against bf16: each decode step reads twice the weight bytes), as

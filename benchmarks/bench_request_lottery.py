@@ -38,27 +38,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_llm import load_average, one_generation  # noqa: E402
-from ov_autoplace.devices.timing import round_order  # noqa: E402
+from bench_llm import load_average, time_contenders  # noqa: E402
 
 BOOTSTRAP = 2000
 
 
-def time_requests(compiled_models: list, requests: int, rounds: int, prompt: int, new: int, vocabulary: int,
-                  warmup: bool = True) -> np.ndarray:
+def time_requests(compiled_models: list, requests: int, rounds: int, prompt: int, new: int,
+                  vocabulary: int) -> np.ndarray:
     """Per-token ms, array[compiles, requests, rounds]: ``requests`` infer requests created in turn on each compiled
-    model, each timed once per paired round in a rotated order."""
-    made = {(c, r): compiled.create_infer_request() for c, compiled in enumerate(compiled_models)
-            for r in range(requests)}
-    rng = np.random.default_rng(0)
-    if warmup:
-        for request in made.values():
-            one_generation(request, prompt, 4, vocabulary, rng)
-    out = np.zeros((len(compiled_models), requests, rounds))
-    for i in range(rounds):
-        for key in round_order(list(made), i):
-            out[key][i] = one_generation(made[key], prompt, new, vocabulary, rng)[1]
-    return out
+    model, each a contender of ``bench_llm.time_contenders`` (one request each, timed once per paired round in a
+    rotated order)."""
+    made = {(c, r): (compiled,) for c, compiled in enumerate(compiled_models) for r in range(requests)}
+    times = time_contenders(made, (prompt,), new, rounds, vocabulary)
+    return np.array([[times[(c, r)][prompt][:, 1] for r in range(requests)] for c in range(len(compiled_models))])
 
 
 def _request_sd(log_ratio: np.ndarray, noise_var: np.ndarray) -> tuple[float, float]:
@@ -105,7 +97,7 @@ def _pct(log_value: float) -> str:
     return f"{100 * (np.exp(log_value) - 1):+.1f} %"
 
 
-def page(times: np.ndarray, result: dict, args, header: str) -> str:
+def page(times: np.ndarray, result: dict, header: str) -> str:
     compiles, requests, rounds = times.shape
     lines = [header, "",
              "| compile | request | per token ms (median) | against the round's median | noise sd of that |",
@@ -166,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{load_average()}. `{args.xml.parent.name}` on `{args.device}`, {args.compiles} compiles x "
               f"{args.requests} infer requests, {args.rounds} paired rounds, a {args.prompt}-token prompt and "
               f"{args.new} new tokens.")
-    text = page(times, result, args, header)
+    text = page(times, result, header)
     print(text)
     if args.write:
         args.write.write_text(text)

@@ -51,7 +51,7 @@ def test_the_drift_of_the_machine_cancels_in_the_rounds_reference(script):
 
 def test_the_page_names_each_request_and_the_statistics(script):
     times = _times(0.0, 0.0, 0.02, compiles=2, requests=3, rounds=20)
-    text = script.page(times, script.spread_components(times, draws=100), None, "# head")
+    text = script.page(times, script.spread_components(times, draws=100), "# head")
     assert text.count("\n| ") == 1 + 6  # the header and 2 x 3 requests
     assert "First request's excess" in text and "Request spread without the first requests" in text
 
