@@ -1,11 +1,6 @@
 """Predict placement latencies from a :class:`CostModel`, thousands of placements at a time.
 
-``Simulator(cost, graph)`` precomputes, once per graph, the index arrays the execution model needs; calling it on
-legal placements ``[P, N]`` returns each one's predicted latency in ms, vectorised over ``P``: the CostModel's
-model exactly (compute with the fusion discount, transfers, submodels counted as same-device islands by
-:class:`~.islands.IslandLabeller`). It is the batched twin of ``CostTerms`` that searches and training price with;
-it does not check legality (``anchors.py`` does that in batch). Term by term: docs/cost-model.md, "The simulator's
-vectorised model"; speed: ``benchmarks/bench_simulator.py``.
+More: docs/architecture.md, "Module notes", simulator.py.
 """
 
 from __future__ import annotations

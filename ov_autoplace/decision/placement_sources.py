@@ -37,7 +37,7 @@ from ov_autoplace.measuring.noise import busy_now
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
-from ov_autoplace.model.generation import generation_costs
+from ov_autoplace.model.generation import Generation, generation_costs
 from ov_autoplace.placement.legalizer import query_support
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.hsdag import HSDAGStrategy
@@ -50,6 +50,10 @@ _policy_proposal = policy_proposal  # the name benchmarks/bench_prior.py imports
 DEFAULT_SOURCE_TOKEN = "default-sources-v3"  # v3: deviations from the plain call verified by measurement
 #: Time budget of the local search on the profile path (BERT-base takes 1.2-2.0 s, 20,002 nodes stop here).
 REFINE_SECONDS = 2.0
+#: The first start's check of a decoder the prior would move (:func:`_check_decoder_now`): at most this generation,
+#: timed in this many rounds (each contender once per round) - a few seconds, once per model and device set.
+CHECK_GENERATION = Generation(32, 16)
+CHECK_ROUNDS = 4
 
 
 @dataclasses.dataclass
@@ -319,14 +323,51 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
         return dataclasses.replace(decision, single_device=device, placement=None if device else candidate,
                                    pending=True, stored_as=candidate, reason=f"{decision.reason}; every device is calibrated: live now, "
                                                         "verified by measurement in the background")
+    note = ""
+    if req.generation and decision.source == "prior":  # a decoder: its devices are timed now, on a short generation
+        checked, note = _check_decoder_now(req, decision, prepared, graph, support)
+        if checked is not None:
+            return checked
     plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{decision.source}+pending")
     proposed = candidate.counts_per_device()
-    plain.notes.append(f"{decision.source} proposed {proposed}; the plain call's placement runs until it is verified")
+    plain.notes += [f"{decision.source} proposed {proposed}; the plain call's placement runs until it is verified",
+                    *([note] if note else [])]
     device = single_device_of(plain)
     return Decision(decision.source, single_device=device, placement=None if device else plain, prepared=prepared,
                     spawn_worker=True, pending=True, stored_as=plain,
                     reason=f"{decision.source} proposes {proposed}, not yet verified by measurement: the plain call's "
-                           "placement runs now and the background worker verifies the proposal")
+                           "placement runs now and the background worker verifies the proposal"
+                           + (f"; {note}" if note else ""))
+
+
+def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, support):
+    """``(decision, note)``: a decoder the prior would move, each device alone timed now against the plain call's two
+    compiles on a short generation (the verification's rule); a device measured faster runs (its timed compile),
+    stored live for the worker to verify the declared generation. Else ``(None, note)``. Why: docs/llm.md, "The LLM
+    objective" (the first start of a decoder)."""
+    plain = plain_placement(graph, req.devices, support, strategy="hsdag:prior+checked")
+    device = single_device_of(plain)
+    if device is None or not devices_timed_alone(graph, req.devices, support, device, core=req.core):
+        return None, ""
+    gen = Generation(*map(min, dataclasses.astuple(req.generation), dataclasses.astuple(CHECK_GENERATION)))
+    kept: dict = {}
+    try:
+        chosen, evidence = verify_placement(req.core, prepared, graph, plain, support=support, properties=req.props,
+                                            model=req.model, device_name=req.spec.text, rounds=CHECK_ROUNDS,
+                                            iterations=2, generation=gen, kept=kept)
+    except Exception as exc:  # noqa: BLE001 - our machinery: the plain call runs and the worker measures
+        logger.warning("the first-start check of the decoder's devices failed (%s: %s); the plain call's placement "
+                       "runs and the background worker times them", type(exc).__name__, exc)
+        return None, ""
+    note = f"first-start check on a generation of {gen.prompt_tokens} + {gen.new_tokens} tokens: {evidence.describe()}"
+    won = single_device_of(chosen)
+    if won is None or not evidence.chosen.startswith("single:"):
+        return None, note
+    stored = _single_placement(graph, req.devices, won, "hsdag:prior+checked+live")
+    stored.notes.append(note)
+    return Decision("prior", single_device=won, prepared=prepared, pending=True, spawn_worker=True, stored_as=stored,
+                    kept=kept, reason=f"{decision.reason}; {note}; it runs now and the background worker verifies "
+                                      f"{req.generation} for the next start"), note
 
 
 def _devices_to_measure(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays) -> Decision:

@@ -1,11 +1,6 @@
 """What crossing devices costs, measured by timing real HETERO splits.
 
-``profile_links(core, devices)`` fills the CostModel's ``link_latency_ms``, ``link_ms_per_byte`` (per direction)
-and ``submodel_overhead_ms`` (per device). It times a chain of MVN stages cut between and inside stages on each
-device pair (the two kinds of cut separate per-transfer latency from per-submodel overhead) and fits the
-CostModel's execution model by non-negative least squares. It depends on no model, so it is cached on its own.
-The calibration chain, the fit, its cost and what it found on the testbed: docs/cost-model.md, "Links and submodel
-overhead" and "Profiler".
+More: docs/architecture.md, "Module notes", link_calibration.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Measure a :class:`CostModel` on real devices.
 
-``profile_model(model, core, devices)`` fills a CostModel for the prepared model from measurements on each device:
-per-op times from ``PERF_COUNT`` mapped back to the prepared ops through ``originalLayersNames`` and scaled to the
-measured end-to-end latency, each fused op's unfused cost measured alone, per-op and end-to-end spreads, and a
-re-measurement when the machine was loaded. ``profile_links(core, devices)`` measures what crossing devices costs
-(``link_calibration.py``; model-independent, cached on its own). Both cache in a :class:`ProfileStore` when given
-one. How each number is recovered and mapped: docs/cost-model.md, "How a full profile is measured".
+More: docs/architecture.md, "Module notes", profiler.py.
 """
 
 from __future__ import annotations

@@ -332,3 +332,108 @@ def test_a_decoder_on_the_default_path_logs_no_warning(thread_core, tmp_path, ca
         oa.compile_model(build_decoder(TINY), DISTINCT, core=thread_core, cache_dir=tmp_path)
     assert "have dynamic shapes" in caplog.text  # the prior did price the prefill clone
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def _spawned(monkeypatch) -> list:
+    from ov_autoplace.decision import background_worker
+
+    spawned = []
+    monkeypatch.setattr(background_worker, "spawn_worker", lambda req, root, key, graph: spawned.append(key) or True)
+    return spawned
+
+
+def _verifications(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("verification (")]
+
+
+def test_a_decoder_the_prior_would_move_is_timed_at_the_first_start(thread_core, tmp_path, caplog, monkeypatch):
+    """The prior would move a decoder off the plain call's device (CPUS): the first start times each device alone
+    against two compiles of the plain call on a short generation, runs what that verdict chose, and the background
+    worker still verifies the declared generation for the next start, which runs the same until it has."""
+    spawned = _spawned(monkeypatch)
+    model = sg.llm_like(layers=3, positions=None)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path, generation=(64, 8))
+    (check,) = _verifications(caplog)
+    assert "single:CPU" in check and "plain'" in check and "a generation of 32 + 8 tokens" in check, check
+    won = "-> single:CPU" in check
+    source = _source(caplog)
+    assert "first-start check on a generation of 32 + 8 tokens" in source, source
+    assert compiled.get_property("EXECUTION_DEVICES") == (["CPU"] if won else ["CPUS"]), (check, source)
+    assert len(spawned) == 1
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        again = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path, generation=(64, 8))
+    assert _verifications(caplog) == [], "a next start runs the stored decision; it does not check again"
+    assert _source(caplog).startswith("cache (prior+checked+live) -> CPU" if won else "cache (prior+pending) -> CPUS")
+    assert again.get_property("EXECUTION_DEVICES") == compiled.get_property("EXECUTION_DEVICES")
+    assert len(spawned) == 2, "pending: the worker verifies the declared generation"
+
+
+def _fixed_rounds(per_generation_ms: dict[str, float]):
+    """A stopwatch for ``verification.time_rounds`` that reads ``per_generation_ms`` (the compiles stay real)."""
+    def time_rounds(contenders, inputs, *, rounds, **_):
+        return {c: [per_generation_ms[c.split(":")[0] if c.startswith("plain") else c] * (1 + 0.001 * r)
+                    for r in range(rounds)] for c in contenders}
+    return time_rounds
+
+
+def test_the_first_start_check_runs_a_device_measured_faster_as_its_measured_compile(thread_core, tmp_path, caplog,
+                                                                                     monkeypatch):
+    """The check's verdict decides: CPU timed at half the plain call's generation runs, and what is returned is the
+    compile the check timed; the stored placement is live (used, verified again), not a verdict."""
+    from ov_autoplace.decision import verification
+
+    spawned = _spawned(monkeypatch)
+    monkeypatch.setattr(verification, "time_rounds", _fixed_rounds({"plain": 10.0, "plain'": 10.0,
+                                                                    "single:CPU": 5.0}))
+    model = sg.llm_like(layers=3, positions=None)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(model, DISTINCT, core=thread_core, cache_dir=tmp_path, generation=(16, 4))
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"]
+    assert "returning the single compile the verification measured" in caplog.text
+    assert "it runs now and the background worker verifies Generation(prompt_tokens=16, new_tokens=4)" in _source(caplog)
+    (entry,) = [json.loads(p.read_text()) for p in (tmp_path / "placements").glob("placement-*.json")]
+    assert json.dumps(entry).count("hsdag:prior+checked+live") >= 1 and len(spawned) == 1
+
+
+def test_the_first_start_check_keeps_the_plain_call_on_a_loss_and_when_it_fails(thread_core, tmp_path, caplog,
+                                                                                  monkeypatch):
+    """No device faster beyond the rule: the plain call runs, with the check's verdict in its reason. A check that
+    cannot run (our machinery) is a WARNING and the plain call; the worker measures in both cases."""
+    from ov_autoplace.decision import verification
+
+    spawned = _spawned(monkeypatch)
+    monkeypatch.setattr(verification, "time_rounds", _fixed_rounds({"plain": 10.0, "plain'": 10.0,
+                                                                    "single:CPU": 9.9}))
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(sg.llm_like(layers=3, positions=None), DISTINCT, core=thread_core,
+                                    cache_dir=tmp_path / "loss", generation=(16, 4))
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
+    assert "not yet verified by measurement" in _source(caplog) and "-> plain" in _source(caplog)
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("the stopwatch broke")
+
+    monkeypatch.setattr(placement_sources, "verify_placement", fails)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(sg.llm_like(layers=3, positions=None), DISTINCT, core=thread_core,
+                                    cache_dir=tmp_path / "fails", generation=(16, 4))
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["the first-start check of the decoder's devices failed (RuntimeError: the stopwatch broke); "
+                        "the plain call's placement runs and the background worker times them"], warnings
+    assert len(spawned) == 2
+
+
+def test_a_decoder_the_prior_keeps_on_the_plain_call_s_device_is_not_timed_at_the_first_start(thread_core, tmp_path,
+                                                                                               caplog, monkeypatch):
+    """The prior agrees with the plain call: the first start compiles it and measures nothing (the worker times the
+    other device for the next start)."""
+    spawned = _spawned(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = oa.compile_model(sg.llm_like(layers=3, positions=None), PLAIN_FIRST, core=thread_core,
+                                    cache_dir=tmp_path, generation=(16, 4))
+    assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"] and _verifications(caplog) == []
+    assert "the background worker times CPUS against CPU on the generation" in _source(caplog) and len(spawned) == 1

@@ -264,6 +264,23 @@ def test_the_default_path_times_the_other_device_on_the_generation_for_the_next_
     _same_generation(core, compiled, model, distinct_testbed.hetero)
 
 
+def test_the_first_start_times_the_devices_of_a_decoder_the_prior_would_move(tiny_llms, thread_core, tmp_path,
+                                                                               caplog):
+    """optimum-intel's decoder listed ``HETERO:CPUS,CPU``, where the prior prefers the all-cores CPU: the first start
+    times CPU alone against two compiles of the plain call on a short generation and returns what that verdict
+    chose, generating as the plain call does; the worker then verifies the declared generation."""
+    model = thread_core.read_model(tiny_llms["llama"] / "openvino_model.xml")
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, "HETERO:CPUS,CPU", core=thread_core, cache_dir=tmp_path)
+    checks = [r.getMessage() for r in caplog.records if r.getMessage().startswith("verification (")]
+    assert len(checks) == 1 and "a generation of 32 + 16 tokens" in checks[0] and "plain'" in checks[0], checks
+    assert compiled.get_property("EXECUTION_DEVICES") == (["CPU"] if "-> single:CPU" in checks[0] else ["CPUS"])
+    worker_log = _worker_log(tmp_path)
+    assert "a generation of 128 + 128 tokens" in worker_log and " falls back" not in worker_log, worker_log[-2000:]
+    _no_fallback(caplog)
+    _same_generation(thread_core, compiled, model, "HETERO:CPUS,CPU")
+
+
 def test_a_background_worker_measures_with_the_apps_input_sample(tiny_llms, distinct_testbed, tmp_path, caplog):
     """profile="background" with inputs=: the worker measures the decoder with the app's sample, stores its
     placement without a failure, and the next start uses it."""
