@@ -1,11 +1,6 @@
 """The CostModel's execution model made precise for exact solvers and heuristics.
 
-``CostTerms`` evaluates one placement (``latency_ms``, ``breakdown``) term by term over the *active* nodes (compute
-nodes outside constant subgraphs; everything else placed by the legalizer's rules), and the spread of a move
-(``move_spread_ms``): a predicted gain counts only when it exceeds the summed spread of what moves (``proven_gain``).
-The simulator is the batched, independent implementation the tests compare it against. The rules for followers,
-fusion, transfers, submodels, memory and support, and the spread formula: docs/cost-model.md, "The execution model
-for solvers and heuristics".
+More: docs/architecture.md, "Module notes", cost_terms.py.
 """
 
 

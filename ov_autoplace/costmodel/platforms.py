@@ -1,15 +1,6 @@
 """Simulated devices and platforms built from public spec sheets.
 
-Nothing here is measured: every number a simulated platform produces is
-labelled "simulated" (``CostModel.label``, ``describe()``). Spec-sheet numbers
-cite their source; derived numbers say how they were derived; guesses are
-marked ``estimate``. ``sim_costs.py`` turns a platform and a graph into a
-CostModel (roofline per op, post-op fusion) and calibrates the CPU against a
-measured profile.
-
-Links: ``SimPlatform.from_host_links`` connects each device to the host CPU by
-its own host link (PCIe for a dGPU; a memory copy plus a sync for devices that
-share the CPU's memory) and two accelerators through host memory.
+More: docs/architecture.md, "Module notes", platforms.py.
 """
 
 from __future__ import annotations

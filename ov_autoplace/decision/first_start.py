@@ -128,7 +128,7 @@ def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_d
         noted = plain_compile_ahead.deviation_noted(root, index)
         ahead = plain_compile_ahead.start(req, props, noted=noted)
     try:
-        decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache)
+        decision, cache, key, graph, profile_path = decide(req, root, profiling, cache_dir, use_cache, ahead)
         if index is not None and profiling is Profiling.STORED and decision.single_device is not None \
                 and decision.final:
             source = decision.source[len("cache ("):-1] if decision.source.startswith("cache (") else decision.source
@@ -158,7 +158,7 @@ def compile_default_path(req: PlacementRequest, *, profiling: Profiling, cache_d
     return compiled
 
 
-def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, use_cache: bool
+def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, use_cache: bool, ahead=None
            ) -> tuple[Decision, PlacementCache | None, dict | None, GraphArrays, str]:
     """The default placement, in this order; the first source that applies decides.
 
@@ -186,7 +186,7 @@ def decide(req: PlacementRequest, root: Path, profiling: Profiling, cache_dir, u
     if profiling is Profiling.NOW:
         measure_profile_now(req, prepared, graph, store)
     decision = _profile_or_prior(req, prepared, graph, store)
-    decision = settle(req, decision, prepared, graph, verify_now=profiling is Profiling.NOW)
+    decision = settle(req, decision, prepared, graph, verify_now=profiling is Profiling.NOW, ahead=ahead)
     if cache is not None:
         cache.put(key, decision_to_placement(decision, graph, req.devices), graph)
     return decision, cache, key, graph, profile_path

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import openvino as ov
 
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
+from ov_autoplace.compile.placed_compile import compile_plain_call
 from ov_autoplace.costmodel.prior_costs import prior_cost_model
 from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
@@ -50,10 +52,11 @@ _policy_proposal = policy_proposal  # the name benchmarks/bench_prior.py imports
 DEFAULT_SOURCE_TOKEN = "default-sources-v3"  # v3: deviations from the plain call verified by measurement
 #: Time budget of the local search on the profile path (BERT-base takes 1.2-2.0 s, 20,002 nodes stop here).
 REFINE_SECONDS = 2.0
-#: The first start's check of a decoder the prior would move (:func:`_check_decoder_now`): at most this generation,
-#: timed in this many rounds (each contender once per round) - a few seconds, once per model and device set.
+#: The first start's check of a decoder the prior would move: at most this generation, in this many rounds, only
+#: where the plain call compiled within this many seconds.
 CHECK_GENERATION = Generation(32, 16)
 CHECK_ROUNDS = 4
+CHECK_MAX_COMPILE_S = 5.0
 
 
 @dataclasses.dataclass
@@ -284,11 +287,13 @@ def _tags(strategy: str) -> list[str]:
     return (strategy.split(":", 1)[1] if ":" in strategy else strategy).split("+")
 
 
-def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, *, verify_now: bool) -> Decision:
+def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, *, verify_now: bool,
+           ahead=None) -> Decision:
     """Apply the rule to a new decision: a deviation from the plain call is measured before it is trusted.
 
     ``verify_now`` (``profile="now"``): verified now. Else a calibrated prior's deviation goes live, anything
     else runs the plain call's placement; both are marked ``pending`` and the background worker verifies them.
+    ``ahead``: the plain call's compile ahead, which a decoder's check reuses.
     Pinned decisions are the user's call and are not verified.
     """
     if req.pins or req.memory_caps:
@@ -323,9 +328,9 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
         return dataclasses.replace(decision, single_device=device, placement=None if device else candidate,
                                    pending=True, stored_as=candidate, reason=f"{decision.reason}; every device is calibrated: live now, "
                                                         "verified by measurement in the background")
-    note = ""
+    note, kept = "", {}
     if req.generation and decision.source == "prior":  # a decoder: its devices are timed now, on a short generation
-        checked, note = _check_decoder_now(req, decision, prepared, graph, support)
+        checked, note = _check_decoder_now(req, decision, prepared, graph, support, ahead, kept)
         if checked is not None:
             return checked
     plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{decision.source}+pending")
@@ -334,27 +339,34 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
                     *([note] if note else [])]
     device = single_device_of(plain)
     return Decision(decision.source, single_device=device, placement=None if device else plain, prepared=prepared,
-                    spawn_worker=True, pending=True, stored_as=plain,
+                    spawn_worker=True, pending=True, stored_as=plain, kept=kept,
                     reason=f"{decision.source} proposes {proposed}, not yet verified by measurement: the plain call's "
                            "placement runs now and the background worker verifies the proposal"
                            + (f"; {note}" if note else ""))
 
 
-def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, support):
-    """``(decision, note)``: a decoder the prior would move, each device alone timed now against the plain call's two
-    compiles on a short generation (the verification's rule); a device measured faster runs (its timed compile),
-    stored live for the worker to verify the declared generation. Else ``(None, note)``. Why: docs/llm.md, "The LLM
-    objective" (the first start of a decoder)."""
+def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, support, ahead,
+                       kept: dict):
+    """``(decision or None, note)``: a decoder's devices timed against the plain call on a short generation, and
+    what that verdict runs (``kept``: its compile). docs/llm.md, "The LLM objective" (the first start of a decoder)."""
     plain = plain_placement(graph, req.devices, support, strategy="hsdag:prior+checked")
     device = single_device_of(plain)
     if device is None or not devices_timed_alone(graph, req.devices, support, device, core=req.core):
         return None, ""
+    started, first = time.perf_counter(), None
+    if ahead is None:  # a deviation noted last time: compiled here, timed, returned if unchecked
+        props = {k: v for k, v in req.props.items() if k != "CACHE_DIR"}
+        first = compile_plain_call(req.core, req.model, req.spec.text, req.devices, props)
+        kept.update(compiled=first, kind="plain", device=device, device_string=req.spec.text)
+    seconds = ahead.wait() if ahead is not None else time.perf_counter() - started
+    if seconds > CHECK_MAX_COMPILE_S:  # it would cost a few such compiles: the worker's
+        return None, f"no first-start check: the plain call compiled in {seconds:.1f} s > {CHECK_MAX_COMPILE_S} s"
     gen = Generation(*map(min, dataclasses.astuple(req.generation), dataclasses.astuple(CHECK_GENERATION)))
-    kept: dict = {}
     try:
         chosen, evidence = verify_placement(req.core, prepared, graph, plain, support=support, properties=req.props,
                                             model=req.model, device_name=req.spec.text, rounds=CHECK_ROUNDS,
-                                            iterations=2, generation=gen, kept=kept)
+                                            iterations=2, generation=gen, kept=kept,
+                                            plain_compiled=ahead.take(device) if ahead is not None else first)
     except Exception as exc:  # noqa: BLE001 - our machinery: the plain call runs and the worker measures
         logger.warning("the first-start check of the decoder's devices failed (%s: %s); the plain call's placement "
                        "runs and the background worker times them", type(exc).__name__, exc)

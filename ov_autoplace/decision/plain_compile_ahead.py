@@ -76,6 +76,11 @@ class PlainCompileAhead:
                      1e3 * self.seconds)
         return compiled
 
+    def wait(self) -> float:
+        """Seconds the compile took, once done (nan if it raised)."""
+        self._thread.join()
+        return self.seconds if self.error is None else float("nan")
+
     def discard(self) -> None:
         """Join the thread and drop what it compiled (nothing to do after :meth:`take`)."""
         self.take(None)

@@ -354,11 +354,12 @@ def _outputs_sane(compiled, inputs, generation=None) -> bool:
 def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, properties: Mapping[str, Any] | None = None,
                      budget_s: float | None = None, model=None, device_name: str | None = None,
                      rounds: int | None = None, iterations: int = ITERATIONS, alternatives: Sequence[Any] = (),
-                     generation=None, kept: dict | None = None):
+                     generation=None, kept: dict | None = None, plain_compiled=None):
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
 
     ``kept``: gets the compile of what was chosen (:func:`keep_measured`), for ``compile_decided`` to return.
+    ``plain_compiled``: the plain call's first compile, made already.
 
     The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/verification.py (verify_placement).
     """
@@ -396,7 +397,8 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                                                              props)
         strings[f"single:{device}"] = candidate.device_string
     probe = LoadProbe().start()  # over the compiles and the rounds: what the decision rests on
-    compiled = {PLAIN: compile_plain_call(core, model, device_name, devices, props)}  # as a plain decision returns it
+    compiled = {PLAIN: plain_compiled if plain_compiled is not None else  # as a plain decision returns it
+                compile_plain_call(core, model, device_name, devices, props)}
     inputs = random_inputs(compiled[PLAIN]) if generation is None else ()
     for label, build in builds.items():
         try:

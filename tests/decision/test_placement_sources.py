@@ -381,10 +381,14 @@ def _fixed_rounds(per_generation_ms: dict[str, float]):
 def test_the_first_start_check_runs_a_device_measured_faster_as_its_measured_compile(thread_core, tmp_path, caplog,
                                                                                      monkeypatch):
     """The check's verdict decides: CPU timed at half the plain call's generation runs, and what is returned is the
-    compile the check timed; the stored placement is live (used, verified again), not a verdict."""
+    compile the check timed; the stored placement is live (used, verified again), not a verdict. The plain call's
+    compile ahead is the check's first compile of it: the check compiles it once more, not twice."""
     from ov_autoplace.decision import verification
 
-    spawned = _spawned(monkeypatch)
+    spawned, plain_compiles = _spawned(monkeypatch), []
+    compile_plain_call = verification.compile_plain_call
+    monkeypatch.setattr(verification, "compile_plain_call",
+                        lambda *a, **k: plain_compiles.append(a[2]) or compile_plain_call(*a, **k))
     monkeypatch.setattr(verification, "time_rounds", _fixed_rounds({"plain": 10.0, "plain'": 10.0,
                                                                     "single:CPU": 5.0}))
     model = sg.llm_like(layers=3, positions=None)
@@ -395,6 +399,7 @@ def test_the_first_start_check_runs_a_device_measured_faster_as_its_measured_com
     assert "it runs now and the background worker verifies Generation(prompt_tokens=16, new_tokens=4)" in _source(caplog)
     (entry,) = [json.loads(p.read_text()) for p in (tmp_path / "placements").glob("placement-*.json")]
     assert json.dumps(entry).count("hsdag:prior+checked+live") >= 1 and len(spawned) == 1
+    assert plain_compiles == [DISTINCT], "the second compile of the plain call; the first is the compile ahead"
 
 
 def test_the_first_start_check_keeps_the_plain_call_on_a_loss_and_when_it_fails(thread_core, tmp_path, caplog,
@@ -437,3 +442,25 @@ def test_a_decoder_the_prior_keeps_on_the_plain_call_s_device_is_not_timed_at_th
                                     cache_dir=tmp_path, generation=(16, 4))
     assert compiled.get_property("EXECUTION_DEVICES") == ["CPU"] and _verifications(caplog) == []
     assert "the background worker times CPUS against CPU on the generation" in _source(caplog) and len(spawned) == 1
+
+
+def test_no_first_start_check_where_the_plain_call_compiles_slowly(thread_core, tmp_path, caplog, monkeypatch):
+    """The check would compile each device once more: where the plain call's compile took longer than
+    ``CHECK_MAX_COMPILE_S`` the first start times nothing and the worker measures after it. With a compile ahead its
+    time is read; without one (a deviation noted last time) the plain call is compiled and timed here, and that
+    compile is the one returned (not compiled twice)."""
+    from ov_autoplace.decision import plain_compile_ahead
+
+    spawned = _spawned(monkeypatch)
+    monkeypatch.setattr(placement_sources, "CHECK_MAX_COMPILE_S", 0.0)
+    for label, ahead in (("ahead", True), ("here", False)):
+        if not ahead:
+            monkeypatch.setattr(plain_compile_ahead, "start", lambda req, props, noted: None)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+            compiled = oa.compile_model(sg.llm_like(layers=3, positions=None), DISTINCT, core=thread_core,
+                                        cache_dir=tmp_path / label, generation=(16, 4))
+        assert compiled.get_property("EXECUTION_DEVICES") == ["CPUS"] and _verifications(caplog) == []
+        assert "no first-start check: the plain call compiled in " in _source(caplog), _source(caplog)
+        assert ("returning the plain compile the verification measured" in caplog.text) is not ahead
+    assert len(spawned) == 2
