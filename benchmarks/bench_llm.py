@@ -174,7 +174,7 @@ def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int]
         out[label] = (compiled, f"`compile_model(..., generation={gen}{', ' + args if args else ''})`"
                       + (" twice" if label.endswith("next start") else "")
                       + (f", its first call {first_call:.1f} s" if total > first_call + 0.05 else ""), total)
-        print(f"  placed {label}: {_devices_of(compiled)} ({time.perf_counter() - t0:.1f} s)", flush=True)
+        print(f"  placed {label}: {_devices_of(compiled)} ({total:.1f} s)", flush=True)
     return out
 
 

@@ -31,9 +31,9 @@ from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.p
     survives_prior_error,
 )
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.verification import (devices_timed_alone, evidence_intact, needs_verification,
-                                                plain_placement, provisional_intact, runner_ups, single_device_of,
-                                                verify_placement)
+from ov_autoplace.decision.verification import (PLAIN, devices_timed_alone, evidence_intact, keep_measured,
+                                                needs_verification, plain_placement, provisional_intact, runner_ups,
+                                                single_device_of, verify_placement)
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
 from ov_autoplace.measuring.noise import busy_now
 from ov_autoplace.devices.facts import read_device_facts
@@ -328,12 +328,12 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
         return dataclasses.replace(decision, single_device=device, placement=None if device else candidate,
                                    pending=True, stored_as=candidate, reason=f"{decision.reason}; every device is calibrated: live now, "
                                                         "verified by measurement in the background")
+    plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{decision.source}+pending")
     note, kept = "", {}
     if req.generation and decision.source == "prior":  # a decoder: its devices are timed now, on a short generation
-        checked, note = _check_decoder_now(req, decision, prepared, graph, support, ahead, kept)
+        checked, note = _check_decoder_now(req, decision, prepared, graph, support, plain, ahead, kept)
         if checked is not None:
             return checked
-    plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{decision.source}+pending")
     proposed = candidate.counts_per_device()
     plain.notes += [f"{decision.source} proposed {proposed}; the plain call's placement runs until it is verified",
                     *([note] if note else [])]
@@ -345,11 +345,11 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
                            + (f"; {note}" if note else ""))
 
 
-def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, support, ahead,
-                       kept: dict):
-    """``(decision or None, note)``: a decoder's devices timed against the plain call on a short generation, and
-    what that verdict runs (``kept``: its compile). docs/llm.md, "The LLM objective" (the first start of a decoder)."""
-    plain = plain_placement(graph, req.devices, support, strategy="hsdag:prior+checked")
+def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, support, plain,
+                       ahead, kept: dict):
+    """``(decision or None, note)``: a decoder's devices timed against the plain call (``plain``: its placement) on
+    a short generation, and what that verdict runs (``kept``: its compile). docs/llm.md, "The LLM objective" (the
+    first start of a decoder)."""
     device = single_device_of(plain)
     if device is None or not devices_timed_alone(graph, req.devices, support, device, core=req.core):
         return None, ""
@@ -357,13 +357,14 @@ def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, grap
     if ahead is None:  # a deviation noted last time: compiled here, timed, returned if unchecked
         props = {k: v for k, v in req.props.items() if k != "CACHE_DIR"}
         first = compile_plain_call(req.core, req.model, req.spec.text, req.devices, props)
-        kept.update(compiled=first, kind="plain", device=device, device_string=req.spec.text)
+        keep_measured(kept, PLAIN, plain, {PLAIN: first}, {}, {PLAIN: req.spec.text})
     seconds = ahead.wait() if ahead is not None else time.perf_counter() - started
     if seconds > CHECK_MAX_COMPILE_S:  # it would cost a few such compiles: the worker's
         return None, f"no first-start check: the plain call compiled in {seconds:.1f} s > {CHECK_MAX_COMPILE_S} s"
     gen = Generation(*map(min, dataclasses.astuple(req.generation), dataclasses.astuple(CHECK_GENERATION)))
     try:
-        chosen, evidence = verify_placement(req.core, prepared, graph, plain, support=support, properties=req.props,
+        checked = dataclasses.replace(plain, strategy="hsdag:prior+checked")
+        chosen, evidence = verify_placement(req.core, prepared, graph, checked, support=support, properties=req.props,
                                             model=req.model, device_name=req.spec.text, rounds=CHECK_ROUNDS,
                                             iterations=2, generation=gen, kept=kept,
                                             plain_compiled=ahead.take(device) if ahead is not None else first)
