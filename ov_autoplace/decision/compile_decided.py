@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openvino as ov
 
@@ -18,6 +18,9 @@ from ov_autoplace.decision.memory_path import check_carried_within_caps
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.placement.assignment import Placement
 
+if TYPE_CHECKING:
+    from ov_autoplace.decision.verification import KeptCompile
+
 logger = logging.getLogger("ov_autoplace")
 
 
@@ -26,29 +29,27 @@ def is_plain_call(req: PlacementRequest, device: str) -> bool:
     return device == req.devices[0] and req.devices == req.spec.devices
 
 
-def _measured(kept: dict | None, props: dict[str, Any], kind: str, device_string: str, *, device: str | None = None,
-              assignment: dict | None = None) -> ov.CompiledModel | None:
-    """The verification's compile when it is the one asked for (same kind, device or assignment, and device
-    string); None else, or when the call writes a blob cache (only a compile with ``CACHE_DIR`` fills it)."""
-    if not kept or "CACHE_DIR" in props or kept.get("kind") != kind or kept.get("device_string") != device_string:
-        return None
-    if (kind == "single" and kept.get("device") != device) or (kind == "split" and kept.get("assignment") != assignment):
-        return None  # another device or split than the one measured
-    logger.info("returning the %s compile the verification measured (not compiled again)", kind)
-    return kept.pop("compiled")
+def _measured(kept: KeptCompile | None, props: dict[str, Any], kind: str, device_string: str, device: str | None,
+              assignment: dict | None) -> ov.CompiledModel | None:
+    """The verification's compile when it is the one asked for; None else, or when the call writes a blob cache
+    (only a compile with ``CACHE_DIR`` fills it)."""
+    compiled = None if kept is None or "CACHE_DIR" in props else kept.take(kind, device_string, device, assignment)
+    if compiled is not None:
+        logger.info("returning the %s compile the verification measured (not compiled again)", kind)
+    return compiled
 
 
 def compile_decided(req: PlacementRequest, props: dict[str, Any], *, device: str | None = None,
                     placement: Placement | None = None, prepared: ov.Model | None = None,
-                    kept: dict | None = None) -> ov.CompiledModel:
+                    kept: KeptCompile | None = None) -> ov.CompiledModel:
     """``device``: the caller's model wholly on it (the plain call itself where :func:`is_plain_call`). Else
     ``placement`` (of ``prepared``) through HETERO: a dynamic model gets it carried over from the static clone,
-    compiled dynamic and run once (``compile_with_affinities``). ``kept``: what the verification measured
-    (``verification.keep_measured``), returned when it is this very compile."""
+    compiled dynamic and run once (``compile_with_affinities``). ``kept``: what the verification measured, returned
+    when it is this very compile."""
     plain = device is not None and is_plain_call(req, device)
     measured = _measured(kept, props, "plain" if plain else "single" if device is not None else "split",
-                         req.spec.text if plain else req.spec.hetero_string, device=device,
-                         assignment=None if placement is None else placement.assignment)
+                         req.spec.text if plain else req.spec.hetero_string, device,
+                         None if placement is None else placement.assignment)
     if measured is not None:
         return measured
     if plain:

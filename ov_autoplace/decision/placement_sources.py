@@ -31,7 +31,7 @@ from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.p
     survives_prior_error,
 )
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.verification import (PLAIN, devices_timed_alone, evidence_intact, keep_measured,
+from ov_autoplace.decision.verification import (PLAIN, KeptCompile, devices_timed_alone, evidence_intact,
                                                 needs_verification, plain_placement, provisional_intact, runner_ups,
                                                 single_device_of, verify_placement)
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
@@ -77,8 +77,8 @@ class Decision:
     runner_up_cost: Any = None  # the costs it was placed on: their runner-up splits are verified beside it
     #: a win measured under a load that is still there: used, not final, and not measured again while it lasts
     provisional: bool = False
-    #: the verification's compile of what it chose, for compile_decided (``verification.keep_measured``)
-    kept: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    #: the verification's compile of what it chose, for compile_decided
+    kept: KeptCompile = dataclasses.field(default_factory=KeptCompile, repr=False, compare=False)
 
     @property
     def final(self) -> bool:
@@ -313,7 +313,7 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
         if not any(needs_verification(p, graph, support) for p in (candidate, *alternatives)):
             return decision
     if verify_now:
-        model, kept = req.model if req.generation else req.placement_model, {}
+        model, kept = req.model if req.generation else req.placement_model, KeptCompile()
         verified, evidence = verify_placement(req.core, prepared, graph, candidate, support=support,
                                               properties=req.props, model=model, device_name=req.spec.text,
                                               alternatives=alternatives, generation=req.generation,
@@ -329,7 +329,7 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
                                    pending=True, stored_as=candidate, reason=f"{decision.reason}; every device is calibrated: live now, "
                                                         "verified by measurement in the background")
     plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{decision.source}+pending")
-    note, kept = "", {}
+    note, kept = "", KeptCompile()
     if req.generation and decision.source == "prior":  # a decoder: its devices are timed now, on a short generation
         checked, note = _check_decoder_now(req, decision, prepared, graph, support, plain, ahead, kept)
         if checked is not None:
@@ -346,7 +346,7 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
 
 
 def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, support, plain,
-                       ahead, kept: dict):
+                       ahead, kept: KeptCompile):
     """``(decision or None, note)``: a decoder's devices timed against the plain call (``plain``: its placement) on
     a short generation, and what that verdict runs (``kept``: its compile). docs/llm.md, "The LLM objective" (the
     first start of a decoder)."""
@@ -357,7 +357,7 @@ def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, grap
     if ahead is None:  # a deviation noted last time: compiled here, timed, returned if unchecked
         props = {k: v for k, v in req.props.items() if k != "CACHE_DIR"}
         first = compile_plain_call(req.core, req.model, req.spec.text, req.devices, props)
-        keep_measured(kept, PLAIN, plain, {PLAIN: first}, {}, {PLAIN: req.spec.text})
+        kept.keep(PLAIN, plain, {PLAIN: first}, {}, {PLAIN: req.spec.text})
     seconds = ahead.wait() if ahead is not None else time.perf_counter() - started
     if seconds > CHECK_MAX_COMPILE_S:  # it would cost a few such compiles: the worker's
         return None, f"no first-start check: the plain call compiled in {seconds:.1f} s > {CHECK_MAX_COMPILE_S} s"

@@ -13,7 +13,8 @@ import openvino as ov
 from ov_autoplace.cache.root import blob_cache_props, cache_root
 from ov_autoplace.decision.compile_decided import compile_decided
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verified_placement
+from ov_autoplace.decision.verification import (KeptCompile, evidence_intact, needs_verification, single_device_of,
+                                                verified_placement)
 from ov_autoplace.errors import ShapeError
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.shapes import format_shapes, is_dynamic, resolve_shapes
@@ -42,7 +43,7 @@ def compile_carried_placement(req: PlacementRequest, *, cache_dir=None, cache_bl
         return None
     support = query_support(req.core, prepared, graph, req.devices)
     placement = ensure_legal(placement, graph, req.devices, support, max_submodels=req.max_submodels, source="stored")
-    kept: dict = {}
+    kept = KeptCompile()
     if not evidence_intact(placement) and needs_verification(placement, graph, support):
         # a proposal: measured against the plain call
         placement = verified_placement(req, prepared, graph, placement, support, kept=kept)

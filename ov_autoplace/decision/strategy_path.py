@@ -19,7 +19,8 @@ from ov_autoplace.decision.compile_decided import compile_decided
 from ov_autoplace.decision.memory_path import capped_cost, memory_request
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.decision.request import PlacementRequest
-from ov_autoplace.decision.verification import evidence_intact, needs_verification, single_device_of, verified_placement
+from ov_autoplace.decision.verification import (KeptCompile, evidence_intact, needs_verification, single_device_of,
+                                                verified_placement)
 from ov_autoplace.graph.arrays import GraphArrays
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.placement.assignment import Placement
@@ -55,7 +56,7 @@ def place_with_strategy(req: PlacementRequest, prepared: ov.Model, graph: GraphA
 
 
 def cached_or_new_placement(req: PlacementRequest, prepared: ov.Model, cache: PlacementCache | None,
-                            profiles: Path | None = None, *, kept: dict | None = None) -> Placement:
+                            profiles: Path | None = None, *, kept: KeptCompile | None = None) -> Placement:
     """The cached placement of this request when its evidence holds, else a new one, verified (and cached).
     ``kept``: the verification's compile of what it chose (``verified_placement``)."""
     graph = req.placement_graph(prepared)
@@ -85,7 +86,7 @@ def compile_with_strategy(req: PlacementRequest, *, cache_dir, use_cache: bool,
     """Place (or reuse the cached placement), verify, compile: ``compile_model`` with an explicit strategy."""
     cache = PlacementCache(cache_dir) if use_cache else None
     prepared = prepare_model(req.placement_model)  # a dynamic model is placed on its static clone
-    kept: dict = {}
+    kept = KeptCompile()
     # profiles: the call's root
     placement = cached_or_new_placement(req, prepared, cache, profile_dir(cache_dir), kept=kept)
     props = blob_cache_props(req.core, req.props, cache_root(cache_dir), cache_blobs)

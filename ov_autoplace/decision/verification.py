@@ -354,11 +354,11 @@ def _outputs_sane(compiled, inputs, generation=None) -> bool:
 def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, properties: Mapping[str, Any] | None = None,
                      budget_s: float | None = None, model=None, device_name: str | None = None,
                      rounds: int | None = None, iterations: int = ITERATIONS, alternatives: Sequence[Any] = (),
-                     generation=None, kept: dict | None = None, plain_compiled=None):
+                     generation=None, kept: KeptCompile | None = None, plain_compiled=None):
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
 
-    ``kept``: gets the compile of what was chosen (:func:`keep_measured`), for ``compile_decided`` to return.
+    ``kept``: gets the compile of what was chosen, for ``compile_decided`` to return.
     ``plain_compiled``: the plain call's first compile, made already.
 
     The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/verification.py (verify_placement).
@@ -447,21 +447,37 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                                        if c.startswith("single:")})
     chosen.verification = seal(evidence, chosen)
     if kept is not None:
-        keep_measured(kept, evidence.chosen, chosen, compiled, rounds_ms, strings)
+        kept.keep(evidence.chosen, chosen, compiled, rounds_ms, strings)
     return chosen, evidence
 
 
-def keep_measured(kept: dict, label: str, chosen, compiled: Mapping[str, Any], rounds_ms, strings) -> None:
-    """Put in ``kept`` the compile the verification measured of what it chose (``label``; the plain call: the
-    faster of its two compiles), with what ``compile_decided`` checks before returning it instead of compiling:
-    ``kind`` ("plain", "single" or "split"), ``device`` or ``assignment``, ``device_string``."""
-    if label == PLAIN:
-        label = faster_plain(rounds_ms)
-    if label not in compiled:
-        return
-    kind = "plain" if label in (PLAIN, PLAIN_SECOND) else "single" if label.startswith("single:") else "split"
-    kept.update(compiled=compiled[label], kind=kind, device=single_device_of(chosen), device_string=strings[label],
-                assignment=chosen.assignment)
+@dataclasses.dataclass
+class KeptCompile:
+    """The compile a verification timed of what it chose, for ``compile_decided`` to return instead of compiling
+    the same thing again: filled by :meth:`keep`, emptied by :meth:`take`."""
+
+    compiled: Any = None
+    kind: str = ""  # "plain", "single" or "split"
+    device: str | None = None
+    device_string: str = ""
+    assignment: Mapping[str, str] | None = None
+
+    def keep(self, label: str, chosen, compiled: Mapping[str, Any], rounds_ms, strings) -> None:
+        """Keep ``compiled[label]`` (the plain call: the faster of its two compiles) as ``chosen``'s compile."""
+        if label == PLAIN:
+            label = faster_plain(rounds_ms)
+        if label in compiled:
+            kind = "plain" if label in (PLAIN, PLAIN_SECOND) else "single" if label.startswith("single:") else "split"
+            self.compiled, self.kind, self.device_string = compiled[label], kind, strings[label]
+            self.device, self.assignment = single_device_of(chosen), chosen.assignment
+
+    def take(self, kind: str, device_string: str, device: str | None, assignment) -> Any:
+        """The kept compile if it is this one (``kind``, device string, and the device or the split), else None."""
+        if self.compiled is None or (kind, device_string) != (self.kind, self.device_string) or \
+                (kind == "single" and device != self.device) or (kind == "split" and assignment != self.assignment):
+            return None
+        compiled, self.compiled = self.compiled, None
+        return compiled
 
 
 def faster_plain(rounds_ms: Mapping[str, Sequence[float]]) -> str:
@@ -474,7 +490,7 @@ def faster_plain(rounds_ms: Mapping[str, Sequence[float]]) -> str:
 
 
 def verified_placement(req: "PlacementRequest", prepared, graph, placement, support: np.ndarray | None = None, *,
-                       kept: dict | None = None):
+                       kept: KeptCompile | None = None):
     """``placement`` held to the rule for ``req``: what the plain call would run, or an alternative that measurably
     wins (:func:`verify_placement`). Pinned placements are the user's call and are compiled as asked, and so are
     placements within ``memory_caps`` (the plain call they would be measured against may break a cap).
@@ -540,6 +556,6 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
 
 
 __all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MAX_ROUNDS", "MIN_GAIN", "PLAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
-           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "keep_measured", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
+           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "KeptCompile", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
            "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
            "verify_placement"]

@@ -1,10 +1,6 @@
 """A cheap measured profile: one compile and a few PERF_COUNT runs per device.
 
-The full profile (``profiler.py``) compiles each device three times and calibrates the links by timing real splits;
-``quick_model_profile`` keeps what decides a placement: one ``PERF_COUNT`` compile per distinct device, the per-op
-times and spreads of a short window, each fused op's unfused cost from the device's ms per byte, and a stored link
-profile or the prior's links. It is stored under the full profile's key, so every reader uses whichever was measured
-last. What it keeps and drops, and how its window was sized: docs/cost-model.md, "The quick profile".
+The rest: docs/architecture.md, "Module notes", ov_autoplace/measuring/quick_profile.py.
 """
 
 from __future__ import annotations

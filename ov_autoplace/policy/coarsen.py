@@ -1,11 +1,6 @@
 """HSDAG's pre-GNN chain collapsing: fewer, more meaningful nodes for the GCN.
 
-The paper's rule (a compute node merges with its only successor when that successor has only one predecessor) over
-the active nodes; Constants, Parameters and Results join a neighbour's group, because the legalizer decides their
-device from that neighbour anyway. Every group is a path, so the grouped graph stays a DAG; vectorised by pointer
-jumping. With ``node_class`` (cost cuts) a chain is also cut where the device a node is cheapest on changes
-(:func:`preferred_device_class`), because the best placements a search finds split inside the paper's chains. The
-rules in full: docs/policy.md, "Groups".
+The rest: docs/architecture.md, "Module notes", ov_autoplace/policy/coarsen.py.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -598,7 +599,8 @@ def _spy_on_verification(monkeypatch) -> list:
 
     def spy(*args, **kwargs):
         out = real(*args, **kwargs)
-        seen.append((out[1], dict(kwargs.get("kept") or {})))
+        kept = kwargs.get("kept")
+        seen.append((out[1], None if kept is None else dataclasses.replace(kept)))  # as filled, before it is taken
         return out
 
     monkeypatch.setattr(verification, "verify_placement", spy)
@@ -616,7 +618,7 @@ def test_a_plain_decision_returns_the_faster_measured_compile_not_a_third(f32_te
                                 strategy=strategy, use_cache=False)
     (evidence, kept), = seen
     assert evidence.chosen == "plain"  # identical devices: the split cannot win
-    assert kept["kind"] == "plain" and kept["device_string"] == f32_testbed.hetero and compiled is kept["compiled"]
+    assert kept.kind == "plain" and kept.device_string == f32_testbed.hetero and compiled is kept.compiled
     inputs = random_inputs(compiled)
     np.testing.assert_array_equal(compiled(inputs)[0], f32_testbed.core.compile_model(model, "CPU")(inputs)[0])
 
@@ -624,7 +626,7 @@ def test_a_plain_decision_returns_the_faster_measured_compile_not_a_third(f32_te
     compiled = oa.compile_model(model, f32_testbed.hetero, {"CACHE_DIR": str(blobs)}, core=f32_testbed.core,
                                 cache_dir=tmp_path / "b", strategy=strategy, use_cache=False)
     evidence, kept = seen[-1]
-    assert evidence.chosen == "plain" and compiled is not kept["compiled"] and any(blobs.iterdir())
+    assert evidence.chosen == "plain" and compiled is not kept.compiled and any(blobs.iterdir())
 
 
 def test_a_verified_device_is_returned_as_the_verification_compiled_and_timed_it(thread_core, tmp_path, monkeypatch):
@@ -635,10 +637,10 @@ def test_a_verified_device_is_returned_as_the_verification_compiled_and_timed_it
     compiled = oa.compile_model(model, "HETERO:CPUS,CPU", core=thread_core, cache_dir=tmp_path, strategy=_AllOnSecond(),
                                 use_cache=False)
     (evidence, kept), = seen
-    assert compiled is kept["compiled"]
+    assert compiled is kept.compiled
     if evidence.chosen == "single:CPU":  # two threads measured faster (the usual outcome on a quiet machine)
-        assert kept["kind"] == "single" and kept["device"] == "CPU"
+        assert kept.kind == "single" and kept.device == "CPU"
         assert list(compiled.get_property("EXECUTION_DEVICES")) == ["CPU"]
     else:  # too noisy or loaded to tell: the plain call's faster compile
-        assert evidence.chosen == "plain" and kept["kind"] == "plain"
+        assert evidence.chosen == "plain" and kept.kind == "plain"
         assert list(compiled.get_property("EXECUTION_DEVICES")) == ["CPUS"]
