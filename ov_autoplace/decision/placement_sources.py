@@ -32,8 +32,8 @@ from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.p
 )
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import (PLAIN, KeptCompile, devices_timed_alone, evidence_intact,
-                                                needs_verification, plain_placement, provisional_intact, runner_ups,
-                                                single_device_of, verify_placement)
+                                                measuring_props, needs_verification, plain_placement,
+                                                provisional_intact, runner_ups, single_device_of, verify_placement)
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
 from ov_autoplace.measuring.noise import busy_now
 from ov_autoplace.devices.facts import read_device_facts
@@ -355,8 +355,7 @@ def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, grap
         return None, ""
     started, first = time.perf_counter(), None
     if ahead is None:  # a deviation noted last time: compiled here, timed, returned if unchecked
-        props = {k: v for k, v in req.props.items() if k != "CACHE_DIR"}
-        first = compile_plain_call(req.core, req.model, req.spec.text, req.devices, props)
+        first = compile_plain_call(req.core, req.model, req.spec.text, req.devices, measuring_props(req.props))
         kept.keep(PLAIN, plain, {PLAIN: first}, {}, {PLAIN: req.spec.text})
     seconds = ahead.wait() if ahead is not None else time.perf_counter() - started
     if seconds > CHECK_MAX_COMPILE_S:  # it would cost a few such compiles: the worker's

@@ -351,6 +351,11 @@ def _outputs_sane(compiled, inputs, generation=None) -> bool:
                if np.issubdtype(np.asarray(v).dtype, np.floating))
 
 
+def measuring_props(properties: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The call's properties for a compile that is measured: without ``CACHE_DIR`` (measuring writes no blobs)."""
+    return {k: v for k, v in dict(properties or {}).items() if k != "CACHE_DIR"}
+
+
 def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, properties: Mapping[str, Any] | None = None,
                      budget_s: float | None = None, model=None, device_name: str | None = None,
                      rounds: int | None = None, iterations: int = ITERATIONS, alternatives: Sequence[Any] = (),
@@ -365,7 +370,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     """
     devices = tuple(candidate.devices)
     device_name = device_name or candidate.device_string
-    props = {k: v for k, v in dict(properties or {}).items() if k != "CACHE_DIR"}  # measure; cache no blobs
+    props = measuring_props(properties)
     model = prepared if model is None else model
     plain = plain_placement(graph, devices, support)
     plain_single = single_device_of(plain)
@@ -556,6 +561,6 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
 
 
 __all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MAX_ROUNDS", "MIN_GAIN", "PLAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
-           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "KeptCompile", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
+           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "KeptCompile", "measuring_props", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
            "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
            "verify_placement"]
