@@ -68,7 +68,7 @@ def check_profiling(value: Any) -> Profiling:
 
 #: The policy file the default path places with and keys its cache on: the shipped one
 #: (``policy.pretrained.PRETRAINED_POLICY``; tests/decision/test_first_start.py checks they agree).
-POLICY_FILE = Path(__file__).parents[1] / "policy" / "pretrained" / "hsdag_v3.npz"
+POLICY_FILE = Path(__file__).parents[1] / "policy" / "pretrained" / "hsdag_v4.npz"
 
 
 def _policy_digest(path) -> str:

@@ -1,7 +1,7 @@
 """The shipped policy stores its weights as float16 rounded to 8 mantissa bits: it places as the float32 weights do.
 
-``tests/policy/data/hsdag_v3_float32.npz`` is the shipped policy as training exported it (float32, byte for byte).
-The shipped ``hsdag_v3.npz`` must be exactly that file's weights rounded to float16 and then to 8 of its 10 mantissa
+``tests/policy/data/hsdag_v4_float32.npz`` is the shipped policy as training exported it (float32, byte for byte).
+The shipped ``hsdag_v4.npz`` must be exactly that file's weights rounded to float16 and then to 8 of its 10 mantissa
 bits (``convert_policy_file(..., weight_dtype="float16", mantissa_bits=8)``: the wheel's largest file, deflated
 below the first policy's at two and a half times the weights). The forward pass on the upcast weights is compared
 with the float32 one on the zoo-like synthetic graphs, on members of the lab's graph family (the held-out seeds
@@ -36,7 +36,7 @@ from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from tests import synthetic_graphs
 from tests.policy.conftest import prepared_graph, stand_in_cost_model
 
-FLOAT32_REFERENCE = Path(__file__).resolve().parent / "data" / "hsdag_v3_float32.npz"
+FLOAT32_REFERENCE = Path(__file__).resolve().parent / "data" / "hsdag_v4_float32.npz"
 #: Cases whose placement may differ from the float32 one (a near-tie tipped; one case in any set, else this share),
 #: and how much slower one may be.
 MAX_DIFFERING_SHARE, MAX_SLOWER = 0.03, 1.02

@@ -5,7 +5,7 @@
 * :mod:`.trainer` - :class:`Trainer`, :class:`TrainConfig`, logs, checkpoints;
 * :mod:`.finetune` - :func:`fine_tune` under a placement / time budget;
 * :mod:`.tasks` and :mod:`.graph_family` - the pretraining tasks (zoo, random DAGs, perturbed platforms);
-* :mod:`.pretrain` - the recipe of the first policy (v1); :mod:`.amortise` - v2's and the shipped v3's
+* :mod:`.pretrain` - the recipe of the first policy (v1); :mod:`.amortise` - v2's, v3's and the shipped v4's
   (imitation of a search); :mod:`.evaluate` - scoring for benchmarks.
 
 The names below are imported lazily, so ``graph_family``, ``tasks`` and ``env`` work without torch.
@@ -22,16 +22,19 @@ V1_POLICY = Path(__file__).with_name("hsdag_v1.npz")
 #: The second (:mod:`.amortise`'s recipe, ``cost_cut`` coarsening, seed 0; docs/bench/training-log.md): the initial
 #: weights of the shipped ``hsdag_v3`` and the reference of its evaluations (``amortise evaluate --shipped v2``).
 V2_POLICY = Path(__file__).with_name("hsdag_v2.npz")
+#: The third (the same recipe warm-started from v2, shipped 2026-11-28 to 2026-12-06): the policy the wider
+#: training's candidates were judged against, kept so its tables can be run again (docs/bench/training-log.md).
+V3_POLICY = Path(__file__).with_name("hsdag_v3.npz")
 
 
 def named_policy(name: str) -> str:
-    """A policy file by name: ``pretrained`` = the shipped one, ``v1`` / ``v2`` = :data:`V1_POLICY` /
-    :data:`V2_POLICY`, else ``name`` (a path)."""
+    """A policy file by name: ``pretrained`` = the shipped one, ``v1`` / ``v2`` / ``v3`` = :data:`V1_POLICY` /
+    :data:`V2_POLICY` / :data:`V3_POLICY`, else ``name`` (a path)."""
     if name == "pretrained":
         from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 
         return str(PRETRAINED_POLICY)
-    return str({"v1": V1_POLICY, "v2": V2_POLICY}.get(name, name))
+    return str({"v1": V1_POLICY, "v2": V2_POLICY, "v3": V3_POLICY}.get(name, name))
 
 
 #: How many of float16's 10 mantissa bits the shipped policy's weights keep (docs/bench/policy_precision.md).

@@ -240,8 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", type=Path, required=True, help="the exported policy (.npz)")
     r.add_argument("--init", default="pretrained",
                    help="start weights: 'pretrained' (the shipped policy), 'v1' (the first; hsdag_v2 started there), 'v2' (hsdag_v3 "
-                        "started there), "
-                        "a .npz, or 'scratch'")
+                        "started there), 'v3' (shipped before hsdag_v4), a .npz, or 'scratch'")
     r.add_argument("--imitation-steps", type=int, default=3000)
     r.add_argument("--reinforce-steps", type=int, default=600)
     r.add_argument("--no-imitation", action="store_true", help="the ablation: REINFORCE only")
@@ -307,9 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     only.add_argument("--validation-only", action="store_true",
                       help="only the validation split: the rows a choice among candidates reads (docs/heldout.md, "
                            "rule 3), without the evaluation rows")
-    e.add_argument("--shipped", default="v3",
+    e.add_argument("--shipped", default="v4",
                    help="the --policy NAME of the shipped policy: the validation rule admits candidates no more often "
-                        "slower than the plain call than it (default v3, the shipped file; v2 and v1 in the evaluations before it)")
+                        "slower than the plain call than it (default v4, the shipped file; v3, v2 and v1 in the evaluations before it)")
     e.add_argument("--trained-on-all", action="append", default=[], metavar="NAME",
                    help="this --policy was trained with --all-data: its rows are all in training, so the tables "
                         "show it in the 'in training' subset only (repeatable)")

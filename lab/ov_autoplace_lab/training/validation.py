@@ -179,7 +179,7 @@ def trained_on_validation(path: str) -> bool | None:
 
 
 def validate_policies(directory: str | Path, policies: dict[str, str], sigma: float, *, address: str | None = None,
-                      num_cpus: int = 2, progress: bool = True, shipped: str | None = "v3") -> dict:
+                      num_cpus: int = 2, progress: bool = True, shipped: str | None = "v4") -> dict:
     """Every validation case whose target is in ``directory``, as Ray tasks; the summary, the choice and a table."""
     from ov_autoplace_lab.training.distributed import run_tasks
     from ov_autoplace_lab.training.splits import validation_specs

@@ -36,13 +36,18 @@ def test_shipped_policy_is_small_and_documented():
     assert (Path(__file__).resolve().parents[3] / "docs" / "training.md").is_file()
     assert not (PRETRAINED_POLICY.parent / "TRAINING.md").exists()
     header = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).header
-    # the recipe that made it (benchmarks/pretrain.py --amortise), and where it started: v2 (the 4-pass placer it
-    # kept; imitation's placer_passes None means "as the initial weights"), which the lab keeps, as it keeps v1
-    assert header["metadata"]["recipe"] == "ov_autoplace_lab.training.amortise (issue 22)"
-    assert header["metadata"]["init"] == "v2" and header["metadata"]["imitation"]["placer_passes"] is None
-    from ov_autoplace_lab.training import V1_POLICY, V2_POLICY
+    # the recipe that made it (benchmarks/pretrain.py --amortise), and where it started: v3, the file shipped when
+    # it trained ("pretrained" then; the lab keeps it, as it keeps v2 and v1), whose 4-pass placer it kept
+    # (imitation's placer_passes None means "as the initial weights"); v3 itself started from v2, v2 from v1
+    metadata = header["metadata"]
+    assert metadata["recipe"] == "ov_autoplace_lab.training.amortise (issue 22)"
+    assert metadata["init"] == "pretrained" and metadata["imitation"]["placer_passes"] is None
+    assert metadata["imitation"]["seed"] == 3 and metadata["imitation"]["hold_out_validation"]
+    from ov_autoplace_lab.training import V1_POLICY, V2_POLICY, V3_POLICY
 
     assert NumpyHSDAGPolicy.load(PRETRAINED_POLICY).config.placer_passes == 4
+    v3 = NumpyHSDAGPolicy.load(V3_POLICY).header["metadata"]
+    assert v3["init"] == "v2" and v3["imitation"]["placer_passes"] is None
     v2 = NumpyHSDAGPolicy.load(V2_POLICY).header["metadata"]
     assert v2["init"] == "v1" and v2["imitation"]["placer_passes"] == 4
 
@@ -69,11 +74,12 @@ def test_places_bert_base(bert_prepared):
 
 
 def test_policies_by_name_for_the_recipes():
-    from ov_autoplace_lab.training import V1_POLICY, V2_POLICY, named_policy
+    from ov_autoplace_lab.training import V1_POLICY, V2_POLICY, V3_POLICY, named_policy
 
-    # 'pretrained' follows the package; 'v1' and 'v2' stay the policies shipped before, where the recipes start
-    assert named_policy("pretrained") == str(PRETRAINED_POLICY) and PRETRAINED_POLICY.name == "hsdag_v3.npz"
+    # 'pretrained' follows the package; 'v1' to 'v3' stay the policies shipped before, where the recipes start
+    assert named_policy("pretrained") == str(PRETRAINED_POLICY) and PRETRAINED_POLICY.name == "hsdag_v4.npz"
     assert named_policy("v1") == str(V1_POLICY) and V1_POLICY.is_file()
     assert named_policy("v2") == str(V2_POLICY) and V2_POLICY.is_file()
+    assert named_policy("v3") == str(V3_POLICY) and V3_POLICY.is_file() and V3_POLICY.read_bytes() != PRETRAINED_POLICY.read_bytes()
     assert named_policy("/some/policy.npz") == "/some/policy.npz"
     assert NumpyHSDAGPolicy.load(V1_POLICY).config.placer_passes == 1  # the one-pass placer v1 was
