@@ -85,11 +85,11 @@ def test_evaluate_validation_only_scores_the_split_and_applies_rule_3(small_run,
     directory, _, output = small_run
     out = tmp_path / "v.json"
     assert main(["evaluate", "--dir", str(directory), "--num-cpus", "1", "--no-progress", "--validation-only",
-                 "--policy", f"v3={PRETRAINED_POLICY}", "--policy", f"held={output}", "--json", str(out)]) == 0
+                 "--policy", f"v4={PRETRAINED_POLICY}", "--policy", f"held={output}", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert set(result) == {"sigma", "table", "validation"} and result["validation"]["cases"] == 1  # family:25 only
-    assert result["validation"]["heldout_rule_choice"] in {"v3", "held"}
-    assert set(result["validation"]["heldout_rule"]) == {"v3", "held"}
+    assert result["validation"]["heldout_rule_choice"] in {"v4", "held"}
+    assert set(result["validation"]["heldout_rule"]) == {"v4", "held"}
     assert "chosen by docs/heldout.md's rule 3" in capsys.readouterr().out
 
 
