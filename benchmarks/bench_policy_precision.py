@@ -1,6 +1,6 @@
 """How few mantissa bits a policy's float16 weights can keep: the file's deflated size and its placements (SIMULATED).
 
-    python benchmarks/bench_policy_precision.py [--policy tests/policy/data/hsdag_v3_float32.npz] \
+    python benchmarks/bench_policy_precision.py [--policy tests/policy/data/hsdag_v4_float32.npz] \
         [--bits 10,9,8,7,6] [--sigma 0.4625] [--markdown docs/bench/policy_precision.md]
 
 For each ``--bits`` value the float32 export is written as the runtime wheel would carry it
@@ -42,7 +42,7 @@ def one_pass(policy, spec, sigma):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", type=pathlib.Path, default=REPO / "tests/policy/data/hsdag_v3_float32.npz",
+    parser.add_argument("--policy", type=pathlib.Path, default=REPO / "tests/policy/data/hsdag_v4_float32.npz",
                         help="a float32 policy export (default: the shipped policy's)")
     parser.add_argument("--bits", default="10,9,8,7,6", help="mantissa bits to keep, comma separated (10: float16)")
     parser.add_argument("--sigma", type=float, default=0.4625, help="the suite platforms' perturbation sigma")
