@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         from _common import load_average
 
         models = (args.models.split(",") if args.models else
-                  list(dict.fromkeys(zoo.ALL_MODELS + tuple(zoo.UNSEEN) + tuple(zoo.HELD_OUT_FAMILIES))))
+                  list(dict.fromkeys(zoo.ALL_MODELS + tuple(zoo.UNSEEN) + tuple(zoo.FROZEN_HELD_OUT))))
         before, start = load_average(), time.perf_counter()
         rows = vs_compile(models, args.platforms.split(","), max(3, args.rounds))
         after = load_average()

@@ -139,11 +139,27 @@ from ov_autoplace_lab.models.heldout_models import (HELD_OUT_BLOCK_FINGERPRINTS,
 
 _BUILDERS.update(HELD_OUT_BUILDERS)
 
+# The second frozen held-out list (heldout2_models.py), added when the first was spent: buildable, read by nothing else.
+from ov_autoplace_lab.models.heldout2_models import (HELD_OUT2_BLOCK_FINGERPRINTS, HELD_OUT2_BUILDERS,  # noqa: E402
+                                                    HELD_OUT2_FAMILIES, HELD_OUT2_FINGERPRINTS)
+
+_BUILDERS.update(HELD_OUT2_BUILDERS)
+
+#: Every frozen held-out architecture, spent or not, and their fingerprints: what training, validation, selection
+#: and target generation refuse (a spent list stays refused: its readings stay comparable with the policies after).
+FROZEN_HELD_OUT = HELD_OUT_FAMILIES + HELD_OUT2_FAMILIES
+FROZEN_FINGERPRINTS = {**HELD_OUT_FINGERPRINTS, **HELD_OUT2_FINGERPRINTS}
+FROZEN_BLOCK_FINGERPRINTS = {**HELD_OUT_BLOCK_FINGERPRINTS, **HELD_OUT2_BLOCK_FINGERPRINTS}
+
 
 def _convert(name: str) -> tuple[ov.Model, dict]:
     """Build ``name`` in torch and convert it to a static-shape ov.Model."""
     net, example, shapes = _BUILDERS[name]()
     import torch  # present: the builder imported it
+
+    global _last_libraries  # what the sidecar records as the build's own libraries (see _stale_versions)
+    _last_libraries = sorted({"openvino", "torch"} | {lib for m in net.modules() for lib in ("torchvision", "transformers")
+                                                      if type(m).__module__.startswith(lib + ".")})
 
     # Passing the shapes as ``input`` (not only example_input) makes every
     # input static at conversion time, so shape sub-graphs get folded away
@@ -177,22 +193,47 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
+#: The libraries the last ``_convert`` built with (openvino and torch, and torchvision / transformers where the
+#: network's modules come from them).
+_last_libraries: list[str] = []
+
+
+def _stale_versions(sidecar: dict) -> dict[str, tuple]:
+    """The libraries of a build whose version differs between its sidecar and this environment, as
+    ``{name: (built, here)}``: the sidecar's ``libraries`` (every library, for a sidecar written before they were
+    recorded); empty where this environment cannot build (no torch: what is cached is used)."""
+    here = _versions()
+    if here["torch"] is None:
+        return {}
+    built = sidecar.get("versions") or {}
+    return {k: (built.get(k), here[k]) for k in sidecar.get("libraries", here)
+            if here.get(k) is not None and built.get(k) != here[k]}
+
+
 def build(name: str, *, force: bool = False) -> pathlib.Path:
     """Build model ``name`` as IR in :func:`cache_dir` and return the .xml path.
 
-    An existing IR is reused unless ``force``.  The IR is written into a
+    An existing IR is reused unless ``force``, or unless this environment could build it and has other versions
+    of the libraries it was built with than its sidecar records (then it is built again).  The IR is written into a
     temporary directory next to the target and moved in with ``os.replace``;
     the JSON sidecar goes last and is what marks the build complete, so an
     interrupted build is redone rather than leaving a half IR in use.
     """
     if name not in _BUILDERS:
-        raise ValueError(f"unknown zoo model {name!r}; choose from {ALL_MODELS + UNSEEN + HELD_OUT_FAMILIES}")
+        raise ValueError(f"unknown zoo model {name!r}; choose from "
+                         f"{ALL_MODELS + UNSEEN + FROZEN_HELD_OUT}")
     out_dir = cache_dir()
     xml = out_dir / f"{name}.xml"
     meta = out_dir / f"{name}.json"
     if not force and xml.exists() and xml.with_suffix(".bin").exists() and meta.exists():
-        log.debug("reusing %s", xml)
-        return xml
+        stale = _stale_versions(json.loads(meta.read_text()))
+        if not stale:
+            log.debug("reusing %s", xml)
+            return xml
+        # One cache serves every environment of the project (the LLM venv pins an older transformers): an IR
+        # built by other library versions is another graph (BERT-like towers lose or gain nodes), so it is built
+        # again here rather than evaluated under this environment's name for it.
+        log.info("rebuilding %s: built with %s", name, ", ".join(f"{k} {old} (here {new})" for k, (old, new) in stale.items()))
 
     start = time.perf_counter()
     model, shapes = _convert(name)
@@ -203,7 +244,7 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
         ov.save_model(model, tmp / f"{name}.xml", compress_to_fp16=False)
         sidecar = {
             "name": name, "nodes": nodes, "edges": edges, "inputs": shapes,
-            "versions": _versions(), "build_seconds": round(time.perf_counter() - start, 2),
+            "versions": _versions(), "libraries": _last_libraries, "build_seconds": round(time.perf_counter() - start, 2),
         }
         (tmp / f"{name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
         # The sidecar marks a complete build (see the reuse test above): drop

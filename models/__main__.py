@@ -11,7 +11,7 @@ import logging
 import sys
 import time
 
-from ov_autoplace_lab.models import ALL_MODELS, HELD_OUT_FAMILIES, UNSEEN, ZOO, build, cache_dir, info
+from ov_autoplace_lab.models import ALL_MODELS, FROZEN_HELD_OUT, UNSEEN, ZOO, build, cache_dir, info
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.names[1:] if args.names[:1] == ["build"] else args.names
     names = names or list(ZOO)
-    known = ALL_MODELS + UNSEEN + HELD_OUT_FAMILIES
+    known = ALL_MODELS + UNSEEN + FROZEN_HELD_OUT
     unknown = [n for n in names if n not in known]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(known)}")

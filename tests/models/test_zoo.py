@@ -68,6 +68,7 @@ def fake_convert(monkeypatch, tmp_path):
 
     def convert(name):
         calls.append(name)
+        monkeypatch.setattr(zoo, "_last_libraries", ["openvino", "torch", "transformers"])
         return _tiny_model(), {"x": [1, 4]}
 
     monkeypatch.setattr(zoo, "_convert", convert)
@@ -88,6 +89,25 @@ def test_build_writes_ir_and_sidecar_and_reuses_it(fake_convert, tmp_path):
     zoo.build("resnet50", force=True)
     assert fake_convert == ["resnet50", "resnet50"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["resnet50.bin", "resnet50.json", "resnet50.xml"]
+
+
+def test_an_ir_built_by_other_library_versions_is_built_again_unless_nothing_here_can_build(fake_convert, tmp_path,
+                                                                                             monkeypatch):
+    xml = zoo.build("bert_base")
+    meta = json.loads(xml.with_suffix(".json").read_text())
+    here = meta["versions"]
+    other = {**here, "transformers": "4.57.6"}  # as the LLM venv's pin would have built it
+    xml.with_suffix(".json").write_text(json.dumps({**meta, "versions": other}))
+    can_build = {**here, "torch": here["torch"] or "2.14.1"}
+    monkeypatch.setattr(zoo, "_versions", lambda: can_build)
+    assert zoo.build("bert_base") == xml and fake_convert == ["bert_base", "bert_base"]  # built again
+    assert json.loads(xml.with_suffix(".json").read_text())["versions"] == can_build
+    assert zoo.build("bert_base") == xml and len(fake_convert) == 2  # now current: reused
+    monkeypatch.setattr(zoo, "_versions", lambda: {**can_build, "torchvision": "0.30.0"})
+    assert zoo.build("bert_base") == xml and len(fake_convert) == 2  # not one of its libraries: reused
+    xml.with_suffix(".json").write_text(json.dumps({**meta, "versions": other}))
+    monkeypatch.setattr(zoo, "_versions", lambda: {**here, "torch": None})  # a runtime-only environment
+    assert zoo.build("bert_base") == xml and len(fake_convert) == 2  # uses what is cached
 
 
 def test_crashed_build_leaves_no_partial_ir(fake_convert, tmp_path, monkeypatch):

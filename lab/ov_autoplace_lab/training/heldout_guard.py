@@ -10,7 +10,7 @@ import hashlib
 
 
 class HeldOutContamination(ValueError):
-    """A frozen held-out architecture (``models.HELD_OUT_FAMILIES``, ``docs/heldout.md``) reached a training,
+    """A frozen held-out architecture (``models.FROZEN_HELD_OUT``: either list, ``docs/heldout.md``) reached a training,
     validation or target set: the evaluation it was kept for would no longer be held out."""
 
 
@@ -42,11 +42,11 @@ def check_graph_not_held_out(name: str, graph) -> None:
     another input size or depth (:func:`block_fingerprint`)."""
     from ov_autoplace_lab import models as zoo
 
-    match = [k for k, v in zoo.HELD_OUT_FINGERPRINTS.items() if v == graph_fingerprint(graph)]
+    match = [k for k, v in zoo.FROZEN_FINGERPRINTS.items() if v == graph_fingerprint(graph)]
     if match:
         raise HeldOutContamination(f"graph {name!r} has the fingerprint of the frozen held-out architecture "
                                    f"{match[0]!r} (docs/heldout.md): targets are never generated on it")
-    match = [k for k, v in zoo.HELD_OUT_BLOCK_FINGERPRINTS.items() if v == block_fingerprint(graph)]
+    match = [k for k, v in zoo.FROZEN_BLOCK_FINGERPRINTS.items() if v == block_fingerprint(graph)]
     if match:
         raise HeldOutContamination(f"graph {name!r} has the blocks of the frozen held-out architecture {match[0]!r} "
                                    "(the same neighbourhoods of op types, at another input size or depth; "

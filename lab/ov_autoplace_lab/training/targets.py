@@ -126,12 +126,12 @@ def load_graph(name: str) -> GraphArrays:
     if source == "zoo":
         from ov_autoplace_lab import models as zoo
 
-        if rest in zoo.HELD_OUT_FAMILIES:  # no target (hence no training or selection) on a frozen held-out graph
+        if rest in zoo.FROZEN_HELD_OUT:  # no target (hence no training or selection) on a frozen held-out graph
             from ov_autoplace_lab.training.heldout_guard import HeldOutContamination
 
             raise HeldOutContamination(f"graph {name!r} is a frozen held-out architecture (docs/heldout.md): targets "
                                        "are never generated on it; evaluate it with benchmarks/bench_platforms.py "
-                                       "--models heldout")
+                                       "--models heldout (or heldout2)")
         return _not_held_out(name, extract_graph(prepare_model(zoo.load(rest))))
     if source == "family":
         from ov_autoplace_lab.training.graph_family import build
