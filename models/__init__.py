@@ -152,14 +152,15 @@ FROZEN_FINGERPRINTS = {**HELD_OUT_FINGERPRINTS, **HELD_OUT2_FINGERPRINTS}
 FROZEN_BLOCK_FINGERPRINTS = {**HELD_OUT_BLOCK_FINGERPRINTS, **HELD_OUT2_BLOCK_FINGERPRINTS}
 
 
-def _convert(name: str) -> tuple[ov.Model, dict]:
-    """Build ``name`` in torch and convert it to a static-shape ov.Model."""
+def _convert(name: str) -> tuple[ov.Model, dict, list[str]]:
+    """Build ``name`` in torch and convert it to a static-shape ov.Model: ``(model, input shapes, libraries)``, the
+    libraries being those it was built with (openvino and torch, and torchvision / transformers where the network's
+    modules come from them: what the sidecar records for :func:`_stale_versions`)."""
     net, example, shapes = _BUILDERS[name]()
     import torch  # present: the builder imported it
 
-    global _last_libraries  # what the sidecar records as the build's own libraries (see _stale_versions)
-    _last_libraries = sorted({"openvino", "torch"} | {lib for m in net.modules() for lib in ("torchvision", "transformers")
-                                                      if type(m).__module__.startswith(lib + ".")})
+    libraries = sorted({"openvino", "torch"} | {lib for m in net.modules() for lib in ("torchvision", "transformers")
+                                                if type(m).__module__.startswith(lib + ".")})
 
     # Passing the shapes as ``input`` (not only example_input) makes every
     # input static at conversion time, so shape sub-graphs get folded away
@@ -179,7 +180,7 @@ def _convert(name: str) -> tuple[ov.Model, dict]:
         # Tracing names the first ModelOutput field only by a numeric tensor
         # id; give it its real name so callers can look it up.
         model.outputs[0].get_tensor().add_names({"last_hidden_state"})
-    return model, {k: list(v[0]) for k, v in shapes.items()}
+    return model, {k: list(v[0]) for k, v in shapes.items()}, libraries
 
 
 def _versions() -> dict[str, str | None]:
@@ -191,11 +192,6 @@ def _versions() -> dict[str, str | None]:
         except md.PackageNotFoundError:
             out[pkg] = None
     return out
-
-
-#: The libraries the last ``_convert`` built with (openvino and torch, and torchvision / transformers where the
-#: network's modules come from them).
-_last_libraries: list[str] = []
 
 
 def _stale_versions(sidecar: dict) -> dict[str, tuple]:
@@ -236,7 +232,7 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
         log.info("rebuilding %s: built with %s", name, ", ".join(f"{k} {old} (here {new})" for k, (old, new) in stale.items()))
 
     start = time.perf_counter()
-    model, shapes = _convert(name)
+    model, shapes, libraries = _convert(name)
     nodes, edges = graph_counts(model)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out_dir))
@@ -244,7 +240,7 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
         ov.save_model(model, tmp / f"{name}.xml", compress_to_fp16=False)
         sidecar = {
             "name": name, "nodes": nodes, "edges": edges, "inputs": shapes,
-            "versions": _versions(), "libraries": _last_libraries, "build_seconds": round(time.perf_counter() - start, 2),
+            "versions": _versions(), "libraries": libraries, "build_seconds": round(time.perf_counter() - start, 2),
         }
         (tmp / f"{name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
         # The sidecar marks a complete build (see the reuse test above): drop

@@ -68,8 +68,7 @@ def fake_convert(monkeypatch, tmp_path):
 
     def convert(name):
         calls.append(name)
-        monkeypatch.setattr(zoo, "_last_libraries", ["openvino", "torch", "transformers"])
-        return _tiny_model(), {"x": [1, 4]}
+        return _tiny_model(), {"x": [1, 4]}, ["openvino", "torch", "transformers"]
 
     monkeypatch.setattr(zoo, "_convert", convert)
     return calls
