@@ -229,7 +229,8 @@ def build(name: str, *, force: bool = False) -> pathlib.Path:
         # One cache serves every environment of the project (the LLM venv pins an older transformers): an IR
         # built by other library versions is another graph (BERT-like towers lose or gain nodes), so it is built
         # again here rather than evaluated under this environment's name for it.
-        log.info("rebuilding %s: built with %s", name, ", ".join(f"{k} {old} (here {new})" for k, (old, new) in stale.items()))
+        log.info("rebuilding %s: built with %s", name,
+                 ", ".join(f"{k} {old} (here {new})" for k, (old, new) in stale.items()))
 
     start = time.perf_counter()
     model, shapes, libraries = _convert(name)

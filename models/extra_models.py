@@ -92,6 +92,15 @@ def _transformers():
     return _import("torch"), _import("transformers")
 
 
+def _video(ctor: str, frames: int, size: int) -> tuple[Any, Any, dict]:
+    """A torchvision video network (``tv.models.video.<ctor>``) on one clip of ``frames`` frames of size x size."""
+    torch, tv = _imports()
+    torch.manual_seed(0)
+    net = getattr(tv.models.video, ctor)(weights=None).eval()
+    shape = (1, 3, frames, size, size)
+    return net, torch.randn(*shape), {"x": (shape, ov.Type.f32)}
+
+
 def _gpt2_decoder() -> tuple[Any, Any, dict]:
     # A decoder LLM block: GPT-2 (hidden 768, 12 heads) with 2 layers, causal SDPA attention, seq 128, no KV cache.
     # The attention mask is an input (as in bert_base): without it transformers looks for packed sequences with
@@ -117,6 +126,27 @@ def token_decoder(net: Any, vocab_size: int, seq_len: int = 128) -> tuple[Any, A
     seq = (1, seq_len)
     example = (torch.randint(0, vocab_size, seq, dtype=torch.int64), torch.ones(seq, dtype=torch.int64))
     return Decoder().eval(), example, {"input_ids": (seq, ov.Type.i64), "attention_mask": (seq, ov.Type.i64)}
+
+
+def encoder_decoder(net: Any, vocab_size: int, src_len: int = 128, tgt_len: int = 32) -> tuple[Any, Any, dict]:
+    """A transformers encoder-decoder as a zoo entry, one static pass without a KV cache: (input_ids,
+    attention_mask, decoder_input_ids) -> the decoder's last_hidden_state, batch 1."""
+    import torch
+
+    class EncoderDecoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, input_ids, attention_mask, decoder_input_ids):
+            return self.net(input_ids=input_ids, attention_mask=attention_mask,
+                            decoder_input_ids=decoder_input_ids).last_hidden_state
+
+    src, tgt = (1, src_len), (1, tgt_len)
+    example = (torch.randint(0, vocab_size, src, dtype=torch.int64), torch.ones(src, dtype=torch.int64),
+               torch.randint(0, vocab_size, tgt, dtype=torch.int64))
+    return EncoderDecoder().eval(), example, {"input_ids": (src, ov.Type.i64), "attention_mask": (src, ov.Type.i64),
+                                              "decoder_input_ids": (tgt, ov.Type.i64)}
 
 
 def _wav2vec2_speech() -> tuple[Any, Any, dict]:

@@ -18,7 +18,8 @@ from typing import Any
 
 import openvino as ov
 
-from ov_autoplace_lab.models.extra_models import _FirstOutput, _imports, _torchvision, _transformers, token_decoder
+from ov_autoplace_lab.models.extra_models import (_FirstOutput, _torchvision, _transformers, _video, encoder_decoder,
+                                                   token_decoder)
 
 
 def _squeezenet1_1() -> tuple[Any, Any, dict]:
@@ -34,11 +35,15 @@ def _regnet_x_400mf() -> tuple[Any, Any, dict]:
 def _s3d_video() -> tuple[Any, Any, dict]:
     # Video: S3D, separable 3D convs (spatial 1x3x3 then temporal 3x1x1) in Inception-style four-branch blocks,
     # 16 frames of 224x224.
-    torch, tv = _imports()
-    torch.manual_seed(0)
-    net = tv.models.video.s3d(weights=None).eval()
-    shape = (1, 3, 16, 224, 224)
-    return net, torch.randn(*shape), {"x": (shape, ov.Type.f32)}
+    return _video("s3d", 16, 224)
+
+
+def _pixels(net: Any, output: str, size: int) -> tuple[Any, Any, dict]:
+    """A transformers vision network as a zoo entry: pixel_values (1, 3, size, size) -> its output ``output``."""
+    import torch
+
+    shape = (1, 3, size, size)
+    return _FirstOutput(net.eval(), output), torch.randn(*shape), {"pixel_values": (shape, ov.Type.f32)}
 
 
 def _mobilevit_s() -> tuple[Any, Any, dict]:
@@ -47,9 +52,7 @@ def _mobilevit_s() -> tuple[Any, Any, dict]:
     torch, transformers = _transformers()
     torch.manual_seed(0)
     config = transformers.MobileViTConfig(image_size=256)
-    net = _FirstOutput(transformers.MobileViTModel(config).eval(), "last_hidden_state")
-    shape = (1, 3, 256, 256)
-    return net, torch.randn(*shape), {"pixel_values": (shape, ov.Type.f32)}
+    return _pixels(transformers.MobileViTModel(config), "last_hidden_state", 256)
 
 
 def _segformer_b0() -> tuple[Any, Any, dict]:
@@ -58,9 +61,7 @@ def _segformer_b0() -> tuple[Any, Any, dict]:
     torch, transformers = _transformers()
     torch.manual_seed(0)
     config = transformers.SegformerConfig(num_labels=19)
-    net = _FirstOutput(transformers.SegformerForSemanticSegmentation(config).eval(), "logits")
-    shape = (1, 3, 512, 512)
-    return net, torch.randn(*shape), {"pixel_values": (shape, ov.Type.f32)}
+    return _pixels(transformers.SegformerForSemanticSegmentation(config), "logits", 512)
 
 
 def _bart_encoder_decoder() -> tuple[Any, Any, dict]:
@@ -71,22 +72,7 @@ def _bart_encoder_decoder() -> tuple[Any, Any, dict]:
     config = transformers.BartConfig(d_model=512, encoder_layers=4, decoder_layers=4, encoder_attention_heads=8,
                                      decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
                                      use_cache=False, attn_implementation="sdpa")
-    net = transformers.BartModel(config).eval()
-
-    class EncoderDecoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = net
-
-        def forward(self, input_ids, attention_mask, decoder_input_ids):
-            return self.net(input_ids=input_ids, attention_mask=attention_mask,
-                            decoder_input_ids=decoder_input_ids).last_hidden_state
-
-    src, tgt = (1, 128), (1, 32)
-    example = (torch.randint(0, config.vocab_size, src, dtype=torch.int64), torch.ones(src, dtype=torch.int64),
-               torch.randint(0, config.vocab_size, tgt, dtype=torch.int64))
-    return EncoderDecoder().eval(), example, {"input_ids": (src, ov.Type.i64), "attention_mask": (src, ov.Type.i64),
-                                              "decoder_input_ids": (tgt, ov.Type.i64)}
+    return encoder_decoder(transformers.BartModel(config).eval(), config.vocab_size)
 
 
 def _deberta_v2_encoder() -> tuple[Any, Any, dict]:

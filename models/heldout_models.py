@@ -21,7 +21,8 @@ from typing import Any
 
 import openvino as ov
 
-from ov_autoplace_lab.models.extra_models import _FirstOutput, _imports, _torchvision, _transformers, token_decoder
+from ov_autoplace_lab.models.extra_models import (_FirstOutput, _imports, _torchvision, _transformers, encoder_decoder,
+                                                   token_decoder)
 
 
 def _efficientnet_v2_s() -> tuple[Any, Any, dict]:
@@ -62,22 +63,7 @@ def _t5_encoder_decoder() -> tuple[Any, Any, dict]:
     torch.manual_seed(0)
     config = transformers.T5Config(d_model=512, d_kv=64, d_ff=2048, num_layers=4, num_decoder_layers=4,
                                    num_heads=8, vocab_size=32128, use_cache=False)
-    net = transformers.T5Model(config).eval()
-
-    class EncoderDecoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = net
-
-        def forward(self, input_ids, attention_mask, decoder_input_ids):
-            return self.net(input_ids=input_ids, attention_mask=attention_mask,
-                            decoder_input_ids=decoder_input_ids).last_hidden_state
-
-    src, tgt = (1, 128), (1, 32)
-    example = (torch.randint(0, config.vocab_size, src, dtype=torch.int64), torch.ones(src, dtype=torch.int64),
-               torch.randint(0, config.vocab_size, tgt, dtype=torch.int64))
-    return EncoderDecoder().eval(), example, {"input_ids": (src, ov.Type.i64), "attention_mask": (src, ov.Type.i64),
-                                              "decoder_input_ids": (tgt, ov.Type.i64)}
+    return encoder_decoder(transformers.T5Model(config).eval(), config.vocab_size)
 
 
 def _distilbert_encoder() -> tuple[Any, Any, dict]:

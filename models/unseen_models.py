@@ -20,16 +20,12 @@ from typing import Any
 
 import openvino as ov
 
-from ov_autoplace_lab.models.extra_models import _FirstOutput, _imports, _torchvision, _transformers, token_decoder
+from ov_autoplace_lab.models.extra_models import _FirstOutput, _torchvision, _transformers, _video, token_decoder
 
 
 def _r3d_18_video() -> tuple[Any, Any, dict]:
     # Video classification: ResNet-3D-18 on a 16-frame 112x112 clip (the Kinetics setting of torchvision).
-    torch, tv = _imports()
-    torch.manual_seed(0)
-    net = tv.models.video.r3d_18(weights=None).eval()
-    shape = (1, 3, 16, 112, 112)
-    return net, torch.randn(*shape), {"x": (shape, ov.Type.f32)}
+    return _video("r3d_18", 16, 112)
 
 
 def _llama_decoder() -> tuple[Any, Any, dict]:
