@@ -31,7 +31,7 @@ class AnchorFixer:
             support = np.asarray(support, bool)
             if support.shape != (n, num_devices):
                 raise PlacementError(f"support must be ({n}, {num_devices}), got {support.shape}")
-            nowhere = [i for i in self._active_idx if not support[i].any()]
+            nowhere = self._active_idx[~support[self._active_idx].any(axis=1)].tolist()
             if nowhere:
                 listed = ", ".join(f"{graph.names[i]!r} ({graph.op_types[i]})" for i in nowhere[:10])
                 raise UnsupportedOpError(
@@ -42,14 +42,16 @@ class AnchorFixer:
             self._first_supported = np.argmax(self._support, axis=1)
         src, dst = np.asarray(graph.edge_src, np.int64), np.asarray(graph.edge_dst, np.int64)
         anchor = ~self.active & (role != NodeRole.RESULT)
+        voting = anchor[src] & (role[dst] != NodeRole.RESULT)
         voters: list[list[int]] = [[] for _ in range(n)]
-        for s, t in zip(src.tolist(), dst.tolist()):
-            if anchor[s] and role[t] != NodeRole.RESULT:
-                voters[s].append(t)
-        level = np.zeros(n, np.int64)
+        for s, t in zip(src[voting].tolist(), dst[voting].tolist()):
+            voters[s].append(t)
+        # plain lists: numpy scalars per element made this loop the slowest part of a pricer's first call
+        is_anchor, levels = anchor.tolist(), [0] * n
         for i in range(n - 1, -1, -1):  # consumers come later in topological order
-            if anchor[i]:
-                level[i] = max((level[j] + 1 for j in voters[i] if anchor[j]), default=0)
+            if is_anchor[i]:
+                levels[i] = max((levels[j] + 1 for j in voters[i] if is_anchor[j]), default=0)
+        level = np.asarray(levels, np.int64)
         self._unvoted = np.flatnonzero(anchor & (np.array([len(v) for v in voters]) == 0))
         self._levels = []
         for lv in range(int(level.max(initial=0)) + 1):

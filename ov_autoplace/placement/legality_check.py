@@ -23,7 +23,7 @@ from ov_autoplace.placement.assignment import Placement
 logger = logging.getLogger(__name__)
 
 #: Bumped whenever the legalizer's rules change (each version's change: docs/architecture.md, "Submodels").
-LEGALIZER_VERSION = 15
+LEGALIZER_VERSION = 16
 
 
 def placement_problems(placement: Placement, graph: GraphArrays, devices: Sequence[str]) -> list[str]:

@@ -25,6 +25,9 @@ MERGE_BUDGET_NODE_MOVES = 250_000
 PRICED_BUDGET_NODE_PRICINGS = 2_000_000
 #: Single submodels moved without a new fewest count before whole islands move (architecture.md, "Module notes").
 STALLED_SUBMODEL_MOVES = 3
+#: Island moves taken more than one per pricing where a second pricing confirms they do not interact (module notes);
+#: False: one island per pricing (what ``benchmarks/bench_priced_walk.py`` compares against).
+HALVE_ISLAND_MOVES = True
 
 
 def _merge_islands(graph, device, active, support, locked, max_submodels) -> int:
@@ -166,21 +169,30 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
     ``price`` predicts fastest, until the split fits ``bound``; returns the moves made. Why: the flops order
     moves whatever is lightest, which can undo what the proposal gained (docs/training.md). While the placement
     overflows memory, or every move would, they are priced ``fitted=True``, with ``pins`` and ``bound``: not just
-    whichever move happens to fit. Never back to a placement left; stalls: the module notes."""
+    whichever move happens to fit. Never back to a placement left; stalls and the islands' halving steps: the
+    module notes."""
     groups = quantization_groups(graph, active)
     group_of = _group_index(graph, groups)
     both = active[graph.edge_src] & active[graph.edge_dst]
     src, dst = graph.edge_src[both], graph.edge_dst[both]
     moves = priced = stalled = 0
-    fewest, left = np.inf, {device[active].tobytes()}
+    fewest, left, halving, undo = np.inf, {device[active].tobytes()}, HALVE_ISLAND_MOVES, None
     while (moves + 1) * graph.num_nodes <= budget:
         sub = submodel_partition(graph, follow_consumers(graph, device, active, pinned_anchor), active)
+        if sub.num_submodels <= bound and undo is not None:
+            # a batch reached the bound: one move at a time from before it, as the walk without batches goes on
+            # (the batch's placement is no longer one it left)
+            left.discard(device[active].tobytes())
+            device[:], (stalled, fewest, moves), halving, undo = undo[0], undo[1], False, None
+            continue
         if sub.num_submodels <= bound:
             break
+        state = (stalled, fewest, moves)
         stalled, fewest = (0, sub.num_submodels) if sub.num_submodels < fewest else (stalled + 1, fewest)
-        if stalled >= STALLED_SUBMODEL_MOVES:
+        by_islands = stalled >= STALLED_SUBMODEL_MOVES
+        if by_islands:
             sub = _island_partition(graph, device, active)
-        rows = []
+        rows, parts = [], []
         for p, members, targets in _neighbour_devices(sub, device, active, src, dst):
             nodes = _with_groups(members, groups, group_of)
             if locked[nodes].any():
@@ -191,17 +203,73 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
                     row[nodes] = d
                     if row[active].tobytes() not in left:
                         rows.append(row)
+                        parts.append(p)
         priced += len(rows) + 1
         if not rows or priced * graph.num_nodes > PRICED_BUDGET_NODE_PRICINGS:
             break
         rows = np.stack(rows)
         ms = price(np.concatenate([device[None], rows]))  # with the placement itself: does it overflow?
-        if not np.isfinite(ms[0]) or not np.isfinite(ms[1:]).any():
+        fitted = not np.isfinite(ms[0]) or not np.isfinite(ms[1:]).any()
+        if fitted:
             ms = np.concatenate([ms[:1], price(rows, fitted=True, pins=pins, max_submodels=bound)])
-        device[:] = rows[int(np.argmin(ms[1:]))]
-        left.add(device[active].tobytes())
+        order = np.argsort(ms[1:], kind="stable")
+        before, undo = device.copy(), None
+        device[:] = rows[order[0]]
         moves += 1
+        if by_islands and not fitted and halving:
+            added, batches = _halve_islands(device, before, rows, parts, ms[1:], order, sub, src, dst, price, ms[0],
+                                            active, left)
+            moves, priced, undo = moves + added, priced + batches, (before, state) if added else None
+        left.add(device[active].tobytes())
     return moves
+
+
+def _halve_islands(device, before, rows, parts, ms, order, islands: SubmodelPartition, src, dst, price,
+                   current_ms: float, active, left: set[bytes]) -> tuple[int, int]:
+    """After the fastest island move (already made on ``device``): more moves of the same pricing, so the islands
+    can halve per priced step instead of falling by one (in place on ``device``; returns the moves added and the
+    placements priced for them).
+
+    The walk from many islands to few (on a graph whose every split HETERO cuts into many submodels, down to one
+    device) then costs log2 of the islands in splits and pricings, not their number. The moves taken together are
+    the next fastest, each of an island that neither moved nor touches one that did; a batch of them is priced
+    once more, as one placement, and kept only if it is no slower than the sum of its moves' own changes predicts
+    (moves that interact, say two that load one device's critical path, fail this): the largest such batch of
+    the first k, k halving from half the islands down to two, and not a placement the walk has left. Only where
+    nothing overflows: a fitted row is more than its island's move."""
+    part_src, part_dst = islands.submodel[src], islands.submodel[dst]
+    between = part_src != part_dst
+    neighbours: dict[int, set[int]] = {}
+    for a, b in zip(part_src[between].tolist(), part_dst[between].tolist()):
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    chosen, touched = [], set()
+    for k in order.tolist():
+        if len(chosen) >= islands.num_submodels // 2 or not np.isfinite(ms[k]):
+            break
+        if parts[k] in touched:
+            continue
+        chosen.append(k)
+        touched |= {parts[k], *neighbours.get(parts[k], ())}
+    sizes = []
+    size = len(chosen)
+    while size >= 2:
+        sizes.append(size)
+        size //= 2
+    if not sizes:
+        return 0, 0
+    batches = np.repeat(before[None], len(sizes), axis=0)
+    for b, size in enumerate(sizes):
+        for k in chosen[:size]:
+            moved = rows[k] != before  # this island's nodes (with the quantization groups they touch)
+            batches[b, moved] = rows[k][moved]
+    together = price(batches)
+    for b, size in enumerate(sizes):  # the largest batch first
+        alone = current_ms + float(np.sum(ms[chosen[:size]] - current_ms))
+        if together[b] <= alone + 1e-9 * abs(alone) and batches[b][active].tobytes() not in left:
+            device[:] = batches[b]
+            return size - 1, len(sizes)
+    return 0, len(sizes)
 
 
 def _move_one_part(graph, device, active, support, locked, partition, groups: list[list[int]]) -> bool:

@@ -139,7 +139,7 @@ def test_the_priced_moves_stay_within_their_pricing_budget(gru, monkeypatch):
     assert not any("priced on the cost model" in n for n in placement.notes)
 
 
-def test_the_priced_moves_never_return_to_a_placement_they_left():
+def test_the_priced_moves_never_return_to_a_placement_they_left(monkeypatch):
     """A random split of a small state-space graph, whose feedback HETERO 2026.4 cuts node by node: the moves went
     back and forth between two placements for 723 moves, and the halving merge then put it all on one device,
     slower than the other alone. Now every placement is left for good, and the split that pays is kept."""
@@ -150,13 +150,24 @@ def test_the_priced_moves_never_return_to_a_placement_they_left():
     cost, rng = _random_cost(graph, DEVICES, 2), np.random.default_rng(2)
     rng.integers(1, 6)  # the draw the search that found this case made first (a block size), kept for its stream
     proposal = (rng.random(graph.num_nodes) < 0.5).astype(int)
-    pricer, current = legal_pricer(cost, graph, support), []
+    current, walking = [], []
+    real_walk, real_follow = merge_to_bound._priced_moves, merge_to_bound.follow_consumers
 
-    def recorded(rows, **fit):
-        if not fit:  # the first row is the placement the moves are at
-            current.append(rows[0].tobytes())
-        return pricer(rows, **fit)
+    def walk(*args, **kwargs):
+        walking.append(True)
+        try:
+            return real_walk(*args, **kwargs)
+        finally:
+            walking.pop()
 
+    def follow(graph, device, active, pinned_anchor):  # once per priced step, at the placement the walk is at
+        if walking:
+            current.append(device[active].tobytes())
+        return real_follow(graph, device, active, pinned_anchor)
+
+    monkeypatch.setattr(merge_to_bound, "_priced_moves", walk)
+    monkeypatch.setattr(merge_to_bound, "follow_consumers", follow)
+    recorded = legal_pricer(cost, graph, support)
     placement = legalize(graph, proposal, DEVICES, support, max_submodels=8, price=recorded)
     assert len(current) == len(set(current)) > 1
     assert 1 < placement.num_submodels <= 8, placement.notes
@@ -164,3 +175,74 @@ def test_the_priced_moves_never_return_to_a_placement_they_left():
     split_ms = simulator.feasible_ms(placement.device_indices(graph.names, DEVICES)[None])[0]
     alone_ms = min(simulator.feasible_ms(np.full((1, graph.num_nodes), d))[0] for d in range(2))
     assert split_ms < alone_ms, (split_ms, alone_ms)
+
+
+def _alternating_chain_walk(price):
+    """Eight one-node islands on a chain, alternating devices; the fastest island move already made, as
+    ``_priced_moves`` hands it to ``_halve_islands``: (device after, moves added, batches priced)."""
+    from ov_autoplace.placement.submodels import SubmodelPartition
+
+    before = np.arange(8) % 2
+    islands = SubmodelPartition(submodel=np.arange(8), device=before.copy(), islands=8)
+    rows = np.repeat(before[None], 8, axis=0)
+    rows[np.arange(8), np.arange(8)] ^= 1  # island i to the other device
+    ms, current = price(rows), price(before[None])[0]
+    order = np.argsort(ms, kind="stable")
+    device = rows[order[0]].copy()
+    added, batches = merge_to_bound._halve_islands(device, before, rows, list(range(8)), ms, order, islands,
+                                                    np.arange(7), np.arange(1, 8), price, current,
+                                                    np.ones(8, bool), set())
+    return device, added, batches
+
+
+def test_island_moves_that_do_not_interact_halve_the_islands_in_one_pricing():
+    # Each node costs its device's index: every move to device 0 saves 1, whatever else moves (additive)
+    device, added, batches = _alternating_chain_walk(lambda rows: rows.sum(axis=1).astype(float))
+    # the four moves to device 0 touch no moved island (1, 3, 5, 7): all taken, one pricing of batches of 4 and 2
+    assert added == 3 and batches == 2
+    assert (device == 0).all()
+
+
+def test_island_moves_that_interact_are_taken_one_at_a_time():
+    # Two or more moves together cost 10 more than they do alone: no batch is kept, only the fastest move
+    def price(rows):
+        moved = (rows != np.arange(8) % 2).sum(axis=1)
+        return rows.sum(axis=1) + 10.0 * (moved >= 2)
+
+    device, added, batches = _alternating_chain_walk(price)
+    assert added == 0 and batches == 2
+    assert (device != np.arange(8) % 2).sum() == 1 and device[1] == 0
+
+
+def test_a_batch_that_reaches_the_bound_is_walked_again_one_move_at_a_time(monkeypatch):
+    """A block split of a multi-branch graph on the simulated `paper`: a batch of island moves meets the bound at a
+    two-device split slower than where single moves end (one device, 1.9x faster); the walk goes back to before the
+    batch and ends where the walk without batches does."""
+    from ov_autoplace.costmodel.sim_costs import simulated_support
+    from ov_autoplace.costmodel.suite import load_suite
+
+    graph = extract_graph(prepare_model(build(4, "multibranch")))
+    cost = load_suite()["paper"].cost_model(graph)
+    support, devices = simulated_support(cost, graph), tuple(cost.devices)
+    proposal = (np.arange(graph.num_nodes) // 32) % 2
+    real_walk, real_halve, batch_counts = merge_to_bound._priced_moves, merge_to_bound._halve_islands, []
+
+    def walk(graph, device, active, support, locked, pinned_anchor, *args, **kwargs):
+        def halve(moved, *more, **options):  # the count each kept batch leaves
+            added, priced = real_halve(moved, *more, **options)
+            if added:
+                full = merge_to_bound.follow_consumers(graph, moved, active, pinned_anchor)
+                batch_counts.append(submodel_partition(graph, full, active).num_submodels)
+            return added, priced
+
+        monkeypatch.setattr(merge_to_bound, "_halve_islands", halve)
+        return real_walk(graph, device, active, support, locked, pinned_anchor, *args, **kwargs)
+
+    monkeypatch.setattr(merge_to_bound, "_priced_moves", walk)
+    placed = {}
+    for halving in (False, True):
+        monkeypatch.setattr(merge_to_bound, "HALVE_ISLAND_MOVES", halving)
+        legal = legalize(graph, proposal, devices, support, max_submodels=8, price=legal_pricer(cost, graph, support))
+        placed[halving] = legal.device_indices(graph.names, devices)
+    assert batch_counts and min(batch_counts) <= 8, batch_counts  # a batch met the bound...
+    assert (placed[True] == placed[False]).all()  # ...and the walk did not stop there
