@@ -407,7 +407,8 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
                     prepared=prepared, spawn_worker=tags[0] == "prior")
     if evidence_intact(placement):
         return dataclasses.replace(base, evidence=placement.verification, spawn_worker=False)
-    if provisional_intact(placement) and busy_now():  # won under a load that is still there: no verdict, still used
+    provisional = provisional_intact(placement)
+    if provisional and busy_now():  # won under a load that is still there: no verdict, still used
         return dataclasses.replace(base, pending=True, spawn_worker=False, provisional=True)
     if "live" in tags or "pending" in tags:
         return dataclasses.replace(base, pending=True)
@@ -417,14 +418,15 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
     if not needs_verification(placement, graph, support):
         return base
     plain = plain_placement(graph, req.devices, support, strategy=f"hsdag:{tags[0]}+pending")
-    plain.notes.append("a cached deviation from the plain call without intact verification evidence was demoted")
+    why = "won on a loaded machine, now quiet" if provisional else "verification evidence missing or edited"
+    plain.notes.append(f"a cached deviation from the plain call was demoted: {why}")
     device = single_device_of(plain)
-    logger.warning("the cached placement %s differs from the plain call's and its verification evidence is missing "
-                   "or was edited; running the plain call's placement and verifying again in the background",
-                   placement.counts_per_device())
+    # a provisional win whose load has gone is the rule working (INFO); missing or edited evidence is not
+    logger.log(logging.INFO if provisional else logging.WARNING, "the cached placement %s differs from the plain "
+               "call's (%s); running the plain call's placement and verifying again in the background",
+               placement.counts_per_device(), why)
     return Decision(f"cache ({tags[0]}, demoted)", single_device=device, placement=None if device else plain,
-                    prepared=prepared, pending=True, stored_as=plain,
-                    reason="verification evidence missing or edited")
+                    prepared=prepared, pending=True, stored_as=plain, reason=why)
 
 
 __all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "LIVE_DRAWS", "PRIOR_LOG_SIGMA", "PriorChoice", "cache_key",

@@ -1,10 +1,6 @@
 """Connected components of an undirected graph given as edge lists, in numpy (no scipy).
 
-Shiloach-Vishkin style: every root hooks onto the smallest root it shares an edge with (``np.minimum.at``),
-then pointer jumping flattens the forest again; O(log N) vectorised rounds, also on chains (no label
-propagation over the graph's diameter). Every node ends up pointing at the lowest member of its component,
-which is the root a union-find that keeps the smaller root makes (``placement/submodels.py``), so either
-can stand for the other. Here, below the placement and the cost model, so that both can use it.
+More: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

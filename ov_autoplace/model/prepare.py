@@ -1,14 +1,6 @@
 """Prepare a model for placement: a clone with its constant subgraphs folded.
 
-Values computable at compile time (weight decompression, shape arithmetic such
-as ShapeOf -> Gather -> Range on static shapes) must not cross a device
-boundary: the producing submodel folds them away and HETERO then hands the
-consumer an empty tensor ("Can't set the input tensor ... incompatible", seen
-on BERT-base). Folding them first leaves only Constants, which the legalizer
-keeps beside their consumers (duplicating a Constant whose consumers sit on
-several devices, see ``Placement.apply``). Placements always refer to the
-prepared model's node names; preparation is deterministic, so preparing the
-same model again gives the same names.
+More: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Step 3 of ``legalizer.py``: merge a placement until HETERO compiles at most ``bound`` submodels.
 
-Each move is priced by HETERO's own split (``submodels.py``), which on a large or recurrent graph is the costly
-part (docs/training.md). ``legalize`` runs inside ``compile_model``,
-and nothing may hang there: past ``MERGE_BUDGET_NODE_MOVES`` the search stops moving single submodels and
-halves the island target per step instead (down to one device if need be), and says so in the placement's notes.
-Within the budget the result is the one-at-a-time search's, unchanged. The budget counts work (moves x nodes),
-not seconds: a placement must not depend on how loaded the machine was when it was made.
+More: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -25,8 +20,7 @@ MERGE_BUDGET_NODE_MOVES = 250_000
 PRICED_BUDGET_NODE_PRICINGS = 2_000_000
 #: Single submodels moved without a new fewest count before whole islands move (architecture.md, "Module notes").
 STALLED_SUBMODEL_MOVES = 3
-#: Island moves taken more than one per pricing where a second pricing confirms they do not interact (module notes);
-#: False: one island per pricing (what ``benchmarks/bench_priced_walk.py`` compares against).
+#: Island moves in batches (module notes); False: one per pricing, what ``bench_priced_walk.py`` compares against.
 HALVE_ISLAND_MOVES = True
 
 
@@ -180,8 +174,7 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
     while (moves + 1) * graph.num_nodes <= budget:
         sub = submodel_partition(graph, follow_consumers(graph, device, active, pinned_anchor), active)
         if sub.num_submodels <= bound and undo is not None:
-            # a batch reached the bound: one move at a time from before it, as the walk without batches goes on
-            # (the batch's placement is no longer one it left)
+            # a batch reached the bound: from before it, one move at a time (module notes)
             left.discard(device[active].tobytes())
             device[:], (stalled, fewest, moves), halving, undo = undo[0], undo[1], False, None
             continue
@@ -226,48 +219,31 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
 
 def _halve_islands(device, before, rows, parts, ms, order, islands: SubmodelPartition, src, dst, price,
                    current_ms: float, active, left: set[bytes]) -> tuple[int, int]:
-    """After the fastest island move (already made on ``device``): more moves of the same pricing, so the islands
-    can halve per priced step instead of falling by one (in place on ``device``; returns the moves added and the
-    placements priced for them).
-
-    The walk from many islands to few (on a graph whose every split HETERO cuts into many submodels, down to one
-    device) then costs log2 of the islands in splits and pricings, not their number. The moves taken together are
-    the next fastest, each of an island that neither moved nor touches one that did; a batch of them is priced
-    once more, as one placement, and kept only if it is no slower than the sum of its moves' own changes predicts
-    (moves that interact, say two that load one device's critical path, fail this): the largest such batch of
-    the first k, k halving from half the islands down to two, and not a placement the walk has left. Only where
-    nothing overflows: a fitted row is more than its island's move."""
-    part_src, part_dst = islands.submodel[src], islands.submodel[dst]
-    between = part_src != part_dst
-    neighbours: dict[int, set[int]] = {}
-    for a, b in zip(part_src[between].tolist(), part_dst[between].tolist()):
-        neighbours.setdefault(a, set()).add(b)
-        neighbours.setdefault(b, set()).add(a)
+    """More island moves of the pricing whose fastest move ``device`` has taken, kept as one batch where a second
+    pricing says they do not interact (docs/architecture.md, "Module notes"); (moves added, placements priced)."""
+    a, b = islands.submodel[src], islands.submodel[dst]
+    near: dict[int, set[int]] = {}
+    for x, y in zip(np.concatenate([a, b]).tolist(), np.concatenate([b, a]).tolist()):
+        near.setdefault(x, {x}).add(y)
     chosen, touched = [], set()
-    for k in order.tolist():
+    for k in order.tolist():  # the fastest first, each of an island that neither moved nor touches one that did
         if len(chosen) >= islands.num_submodels // 2 or not np.isfinite(ms[k]):
             break
-        if parts[k] in touched:
-            continue
-        chosen.append(k)
-        touched |= {parts[k], *neighbours.get(parts[k], ())}
-    sizes = []
-    size = len(chosen)
-    while size >= 2:
-        sizes.append(size)
-        size //= 2
+        if parts[k] not in touched:
+            chosen.append(k)
+            touched |= near.get(parts[k], {parts[k]})
+    sizes = [len(chosen) >> j for j in range(len(chosen).bit_length()) if len(chosen) >> j >= 2]
     if not sizes:
         return 0, 0
     batches = np.repeat(before[None], len(sizes), axis=0)
-    for b, size in enumerate(sizes):
+    for batch, size in zip(batches, sizes):
         for k in chosen[:size]:
             moved = rows[k] != before  # this island's nodes (with the quantization groups they touch)
-            batches[b, moved] = rows[k][moved]
-    together = price(batches)
-    for b, size in enumerate(sizes):  # the largest batch first
+            batch[moved] = rows[k][moved]
+    for batch, size, ms_together in zip(batches, sizes, price(batches)):  # the largest batch first
         alone = current_ms + float(np.sum(ms[chosen[:size]] - current_ms))
-        if together[b] <= alone + 1e-9 * abs(alone) and batches[b][active].tobytes() not in left:
-            device[:] = batches[b]
+        if ms_together <= alone + 1e-9 * abs(alone) and batch[active].tobytes() not in left:
+            device[:] = batch
             return size - 1, len(sizes)
     return 0, len(sizes)
 

@@ -287,6 +287,38 @@ def test_settle_lets_only_a_calibrated_prior_deviate_before_verification(thread_
     assert demoted.single_device == "CPUS" and demoted.pending and demoted.stored_as is not None
 
 
+
+def test_a_provisional_win_is_reused_while_loaded_and_demoted_without_a_warning_once_quiet(thread_core, monkeypatch,
+                                                                                          caplog):
+    """A win sealed under load runs while the machine stays loaded; once it is quiet the plain call runs and the
+    win is verified again, said at INFO with that reason (an LLM test read "verification evidence missing or
+    edited" on a CI-like machine whose load had made the worker's win provisional). Edited evidence: WARNING."""
+    from ov_autoplace.decision.verification import decide, seal
+    from tests.decision.test_verification import _rounds
+
+    model = sg.residual()
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    req = _request(thread_core, ("CPUS", "CPU"), model)
+    proposal = placement_sources.Decision("prior", single_device="CPU", calibrated=True)
+    won = placement_sources.settle(req, proposal, prepared, graph, verify_now=False).stored_as
+    won.strategy = "hsdag:profile"
+    won.verification = seal(decide(_rounds(np.random.default_rng(3), 10.0, 6.0, 0.01), other_cores=1.2), won)
+    monkeypatch.setattr(placement_sources, "busy_now", lambda: True)
+    loaded = placement_sources.decision_from_cache(req, won, prepared, graph)
+    assert loaded.single_device == "CPU" and loaded.provisional
+    monkeypatch.setattr(placement_sources, "busy_now", lambda: False)
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        quiet = placement_sources.decision_from_cache(req, won, prepared, graph)
+    assert quiet.single_device == "CPUS" and quiet.pending and quiet.reason == "won on a loaded machine, now quiet"
+    assert [r.levelno for r in caplog.records if "verifying again" in r.getMessage()] == [logging.INFO]
+    caplog.clear()
+    won.verification = dict(won.verification, ratio={"candidate": 0.1})  # edited
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        edited = placement_sources.decision_from_cache(req, won, prepared, graph)
+    assert edited.single_device == "CPUS" and edited.reason == "verification evidence missing or edited"
+    assert [r.levelno for r in caplog.records if "verifying again" in r.getMessage()] == [logging.WARNING]
+
 def test_only_a_gain_beyond_the_priors_error_may_run_before_verification():
     """A calibrated prior's deviation runs at once only when it wins in every draw of the prior's own error."""
     graph = extract_graph(prepare_model(sg.residual()))

@@ -256,10 +256,14 @@ def test_the_default_path_times_the_other_device_on_the_generation_for_the_next_
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path)
     source = next(r.getMessage() for r in caplog.records if "placement source:" in r.getMessage())
-    assert source.startswith("placement source: cache (profile") and "demoted" not in source, source
     chosen = next(x for x in worker_log.splitlines() if "stored the " in x)
-    assert compiled.get_property("EXECUTION_DEVICES") == ([second] if f"-> single:{second}" in verification[0]
-                                                          else [first]), (chosen, source)
+    if "provisionally used" in chosen and "demoted" in source:  # won under a load that has gone: verified again
+        assert "won on a loaded machine, now quiet" in source, source
+        assert compiled.get_property("EXECUTION_DEVICES") == [first], source
+    else:
+        assert source.startswith("placement source: cache (profile") and "demoted" not in source, source
+        assert compiled.get_property("EXECUTION_DEVICES") == ([second] if f"-> single:{second}" in verification[0]
+                                                              else [first]), (chosen, source)
     _no_fallback(caplog)
     _same_generation(core, compiled, model, distinct_testbed.hetero)
 
