@@ -6,11 +6,12 @@ Per model of the zoo, extra and unseen sets (their built IRs; never a frozen hel
 set, docs/heldout.md) and per graph of the lab's seeded families, on each suite platform's simulated CostModel,
 proposals are legalised with the bound of 8, the merges priced as ``compile_model`` prices them, once with the
 halving steps and once without. The proposals: the shipped policy's one pass and HEFT's (models only: the
-headroom table's columns), the policy's pass with 15 % of its nodes on a random device, and block splits of 8 and 32 nodes over two random devices (seeded by the row's
-name: every run legalises the same proposals). Per row it records the priced steps (pricing calls), the predicted
-latency of each legal placement (simulated) and the faster of two wall times of each legalize. The page sums the
-rows that end elsewhere (faster, slower, the geometric mean of new / old over all rows) and lists them, with the
-rows whose walk is longest. Simulated: a latency here is the CostModel's, not a measurement.
+headroom table's columns), the policy's pass with 15 % of its nodes on a random device, and block splits of 8 and
+32 nodes over two random devices (seeded by the row's name: every run legalises the same proposals). Per row it
+records the priced steps (pricing calls), the predicted latency of each legal placement (simulated) and the faster
+of two wall times of each legalize. The page sums the rows that end elsewhere (faster, slower, the geometric mean
+of new / old over all rows) and lists them, with the rows whose walk is longest. Simulated: a latency here is the
+CostModel's, not a measurement.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def proposals(name: str, graph, cost, support, policy) -> dict[str, np.ndarray]:
 
 def walk(graph, proposal, cost, support, halve: bool) -> tuple[np.ndarray, int, float]:
     """(legal placement as device indices, pricing calls, the faster of two wall times in s)."""
-    devices, calls, times = tuple(cost.devices), [], []
+    devices, calls, times, setting = tuple(cost.devices), [], [], merge_to_bound.HALVE_ISLAND_MOVES
     merge_to_bound.HALVE_ISLAND_MOVES = halve
     try:
         for _ in range(2):
@@ -85,7 +86,7 @@ def walk(graph, proposal, cost, support, halve: bool) -> tuple[np.ndarray, int, 
                              strategy="hsdag", price=counted)
             times.append(time.perf_counter() - start)
     finally:
-        merge_to_bound.HALVE_ISLAND_MOVES = True
+        merge_to_bound.HALVE_ISLAND_MOVES = setting
     return legal.device_indices(graph.names, devices), len(calls), min(times)
 
 

@@ -222,7 +222,8 @@ def _halve_islands(device, before, rows, parts, ms, order, islands: SubmodelPart
     """More island moves of the pricing whose fastest move ``device`` has taken, kept as one batch where a second
     pricing says they do not interact (docs/architecture.md, "Module notes"); (moves added, placements priced)."""
     a, b = islands.submodel[src], islands.submodel[dst]
-    near: dict[int, set[int]] = {}
+    a, b = a[a != b], b[a != b]
+    near: dict[int, set[int]] = {}  # each island with the islands it shares an edge with
     for x, y in zip(np.concatenate([a, b]).tolist(), np.concatenate([b, a]).tolist()):
         near.setdefault(x, {x}).add(y)
     chosen, touched = [], set()
@@ -235,11 +236,11 @@ def _halve_islands(device, before, rows, parts, ms, order, islands: SubmodelPart
     sizes = [len(chosen) >> j for j in range(len(chosen).bit_length()) if len(chosen) >> j >= 2]
     if not sizes:
         return 0, 0
+    moved = [rows[k] != before for k in chosen]  # each island's nodes (with the quantization groups they touch)
     batches = np.repeat(before[None], len(sizes), axis=0)
     for batch, size in zip(batches, sizes):
-        for k in chosen[:size]:
-            moved = rows[k] != before  # this island's nodes (with the quantization groups they touch)
-            batch[moved] = rows[k][moved]
+        for k, nodes in zip(chosen[:size], moved):
+            batch[nodes] = rows[k][nodes]
     for batch, size, ms_together in zip(batches, sizes, price(batches)):  # the largest batch first
         alone = current_ms + float(np.sum(ms[chosen[:size]] - current_ms))
         if ms_together <= alone + 1e-9 * abs(alone) and batch[active].tobytes() not in left:

@@ -287,7 +287,6 @@ def test_settle_lets_only_a_calibrated_prior_deviate_before_verification(thread_
     assert demoted.single_device == "CPUS" and demoted.pending and demoted.stored_as is not None
 
 
-
 def test_a_provisional_win_is_reused_while_loaded_and_demoted_without_a_warning_once_quiet(thread_core, monkeypatch,
                                                                                           caplog):
     """A win sealed under load runs while the machine stays loaded; once it is quiet the plain call runs and the
@@ -318,6 +317,7 @@ def test_a_provisional_win_is_reused_while_loaded_and_demoted_without_a_warning_
         edited = placement_sources.decision_from_cache(req, won, prepared, graph)
     assert edited.single_device == "CPUS" and edited.reason == "verification evidence missing or edited"
     assert [r.levelno for r in caplog.records if "verifying again" in r.getMessage()] == [logging.WARNING]
+
 
 def test_only_a_gain_beyond_the_priors_error_may_run_before_verification():
     """A calibrated prior's deviation runs at once only when it wins in every draw of the prior's own error."""
