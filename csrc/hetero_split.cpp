@@ -4,7 +4,6 @@
 #include "hetero_split.hpp"
 
 #include <algorithm>
-#include <array>
 #include <stdexcept>
 #include <vector>
 
@@ -34,6 +33,12 @@ bool meets(const Bits& a, const Bits& b) {
     return false;
 }
 
+bool within(const Bits& a, const Bits& b) {
+    for (size_t i = 0; i < a.size(); ++i)
+        if (a[i] & ~(i < b.size() ? b[i] : 0)) return false;
+    return true;
+}
+
 void set_bit(Bits& a, int64_t bit) {
     const size_t word = static_cast<size_t>(bit / 64);
     if (a.size() <= word) a.resize(word + 1, 0);
@@ -45,18 +50,18 @@ void set_bit(Bits& a, int64_t bit) {
 py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a,
                                   py::array_t<int64_t, py::array::c_style> dst_a,
                                   py::array_t<int64_t, py::array::c_style> own_a,
-                                  py::array_t<int64_t, py::array::c_style> roots_a,
                                   py::array_t<int64_t, py::array::c_style> cut_a,
                                   py::array_t<int64_t, py::array::c_style> single_a,
                                   py::array_t<int64_t, py::array::c_style> readers_a) {
-    const int64_t n = roots_a.size(), num_edges = src_a.size();
-    if (dst_a.size() != num_edges || own_a.size() != n || single_a.size() != num_edges || readers_a.size() != n)
+    const int64_t n = own_a.size(), num_edges = src_a.size();
+    if (dst_a.size() != num_edges || single_a.size() != num_edges || readers_a.size() != n)
         throw std::invalid_argument("hetero_split: sizes differ");
     const int64_t *src = src_a.data(), *dst = dst_a.data(), *cut0 = cut_a.data(), *single = single_a.data();
     const int64_t *own = own_a.data(), *readers = readers_a.data();
     for (int64_t e = 0; e < num_edges; ++e)
         if (src[e] < 0 || src[e] >= n || dst[e] < 0 || dst[e] >= n) throw std::out_of_range("hetero_split: edge");
-    std::vector<int64_t> sg(roots_a.data(), roots_a.data() + n);
+    if (!n && !cut_a.size()) return py::array_t<int64_t>(0);  // nothing to split (a cut edge would be outside)
+    std::vector<int64_t> sg(n, 0);  // each node's part root: its part's lowest member
     std::vector<std::vector<int64_t>> in_edges(n), out_edges(n), members(n);
     for (int64_t e = 0; e < num_edges; ++e) {
         in_edges[dst[e]].push_back(e);
@@ -83,12 +88,7 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
         if (cut0[k] < 0 || cut0[k] >= num_edges) throw std::out_of_range("hetero_split: cut edge");
         cut_edge(cut0[k]);
     }
-    std::vector<int64_t> dirty;
-    for (int64_t v = 0; v < n; ++v) {
-        if (sg[v] < 0 || sg[v] >= n) throw std::out_of_range("hetero_split: root");
-        if (members[sg[v]].empty()) dirty.push_back(sg[v]);
-        members[sg[v]].push_back(v);
-    }
+    std::vector<int64_t> dirty;  // the parts to walk in the next round
     struct Walk { int64_t part; Bits owner, leave; };
     std::vector<char> seen(n, 0);
     auto split_part = [&](int64_t p) {  // the part's pieces: its nodes joined by the edges still uncut
@@ -114,6 +114,8 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
             members[sg[v]].push_back(v);
         }
     };
+    for (int64_t v = 0; v < n; ++v) members[0].push_back(v);
+    split_part(0);  // the parts of the edges not cut: all dirty at first
     int64_t changed_from = 0;
     while (true) {
         std::vector<Walk> walk;
@@ -129,17 +131,18 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
         int64_t last = -1;
         for (const Walk& w : walk) last = std::max(last, members[w.part].back());
         for (int64_t v = changed_from; v <= last; ++v) {  // only walked parts read deps, up to their last node
-            Bits d = own_bits[v];
+            Bits& d = deps[v];  // in place: its words are reused round after round
+            d.assign(own_bits[v].begin(), own_bits[v].end());
             or_in(d, in_bits[v]);
             for (int64_t e : in_edges[v]) or_in(d, deps[src[e]]);
-            deps[v] = std::move(d);
         }
         std::vector<int64_t> added;
         for (const Walk& w : walk) {
             for (int64_t v : members[w.part]) {  // ascending: topological order
                 and_of(entered[v], deps[v], w.owner);
                 and_of(cyclic[v], deps[v], w.leave);
-                Bits t;
+                Bits& t = through[v];
+                t.clear();
                 for (int64_t e : in_edges[v]) {
                     const int64_t s = src[e];
                     if (sg[s] != w.part) {  // an input from another part: the whole of entered
@@ -149,15 +152,13 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
                     or_in(t, through[s]);
                     if (edge_bit[e] >= 0) or_in(t, entered[s]);
                 }
-                through[v] = std::move(t);
                 if (cyclic[v].empty()) continue;
                 for (int64_t e : in_edges[v]) {
                     const int64_t s = src[e];
                     if (edge_bit[e] >= 0 || meets(cyclic[v], cyclic[s]) || !meets(through[v], entered[s])) continue;
                     // kept whole: the only reader of a node that reads nothing but graph inputs (2026.4)
-                    Bits inside;
-                    and_of(inside, entered[s], from_input);
-                    if (!(single[e] && !own[s] && cyclic[s].empty() && inside == entered[s])) added.push_back(e);
+                    if (!(single[e] && !own[s] && cyclic[s].empty() && within(entered[s], from_input)))
+                        added.push_back(e);
                 }
             }
         }
@@ -174,32 +175,42 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
         for (int64_t p : touched) split_part(p);
     }
     // 2026.4's fallback for the cycles its exception leaves between parts: a node of a part on a cycle is cut from
-    // its part (all its uncut inputs), the first by rank, until none is left (docs/architecture.md, "Submodels")
-    std::vector<char> leaf(n), on_cycle(n), on_stack(n);
+    // its part (all its uncut inputs), the first by rank, until none is left (docs/architecture.md, "Submodels").
+    // Kept up to date rather than found again per cut: a cut splits one part, so only the strongly connected
+    // component that held it can change, and only the ranks of nodes in or read by a part that changed.
+    std::vector<char> leaf(n), on_cycle(n), on_stack(n), in_scc(n);
     for (int64_t v = 0; v < n; ++v) {  // a node of one reader that reads nothing but graph inputs
         leaf[v] = !own[v] && readers[v] == 1;
         for (int64_t e : in_edges[v]) leaf[v] &= own[src[e]] != 0;
     }
-    std::vector<std::vector<int64_t>> succ(n);
-    std::vector<int64_t> index(n), low(n), stack;
+    std::vector<std::vector<int64_t>> exits(n);  // per part root: the cut edges out of its nodes
+    for (int64_t e = 0; e < num_edges; ++e)
+        if (edge_bit[e] >= 0) exits[sg[src[e]]].push_back(e);
+    std::vector<int64_t> scc(n, -1), index(n, -1), low(n), stack, parts, nodes, moved;
     std::vector<std::pair<int64_t, size_t>> work;
-    while (true) {  // the parts on a cycle: Tarjan over the parts, joined by the cut edges between them
-        for (auto& next : succ) next.clear();
-        for (int64_t e = 0; e < num_edges; ++e)
-            if (edge_bit[e] >= 0 && sg[src[e]] != sg[dst[e]]) succ[sg[src[e]]].push_back(sg[dst[e]]);
-        std::fill(index.begin(), index.end(), -1);
-        int64_t counter = 0, target = -1;
-        bool cyclic_left = false;
-        for (int64_t r = 0; r < n; ++r) {
-            if (sg[r] != r || index[r] >= 0) continue;
+    // Each node's rank as a candidate, HETERO 2026.4's keys packed first key highest (~0: none, with no uncut input
+    // or its part on no cycle); the lowest is cut, the lowest node on a tie (the first min_element finds)
+    std::vector<uint64_t> rank_of(n, ~uint64_t{0});
+    std::vector<char> was_on(n, 0), again(n, 0);
+    auto again_later = [&](int64_t v) {
+        if (!again[v]) again[v] = 1, nodes.push_back(v);
+    };
+    for (int64_t r = 0; r < n; ++r)  // at first every part is looked at, none on a cycle yet
+        if (sg[r] == r) parts.push_back(r), in_scc[r] = 1;
+    dirty.clear();
+    for (int64_t next_scc = 0;;) {
+        int64_t counter = 0;  // Tarjan over `parts` (in_scc set), joined by the cut edges between them
+        for (int64_t r : parts) {
+            if (index[r] >= 0) continue;
             work.push_back({r, 0});
             index[r] = low[r] = counter++;
             stack.push_back(r);
             on_stack[r] = 1;
             while (!work.empty()) {
                 const int64_t v = work.back().first;
-                if (work.back().second < succ[v].size()) {
-                    const int64_t w = succ[v][work.back().second++];
+                if (work.back().second < exits[v].size()) {
+                    const int64_t w = sg[dst[exits[v][work.back().second++]]];
+                    if (w == v || !in_scc[w]) continue;
                     if (index[w] < 0) {
                         index[w] = low[w] = counter++;
                         stack.push_back(w);
@@ -216,36 +227,61 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
                 size_t first = stack.size();
                 while (stack[--first] != v) {}
                 const bool many = stack.size() - first > 1;
-                for (size_t k = first; k < stack.size(); ++k) on_stack[stack[k]] = 0, on_cycle[stack[k]] = many;
-                cyclic_left |= many;
+                for (size_t k = first; k < stack.size(); ++k)
+                    on_stack[stack[k]] = 0, on_cycle[stack[k]] = many, scc[stack[k]] = next_scc;
+                ++next_scc;
                 stack.resize(first);
             }
         }
-        if (!cyclic_left) break;
-        std::array<int64_t, 6> best{};  // HETERO 2026.4's rank of the node to cut, its first key first
-        for (int64_t r = 0; r < n; ++r) {
-            if (sg[r] != r || !on_cycle[r]) continue;
-            for (int64_t v : members[r]) {
-                int64_t count = 0;
-                bool entered_cycle = false, shared = false, leaf_in = false;
-                for (int64_t e : in_edges[v]) {
-                    const int64_t s = src[e];
-                    if (edge_bit[e] >= 0) {
-                        entered_cycle |= sg[s] != sg[v] && on_cycle[sg[s]];
-                    } else {
-                        ++count;
-                        shared |= readers[s] > 1;
-                        leaf_in |= leaf[s] != 0;
-                    }
-                }
-                const bool linear = count == 1 && readers[v] <= 1;
-                const std::array<int64_t, 6> rank{!entered_cycle, !shared, leaf_in, linear, count, v};
-                if (count && (target < 0 || rank < best)) best = rank, target = v;
-            }
+        // Ranks that can have changed: the nodes of a part whose verdict changed (candidates or not), the readers
+        // of such a part or of a piece (their source's part is new), the node cut last
+        for (int64_t r : parts) {
+            index[r] = -1, in_scc[r] = 0;
+            const bool flipped = was_on[r] != on_cycle[r];
+            if (!flipped && std::find(dirty.begin(), dirty.end(), r) == dirty.end()) continue;
+            for (int64_t e : exits[r]) again_later(dst[e]);
+            if (flipped)
+                for (int64_t v : members[r]) again_later(v);
         }
+        for (int64_t v : nodes) {
+            again[v] = 0;
+            const int64_t r = sg[v];
+            uint64_t count = 0;
+            bool entered_cycle = false, shared = false, leaf_in = false;
+            for (int64_t e : in_edges[v]) {
+                const int64_t s = src[e];
+                if (edge_bit[e] >= 0) {
+                    entered_cycle |= sg[s] != r && on_cycle[sg[s]];
+                } else {
+                    ++count;
+                    shared |= readers[s] > 1;
+                    leaf_in |= leaf[s] != 0;
+                }
+            }
+            const bool linear = count == 1 && readers[v] <= 1;
+            rank_of[v] = count && on_cycle[r] ? uint64_t{!entered_cycle} << 63 | uint64_t{!shared} << 62 |
+                                                    uint64_t{leaf_in} << 61 | uint64_t{linear} << 60 | count
+                                              : ~uint64_t{0};
+        }
+        nodes.clear();
+        const int64_t target = std::min_element(rank_of.begin(), rank_of.end()) - rank_of.begin();
+        if (rank_of[target] == ~uint64_t{0}) break;
+        const int64_t p = sg[target], was = scc[p];
+        moved = std::move(exits[p]);
+        exits[p].clear();
         for (int64_t e : in_edges[target])
-            if (edge_bit[e] < 0) cut_edge(e);
-        split_part(sg[target]);
+            if (edge_bit[e] < 0) cut_edge(e), moved.push_back(e);
+        again_later(target);
+        dirty.clear();
+        split_part(p);
+        for (int64_t e : moved) exits[sg[src[e]]].push_back(e);
+        for (int64_t r : dirty) scc[r] = was, was_on[r] = on_cycle[p];  // in their component until it is found again
+        parts.clear();
+        for (int64_t r = 0; r < n; ++r)
+            if (sg[r] == r && scc[r] == was) {
+                parts.push_back(r), in_scc[r] = 1;
+                if (std::find(dirty.begin(), dirty.end(), r) == dirty.end()) was_on[r] = on_cycle[r];
+            }
     }
     py::array_t<int64_t> out(n);
     std::copy(sg.begin(), sg.end(), out.mutable_data());

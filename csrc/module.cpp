@@ -27,8 +27,8 @@ PYBIND11_MODULE(_native, m) {
           py::arg("warmup") = 2, py::arg("iterations") = 10, py::arg("max_seconds") = 0.0,
           "Time synchronous inferences of an openvino.CompiledModel; returns every sample in ms.");
 
-    m.def("hetero_split", &ov_autoplace::hetero_split, py::arg("src"), py::arg("dst"), py::arg("own"), py::arg("roots"),
-          py::arg("cut"), py::arg("single"), py::arg("readers"),
+    m.def("hetero_split", &ov_autoplace::hetero_split, py::arg("src"), py::arg("dst"), py::arg("own"), py::arg("cut"),
+          py::arg("single"), py::arg("readers"),
           "Every node's part root in the split HETERO 2026.4 compiles (placement/submodels.py).");
 
     m.attr("BUILT_OPENVINO_VERSION") = OV_AUTOPLACE_BUILT_OV_VERSION;

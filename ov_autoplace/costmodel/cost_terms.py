@@ -132,14 +132,6 @@ class CostTerms:
                                     np.asarray(before, np.int64)[self.active],
                                     np.asarray(after, np.int64)[None, self.active])[0])
 
-    def proven_gain(self, before: np.ndarray, after: np.ndarray) -> tuple[float, float, bool]:
-        """``(gain_ms, spread_ms, proven)``: ``after``'s predicted gain over ``before``, the spread of the move,
-        and whether the gain exceeds it (a move that moves nothing gains nothing and is not proven)."""
-        gain = self.latency_ms(before) - self.latency_ms(after)
-        spread = self.move_spread_ms(before, after)
-        moved = bool((np.asarray(before)[self.active] != np.asarray(after)[self.active]).any())
-        return gain, spread, moved and gain > spread
-
     def memory_ok(self, device: np.ndarray) -> bool:
         caps = np.asarray(self.cost.device_memory_bytes, dtype=np.float64)
         if np.isinf(caps).all():

@@ -160,11 +160,7 @@ def _island_partition(graph, device: np.ndarray, active: np.ndarray) -> Submodel
 
 def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, price, budget, pins) -> int:
     """Move whole HETERO submodels to a neighbouring device (in place on ``device``), each time the move
-    ``price`` predicts fastest, until the split fits ``bound``; returns the moves made. Why: the flops order
-    moves whatever is lightest, which can undo what the proposal gained (docs/training.md). While the placement
-    overflows memory, or every move would, they are priced ``fitted=True``, with ``pins`` and ``bound``: not just
-    whichever move happens to fit. Never back to a placement left; stalls and the islands' halving steps: the
-    module notes."""
+    ``price`` predicts fastest, until the split fits ``bound``; returns the moves made (module notes)."""
     groups = quantization_groups(graph, active)
     group_of = _group_index(graph, groups)
     both = active[graph.edge_src] & active[graph.edge_dst]

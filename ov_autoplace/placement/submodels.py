@@ -19,25 +19,10 @@ from ov_autoplace.graph.components import component_roots
 
 
 class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-
-    @classmethod
-    def from_roots(cls, roots) -> "_UnionFind":
+    def __init__(self, roots) -> None:
         """The sets whose lowest member every node points at (``component_roots``): what unions that keep the
         smaller root would have made, without a Python call per edge."""
-        uf = cls.__new__(cls)
-        uf.parent = np.asarray(roots).tolist()
-        return uf
-
-    def roots(self) -> np.ndarray:
-        """int64 [n]: every node's root (pointer jumping over the parent array, vectorised)."""
-        parent = np.asarray(self.parent, dtype=np.int64)
-        while True:
-            up = parent[parent]
-            if (up == parent).all():
-                return parent
-            parent = up
+        self.parent = np.asarray(roots).tolist()
 
     def find(self, x: int) -> int:
         parent = self.parent
@@ -65,7 +50,7 @@ def island_roots(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> 
 
 def island_sets(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> _UnionFind:
     """Connected components of active nodes joined by same-device edges (cycles through other devices kept)."""
-    return _UnionFind.from_roots(island_roots(graph, device, active))
+    return _UnionFind(island_roots(graph, device, active))
 
 
 def count_islands(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
@@ -171,12 +156,8 @@ def _hetero_split(graph: GraphArrays, dev: list[int]) -> np.ndarray:
     """Every node's part root (its part's lowest node) in the split HETERO 2026.4 compiles for ``dev``, on the model
     as applied: docs/architecture.md, "Submodels" and "Computing the split" (in C++)."""
     n, lists, device, at = _as_applied(graph, dev)
-    cut = device[lists.src] != device[lists.dst]
-    if not cut.any():  # one device: nothing leaves a part, so there is no cycle to split
-        return component_roots(graph.num_nodes, graph.edge_src, graph.edge_dst)
-    first = component_roots(n, lists.src[~cut], lists.dst[~cut]).astype(np.int64)
-    part = load_native().hetero_split(lists.src, lists.dst, lists.own, first, np.flatnonzero(cut), lists.single,
-                                      lists.readers)[at]
+    cut = np.flatnonzero(device[lists.src] != device[lists.dst])
+    part = load_native().hetero_split(lists.src, lists.dst, lists.own, cut, lists.single, lists.readers)[at]
     if at.size == n:
         return part
     low = np.full(n, n)  # each part by its lowest node of the graph
@@ -277,12 +258,8 @@ def _partition(graph: GraphArrays, device: np.ndarray, active: np.ndarray, islan
 
 
 def count_joined_parts(graph: GraphArrays, device: np.ndarray, active: np.ndarray) -> int:
-    """HETERO's parts before it splits any cycle (step 1 of the module notes, docs/architecture.md), over the
-    ``active`` nodes: a lower bound of :func:`count_hetero_submodels` (the later steps only add cuts) for the cost of
-    one union-find. Unlike :func:`count_islands` it is one bound: islands
-    that share a Parameter or Constant are one part, so a placement can have more islands than submodels. A
-    Parameter joins its readers on each of their devices (``apply`` moves it to one of them: joining on all of them
-    keeps the bound without the splits that choice takes)."""
+    """HETERO's parts before it splits any cycle, over the ``active`` nodes: a lower bound of
+    :func:`count_hetero_submodels` for the cost of one union-find (module notes, docs/architecture.md)."""
     n, lists, device, at = _as_applied(graph, device)
     parameter = np.zeros(n, bool)
     parameter[at[graph.role == NodeRole.PARAMETER]] = True

@@ -54,8 +54,6 @@ def test_move_spread_is_the_moved_nodes_spread_on_both_devices_plus_the_touched_
     expected = sum(cost.compute_spread_ms[i, 0] + cost.compute_spread_ms[i, 1] for i in moved) + 0.5 + 0.5
     assert terms.move_spread_ms(before, after) == pytest.approx(expected)
     assert terms.move_spread_ms(before, before) == 0.0
-    gain, spread, proven = terms.proven_gain(before, after)
-    assert spread == pytest.approx(expected) and proven == (gain > spread)
     # noise-free (simulated) models: no spread at all
     assert CostTerms(_split_pays_cost(chain), chain).move_spread_ms(before, after) == 0.0
 
