@@ -233,15 +233,15 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
                 stack.resize(first);
             }
         }
-        // Ranks that can have changed: the nodes of a part whose verdict changed (candidates or not), the readers
-        // of such a part or of a piece (their source's part is new), the node cut last
+        // Ranks that can have changed: the node cut last, the readers of a piece (their source's part is new), the
+        // nodes and readers of a part whose verdict changed (candidates or not)
+        for (int64_t r : dirty)
+            for (int64_t e : exits[r]) again_later(dst[e]);
         for (int64_t r : parts) {
             index[r] = -1, in_scc[r] = 0;
-            const bool flipped = was_on[r] != on_cycle[r];
-            if (!flipped && std::find(dirty.begin(), dirty.end(), r) == dirty.end()) continue;
+            if (was_on[r] == on_cycle[r]) continue;
             for (int64_t e : exits[r]) again_later(dst[e]);
-            if (flipped)
-                for (int64_t v : members[r]) again_later(v);
+            for (int64_t v : members[r]) again_later(v);
         }
         for (int64_t v : nodes) {
             again[v] = 0;
@@ -275,13 +275,11 @@ py::array_t<int64_t> hetero_split(py::array_t<int64_t, py::array::c_style> src_a
         dirty.clear();
         split_part(p);
         for (int64_t e : moved) exits[sg[src[e]]].push_back(e);
-        for (int64_t r : dirty) scc[r] = was, was_on[r] = on_cycle[p];  // in their component until it is found again
+        for (int64_t r : dirty) scc[r] = was;  // the pieces stay in their component until it is found again
         parts.clear();
         for (int64_t r = 0; r < n; ++r)
-            if (sg[r] == r && scc[r] == was) {
-                parts.push_back(r), in_scc[r] = 1;
-                if (std::find(dirty.begin(), dirty.end(), r) == dirty.end()) was_on[r] = on_cycle[r];
-            }
+            if (sg[r] == r && scc[r] == was) parts.push_back(r), in_scc[r] = 1, was_on[r] = on_cycle[r];
+        for (int64_t r : dirty) was_on[r] = on_cycle[p];  // a piece was what its part was (p is one of them)
     }
     py::array_t<int64_t> out(n);
     std::copy(sg.begin(), sg.end(), out.mutable_data());
