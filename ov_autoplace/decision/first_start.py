@@ -1,13 +1,6 @@
 """``compile_model``'s default path: a first start close to a plain compile, a warm start as fast as one.
 
-``compile_default_path`` picks the source (``placement_sources.py``), compiles, and,
-with ``profile="background"``, hands the measuring to a detached worker
-(``decision/background_worker.py``). The identical-devices path reads a few device
-properties and calls ``core.compile_model`` on the caller's own model, without
-reading the graph; the graph arrays, the policy and the legalizer run only when a
-placement has to be made or looked up.
-While a first start decides, the plain call's compile runs on a thread and is used
-when the decision keeps the plain call's device (``plain_compile_ahead.py``).
+More: docs/architecture.md, "Module notes", first_start.py.
 """
 
 from __future__ import annotations

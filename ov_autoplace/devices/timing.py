@@ -222,13 +222,8 @@ DECODE_WINDOW = 4
 
 def time_generation(compiled: ov.CompiledModel, prompt: int, pasts: Sequence[int], *, repeats: int = 1,
                     seed: int = 0, request: ov.InferRequest | None = None) -> tuple[float, tuple[float, ...], float]:
-    """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens, of a decode step at each of ``pasts``
-    (ascending, the last one the generation's last step) and of the first step after the prefill, over ``repeats``
-    generations from ``reset_state``. A point's sample is the mean of :data:`DECODE_WINDOW` consecutive steps from
-    it (inside the decode steps, after the first); the state is brought from one window to the next by an untimed
-    chunk of the tokens between, as a chunked prefill feeds it, and one untimed step: a plugin's first one-token
-    step after a longer one pays for the change of shape (~2x), which a generation pays once, after its prefill
-    (docs/llm.md, "The LLM objective"). Only ``infer()`` is timed."""
+    """Medians (ms) of a stateful decoder's prefill of ``prompt`` tokens and of its decode steps at ``pasts``;
+    how they are timed: docs/architecture.md, "Module notes", timing.py."""
     request = request if request is not None else compiled.create_infer_request()
     rng, vocabulary = np.random.default_rng(seed), vocabulary_size(compiled)
     prefill, first, decode = [], [], [[] for _ in pasts]

@@ -171,6 +171,19 @@ def measured_window(device: str, run, probe: LoadProbe | None = None):
     return output, noise, True
 
 
+def speed_drift(device: str, window_ms: float, again_ms: Sequence[float]) -> float:
+    """How far the machine's speed moved between the device windows, ``max / min - 1`` (0: unknown) of ``device``'s
+    window median and of its times again after the last window (docs/cost-model.md, "Noise and load")."""
+    again = float(np.median(again_ms))
+    if not (window_ms > 0 and again > 0):
+        return 0.0
+    drift = max(again, window_ms) / min(again, window_ms) - 1
+    logger.info("%s ran %.3f ms after the last device's window against %.3f ms in its own: the machine's speed moved "
+                "%.0f%% between the windows, and every op's spread widens by as much of its time", device, again,
+                window_ms, 100 * drift)
+    return drift
+
+
 def assumed_spread(compute_ms: np.ndarray, e2e_ms: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """The spreads assumed for a profile stored without them: :data:`UNKNOWN_RELATIVE_SPREAD` of each value."""
     compute = np.where(np.isfinite(compute_ms), np.asarray(compute_ms, np.float64), 0.0)
@@ -178,4 +191,5 @@ def assumed_spread(compute_ms: np.ndarray, e2e_ms: Sequence[float]) -> tuple[np.
 
 
 __all__ = ["LOADED_OTHER_CORES", "LOADED_RELATIVE_SPREAD", "MIN_LOAD_WINDOW_S", "UNKNOWN_RELATIVE_SPREAD", "LoadProbe",
-           "WindowNoise", "assess_load", "assumed_spread", "busy_now", "iqr", "measured_window", "noise_fields", "per_run_node_ms"]
+           "WindowNoise", "assess_load", "assumed_spread", "busy_now", "iqr", "measured_window", "noise_fields",
+           "per_run_node_ms", "speed_drift"]

@@ -23,7 +23,7 @@ from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.costmodel.memory_need import weight_bytes
 from ov_autoplace.measuring.link_calibration import LinkProfile, check_devices, profile_links
 from ov_autoplace.measuring.noise import (UNKNOWN_RELATIVE_SPREAD, LoadProbe, assumed_spread, busy_now, iqr,
-                                          measured_window, noise_fields)
+                                          measured_window, noise_fields, speed_drift)
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, ProfileStore, profile_key  # noqa: F401 - re-exported
 from ov_autoplace.measuring.perf_counts import (HEAVY_OP_TYPES, map_times, ms_per_byte_fallback, profiled_window,
                                                 reports_running_average, unfused_times)
@@ -53,6 +53,7 @@ class DeviceReport:
     loaded: bool = False  # the window was loaded, also when measured again
     load_reason: str = ""
     remeasured: bool = False  # the first window was loaded and was measured again
+    speed_drift: float = 0.0  # first report: noise.speed_drift, added to every op's relative spread
 
     @property
     def ratio(self) -> float:
@@ -181,8 +182,11 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
             bar.set_postfix_str(device)
             probe = LoadProbe().start()  # the compiles count towards the load window
             compiled = core.compile_model(prepared, device, {"PERF_COUNT": True})
+            companion = _single_device_compile(core, prepared, device)
+            if d == 0:  # timed again after the last window (speed_drift)
+                first = companion
             window = profiled_window(compiled, reports_running_average(core, device), warmup, iterations,
-                             companion=_single_device_compile(core, prepared, device))
+                                     companion=companion)
             (node_ms, _, per_run), noise, remeasured = measured_window(device, window, probe)
             times, fused, stats, run_times = map_times(compiled, graph, node_ms, runs=per_run)
             e2e = noise.e2e_ms
@@ -220,6 +224,12 @@ def measure_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str]
                         report.fused_nodes)
             reports.append(report)
             bar.update(1)
+    if num_devices > 1:
+        drift = speed_drift(devices[0], reports[0].e2e_ms, measure_latency(first, warmup=1,
+                                                                         iterations=max(iterations, 12)).samples_ms)
+        spread += compute * drift
+        reports[0] = dataclasses.replace(reports[0], speed_drift=drift)
+    del first, companion
 
     cost = CostModel(
         devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,

@@ -16,7 +16,8 @@ import openvino as ov
 from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.measuring.link_calibration import LINK_PROFILE_FORMAT, QUICK_LINK_CUTS, QUICK_LINK_SIZES, LinkProfile
-from ov_autoplace.measuring.noise import LoadProbe, busy_now, iqr, measured_window, noise_fields, per_run_node_ms
+from ov_autoplace.measuring.noise import (LoadProbe, busy_now, iqr, measured_window, noise_fields, per_run_node_ms,
+                                          speed_drift)
 from ov_autoplace.cache.profile_store import ProfileStore, profile_key
 from ov_autoplace.measuring.perf_counts import (executed_ms, map_times, ms_per_byte_fallback, reports_running_average,
                                                 warmed_up, window_ms)
@@ -135,6 +136,8 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
         window = _budgeted_window(compiled, reports_running_average(core, device), warmup, iterations, budget_ms)
         (node_ms, _, per_run), noise, remeasured = measured_window(device, window, probe)
         times, fused, stats, run_times = map_times(compiled, graph, node_ms, runs=per_run)
+        if d == 0:  # timed again after the last window (speed_drift)
+            first = compiled
         del compiled
         e2e = noise.e2e_ms
         scale = e2e_scale(e2e, float(links.submodel_overhead_ms[d]), stats["profiled_sum_ms"])
@@ -152,6 +155,13 @@ def quick_model_profile(model: ov.Model, core: ov.Core, devices: Sequence[str], 
         logger.info("quick profile of %s: end-to-end %.3f ms (IQR %.3f ms, other processes %.2f cores%s), per-op "
                     "sum %.3f ms, %d fused", device, e2e, noise.e2e_spread_ms, noise.other_cores,
                     ", loaded" if noise.loaded else "", stats["profiled_sum_ms"], len(fused))
+    if num_devices - len(twins) > 1:
+        budget = None if budget_ms is None else budget_ms / 4
+        drift = speed_drift(devices[0], reports[0].e2e_ms, _runs(
+            first, 1, iterations, reports_running_average(core, devices[0]), budget)[1])
+        spread += compute * drift
+        reports[0] = dataclasses.replace(reports[0], speed_drift=drift)
+    del first
     link_source = "measured links" if links.pairs else "prior (simulated) links"
     cost = CostModel(
         devices=devices, node_names=tuple(graph.names), compute_ms=compute, unfused_ms=unfused,

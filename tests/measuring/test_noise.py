@@ -97,6 +97,69 @@ def test_a_profile_taken_while_another_core_is_busy_is_remeasured_then_marked_lo
     assert any(r.levelno == logging.WARNING and "loaded machine" in r.getMessage() for r in caplog.records)
 
 
+def test_the_speed_drift_between_windows_is_symmetric_and_logged(caplog):
+    with caplog.at_level(logging.INFO, logger="ov_autoplace.measuring.noise"):
+        assert noise.speed_drift("A", 2.0, [2.1, 2.2, 2.15, 1.9]) == pytest.approx(0.0625), "the median"
+        assert noise.speed_drift("A", 2.0, [4.0, 4.2, 3.9]) == pytest.approx(1.0)
+        assert noise.speed_drift("A", 2.0, [1.0, 0.9, 1.1]) == pytest.approx(1.0), "faster counts as much as slower"
+    assert "A ran 4.000 ms after the last device's window against 2.000 ms" in caplog.text
+    assert all(r.levelno == logging.INFO for r in caplog.records), "not a failure: the spread carries it"
+    assert noise.speed_drift("A", 0.0, [1.0]) == 0.0 and noise.speed_drift("A", 1.0, [0.0]) == 0.0, "unknown"
+
+
+class _HogsAfter(logging.Handler):
+    """Starts four busy-looping processes (two per core of the testbed's two) once a log message starts with
+    ``prefix``: the machine slows after that point, between two measurements the load probe does not bracket."""
+
+    def __init__(self, prefix):
+        super().__init__()
+        self.prefix, self.hogs = prefix, []
+
+    def emit(self, record):
+        if not self.hogs and record.getMessage().startswith(self.prefix):
+            code = f"import time\nend = time.time() + {HOG_SECONDS}\nwhile time.time() < end: pass"
+            self.hogs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(4)]
+            time.sleep(0.3)  # let the scheduler see them
+
+    def close(self):
+        for hog in self.hogs:
+            hog.kill()
+            hog.wait(timeout=10)
+        super().close()
+
+
+@pytest.mark.parametrize("profiler", ["quick", "full"])
+def test_a_machine_that_slows_after_the_last_window_widens_every_spread(distinct_testbed, profiler):
+    """Every window quiet, then the machine slows (four busy loops: a few times the model's latency). The first
+    device timed again after the last window says so, and every op's spread on every device carries it: a move
+    must gain more than the speed the machine lost or gained between two devices' windows."""
+    from ov_autoplace.measuring.profiler import measure_model_profile
+    from ov_autoplace.measuring.quick_profile import stored_or_prior_links
+
+    model, devices = sg.attention_like(seq=128, hidden=256), distinct_testbed.devices
+    name, prefix = {"quick": ("quick_profile", f"quick profile of {devices[-1]}:"),
+                    "full": ("profiler", f"profiled {devices[-1]}:")}[profiler]
+    logger = logging.getLogger(f"ov_autoplace.measuring.{name}")
+    hogs, level = _HogsAfter(prefix), logger.level
+    logger.addHandler(hogs)
+    logger.setLevel(logging.INFO)
+    try:
+        profile = (quick_model_profile(model, distinct_testbed.core, devices) if profiler == "quick" else
+                   measure_model_profile(model, distinct_testbed.core, devices, iterations=8,
+                                         links=stored_or_prior_links(distinct_testbed.core, devices, None)))
+    finally:
+        logger.removeHandler(hogs)
+        logger.setLevel(level)
+        hogs.close()
+    assert hogs.hogs, "the last device's window was logged"
+    cost, compute = profile.cost_model, extract_graph(prepare_model(model)).role == NodeRole.COMPUTE
+    ran = compute[:, None] & (cost.compute_ms > 0)
+    # the slow-down came after every window, so only the first device's second timing saw it; both devices carry it
+    drift, relative = profile.reports[0].speed_drift, cost.compute_spread_ms[ran] / cost.compute_ms[ran]
+    assert drift > noise.LOADED_RELATIVE_SPREAD and (relative >= 0.999 * drift).all(), (drift, relative)
+    assert [r.speed_drift for r in profile.reports[1:]] == [0.0], "recorded once, on the device timed twice"
+
+
 def test_a_stored_profile_without_spreads_gets_the_assumed_one(testbed, tmp_path):
     model = sg.residual()
     store = ProfileStore(tmp_path)
