@@ -1,11 +1,6 @@
 """The computation graph of an OpenVINO model as flat, read-only numpy arrays.
 
-``extract_graph(model)`` walks ``model.get_ordered_ops()`` once in C++ (``_native.extract_graph``) and returns a
-:class:`GraphArrays`: one node per op in that topological order (Parameters, Constants and Results included), one
-edge per consumed input port, and per node the shapes, bytes, a flops proxy, depth, positional encoding and local
-fractal dimension that HSDAG's features, the cost model and the legalizer read. Flat arrays, because every consumer
-is vectorised; no torch. The exact definitions of every array: docs/graph-arrays.md (``tests/reference_graph.py``
-re-implements them in pure Python and the tests check both agree).
+More: docs/architecture.md, "Module notes", graph/arrays.py; every array's definition: docs/graph-arrays.md.
 """
 
 from __future__ import annotations

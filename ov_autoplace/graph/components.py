@@ -1,4 +1,4 @@
-"""Connected components of an undirected graph given as edge lists, in numpy (no scipy).
+"""Connected components of an undirected graph given as edge lists (the union-find in C++), and reachability.
 
 More: docs/architecture.md, "Module notes".
 """
@@ -7,28 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ov_autoplace._native_loader import load_native
+
 
 def component_roots(num_nodes: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Root pointers [num_nodes] of the components of the undirected graph ``(u, v)``: every node points at the
-    lowest member of its component (int32 below 2**31 nodes). Self-loops and repeated edges are allowed."""
-    index = np.int32 if num_nodes < 2 ** 31 - 1 else np.int64
-    parent = np.arange(num_nodes, dtype=index)
-    u, v = np.asarray(u, index).ravel(), np.asarray(v, index).ravel()
+    """Root pointers [num_nodes] (int64) of the components of the undirected graph ``(u, v)``: every node points at
+    the lowest member of its component. Self-loops and repeated edges are allowed. A union-find in C++."""
+    u, v = np.ascontiguousarray(u, np.int64).ravel(), np.ascontiguousarray(v, np.int64).ravel()
     if u.shape != v.shape:
         raise ValueError(f"edge endpoint lists differ in length: {u.size} and {v.size}")
-    while u.size:
-        pu, pv = parent[u], parent[v]  # roots: every node points at its root here
-        cross = pu != pv
-        if not cross.any():
-            break
-        u, v, pu, pv = u[cross], v[cross], pu[cross], pv[cross]  # edges inside a component are done for good
-        np.minimum.at(parent, np.maximum(pu, pv), np.minimum(pu, pv))  # each root hooks onto its smallest neighbour
-        # pointer jumping, only over the nodes whose grandparent differs from their parent (pointers only ever
-        # decrease, so the forest is acyclic and every path halves per step)
-        todo = np.flatnonzero(parent[parent] != parent).astype(index)
-        while todo.size:
-            parent[todo] = parent[parent[todo]]
-            todo = todo[parent[parent[todo]] != parent[todo]]
+    parent = np.empty(num_nodes, np.int64)
+    load_native().component_roots(u, v, parent)
     return parent
 
 

@@ -130,10 +130,9 @@ def _group_index(graph, groups: list[list[int]]) -> np.ndarray:
     return group_of
 
 
-def _neighbour_devices(sub, device: np.ndarray, active: np.ndarray, src: np.ndarray, dst: np.ndarray):
-    """(submodel p, its active nodes ascending, the devices of the nodes it exchanges an edge with, ascending) for
-    every submodel in order, from one pass over the nodes and one over the edges between the active nodes
-    (``src``, ``dst``) rather than one of each per submodel."""
+def _neighbour_devices(sub, device, active, src, dst, locked, support):
+    """(submodel p, its active nodes, its neighbours' devices, none locked, which devices support all) for every
+    submodel in order, in a few passes over all nodes and edges (module notes)."""
     nodes = np.flatnonzero(active)
     nodes = nodes[np.argsort(sub.submodel[nodes], kind="stable")]
     node_starts = np.searchsorted(sub.submodel[nodes], np.arange(sub.num_submodels + 1))
@@ -144,8 +143,10 @@ def _neighbour_devices(sub, device: np.ndarray, active: np.ndarray, src: np.ndar
                                       part_dst[between] * num_devices + device[src[between]]]))
     part, target = pairs // num_devices, pairs % num_devices
     starts = np.searchsorted(part, np.arange(sub.num_submodels + 1))
+    free = (~np.logical_or.reduceat(np.append(locked[nodes], False), node_starts[:-1])).tolist()
+    takes = np.logical_and.reduceat(np.vstack([support[nodes], support[:1] | True]), node_starts[:-1]).tolist()
     for p in range(sub.num_submodels):
-        yield p, nodes[node_starts[p]:node_starts[p + 1]], target[starts[p]:starts[p + 1]].tolist()
+        yield p, nodes[node_starts[p]:node_starts[p + 1]], target[starts[p]:starts[p + 1]].tolist(), free[p], takes[p]
 
 
 def _island_partition(graph, device: np.ndarray, active: np.ndarray) -> SubmodelPartition:
@@ -182,12 +183,14 @@ def _priced_moves(graph, device, active, support, locked, pinned_anchor, bound, 
         if by_islands:
             sub = _island_partition(graph, device, active)
         rows, parts = [], []
-        for p, members, targets in _neighbour_devices(sub, device, active, src, dst):
+        for p, members, targets, free, takes in _neighbour_devices(sub, device, active, src, dst, locked, support):
             nodes = _with_groups(members, groups, group_of)
-            if locked[nodes].any():
+            if groups:  # the part with the quantization groups it touches
+                free, takes = not locked[nodes].any(), support[nodes].all(axis=0).tolist()
+            if not free:
                 continue
             for d in targets:
-                if d != sub.device[p] and support[nodes, d].all():
+                if d != sub.device[p] and takes[d]:
                     row = device.copy()
                     row[nodes] = d
                     if row[active].tobytes() not in left:

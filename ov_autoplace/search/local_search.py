@@ -53,18 +53,8 @@ class RefineResult:
 
 
 class LocalSearchRefiner:
-    """Refines proposals for one graph under one CostModel (build once, ``refine`` many times).
-
-    ``support``: bool [N, D] (``query_model``); ``pins``: the user's pins
-    (pinned nodes never move); ``max_submodels``: the legalizer's bound the
-    caller will apply (candidates above it are rejected, so the bound never
-    has to merge islands behind the search's back; like ``legalize()``, the
-    bound is ``legalize.effective_max_submodels``: never below what the op
-    support forces). Budget: ``max_evaluations``
-    priced placements, ``max_seconds`` wall time, ``max_rounds`` accepted moves.
-    ``max_units``: interval moves work on at most this many blocks of
-    consecutive active nodes; ``batch``: placements priced per simulator call.
-    """
+    """Refines proposals for one graph under one CostModel (build once, ``refine`` many times); the arguments:
+    docs/architecture.md, "Module notes", local_search.py."""
 
     def __init__(self, cost: CostModel, graph: GraphArrays, support: np.ndarray | None = None, *,
                  pins: Sequence[Pin] = (), max_submodels: int | None = 8, max_evaluations: int = 20_000,
