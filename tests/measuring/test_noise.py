@@ -26,16 +26,17 @@ HOG_SECONDS = 90
 
 
 @contextlib.contextmanager
-def cpu_hog():
-    """One busy-looping process (one core), stopped on exit and after ``HOG_SECONDS`` anyway."""
-    hog = subprocess.Popen([sys.executable, "-c",
-                            f"import time\nend = time.time() + {HOG_SECONDS}\nwhile time.time() < end: pass"])
+def cpu_hog(processes: int = 1):
+    """Busy-looping processes (one core each), stopped on exit and after ``HOG_SECONDS`` anyway."""
+    code = f"import time\nend = time.time() + {HOG_SECONDS}\nwhile time.time() < end: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(processes)]
     try:
-        time.sleep(0.3)  # let the scheduler see it
-        yield hog
+        time.sleep(0.3)  # let the scheduler see them
+        yield hogs
     finally:
-        hog.kill()
-        hog.wait(timeout=10)
+        for hog in hogs:
+            hog.kill()
+            hog.wait(timeout=10)
 
 
 def test_iqr_and_per_run_times_from_running_averages():
@@ -113,18 +114,14 @@ class _HogsAfter(logging.Handler):
 
     def __init__(self, prefix):
         super().__init__()
-        self.prefix, self.hogs = prefix, []
+        self.prefix, self.hogs, self._stack = prefix, [], contextlib.ExitStack()
 
     def emit(self, record):
         if not self.hogs and record.getMessage().startswith(self.prefix):
-            code = f"import time\nend = time.time() + {HOG_SECONDS}\nwhile time.time() < end: pass"
-            self.hogs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(4)]
-            time.sleep(0.3)  # let the scheduler see them
+            self.hogs = self._stack.enter_context(cpu_hog(processes=4))
 
     def close(self):
-        for hog in self.hogs:
-            hog.kill()
-            hog.wait(timeout=10)
+        self._stack.close()
         super().close()
 
 
