@@ -23,18 +23,22 @@ def graph_fingerprint(graph) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def block_fingerprint(graph, rounds: int = 2) -> str:
-    """A fingerprint free of names, shapes and depth: the *set* of each node's neighbourhood, ``rounds`` steps out
-    (Weisfeiler-Lehman labels of op type and output type). The same architecture at another input size or with more
-    or fewer of its repeated blocks has the same set; the labels are hashed with a fixed hash (Python's own differs
-    per process)."""
+def neighbourhood_labels(graph, rounds: int = 2) -> set[str]:
+    """The set of each node's neighbourhood, ``rounds`` steps out: Weisfeiler-Lehman labels of op type and output
+    type, free of names, shapes and depth, hashed with a fixed hash (Python's own differs per process)."""
     labels = [f"{t}|{e}" for t, e in zip(graph.op_types, graph.out_element_type)]
     (sp, si), (pp, pi) = graph.successors_csr, graph.predecessors_csr
     for _ in range(rounds):
         labels = [hashlib.blake2b("|".join((labels[v], ",".join(sorted(labels[u] for u in pi[pp[v]:pp[v + 1]])),
                                             ",".join(sorted(labels[u] for u in si[sp[v]:sp[v + 1]])))).encode(),
                                   digest_size=8).hexdigest() for v in range(graph.num_nodes)]
-    return hashlib.sha256(";".join(sorted(set(labels))).encode()).hexdigest()[:16]
+    return set(labels)
+
+
+def block_fingerprint(graph, rounds: int = 2) -> str:
+    """A fingerprint of :func:`neighbourhood_labels`: the same architecture at another input size or with more or
+    fewer of its repeated blocks has the same set."""
+    return hashlib.sha256(";".join(sorted(neighbourhood_labels(graph, rounds))).encode()).hexdigest()[:16]
 
 
 def check_graph_not_held_out(name: str, graph) -> None:
@@ -53,4 +57,5 @@ def check_graph_not_held_out(name: str, graph) -> None:
                                    "docs/heldout.md): targets are never generated on it")
 
 
-__all__ = ["HeldOutContamination", "block_fingerprint", "check_graph_not_held_out", "graph_fingerprint"]
+__all__ = ["HeldOutContamination", "block_fingerprint", "check_graph_not_held_out", "graph_fingerprint",
+           "neighbourhood_labels"]
