@@ -21,7 +21,9 @@ start (HEFT and the best single device only): the held-out rows are read once pe
 ``--again`` runs a longer MILP on the rows an earlier reference left unproven or over 2 % (up to
 ``--again-up-to``), a row never twice at the same limit; the rest are kept as that reference left them. A row run
 twice keeps the better best known and the larger dual bound of its runs: each bound is a lower bound on the
-row's optimum, so the larger is one too.
+row's optimum, so the larger is one too. ``--platforms`` runs only those platforms' rows (the rest as the
+earlier reference left them), so one limit's rows can run as processes side by side; a later ``--again`` over their
+files joins them, each row taking the file where it ran at the longest limit.
 """
 
 from __future__ import annotations
@@ -69,14 +71,16 @@ def merged(prev: dict, new: dict) -> dict:
 
 
 def earlier_rows(paths: list[str]) -> tuple[dict, list[str]]:
-    """``{(platform, model): row}`` of earlier references (a later file's row replaces an earlier one's), each row
-    with the MILP limit it ran at; and the commands that made them."""
+    """``{(platform, model): row}`` of earlier references (the row run at the longest MILP limit; of equal limits, the
+    later file's), each row with the MILP limit it ran at; and the commands that made them."""
     rows, commands = {}, []
     for path in paths:
         data = json.loads(Path(path).read_text())
         commands.append(data["command"])
         for r in data["rows"]:
-            rows[(r["platform"], r["model"])] = {"milp_limit_s": data["milp_seconds"], **r}
+            row, key = {"milp_limit_s": data["milp_seconds"], **r}, (r["platform"], r["model"])
+            if key not in rows or row["milp_limit_s"] >= rows[key]["milp_limit_s"]:
+                rows[key] = row
     return rows, commands
 
 
@@ -139,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only the rows these references left unproven or over 2 %% (module doc)")
     parser.add_argument("--note", default="", help="a sentence for the page (how an input file was made)")
     parser.add_argument("--again-up-to", type=float, default=1.0, help="...and not over this gap (0.06: 6 %%)")
+    parser.add_argument("--platforms", help="comma-separated: run only these platforms' rows (module doc)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     stored = json.loads(Path(args.source).read_text())["headroom"]
@@ -148,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in stored:
         t, prev = time.perf_counter(), earlier.get((r["platform"], r["model"]))
         gap = None if prev is None else prev["proven_gap"]
-        if args.again and (prev is None or prev["milp_limit_s"] >= args.milp_seconds or
+        elsewhere = args.platforms and r["platform"] not in args.platforms.split(",")
+        if elsewhere and not args.again:
+            continue
+        if args.again and (prev is None or prev["milp_limit_s"] >= args.milp_seconds or elsewhere or
                            (gap is not None and not PROVEN_GAP < gap <= args.again_up_to)):
             if prev is not None:
                 rows.append(prev)
