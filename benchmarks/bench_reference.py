@@ -24,6 +24,11 @@ twice keeps the better best known and the larger dual bound of its runs: each bo
 row's optimum, so the larger is one too. ``--platforms`` runs only those platforms' rows (the rest as the
 earlier reference left them), so one limit's rows can run as processes side by side; a later ``--again`` over their
 files joins them, each row taking the file where it ran at the longest limit.
+
+``--milp-seed`` is HiGHS's random seed: the branch and bound takes another path, so a row that one seed left over
+2 % runs again with another at the same or a shorter limit (never twice with one seed at one limit). Every seed's
+dual bound is a lower bound on the same optimum, so the join keeps the largest of them, and the page's limit column
+names the seeded runs a row holds.
 """
 
 from __future__ import annotations
@@ -67,20 +72,38 @@ def merged(prev: dict, new: dict) -> dict:
     bound, known = (max(bounds) if bounds else None), best["best_known_ms"]
     return {**new, "best_known_ms": known, "source": best["source"], "milp_dual_bound_ms": bound,
             "proven_gap": max(0.0, (known - bound) / known) if bound is not None else None,
+            "milp_runs": sorted(set(runs_of(prev) + runs_of(new))),
             "before": {k: prev.get(k) for k in ("milp_limit_s", "milp_ms", "milp_dual_bound_ms", "proven_gap")}}
+
+
+def runs_of(row: dict) -> list[tuple[float, int]]:
+    """The (MILP limit, HiGHS seed) of every run whose bound the row holds."""
+    return [tuple(r) for r in row.get("milp_runs") or [(row["milp_limit_s"], row.get("milp_seed", 0))]]
+
+
+def ran_at(row: dict, limit: float, seed: int) -> bool:
+    """Whether the row already ran at this limit or longer with this seed."""
+    return any(at >= limit and s == seed for at, s in runs_of(row))
 
 
 def earlier_rows(paths: list[str]) -> tuple[dict, list[str]]:
     """``{(platform, model): row}`` of earlier references (the row run at the longest MILP limit; of equal limits, the
-    later file's), each row with the MILP limit it ran at; and the commands that made them."""
+    later file's), each row with the MILP limit it ran at and, where files hold runs of it with other seeds or limits,
+    the better best known and the larger dual bound of them all; and the commands that made them."""
     rows, commands = {}, []
     for path in paths:
         data = json.loads(Path(path).read_text())
         commands.append(data["command"])
         for r in data["rows"]:
             row, key = {"milp_limit_s": data["milp_seconds"], **r}, (r["platform"], r["model"])
-            if key not in rows or row["milp_limit_s"] >= rows[key]["milp_limit_s"]:
-                rows[key] = row
+            prev = rows.get(key)
+            if prev is None or set(runs_of(row)) <= set(runs_of(prev)) <= set(runs_of(row)):
+                if prev is None or row["milp_limit_s"] >= prev["milp_limit_s"]:
+                    rows[key] = row
+            elif row["milp_limit_s"] >= prev["milp_limit_s"]:
+                rows[key] = merged(prev, row)
+            else:
+                rows[key] = merged(row, prev)
     return rows, commands
 
 
@@ -113,9 +136,15 @@ def markdown(data: dict) -> list[str]:
         fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
         md.append(f"| {r['platform']} | {r['model']} | {r['split_pays']} | {fmt(r['best_known_ms'])} | {r['source']} "
                   f"| {fmt(r['milp_ms'])} | {fmt(r['milp_dual_bound_ms'])} | {gap} | "
-                  f"{r.get('milp_limit_s', data['milp_seconds']):g} |")
+                  f"{limits(r, data['milp_seconds'])} |")
     md += ["", "```", *summary(rows), "```", ""]
     return md
+
+
+def limits(row: dict, default: float) -> str:
+    """The row's MILP limit, and the runs with another HiGHS seed whose bounds it holds."""
+    seeded = [f"{at:g} (seed {seed})" for at, seed in runs_of(row) if seed] if "milp_limit_s" in row else []
+    return f"{row.get('milp_limit_s', default):g}" + "".join(f"; {s}" for s in seeded)
 
 
 def summary(rows: list[dict]) -> list[str]:
@@ -145,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--note", default="", help="a sentence for the page (how an input file was made)")
     parser.add_argument("--again-up-to", type=float, default=1.0, help="...and not over this gap (0.06: 6 %%)")
     parser.add_argument("--platforms", help="comma-separated: run only these platforms' rows (module doc)")
+    parser.add_argument("--milp-seed", type=int, default=0,
+                        help="HiGHS's random seed: with --again, rows already run at this limit run again on another "
+                             "search path (module doc)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     stored = json.loads(Path(args.source).read_text())["headroom"]
@@ -157,14 +189,15 @@ def main(argv: list[str] | None = None) -> int:
         elsewhere = args.platforms and r["platform"] not in args.platforms.split(",")
         if elsewhere and not args.again:
             continue
-        if args.again and (prev is None or prev["milp_limit_s"] >= args.milp_seconds or elsewhere or
+        if args.again and (prev is None or ran_at(prev, args.milp_seconds, args.milp_seed) or elsewhere or
                            (gap is not None and not PROVEN_GAP < gap <= args.again_up_to)):
             if prev is not None:
                 rows.append(prev)
             continue
         fresh = headroom_row(suite[r["platform"]], r["model"], load_graph(r["model"]), milp_seconds=args.milp_seconds,
-                             methods=WITHOUT_POLICY if args.without_policy else METHODS, milp_warm_start=True)
-        rows.append({**reference_row(r, fresh), "milp_limit_s": args.milp_seconds})
+                             methods=WITHOUT_POLICY if args.without_policy else METHODS, milp_warm_start=True,
+                             milp_seed=args.milp_seed)
+        rows.append({**reference_row(r, fresh), "milp_limit_s": args.milp_seconds, "milp_seed": args.milp_seed})
         if prev is not None:
             rows[-1] = merged(prev, rows[-1])
         x = rows[-1]
@@ -172,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{x['milp_dual_bound_ms']} gap {x['proven_gap']} [{time.perf_counter() - t:.1f} s]", flush=True)
     data = {"command": "python benchmarks/bench_reference.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "date": time.strftime("%Y-%m-%d"), "from": args.source, "milp_seconds": args.milp_seconds,
+            "milp_seed": args.milp_seed,
             "simulated": True, "seconds": round(time.perf_counter() - start, 1), "rows": rows,
             "without_policy": args.without_policy, "again": commands, "again_up_to": args.again_up_to,
             "note": args.note,

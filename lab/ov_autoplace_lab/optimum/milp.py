@@ -67,7 +67,7 @@ class _Milp:
         return milp(np.asarray(self.cost), integrality=np.asarray(self.integer), bounds=Bounds(np.zeros(n), self.upper),
                     constraints=constraints, options={"time_limit": time_limit, "mip_rel_gap": mip_rel_gap})
 
-    def solve_from(self, time_limit: float, mip_rel_gap: float, start: dict[int, float]):
+    def solve_from(self, time_limit: float, mip_rel_gap: float, start: dict[int, float], random_seed: int = 0):
         """As :meth:`solve`, with HiGHS given ``start`` (column -> value, a partial solution) as its first
         incumbent, so the search and its dual bound start from the best placement known. scipy's ``milp`` takes
         no start, so this drives the HiGHS that scipy bundles directly; ``None`` when that is missing.
@@ -87,14 +87,14 @@ class _Milp:
         values = np.fromiter(start.values(), dtype=np.float64, count=len(start))
         lower, upper = np.zeros(len(self.cost)), np.asarray(self.upper, dtype=np.float64).copy()
         lower[cols], upper[cols] = values, values
-        completer = self._highs(highs_core, lower, upper, max(1.0, 0.1 * time_limit), mip_rel_gap)
+        completer = self._highs(highs_core, lower, upper, max(1.0, 0.1 * time_limit), mip_rel_gap, random_seed)
         completer.run()
         if completer.getInfo().objective_function_value != highs_core.kHighsInf and completer.getModelStatus() in (
                 highs_core.HighsModelStatus.kOptimal, highs_core.HighsModelStatus.kTimeLimit):
             values = np.asarray(completer.getSolution().col_value, dtype=np.float64)
             cols = np.arange(len(values))
         solver = self._highs(highs_core, np.zeros(len(self.cost)), np.asarray(self.upper, dtype=np.float64),
-                             max(1.0, time_limit - (time.perf_counter() - began)), mip_rel_gap)
+                             max(1.0, time_limit - (time.perf_counter() - began)), mip_rel_gap, random_seed)
         accepted = solver.setSolution(len(cols), cols.astype(np.int32), values)
         solver.run()
         status, info = solver.getModelStatus(), solver.getInfo()
@@ -109,7 +109,8 @@ class _Milp:
             mip_dual_bound=float(info.mip_dual_bound), start_accepted=accepted == highs_core.HighsStatus.kOk,
             start_completed=len(cols) == len(self.cost))
 
-    def _highs(self, highs_core, lower: np.ndarray, upper: np.ndarray, time_limit: float, mip_rel_gap: float):
+    def _highs(self, highs_core, lower: np.ndarray, upper: np.ndarray, time_limit: float, mip_rel_gap: float,
+               random_seed: int = 0):
         """A HiGHS instance holding this model with the given column bounds."""
         import scipy.sparse as sp
 
@@ -126,7 +127,7 @@ class _Milp:
         lp.integrality_ = [highs_core.HighsVarType(int(i)) for i in self.integer]
         solver = highs_core._Highs()
         for key, value in (("output_flag", False), ("time_limit", float(time_limit)),
-                           ("mip_rel_gap", float(mip_rel_gap))):
+                           ("mip_rel_gap", float(mip_rel_gap)), ("random_seed", int(random_seed))):
             solver.setOptionValue(key, value)
         solver.passModel(lp)
         return solver
@@ -134,7 +135,7 @@ class _Milp:
 
 def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 10.0, max_submodels: int | None = None,
                    support: np.ndarray | None = None, mip_rel_gap: float = 1e-6,
-                   start: np.ndarray | None = None) -> OptimumResult:
+                   start: np.ndarray | None = None, random_seed: int = 0) -> OptimumResult:
     """Optimum of the full model (module docstring) for any number of devices, by a MILP (HiGHS).
 
     Exact formulation, no surrogate:
@@ -170,9 +171,12 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
     relative gap (``optimal`` False then). ``start`` (a device index per node,
     e.g. the best placement another method found) is given to HiGHS as its first
     incumbent, completed first (``_start_columns``, ``_Milp.solve_from``);
-    ``dual_bound_ms`` is HiGHS's proven lower bound.
+    ``dual_bound_ms`` is HiGHS's proven lower bound. ``random_seed`` is HiGHS's (warm-started runs only: scipy's
+    ``milp`` takes none): another seed takes the search down another path to another valid bound.
     """
     require_scipy()
+    if random_seed and start is None:
+        raise ValueError("random_seed needs a warm start (scipy's milp takes no seed): pass start=")
     started = time.perf_counter()
     terms = CostTerms(cost, graph, support)
     n, nd = terms.num_nodes, terms.num_devices
@@ -199,7 +203,7 @@ def milp_placement(cost: CostModel, graph: GraphArrays, *, time_limit: float = 1
     if start is not None:
         with _stdout_to_log():
             res = m.solve_from(time_limit, mip_rel_gap, _start_columns(terms, x, np.asarray(start), islands,
-                                                                          bound_columns))
+                                                                          bound_columns), random_seed)
         notes.append("warm start unavailable (scipy without its bundled HiGHS bindings): solved cold" if res is None
                      else f"warm-started from the given placement (HiGHS {'accepted' if res.start_accepted else 'refused'}"
                           f" it{', completed' if res.start_completed else ', partial'})")

@@ -17,17 +17,19 @@ class OptimumStrategy(CostModelStrategy):
     devices, no submodel overhead, no memory limit, no submodel bound) and the
     MILP otherwise. ``max_submodels`` defaults to place()'s default bound, so
     the legalizer never has to merge islands of the optimum. The last
-    OptimumResult is kept in ``last_result``. ``start`` (a device index per node) warm-starts the MILP.
+    OptimumResult is kept in ``last_result``. ``start`` (a device index per node) warm-starts the MILP, and
+    ``random_seed`` is then HiGHS's.
     """
 
     name = "optimum"
 
     def __init__(self, cost: CostProvider, *, method: str = "auto", time_limit: float = 10.0,
-                 max_submodels: int | None = 8, start: np.ndarray | None = None) -> None:
+                 max_submodels: int | None = 8, start: np.ndarray | None = None, random_seed: int = 0) -> None:
         super().__init__(cost)
         if method not in ("auto", "min_cut", "milp"):
             raise ValueError(f"method must be 'auto', 'min_cut' or 'milp', got {method!r}")
         self.method, self.time_limit, self.max_submodels, self.start = method, time_limit, max_submodels, start
+        self.random_seed = random_seed
         self.last_result: OptimumResult | None = None
 
     def propose(self, context: PlacementContext) -> np.ndarray:
@@ -38,7 +40,7 @@ class OptimumStrategy(CostModelStrategy):
             result = min_cut_placement(cost, context.graph, support=context.support)
         else:
             result = milp_placement(cost, context.graph, time_limit=self.time_limit, max_submodels=self.max_submodels,
-                                    support=context.support, start=self.start)
+                                    support=context.support, start=self.start, random_seed=self.random_seed)
         self.last_result = result
         return result.placement
 

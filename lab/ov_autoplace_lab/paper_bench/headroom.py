@@ -63,7 +63,8 @@ def single_device_latencies(platform: SuitePlatform, graph: GraphArrays, cost=No
 
 def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, finetune_budget: int = 50,
                  seed: int = 0, milp_seconds: float = 20.0, methods: tuple[str, ...] | None = None,
-                 placements_out: dict | None = None, milp_warm_start: bool = False, cost=None) -> dict:
+                 placements_out: dict | None = None, milp_warm_start: bool = False, cost=None,
+                 milp_seed: int = 0) -> dict:
     """One row of the headroom table (all latencies simulated, in ms; None where a method failed).
 
     ``milp_warm_start``: the MILP runs last, started from the best placement the other methods (and the single
@@ -72,6 +73,8 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
     ``placements_out`` (a dict) receives every method's placement under its JSON key (device index per node),
     ``"plain_call"`` (HETERO's own affinity: what ``core.compile_model`` with the HETERO string runs) and
     ``"single:<DEVICE>"`` per device: what ``bench.truth`` scores under models other than this one.
+
+    ``milp_seed``: HiGHS's random seed for the warm-started MILP (another search path, another valid bound).
 
     ``cost``: the row's CostModel of ``graph`` when it is not the platform's single-shot one (a decoder's whole
     generation: ``decoder_rows.py``); every method and latency of the row then prices on it.
@@ -104,7 +107,7 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
         warm = _warm_start(row, placements, graph, best_device, case.devices) if (
             milp_warm_start and key == "milp_ms") else None
         try:
-            outcome = _run_milp(case, milp_seconds, seed, warm) if key == "milp_ms" else method.run(
+            outcome = _run_milp(case, milp_seconds, seed, warm, milp_seed) if key == "milp_ms" else method.run(
                 case, finetune_budget, seed)
         except Exception as exc:  # a failed method is a cell of the table, not the end of the run
             row[key] = None
@@ -138,13 +141,14 @@ def headroom_row(platform: SuitePlatform, model: str, graph: GraphArrays, *, fin
     return row
 
 
-def _run_milp(case: Case, milp_seconds: float, seed: int, warm: tuple[str, float, np.ndarray] | None = None):
+def _run_milp(case: Case, milp_seconds: float, seed: int, warm: tuple[str, float, np.ndarray] | None = None,
+              milp_seed: int = 0):
     """The exact optimum (as ``default_methods`` runs it), keeping whether HiGHS proved it optimal."""
     from ov_autoplace_lab.optimum.strategy import OptimumStrategy
     from ov_autoplace_lab.paper_bench.methods import Outcome
 
     strategy = OptimumStrategy(case.cost, method="milp", max_submodels=MAX_SUBMODELS, time_limit=milp_seconds,
-                               start=None if warm is None else warm[2])
+                               start=None if warm is None else warm[2], random_seed=milp_seed)
     placement = case.legal(strategy.propose(case.context(seed)), "Optimum (MILP)")
     outcome = Outcome(placement)
     outcome.milp_result = strategy.last_result

@@ -508,6 +508,12 @@ def test_a_warm_started_milp_keeps_the_start_as_incumbent_and_bounds_it():
     again = milp_placement(cost, graph, time_limit=60, start=bad)
     assert any("HiGHS refused it" in n for n in again.notes) and again.optimal
     assert_close(again.predicted_ms, optimum.predicted_ms)
+    # another HiGHS seed takes another search path to the same optimum; a seed needs the warm start's HiGHS
+    seeded = milp_placement(cost, graph, time_limit=30, start=optimum.placement, random_seed=7)
+    assert seeded.optimal and seeded.dual_bound_ms <= optimum.objective_ms * (1 + 1e-6)
+    assert_close(seeded.predicted_ms, optimum.predicted_ms)
+    with pytest.raises(ValueError, match="random_seed needs a warm start"):
+        milp_placement(cost, graph, time_limit=30, random_seed=7)
 
 
 @pytest.mark.parametrize("seed", [1, 5])
