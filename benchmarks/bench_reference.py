@@ -97,13 +97,12 @@ def earlier_rows(paths: list[str]) -> tuple[dict, list[str]]:
         for r in data["rows"]:
             row, key = {"milp_limit_s": data["milp_seconds"], **r}, (r["platform"], r["model"])
             prev = rows.get(key)
-            if prev is None or set(runs_of(row)) <= set(runs_of(prev)) <= set(runs_of(row)):
-                if prev is None or row["milp_limit_s"] >= prev["milp_limit_s"]:
-                    rows[key] = row
-            elif row["milp_limit_s"] >= prev["milp_limit_s"]:
-                rows[key] = merged(prev, row)
-            else:
-                rows[key] = merged(row, prev)
+            if prev is None:
+                rows[key] = row
+                continue
+            # the longer run's row is the one kept; another file's runs of it add their bounds
+            other, longest = (prev, row) if row["milp_limit_s"] >= prev["milp_limit_s"] else (row, prev)
+            rows[key] = longest if set(runs_of(row)) == set(runs_of(prev)) else merged(other, longest)
     return rows, commands
 
 
