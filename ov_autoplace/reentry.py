@@ -1,11 +1,5 @@
-"""Whether the running call is inside ov_autoplace, so that its own compiles reach OpenVINO and never the route back.
-
-``routing.route_openvino`` sends every ``openvino.Core.compile_model`` of the process to ``ov_autoplace.compile_model``,
-which itself calls ``core.compile_model``. Every public entry point marks its call (:func:`ov_autoplace_call`) in a
-context variable, which a thread ov_autoplace starts inherits (``contextvars.copy_context``), so a compile made on
-the inside goes to OpenVINO's own method, from any of ov_autoplace's threads, while the app's other threads are
-still routed.
-"""
+"""Whether the running call is inside ov_autoplace, so that its own compiles reach OpenVINO and never the route back
+(how: docs/architecture.md, "Module notes")."""
 
 from __future__ import annotations
 

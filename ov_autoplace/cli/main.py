@@ -18,7 +18,7 @@ from ov_autoplace.devices.targets import target_devices
 from ov_autoplace.errors import OVAutoplaceError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.model.generation import check_generation
+from ov_autoplace.model.generation import check_generation, declared_positions
 from ov_autoplace.model.shapes import placement_clone
 from ov_autoplace.devices.timing import input_sample
 from ov_autoplace.cli.args import (add_device_args, add_generation_arg, add_inputs_arg, add_memory_cap_arg,
@@ -91,7 +91,7 @@ def _decode_steps(model, graph, cost, generation, core, store) -> str:
             + ", ".join(f"{d} {ms:.1f} ms" for d, ms in zip(cost.devices, total)))
 
 
-def _memory_check(args, model, core, device, shapes) -> str:
+def _memory_check(args, model, core, device, shapes, generation) -> str:
     """With ``--memory-cap``: the model's need against the caps (MemoryCapError when no split can fit), as a line."""
     caps = memory_caps_of(args)
     if not caps:
@@ -100,7 +100,7 @@ def _memory_check(args, model, core, device, shapes) -> str:
     from ov_autoplace.devices.memory_caps import format_bytes
 
     req = api.build_request(model, device, config_of(args), core=core, shapes=shapes, memory_caps=caps,
-                            generation=args.generation)
+                            generation=generation)
     need, capacity = memory_request(req, extract_graph(prepare_model(req.placement_model)))
     return (f"memory: the model needs {need.describe()}; caps "
             + ", ".join(f"{d} {format_bytes(c)}" for d, c in zip(req.devices, capacity) if c != float("inf"))
@@ -117,8 +117,8 @@ def cmd_profile(args) -> int:
     store = ProfileStore(args.profile_dir) if not args.no_store else None
     model = api.load_model(args.model, core)
     sample, shapes = read_inputs(args, model)
-    memory = _memory_check(args, model, core, device, shapes)  # MemoryCapError before anything is measured
-    generation = check_generation(args.generation, model)  # a decoder's (default 128,128), else None: ShapeError
+    generation = check_generation(args.generation, model, declared_positions(args.model))  # ShapeError
+    memory = _memory_check(args, model, core, device, shapes, generation)  # MemoryCapError before any measuring
     dynamic = model  # profiled as the clone compile_model places (a decoder's prefill), keyed as it looks it up
     shapes, model, unplaceable = placement_clone(model, shapes, generation.prompt_tokens if generation else None)
     if unplaceable:

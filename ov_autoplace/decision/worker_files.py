@@ -1,13 +1,5 @@
-"""The files of one model's background worker, and the lock and failure record in them.
-
-Each model (placement-cache key) has a private folder ``<root>/workers/<digest>/``
-(``<digest>``: the first 32 hex digits of the key's sha256, checked to be
-exactly that before it names a path) holding ``lock`` (the worker's pid,
-``O_EXCL``: never two workers for one key), ``spec.json``, the model copy
-``model.xml``/``model.bin``, ``worker.log`` and ``failure.json`` (count and
-reason). Every read is bounded and typed (``model/loading.py``: a FIFO or a
-symlink there is refused and removed, never read); every write is 0600.
-"""
+"""The files of one model's background worker, and the lock and failure record in them (their layout and rules:
+docs/architecture.md, "Module notes")."""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ Measured by ``devices/timing.time_generation``, judged by the verification, cost
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -180,11 +182,28 @@ def position_limit(model: ov.Model) -> tuple[int, str] | None:
     return None
 
 
-def check_generation(generation: Any, model: ov.Model) -> Generation | None:
+def declared_positions(model: Any) -> tuple[int, str] | None:
+    """``(max_position_embeddings, where)`` of the ``config.json`` beside a model path, unless RoPE is scaled."""
+    try:  # docs/llm.md, "The LLM objective": an ov.Model (no path), no config or a malformed one say nothing
+        path = Path(model).with_name("config.json")
+        config = json.loads(path.read_text())
+        rows, rope = config["max_position_embeddings"], config.get("rope_scaling") or config.get("rope_parameters")
+    except (TypeError, OSError, ValueError, KeyError, AttributeError):
+        return None
+    scaled = isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) not in (None, "default")
+    ok = isinstance(rows, int) and not isinstance(rows, bool) and rows > 0 and not scaled
+    return (rows, f"max_position_embeddings in {str(path)!r}") if ok else None
+
+
+def check_generation(generation: Any, model: ov.Model, declared: tuple[int, str] | None = None
+                     ) -> Generation | None:
     """``generation=`` checked against ``model``: a stateful decoder's (``Generation()`` when None, shortened to fit
-    a position table), None for another model; ShapeError for a malformed value, a model no generation drives, or
-    a generation past the position table."""
-    limit = position_limit(model) if is_generative(model) else None
+    its positions), None for another model; ShapeError for a malformed value, a model no generation drives, or
+    a generation past the positions (the graph's position table, else ``declared``)."""
+    limit = None
+    if is_generative(model):
+        table = position_limit(model)
+        limit = (table[0], f"the model's position table {table[1]!r}") if table else declared
     if generation is None:  # our guess: never an error
         if not is_generative(model) or limit is None or sum(dataclasses.astuple(Generation())) - 1 <= limit[0]:
             return Generation() if is_generative(model) else None
@@ -204,12 +223,12 @@ def check_generation(generation: Any, model: ov.Model) -> Generation | None:
                          "single-shot latency")
     positions = generation.prompt_tokens + generation.new_tokens - 1
     if limit is not None and positions > limit[0]:
-        raise ShapeError(f"{generation} needs {positions} positions (prompt_tokens + new_tokens - 1), but the model's "
-                         f"position table {limit[1]!r} has {limit[0]}: give a generation with prompt_tokens + "
-                         f"new_tokens <= {limit[0] + 1}")
+        raise ShapeError(f"{generation} needs {positions} positions (prompt_tokens + new_tokens - 1), but "
+                         f"{limit[1]} has {limit[0]}: give a generation with prompt_tokens + new_tokens <= "
+                         f"{limit[0] + 1}")
     return generation
 
 
-__all__ = ["DECODE_POINTS", "Generation", "check_generation", "decode_clone", "decode_pasts", "decode_weights",
-           "generation_costs", "generation_ms", "generation_parts", "is_generative", "measurable_decode_clone",
-           "position_limit"]
+__all__ = ["DECODE_POINTS", "Generation", "check_generation", "declared_positions", "decode_clone", "decode_pasts",
+           "decode_weights", "generation_costs", "generation_ms", "generation_parts", "is_generative",
+           "measurable_decode_clone", "position_limit"]

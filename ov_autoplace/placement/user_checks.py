@@ -1,13 +1,4 @@
-"""Checks of the user's own request that no fallback may hide.
-
-``compile_model`` falls back to a plain compile when *our* machinery fails; a
-mistake in the request itself (a pin to a device that is not in the device
-string, a pin matching no node, ``shapes=`` the model cannot take) must be
-raised instead, or the user never learns the request was ignored. The checks
-that need only the arguments run here, before anything is compiled; the ones
-that need the graph run in the legalizer and :mod:`ov_autoplace.model.shapes`, and
-:data:`USER_ERRORS` lists what the fallback re-raises.
-"""
+"""Checks of the user's own request that no fallback may hide (why: docs/architecture.md, "Module notes")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""The discrete steps of graph parsing pooling, in numpy, shared by the torch and numpy policies.
-
-Which edges a node keeps and which nodes end up in one group are decisions,
-not differentiable functions; running the *same* numpy code for them in the
-torch model (on detached scores) and in the torch-free twin is what keeps the
-two forward passes identical. Everything here is vectorised; connected
-components use hooking + pointer jumping (Shiloach-Vishkin style,
-``costmodel.islands.connected_labels``, which the simulator's island count
-shares), so no scipy is needed at inference.
-"""
+"""The discrete steps of graph parsing pooling, in numpy, shared by the torch and numpy policies (why shared:
+docs/architecture.md, "Module notes")."""
 
 from __future__ import annotations
 

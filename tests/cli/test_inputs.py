@@ -37,3 +37,15 @@ def test_generation_is_placed_for_and_a_bad_one_is_reported(tmp_path, capsys):
     except SystemExit as exc:  # argparse's own exit for a malformed option
         code = exc.code
     assert code == 2 and "PROMPT,NEW" in capsys.readouterr().err
+
+
+def test_a_generation_past_an_export_s_declared_positions_is_reported(tmp_path, capsys):
+    """A RoPE decoder has no position table; optimum-intel's ``config.json`` beside it declares its positions, and
+    ``place`` and ``profile`` read it as ``compile_model`` does (exit 2 before anything is measured)."""
+    (tmp_path / "config.json").write_text('{"model_type": "llama", "max_position_embeddings": 40}')
+    ir = tmp_path / "openvino_model.xml"
+    ov.save_model(llm_like(positions=None), ir)
+    for command, quick in (("place", "--no-measure"), ("profile", "--no-store")):
+        assert main([command, "-m", str(ir), "--testbed", "--generation", "40,10", quick]) == 2
+        err = capsys.readouterr().err
+        assert "max_position_embeddings" in err and "prompt_tokens + new_tokens <= 41" in err, err
