@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``python -m ov_autoplace.run ...``): the app runs in this interpreter with OpenVINO's compile routed."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="ov-autoplace run", description=main.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="ov-autoplace run", description=" ".join(main.__doc__.split()))
     parser.add_argument("--profile", choices=["stored", "background", "now"], help="compile_model(profile=...)")
     parser.add_argument("--strategy", help="compile_model(strategy=...)")
     parser.add_argument("--cache-dir", help="compile_model(cache_dir=...)")

@@ -61,7 +61,8 @@ def prior_outcome(cost, graph: GraphArrays, devices: tuple[str, ...], support, p
     docs/architecture.md, "Module notes", prior_rule.py."""
     margin = PRIOR_SPLIT_MARGIN if margin is None else margin
     if pins:  # the user's pins decide part of it: always the policy, legalized with the pins, no margin
-        choice = PriorChoice(None, propose(cost), math.nan, predicted_single_ms(cost), math.nan)
+        choice = PriorChoice(None, propose(cost), math.nan, predicted_single_ms(cost), math.nan,
+                             reason="pinned: the prior's policy places the other nodes around the pins, no margin")
     else:
         choice = prior_choice(cost, graph, devices, lambda: propose(cost), margin=margin)
     if choice.single is not None:

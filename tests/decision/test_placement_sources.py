@@ -144,6 +144,8 @@ def test_pins_are_honoured_on_the_default_path(thread_core, tmp_path):
     convs = [n for n, t in zip(graph.names, graph.op_types) if t == "Convolution"]
     assert convs and all(assignment[n] == "CPUS" for n in convs)
     assert compiled(random_inputs(compiled))[0].shape == (1, 10)
+    notes = oa.place(model, DISTINCT, core=thread_core, pins={"type:Convolution": "CPUS"}).notes
+    assert all(notes) and any(n.startswith("pinned: ") for n in notes), "the prior says the pins decided, no empty note"
 
 
 def test_outputs_equal_plain_compile(thread_core, tmp_path):
