@@ -28,7 +28,7 @@ from ov_autoplace.devices.call_forms import check_property_values, resolve_devic
 from ov_autoplace.devices.device_strings import DeviceSpec, check_properties, normalized_exclusions
 from ov_autoplace.devices.memory_caps import parse_memory_caps
 from ov_autoplace.errors import DeviceError, ExcludedDeviceError, ModelLoadError, PlacementError
-from ov_autoplace.model.generation import Generation, check_generation, declared_positions
+from ov_autoplace.model.generation import Generation, check_generation
 from ov_autoplace.model.loading import check_model_path
 from ov_autoplace.model.shapes import ShapesLike, placement_clone, resolve_shapes
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
@@ -186,7 +186,7 @@ def build_request(model: ModelLike, device_name: str | None, config: Any = None,
     """
     core, spec, props, ov_model = validated_call(model, device_name, config, core)
     caps = parse_memory_caps(memory_caps, spec.devices)  # PropertyError: a malformed size, a device not in the string
-    generation = check_generation(generation, ov_model, declared_positions(model))  # a decoder's, else None
+    generation = check_generation(generation, ov_model, model)  # a decoder's generation, else None (ShapeError)
     if spec.is_placement or not compiles_alone:  # a static model as it is, a dynamic one's static clone
         placement_shapes, placement_model, unplaceable = placement_clone(
             ov_model, shapes, generation.prompt_tokens if generation else None)

@@ -18,7 +18,7 @@ from ov_autoplace.compile.placed_compile import compile_with_affinities
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.placement.portable import attach, stored_placement
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.model.generation import check_generation, declared_positions
+from ov_autoplace.model.generation import check_generation
 from ov_autoplace.model.shapes import ShapesLike, format_shapes, placement_clone
 from ov_autoplace.decision.verification import evidence_intact, verified_placement
 
@@ -52,7 +52,7 @@ def save_model(model: api.ModelLike, path: str | os.PathLike, placement: Placeme
     """
     core = core if core is not None else api.default_core()
     ov_model = api.load_model(model, core)
-    generation = check_generation(place_options.get("generation"), ov_model, declared_positions(model))
+    generation = check_generation(place_options.get("generation"), ov_model, model)  # a decoder: placed at its prefill
     placement_shapes, placement_model, unplaceable = placement_clone(  # the shapes compile_model places at
         ov_model, shapes, generation.prompt_tokens if generation else None)
     if unplaceable:

@@ -18,7 +18,7 @@ from ov_autoplace.devices.targets import target_devices
 from ov_autoplace.errors import OVAutoplaceError, ShapeError
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
-from ov_autoplace.model.generation import check_generation, declared_positions
+from ov_autoplace.model.generation import check_generation
 from ov_autoplace.model.shapes import placement_clone
 from ov_autoplace.devices.timing import input_sample
 from ov_autoplace.cli.args import (add_device_args, add_generation_arg, add_inputs_arg, add_memory_cap_arg,
@@ -117,7 +117,7 @@ def cmd_profile(args) -> int:
     store = ProfileStore(args.profile_dir) if not args.no_store else None
     model = api.load_model(args.model, core)
     sample, shapes = read_inputs(args, model)
-    generation = check_generation(args.generation, model, declared_positions(args.model))  # ShapeError
+    generation = check_generation(args.generation, model, args.model)  # a decoder's (default 128,128), else None
     memory = _memory_check(args, model, core, device, shapes, generation)  # MemoryCapError before any measuring
     dynamic = model  # profiled as the clone compile_model places (a decoder's prefill), keyed as it looks it up
     shapes, model, unplaceable = placement_clone(model, shapes, generation.prompt_tokens if generation else None)

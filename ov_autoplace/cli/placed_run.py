@@ -18,7 +18,7 @@ from ov_autoplace.cli.args import (DEFAULT_NITER, config_of, core_and_device, du
 from ov_autoplace.cli.benchmark_run import BenchmarkStatistics, counters_wanted, finish_run, run_benchmark
 from ov_autoplace.devices.targets import placement_target
 from ov_autoplace.devices.timing import input_sample, measure_latency, random_inputs
-from ov_autoplace.model.generation import check_generation, declared_positions
+from ov_autoplace.model.generation import check_generation
 from ov_autoplace.model.shapes import resolve_shapes
 from ov_autoplace.placement.assignment import Placement
 from ov_autoplace.progress import progress_bar, progress_wanted
@@ -75,7 +75,7 @@ def placed_and_measured(args, opened: tuple[ov.Core, str | None] | None = None,
     _status(f"reading {args.model}")
     model = api.load_model(args.model, core)
     read_ms = (time.perf_counter() - started) * 1e3
-    generation = check_generation(getattr(args, "generation", None), model, declared_positions(args.model))
+    generation = check_generation(getattr(args, "generation", None), model, args.model)
     config = config_of(args)
     sample, shapes = read_inputs(args, model)
     t0 = time.perf_counter()

@@ -195,15 +195,15 @@ def declared_positions(model: Any) -> tuple[int, str] | None:
     return (rows, f"max_position_embeddings in {str(path)!r}") if ok else None
 
 
-def check_generation(generation: Any, model: ov.Model, declared: tuple[int, str] | None = None
-                     ) -> Generation | None:
+def check_generation(generation: Any, model: ov.Model, source: Any = None) -> Generation | None:
     """``generation=`` checked against ``model``: a stateful decoder's (``Generation()`` when None, shortened to fit
     its positions), None for another model; ShapeError for a malformed value, a model no generation drives, or
-    a generation past the positions (the graph's position table, else ``declared``)."""
+    a generation past the positions (the graph's position table, else those of ``source``, the path ``model`` was
+    read from: :func:`declared_positions`, read only then)."""
     limit = None
     if is_generative(model):
         table = position_limit(model)
-        limit = (table[0], f"the model's position table {table[1]!r}") if table else declared
+        limit = (table[0], f"the model's position table {table[1]!r}") if table else declared_positions(source)
     if generation is None:  # our guess: never an error
         if not is_generative(model) or limit is None or sum(dataclasses.astuple(Generation())) - 1 <= limit[0]:
             return Generation() if is_generative(model) else None
