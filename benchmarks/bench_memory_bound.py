@@ -21,28 +21,45 @@ the between nodes in topological order (start and end in steps of ``--step``), e
 path legalises it (no bound on the submodels: the row's devices force their count). The page counts the proposals
 the legalizer returned with a between node still on the other device, and the fewest bytes any of them left on the
 capped device.
+
+``--hetero K`` asks HETERO itself instead of the legalizer's rules: the row's own model, dynamic as the runtime
+compiles it, on ``HETERO:CPU,CPUS`` (real compiles; the testbed's ``CPU`` holds what the capped device holds and
+``CPUS``, the CPU plugin on one thread, stands in for the other device, whose op support stays the platform's,
+SIMULATED). Each between node that reads at least 64 KiB of weights goes alone to ``CPUS``, then ``K`` proposals
+of the chain set plus one to three windows of the between nodes, and the chain set alone as the control; each
+placement is applied as ``Placement.apply`` applies it (the initializer copied per device, Parameters moved) with
+nothing legalised, compiled, and run (a 16-token prompt and 4 steps teacher-forced on the plain compile's tokens).
+The page counts HETERO's verdicts beside what stateful rules 2 and 4 said of the same placement, HETERO's errors,
+and the most weights a placement HETERO ran as a split left on ``CPUS``.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_platforms import load_graph  # noqa: E402
+from bench_stateful_splits import reenters_state  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import simulated_support  # noqa: E402
 from ov_autoplace.costmodel.suite import load_suite  # noqa: E402
-from ov_autoplace.graph.arrays import NodeRole, constant_subgraph_mask  # noqa: E402
+from ov_autoplace.devices.device_strings import register_virtual_device  # noqa: E402
+from ov_autoplace.graph.arrays import NodeRole, constant_subgraph_mask, extract_graph  # noqa: E402
+from ov_autoplace.model.prepare import prepare_model  # noqa: E402
+from ov_autoplace.placement.assignment import Placement  # noqa: E402
 from ov_autoplace.placement.legalizer import legalize  # noqa: E402
-from ov_autoplace.placement.stateful import _reach  # noqa: E402
+from ov_autoplace.placement.stateful import _reach, split_variables  # noqa: E402
 from ov_autoplace_lab.models.decoder_models import load_decoder  # noqa: E402
 from ov_autoplace_lab.paper_bench import decoder_rows  # noqa: E402
+from tests.llm_models import generate  # noqa: E402
 from _common import load_average  # noqa: E402
 
 MIB = 2 ** 20
@@ -82,12 +99,118 @@ def probe(graph, cost, support, sets, capped: int, other: int, step: int) -> dic
             "seconds": time.perf_counter() - start}
 
 
+def on_dynamic(case, support: np.ndarray, other: int, spec) -> tuple:
+    """``(graph, support, bytes)`` of the row's dynamic model: the clone's support and memory by name, and for the
+    shape nodes the clone folded, ``spec``'s (the other device's) op support by type and no memory."""
+    dynamic = extract_graph(prepare_model(case.model))
+    index = {name: i for i, name in enumerate(case.graph.names)}
+    mem = np.asarray(case.cost.node_memory_bytes, np.float64)
+    on_clone = [index.get(name) for name in dynamic.names]
+    ok = np.array([support[i, other] if i is not None else
+                   (dynamic.role[k] != NodeRole.COMPUTE or spec.supports(dynamic.op_types[k]))
+                   for k, i in enumerate(on_clone)])
+    return dynamic, np.stack([np.ones_like(ok), ok], axis=1), np.array([mem[i] if i is not None else 0.0
+                                                                           for i in on_clone])
+
+
+def _said(exc: Exception) -> str:
+    """An OpenVINO error's last line, names' numbers dropped (one message per kind of failure)."""
+    return re.sub(r"_\d+", "_N", str(exc).strip().splitlines()[-1])[:120]
+
+
+def hetero_verdict(core, model, dynamic, device: np.ndarray, prompt, plain, messages: dict) -> tuple[str, int]:
+    """HETERO's verdict on ``device`` (0: ``CPU``, 1: ``CPUS``) over ``dynamic``'s nodes, applied, not legalised:
+    ``(refused | failed | wrong | ran, HETERO's submodel count)``; ``messages`` counts the errors' texts."""
+    names, devices = dynamic.names, ("CPU", "CPUS")
+    compute = frozenset(names[i] for i in np.flatnonzero(dynamic.role == NodeRole.COMPUTE))
+    placement = Placement({n: devices[int(d)] for n, d in zip(names, device)}, devices, "probe", compute, 0)
+    prepared = prepare_model(model)
+    placement.apply(prepared)
+    try:
+        compiled = core.compile_model(prepared, "HETERO:CPU,CPUS")
+    except Exception as exc:  # noqa: BLE001 - HETERO's refusal is what is counted
+        messages[_said(exc)] = messages.get(_said(exc), 0) + 1
+        return "refused", 0
+    count = int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS"))
+    try:
+        _, logits = generate(compiled, prompt, 5, teacher=plain[0])
+    except Exception as exc:  # noqa: BLE001 - a failure at the first requests is counted too
+        messages[_said(exc)] = messages.get(_said(exc), 0) + 1
+        return "failed", count
+    error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, plain[1]))
+    return ("ran" if error < 1e-3 else "wrong"), count  # both devices f32: any larger difference is a wrong split
+
+
+def ask_hetero(case, support, other: int, spec, windows: int, seed: int = 0, min_bytes: float = 64 * 1024) -> dict:
+    """HETERO's verdicts on the between nodes that read ``min_bytes`` of weights alone, ``windows`` chain-plus-windows
+    proposals and the chain set alone (module doc); ``CPUS`` plays device ``other``."""
+    core = ov.Core()
+    core.set_property("CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    register_virtual_device(core, "CPUS", properties={"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"})
+    dynamic, dyn_support, mem = on_dynamic(case, support, other, spec)
+    sets = node_sets(dynamic, dyn_support, 1)
+    between, chain = np.flatnonzero(sets["between"]), np.flatnonzero(sets["chain"])
+    vocab = int(case.model.output("logits").get_partial_shape()[2].get_length())
+    prompt = np.random.default_rng(0).integers(0, vocab, 16).tolist()
+    plain = generate(core.compile_model(case.model, "CPU"), prompt, 5)  # greedy: its tokens are the teacher's
+    rng, groups = np.random.default_rng(seed), {"alone": [[int(b)] for b in between if mem[b] >= min_bytes]}
+    groups["windows"] = []
+    for _ in range(windows):
+        group = set(chain.tolist())
+        for _ in range(int(rng.integers(1, 4))):
+            start = int(rng.integers(0, between.size))
+            group |= set(between[start:start + int(rng.integers(1, 121))].tolist())
+        groups["windows"].append(sorted(group))
+    groups["control"] = [chain.tolist()]
+    found = {"between": int(between.size), "chain": int(chain.size), "moved_bytes": 0.0, "messages": {}}
+    start = time.perf_counter()
+    for kind, proposals in groups.items():
+        tally: dict = {}
+        for group in proposals:
+            device = np.zeros(dynamic.num_nodes, np.int64)
+            device[group] = 1
+            flagged = bool(split_variables(dynamic, device, sets["active"])) or reenters_state(dynamic, device)
+            verdict, count = hetero_verdict(core, case.model, dynamic, device, prompt, plain, found["messages"])
+            split = verdict == "ran" and count > 1
+            tally[(verdict, flagged, split)] = tally.get((verdict, flagged, split), 0) + 1
+            if split and kind != "control":
+                weights = sets["between"] & (device == 1) & (mem >= min_bytes)
+                found["moved_bytes"] = max(found["moved_bytes"], float(mem[weights].sum()))
+            if kind == "control":
+                found["control_run"] = (verdict, count)
+        found[kind] = (len(proposals), tally)
+    found["seconds"] = time.perf_counter() - start
+    return found
+
+
+def hetero_lines(found: dict, device_name: str, other_name: str) -> list[str]:
+    """The page's line for :func:`ask_hetero`'s ``found``."""
+    def said(kind):
+        total, tally = found[kind]
+        parts = [f"{verdict} {sum(v for (w, _, _), v in tally.items() if w == verdict)} "
+                 f"(rules 2 / 4 flagged {sum(v for (w, f, _), v in tally.items() if w == verdict and f)})"
+                 for verdict in ("refused", "failed", "wrong", "ran") if any(w == verdict for w, _, _ in tally)]
+        one = sum(v for (w, _, split), v in tally.items() if w == "ran" and not split)
+        return f"{total}: " + ", ".join(parts) + (f"; {one} of those that ran as one submodel" if one else "")
+    verdict, count = found["control_run"]
+    return [f"* HETERO asked (`--hetero`; the dynamic model: {found['between']} between and {found['chain']} chain "
+            f"nodes, {found['seconds']:.0f} s; `CPUS` playing {other_name}): each between node that reads weights "
+            f"(>= 64 KiB) alone on `CPUS`, {said('alone')}; the chain set with windows of the between nodes, "
+            f"{said('windows')}. The control, the chain set alone: {verdict} in {count} submodels. The most between "
+            f"weights (nodes of >= 64 KiB) a placement HETERO ran as a split left off {device_name}: "
+            f"{found['moved_bytes'] / MIB:.2f} MiB. "
+            "HETERO's errors: " + "; ".join(f"`{text}` ({n})" for text, n in sorted(
+                found["messages"].items(), key=lambda kv: -kv[1])) + "."]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="qwen2_dec_l")
     ap.add_argument("--platform", default="npu_cpu")
     ap.add_argument("--cap", default="CPU=0.2", help="DEVICE=GIB: the capped device and its cap")
     ap.add_argument("--step", type=int, default=5, help="window starts and ends, in between nodes")
+    ap.add_argument("--hetero", type=int, default=None, metavar="K",
+                    help="also ask HETERO, with K chain-plus-windows proposals (module doc)")
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args()
     device_name, _, gib = args.cap.partition("=")
@@ -108,8 +231,9 @@ def main() -> None:
     lines = [f"# What can leave a capped device: {args.platform} / {args.model}, {device_name} capped at {gib} GiB "
              "(SIMULATED)", "",
              f"Generated by `python benchmarks/bench_memory_bound.py --model {args.model} --platform {args.platform} "
-             f"--cap {args.cap} --step {args.step}` ({time.strftime('%Y-%m-%d', time.gmtime())}; "
-             f"{load_average()}). The sets and the probe: the benchmark's docstring.", "",
+             f"--cap {args.cap} --step {args.step}{'' if args.hetero is None else f' --hetero {args.hetero}'}` "
+             f"({time.strftime('%Y-%m-%d', time.gmtime())}; {load_average()}). The sets and the probe: the "
+             "benchmark's docstring.", "",
              f"* The model holds {total / MIB:.1f} MiB on one device (weights + KV cache at "
              f"{decoder_rows.GENERATION.prompt_tokens + decoder_rows.GENERATION.new_tokens} tokens); within the cap of "
              f"{cap / MIB:.1f} MiB, {(total - cap) / MIB:.1f} MiB must leave {device_name}.",
@@ -123,6 +247,9 @@ def main() -> None:
              f"between node on {cost.devices[other]} in {found['kept']} of them (at most "
              f"{found['kept_bytes'] / MIB:.2f} MiB of weights); the fewest bytes any left on {device_name}: "
              f"{found['least_capped_bytes'] / MIB:.1f} MiB."]
+    if args.hetero is not None:
+        lines += hetero_lines(ask_hetero(case, support, other, platform.device(cost.devices[other]).spec,
+                                         args.hetero), device_name, cost.devices[other])
     text = "\n".join(lines) + "\n"
     print(text)
     if args.markdown:
