@@ -36,13 +36,13 @@ and the most weights a placement HETERO ran as a split left on ``CPUS``.
 from __future__ import annotations
 
 import argparse
+import collections
 import re
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import openvino as ov
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -51,7 +51,6 @@ from bench_platforms import load_graph  # noqa: E402
 from bench_stateful_splits import reenters_state  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import simulated_support  # noqa: E402
 from ov_autoplace.costmodel.suite import load_suite  # noqa: E402
-from ov_autoplace.devices.device_strings import register_virtual_device  # noqa: E402
 from ov_autoplace.graph.arrays import NodeRole, constant_subgraph_mask, extract_graph  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.placement.assignment import Placement  # noqa: E402
@@ -60,6 +59,7 @@ from ov_autoplace.placement.stateful import _reach, split_variables  # noqa: E40
 from ov_autoplace_lab.models.decoder_models import load_decoder  # noqa: E402
 from ov_autoplace_lab.paper_bench import decoder_rows  # noqa: E402
 from tests.llm_models import generate  # noqa: E402
+from tests.testbeds import one_thread_core  # noqa: E402
 from _common import load_average  # noqa: E402
 
 MIB = 2 ** 20
@@ -118,7 +118,8 @@ def _said(exc: Exception) -> str:
     return re.sub(r"_\d+", "_N", str(exc).strip().splitlines()[-1])[:120]
 
 
-def hetero_verdict(core, model, dynamic, device: np.ndarray, prompt, plain, messages: dict) -> tuple[str, int]:
+def hetero_verdict(core, model, dynamic, device: np.ndarray, prompt, plain,
+                   messages: collections.Counter) -> tuple[str, int]:
     """HETERO's verdict on ``device`` (0: ``CPU``, 1: ``CPUS``) over ``dynamic``'s nodes, applied, not legalised:
     ``(refused | failed | wrong | ran, HETERO's submodel count)``; ``messages`` counts the errors' texts."""
     names, devices = dynamic.names, ("CPU", "CPUS")
@@ -129,13 +130,13 @@ def hetero_verdict(core, model, dynamic, device: np.ndarray, prompt, plain, mess
     try:
         compiled = core.compile_model(prepared, "HETERO:CPU,CPUS")
     except Exception as exc:  # noqa: BLE001 - HETERO's refusal is what is counted
-        messages[_said(exc)] = messages.get(_said(exc), 0) + 1
+        messages[_said(exc)] += 1
         return "refused", 0
     count = int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS"))
     try:
         _, logits = generate(compiled, prompt, 5, teacher=plain[0])
     except Exception as exc:  # noqa: BLE001 - a failure at the first requests is counted too
-        messages[_said(exc)] = messages.get(_said(exc), 0) + 1
+        messages[_said(exc)] += 1
         return "failed", count
     error = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(logits, plain[1]))
     return ("ran" if error < 1e-3 else "wrong"), count  # both devices f32: any larger difference is a wrong split
@@ -144,9 +145,7 @@ def hetero_verdict(core, model, dynamic, device: np.ndarray, prompt, plain, mess
 def ask_hetero(case, support, other: int, spec, windows: int, seed: int = 0, min_bytes: float = 64 * 1024) -> dict:
     """HETERO's verdicts on the between nodes that read ``min_bytes`` of weights alone, ``windows`` chain-plus-windows
     proposals and the chain set alone (module doc); ``CPUS`` plays device ``other``."""
-    core = ov.Core()
-    core.set_property("CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    register_virtual_device(core, "CPUS", properties={"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"})
+    core = one_thread_core()  # CPU and CPUS, both f32
     dynamic, dyn_support, mem = on_dynamic(case, support, other, spec)
     sets = node_sets(dynamic, dyn_support, 1)
     between, chain = np.flatnonzero(sets["between"]), np.flatnonzero(sets["chain"])
@@ -162,17 +161,18 @@ def ask_hetero(case, support, other: int, spec, windows: int, seed: int = 0, min
             group |= set(between[start:start + int(rng.integers(1, 121))].tolist())
         groups["windows"].append(sorted(group))
     groups["control"] = [chain.tolist()]
-    found = {"between": int(between.size), "chain": int(chain.size), "moved_bytes": 0.0, "messages": {}}
+    found = {"between": int(between.size), "chain": int(chain.size), "moved_bytes": 0.0,
+             "messages": collections.Counter()}
     start = time.perf_counter()
     for kind, proposals in groups.items():
-        tally: dict = {}
+        tally = collections.Counter()
         for group in proposals:
             device = np.zeros(dynamic.num_nodes, np.int64)
             device[group] = 1
             flagged = bool(split_variables(dynamic, device, sets["active"])) or reenters_state(dynamic, device)
             verdict, count = hetero_verdict(core, case.model, dynamic, device, prompt, plain, found["messages"])
             split = verdict == "ran" and count > 1
-            tally[(verdict, flagged, split)] = tally.get((verdict, flagged, split), 0) + 1
+            tally[(verdict, flagged, split)] += 1
             if split and kind != "control":
                 weights = sets["between"] & (device == 1) & (mem >= min_bytes)
                 found["moved_bytes"] = max(found["moved_bytes"], float(mem[weights].sum()))
@@ -199,8 +199,7 @@ def hetero_lines(found: dict, device_name: str, other_name: str) -> list[str]:
             f"{said('windows')}. The control, the chain set alone: {verdict} in {count} submodels. The most between "
             f"weights (nodes of >= 64 KiB) a placement HETERO ran as a split left off {device_name}: "
             f"{found['moved_bytes'] / MIB:.2f} MiB. "
-            "HETERO's errors: " + "; ".join(f"`{text}` ({n})" for text, n in sorted(
-                found["messages"].items(), key=lambda kv: -kv[1])) + "."]
+            "HETERO's errors: " + "; ".join(f"`{text}` ({n})" for text, n in found["messages"].most_common()) + "."]
 
 
 def main() -> None:
