@@ -200,13 +200,13 @@ def check_generation(generation: Any, model: ov.Model, source: Any = None) -> Ge
     its positions), None for another model; ShapeError for a malformed value, a model no generation drives, or
     a generation past the positions (the graph's position table, else those of ``source``, the path ``model`` was
     read from: :func:`declared_positions`, read only then)."""
-    limit = None
-    if is_generative(model):
+    limit, generative = None, is_generative(model)
+    if generative:
         table = position_limit(model)
         limit = (table[0], f"the model's position table {table[1]!r}") if table else declared_positions(source)
     if generation is None:  # our guess: never an error
-        if not is_generative(model) or limit is None or sum(dataclasses.astuple(Generation())) - 1 <= limit[0]:
-            return Generation() if is_generative(model) else None
+        if not generative or limit is None or sum(dataclasses.astuple(Generation())) - 1 <= limit[0]:
+            return Generation() if generative else None
         return Generation((limit[0] + 1) // 2, limit[0] + 1 - (limit[0] + 1) // 2)
     if isinstance(generation, (tuple, list)) and len(generation) == 2:
         generation = Generation(*generation)
@@ -215,7 +215,7 @@ def check_generation(generation: Any, model: ov.Model, source: Any = None) -> Ge
         raise ShapeError(f"generation must be ov_autoplace.Generation(prompt_tokens, new_tokens) or a (prompt, new) "
                          f"tuple of ints >= 1, e.g. Generation(128, 128) or (128, 128); got {generation!r}")
     generation = Generation(*(int(c) for c in counts))
-    if not is_generative(model):
+    if not generative:
         raise ShapeError(f"generation={generation} applies to a stateful decoder (KV cache in ReadValue/Assign "
                          f"variables, an input_ids of dynamic length, inputs among {list(LLM_INPUTS)}); this model "
                          f"has {len(model.get_variables())} variable(s) and inputs "
