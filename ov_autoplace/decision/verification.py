@@ -52,17 +52,15 @@ BUDGET_S = 20.0
 #: The plain call's per-round medians varying by more than this (coefficient of variation) make the machine noisy:
 #: a loss is then no verdict.
 MAX_ROUND_CV = 0.15
-#: What a win on a loaded machine must clear, bound and median (why: docs/default-path.md, "A win on a loaded").
-LOADED_MIN_GAIN = 0.25
 #: Bumped when the rule changes: evidence of another version is verified again.
 RULE_VERSION = 6
 RULE = (f"v{RULE_VERSION}: kept only if at least {MIN_GAIN:.0%} faster than each of two compiles of the plain call "
         f"at {CONFIDENCE:.0%} one-sided confidence (paired t on per-round log ratios, Bonferroni over the "
         "alternatives); on a "
         f"noisy machine (the plain call's rounds vary by more than {MAX_ROUND_CV:.0%}) a loss abstains; when other "
-        f"processes keep more than {LOADED_OTHER_CORES} of its cores busy, only a win beyond "
-        f"{LOADED_MIN_GAIN:.0%} (bound and median) is used, provisionally (not a verdict: verified again on a quiet "
-        "machine), and a loss abstains")
+        f"processes keep more than {LOADED_OTHER_CORES} of its cores busy, a win must also clear (bound and median) "
+        "what the plain call's two compiles read apart at that confidence, and is used provisionally (not a "
+        "verdict: verified again on a quiet machine), and a loss abstains")
 
 PLAIN = "plain"
 #: The plain call compiled a second time: what two compiles of one call differ by, measured in the same rounds.
@@ -161,7 +159,9 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
     # the Bonferroni split is over the alternatives only.
     t = t_quantile(1 - (1 - confidence) / max(1, len(alts)), n - 1)
     loaded = other_cores > LOADED_OTHER_CORES  # nan compares False: an OS that does not say is not called loaded
-    gain = LOADED_MIN_GAIN if loaded else min_gain
+    control = np.log(second / plain)  # loaded: what two compiles of one call read apart (at the bound) is no win
+    gain = max(min_gain, 1.0 - math.exp(-abs(control.mean()) - t * control.std(ddof=1) / math.sqrt(n))) if loaded \
+        else min_gain
     ratio, upper, robust = {}, {}, []
     for c, s in alts.items():
         against = (np.log(s / plain), np.log(s / second))
@@ -170,7 +170,7 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
         if not loaded or max(np.median(d) for d in against) < math.log(1.0 - gain):
             robust.append(c)  # load bursts can pull the mean (so the bound) far from the median
     noisy = spread.get(PLAIN, math.inf) > max_round_cv
-    apart = math.exp(abs(float(np.median(np.log(second / plain)))))  # reported: what two compiles of one call differ by
+    apart = math.exp(abs(float(np.median(control))))  # reported: what two compiles of one call differ by
     clears = f"{gain:.0%} (the plain call's two compiles measured x{apart:.3f} apart)"
     condition = (f"the machine was loaded (other processes kept {other_cores:.2f} of this process's cores busy, "
                  f"limit {LOADED_OTHER_CORES})" if loaded else
@@ -567,6 +567,6 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
 
 
 __all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MAX_ROUNDS", "MIN_GAIN", "PLAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
-           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "KeptCompile", "LOADED_MIN_GAIN", "measuring_props", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
+           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "KeptCompile", "measuring_props", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
            "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
            "verify_placement"]

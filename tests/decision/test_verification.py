@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -18,7 +19,7 @@ from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.decision.verification import (LOADED_MIN_GAIN, MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact,
+from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact,
                                                 faster_plain, faster_single_device, needs_verification, plain_placement,
                                                 provisional_intact, runner_ups, seal, single_device_of, t_quantile,
                                                 time_rounds, verify_placement)
@@ -238,35 +239,60 @@ def test_with_a_second_compile_false_wins_stay_within_the_bound_on_a_noisy_machi
 
 
 def test_with_a_second_compile_a_win_under_load_is_provisional_and_a_loss_abstains():
-    """Under load the second compile is the control for what load does to compiles: a one-thread device 40 % faster
-    is used provisionally; one 23 % faster (v5 used it) and a 1 % difference abstain; none is a verdict."""
+    """Under load the second compile is the control for what load does to compiles: a one-thread device 23 % faster
+    is used provisionally, a 1 % difference abstains; neither is a verdict."""
     rng = np.random.default_rng(7)
-    wide = decide(_rounds_with_second_compile(rng, 10.0, 10.0, 6.0, 0.08, drift=0.2), other_cores=1.0)
+    wide = decide(_rounds_with_second_compile(rng, 10.0, 10.0, 7.7, 0.08, drift=0.2), other_cores=1.0)
     assert wide.decision == "provisional" and wide.chosen == "candidate" and not wide.verified
-    assert wide.upper["candidate"] < 1 - LOADED_MIN_GAIN and "loaded" in wide.reason and "apart" in wide.reason
-    for alt_ms in (7.7, 9.9):
-        rounds = _rounds_with_second_compile(rng, 10.0, 10.0, alt_ms, 0.08, drift=0.2)
-        loaded = decide(rounds, other_cores=1.0)
-        assert loaded.decision == "abstained" and loaded.chosen == "plain" and not loaded.verified
-        assert f"beyond {LOADED_MIN_GAIN:.0%}" in loaded.reason
-    assert decide(_rounds_with_second_compile(rng, 10.0, 10.0, 7.7, 0.08, drift=0.2)).decision == "kept"
+    assert wide.upper["candidate"] < 1 - MIN_GAIN and "loaded" in wide.reason and "apart" in wide.reason
+    small = decide(_rounds_with_second_compile(rng, 10.0, 10.0, 9.9, 0.08, drift=0.2), other_cores=1.0)
+    assert small.decision == "abstained" and small.chosen == "plain" and not small.verified
 
 
-def test_a_few_per_cent_under_load_is_no_win_however_tight_and_bursts_cannot_make_one():
-    """What a loaded CI host did twice in a row to a split of two identical f32 devices: the candidate read x0.94-0.96
-    of the plain call, tightly. Quiet, that is a verdict; under load it is the load's, so it abstains. And rounds
-    whose median says x0.96 while a few bursts on the plain call pull the mean (so the bound) below 0.75 abstain
-    too: under load the median must clear the margin as well."""
+def test_under_load_a_win_inside_what_the_plain_calls_two_compiles_read_apart_is_none():
+    """The plain call's second compile reads 6 % slower than its first in the same loaded rounds (two compiles of one
+    call cannot differ in truth: the load does that), and a candidate reads 5 % faster than the first, tightly. Quiet
+    that is a verdict (the load cannot be blamed); under load it is inside the control's own difference and
+    abstains, with the margin it had to clear in the reason. A candidate 20 % faster clears it."""
     rng = np.random.default_rng(8)
-    tight = [_rounds_with_second_compile(rng, 10.0, 10.0, 9.5, 0.02) for _ in range(50)]
-    assert all(decide(r).decision == "kept" for r in tight)
-    assert all(decide(r, other_cores=0.99).decision == "abstained" for r in tight)
-    skewed = _rounds_with_second_compile(rng, 10.0, 10.0, 9.6, 0.01)
+    for _ in range(20):
+        rounds = _rounds_with_second_compile(rng, 10.0, 10.6, 9.5, 0.02)
+        assert decide(rounds).decision == "kept"
+        loaded = decide(rounds, other_cores=0.99)
+        assert loaded.decision == "abstained" and loaded.upper["candidate"] < 1 - MIN_GAIN, loaded.reason
+        margin = int(loaded.reason.split("beyond ")[1].split("%")[0])
+        assert 6 <= margin < 10, loaded.reason
+        clear = decide(_rounds_with_second_compile(rng, 10.0, 10.6, 8.0, 0.02), other_cores=0.99)
+        assert clear.decision == "provisional" and clear.chosen == "candidate"
+
+
+def test_under_load_the_median_must_clear_the_margin_too():
+    """A candidate as fast as the plain call, and load bursts on both compiles of the plain call in 8 of 25 rounds:
+    they pull the paired mean, so the bound, below 0.98 while the median says x1.0. Under load that abstains (quiet,
+    the bound alone decides, as it always has: such bursts are what the loaded flag is for)."""
+    rng = np.random.default_rng(9)
+    skewed = _rounds_with_second_compile(rng, 10.0, 10.0, 10.0, 0.01)
     for label in ("plain", "plain'"):
-        skewed[label][:10] *= 6.0  # bursts on both compiles of the plain call in 10 of 25 rounds
+        skewed[label][:8] *= 1.6
     evidence = decide(skewed, other_cores=0.99)
-    assert evidence.upper["candidate"] < 1 - LOADED_MIN_GAIN < 0.9 < evidence.ratio["candidate"]
+    assert evidence.upper["candidate"] < 1 - MIN_GAIN and evidence.ratio["candidate"] > 0.98
     assert evidence.decision == "abstained"
+
+
+def test_recorded_loaded_verifications_identical_devices_abstain_and_a_one_thread_win_is_used():
+    """Rounds of real verifications recorded by benchmarks/bench_loaded_rule.py (tests/decision/loaded_rounds.json):
+    a split of two identical f32 devices beside an OpenVINO app running in bursts, where v5 (2 % at the bound, under
+    load too) kept 8 of 40 (every one false), and CPUS alone beside a spinning core, a real win (quiet it ran
+    x0.36-0.81 of CPU) that a fixed 25 % margin refused in 40 of 40. The rule keeps at most 1 of the 40 false ones
+    (its test's level is 5 %: 2) and uses the real one in at least 34 of 40."""
+    recorded = json.loads((Path(__file__).parent / "loaded_rounds.json").read_text())["verifications"]
+    verdicts = {}
+    for v in recorded:
+        evidence = decide({c: np.asarray(r) for c, r in v["rounds_ms"].items()}, other_cores=v["other_cores"])
+        assert v["other_cores"] > 0.5 and evidence.decision in ("provisional", "abstained")
+        verdicts.setdefault(v["case"], []).append(evidence.decision == "provisional")
+    assert len(verdicts["identical"]) == len(verdicts["one thread"]) == 40
+    assert sum(verdicts["identical"]) <= 1 and sum(verdicts["one thread"]) >= 34
 
 
 def _cost(graph, devices, compute, link_ms=0.01, **noise):

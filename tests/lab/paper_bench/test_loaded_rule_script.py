@@ -43,14 +43,37 @@ def test_both_rules_read_one_verifications_rounds(script):
     assert script.verification.decide.__name__ == "decide", "the recording wrapper was left in place"
 
 
-def test_the_table_counts_each_rules_wins(script):
-    def row(v5, v6, loaded=True):
-        return {"v5": v5, "v6": v6, "loaded": loaded, "other_cores": 1.0, "ratio": 0.95}
+def test_each_rule_reads_the_rounds_as_it_says(script, monkeypatch):
+    """Crafted rounds through verify_once's bookkeeping: a one-thread device 20 % faster, tightly, under load: v5 and
+    v6 use it provisionally, the fixed 25 % margin abstains; quiet all three keep it; as fast as the plain call, none
+    wins."""
+    import numpy as np
 
-    results = {("identical", "hog"): [row("provisional", "abstained"), row("provisional", "provisional"),
-                                      row("abstained", "abstained")],
-               ("identical", "quiet"): [row("plain", "plain", loaded=False)]}
+    def rounds(alt_ms):
+        rng = np.random.default_rng(0)
+        return {"plain": 10 * rng.lognormal(0, 0.02, 25), "plain'": 10 * rng.lognormal(0, 0.02, 25),
+                "single:CPUS": alt_ms * rng.lognormal(0, 0.02, 25)}
+
+    def verdicts(alt_ms, other_cores):
+        fake = lambda *a, **kw: script.verification.decide(rounds(alt_ms), other_cores=other_cores)  # noqa: E731
+        monkeypatch.setattr(script.verification, "verify_placement", fake)
+        r = script.verify_once((None, ("CPU", "CPUS"), None, None), None, None, None)
+        return r["v5"], r["25 %"], r["v6"]
+
+    assert verdicts(8.0, 1.0) == ("provisional", "abstained", "provisional")
+    assert verdicts(8.0, 0.0) == ("kept", "kept", "kept")
+    assert verdicts(10.0, 1.0) == ("abstained",) * 3 and verdicts(10.0, 0.0) == ("plain",) * 3
+
+
+def test_the_table_counts_each_rules_wins(script):
+    def row(v5, rule25, v6, loaded=True):
+        return {"v5": v5, "25 %": rule25, "v6": v6, "loaded": loaded, "other_cores": 1.0, "ratio": 0.95}
+
+    results = {("identical", "hog"): [row("provisional", "abstained", "abstained"),
+                                      row("provisional", "abstained", "provisional"),
+                                      row("abstained", "abstained", "abstained")],
+               ("identical", "quiet"): [row("plain", "plain", "plain", loaded=False)]}
     text = script.table(results)
     hog = next(line for line in text.splitlines() if "| hog |" in line)
-    assert "| 3 | 3 | 1.00 | 0.950 [0.950-0.950] | 2 | 1 | provisional:1 abstained:2 |" in hog
-    assert "| 1 | 0 | 1.00 | 0.950 [0.950-0.950] | 0 | 0 | plain:1 |" in text
+    assert "| 3 | 3 | 1.00 | 0.950 [0.950-0.950] | 2 | 0 | 1 | provisional:1 abstained:2 |" in hog
+    assert "| 1 | 0 | 1.00 | 0.950 [0.950-0.950] | 0 | 0 | 0 | plain:1 |" in text
