@@ -158,15 +158,18 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
     # compile slow is no win over the call. Needing both (an intersection-union test) keeps each test's level, so
     # the Bonferroni split is over the alternatives only.
     t = t_quantile(1 - (1 - confidence) / max(1, len(alts)), n - 1)
+
+    def bound(d):  # the one-sided upper confidence bound of a mean paired log ratio
+        return d.mean() + t * d.std(ddof=1) / math.sqrt(n)
+
     loaded = other_cores > LOADED_OTHER_CORES  # nan compares False: an OS that does not say is not called loaded
     control = np.log(second / plain)  # loaded: what two compiles of one call read apart (at the bound) is no win
-    gain = max(min_gain, 1.0 - math.exp(-abs(control.mean()) - t * control.std(ddof=1) / math.sqrt(n))) if loaded \
-        else min_gain
+    gain = max(min_gain, 1.0 - math.exp(-max(bound(control), bound(-control)))) if loaded else min_gain
     ratio, upper, robust = {}, {}, []
     for c, s in alts.items():
         against = (np.log(s / plain), np.log(s / second))
         ratio[c] = float(np.exp(np.median(against[0])))
-        upper[c] = max(float(np.exp(d.mean() + t * d.std(ddof=1) / math.sqrt(n))) for d in against)
+        upper[c] = max(float(np.exp(bound(d))) for d in against)
         if not loaded or max(np.median(d) for d in against) < math.log(1.0 - gain):
             robust.append(c)  # load bursts can pull the mean (so the bound) far from the median
     noisy = spread.get(PLAIN, math.inf) > max_round_cv
