@@ -45,7 +45,7 @@ from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 from ov_autoplace.graph.arrays import extract_graph  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.placement.legalizer import legalize, query_support  # noqa: E402
-from tests.decision.test_verification import _forced_split, regnet_y_like  # noqa: E402
+from tests.synthetic_graphs import forced_split, regnet_y_like  # noqa: E402
 from tests.testbeds import one_thread_core  # noqa: E402
 from _common import cpu_description, load_average, markdown_table, write_json  # noqa: E402
 
@@ -96,7 +96,7 @@ def cases():
     out = {}
     testbed = make_testbed(like_for_like=True)
     support = query_support(testbed.core, prepared, graph, testbed.devices)
-    split = legalize(graph, _forced_split(graph), testbed.devices, support, strategy="forced")
+    split = legalize(graph, forced_split(graph), testbed.devices, support, strategy="forced")
     out["identical"] = (testbed.core, testbed.devices, split, support)
     core, devices = one_thread_core(), ("CPU", "CPUS")
     support = query_support(core, prepared, graph, devices)

@@ -64,12 +64,12 @@ def legality_check_cost(testbed, rounds: int, scratch: Path) -> None:
 
 
 def guard_on_regnet(testbed) -> None:
-    from tests.decision.test_verification import _forced_split, regnet_y_like
+    from tests.synthetic_graphs import forced_split, regnet_y_like
 
     prepared = prepare_model(regnet_y_like())
     graph = extract_graph(prepared)
     support = query_support(testbed.core, prepared, graph, testbed.devices)
-    split = legalize(graph, _forced_split(graph), testbed.devices, support, strategy="forced-16")
+    split = legalize(graph, forced_split(graph), testbed.devices, support, strategy="forced-16")
     t0 = time.perf_counter()
     guarded, _ = verify_placement(testbed.core, prepared, graph, split, support=support)
     seconds = time.perf_counter() - t0

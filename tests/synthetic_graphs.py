@@ -14,6 +14,8 @@ import openvino as ov
 from openvino import opset13 as ops
 from openvino import opset15
 
+from ov_autoplace.graph.arrays import NodeRole
+
 _RNG_SEED = 1234
 
 
@@ -424,3 +426,49 @@ def random_elementwise_dag(seed: int, nodes: int, devices: tuple[str, ...] = ("C
     for op in model.get_ordered_ops():
         op.get_rt_info()["affinity"] = devices[rng.integers(len(devices))]
     return model
+
+
+def regnet_y_like(depths=(1, 3, 6, 6), widths=(16, 32, 64, 128), group_width=8, size=64, seed=0) -> ov.Model:
+    """A RegNetY-400MF-shaped CNN (same stage depths; small widths and input): ~290 compute nodes.
+
+    Each block: 1x1 conv, 3x3 group conv, squeeze-excitation, 1x1 conv, residual add (batch norms folded).
+    """
+    rng = np.random.default_rng(seed)
+
+    def const(*shape, scale=0.1):
+        return ops.constant((rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def conv(x, cin, cout, k=1, stride=1, groups=1):
+        pad = k // 2
+        if groups == 1:
+            y = ops.convolution(x, const(cout, cin, k, k, scale=1 / np.sqrt(cin * k * k)), [stride] * 2, [pad] * 2,
+                                [pad] * 2, [1, 1])
+        else:
+            w = const(groups, cout // groups, cin // groups, k, k, scale=1 / np.sqrt(cin // groups * k * k))
+            y = ops.group_convolution(x, w, [stride] * 2, [pad] * 2, [pad] * 2, [1, 1])
+        return ops.add(y, const(1, cout, 1, 1))
+
+    x = ops.parameter([1, 3, size, size], np.float32, name="input")
+    h, cin = ops.relu(conv(x, 3, widths[0], k=3, stride=2)), widths[0]
+    for depth, width in zip(depths, widths):
+        for b in range(depth):
+            stride = 2 if b == 0 else 1
+            y = ops.relu(conv(h, cin, width))
+            y = ops.relu(conv(y, width, width, k=3, stride=stride, groups=width // group_width))
+            s = ops.reduce_mean(y, ops.constant(np.array([2, 3], dtype=np.int64)), keep_dims=True)
+            s = ops.sigmoid(conv(ops.relu(conv(s, width, max(1, cin // 4))), max(1, cin // 4), width))
+            y = conv(ops.multiply(y, s), width, width)
+            skip = h if (stride == 1 and cin == width) else conv(h, cin, width, stride=stride)
+            h, cin = ops.relu(ops.add(y, skip)), width
+    pooled = ops.reduce_mean(h, ops.constant(np.array([2, 3], dtype=np.int64)), keep_dims=False)
+    out = ops.matmul(pooled, const(cin, 10), False, False)
+    return ov.Model([out], [x], "regnet_y_like")
+
+
+def forced_split(graph, num_on_second=16):
+    """Everything on device 0 except ``num_on_second`` consecutive compute nodes in the middle on device 1."""
+    compute = np.flatnonzero(graph.role == NodeRole.COMPUTE)
+    middle = compute[len(compute) // 2: len(compute) // 2 + num_on_second]
+    proposal = np.zeros(graph.num_nodes, dtype=np.int64)
+    proposal[middle] = 1
+    return proposal

@@ -348,17 +348,18 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
 def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, support, plain,
                        ahead, kept: KeptCompile):
     """``(decision or None, note)``: a decoder's devices timed against the plain call (``plain``: its placement) on
-    a short generation, and what that verdict runs (``kept``: its compile). docs/llm.md, "The LLM objective" (the
-    first start of a decoder)."""
+    a short generation; ``kept``: the plain call's compile made here if nothing was timed. docs/llm.md, "The LLM
+    objective" (the first start of a decoder)."""
     device = single_device_of(plain)
     if device is None or not devices_timed_alone(graph, req.devices, support, device, core=req.core):
         return None, ""
     started, first = time.perf_counter(), None
-    if ahead is None:  # a deviation noted last time: compiled here, timed, returned if unchecked
+    if ahead is None:  # a deviation noted last time: compiled here, then timed, or returned if it is not
         first = compile_plain_call(req.core, req.model, req.spec.text, req.devices, measuring_props(req.props))
-        kept.keep(PLAIN, plain, {PLAIN: first}, {}, {PLAIN: req.spec.text})
     seconds = ahead.wait() if ahead is not None else time.perf_counter() - started
     if seconds > CHECK_MAX_COMPILE_S:  # it would cost a few such compiles: the worker's
+        if first is not None:  # never run: what the plain call returns
+            kept.keep(PLAIN, plain, {PLAIN: first}, {}, {PLAIN: req.spec.text})
         return None, f"no first-start check: the plain call compiled in {seconds:.1f} s > {CHECK_MAX_COMPILE_S} s"
     gen = Generation(*map(min, dataclasses.astuple(req.generation), dataclasses.astuple(CHECK_GENERATION)))
     try:

@@ -372,7 +372,8 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
 
-    ``kept``: gets the compile of what was chosen, for ``compile_decided`` to return.
+    ``kept``: gets the compile of what was chosen, for ``compile_decided`` to return; not where ``generation`` was
+    timed (docs/default-path.md, "What a verified decision returns").
     ``plain_compiled``: the plain call's first compile, made already.
 
     The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/verification.py (verify_placement).
@@ -460,7 +461,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
                                  reference_latency_ms={c.split(":", 1)[1]: ms for c, ms in evidence.median_ms.items()
                                                        if c.startswith("single:")})
     chosen.verification = seal(evidence, chosen)
-    if kept is not None:
+    if kept is not None and generation is None:  # a decoder timed on generations runs slower after: compiled anew
         kept.keep(evidence.chosen, chosen, compiled, rounds_ms, strings)
     return chosen, evidence
 

@@ -19,59 +19,14 @@ from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, decide, evidence_intact,
-                                                faster_plain, faster_single_device, needs_verification, plain_placement,
-                                                provisional_intact, runner_ups, seal, single_device_of, t_quantile,
-                                                time_rounds, verify_placement)
+from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, KeptCompile, decide, evidence_intact,
+                                                faster_plain, faster_single_device, needs_verification,
+                                                plain_placement, provisional_intact, runner_ups, seal,
+                                                single_device_of, t_quantile, time_rounds, verify_placement)
 from ov_autoplace.devices.facts import twin_of
 from ov_autoplace.devices.timing import random_inputs
 from tests import synthetic_graphs as sg
-
-
-def regnet_y_like(depths=(1, 3, 6, 6), widths=(16, 32, 64, 128), group_width=8, size=64, seed=0) -> ov.Model:
-    """A RegNetY-400MF-shaped CNN (same stage depths; small widths and input): ~290 compute nodes.
-
-    Each block: 1x1 conv, 3x3 group conv, squeeze-excitation, 1x1 conv, residual add (batch norms folded).
-    """
-    rng = np.random.default_rng(seed)
-
-    def const(*shape, scale=0.1):
-        return ops.constant((rng.standard_normal(shape) * scale).astype(np.float32))
-
-    def conv(x, cin, cout, k=1, stride=1, groups=1):
-        pad = k // 2
-        if groups == 1:
-            y = ops.convolution(x, const(cout, cin, k, k, scale=1 / np.sqrt(cin * k * k)), [stride] * 2, [pad] * 2,
-                                [pad] * 2, [1, 1])
-        else:
-            w = const(groups, cout // groups, cin // groups, k, k, scale=1 / np.sqrt(cin // groups * k * k))
-            y = ops.group_convolution(x, w, [stride] * 2, [pad] * 2, [pad] * 2, [1, 1])
-        return ops.add(y, const(1, cout, 1, 1))
-
-    x = ops.parameter([1, 3, size, size], np.float32, name="input")
-    h, cin = ops.relu(conv(x, 3, widths[0], k=3, stride=2)), widths[0]
-    for depth, width in zip(depths, widths):
-        for b in range(depth):
-            stride = 2 if b == 0 else 1
-            y = ops.relu(conv(h, cin, width))
-            y = ops.relu(conv(y, width, width, k=3, stride=stride, groups=width // group_width))
-            s = ops.reduce_mean(y, ops.constant(np.array([2, 3], dtype=np.int64)), keep_dims=True)
-            s = ops.sigmoid(conv(ops.relu(conv(s, width, max(1, cin // 4))), max(1, cin // 4), width))
-            y = conv(ops.multiply(y, s), width, width)
-            skip = h if (stride == 1 and cin == width) else conv(h, cin, width, stride=stride)
-            h, cin = ops.relu(ops.add(y, skip)), width
-    pooled = ops.reduce_mean(h, ops.constant(np.array([2, 3], dtype=np.int64)), keep_dims=False)
-    out = ops.matmul(pooled, const(cin, 10), False, False)
-    return ov.Model([out], [x], "regnet_y_like")
-
-
-def _forced_split(graph, num_on_second=16):
-    """Everything on device 0 except ``num_on_second`` consecutive compute nodes in the middle on device 1."""
-    compute = np.flatnonzero(graph.role == NodeRole.COMPUTE)
-    middle = compute[len(compute) // 2: len(compute) // 2 + num_on_second]
-    proposal = np.zeros(graph.num_nodes, dtype=np.int64)
-    proposal[middle] = 1
-    return proposal
+from tests.synthetic_graphs import forced_split, regnet_y_like
 
 
 def test_t_quantile_matches_the_table():
@@ -155,7 +110,7 @@ def test_verification_beside_a_busy_process_abstains(f32_testbed):
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
     support = query_support(f32_testbed.core, prepared, graph, f32_testbed.devices)
-    split = legalize(graph, _forced_split(graph, 2), f32_testbed.devices, support, strategy="forced")
+    split = legalize(graph, forced_split(graph, 2), f32_testbed.devices, support, strategy="forced")
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         _, evidence = verify_placement(f32_testbed.core, prepared, graph, split, support=support, model=model,
@@ -326,8 +281,8 @@ def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
     assert heft.strategy == "heft" and single_device_of(heft) is None and heft.num_submodels <= 8
     assert runner_ups(graph, devices, support, _alternating_cost(graph, devices), max_submodels=8,
                       pins=["pinned"]) == []  # the user's pins: no runner-up
-    candidate = legalize(graph, _forced_split(graph, 3), devices, support, strategy="hsdag:profile")
-    repeat = legalize(graph, _forced_split(graph, 3), devices, support, strategy="repeat")
+    candidate = legalize(graph, forced_split(graph, 3), devices, support, strategy="hsdag:profile")
+    repeat = legalize(graph, forced_split(graph, 3), devices, support, strategy="repeat")
     one_device = plain_placement(graph, devices, support, strategy="one-device")
     assert heft.assignment != candidate.assignment
     kept, evidence = verify_placement(f32_testbed.core, prepared, graph, candidate, support=support, model=model,
@@ -340,6 +295,10 @@ def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
     assert set(evidence.upper) == {"candidate", "alternative:heft"}
     if evidence.chosen == "alternative:heft":  # kept under the candidate's source, tagged with the runner-up
         assert kept.strategy == "hsdag:profile+heft" and kept.assignment == heft.assignment
+    compiles = KeptCompile()  # a static model: the compile of what was chosen is handed back, not compiled again
+    kept, evidence = verify_placement(f32_testbed.core, prepared, graph, candidate, support=support, model=model,
+                                      device_name=f32_testbed.hetero, budget_s=2.0, kept=compiles)
+    assert compiles.compiled is not None and compiles.kind == ("plain" if evidence.chosen == "plain" else "split")
     assert evidence_intact(kept) == evidence.verified and heft.strategy == "heft"  # the caller's object untouched
 
 
@@ -498,7 +457,7 @@ def test_plain_placement_is_heteros_own_affinity(testbed):
     assert set(plain.counts_per_device().values()) == {0, len(plain.compute_nodes)}
     assert plain.counts_per_device()[testbed.devices[0]] == len(plain.compute_nodes)
     assert not needs_verification(plain, graph, support)
-    split = legalize(graph, _forced_split(graph, 3), testbed.devices, support)
+    split = legalize(graph, forced_split(graph, 3), testbed.devices, support)
     assert needs_verification(split, graph, support)
 
 
@@ -512,7 +471,7 @@ def test_split_on_identical_devices_is_not_kept(f32_testbed, caplog):
     prepared = prepare_model(model)
     graph = extract_graph(prepared)
     support = query_support(f32_testbed.core, prepared, graph, f32_testbed.devices)
-    split = legalize(graph, _forced_split(graph), f32_testbed.devices, support, strategy="forced")
+    split = legalize(graph, forced_split(graph), f32_testbed.devices, support, strategy="forced")
     assert split.counts_per_device()["CPUF"] == 16 and split.num_submodels == 3
     for _ in range(2):
         caplog.clear()
@@ -536,7 +495,7 @@ class _ForcedSplit(PlacementStrategy):
         self.num_on_second = num_on_second
 
     def propose(self, context):
-        return _forced_split(context.graph, self.num_on_second)
+        return forced_split(context.graph, self.num_on_second)
 
 
 @pytest.mark.slow
@@ -609,10 +568,14 @@ def test_a_decoder_s_split_is_judged_on_the_whole_generation(f32_testbed, caplog
     proposal[np.flatnonzero(graph.role == NodeRole.COMPUTE)[-4:]] = 1  # the last layer's head and the logits
     split = legalize(graph, proposal, f32_testbed.devices, support, strategy="forced")
     assert split.counts_per_device()["CPUF"] == 4
+    compiles = KeptCompile()
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
         kept, evidence = verify_placement(f32_testbed.core, prepared, graph, split, support=support, model=model,
-                                          device_name=f32_testbed.hetero, generation=gen, rounds=4, iterations=2)
+                                          device_name=f32_testbed.hetero, generation=gen, rounds=4, iterations=2,
+                                          kept=compiles)
     assert {"plain", "candidate"} <= set(evidence.median_ms) and evidence.rounds == 4
+    # a decoder compile that ran the rounds' generations runs slower after: none is handed back, whatever won
+    assert compiles.compiled is None
     parts = evidence.generation
     assert (parts["prompt_tokens"], parts["new_tokens"]) == (24, 12)
     for contender, total in evidence.median_ms.items():  # the rule's sample is the generation, not its prefill

@@ -145,8 +145,8 @@ def test_every_path_places_a_decoder_without_falling_back(family, path, tiny_llm
     prompt, new = path.get("generation", (128, 128))
     for line in (r.getMessage() for r in caplog.records if "verification (" in r.getMessage()):
         assert f"a generation of {prompt} + {new} tokens, time to first token / per token" in line, line
-        if " -> plain: " in line:  # the plain call kept: one of its two measured compiles is what runs
-            assert "returning the plain compile the verification measured" in caplog.text
+    # a decoder compile the verification timed generations on runs slower after: what returns is compiled anew
+    assert "the verification measured" not in caplog.text
     _same_generation(core, compiled, model, distinct_testbed.hetero)
 
 
