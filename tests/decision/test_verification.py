@@ -285,9 +285,10 @@ def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
     repeat = legalize(graph, forced_split(graph, 3), devices, support, strategy="repeat")
     one_device = plain_placement(graph, devices, support, strategy="one-device")
     assert heft.assignment != candidate.assignment
+    compiles = KeptCompile()  # a static model: the compile of what was chosen is handed back, not compiled again
     kept, evidence = verify_placement(f32_testbed.core, prepared, graph, candidate, support=support, model=model,
                                       device_name=f32_testbed.hetero, budget_s=2.0,
-                                      alternatives=[heft, repeat, one_device])
+                                      alternatives=[heft, repeat, one_device], kept=compiles)
     # both f32: CPUF is the plain call's device (CPU) under another name, so it is not timed as a single device
     assert twin_of(f32_testbed.core, devices) == {1: 0}
     # the plain call is compiled and timed twice (the control), but is no alternative
@@ -295,9 +296,6 @@ def test_runner_ups_are_measured_beside_the_candidate_once_each(f32_testbed):
     assert set(evidence.upper) == {"candidate", "alternative:heft"}
     if evidence.chosen == "alternative:heft":  # kept under the candidate's source, tagged with the runner-up
         assert kept.strategy == "hsdag:profile+heft" and kept.assignment == heft.assignment
-    compiles = KeptCompile()  # a static model: the compile of what was chosen is handed back, not compiled again
-    kept, evidence = verify_placement(f32_testbed.core, prepared, graph, candidate, support=support, model=model,
-                                      device_name=f32_testbed.hetero, budget_s=2.0, kept=compiles)
     assert compiles.compiled is not None and compiles.kind == ("plain" if evidence.chosen == "plain" else "split")
     assert evidence_intact(kept) == evidence.verified and heft.strategy == "heft"  # the caller's object untouched
 
