@@ -2,7 +2,8 @@
 ``compile_model`` returns against the plain call and each single device, on a quiet machine and with a core busy.
 
     python benchmarks/bench_llm.py [--families llama,qwen2] [--size tiny] [--reverse] [--conditions quiet,busy]
-                                   [--prompts 16,128] [--new 32] [--rounds 9] [--search-budget 4] [--dir /tmp/llm]
+                                   [--prompts 16,128] [--new 32] [--rounds 9] [--search-budget 4] [--path-runs 1]
+                                   [--dir /tmp/llm]
                                    [--write docs/bench/llm.md] [--note "shared with 3 other sessions"]
 
 Run in the LLM venv (``. .venv-llm/bin/activate``, docs/llm.md). For each family, it exports a random-weight decoder
@@ -23,6 +24,10 @@ parameters; reused from ``--dir``) and, for each condition, on the testbed's two
   f32: like for like, the same tokens; bf16 against f32 may flip a near-tie of random weights), and a contender on
   one device against that device compiled by itself too (the plain call through HETERO loses the model's runtime
   options, e.g. its KV cache precision, which what ``compile_model`` returns keeps: ``compile/placed_compile.py``);
+* runs each path ``--path-runs`` times from scratch (a cache of its own each time; every path once before any
+  twice): a path's compile is one draw too, of the device's compiles and of the path's own decision, so above 1
+  each path is also read as the per-round median of its runs, as the best device is read as the median of its
+  compiles;
 * compiles each single device ``--reference-compiles`` times (the first before the paths place, the others after):
   compiles of the same model on the same device, in one process, timed through one infer request each, differed
   per token by a few percent, resolved (not by the order they are timed in: a shuffled order gave the same), so
@@ -59,6 +64,7 @@ import contextlib
 import logging
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -145,11 +151,13 @@ def wait_for_worker(cache: Path, timeout: float = 900.0) -> str:
 
 
 def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int], budget: int, log: _Log,
-                     root: Path):
+                     root: Path, runs: int = 1):
     """label -> (compiled model, how it was made, seconds to place); each path in a cache directory of its own
     under ``root`` (which the caller removes once it has timed them).
     A "next start" path compiles again once the background worker its first start spawned stored its placement;
-    any other path's worker is waited for too (unused), so no worker runs while the others place or are timed."""
+    any other path's worker is waited for too (unused), so no worker runs while the others place or are timed.
+    ``runs``: each path (not the pinned split) run that many times from scratch, all paths once before any twice;
+    the later runs are labelled ``"<path>, run <k>"``."""
     layers = sum(op.get_type_name() == "ReadValue" for op in model.get_ops()) // 2  # a key and a value per layer
     paths = {"default path": {}, "default path, next start": {}, "profile=now": {"profile": "now"},
              "background, next start": {"profile": "background"},
@@ -157,7 +165,9 @@ def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int]
              f"search_budget={budget}": {"search_budget": budget},
              "pipeline split": {"pins": {f"*layers.{k}.*": second for k in range(layers // 2, layers)}}}
     out = {}
-    for label, kwargs in paths.items():
+    for label, kwargs in [(label if run == 1 else f"{label}, run {run}", kwargs)
+                          for run in range(1, runs + 1) for label, kwargs in paths.items()
+                          if run == 1 or label != "pipeline split"]:
         cache = Path(tempfile.mkdtemp(dir=root))
         t0 = time.perf_counter()
         try:
@@ -165,14 +175,14 @@ def place_every_path(core, hetero: str, second: str, model, gen: tuple[int, int]
             first_call = time.perf_counter() - t0
             if any(cache.glob("workers/*")):
                 log.verifications.append(f"worker ({label}): {wait_for_worker(cache)}")
-            if label.endswith("next start"):  # the next start, once the worker stored its placement
+            if "next start" in label:  # the next start, once the worker stored its placement
                 compiled = ov_autoplace.compile_model(model, hetero, core=core, cache_dir=cache, generation=gen)
         except Exception as exc:  # noqa: BLE001 - a path that raises is reported, the others still run
             log.warnings.append(f"{label} raised {type(exc).__name__}: {exc}")
             continue
         args, total = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()), time.perf_counter() - t0
         out[label] = (compiled, f"`compile_model(..., generation={gen}{', ' + args if args else ''})`"
-                      + (" twice" if label.endswith("next start") else "")
+                      + (" twice" if "next start" in label else "")
                       + (f", its first call {first_call:.1f} s" if total > first_call + 0.05 else ""), total)
         print(f"  placed {label}: {_devices_of(compiled)} ({total:.1f} s)", flush=True)
     return out
@@ -250,20 +260,30 @@ def spread_line(times: dict, compiles: dict[str, list[str]], prompt: int) -> str
             f"interval): {'; '.join(parts) if parts else 'one compile each (--reference-compiles 1)'}.")
 
 
-def target_line(times: dict, paths: list[str], later_compiles: list[str], reference: np.ndarray, prompt: int) -> str:
+def target_line(times: dict, paths: list[str], later_compiles: list[str], reference: np.ndarray, prompt: int,
+                runs: dict[str, list[str]] | None = None) -> str:
     """How many path rows meet the target by point estimate and how many are resolved slower, beside the same count
     for the best device's own later compiles read against the same reference: the rate at which one more draw of
-    the device itself misses it."""
-    def count(labels):
+    the device itself misses it. ``runs`` (path -> the labels of its runs), where a path ran more than once: each
+    path also read as the per-round median of its runs, as the reference is the median of the device's compiles,
+    so a path is judged on what it returns, not on one compile's draw."""
+    def count(rows: dict[str, np.ndarray]) -> str:
         within, slower = 0, []
-        for label in labels:
-            ratio = _ratio(times[label][prompt], reference, 1)[0]
-            lo = _median_interval(times[label][prompt], reference, 1)[0]
+        for label, values in rows.items():
+            ratio = _ratio(values, reference, 1)[0]
+            lo = _median_interval(values, reference, 1)[0]
             within += ratio <= TARGET
             slower += [f"{label} {ratio:.3f}x"] if lo > TARGET else []
-        return f"{within} of {len(labels)} (resolved slower: {', '.join(slower) if slower else 'none'})"
-    return (f"Within {TARGET}x of the best single device by point estimate at prompt {prompt}: path rows "
-            f"{count(paths)}; the best device's own later compiles {count(later_compiles)}.")
+        return f"{within} of {len(rows)} (resolved slower: {', '.join(slower) if slower else 'none'})"
+    line = (f"Within {TARGET}x of the best single device by point estimate at prompt {prompt}: path rows "
+            f"{count({label: times[label][prompt] for label in paths})}; the best device's own later compiles "
+            f"{count({label: times[label][prompt] for label in later_compiles})}.")
+    if runs and max(len(labels) for labels in runs.values()) > 1:
+        pooled = {path: reference_times(times, labels, prompt) for path, labels in runs.items()}
+        each = ", ".join(f"{path} {_ratio(values, reference, 1)[0]:.3f}x" for path, values in pooled.items())
+        line += (f" Each path as the per-round median of its {max(len(v) for v in runs.values())} runs: "
+                 f"{count(pooled)}; {each}.")
+    return line
 
 
 def load_average() -> str:
@@ -290,8 +310,11 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
             made[f"{device} alone"] = (core.compile_model(model, device), f"`core.compile_model(model, \"{device}\")`",
                                        0.0)
         root = Path(tempfile.mkdtemp(prefix="bench_llm_"))
-        placed = place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log, root)
+        placed = place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log, root,
+                                  args.path_runs)
         paths = [label for label in placed if label != "pipeline split"]
+        runs = {path: [label for label in paths if label == path or label.startswith(f"{path}, run ")]
+                for path in paths if ", run " not in path}
         made |= placed
         for k in range(2, args.reference_compiles + 1):  # the same device compiled again: its compiles' spread
             for device in devices:
@@ -339,7 +362,7 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
                          f"{'yes' if single[0] <= TARGET else 'no'}{resolved} | "
                          f"{ttft[0]:.3f} [{ttft[1]:.2f}-{ttft[2]:.2f}] |")
         lines += ["", spread_line(times, compiles, p), "",
-                  target_line(times, paths, compiles[best][1:], reference[best][p], p), ""]
+                  target_line(times, paths, compiles[best][1:], reference[best][p], p, runs), ""]
     lines += ["Generations against the plain call (teacher-forced logits: largest |difference| over the logits' "
               f"scale, {args.new} steps at each prompt; greedy tokens), and a contender on one device against that "
               "device compiled by itself:", ""]
@@ -381,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search-budget", type=int, default=4)
     parser.add_argument("--reference-compiles", type=int, default=3,
                         help="compiles of each single device; the best's per-round median is the target's reference")
+    parser.add_argument("--path-runs", type=int, default=1,
+                        help="runs of each path from scratch; above 1, each path is also read as their median")
     parser.add_argument("--requests", type=int, default=3,
                         help="infer requests per contender, taken in turn by round (bench_request_lottery.py: why)")
     parser.add_argument("--hog-seconds", type=float, default=1800.0, help="upper bound of the busy condition's hog")
@@ -406,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             print(text, flush=True)
             if args.write:
                 write_sections(args.write, {key: text},
-                               "python benchmarks/bench_llm.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+                               "python benchmarks/bench_llm.py " + shlex.join(argv if argv is not None else sys.argv[1:]))
     return 0
 
 

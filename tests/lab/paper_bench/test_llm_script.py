@@ -89,3 +89,22 @@ def test_the_target_line_counts_path_rows_beside_the_devices_own_later_compiles(
     line = script.target_line(times, ["default path", "heft"], ["CPU alone, compile 2"], _rounds(np.ones(21)), 128)
     assert "path rows 1 of 2 (resolved slower: heft 1.0" in line
     assert "own later compiles 0 of 1 (resolved slower: CPU alone, compile 2 1.0" in line
+
+
+def test_a_path_run_more_than_once_is_also_read_as_the_median_of_its_runs(script):
+    """Three runs of one path, one of which drew a slow compile (1.06x): the path rows count that run as resolved
+    slower, and the path read as the per-round median of its runs is within the target, as the reference is the
+    median of the device's compiles. A path whose runs are all slow stays resolved slower when pooled."""
+    rng = np.random.default_rng(11)
+    noise = np.exp(rng.normal(0.0, 0.004, 21))
+    times = {"heft": {128: _rounds(1.00 * noise)}, "heft, run 2": {128: _rounds(1.06 * noise)},
+             "heft, run 3": {128: _rounds(1.01 * noise)}, "profile=now": {128: _rounds(1.05 * noise)},
+             "profile=now, run 2": {128: _rounds(1.04 * noise)}, "profile=now, run 3": {128: _rounds(1.06 * noise)}}
+    runs = {"heft": ["heft", "heft, run 2", "heft, run 3"],
+            "profile=now": ["profile=now", "profile=now, run 2", "profile=now, run 3"]}
+    line = script.target_line(times, list(times), [], _rounds(np.ones(21)), 128, runs)
+    rows, pooled = line.split(" Each path as the per-round median of its 3 runs: ")
+    assert "path rows 2 of 6 (resolved slower: heft, run 2 1.0" in rows
+    assert pooled.startswith("1 of 2 (resolved slower: profile=now 1.05")
+    assert "; heft 1.01" in pooled and "profile=now 1.05" in pooled.split("; ")[-1]
+    assert "Each path" not in script.target_line(times, ["heft"], [], _rounds(np.ones(21)), 128, {"heft": ["heft"]})
