@@ -278,11 +278,11 @@ def target_line(times: dict, paths: list[str], later_compiles: list[str], refere
     line = (f"Within {TARGET}x of the best single device by point estimate at prompt {prompt}: path rows "
             f"{count({label: times[label][prompt] for label in paths})}; the best device's own later compiles "
             f"{count({label: times[label][prompt] for label in later_compiles})}.")
-    if runs and max(len(labels) for labels in runs.values()) > 1:
+    most = max((len(labels) for labels in runs.values()), default=1) if runs else 1
+    if most > 1:
         pooled = {path: reference_times(times, labels, prompt) for path, labels in runs.items()}
         each = ", ".join(f"{path} {_ratio(values, reference, 1)[0]:.3f}x" for path, values in pooled.items())
-        line += (f" Each path as the per-round median of its {max(len(v) for v in runs.values())} runs: "
-                 f"{count(pooled)}; {each}.")
+        line += f" Each path as the per-round median of its {most} runs: {count(pooled)}; {each}."
     return line
 
 
@@ -313,8 +313,9 @@ def run_condition(core, devices, family: str, model, condition: str, args, key: 
         placed = place_every_path(core, hetero, devices[1], model, gen, args.search_budget, log, root,
                                   args.path_runs)
         paths = [label for label in placed if label != "pipeline split"]
-        runs = {path: [label for label in paths if label == path or label.startswith(f"{path}, run ")]
-                for path in paths if ", run " not in path}
+        runs: dict[str, list[str]] = {}  # path -> the labels of its runs, as place_every_path names them
+        for label in paths:
+            runs.setdefault(label.split(", run ")[0], []).append(label)
         made |= placed
         for k in range(2, args.reference_compiles + 1):  # the same device compiled again: its compiles' spread
             for device in devices:
