@@ -42,7 +42,7 @@ class Profiling(str, enum.Enum):
         compiled = ov_autoplace.compile_model(model, "HETERO:GPU,CPU", profile=ov_autoplace.Profiling.BACKGROUND)
     """
     #: Use a stored profile when there is one; measure nothing during the call but a short check of a decoder the
-    #: prior would move off the plain call's device (the default).
+    #: prior would move off the plain call's device or cannot tell from another device (the default).
     STORED = "stored"
     #: As STORED, and when no profile is stored a detached worker measures one and stores a better
     #: placement for the next start (``decision/background_worker.py``); this start runs on the prior's placement.

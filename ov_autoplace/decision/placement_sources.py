@@ -16,7 +16,7 @@ import openvino as ov
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import MODEL_PROFILE_FORMAT, profile_key
 from ov_autoplace.compile.placed_compile import compile_plain_call
-from ov_autoplace.costmodel.prior_costs import prior_cost_model
+from ov_autoplace.costmodel.prior_costs import predicted_single_ms, prior_cost_model
 from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.decision.memory_path import capped_cost, note_residency
@@ -79,6 +79,9 @@ class Decision:
     provisional: bool = False
     #: the verification's compile of what it chose, for compile_decided
     kept: KeptCompile = dataclasses.field(default_factory=KeptCompile, repr=False, compare=False)
+    #: a decoder the prior keeps on the plain call's device: the other devices it predicts within its margin of
+    #: that device, i.e. cannot tell apart from it (the first start times them: ``_devices_to_measure``)
+    alike: tuple[str, ...] = ()
 
     @property
     def final(self) -> bool:
@@ -135,9 +138,21 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
         live = share >= 1.0
         note = f"; faster than the plain call in {share:.0%} of {LIVE_DRAWS} draws of the prior's error"
     if placement is None:
-        return Decision("prior", single_device=single, spawn_worker=True, reason=reason + note, calibrated=live)
+        alike = _alike(cost, devices, prior.margin) if req.generation and single == devices[0] else ()
+        return Decision("prior", single_device=single, spawn_worker=True, reason=reason + note, calibrated=live,
+                        alike=alike)
     return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True, reason=reason + note,
                     calibrated=live)
+
+
+def _alike(cost, devices: tuple[str, ...], margin: float) -> tuple[str, ...]:
+    """The devices but the first that ``cost`` does not predict slower than the first by more than ``margin``: the
+    mirror of the switch rule (``prior_choice``), so between them the prior's prediction decides nothing. On a CPU
+    with bf16 but no AMX it models ``CPU`` (bf16) as f32, the same as ``CPUF``, where they differ per token either
+    way round by the model (docs/llm.md, "The LLM objective")."""
+    singles = predicted_single_ms(cost)
+    first = singles[devices[0]]
+    return tuple(d for d in devices[1:] if singles[d] * (1.0 - margin) < first)
 
 
 def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path,
@@ -300,7 +315,7 @@ def settle(req: PlacementRequest, decision: Decision, prepared, graph: GraphArra
         return decision  # the user's call (the plain call breaks a cap)
     if decision.single_device == req.devices[0] and decision.runner_up_cost is None:
         if req.generation and decision.source == "prior":
-            return _devices_to_measure(req, decision, prepared, graph)
+            return _devices_to_measure(req, decision, prepared, graph, ahead)
         return decision  # HETERO's own first device
     candidate = decision_to_placement(decision, graph, req.devices)
     support = _support(req, prepared, graph)
@@ -383,20 +398,31 @@ def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, grap
                                       f"{req.generation} for the next start"), note
 
 
-def _devices_to_measure(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays) -> Decision:
+def _devices_to_measure(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, ahead) -> Decision:
     """A decoder the prior keeps on the plain call's device: that runs, and the worker times the other devices on
-    the generation (per-op costs misjudge a decode step: ``verification.runner_ups``) for the next start."""
+    the generation (per-op costs misjudge a decode step: ``verification.runner_ups``) for the next start. Where the
+    prior cannot tell another device from it (``decision.alike``), the first start times them now, as it does a
+    decoder the prior would move (``_check_decoder_now``), and runs a device measured faster."""
     support = _support(req, prepared, graph)
     plain = plain_placement(graph, req.devices, support, strategy="hsdag:prior+pending")
     device = single_device_of(plain)
     others = devices_timed_alone(graph, req.devices, support, device, core=req.core) if device else []
     if not others:
         return decision
+    note, kept = "", KeptCompile()
+    if decision.alike:
+        checked, note = _check_decoder_now(req, decision, prepared, graph, support, plain, ahead, kept)
+        if checked is not None:
+            return checked
+        if note:
+            note = f"the prior predicts {', '.join(decision.alike)} within its margin of {req.devices[0]}; {note}"
     names = ", ".join(others)
-    plain.notes.append(f"the prior keeps {req.devices[0]}; {names} to be timed on the generation")
-    return dataclasses.replace(decision, pending=True, spawn_worker=True, stored_as=plain,
+    plain.notes += [f"the prior keeps {req.devices[0]}; {names} to be timed on the generation",
+                    *([note] if note else [])]
+    return dataclasses.replace(decision, pending=True, spawn_worker=True, stored_as=plain, kept=kept,
                                reason=f"{decision.reason}; a decoder: the background worker times {names} against "
-                                      f"{req.devices[0]} on the generation, and the next start runs the faster")
+                                      f"{req.devices[0]} on the generation, and the next start runs the faster"
+                                      + (f"; {note}" if note else ""))
 
 
 def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, graph: GraphArrays) -> Decision:

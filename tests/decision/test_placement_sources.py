@@ -483,6 +483,64 @@ def test_a_decoder_the_prior_keeps_on_the_plain_call_s_device_is_not_timed_at_th
     assert "the background worker times CPUS against CPU on the generation" in _source(caplog) and len(spawned) == 1
 
 
+def test_the_devices_the_prior_cannot_tell_from_the_plain_call_s_are_those_within_its_margin(thread_core):
+    """``_alike`` mirrors the switch rule: a device predicted slower than the plain call's by less than the margin
+    (or faster by less) is alike; one predicted slower by more is not; nor is one that cannot run the model."""
+    graph = extract_graph(prepare_model(sg.residual()))
+    devices = ("CPU", "CPUS")
+    for per_node, alike in (([1.0, 1.0], ("CPUS",)), ([1.0, 1.3], ("CPUS",)), ([1.0, 0.8], ("CPUS",)),
+                            ([1.0, 1.4], ()), ([1.0, np.inf], ())):
+        cost = _fixture_cost(graph, devices, per_node)
+        assert placement_sources._alike(cost, devices, 0.25) == alike, per_node
+    assert placement_sources._alike(_fixture_cost(graph, devices, [1.0, 1.2]), devices, 0.10) == ()
+
+
+def _prior_predicting_both_devices_alike(monkeypatch):
+    """The prior as it is, but with the second device's costs made the first's: the machine fact the next test
+    asserts on (a prior that cannot tell the devices apart, as on a CPU with bf16 but no AMX, where it models the
+    testbed's CPU as f32 like CPUF), stated instead of read off the host."""
+    real = placement_sources.prior_cost_model
+
+    def alike(graph, facts, **kwargs):
+        prior = real(graph, facts, **kwargs)
+        compute, unfused = np.array(prior.cost.compute_ms), np.array(prior.cost.unfused_ms)
+        overhead = np.array(prior.cost.submodel_overhead_ms)
+        compute[:, 1], unfused[:, 1], overhead[1] = compute[:, 0], unfused[:, 0], overhead[0]
+        return dataclasses.replace(prior, cost=dataclasses.replace(prior.cost, compute_ms=compute, unfused_ms=unfused,
+                                                                   submodel_overhead_ms=overhead))
+
+    monkeypatch.setattr(placement_sources, "prior_cost_model", alike)
+
+
+def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_first_start(thread_core, tmp_path,
+                                                                                         caplog, monkeypatch):
+    """The prior keeps the plain call's CPU but predicts CPUS alike: the first start times CPUS against the plain
+    call (real compiles, a stated stopwatch) and runs CPUS where it was measured faster, stored live; where it was
+    not, the plain call runs with the check's verdict in its reason. The worker verifies the declared generation in
+    both cases."""
+    from ov_autoplace.decision import verification
+
+    _prior_predicting_both_devices_alike(monkeypatch)
+    spawned = _spawned(monkeypatch)
+    model = sg.llm_like(layers=3, positions=None)
+    for label, cpus_ms, runs in (("won", 5.0, "CPUS"), ("lost", 9.9, "CPU")):
+        monkeypatch.setattr(verification, "time_rounds", _fixed_rounds({"plain": 10.0, "plain'": 10.0,
+                                                                        "single:CPUS": cpus_ms}))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+            compiled = oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path / label,
+                                        generation=(16, 4))
+        (check,) = _verifications(caplog)
+        assert "single:CPUS" in check and "first-start check on a generation of 16 + 4 tokens" in _source(caplog)
+        assert compiled.get_property("EXECUTION_DEVICES") == [runs], (label, _source(caplog))
+        (entry,) = [json.loads(p.read_text()) for p in (tmp_path / label / "placements").glob("placement-*.json")]
+        stored = "hsdag:prior+checked+live" if runs == "CPUS" else "hsdag:prior+pending"
+        assert json.dumps(entry).count(stored) >= 1, (label, entry)
+        if runs == "CPU":
+            assert "the prior predicts CPUS within its margin of CPU; first-start check" in _source(caplog)
+    assert len(spawned) == 2
+
+
 def test_no_first_start_check_where_the_plain_call_compiles_slowly(thread_core, tmp_path, caplog, monkeypatch):
     """The check would compile each device once more: where the plain call's compile took longer than
     ``CHECK_MAX_COMPILE_S`` the first start times nothing and the worker measures after it. With a compile ahead its
