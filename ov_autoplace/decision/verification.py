@@ -368,13 +368,16 @@ def measuring_props(properties: Mapping[str, Any] | None) -> dict[str, Any]:
 def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, properties: Mapping[str, Any] | None = None,
                      budget_s: float | None = None, model=None, device_name: str | None = None,
                      rounds: int | None = None, iterations: int = ITERATIONS, alternatives: Sequence[Any] = (),
-                     generation=None, kept: KeptCompile | None = None, plain_compiled=None):
+                     generation=None, kept: KeptCompile | None = None, plain_compiled=None,
+                     max_rounds: int | None = None):
     """Measure ``candidate`` (and the runner-up splits ``alternatives``) against the plain call and the single
     devices; return ``(placement, Evidence)``.
 
     ``kept``: gets the compile of what was chosen, for ``compile_decided`` to return; not where ``generation`` was
     timed (docs/default-path.md, "What a verified decision returns").
     ``plain_compiled``: the plain call's first compile, made already.
+    ``rounds`` given: that many, or up to ``max_rounds`` as the first round shows the budget holds them
+    (``time_rounds``); not given: :data:`ROUNDS` up to :data:`MAX_ROUNDS`.
 
     The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/verification.py (verify_placement).
     """
@@ -434,7 +437,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     parts: dict[str, list] = {}
     rounds_ms = time_rounds(compiled, inputs, rounds=ROUNDS if rounds is None else rounds, iterations=iterations,
                             generation=generation, parts=parts, budget_s=BUDGET_S if budget_s is None else budget_s,
-                            max_rounds=MAX_ROUNDS if rounds is None else None) if len(compiled) > 1 else {}
+                            max_rounds=MAX_ROUNDS if rounds is None else max_rounds) if len(compiled) > 1 else {}
     evidence = decide(rounds_ms, other_cores=probe.other_cores()) if rounds_ms else Evidence(
         "plain", PLAIN, RULE, 0, {}, {}, {}, {}, "no alternative to the plain call could be measured (or each was "
         "its device under another name)", time.time())
