@@ -404,9 +404,11 @@ def test_a_decoder_the_prior_would_move_is_timed_at_the_first_start(thread_core,
     assert len(spawned) == 2, "pending: the worker verifies the declared generation"
 
 
-def _fixed_rounds(per_generation_ms: dict[str, float]):
-    """A stopwatch for ``verification.time_rounds`` that reads ``per_generation_ms`` (the compiles stay real)."""
-    def time_rounds(contenders, inputs, *, rounds, **_):
+def _fixed_rounds(per_generation_ms: dict[str, float], asked: list | None = None):
+    """A stopwatch for ``verification.time_rounds`` that reads ``per_generation_ms`` (the compiles stay real);
+    ``asked`` gets the keyword arguments of each call."""
+    def time_rounds(contenders, inputs, *, rounds, **kwargs):
+        (asked if asked is not None else []).append(dict(kwargs, rounds=rounds))
         return {c: [per_generation_ms[c.split(":")[0] if c.startswith("plain") else c] * (1 + 0.001 * r)
                     for r in range(rounds)] for c in contenders}
     return time_rounds
@@ -523,9 +525,10 @@ def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_fir
     _prior_predicting_both_devices_alike(monkeypatch)
     spawned = _spawned(monkeypatch)
     model = sg.llm_like(layers=3, positions=None)
+    asked = []
     for label, cpus_ms, runs in (("won", 5.0, "CPUS"), ("lost", 9.9, "CPU")):
         monkeypatch.setattr(verification, "time_rounds", _fixed_rounds({"plain": 10.0, "plain'": 10.0,
-                                                                        "single:CPUS": cpus_ms}))
+                                                                        "single:CPUS": cpus_ms}, asked))
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="ov_autoplace"):
             compiled = oa.compile_model(model, PLAIN_FIRST, core=thread_core, cache_dir=tmp_path / label,
@@ -539,6 +542,9 @@ def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_fir
         if runs == "CPU":
             assert "the prior predicts CPUS within its margin of CPU; first-start check" in _source(caplog)
     assert len(spawned) == 2
+    # 4 rounds, more where its first round shows the budget holds them (planned blind to the results)
+    assert {(a["rounds"], a["max_rounds"], a["budget_s"]) for a in asked} == {
+        (placement_sources.CHECK_ROUNDS, placement_sources.CHECK_MAX_ROUNDS, placement_sources.CHECK_BUDGET_S)}
 
 
 def test_no_first_start_check_where_the_plain_call_compiles_slowly(thread_core, tmp_path, caplog, monkeypatch):
