@@ -57,9 +57,9 @@ REFINE_SECONDS = 2.0
 CHECK_GENERATION = Generation(32, 16)
 CHECK_ROUNDS = 4
 #: ... and up to this many rounds where its first round shows half of ``CHECK_BUDGET_S`` holds them (planned then,
-#: blind to the results: ``verification.time_rounds``). On the 42 M decoders a round takes ~0.4 s, and 4 rounds
-#: left a 1.25x gain unresolved in 2 of 3 first starts on a busy shared host (docs/llm.md); a larger decoder's
-#: rounds take seconds and it stays at 4.
+#: blind to the results: ``verification.time_rounds``). A small decoder's round takes well under a second, and 4
+#: rounds on a noisy shared host left a 1.25x gain unresolved (docs/llm.md); a large decoder's rounds take seconds
+#: and it stays at 4.
 CHECK_MAX_ROUNDS = 12
 CHECK_BUDGET_S = 6.0
 CHECK_MAX_COMPILE_S = 5.0
@@ -154,8 +154,8 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
 def _alike(cost, devices: tuple[str, ...], margin: float) -> tuple[str, ...]:
     """The devices but the first that ``cost`` does not predict slower than the first by more than ``margin``: the
     mirror of the switch rule (``prior_choice``), so between them the prior's prediction decides nothing. On a CPU
-    with bf16 but no AMX it models ``CPU`` (bf16) as f32, the same as ``CPUF``, where they differ per token either
-    way round by the model (docs/llm.md, "The LLM objective")."""
+    with bf16 but no AMX it models ``CPU`` (bf16) as f32, the same as ``CPUF``, while bf16 runs faster or slower
+    there depending on the model (docs/llm.md, "The LLM objective")."""
     singles = predicted_single_ms(cost)
     first = singles[devices[0]]
     return tuple(d for d in devices[1:] if singles[d] * (1.0 - margin) < first)

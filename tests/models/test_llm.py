@@ -17,6 +17,7 @@ import openvino as ov
 import pytest
 
 import ov_autoplace
+from ov_autoplace.decision import placement_sources
 from tests.llm_models import FAMILIES, MORE_FAMILIES, export_decoder, export_tiny, generate, window_proposal
 
 pytestmark = pytest.mark.slow
@@ -143,8 +144,11 @@ def test_every_path_places_a_decoder_without_falling_back(family, path, tiny_llm
         compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path, **path)
     _no_fallback(caplog)
     prompt, new = path.get("generation", (128, 128))
-    for line in (r.getMessage() for r in caplog.records if "verification (" in r.getMessage()):
-        assert f"a generation of {prompt} + {new} tokens, time to first token / per token" in line, line
+    check = placement_sources.CHECK_GENERATION  # the first start's short check, where the prior cannot decide
+    for line in (r.getMessage() for r in caplog.records if r.getMessage().startswith("verification (")):
+        timed = ((min(prompt, check.prompt_tokens), min(new, check.new_tokens))
+                 if line.endswith("(hsdag:prior+checked)") else (prompt, new))
+        assert "a generation of {} + {} tokens, time to first token / per token".format(*timed) in line, line
     # a decoder compile the verification timed generations on runs slower after: what returns is compiled anew
     assert "the verification measured" not in caplog.text
     _same_generation(core, compiled, model, distinct_testbed.hetero)
@@ -235,10 +239,12 @@ def _worker_log(tmp_path, deadline_s: float = 600) -> str:
 
 
 def test_the_default_path_times_the_other_device_on_the_generation_for_the_next_start(tiny_llms, distinct_testbed,
-                                                                                    tmp_path, caplog):
-    """The prior keeps a decoder on the plain call's device (its per-op costs cannot see a decode step's dispatch
-    and synchronisation): the first start runs that device, the background worker times the other device and a
-    second compile of the plain call on whole generations, and the next start runs what that verdict chose."""
+                                                                                    tmp_path, caplog, monkeypatch):
+    """The prior keeps a decoder on the plain call's device and predicts the other slower beyond its margin (stated,
+    as the prior reads the devices on some machine kinds and not on others; per-op costs cannot see a decode step's
+    dispatch and synchronisation anyway): the first start runs that device, the background worker times the other
+    device and a second compile of the plain call on whole generations, and the next start runs that verdict."""
+    monkeypatch.setattr(placement_sources, "_alike", lambda cost, devices, margin: ())
     core, (first, second) = distinct_testbed.core, distinct_testbed.devices
     model = core.read_model(tiny_llms["qwen2"] / "openvino_model.xml")
     with caplog.at_level(logging.INFO, logger="ov_autoplace"):
@@ -264,6 +270,30 @@ def test_the_default_path_times_the_other_device_on_the_generation_for_the_next_
         assert source.startswith("placement source: cache (profile") and "demoted" not in source, source
         assert compiled.get_property("EXECUTION_DEVICES") == ([second] if f"-> single:{second}" in verification[0]
                                                               else [first]), (chosen, source)
+    _no_fallback(caplog)
+    _same_generation(core, compiled, model, distinct_testbed.hetero)
+
+
+def test_the_first_start_times_a_decoder_s_devices_the_prior_cannot_tell_apart(tiny_llms, distinct_testbed, tmp_path,
+                                                                               caplog, monkeypatch):
+    """The prior keeps optimum-intel's decoder on the plain call's device but predicts the other within its margin
+    (stated: on a CPU with bf16 and no AMX it models the testbed's two devices alike): the first start times the
+    other device against two compiles of the plain call on a short generation, returns what that verdict chose
+    (generating as the plain call does), and the worker still verifies the declared generation."""
+    monkeypatch.setattr(placement_sources, "_alike", lambda cost, devices, margin: tuple(devices[1:]))
+    core, (first, second) = distinct_testbed.core, distinct_testbed.devices
+    model = core.read_model(tiny_llms["qwen2"] / "openvino_model.xml")
+    with caplog.at_level(logging.INFO, logger="ov_autoplace"):
+        compiled = ov_autoplace.compile_model(model, distinct_testbed.hetero, core=core, cache_dir=tmp_path)
+    checks = [r.getMessage() for r in caplog.records if r.getMessage().startswith("verification (")]
+    assert len(checks) == 1 and "a generation of 32 + 16 tokens" in checks[0], checks
+    assert f"single:{second}" in checks[0] and checks[0].endswith("(hsdag:prior+checked)"), checks
+    won = f"-> single:{second}" in checks[0]
+    assert compiled.get_property("EXECUTION_DEVICES") == ([second] if won else [first]), checks[0]
+    source = next(r.getMessage() for r in caplog.records if "placement source:" in r.getMessage())
+    assert won or f"the prior predicts {second} within its margin of {first}; first-start check" in source, source
+    worker_log = _worker_log(tmp_path)
+    assert "a generation of 128 + 128 tokens" in worker_log and " falls back" not in worker_log, worker_log[-2000:]
     _no_fallback(caplog)
     _same_generation(core, compiled, model, distinct_testbed.hetero)
 
