@@ -69,7 +69,7 @@ from ov_autoplace.costmodel.suite import load_suite  # noqa: E402
 from ov_autoplace.devices.facts import read_device_facts  # noqa: E402
 from ov_autoplace.decision.first_start import POLICY_FILE  # noqa: E402
 from ov_autoplace.graph.arrays import NodeRole, extract_graph  # noqa: E402
-from ov_autoplace.decision.placement_sources import _policy_proposal, prior_outcome, survives_prior_error  # noqa: E402
+from ov_autoplace.decision.prior_rule import policy_proposal as _policy_proposal, prior_outcome, survives_prior_error  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.devices.testbed import make_testbed  # noqa: E402
 

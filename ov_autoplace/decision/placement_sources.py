@@ -21,15 +21,7 @@ from ov_autoplace.measuring.profiler import ModelProfile
 from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.decision.memory_path import capped_cost, note_residency
 from ov_autoplace.decision.placement_pipeline import fit_to_caps, placement_pipeline
-from ov_autoplace.decision.prior_rule import (  # the prior's rule (prior_rule.py); its names stay importable from here
-    LIVE_DRAWS,
-    PRIOR_LOG_SIGMA,
-    PriorChoice,
-    prior_choice,
-    prior_outcome,
-    policy_proposal,
-    survives_prior_error,
-)
+from ov_autoplace.decision.prior_rule import LIVE_DRAWS, policy_proposal, prior_outcome, survives_prior_error
 from ov_autoplace.decision.request import PlacementRequest
 from ov_autoplace.decision.verification import (PLAIN, KeptCompile, devices_timed_alone, evidence_intact,
                                                 measuring_props, needs_verification, plain_placement,
@@ -46,8 +38,6 @@ from ov_autoplace.strategies.hsdag import HSDAGStrategy
 
 logger = logging.getLogger("ov_autoplace")
 
-_policy_proposal = policy_proposal  # the name benchmarks/bench_prior.py imports
-
 #: Cache token of the default placement (bump when its decision rule changes).
 DEFAULT_SOURCE_TOKEN = "default-sources-v3"  # v3: deviations from the plain call verified by measurement
 #: Time budget of the local search on the profile path (BERT-base takes 1.2-2.0 s, 20,002 nodes stop here).
@@ -56,10 +46,8 @@ REFINE_SECONDS = 2.0
 #: where the plain call compiled within this many seconds.
 CHECK_GENERATION = Generation(32, 16)
 CHECK_ROUNDS = 4
-#: ... and up to this many rounds where its first round shows half of ``CHECK_BUDGET_S`` holds them (planned then,
-#: blind to the results: ``verification.time_rounds``). A small decoder's round takes well under a second, and 4
-#: rounds on a noisy shared host left a 1.25x gain unresolved (docs/llm.md); a large decoder's rounds take seconds
-#: and it stays at 4.
+#: ... up to this many where its first round shows half of ``CHECK_BUDGET_S`` holds them (``time_rounds``; why:
+#: docs/llm.md).
 CHECK_MAX_ROUNDS = 12
 CHECK_BUDGET_S = 6.0
 CHECK_MAX_COMPILE_S = 5.0
@@ -85,8 +73,7 @@ class Decision:
     provisional: bool = False
     #: the verification's compile of what it chose, for compile_decided
     kept: KeptCompile = dataclasses.field(default_factory=KeptCompile, repr=False, compare=False)
-    #: a decoder the prior keeps on the plain call's device: the other devices it predicts within its margin of
-    #: that device, i.e. cannot tell apart from it (the first start times them: ``_devices_to_measure``)
+    #: a decoder on the plain call's device: the devices the prior cannot tell from it (``_alike``)
     alike: tuple[str, ...] = ()
 
     @property
@@ -118,7 +105,7 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
                        "to measure them", list(prior.unknown), "DEVICE_TYPE, OPTIMIZATION_CAPABILITIES, ...",
                        devices[0])
         if req.pins:  # the user's pins still hold: HETERO's priority order for the rest
-            support = query_support(req.core, prepared, graph, devices)
+            support = _support(req, prepared, graph)
             placement = placement_pipeline(graph, np.zeros(graph.num_nodes, dtype=np.int64), devices, support,
                                            strategy="hsdag:prior", pins=req.pins, max_submodels=req.max_submodels)
             return Decision("prior", placement=placement, prepared=prepared, spawn_worker=True)
@@ -126,7 +113,7 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
                         reason=f"{list(prior.unknown)} unknown to the prior")
 
     def support():
-        return query_support(req.core, prepared, graph, devices)
+        return _support(req, prepared, graph)
 
     # a decoder: the prior costs its whole generation (the policy still reads the prefill's graph and costs)
     terms_graph, cost = _generation_prior(req, graph, prior) if req.generation else (graph, prior.cost)
@@ -152,10 +139,8 @@ def place_from_prior(req: PlacementRequest, prepared: ov.Model, graph: GraphArra
 
 
 def _alike(cost, devices: tuple[str, ...], margin: float) -> tuple[str, ...]:
-    """The devices but the first that ``cost`` does not predict slower than the first by more than ``margin``: the
-    mirror of the switch rule (``prior_choice``), so between them the prior's prediction decides nothing. On a CPU
-    with bf16 but no AMX it models ``CPU`` (bf16) as f32, the same as ``CPUF``, while bf16 runs faster or slower
-    there depending on the model (docs/llm.md, "The LLM objective")."""
+    """The devices but the first not predicted slower than it beyond ``margin`` (the switch rule's mirror): the
+    prior cannot tell them from it (a bf16 CPU without AMX: docs/llm.md, "The LLM objective")."""
     singles = predicted_single_ms(cost)
     first = singles[devices[0]]
     return tuple(d for d in devices[1:] if singles[d] * (1.0 - margin) < first)
@@ -165,9 +150,7 @@ def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
                       store) -> Decision:
     """Sources 3 and 4 under ``memory_caps``: the placement within the caps on a stored profile's costs, else the
     prior's (``memory_path.py``), neither margin nor verification against the plain call, which may break a cap."""
-    key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
-    profile = (store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
-               if store.path_for(key).exists() else None)
+    profile = _stored_profile(req, graph, store)
     source = "profile" if profile is not None else "prior"
     measured = None  # capped_cost's own: the prior's (it raises if the prior knows no device)
     if profile is not None:
@@ -184,6 +167,12 @@ def place_within_caps(req: PlacementRequest, prepared: ov.Model, graph: GraphArr
                     reason="; ".join(placement.notes))
 
 
+def _stored_profile(req: PlacementRequest, graph: GraphArrays, store) -> ModelProfile | None:
+    key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
+    return store.load(key, lambda payload: ModelProfile.from_dict(payload, graph)) if store.path_for(key).exists() \
+        else None
+
+
 def _generation_prior(req: PlacementRequest, graph: GraphArrays, prior) -> tuple[GraphArrays, Any]:
     """The prior's graph and costs of ``req.generation`` (``model/generation.py``); the prefill's, with a
     WARNING, when the decode steps cannot be costed (our machinery, not the caller's model)."""
@@ -198,11 +187,7 @@ def _generation_prior(req: PlacementRequest, graph: GraphArrays, prior) -> tuple
 
 def place_from_profile(req: PlacementRequest, prepared: ov.Model, graph: GraphArrays, policy_path, store) -> Decision | None:
     """Source 3: a stored measured profile (None if there is none)."""
-    key = profile_key(req.core, req.devices, kind="model", graph=graph, extra={"format": MODEL_PROFILE_FORMAT})
-    if not store.path_for(key).exists():
-        return None
-
-    profile = store.load(key, lambda payload: ModelProfile.from_dict(payload, graph))
+    profile = _stored_profile(req, graph, store)
     if profile is None:
         return None
     placing_graph, cost = generation_measured(req, graph, profile.cost_model, store)
@@ -246,7 +231,7 @@ def place_on_measured_costs(req: PlacementRequest, prepared, graph, policy_path,
     its result only if predicted no slower (why: docs/default-path.md). It costs up to ``REFINE_SECONDS`` once
     per model: this path runs when a profile exists and its placement is cached.
     """
-    support = query_support(req.core, prepared, graph, req.devices)
+    support = _support(req, prepared, graph)
     context = PlacementContext(graph=graph, devices=req.devices, support=support, core=req.core, model=prepared,
                                seed=req.seed)
     hsdag = HSDAGStrategy(policy_path, cost, refine=True,
@@ -407,29 +392,23 @@ def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, grap
 
 def _devices_to_measure(req: PlacementRequest, decision: Decision, prepared, graph: GraphArrays, ahead) -> Decision:
     """A decoder the prior keeps on the plain call's device: that runs, and the worker times the other devices on
-    the generation (per-op costs misjudge a decode step: ``verification.runner_ups``) for the next start. Where the
-    prior cannot tell another device from it (``decision.alike``), the first start times them now, as it does a
-    decoder the prior would move (``_check_decoder_now``), and runs a device measured faster."""
+    the generation (per-op costs misjudge a decode step: ``verification.runner_ups``) for the next start; devices
+    the prior cannot tell from it (``decision.alike``) are timed now (``_check_decoder_now``)."""
     support = _support(req, prepared, graph)
     plain = plain_placement(graph, req.devices, support, strategy="hsdag:prior+pending")
     device = single_device_of(plain)
     others = devices_timed_alone(graph, req.devices, support, device, core=req.core) if device else []
     if not others:
         return decision
-    note, kept = "", KeptCompile()
-    if decision.alike:
-        checked, note = _check_decoder_now(req, decision, prepared, graph, support, plain, ahead, kept)
-        if checked is not None:
-            return checked
-        if note:
-            note = f"the prior predicts {', '.join(decision.alike)} within its margin of {req.devices[0]}; {note}"
-    names = ", ".join(others)
-    plain.notes += [f"the prior keeps {req.devices[0]}; {names} to be timed on the generation",
-                    *([note] if note else [])]
+    kept = KeptCompile()
+    checked, note = _check_decoder_now(req, decision, prepared, graph, support, plain, ahead, kept) \
+        if decision.alike else (None, "")
+    if checked is not None:
+        return checked
+    plain.notes.append(f"a decoder: the background worker times {', '.join(others)} against {device} on the "
+                       f"generation, and the next start runs the faster" + (f"; {note}" if note else ""))
     return dataclasses.replace(decision, pending=True, spawn_worker=True, stored_as=plain, kept=kept,
-                               reason=f"{decision.reason}; a decoder: the background worker times {names} against "
-                                      f"{req.devices[0]} on the generation, and the next start runs the faster"
-                                      + (f"; {note}" if note else ""))
+                               reason=f"{decision.reason}; {plain.notes[-1]}")
 
 
 def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, graph: GraphArrays) -> Decision:
@@ -463,8 +442,6 @@ def decision_from_cache(req: PlacementRequest, placement: Placement, prepared, g
                     prepared=prepared, pending=True, stored_as=plain, reason=why)
 
 
-__all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "LIVE_DRAWS", "PRIOR_LOG_SIGMA", "PriorChoice", "cache_key",
-           "decision_from_cache", "decision_to_placement", "measure_profile_now",
-           "place_from_prior", "place_from_profile", "place_within_caps", "place_on_measured_costs", "prior_choice",
-           "prior_outcome", "settle",
-           "single_device_of", "survives_prior_error"]
+__all__ = ["DEFAULT_SOURCE_TOKEN", "Decision", "cache_key", "decision_from_cache", "decision_to_placement",
+           "measure_profile_now", "place_from_prior", "place_from_profile", "place_within_caps",
+           "place_on_measured_costs", "settle"]

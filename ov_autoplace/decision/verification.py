@@ -301,9 +301,7 @@ def other_single_devices(graph, devices: Sequence[str], support: np.ndarray, *, 
 def faster_single_device(graph, devices: Sequence[str], support: np.ndarray, cost, *, core: Any = None):
     """The one-device placement ``cost`` predicts fastest if it beats the plain call's device by > :data:`MIN_GAIN`
     (spreads ignored) and is not that device under another name (``twin_of``, with ``core``); else None. Also on a
-    loaded profile: a load that lasts makes another device faster (one thread against two contended ones), and only
-    the verification's measurement decides. The guard keeps the plain call's device on a gain within a whole-model
-    move's spread (every op's, summed; docs/default-path.md); this only asks for a measurement."""
+    loaded profile. Why: docs/architecture.md, "Module notes", verification.py."""
 
     devices = tuple(devices)
     plain = single_device_of(plain_placement(graph, devices, support))
@@ -376,8 +374,6 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     ``kept``: gets the compile of what was chosen, for ``compile_decided`` to return; not where ``generation`` was
     timed (docs/default-path.md, "What a verified decision returns").
     ``plain_compiled``: the plain call's first compile, made already.
-    ``rounds`` given: that many, or up to ``max_rounds`` as the first round shows the budget holds them
-    (``time_rounds``); not given: :data:`ROUNDS` up to :data:`MAX_ROUNDS`.
 
     The rest: docs/architecture.md, "Module notes", ov_autoplace/decision/verification.py (verify_placement).
     """
@@ -572,8 +568,3 @@ def needs_verification(placement, graph, support: np.ndarray) -> bool:
     plain = plain_placement(graph, placement.devices, support)
     return any(placement.assignment[n] != plain.assignment.get(n) for n in placement.compute_nodes)
 
-
-__all__ = ["BUDGET_S", "CONFIDENCE", "Evidence", "MAX_ROUNDS", "MIN_GAIN", "PLAIN", "PLAIN_SECOND", "RULE", "RUNNER_UP_METHODS", "decide",
-           "devices_timed_alone", "evidence_intact", "faster_plain", "faster_single_device", "KeptCompile", "measuring_props", "needs_verification", "other_single_devices", "plain_placement", "provisional_intact",
-           "runner_ups", "seal", "single_device_of", "t_quantile", "time_rounds", "verified_placement",
-           "verify_placement"]

@@ -540,7 +540,7 @@ def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_fir
         stored = "hsdag:prior+checked+live" if runs == "CPUS" else "hsdag:prior+pending"
         assert json.dumps(entry).count(stored) >= 1, (label, entry)
         if runs == "CPU":
-            assert "the prior predicts CPUS within its margin of CPU; first-start check" in _source(caplog)
+            assert "the next start runs the faster; first-start check on a generation of 16 + 4" in _source(caplog)
     assert len(spawned) == 2
     # 4 rounds, more where its first round shows the budget holds them (planned blind to the results)
     assert {(a["rounds"], a["max_rounds"], a["budget_s"]) for a in asked} == {
