@@ -15,8 +15,12 @@ support alone (SIMULATED, as the row's):
 * **between**: the rest, on a path from a held node to a held node. On the other device such a node leaves the
   device that holds the state and comes back to it (stateful rule 4).
 
-The capped device holds at least everything but the chain set should every between node stay with it. Whether one
-can leave is probed, not proven: the chain set on the other device plus one between node, and plus every window of
+The capped device holds at least everything but the chain set should every between node stay with it. A floor on
+what it keeps in every placement the legalizer returns is proven for stateful rule 4 alone
+(``ov_autoplace_lab/optimum/capped_floor.py``: a MILP that writes the rule as the legalizer computes it and
+minimises the bytes left on the capped device; its dual bound, ``--floor-seconds``): the page's "Floor" line, and
+the row has no split where that floor is over the cap. The probe asks the legalizer itself (every rule) and checks
+the floor against it: the chain set on the other device plus one between node, and plus every window of
 the between nodes in topological order (start and end in steps of ``--step``), each legalised as every decision
 path legalises it (no bound on the submodels: the row's devices force their count). The page counts the proposals
 the legalizer returned with a between node still on the other device, and the fewest bytes any of them left on the
@@ -51,29 +55,19 @@ from bench_platforms import load_graph  # noqa: E402
 from bench_stateful_splits import reenters_state  # noqa: E402
 from ov_autoplace.costmodel.sim_costs import simulated_support  # noqa: E402
 from ov_autoplace.costmodel.suite import load_suite  # noqa: E402
-from ov_autoplace.graph.arrays import NodeRole, constant_subgraph_mask, extract_graph  # noqa: E402
+from ov_autoplace.graph.arrays import NodeRole, extract_graph  # noqa: E402
 from ov_autoplace.model.prepare import prepare_model  # noqa: E402
 from ov_autoplace.placement.assignment import Placement  # noqa: E402
 from ov_autoplace.placement.legalizer import legalize  # noqa: E402
-from ov_autoplace.placement.stateful import _reach, split_variables  # noqa: E402
+from ov_autoplace.placement.stateful import split_variables  # noqa: E402
 from ov_autoplace_lab.models.decoder_models import load_decoder  # noqa: E402
+from ov_autoplace_lab.optimum.capped_floor import capped_floor, node_sets  # noqa: E402
 from ov_autoplace_lab.paper_bench import decoder_rows  # noqa: E402
 from tests.llm_models import generate  # noqa: E402
 from tests.testbeds import one_thread_core  # noqa: E402
 from _common import load_average  # noqa: E402
 
 MIB = 2 ** 20
-
-
-def node_sets(graph, support: np.ndarray, other: int) -> dict[str, np.ndarray]:
-    """The held, chain and between masks (module doc) over the active nodes, for moving to device ``other``."""
-    active = (graph.role == NodeRole.COMPUTE) & ~constant_subgraph_mask(graph)
-    held = active & ~support[:, other]
-    ids = np.flatnonzero(held).tolist()
-    reached, reaches = _reach(graph, ids, True) & ~held, _reach(graph, ids, False) & ~held
-    movable = active & support[:, other]
-    return {"held": held, "chain": movable & (~reached | ~reaches), "between": movable & reached & reaches,
-            "active": active}
 
 
 def probe(graph, cost, support, sets, capped: int, other: int, step: int) -> dict:
@@ -83,7 +77,7 @@ def probe(graph, cost, support, sets, capped: int, other: int, step: int) -> dic
     base = np.where(sets["chain"], other, capped)
     windows = [(i, i + 1) for i in range(between.size)] + [
         (s, e) for s in range(0, between.size, step) for e in range(s + step, between.size + 1, step)]
-    kept = kept_bytes = 0
+    left_any = kept_bytes = 0
     least = np.inf
     start = time.perf_counter()
     for s, e in windows:
@@ -92,10 +86,10 @@ def probe(graph, cost, support, sets, capped: int, other: int, step: int) -> dic
         placed = legalize(graph, proposal, cost.devices, support, max_submodels=None, strategy="probe")
         device = placed.device_indices(graph.names, cost.devices)
         left = sets["between"] & (device == other)
-        kept += bool(left.any())
+        left_any += bool(left.any())
         kept_bytes = max(kept_bytes, float(mem[left].sum()))
         least = min(least, float(mem[device == capped].sum()))
-    return {"proposals": len(windows), "kept": kept, "kept_bytes": kept_bytes, "least_capped_bytes": least,
+    return {"proposals": len(windows), "kept": left_any, "kept_bytes": kept_bytes, "least_capped_bytes": least,
             "seconds": time.perf_counter() - start}
 
 
@@ -147,7 +141,7 @@ def ask_hetero(case, support, other: int, spec, windows: int, seed: int = 0, min
     proposals and the chain set alone (module doc); ``CPUS`` plays device ``other``."""
     core = one_thread_core()  # CPU and CPUS, both f32
     dynamic, dyn_support, mem = on_dynamic(case, support, other, spec)
-    sets = node_sets(dynamic, dyn_support, 1)
+    sets = node_sets(dynamic, dyn_support, 0)
     between, chain = np.flatnonzero(sets["between"]), np.flatnonzero(sets["chain"])
     vocab = int(case.model.output("logits").get_partial_shape()[2].get_length())
     prompt = np.random.default_rng(0).integers(0, vocab, 16).tolist()
@@ -210,6 +204,7 @@ def main() -> None:
     ap.add_argument("--step", type=int, default=5, help="window starts and ends, in between nodes")
     ap.add_argument("--hetero", type=int, default=None, metavar="K",
                     help="also ask HETERO, with K chain-plus-windows proposals (module doc)")
+    ap.add_argument("--floor-seconds", type=float, default=300.0, help="the floor MILP's time limit")
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args()
     device_name, _, gib = args.cap.partition("=")
@@ -222,15 +217,17 @@ def main() -> None:
     capped = cost.devices.index(device_name)
     other = 1 - capped
     support = simulated_support(cost, graph)
-    sets = node_sets(graph, support, other)
+    sets = node_sets(graph, support, capped)
     mem = np.asarray(cost.node_memory_bytes, np.float64)
     total, cap = float(mem.sum()), float(gib) * 2 ** 30
     bound = total - float(mem[sets["chain"]].sum()) - float(mem[~sets["active"]].sum())
+    floor = capped_floor(graph, support, mem, cost.devices, device_name, cap, seconds=args.floor_seconds)
     found = probe(graph, cost, support, sets, capped, other, args.step)
     lines = [f"# What can leave a capped device: {args.platform} / {args.model}, {device_name} capped at {gib} GiB "
              "(SIMULATED)", "",
              f"Generated by `python benchmarks/bench_memory_bound.py --model {args.model} --platform {args.platform} "
-             f"--cap {args.cap} --step {args.step}{'' if args.hetero is None else f' --hetero {args.hetero}'}` "
+             f"--cap {args.cap} --step {args.step} --floor-seconds {args.floor_seconds:g}"
+             f"{'' if args.hetero is None else f' --hetero {args.hetero}'}` "
              f"({time.strftime('%Y-%m-%d', time.gmtime())}; {load_average()}). The sets and the probe: the "
              "benchmark's docstring.", "",
              f"* The model holds {total / MIB:.1f} MiB on one device (weights + KV cache at "
@@ -245,7 +242,12 @@ def main() -> None:
              f"* Probe: {found['proposals']} proposals legalised in {found['seconds']:.0f} s; the legalizer left a "
              f"between node on {cost.devices[other]} in {found['kept']} of them (at most "
              f"{found['kept_bytes'] / MIB:.2f} MiB of weights); the fewest bytes any left on {device_name}: "
-             f"{found['least_capped_bytes'] / MIB:.1f} MiB."]
+             f"{found['least_capped_bytes'] / MIB:.1f} MiB"
+             f" ({'BELOW' if found['least_capped_bytes'] < floor.floor_bytes else 'not below'} the floor).",
+             f"* Floor (`capped_floor.py`, {args.floor_seconds:.0f} s): {floor.describe()}: "
+             + ("no placement the legalizer returns fits; the row has no split." if floor.proves_no_split else
+                f"rule 4 alone does not rule a split out (the floor MILP's own placement moves "
+                f"{floor.movable_bytes / MIB:.1f} MiB off {device_name}).")]
     if args.hetero is not None:
         lines += hetero_lines(ask_hetero(case, support, other, platform.device(cost.devices[other]).spec,
                                          args.hetero), device_name, cost.devices[other])

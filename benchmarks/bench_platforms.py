@@ -116,6 +116,8 @@ def decoder_row(platform, name: str, args, spec) -> dict:
     row["memory_need_bytes"] = case.need_bytes
     if caps:
         row["memory_caps"] = caps
+        if row.get("optimum_ms") is None:  # no method fits: whether any split could (a capped device's floor)
+            row["no_split"] = decoder_rows.no_split_proof(case)
     known = dict(placements)
     if row.get("best_single_device"):
         known["best_single"] = placements[f"single:{row['best_single_device']}"]
@@ -257,6 +259,10 @@ def headroom_tables(rows: list[dict]) -> list[str]:
 
 
 def _source_cell(r: dict) -> str:
+    proof = r.get("no_split") or {}
+    if proof.get("proves"):
+        return (f"none exists: {proof['device']} keeps >= {proof['floor_bytes'] / 2**20:.1f} MiB, cap "
+                f"{proof['cap_bytes'] / 2**20:.1f} MiB (proven)")
     label, gap = best_known_label(r)
     return f"{label}, {'unproven' if gap is None else f'{100 * gap:.2f} %'}"
 
@@ -305,9 +311,12 @@ def summary_lines(rows: list[dict]) -> list[str]:
         sources: dict[str, int] = {}
         for label, _ in labels:
             sources[label] = sources.get(label, 0) + 1
+        none = sum(bool((r.get("no_split") or {}).get("proves")) for r in chosen)
         lines.append(f"best known proven within {100 * PROVEN_GAP:g} % (MILP dual bound) on {proven} of {len(chosen)} "
                      f"{name}; unproven (no bound, or the MILP's model disagrees with the simulator) on "
-                     f"{sum(gap is None for _, gap in labels)}; found by: "
+                     f"{sum(gap is None for _, gap in labels) - none}"
+                     + (f"; no placement fits the caps (proven: a capped device's floor) on {none}" if none else "")
+                     + "; found by: "
                      + ", ".join(f"{k} {v}" for k, v in sorted(sources.items(), key=lambda kv: -kv[1])))
     return lines
 

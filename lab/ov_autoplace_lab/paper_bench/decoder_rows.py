@@ -46,6 +46,7 @@ from ov_autoplace.errors import PlacementError
 from ov_autoplace.placement.legalizer import DEFAULT_MAX_SUBMODELS
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace.strategies.hsdag import HSDAGStrategy
+from ov_autoplace_lab.optimum.capped_floor import capped_floor
 from ov_autoplace_lab.paper_bench import truth
 from ov_autoplace_lab.paper_bench.methods import Case, compiled_as, local_search_methods
 
@@ -119,6 +120,29 @@ def _memory_path_record(case: DecoderCase, placements: dict, row: dict, key: str
     if chosen is not None:
         ms = float(Simulator(case.cost, case.graph).feasible_ms(chosen))
         placements[key], row[key] = chosen, (ms if math.isfinite(ms) else None)
+
+
+#: The floor MILP's time limit per capped device (``optimum/capped_floor.py``; qwen2_dec_l on npu_cpu: optimal in
+#: about 150 s on the 2-core machine).
+FLOOR_SECONDS = 600.0
+
+
+def no_split_proof(case: DecoderCase, seconds: float = FLOOR_SECONDS) -> dict | None:
+    """For a capped row no method fits: each capped device's floor (what it keeps in every placement the legalizer
+    returns, ``capped_floor``), the first over its cap, which proves the row has no split, else the last; None
+    without caps."""
+    if case.caps is None:
+        return None
+    support, devices, record = simulated_support(case.cost, case.graph), tuple(case.cost.devices), None
+    for device, cap in zip(devices, case.caps.tolist()):
+        if not math.isfinite(cap):
+            continue
+        floor = capped_floor(case.graph, support, case.cost.node_memory_bytes, devices, device, cap, seconds=seconds)
+        record = {"device": device, "floor_bytes": floor.floor_bytes, "cap_bytes": cap, "optimal": floor.optimal,
+                  "proves": floor.proves_no_split, "text": floor.describe()}
+        if floor.proves_no_split:
+            break
+    return record
 
 
 def generation_parts(case: DecoderCase, placement, gen: Generation = GENERATION) -> dict | None:
@@ -229,7 +253,8 @@ PRODUCT_KEYS = (("first_start_ms", "first start (prior rule)"), ("prior_ms", "pr
                 ("memory_profile_ms", "memory path, profiled"))  # under caps only, in place of the prefill's
 #: The JSON keys only decoder rows carry.
 DECODER_KEYS = ("generation", "memory_need_bytes", "parts", "prior_ms", "prior_choice", "first_start_ms",
-                "first_start_choice", "profile_prefill_ms", "memory_profile_ms", "memory_caps", "dynamic_moves")
+                "first_start_choice", "profile_prefill_ms", "memory_profile_ms", "memory_caps", "dynamic_moves",
+                "no_split")
 
 
 def draw_record(row: dict, key: str) -> tuple[int, int, int] | None:
@@ -257,8 +282,11 @@ def decoder_lines(rows: list[dict]) -> list[str]:
         fits = [d for d, ms in r["single_device_ms"].items() if ms is not None]
         capped = ", ".join(f"{d} capped at {b / 2 ** 30:.3f} GiB" for d, b in (r.get("memory_caps") or {}).items())
         where = f"{r['platform']}{' (' + capped + ')' if capped else ''}/{r['model']}"
+        proof = r.get("no_split") or {}
         best = (f"best known {r['optimum_ms']:.3f} ms on {'+'.join(r['optimum_devices'])}"
-                if r.get("optimum_ms") is not None else "no method found a placement that fits")
+                if r.get("optimum_ms") is not None else "no method found a placement that fits" + (
+                    f"; none exists (proven): {proof['text']}" if proof.get("proves") else
+                    f"; not proven that none exists: {proof['text']}" if proof else ""))
         lines.append(f"{where}: holds {need:.3f} GiB on one device (weights + KV cache at "
                      f"{sum(r['generation'])} tokens); fits alone on {', '.join(fits) or 'no device'}; split pays: "
                      f"{r['split_pays']}; {best}")
@@ -282,7 +310,9 @@ def decoder_lines(rows: list[dict]) -> list[str]:
     split = [r for r in rows if r.get("split_pays")]
     lines.append(f"rows where a split pays: {len(split)} of {len(rows)}; no single device holds the model in "
                  f"{sum(r['best_single_device_ms'] is None for r in rows)}, a split found there in "
-                 f"{sum(r['best_single_device_ms'] is None and len(r.get('optimum_devices') or ()) > 1 for r in rows)}")
+                 f"{sum(r['best_single_device_ms'] is None and len(r.get('optimum_devices') or ()) > 1 for r in rows)}"
+                 f", none exists there (proven: a capped device's floor over its cap) in "
+                 f"{sum(bool((r.get('no_split') or {}).get('proves')) for r in rows)}")
     for key, title in (("optimum", "best known"),) + PRODUCT_KEYS:
         checked = [r for r in split if key in (r.get("dynamic_moves") or {})]
         if checked:
@@ -302,5 +332,5 @@ def decoder_lines(rows: list[dict]) -> list[str]:
 
 
 __all__ = ["DECODER_KEYS", "PRODUCT_KEYS", "DecoderCase", "GENERATION", "decoder_case", "decoder_lines",
-           "draw_record", "dynamic_moves", "generation_cost", "generation_parts", "leave_platform_out_cost", "prefill_graph",
-           "prior_placements", "profile_path_placement"]
+           "draw_record", "dynamic_moves", "generation_cost", "generation_parts", "leave_platform_out_cost",
+           "no_split_proof", "prefill_graph", "prior_placements", "profile_path_placement"]

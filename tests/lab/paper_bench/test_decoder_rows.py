@@ -162,6 +162,31 @@ def test_an_npu_without_the_attention_gets_a_split_that_fits_a_capped_cpu(decode
     assert math.isfinite(Simulator(case.cost, case.graph).feasible_ms(chosen))
 
 
+def test_a_capped_devices_floor_bounds_what_the_memory_path_keeps_and_below_it_nothing_fits(decoder):
+    """The floor (``optimum/capped_floor.py``): what the capped CPU keeps in every placement the legalizer returns.
+    The memory path's split keeps at least it; capped under it, the row is proven to have no split, and the memory
+    path (the runtime's machinery) refuses, as the proof says it must."""
+    from ov_autoplace.costmodel.suite import load_suite
+    from ov_autoplace_lab.optimum.capped_floor import node_sets
+
+    model, prefill = decoder
+    platform = load_suite()["npu_cpu"]
+    probe = decoder_rows.decoder_case(platform, model, prefill)
+    cpu = list(probe.cost.devices).index("CPU")
+    alone = Simulator(probe.cost, probe.graph).resident_bytes(np.full((1, prefill.num_nodes), cpu, np.int64))[0, cpu]
+    case = decoder_rows.decoder_case(platform, model, prefill, caps={"CPU": 0.75 * float(alone)})
+    proof = decoder_rows.no_split_proof(case, seconds=60)
+    assert proof["device"] == "CPU" and proof["optimal"] and not proof["proves"]
+    chosen = decoder_rows.memory_path_placement(case, case.cost, platform.device_names)
+    active = node_sets(case.graph, np.ones((case.graph.num_nodes, 2), bool), cpu)["active"]
+    mem = np.asarray(case.cost.node_memory_bytes, np.float64)
+    assert mem[active & (chosen == cpu)].sum() >= proof["floor_bytes"] > 0
+    tight = decoder_rows.decoder_case(platform, model, prefill, caps={"CPU": 0.99 * proof["floor_bytes"]})
+    below = decoder_rows.no_split_proof(tight, seconds=60)
+    assert below["proves"] and "over its cap" in below["text"]
+    assert decoder_rows.memory_path_placement(tight, tight.cost, platform.device_names) is None
+
+
 @pytest.mark.slow  # the lab's large Qwen2-geometry decoder: ~6 s
 def test_the_memory_path_is_no_slower_than_the_fit_of_the_policys_own_proposal():
     """``paper`` with both devices capped at 0.2 GiB, Qwen2-geometry ``qwen2_dec_l`` (0.305 GiB): the policy puts

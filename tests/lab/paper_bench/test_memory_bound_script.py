@@ -23,7 +23,7 @@ def test_a_node_between_two_held_nodes_is_between_and_the_ends_are_a_chain():
     support = np.ones((graph.num_nodes, 2), bool)
     for name in ("held_1", "held_2"):
         support[graph.names.index(name), 1] = False
-    sets = script.node_sets(graph, support, other=1)
+    sets = script.node_sets(graph, support, capped=0)
     named = {key: {graph.names[i] for i in np.flatnonzero(mask)} for key, mask in sets.items() if key != "active"}
     assert named == {"held": {"held_1", "held_2"}, "chain": {"head", "tail"}, "between": {"middle"}}
 
