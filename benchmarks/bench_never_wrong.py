@@ -80,8 +80,7 @@ def guard_on_regnet(testbed) -> None:
 
 
 def int8_precisions(testbed) -> None:
-    from tests.quantized_graphs import quantize_convolutions
-    from tests.model.test_quant_patterns import conv_precisions
+    from tests.quantized_graphs import conv_precisions, quantize_convolutions
 
     f32 = zoo.load("resnet50")
     model = quantize_convolutions(f32, random_inputs(testbed.core.compile_model(f32, "CPU"), seed=5))

@@ -32,7 +32,7 @@ Without ``--policy`` a randomly initialised policy (hidden 128, 2 GCN layers)
 is exported, with its merge threshold calibrated on the graph so that
 pooling merges as a trained policy would (that needs torch; the timed code
 does not use it). The CostModel is the tests' flops-based stand-in
-(``tests/policy/conftest.py``), since only its shape matters here.
+(``tests/stand_in_costs.py``), since only its shape matters here.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from ov_autoplace.placement.legalizer import legalize  # noqa: E402
 from ov_autoplace.policy import NumpyHSDAGPolicy  # noqa: E402
 from ov_autoplace_lab.training.decoding import priced_decoding  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
-from tests.policy.conftest import prepared_graph, stand_in_cost_model  # noqa: E402
+from tests.stand_in_costs import prepared_graph, stand_in_cost_model  # noqa: E402
 
 TARGETS_MS = {"bert_base": 100.0, "long_chain": 5000.0}
 

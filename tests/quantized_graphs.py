@@ -89,4 +89,15 @@ def quantize_convolutions(model: ov.Model, inputs: list[np.ndarray]) -> ov.Model
     return quantized
 
 
-__all__ = ["int8_convnet", "quantize_convolutions"]
+
+def conv_precisions(compiled) -> dict[str, str]:
+    """runtimePrecision of every Convolution of a compiled model (HETERO merges its submodels' runtime graphs)."""
+    out = {}
+    for op in compiled.get_runtime_model().get_ops():
+        rt = op.get_rt_info()
+        if rt["layerType"].astype(str) == "Convolution":
+            out[op.get_friendly_name()] = rt["runtimePrecision"].astype(str)
+    return out
+
+
+__all__ = ["conv_precisions", "int8_convnet", "quantize_convolutions"]

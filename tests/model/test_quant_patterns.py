@@ -12,19 +12,9 @@ from ov_autoplace.graph.arrays import NodeRole, extract_graph
 from ov_autoplace.placement.legalizer import Pin, constant_subgraph_mask, legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.model.quant_patterns import quantization_groups, quantized_weights_hidden
-from tests.quantized_graphs import int8_convnet
+from tests.quantized_graphs import conv_precisions, int8_convnet
 
 INT8 = {"u8", "i8"}
-
-
-def conv_precisions(compiled) -> dict[str, str]:
-    """runtimePrecision of every Convolution of a compiled model (HETERO merges its submodels' runtime graphs)."""
-    out = {}
-    for op in compiled.get_runtime_model().get_ops():
-        rt = op.get_rt_info()
-        if rt["layerType"].astype(str) == "Convolution":
-            out[op.get_friendly_name()] = rt["runtimePrecision"].astype(str)
-    return out
 
 
 @pytest.fixture(scope="module")

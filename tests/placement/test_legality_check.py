@@ -275,7 +275,7 @@ def test_random_raw_placements_of_zoo_models_give_exact_outputs(f32_testbed, zoo
 def test_random_raw_placements_of_an_int8_zoo_model_stay_int8(f32_testbed):
     from tests.conftest import zoo_available
     from tests.quantized_graphs import quantize_convolutions
-    from tests.model.test_quant_patterns import conv_precisions
+    from tests.quantized_graphs import conv_precisions
 
     if not zoo_available():
         pytest.skip("zoo extras not installed: pip install -e '.[zoo]'")

@@ -9,7 +9,7 @@ from ov_autoplace.policy import build_policy_arrays
 from ov_autoplace.policy.boundary import BOUNDARY_FEATURE_NAMES, BoundaryInputs, GroupBoundary
 from ov_autoplace.policy.config import HSDAGConfig
 from ov_autoplace.policy.policy_file import expected_feature_names
-from tests.policy.conftest import stand_in_cost_model
+from tests.stand_in_costs import stand_in_cost_model
 
 LATENCY = np.array([[0.0, 10.0], [20.0, 0.0]])  # us; r -> d = 10, d -> r = 20
 PER_BYTE = np.array([[0.0, 0.001], [0.002, 0.0]])  # us per byte

@@ -11,7 +11,7 @@ from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.placement.legalizer import constant_subgraph_mask
 from ov_autoplace.policy.coarsen import chain_coarsen
 from tests import synthetic_graphs
-from tests.policy.conftest import prepared_graph
+from tests.stand_in_costs import prepared_graph
 
 
 def _groups_by_name(graph, coarse) -> list[set[str]]:

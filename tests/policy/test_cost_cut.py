@@ -16,7 +16,7 @@ from ov_autoplace.policy.coarsen import chain_coarsen, preferred_device_class
 from ov_autoplace.policy.config import HSDAGConfig
 from ov_autoplace.policy.features import group_compute_us
 from tests import synthetic_graphs
-from tests.policy.conftest import prepared_graph, stand_in_cost_model
+from tests.stand_in_costs import prepared_graph, stand_in_cost_model
 
 
 def _chain_graph():

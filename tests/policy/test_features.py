@@ -22,7 +22,7 @@ from ov_autoplace.policy.features import (
     node_features,
     positional_encoding,
 )
-from tests.policy.conftest import stand_in_cost_model
+from tests.stand_in_costs import stand_in_cost_model
 
 ABLATIONS = [NodeFeatureConfig(**{f.name: False}) for f in dataclasses.fields(NodeFeatureConfig)]
 

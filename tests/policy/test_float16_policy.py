@@ -37,7 +37,7 @@ from ov_autoplace.policy.policy_file import load_policy_file
 from ov_autoplace_lab.policy_export import rounded_mantissa, convert_policy_file, write_policy_file
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from tests import synthetic_graphs
-from tests.policy.conftest import prepared_graph, stand_in_cost_model
+from tests.stand_in_costs import prepared_graph, stand_in_cost_model
 
 FLOAT32_REFERENCE = Path(__file__).resolve().parent / "data" / "hsdag_v4_float32.npz"
 #: Cases whose placement may differ from the float32 one (a near-tie tipped; two cases in any set, else this share),

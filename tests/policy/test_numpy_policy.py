@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ov_autoplace.policy import NodeFeatureConfig, NumpyHSDAGPolicy, build_policy_arrays
-from tests.policy.conftest import stand_in_cost_model
+from tests.stand_in_costs import stand_in_cost_model
 
 torch = pytest.importorskip("torch")
 
@@ -90,7 +90,7 @@ def test_parity_under_every_ablation(tmp_path, synthetic_prepared):
 
 def test_parity_on_a_long_chain(tmp_path):
     from tests import synthetic_graphs
-    from tests.policy.conftest import prepared_graph
+    from tests.stand_in_costs import prepared_graph
 
     _, graph = prepared_graph(synthetic_graphs.long_chain(200))
     policy, twin = _exported(tmp_path, [graph])
@@ -127,7 +127,7 @@ NO_TORCH_SCRIPT = textwrap.dedent("""
     from ov_autoplace.strategies.hsdag import HSDAGStrategy
     from ov_autoplace.devices.testbed import make_testbed
     from tests import synthetic_graphs
-    from tests.policy.conftest import stand_in_cost_model
+    from tests.stand_in_costs import stand_in_cost_model
 
     policy = NumpyHSDAGPolicy.load(sys.argv[1])
     strategy = HSDAGStrategy(policy, lambda context: stand_in_cost_model(context.graph, context.devices))

@@ -11,7 +11,7 @@ from ov_autoplace.policy import NumpyHSDAGPolicy
 from ov_autoplace.strategies.hsdag import HSDAGStrategy
 from ov_autoplace.strategies.base import PlacementContext
 from tests import synthetic_graphs
-from tests.policy.conftest import stand_in_cost_model
+from tests.stand_in_costs import stand_in_cost_model
 
 torch = pytest.importorskip("torch")
 

@@ -22,9 +22,9 @@ from ov_autoplace.policy.coarsen import Coarsening
 from ov_autoplace_lab.training import SimEnv
 from tests.policy import conftest as policy_conftest
 from tests.lab.training.conftest import sim_env
+from tests.stand_in_costs import stand_in_cost_model
 
 synthetic_prepared = policy_conftest.synthetic_prepared  # the session fixture, visible to this module
-stand_in_cost_model = policy_conftest.stand_in_cost_model
 
 
 @pytest.fixture(autouse=True)

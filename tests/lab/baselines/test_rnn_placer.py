@@ -20,7 +20,7 @@ from ov_autoplace_lab.baselines.search import run_search
 from ov_autoplace_lab.optimum.exact_optimum import min_cut_placement
 from ov_autoplace.policy.coarsen import Coarsening, chain_coarsen
 from ov_autoplace_lab.training import SimEnv
-from tests.policy.conftest import stand_in_cost_model
+from tests.stand_in_costs import stand_in_cost_model
 from tests.lab.training.conftest import sim_env
 
 

@@ -12,7 +12,7 @@ from ov_autoplace_lab.baselines.hsdag_search import HSDAGFineTuneSearch, HSDAGPa
 from ov_autoplace_lab.baselines.search import LearnedSearch, LearnedSearchStrategy, run_search  # noqa: E402
 from ov_autoplace_lab.training import SimEnv  # noqa: E402
 from tests import synthetic_graphs  # noqa: E402
-from tests.policy.conftest import stand_in_cost_model  # noqa: E402
+from tests.stand_in_costs import stand_in_cost_model  # noqa: E402
 from tests.lab.training.conftest import sim_env  # noqa: E402
 
 

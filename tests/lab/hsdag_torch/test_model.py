@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
 from ov_autoplace_lab.hsdag_torch.model import HSDAGPolicy, PolicyInputs, greedy, sample, to_node_placement  # noqa: E402
-from tests.policy.conftest import stand_in_cost_model  # noqa: E402
+from tests.stand_in_costs import stand_in_cost_model  # noqa: E402
 
 
 def _policy(seed: int = 0, **config) -> HSDAGPolicy:

@@ -8,7 +8,7 @@ pytest.importorskip("torch")
 
 from ov_autoplace.policy.config import HSDAGConfig  # noqa: E402
 from ov_autoplace_lab.training import SimEnv, TrainConfig, make_policy  # noqa: E402
-from tests.policy.conftest import stand_in_cost_model  # noqa: E402
+from tests.stand_in_costs import stand_in_cost_model  # noqa: E402
 
 #: A small policy keeps every test fast.
 SMALL = HSDAGConfig(hidden=16, max_pool_iterations=1)

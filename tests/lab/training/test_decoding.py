@@ -14,7 +14,8 @@ from ov_autoplace.graph.arrays import NodeRole
 from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace.strategies.base import PlacementContext
 from ov_autoplace_lab.training.decoding import DecodedHSDAGStrategy, offset_decodings, priced_decoding
-from tests.policy.conftest import stand_in_cost_model, synthetic_prepared  # noqa: F401  (a fixture)
+from tests.policy.conftest import synthetic_prepared  # noqa: F401  (a fixture)
+from tests.stand_in_costs import stand_in_cost_model
 
 
 def test_offset_decodings_on_two_devices_are_thresholds_of_the_margin():

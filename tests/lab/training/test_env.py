@@ -11,7 +11,7 @@ from ov_autoplace.costmodel.anchors import AnchorFixer
 from ov_autoplace.placement.legalizer import legalize
 from ov_autoplace_lab.training.env import MeasuredEnv, SimEnv
 from tests import synthetic_graphs
-from tests.policy.conftest import stand_in_cost_model
+from tests.stand_in_costs import stand_in_cost_model
 from tests.lab.training.conftest import sim_env
 
 

@@ -67,7 +67,7 @@ def test_fine_tune_on_real_devices_returns_a_measured_placement(testbed):
     from ov_autoplace_lab.training.env import MeasuredEnv
     from ov_autoplace.model.prepare import prepare_model
     from tests import synthetic_graphs
-    from tests.policy.conftest import stand_in_cost_model
+    from tests.stand_in_costs import stand_in_cost_model
 
     model = synthetic_graphs.residual(blocks=1)
     graph = extract_graph(prepare_model(model))

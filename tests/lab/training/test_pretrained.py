@@ -11,7 +11,7 @@ import pytest
 
 from ov_autoplace.policy import NumpyHSDAGPolicy
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
-from tests.policy.conftest import stand_in_cost_model
+from tests.stand_in_costs import stand_in_cost_model
 
 NO_TORCH = """
 import sys
@@ -22,7 +22,7 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.policy import NumpyHSDAGPolicy
 from ov_autoplace.policy.pretrained import PRETRAINED_POLICY
 from ov_autoplace_lab.training.graph_family import build
-from tests.policy.conftest import stand_in_cost_model
+from tests.stand_in_costs import stand_in_cost_model
 graph = extract_graph(prepare_model(build(1003)))  # a held-out graph
 placement = NumpyHSDAGPolicy.load(PRETRAINED_POLICY).place(graph, stand_in_cost_model(graph, ("CPU", "CPUF", "NPU")))
 assert placement.shape == (graph.num_nodes,) and placement.min() >= 0 and placement.max() <= 2
