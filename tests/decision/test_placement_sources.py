@@ -404,6 +404,18 @@ def test_a_decoder_the_prior_would_move_is_timed_at_the_first_start(thread_core,
     assert len(spawned) == 2, "pending: the worker verifies the declared generation"
 
 
+def _stated_load(monkeypatch, other_cores: float) -> None:
+    """The machine's load over the first start's compile ahead, as the check reads it: ``other_cores`` of this
+    process's cores kept busy by other processes (the host's own load then plays no part)."""
+    class Probe:
+        def start(self):
+            return self
+
+        def other_cores(self):
+            return other_cores
+    monkeypatch.setattr(placement_sources, "LoadProbe", Probe)
+
+
 def _fixed_rounds(per_generation_ms: dict[str, float], asked: list | None = None):
     """A stopwatch for ``verification.time_rounds`` that reads ``per_generation_ms`` (the compiles stay real);
     ``asked`` gets the keyword arguments of each call."""
@@ -523,6 +535,7 @@ def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_fir
     from ov_autoplace.decision import verification
 
     _prior_predicting_both_devices_alike(monkeypatch)
+    _stated_load(monkeypatch, 0.0)
     spawned = _spawned(monkeypatch)
     model = sg.llm_like(layers=3, positions=None)
     asked = []
@@ -545,6 +558,30 @@ def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_fir
     # 4 rounds, more where its first round shows the budget holds them (planned blind to the results)
     assert {(a["rounds"], a["max_rounds"], a["budget_s"]) for a in asked} == {
         (placement_sources.CHECK_ROUNDS, placement_sources.CHECK_MAX_ROUNDS, placement_sources.CHECK_BUDGET_S)}
+
+
+def test_on_a_loaded_machine_the_first_start_check_may_take_more_rounds(thread_core, tmp_path, monkeypatch):
+    """Under load the verification's rule asks a win beyond what two compiles of the plain call read apart, a margin
+    that shrinks with rounds: where other processes keep more than ``LOADED_OTHER_CORES`` of the cores busy over the
+    compile ahead, the check may take ``CHECK_LOADED_SCALE`` times the rounds and the time (docs/llm.md)."""
+    from ov_autoplace.decision import verification
+
+    _prior_predicting_both_devices_alike(monkeypatch)
+    _spawned(monkeypatch)
+    asked = []
+    monkeypatch.setattr(verification, "time_rounds", _fixed_rounds({"plain": 10.0, "plain'": 10.0,
+                                                                    "single:CPUS": 9.9}, asked))
+    for label, load in (("quiet", 0.0), ("edge", placement_sources.LOADED_OTHER_CORES),
+                        ("unknown", float("nan")), ("loaded", 0.96)):
+        _stated_load(monkeypatch, load)
+        oa.compile_model(sg.llm_like(layers=3, positions=None), PLAIN_FIRST, core=thread_core,
+                         cache_dir=tmp_path / label, generation=(16, 4))
+    scale = placement_sources.CHECK_LOADED_SCALE
+    assert scale > 1
+    assert [(a["rounds"], a["max_rounds"], a["budget_s"]) for a in asked] == 3 * [
+        (placement_sources.CHECK_ROUNDS, placement_sources.CHECK_MAX_ROUNDS, placement_sources.CHECK_BUDGET_S)] + [
+        (placement_sources.CHECK_ROUNDS, scale * placement_sources.CHECK_MAX_ROUNDS,
+         scale * placement_sources.CHECK_BUDGET_S)]
 
 
 def test_no_first_start_check_where_the_plain_call_compiles_slowly(thread_core, tmp_path, caplog, monkeypatch):
