@@ -259,8 +259,8 @@ def headroom_tables(rows: list[dict]) -> list[str]:
 
 
 def _source_cell(r: dict) -> str:
-    proof = r.get("no_split") or {}
-    if proof.get("proves"):
+    if decoder_rows.proves_no_split(r):
+        proof = r["no_split"]
         return (f"none exists: {proof['device']} keeps >= {proof['floor_bytes'] / 2**20:.1f} MiB, cap "
                 f"{proof['cap_bytes'] / 2**20:.1f} MiB (proven)")
     label, gap = best_known_label(r)
@@ -311,7 +311,7 @@ def summary_lines(rows: list[dict]) -> list[str]:
         sources: dict[str, int] = {}
         for label, _ in labels:
             sources[label] = sources.get(label, 0) + 1
-        none = sum(bool((r.get("no_split") or {}).get("proves")) for r in chosen)
+        none = sum(map(decoder_rows.proves_no_split, chosen))
         lines.append(f"best known proven within {100 * PROVEN_GAP:g} % (MILP dual bound) on {proven} of {len(chosen)} "
                      f"{name}; unproven (no bound, or the MILP's model disagrees with the simulator) on "
                      f"{sum(gap is None for _, gap in labels) - none}"

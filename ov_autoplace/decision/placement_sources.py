@@ -27,7 +27,7 @@ from ov_autoplace.decision.verification import (PLAIN, KeptCompile, devices_time
                                                 measuring_props, needs_verification, plain_placement,
                                                 provisional_intact, runner_ups, single_device_of, verify_placement)
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
-from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe, busy_now
+from ov_autoplace.measuring.noise import LoadProbe, busy_now
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
@@ -366,7 +366,7 @@ def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, grap
             kept.keep(PLAIN, plain, {PLAIN: first}, {}, {PLAIN: req.spec.text})
         return None, f"no first-start check: the plain call compiled in {seconds:.1f} s > {CHECK_MAX_COMPILE_S} s"
     gen = Generation(*map(min, dataclasses.astuple(req.generation), dataclasses.astuple(CHECK_GENERATION)))
-    more = CHECK_LOADED_SCALE if load.other_cores() > LOADED_OTHER_CORES else 1
+    more = CHECK_LOADED_SCALE if busy_now(load) else 1
     try:
         checked = dataclasses.replace(plain, strategy="hsdag:prior+checked")
         chosen, evidence = verify_placement(req.core, prepared, graph, checked, support=support, properties=req.props,

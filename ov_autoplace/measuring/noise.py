@@ -109,13 +109,14 @@ class LoadProbe:
         return max(0.0, ((busy1 - busy0) - (own1 - own0)) / (wall1 - wall0))
 
 
-def busy_now() -> bool:
-    """Whether other processes keep this process's cores busy right now (one :class:`LoadProbe` window).
+def busy_now(probe: LoadProbe | None = None) -> bool:
+    """Whether other processes keep this process's cores busy right now (one :class:`LoadProbe` window; ``probe``:
+    one started earlier, read over what ran since).
 
     A stored profile that was taken on a loaded machine is measured again only when this says no: measured on a
     machine that is still loaded it would be as loaded, and the run would pay the profile again for nothing (a
     busy machine re-profiled on every ``place``)."""
-    other = LoadProbe().start().other_cores()
+    other = (probe or LoadProbe().start()).other_cores()
     return not math.isnan(other) and other > LOADED_OTHER_CORES
 
 

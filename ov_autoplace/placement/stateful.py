@@ -193,18 +193,24 @@ def split_variables(graph: GraphArrays, full: np.ndarray, active: np.ndarray) ->
     return [(r, a) for r, a in graph.variables if submodel_of(r) != submodel_of(a) or submodel_of(a) < 0]
 
 
-#: Per graph: its ReadValue initializer nodes (compute ancestors of a ReadValue short of Parameters and Constants).
+#: Per graph: its ReadValue initializer nodes (:func:`initializer_nodes`).
 _INITIALIZERS: "weakref.WeakKeyDictionary[GraphArrays, np.ndarray]" = weakref.WeakKeyDictionary()
 
 
-def with_initializer_copies(graph: GraphArrays, full: np.ndarray) -> GraphArrays:
-    """``graph``'s edges as HETERO meets them once ``Placement.apply`` has copied the shared initializer (rule 3;
-    why: docs/architecture.md, "Module notes"); ``graph`` itself when no copy is made."""
+def initializer_nodes(graph: GraphArrays) -> np.ndarray:
+    """bool [N]: the compute ancestors of a ReadValue short of the ReadValues, once per graph."""
     init = _INITIALIZERS.get(graph)
     if init is None:
         reads = [r for r, _ in graph.variables]
         init = _INITIALIZERS[graph] = _reach(graph, reads, False) & (graph.role == NodeRole.COMPUTE)
         init[reads] = False
+    return init
+
+
+def with_initializer_copies(graph: GraphArrays, full: np.ndarray) -> GraphArrays:
+    """``graph``'s edges as HETERO meets them once ``Placement.apply`` has copied the shared initializer (rule 3;
+    why: docs/architecture.md, "Module notes"); ``graph`` itself when no copy is made."""
+    init = initializer_nodes(graph)
     src, dst = graph.edge_src, graph.edge_dst
     crossing = init[src] & (full[src] != full[dst])
     if not crossing.any():
@@ -436,5 +442,5 @@ def one_device_for_state(graph: GraphArrays, device: np.ndarray, active: np.ndar
 
 
 __all__ = ["ONE_DEVICE_RULE", "ONE_SUBMODEL_RULE", "REENTRY_RULE", "StateGroup", "carried_to_dynamic",
-           "keep_state_devices_whole", "keep_state_together", "one_device_for_state", "split_variables",
-           "state_groups", "with_initializer_copies"]
+           "initializer_nodes", "keep_state_devices_whole", "keep_state_together", "one_device_for_state",
+           "split_variables", "state_groups", "with_initializer_copies"]

@@ -571,7 +571,9 @@ def test_on_a_loaded_machine_the_first_start_check_may_take_more_rounds(thread_c
     asked = []
     monkeypatch.setattr(verification, "time_rounds", _fixed_rounds({"plain": 10.0, "plain'": 10.0,
                                                                     "single:CPUS": 9.9}, asked))
-    for label, load in (("quiet", 0.0), ("edge", placement_sources.LOADED_OTHER_CORES),
+    from ov_autoplace.measuring.noise import LOADED_OTHER_CORES
+
+    for label, load in (("quiet", 0.0), ("edge", LOADED_OTHER_CORES),
                         ("unknown", float("nan")), ("loaded", 0.96)):
         _stated_load(monkeypatch, load)
         oa.compile_model(sg.llm_like(layers=3, positions=None), PLAIN_FIRST, core=thread_core,

@@ -35,7 +35,7 @@ import numpy as np
 
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole, constant_subgraph_mask
 from ov_autoplace.graph.components import reach
-from ov_autoplace.placement.stateful import state_groups
+from ov_autoplace.placement.stateful import initializer_nodes, state_groups
 
 MIB = 2 ** 20
 
@@ -56,14 +56,6 @@ def node_sets(graph: GraphArrays, support: np.ndarray, capped: int) -> dict[str,
             "active": active}
 
 
-def _initializers(graph: GraphArrays) -> np.ndarray:
-    """The compute ancestors of a ReadValue's inputs (its initializer), as ``with_initializer_copies`` finds them."""
-    reads = [r for r, _ in graph.variables]
-    init = reach(graph.num_nodes, graph.predecessors_csr, reads) & (graph.role == NodeRole.COMPUTE)
-    init[reads] = False
-    return init
-
-
 def floor_milp(graph: GraphArrays, sets: dict[str, np.ndarray], node_bytes, *, seconds: float = 60.0):
     """``(floor bytes, whether proven optimal, bool [N] off the capped device in the MILP's placement)``: the
     fewest bytes of active nodes the capped device keeps under rule 4 (module doc); the held nodes' bytes where no
@@ -76,7 +68,7 @@ def floor_milp(graph: GraphArrays, sets: dict[str, np.ndarray], node_bytes, *, s
     if not any(sets["held"][group.members].any() for group in state_groups(graph)):
         # rule 4 binds a device only while it holds state: without a held variable some placement may hold none
         return float(mem[sets["held"]].sum()), True, active & ~sets["held"]
-    keep = active[graph.edge_src] & active[graph.edge_dst] & ~_initializers(graph)[graph.edge_src]
+    keep = active[graph.edge_src] & active[graph.edge_dst] & ~initializer_nodes(graph)[graph.edge_src]
     src, dst = graph.edge_src[keep].astype(np.int64), graph.edge_dst[keep].astype(np.int64)
     # columns: y (off d) per node, then per node F (reached from d off d), G (reaches d off d), W (a way out),
     # U (upstream), R (reached from a way out), A (after), D (direct)

@@ -145,6 +145,11 @@ def no_split_proof(case: DecoderCase, seconds: float = FLOOR_SECONDS) -> dict | 
     return record
 
 
+def proves_no_split(row: dict) -> bool:
+    """Whether ``row`` carries a floor (:func:`no_split_proof`) that proves it has no split."""
+    return bool((row.get("no_split") or {}).get("proves"))
+
+
 def generation_parts(case: DecoderCase, placement, gen: Generation = GENERATION) -> dict | None:
     """Simulated time to first token (the prefill) and mean per-token latency of one placement; None if it does
     not fit (or cannot run)."""
@@ -285,7 +290,7 @@ def decoder_lines(rows: list[dict]) -> list[str]:
         proof = r.get("no_split") or {}
         best = (f"best known {r['optimum_ms']:.3f} ms on {'+'.join(r['optimum_devices'])}"
                 if r.get("optimum_ms") is not None else "no method found a placement that fits" + (
-                    f"; none exists (proven): {proof['text']}" if proof.get("proves") else
+                    f"; none exists (proven): {proof['text']}" if proves_no_split(r) else
                     f"; not proven that none exists: {proof['text']}" if proof else ""))
         lines.append(f"{where}: holds {need:.3f} GiB on one device (weights + KV cache at "
                      f"{sum(r['generation'])} tokens); fits alone on {', '.join(fits) or 'no device'}; split pays: "
@@ -312,7 +317,7 @@ def decoder_lines(rows: list[dict]) -> list[str]:
                  f"{sum(r['best_single_device_ms'] is None for r in rows)}, a split found there in "
                  f"{sum(r['best_single_device_ms'] is None and len(r.get('optimum_devices') or ()) > 1 for r in rows)}"
                  f", none exists there (proven: a capped device's floor over its cap) in "
-                 f"{sum(bool((r.get('no_split') or {}).get('proves')) for r in rows)}")
+                 f"{sum(map(proves_no_split, rows))}")
     for key, title in (("optimum", "best known"),) + PRODUCT_KEYS:
         checked = [r for r in split if key in (r.get("dynamic_moves") or {})]
         if checked:
@@ -333,4 +338,4 @@ def decoder_lines(rows: list[dict]) -> list[str]:
 
 __all__ = ["DECODER_KEYS", "PRODUCT_KEYS", "DecoderCase", "GENERATION", "decoder_case", "decoder_lines",
            "draw_record", "dynamic_moves", "generation_cost", "generation_parts", "leave_platform_out_cost",
-           "no_split_proof", "prefill_graph", "prior_placements", "profile_path_placement"]
+           "no_split_proof", "prefill_graph", "prior_placements", "profile_path_placement", "proves_no_split"]

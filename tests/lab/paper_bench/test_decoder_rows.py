@@ -144,11 +144,9 @@ def test_under_caps_no_single_device_holds_the_first_start_and_the_profile_path_
     assert "policy + LS on the prefill" not in text and "memory path, profiled" in text
 
 
-def test_an_npu_without_the_attention_gets_a_split_that_fits_a_capped_cpu(decoder):
-    """``npu_cpu``'s NPU runs a decoder's matmuls and embedding but not its attention or the state's dynamic ops, so a
-    placement that moves a layer's matmuls interleaves the devices inside the layer and HETERO cuts its variables
-    apart (rule 2): the legalizer puts such a split back on one device. With the CPU capped at three quarters of
-    what it would hold alone, the memory path grows a fit from windows the legalizer keeps split."""
+def _npu_cpu_capped(decoder):
+    """``(platform, case, CPU's index)``: the decoder on ``npu_cpu`` with its CPU capped at three quarters of what it
+    holds alone."""
     from ov_autoplace.costmodel.suite import load_suite
 
     model, prefill = decoder
@@ -156,7 +154,15 @@ def test_an_npu_without_the_attention_gets_a_split_that_fits_a_capped_cpu(decode
     probe = decoder_rows.decoder_case(platform, model, prefill)
     cpu = list(probe.cost.devices).index("CPU")
     alone = Simulator(probe.cost, probe.graph).resident_bytes(np.full((1, prefill.num_nodes), cpu, np.int64))[0, cpu]
-    case = decoder_rows.decoder_case(platform, model, prefill, caps={"CPU": 0.75 * float(alone)})
+    return platform, decoder_rows.decoder_case(platform, model, prefill, caps={"CPU": 0.75 * float(alone)}), cpu
+
+
+def test_an_npu_without_the_attention_gets_a_split_that_fits_a_capped_cpu(decoder):
+    """``npu_cpu``'s NPU runs a decoder's matmuls and embedding but not its attention or the state's dynamic ops, so a
+    placement that moves a layer's matmuls interleaves the devices inside the layer and HETERO cuts its variables
+    apart (rule 2): the legalizer puts such a split back on one device. With the CPU capped at three quarters of
+    what it would hold alone, the memory path grows a fit from windows the legalizer keeps split."""
+    platform, case, _ = _npu_cpu_capped(decoder)
     chosen = decoder_rows.memory_path_placement(case, case.cost, platform.device_names)
     assert chosen is not None and np.unique(chosen).size == 2
     assert math.isfinite(Simulator(case.cost, case.graph).feasible_ms(chosen))
@@ -166,15 +172,10 @@ def test_a_capped_devices_floor_bounds_what_the_memory_path_keeps_and_below_it_n
     """The floor (``optimum/capped_floor.py``): what the capped CPU keeps in every placement the legalizer returns.
     The memory path's split keeps at least it; capped under it, the row is proven to have no split, and the memory
     path (the runtime's machinery) refuses, as the proof says it must."""
-    from ov_autoplace.costmodel.suite import load_suite
     from ov_autoplace_lab.optimum.capped_floor import node_sets
 
     model, prefill = decoder
-    platform = load_suite()["npu_cpu"]
-    probe = decoder_rows.decoder_case(platform, model, prefill)
-    cpu = list(probe.cost.devices).index("CPU")
-    alone = Simulator(probe.cost, probe.graph).resident_bytes(np.full((1, prefill.num_nodes), cpu, np.int64))[0, cpu]
-    case = decoder_rows.decoder_case(platform, model, prefill, caps={"CPU": 0.75 * float(alone)})
+    platform, case, cpu = _npu_cpu_capped(decoder)
     proof = decoder_rows.no_split_proof(case, seconds=60)
     assert proof["device"] == "CPU" and proof["optimal"] and not proof["proves"]
     chosen = decoder_rows.memory_path_placement(case, case.cost, platform.device_names)
