@@ -27,7 +27,7 @@ from ov_autoplace.decision.verification import (PLAIN, KeptCompile, devices_time
                                                 measuring_props, needs_verification, plain_placement,
                                                 provisional_intact, runner_ups, single_device_of, verify_placement)
 from ov_autoplace.measuring.generation_profile import DecodeNotProfiled, generation_profile, profile_links_of
-from ov_autoplace.measuring.noise import LoadProbe, busy_now
+from ov_autoplace.measuring.noise import busy_now
 from ov_autoplace.devices.facts import read_device_facts
 from ov_autoplace.graph.arrays import GraphArrays, NodeRole
 from ov_autoplace.placement.assignment import Placement
@@ -42,13 +42,12 @@ logger = logging.getLogger("ov_autoplace")
 DEFAULT_SOURCE_TOKEN = "default-sources-v3"  # v3: deviations from the plain call verified by measurement
 #: Time budget of the local search on the profile path (BERT-base takes 1.2-2.0 s, 20,002 nodes stop here).
 REFINE_SECONDS = 2.0
-#: The first start's check of a decoder's devices: its generation, rounds, budget, their scale under load, and the
-#: plain call's compile time past which it is left to the worker (docs/default-path.md, "Module notes").
+#: The first start's check of a decoder's devices: its generation, rounds, budget, and the plain call's compile
+#: time past which it is left to the worker (docs/default-path.md, "Module notes").
 CHECK_GENERATION = Generation(32, 16)
 CHECK_ROUNDS = 4
 CHECK_MAX_ROUNDS = 12
 CHECK_BUDGET_S = 6.0
-CHECK_LOADED_SCALE = 3
 CHECK_MAX_COMPILE_S = 5.0
 
 
@@ -357,7 +356,7 @@ def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, grap
     device = single_device_of(plain)
     if device is None or not devices_timed_alone(graph, req.devices, support, device, core=req.core):
         return None, ""
-    started, first, load = time.perf_counter(), None, LoadProbe().start()
+    started, first = time.perf_counter(), None
     if ahead is None:  # a deviation noted last time: compiled here, then timed, or returned if it is not
         first = compile_plain_call(req.core, req.model, req.spec.text, req.devices, measuring_props(req.props))
     seconds = ahead.wait() if ahead is not None else time.perf_counter() - started
@@ -366,12 +365,11 @@ def _check_decoder_now(req: PlacementRequest, decision: Decision, prepared, grap
             kept.keep(PLAIN, plain, {PLAIN: first}, {}, {PLAIN: req.spec.text})
         return None, f"no first-start check: the plain call compiled in {seconds:.1f} s > {CHECK_MAX_COMPILE_S} s"
     gen = Generation(*map(min, dataclasses.astuple(req.generation), dataclasses.astuple(CHECK_GENERATION)))
-    more = CHECK_LOADED_SCALE if busy_now(load) else 1
     try:
         checked = dataclasses.replace(plain, strategy="hsdag:prior+checked")
         chosen, evidence = verify_placement(req.core, prepared, graph, checked, support=support, properties=req.props,
                                             model=req.model, device_name=req.spec.text, rounds=CHECK_ROUNDS,
-                                            max_rounds=CHECK_MAX_ROUNDS * more, budget_s=CHECK_BUDGET_S * more,
+                                            max_rounds=CHECK_MAX_ROUNDS, budget_s=CHECK_BUDGET_S,
                                             iterations=2, generation=gen, kept=kept,
                                             plain_compiled=ahead.take(device) if ahead is not None else first)
     except Exception as exc:  # noqa: BLE001 - our machinery: the plain call runs and the worker measures

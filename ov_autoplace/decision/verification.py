@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ov_autoplace.costmodel.cost_terms import CostTerms
-from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe
+from ov_autoplace.measuring.noise import LOADED_OTHER_CORES, LoadProbe, busy_now
 from ov_autoplace.decision.placement_pipeline import placement_pipeline
 from ov_autoplace.compile.placed_compile import compile_on_one_device, compile_plain_call, compile_with_affinities
 from ov_autoplace.devices.properties import with_runtime_options
@@ -49,6 +49,8 @@ MAX_ROUNDS = 25
 ITERATIONS = 5
 #: Default time budget of the timing rounds (compiles excluded), seconds.
 BUDGET_S = 20.0
+#: The budget and the most rounds are this many times as large where the machine is loaded over the compiles.
+LOADED_SCALE = 3
 #: The plain call's per-round medians varying by more than this (coefficient of variation) make the machine noisy:
 #: a loss is then no verdict.
 MAX_ROUND_CV = 0.15
@@ -431,9 +433,11 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
             logger.warning("verification: the plain call's second compile failed (%s: %s); the verification "
                            "abstains", type(exc).__name__, exc)
     parts: dict[str, list] = {}
+    more = LOADED_SCALE if len(compiled) > 1 and busy_now(probe) else 1
+    most, budget_s = MAX_ROUNDS if rounds is None else max_rounds, BUDGET_S if budget_s is None else budget_s
     rounds_ms = time_rounds(compiled, inputs, rounds=ROUNDS if rounds is None else rounds, iterations=iterations,
-                            generation=generation, parts=parts, budget_s=BUDGET_S if budget_s is None else budget_s,
-                            max_rounds=MAX_ROUNDS if rounds is None else max_rounds) if len(compiled) > 1 else {}
+                            generation=generation, parts=parts, budget_s=more * budget_s,
+                            max_rounds=most and more * most) if len(compiled) > 1 else {}
     evidence = decide(rounds_ms, other_cores=probe.other_cores()) if rounds_ms else Evidence(
         "plain", PLAIN, RULE, 0, {}, {}, {}, {}, "no alternative to the plain call could be measured (or each was "
         "its device under another name)", time.time())

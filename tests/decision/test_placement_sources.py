@@ -10,7 +10,7 @@ import numpy as np
 import openvino as ov
 
 import ov_autoplace as oa
-from ov_autoplace.decision import placement_sources
+from ov_autoplace.decision import placement_sources, verification
 from ov_autoplace.cache.placement_cache import PlacementCache
 from ov_autoplace.cache.profile_store import ProfileStore
 from ov_autoplace.costmodel.prior_costs import DeviceFacts
@@ -253,7 +253,6 @@ def test_settle_leaves_the_runner_ups_to_the_worker_when_the_candidate_is_measur
     """A first start that hands a deviation to the worker does not place HEFT's runner-up on the app's thread: the
     worker places its own (``background_worker``). ``profile="now"`` and a candidate that is the plain call's
     placement still need them (to measure now; to know whether anything needs measuring)."""
-    from ov_autoplace.decision import verification
 
     placed = []  # calls of runner_ups (each would place HEFT on the model)
     monkeypatch.setattr(verification, "runner_ups", lambda *a, **k: placed.append(1) or [])
@@ -405,7 +404,7 @@ def test_a_decoder_the_prior_would_move_is_timed_at_the_first_start(thread_core,
 
 
 def _stated_load(monkeypatch, other_cores: float) -> None:
-    """The machine's load over the first start's compile ahead, as the check reads it: ``other_cores`` of this
+    """The machine's load over the check's compiles and rounds, as its verification reads it: ``other_cores`` of this
     process's cores kept busy by other processes (the host's own load then plays no part)."""
     class Probe:
         def start(self):
@@ -413,7 +412,7 @@ def _stated_load(monkeypatch, other_cores: float) -> None:
 
         def other_cores(self):
             return other_cores
-    monkeypatch.setattr(placement_sources, "LoadProbe", Probe)
+    monkeypatch.setattr(verification, "LoadProbe", Probe)
 
 
 def _fixed_rounds(per_generation_ms: dict[str, float], asked: list | None = None):
@@ -433,7 +432,6 @@ def test_the_first_start_check_runs_a_device_measured_faster_compiled_anew(threa
     timed (a decoder compile that ran the check's generations ran ~6 % slower per token after: docs/default-path.md,
     "What a verified decision returns"). The plain call's compile ahead is the check's first compile of it: the check
     compiles it once more, not twice."""
-    from ov_autoplace.decision import verification
 
     spawned, plain_compiles, timed = _spawned(monkeypatch), [], []
     compile_plain_call, compile_on_one_device = verification.compile_plain_call, verification.compile_on_one_device
@@ -459,7 +457,6 @@ def test_the_first_start_check_keeps_the_plain_call_on_a_loss_and_when_it_fails(
                                                                                   monkeypatch):
     """No device faster beyond the rule: the plain call runs, with the check's verdict in its reason. A check that
     cannot run (our machinery) is a WARNING and the plain call; the worker measures in both cases."""
-    from ov_autoplace.decision import verification
 
     spawned = _spawned(monkeypatch)
     monkeypatch.setattr(verification, "time_rounds", _fixed_rounds({"plain": 10.0, "plain'": 10.0,
@@ -532,7 +529,6 @@ def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_fir
     call (real compiles, a stated stopwatch) and runs CPUS where it was measured faster, stored live; where it was
     not, the plain call runs with the check's verdict in its reason. The worker verifies the declared generation in
     both cases."""
-    from ov_autoplace.decision import verification
 
     _prior_predicting_both_devices_alike(monkeypatch)
     _stated_load(monkeypatch, 0.0)
@@ -563,8 +559,7 @@ def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_fir
 def test_on_a_loaded_machine_the_first_start_check_may_take_more_rounds(thread_core, tmp_path, monkeypatch):
     """Under load the verification's rule asks a win beyond what two compiles of the plain call read apart, a margin
     that shrinks with rounds: where other processes keep more than ``LOADED_OTHER_CORES`` of the cores busy over the
-    compile ahead, the check may take ``CHECK_LOADED_SCALE`` times the rounds and the time (docs/llm.md)."""
-    from ov_autoplace.decision import verification
+    compiles, the check may take ``verification.LOADED_SCALE`` times the rounds and the time (docs/llm.md)."""
 
     _prior_predicting_both_devices_alike(monkeypatch)
     _spawned(monkeypatch)
@@ -578,7 +573,7 @@ def test_on_a_loaded_machine_the_first_start_check_may_take_more_rounds(thread_c
         _stated_load(monkeypatch, load)
         oa.compile_model(sg.llm_like(layers=3, positions=None), PLAIN_FIRST, core=thread_core,
                          cache_dir=tmp_path / label, generation=(16, 4))
-    scale = placement_sources.CHECK_LOADED_SCALE
+    scale = verification.LOADED_SCALE
     assert scale > 1
     assert [(a["rounds"], a["max_rounds"], a["budget_s"]) for a in asked] == 3 * [
         (placement_sources.CHECK_ROUNDS, placement_sources.CHECK_MAX_ROUNDS, placement_sources.CHECK_BUDGET_S)] + [

@@ -397,6 +397,51 @@ def test_rounds_grow_to_the_most_half_the_budget_holds_and_an_exact_count_stays_
                                                  budget_s=1e-9).values())
 
 
+
+def test_on_a_loaded_machine_the_rounds_may_grow_and_take_longer(testbed, monkeypatch):
+    """Under load a win must clear what the plain call's two compiles read apart, a margin that shrinks with rounds:
+    where other processes keep more than ``LOADED_OTHER_CORES`` of the cores busy over the compiles, the most rounds
+    and the budget are ``LOADED_SCALE`` times as many, for the measuring paths' call (the defaults) and the first
+    start's check (its own counts) alike; an exact count stays exact. The load is stated, as ``decide`` reads it."""
+    from ov_autoplace.decision import verification
+    from ov_autoplace.measuring.noise import LOADED_OTHER_CORES
+
+    model = sg.residual(blocks=2)
+    prepared = prepare_model(model)
+    graph = extract_graph(prepared)
+    support = query_support(testbed.core, prepared, graph, testbed.devices)
+    split = legalize(graph, forced_split(graph, 2), testbed.devices, support, strategy="forced")
+    asked, loads = [], []
+
+    def time_rounds_(contenders, inputs, *, rounds, **kwargs):
+        asked.append((rounds, kwargs["max_rounds"], kwargs["budget_s"]))
+        return {c: [10.0 + 0.01 * r for r in range(rounds)] for c in contenders}
+
+    class Probe:
+        def start(self):
+            return self
+
+        def other_cores(self):
+            return loads[-1]
+    monkeypatch.setattr(verification, "time_rounds", time_rounds_)
+    monkeypatch.setattr(verification, "LoadProbe", Probe)
+    calls = {"defaults": {}, "the check's": dict(rounds=4, max_rounds=12, budget_s=6.0),
+             "exact": dict(rounds=7)}
+    reasons = []
+    for load in (0.0, LOADED_OTHER_CORES, float("nan"), 0.96):
+        loads.append(load)
+        for kwargs in calls.values():
+            _, evidence = verify_placement(testbed.core, prepared, graph, split, support=support, model=model,
+                                           device_name=testbed.hetero, **kwargs)
+            reasons.append(evidence.reason)
+    scale = verification.LOADED_SCALE
+    assert scale > 1
+    quiet = [(verification.ROUNDS, verification.MAX_ROUNDS, verification.BUDGET_S), (4, 12, 6.0),
+             (7, None, verification.BUDGET_S)]
+    assert asked == 3 * quiet + [(n, most and scale * most, scale * s) for n, most, s in quiet]
+    assert all("loaded" in r for r in reasons[-3:]) and not any("loaded" in r for r in reasons[:-3])
+
+
 def test_evidence_seal_detects_edits():
     prepared = prepare_model(sg.residual())
     graph = extract_graph(prepared)
