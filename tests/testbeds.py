@@ -1,5 +1,5 @@
 """Two devices the prior can tell apart, on every machine kind: the choice the fixtures (``conftest.py``) and the
-hostile probe's processes (``hostile.py``, which have no fixtures) share."""
+hostile probe's processes (``hostile.py``, which have no fixtures) share; and the machine's load a test states."""
 
 from __future__ import annotations
 
@@ -34,3 +34,17 @@ def distinct_devices():
     core = one_thread_core()
     assert not identical_devices(core, ("CPU", "CPUS"))
     return core, ("CPU", "CPUS"), {"CPU": dict(ALL_CORES), "CPUS": dict(ONE_THREAD)}
+
+
+def stated_load(monkeypatch, other_cores: float) -> None:
+    """The machine's load as a verification reads it (``verification.LoadProbe``, over its compiles and rounds):
+    ``other_cores`` of this process's cores kept busy by other processes, whatever the host's own load."""
+    from ov_autoplace.decision import verification
+
+    class Probe:
+        def start(self):
+            return self
+
+        def other_cores(self):
+            return other_cores
+    monkeypatch.setattr(verification, "LoadProbe", Probe)

@@ -18,6 +18,7 @@ from ov_autoplace.measuring.quick_profile import quick_model_profile
 from ov_autoplace.graph.arrays import extract_graph
 from ov_autoplace.model.prepare import prepare_model
 from tests import synthetic_graphs as sg
+from tests.testbeds import stated_load
 from ov_autoplace.devices.timing import random_inputs
 
 DISTINCT = "HETERO:CPUS,CPU"
@@ -403,18 +404,6 @@ def test_a_decoder_the_prior_would_move_is_timed_at_the_first_start(thread_core,
     assert len(spawned) == 2, "pending: the worker verifies the declared generation"
 
 
-def _stated_load(monkeypatch, other_cores: float) -> None:
-    """The machine's load over the check's compiles and rounds, as its verification reads it: ``other_cores`` of this
-    process's cores kept busy by other processes (the host's own load then plays no part)."""
-    class Probe:
-        def start(self):
-            return self
-
-        def other_cores(self):
-            return other_cores
-    monkeypatch.setattr(verification, "LoadProbe", Probe)
-
-
 def _fixed_rounds(per_generation_ms: dict[str, float], asked: list | None = None):
     """A stopwatch for ``verification.time_rounds`` that reads ``per_generation_ms`` (the compiles stay real);
     ``asked`` gets the keyword arguments of each call."""
@@ -531,7 +520,7 @@ def test_a_decoder_whose_devices_the_prior_cannot_tell_apart_is_timed_at_the_fir
     both cases."""
 
     _prior_predicting_both_devices_alike(monkeypatch)
-    _stated_load(monkeypatch, 0.0)
+    stated_load(monkeypatch, 0.0)
     spawned = _spawned(monkeypatch)
     model = sg.llm_like(layers=3, positions=None)
     asked = []
@@ -570,7 +559,7 @@ def test_on_a_loaded_machine_the_first_start_check_may_take_more_rounds(thread_c
 
     for label, load in (("quiet", 0.0), ("edge", LOADED_OTHER_CORES),
                         ("unknown", float("nan")), ("loaded", 0.96)):
-        _stated_load(monkeypatch, load)
+        stated_load(monkeypatch, load)
         oa.compile_model(sg.llm_like(layers=3, positions=None), PLAIN_FIRST, core=thread_core,
                          cache_dir=tmp_path / label, generation=(16, 4))
     scale = verification.LOADED_SCALE

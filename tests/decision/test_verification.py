@@ -27,6 +27,7 @@ from ov_autoplace.devices.facts import twin_of
 from ov_autoplace.devices.timing import random_inputs
 from tests import synthetic_graphs as sg
 from tests.synthetic_graphs import forced_split, regnet_y_like
+from tests.testbeds import stated_load
 
 
 def test_t_quantile_matches_the_table():
@@ -397,7 +398,6 @@ def test_rounds_grow_to_the_most_half_the_budget_holds_and_an_exact_count_stays_
                                                  budget_s=1e-9).values())
 
 
-
 def test_on_a_loaded_machine_the_rounds_may_grow_and_take_longer(testbed, monkeypatch):
     """Under load a win must clear what the plain call's two compiles read apart, a margin that shrinks with rounds:
     where other processes keep more than ``LOADED_OTHER_CORES`` of the cores busy over the compiles, the most rounds
@@ -411,25 +411,17 @@ def test_on_a_loaded_machine_the_rounds_may_grow_and_take_longer(testbed, monkey
     graph = extract_graph(prepared)
     support = query_support(testbed.core, prepared, graph, testbed.devices)
     split = legalize(graph, forced_split(graph, 2), testbed.devices, support, strategy="forced")
-    asked, loads = [], []
+    asked = []
 
     def time_rounds_(contenders, inputs, *, rounds, **kwargs):
         asked.append((rounds, kwargs["max_rounds"], kwargs["budget_s"]))
         return {c: [10.0 + 0.01 * r for r in range(rounds)] for c in contenders}
-
-    class Probe:
-        def start(self):
-            return self
-
-        def other_cores(self):
-            return loads[-1]
     monkeypatch.setattr(verification, "time_rounds", time_rounds_)
-    monkeypatch.setattr(verification, "LoadProbe", Probe)
     calls = {"defaults": {}, "the check's": dict(rounds=4, max_rounds=12, budget_s=6.0),
              "exact": dict(rounds=7)}
     reasons = []
     for load in (0.0, LOADED_OTHER_CORES, float("nan"), 0.96):
-        loads.append(load)
+        stated_load(monkeypatch, load)
         for kwargs in calls.values():
             _, evidence = verify_placement(testbed.core, prepared, graph, split, support=support, model=model,
                                            device_name=testbed.hetero, **kwargs)
