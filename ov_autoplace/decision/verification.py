@@ -42,8 +42,7 @@ CONFIDENCE = 0.95
 #: Rounds of interleaved timing (each contender once per round); fewer when the time budget runs out.
 ROUNDS = 9
 MIN_ROUNDS = 4
-#: More rounds, up to this, where the first round shows half the budget holds them: a short model's (a small
-#: decoder's generation: tens of ms) gain of 10-20 % is inside 9 rounds' bound but not 25 rounds'.
+#: More rounds, up to this, where the first round shows half the budget holds them (why: the docs).
 MAX_ROUNDS = 25
 #: Timed runs of a contender per round (its median is the round's sample).
 ITERATIONS = 5
@@ -156,22 +155,16 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
     if n < 2 or any(len(s) != n for s in alts.values()) or second is None or len(second) != n:
         return Evidence("abstained", PLAIN, RULE, n, medians, spread, {}, {},
                         "too few paired rounds of the plain call's two compiles and each alternative", stamp)
-    # Each alternative must win against both compiles of the plain call: a win over a plain call that happened to
-    # compile slow is no win over the call. Needing both (an intersection-union test) keeps each test's level, so
-    # the Bonferroni split is over the alternatives only.
+    # A win over both compiles of the plain call (why, and why Bonferroni over the alternatives only: the docs)
     t = t_quantile(1 - (1 - confidence) / max(1, len(alts)), n - 1)
-
-    def bound(d):  # the one-sided upper confidence bound of a mean paired log ratio
-        return d.mean() + t * d.std(ddof=1) / math.sqrt(n)
-
     loaded = other_cores > LOADED_OTHER_CORES  # nan compares False: an OS that does not say is not called loaded
     control = np.log(second / plain)  # loaded: what two compiles of one call read apart (at the bound) is no win
-    gain = max(min_gain, 1.0 - math.exp(-max(bound(control), bound(-control)))) if loaded else min_gain
+    gain = max(min_gain, 1.0 - math.exp(-max(_upper(control, t), _upper(-control, t)))) if loaded else min_gain
     ratio, upper, robust = {}, {}, []
     for c, s in alts.items():
         against = (np.log(s / plain), np.log(s / second))
         ratio[c] = float(np.exp(np.median(against[0])))
-        upper[c] = max(float(np.exp(bound(d))) for d in against)
+        upper[c] = max(float(np.exp(_upper(d, t))) for d in against)
         if not loaded or max(np.median(d) for d in against) < math.log(1.0 - gain):
             robust.append(c)  # load bursts can pull the mean (so the bound) far from the median
     noisy = spread.get(PLAIN, math.inf) > max_round_cv
@@ -198,11 +191,27 @@ def decide(rounds_ms: Mapping[str, Sequence[float]], *, min_gain: float = MIN_GA
     return Evidence("plain", PLAIN, RULE, n, medians, spread, ratio, upper, lost, stamp)
 
 
+def _upper(d: np.ndarray, t: float) -> float:
+    """The one-sided upper confidence bound (quantile ``t``) of the mean of paired log ratios ``d``."""
+    return d.mean() + t * d.std(ddof=1) / math.sqrt(len(d))
+
+
+def all_slower(rounds_ms: Mapping[str, Sequence[float]], *, confidence: float = CONFIDENCE) -> bool:
+    """Whether every alternative is slower than each compile of the plain call (median and bound): no win to come."""
+    plains = [np.asarray(rounds_ms[c]) for c in (PLAIN, PLAIN_SECOND) if c in rounds_ms]
+    alts = [np.asarray(s) for c, s in rounds_ms.items() if c not in (PLAIN, PLAIN_SECOND)]
+    if not plains or not alts or len(plains[0]) < 2:
+        return False
+    t = t_quantile(1 - (1 - confidence) / len(alts), len(plains[0]) - 1)
+    return all(np.median(d) > 0 and _upper(-d, t) < 0 for a in alts for p in plains for d in [np.log(a / p)])
+
+
 def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, rounds: int = ROUNDS,
                 min_rounds: int = MIN_ROUNDS, iterations: int = ITERATIONS, budget_s: float = BUDGET_S,
-                generation=None, parts: dict | None = None, max_rounds: int | None = None) -> dict[str, list[float]]:
+                generation=None, parts: dict | None = None, max_rounds: int | None = None,
+                futile: Callable[[dict], bool] | None = None) -> dict[str, list[float]]:
     """Per-round medians (ms) of each compiled contender, interleaved, the order rotated every round; when it stops,
-    ``max_rounds`` and a ``generation``: docs/architecture.md, "Module notes", verification.py."""
+    ``max_rounds``, ``futile`` and a ``generation``: docs/architecture.md, "Module notes", verification.py."""
     labels = list(contenders)
     out: dict[str, list[float]] = {c: [] for c in labels}
     started = time.perf_counter()
@@ -222,7 +231,7 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
         if r == 0 and max_rounds is not None and max_rounds > rounds:
             planned = max(rounds, min(max_rounds, int(0.5 * budget_s / max(elapsed, 1e-9))))
         r += 1
-        if r >= min_rounds and elapsed > budget_s:
+        if (r >= min_rounds and elapsed > budget_s) or (r >= rounds and futile is not None and futile(out)):
             break
     return out
 
@@ -405,9 +414,8 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     runner_up = _distinct_splits(alternatives, devices, {_compute_assignment(candidate), _compute_assignment(plain)})
     for label, alt in runner_up.items():
         builds[label], strings[label] = (lambda p=alt: compile_split(p)), alt.device_string
-    # a single device compiled as compile_decided compiles it (one submodel through the HETERO string); never the
-    # plain call's device under another name (the f32 testbed's CPUF beside CPU was kept at x0.967 once: one of the
-    # 5 % false wins)
+    # a single device as compile_decided compiles it (one submodel through the HETERO string); not the plain call's
+    # device under another name (why: the docs)
     for device in devices_timed_alone(graph, devices, support, plain_single, core=core):
         builds[f"single:{device}"] = lambda d=device: compile_on_one_device(core, model, candidate.device_string, d,
                                                                              props)
@@ -437,7 +445,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     most, budget_s = MAX_ROUNDS if rounds is None else max_rounds, BUDGET_S if budget_s is None else budget_s
     rounds_ms = time_rounds(compiled, inputs, rounds=ROUNDS if rounds is None else rounds, iterations=iterations,
                             generation=generation, parts=parts, budget_s=more * budget_s,
-                            max_rounds=most and more * most) if len(compiled) > 1 else {}
+                            max_rounds=most and more * most, futile=all_slower) if len(compiled) > 1 else {}
     evidence = decide(rounds_ms, other_cores=probe.other_cores()) if rounds_ms else Evidence(
         "plain", PLAIN, RULE, 0, {}, {}, {}, {}, "no alternative to the plain call could be measured (or each was "
         "its device under another name)", time.time())

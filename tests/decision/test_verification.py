@@ -19,7 +19,8 @@ from ov_autoplace.placement.legalizer import legalize, query_support
 from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
-from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, KeptCompile, decide, evidence_intact,
+from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, KeptCompile, all_slower, decide,
+                                                evidence_intact,
                                                 faster_plain, faster_single_device, needs_verification,
                                                 plain_placement, provisional_intact, runner_ups, seal,
                                                 single_device_of, t_quantile, time_rounds, verify_placement)
@@ -398,6 +399,55 @@ def test_rounds_grow_to_the_most_half_the_budget_holds_and_an_exact_count_stays_
                                                  budget_s=1e-9).values())
 
 
+def test_rounds_past_the_planned_count_stop_once_every_alternative_is_measurably_slower():
+    """``futile`` is asked after each round from the planned count on, never before it: the planned rounds always
+    run, and the extra rounds (``max_rounds``, a loaded machine's scale) are spent only while a win is possible."""
+    param = ops.parameter([1, 8], ov.Type.f32, name="x")
+    compiled = ov.Core().compile_model(ov.Model([ops.relu(param)], [param], "tiny"), "CPU")
+    contenders = {"plain": compiled, "candidate": compiled}
+    inputs = [np.ones((1, 8), np.float32)]
+    asked = []
+
+    def futile(out):
+        asked.append(len(out["plain"]))
+        return asked[-1] >= 7
+    kept = time_rounds(contenders, inputs, rounds=5, max_rounds=12, budget_s=30, futile=futile)
+    assert all(len(v) == 7 for v in kept.values()) and asked == [5, 6, 7]
+    asked.clear()
+    assert all(len(v) == 5 for v in time_rounds(contenders, inputs, rounds=5, budget_s=30, futile=futile).values())
+    assert asked == [5]
+
+
+def test_all_slower_needs_every_alternative_slower_than_both_compiles_of_the_plain_call():
+    rng = np.random.default_rng(7)
+    slow = _rounds_with_second_compile(rng, 10.0, 10.0, 13.0, 0.03, n=9)
+    assert all_slower(slow)
+    assert not all_slower({**slow, "single:CPUF": slow["plain"] * 0.8}), "another alternative may still win"
+    assert not all_slower({**slow, "plain'": slow["candidate"] * 1.05}), "not slower than the second compile"
+    assert not all_slower(_rounds_with_second_compile(rng, 10.0, 10.0, 9.0, 0.03, n=9))
+    assert not all_slower({"plain": [10.0, 10.1], "plain'": [10.0, 10.1]}), "nothing to stop for"
+
+
+def test_stopping_where_every_alternative_is_slower_costs_wins_rarely_and_saves_rounds_on_losses():
+    """Stopping early only ever ends a verification without a win, so it cannot add false wins. Looked at after
+    each round from 9 of up to 25 (a loaded machine's most, or a short model's), it costs a 5 % faster
+    alternative at most one win in a hundred, and a 30 % slower one is dropped after the planned 9 rounds."""
+    rng = np.random.default_rng(11)
+
+    def verify(alt_ms, noise):
+        rounds = _rounds_with_second_compile(rng, 10.0, 10.0, alt_ms, noise, drift=0.05, n=25)
+        whole = decide(rounds).decision == "kept"
+        for n in range(9, 26):
+            prefix = {c: s[:n] for c, s in rounds.items()}
+            if n == 25 or all_slower(prefix):
+                return whole, decide(prefix).decision == "kept", n
+    for noise in (0.03, 0.1):
+        runs = [verify(9.5, noise) for _ in range(400)]
+        assert sum(w for w, _, _ in runs) - sum(s for _, s, _ in runs) <= 4, noise
+        assert all(s <= w for w, s, _ in runs), "a stop never makes a win"
+    assert np.median([n for _, _, n in (verify(13.0, 0.1) for _ in range(100))]) == 9
+
+
 def test_on_a_loaded_machine_the_rounds_may_grow_and_take_longer(testbed, monkeypatch):
     """Under load a win must clear what the plain call's two compiles read apart, a margin that shrinks with rounds:
     where other processes keep more than ``LOADED_OTHER_CORES`` of the cores busy over the compiles, the most rounds
@@ -415,6 +465,7 @@ def test_on_a_loaded_machine_the_rounds_may_grow_and_take_longer(testbed, monkey
 
     def time_rounds_(contenders, inputs, *, rounds, **kwargs):
         asked.append((rounds, kwargs["max_rounds"], kwargs["budget_s"]))
+        assert kwargs["futile"] is verification.all_slower, "the extra rounds stop once every alternative lost"
         return {c: [10.0 + 0.01 * r for r in range(rounds)] for c in contenders}
     monkeypatch.setattr(verification, "time_rounds", time_rounds_)
     calls = {"defaults": {}, "the check's": dict(rounds=4, max_rounds=12, budget_s=6.0),
