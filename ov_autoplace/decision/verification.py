@@ -68,8 +68,7 @@ PLAIN = "plain"
 PLAIN_SECOND = "plain'"
 CANDIDATE = "candidate"
 ALTERNATIVE = "alternative:"  # + the runner-up's strategy name
-#: The methods whose placement on the candidate's cost model is measured beside it (:func:`runner_ups`);
-#: ``bench_verified_truth.py`` models the verification with exactly this set.
+#: The methods whose placement on the candidate's cost model is measured beside it (:func:`runner_ups`).
 RUNNER_UP_METHODS = ("heft",)
 
 
