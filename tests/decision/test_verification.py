@@ -20,8 +20,7 @@ from ov_autoplace.model.prepare import prepare_model
 from ov_autoplace.strategies.base import PlacementStrategy
 from ov_autoplace.costmodel.cost_model import CostModel
 from ov_autoplace.decision.verification import (MAX_ROUND_CV, MIN_GAIN, KeptCompile, all_slower, decide,
-                                                evidence_intact,
-                                                faster_plain, faster_single_device, needs_verification,
+                                                evidence_intact, faster_plain, faster_single_device, needs_verification,
                                                 plain_placement, provisional_intact, runner_ups, seal,
                                                 single_device_of, t_quantile, time_rounds, verify_placement)
 from ov_autoplace.devices.facts import twin_of
