@@ -30,11 +30,8 @@ logger = logging.getLogger(__name__)
 #: docs/default-path.md "Prior error"). Between two *different* devices the error is the device model's (median
 #: 22 % on published latencies it did not fit, docs/bench/headroom.md), so a device switch needs it too.
 PRIOR_SPLIT_MARGIN = 0.25
-#: The margin when the prior recognizes every device (:func:`recognize_devices`: the FULL_DEVICE_NAME of a
-#: device calibrated on published latencies) and models each by its own fit: its published latencies are
-#: within 9.5 % of the fit (median 0.4 %, ``docs/bench/headroom.md``), so a device predicted more than 10 %
-#: faster is faster. The share error was measured on a CPU the prior does *not* recognize; on a recognized device
-#: it is not measured (no such hardware), which is the risk this margin takes.
+#: The margin when the prior recognizes every device (:func:`recognize_devices`) and models each by its own fit
+#: (why 10 %, and the risk it takes: docs/architecture.md, prior_costs.py).
 PRIOR_SPLIT_MARGIN_RECOGNIZED = 0.10
 
 

@@ -53,15 +53,18 @@ LOADED_SCALE = 3
 #: The plain call's per-round medians varying by more than this (coefficient of variation) make the machine noisy:
 #: a loss is then no verdict.
 MAX_ROUND_CV = 0.15
+#: Share of the level a win may spend at a first look after ROUNDS rounds where more follow (the rest at the end).
+FIRST_LOOK = 0.2
 #: Bumped when the rule changes: evidence of another version is verified again.
-RULE_VERSION = 6
+RULE_VERSION = 7
 RULE = (f"v{RULE_VERSION}: kept only if at least {MIN_GAIN:.0%} faster than each of two compiles of the plain call "
         f"at {CONFIDENCE:.0%} one-sided confidence (paired t on per-round log ratios, Bonferroni over the "
         "alternatives); on a "
         f"noisy machine (the plain call's rounds vary by more than {MAX_ROUND_CV:.0%}) a loss abstains; when other "
         f"processes keep more than {LOADED_OTHER_CORES} of its cores busy, a win must also clear (bound and median) "
         "what the plain call's two compiles read apart at that confidence, and is used provisionally (not a "
-        "verdict: verified again on a quiet machine), and a loss abstains")
+        f"verdict: verified again on a quiet machine), and a loss abstains; where rounds follow the first {ROUNDS}, "
+        f"a win there at {FIRST_LOOK:.0%} of the level ends them (the rest at the end)")
 
 PLAIN = "plain"
 #: The plain call compiled a second time: what two compiles of one call differ by, measured in the same rounds.
@@ -230,7 +233,7 @@ def time_rounds(contenders: Mapping[str, Any], inputs: Sequence[np.ndarray], *, 
         if r == 0 and max_rounds is not None and max_rounds > rounds:
             planned = max(rounds, min(max_rounds, int(0.5 * budget_s / max(elapsed, 1e-9))))
         r += 1
-        if (r >= min_rounds and elapsed > budget_s) or (r >= rounds and futile is not None and futile(out)):
+        if (r >= min_rounds and elapsed > budget_s) or (rounds <= r < planned and futile is not None and futile(out)):
             break
     return out
 
@@ -442,12 +445,25 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     parts: dict[str, list] = {}
     more = LOADED_SCALE if len(compiled) > 1 and busy_now(probe) else 1
     most, budget_s = MAX_ROUNDS if rounds is None else max_rounds, BUDGET_S if budget_s is None else budget_s
+    looked: list[Evidence] = []  # a first look, taken where rounds follow ROUNDS: a win there ends them (the docs)
+
+    def stop(out) -> bool:
+        if not looked and len(out[PLAIN]) >= ROUNDS:
+            looked.append(decide(out, confidence=1 - (1 - CONFIDENCE) * FIRST_LOOK, other_cores=probe.other_cores()))
+            if looked[0].decision in ("kept", "provisional"):
+                return True
+        return all_slower(out)
     rounds_ms = time_rounds(compiled, inputs, rounds=ROUNDS if rounds is None else rounds, iterations=iterations,
                             generation=generation, parts=parts, budget_s=more * budget_s,
-                            max_rounds=most and more * most, futile=all_slower) if len(compiled) > 1 else {}
-    evidence = decide(rounds_ms, other_cores=probe.other_cores()) if rounds_ms else Evidence(
-        "plain", PLAIN, RULE, 0, {}, {}, {}, {}, "no alternative to the plain call could be measured (or each was "
-        "its device under another name)", time.time())
+                            max_rounds=most and more * most, futile=stop) if len(compiled) > 1 else {}
+    if looked and looked[0].decision in ("kept", "provisional"):
+        evidence = looked[0]
+    elif rounds_ms:  # after a first look, with the rest of the level
+        evidence = decide(rounds_ms, confidence=1 - (1 - CONFIDENCE) * (1 - FIRST_LOOK) if looked else CONFIDENCE,
+                          other_cores=probe.other_cores())
+    else:
+        evidence = Evidence("plain", PLAIN, RULE, 0, {}, {}, {}, {}, "no alternative to the plain call could be "
+                            "measured (or each was its device under another name)", time.time())
     if parts:
         evidence = dataclasses.replace(evidence, generation={
             "prompt_tokens": generation.prompt_tokens, "new_tokens": generation.new_tokens,

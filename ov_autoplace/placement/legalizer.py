@@ -164,12 +164,8 @@ def legalize(
             notes.append(f"{filled} node(s) between pins on one device moved there (stateful model)")
     keep_state_together(graph, device, active, support, locked, devices, notes)
 
-    # 3. submodel bound: merge islands until HETERO's split of the whole placement fits. The split itself is
-    # taken only where it can decide: HETERO's parts before any cycle is split are a lower bound of it (one
-    # union-find), and more of them than the bound need merging whatever the exact count (one split of a large
-    # recurrent proposal takes seconds: 20,000 nodes in 4-node blocks, 9 s). Not same-device islands: islands
-    # that share a Parameter or Constant are one submodel, so a placement this step made legal could have more
-    # islands than the bound, and was merged again when legalised again (a cached placement on the next start)
+    # 3. submodel bound: merge islands until HETERO's split of the whole placement fits (why the split, and its
+    # lower bound first: docs/architecture.md, legalizer.py, step 3)
     full = follow_consumers(graph, device, active, pinned_anchor)
     parts = count_joined_parts(graph, full, active)
     counted = max_submodels is None or parts <= max_submodels  # else the lower bound stands in
