@@ -19,8 +19,9 @@ bursts and pauses (what a CI host's other test worker does):
   contending with it: mechanisms a win can name.
 
 Each verification is ``verify_placement`` as ``compile_model`` runs it (its compiles, its paired rounds, its load
-probe); the rounds it hands to ``decide`` are kept and judged by each rule (each reads the bound ``decide``
-computed; quiet, the three rules are one). A win under load is "provisional", quiet "kept". The verdicts
+probe), with rule v7's first look switched off (``FIRST_LOOK = 0``: one look at the end, at the whole level, as v6
+decided, so every rule reads the same whole rounds); the rounds it hands to ``decide`` are kept and judged by each
+rule (each reads the bound ``decide`` computed; quiet, the three rules are one). A win under load is "provisional", quiet "kept". The verdicts
 are printed per run; the table counts them; ``--json`` keeps every run's rounds.
 """
 
@@ -129,12 +130,12 @@ def verify_once(case, model, prepared, graph) -> dict:
         seen["other_cores"] = kw.get("other_cores", float("nan"))
         return seen["evidence"]
 
-    verification.decide = recording
+    verification.decide, first_look, verification.FIRST_LOOK = recording, verification.FIRST_LOOK, 0.0
     try:
         verification.verify_placement(core, prepared, graph, candidate, support=support, model=model,
                                       device_name="HETERO:" + ",".join(devices))
     finally:
-        verification.decide = decide
+        verification.decide, verification.FIRST_LOOK = decide, first_look
     evidence = seen["evidence"]
     loaded = seen["other_cores"] > verification.LOADED_OTHER_CORES  # as decide reads it
     best = min(evidence.ratio, key=evidence.ratio.get) if evidence.ratio else None

@@ -53,7 +53,8 @@ LOADED_SCALE = 3
 #: The plain call's per-round medians varying by more than this (coefficient of variation) make the machine noisy:
 #: a loss is then no verdict.
 MAX_ROUND_CV = 0.15
-#: Share of the level a win may spend at a first look after ROUNDS rounds where more follow (the rest at the end).
+#: Share of the level a win may spend at a first look after ROUNDS rounds where more follow (the rest at the end;
+#: 0: no look).
 FIRST_LOOK = 0.2
 #: Bumped when the rule changes: evidence of another version is verified again.
 RULE_VERSION = 7
@@ -448,7 +449,7 @@ def verify_placement(core, prepared, graph, candidate, *, support: np.ndarray, p
     looked: list[Evidence] = []  # a first look, taken where rounds follow ROUNDS: a win there ends them (the docs)
 
     def stop(out) -> bool:
-        if not looked and len(out[PLAIN]) >= ROUNDS:
+        if FIRST_LOOK and not looked and len(out[PLAIN]) >= ROUNDS:
             looked.append(decide(out, confidence=1 - (1 - CONFIDENCE) * FIRST_LOOK, other_cores=probe.other_cores()))
             if looked[0].decision in ("kept", "provisional"):
                 return True
