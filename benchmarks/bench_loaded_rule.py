@@ -21,8 +21,9 @@ bursts and pauses (what a CI host's other test worker does):
 Each verification is ``verify_placement`` as ``compile_model`` runs it (its compiles, its paired rounds, its load
 probe), with rule v7's first look switched off (``FIRST_LOOK = 0``: one look at the end, at the whole level, as v6
 decided, so every rule reads the same whole rounds); the rounds it hands to ``decide`` are kept and judged by each
-rule (each reads the bound ``decide`` computed; quiet, the three rules are one). A win under load is "provisional", quiet "kept". The verdicts
-are printed per run; the table counts them; ``--json`` keeps every run's rounds.
+rule (each reads the bound ``decide`` computed; quiet, the three rules are one). A win under load is
+"provisional", quiet "kept". The verdicts are printed per run; the table counts them; ``--json`` keeps every run's
+rounds.
 """
 
 from __future__ import annotations

@@ -414,8 +414,12 @@ def test_rounds_past_the_planned_count_stop_once_every_alternative_is_measurably
     kept = time_rounds(contenders, inputs, rounds=5, max_rounds=12, budget_s=30, futile=futile)
     assert all(len(v) == 7 for v in kept.values()) and asked == [5, 6, 7]
     asked.clear()
-    never = time_rounds(contenders, inputs, rounds=5, max_rounds=12, budget_s=30, futile=lambda out: futile(out) and 0)
-    assert all(len(v) == 12 for v in never.values()) and asked == list(range(5, 12)), "not asked after the last"
+
+    def never(out):
+        asked.append(len(out["plain"]))
+        return False
+    whole = time_rounds(contenders, inputs, rounds=5, max_rounds=12, budget_s=30, futile=never)
+    assert all(len(v) == 12 for v in whole.values()) and asked == list(range(5, 12)), "not asked after the last"
     asked.clear()
     assert all(len(v) == 5 for v in time_rounds(contenders, inputs, rounds=5, budget_s=30, futile=futile).values())
     assert asked == []
